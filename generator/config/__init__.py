@@ -1,0 +1,5 @@
+"""Effective config of one trainer call (schema defaults + overrides with Hydra semantics)."""
+
+from generator.config.types import Config, KeyIssue
+
+__all__ = ["Config", "KeyIssue"]

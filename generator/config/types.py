@@ -1,0 +1,74 @@
+"""The effective config of one trainer call: one `Config` for every path (read, generated,
+library), judged by one rule engine."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from generator.launch import Override
+
+Backend = Literal["megatron", "fsdp", "unknown"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyIssue:
+    """An override that Hydra would refuse (or that means something other than it says).
+
+    kind:
+      unknown-key       key not in the schema and not added with `+`/`++`
+      plus-on-existing  `+key=` where the key already has a non-null value
+      delete-missing    `~key` on a key that does not exist
+      renamed           key moved in this release; `replacement` is the new key
+      removed           key removed in this release without replacement
+      grammar           Hydra's override grammar rejects the text; `detail` says why
+      bad-value         the value is not allowed for this key (e.g. rollout.mode=sync on >= 0.7)
+    """
+
+    override: Override
+    kind: str
+    detail: str = ""
+    suggestion: str | None = None  # "did you mean" key, or the renamed key
+
+
+@dataclass(slots=True)
+class Config:
+    """Flat, dotted, effective values: schema defaults of `version`, then overrides in order.
+
+    values   every leaf the schema has plus keys the script added, interpolations resolved
+             (an interpolation that depends on an unknown stays unresolved and is listed in
+             `unknown`)
+    set_by   the override that last set each key explicitly (provenance for fixes)
+    unknown  key -> reason, for values that depend on something the reader could not see;
+             `values[key]` then holds the raw text with `<?label>` markers
+    """
+
+    version: str
+    schema: str  # "ppo_megatron_trainer", "ppo_trainer", or a recipe's config name
+    entry: str = "verl.trainer.main_ppo"
+    values: dict[str, Any] = field(default_factory=dict)
+    set_by: dict[str, Override] = field(default_factory=dict)
+    unknown: dict[str, str] = field(default_factory=dict)
+    key_issues: list[KeyIssue] = field(default_factory=list)
+    backend: Backend = "unknown"
+    passes_args: bool = False  # "$@" reaches the call: every value may be overridden at launch
+
+    def get(self, key: str, default: Any = None) -> Any:
+        return self.values.get(key, default)
+
+    def known(self, key: str) -> bool:
+        """True when the value is fully known (not depending on an unknown)."""
+        return key not in self.unknown
+
+    def line_of(self, key: str) -> int | None:
+        override = self.set_by.get(key)
+        return override.line if override else None
+
+    @property
+    def gpus(self) -> int | None:
+        """GPUs in the training pool: trainer.n_gpus_per_node x trainer.nnodes."""
+        per_node = self.values.get("trainer.n_gpus_per_node")
+        nodes = self.values.get("trainer.nnodes")
+        if isinstance(per_node, int) and isinstance(nodes, int) and not isinstance(per_node, bool):
+            return per_node * nodes
+        return None

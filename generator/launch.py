@@ -1,0 +1,133 @@
+"""The read model of a launch script: what bash would hand each trainer call, and where
+every value was written.
+
+This module knows nothing about verl. `generator.shell` produces these objects; `config`,
+`rules` and `fix` consume them. Offsets are byte offsets into the script's UTF-8 bytes, so a
+fix can splice the original text without re-encoding it.
+
+Unknown pieces of a value (an unset environment variable, `$(...)`, a loop variable, `$1`)
+are written into the value text as `<?label>`, e.g. `<?unset:HOME>/data/train.parquet`, and
+listed in `Override.unknowns` with a human reason. A value with no unknowns is *resolved*.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+Source = Literal["literal", "variable", "array", "string", "unknown"]
+Branch = Literal["live", "conditional", "loop", "dead"]
+Op = Literal["=", "+", "++", "~"]
+
+UNKNOWN_OPEN = "<?"
+UNKNOWN_CLOSE = ">"
+
+
+def unknown_marker(label: str) -> str:
+    """The placeholder written into value text for an unknown piece, e.g. `<?unset:HOME>`."""
+    return f"{UNKNOWN_OPEN}{label}{UNKNOWN_CLOSE}"
+
+
+@dataclass(frozen=True, slots=True)
+class Span:
+    """Bytes [start, end) of the script; `line` is the 1-based line of `start`."""
+
+    start: int
+    end: int
+    line: int
+
+
+@dataclass(frozen=True, slots=True)
+class Provenance:
+    """Where the text that defines a value lives, so that a fix edits exactly there.
+
+    source:
+      literal   the value is written in the word on the command line
+      variable  the value comes whole from a variable: `span` is its assignment's value, or
+                the `:-` default inside `${VAR:-default}` when the default is what bash used
+      array     the word is an element of an array expanded as "${ARR[@]}"
+      string    the word is a piece of a string variable that bash word-split into the call
+      unknown   the value depends on something we cannot see (see Override.unknowns)
+    span:      the bytes to replace to change the value (value only, not `key=`), or None when
+               no single place defines it (e.g. `key=${A}_${B}`)
+    quoting:   the quoting context at `span`: "" (bare), "'" or '"', so a fix can re-quote
+    variable:  the variable whose definition holds the value, when source is variable
+    path:      the file holding `span` when it is not the script itself (a sourced file)
+    """
+
+    source: Source
+    span: Span | None
+    quoting: str = ""
+    variable: str | None = None
+    path: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Override:
+    """One Hydra override as the trainer receives it after shell processing."""
+
+    text: str  # the whole argument, e.g. "+actor_rollout_ref.actor.megatron.foo=3"
+    key: str  # "actor_rollout_ref.actor.megatron.foo" ("" when the text has no key)
+    op: Op
+    value: str | None  # text after the first "=", None for a bare "~key"
+    line: int  # line of the word on the command line
+    word: Span  # the shell word (on the command line, in the array or the string) it came from
+    provenance: Provenance
+    unknowns: tuple[str, ...] = ()  # why parts of the value are unknown; empty = resolved
+
+    @property
+    def resolved(self) -> bool:
+        return not self.unknowns
+
+
+@dataclass(frozen=True, slots=True)
+class Hazard:
+    """A shell-level trap found while reading; `gen check` reports these as findings.
+
+    kind: comment-in-continuation | backslash-space | empty-expansion | duplicate-key |
+          unquoted-glob | orphan-overrides | parse-error
+    """
+
+    kind: str
+    line: int
+    message: str
+    span: Span | None = None
+
+
+@dataclass(slots=True)
+class Invocation:
+    """One call of a Hydra entry point (verl's trainer, a recipe, a wrapper module or file)."""
+
+    line: int
+    span: Span  # the whole command, wrappers included
+    entry: str  # "verl.trainer.main_ppo", "recipe.dapo.main_dapo", or "path/to/main.py"
+    entry_kind: Literal["module", "file"]
+    launcher: str  # "python3 -m", "ray job submit python3 -m", "torchrun", "srun python -m", ...
+    config_path: str | None
+    config_name: str | None
+    branch: Branch
+    passes_args: bool  # "$@" (or $@, ${@:2}, $*) reaches the call: a run can override anything
+    overrides: list[Override] = field(default_factory=list)
+    other_args: list[str] = field(default_factory=list)  # arguments that are not overrides
+    env: dict[str, str] = field(default_factory=dict)  # VAR=x prefixes and `env VAR=x`
+    redirects: list[str] = field(default_factory=list)  # "2>&1", "| tee log", "> out.log", "&"
+    context: list[str] = field(default_factory=list)  # e.g. ["if [[ $backend == megatron ]]"]
+
+
+@dataclass(slots=True)
+class LaunchScript:
+    path: str | None
+    source: bytes
+    invocations: list[Invocation] = field(default_factory=list)
+    hazards: list[Hazard] = field(default_factory=list)
+    # The environment and arguments the reading assumed (from --env/--arg); everything else
+    # is unset, and `$@` is empty except where it is reported as passes_args.
+    assumed_env: dict[str, str] = field(default_factory=dict)
+    assumed_args: list[str] = field(default_factory=list)
+
+    @property
+    def text(self) -> str:
+        return self.source.decode("utf-8")
+
+    def line_of(self, offset: int) -> int:
+        return self.source.count(b"\n", 0, offset) + 1

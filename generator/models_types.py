@@ -1,0 +1,45 @@
+"""Architecture facts of a model, as the rules and the planner need them.
+
+Filled from the packaged registry (`generator.models`) or from any Hugging Face config.json.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class ModelFacts:
+    name: str
+    hidden_size: int
+    num_layers: int
+    num_attention_heads: int
+    num_kv_heads: int
+    head_dim: int
+    ffn_hidden_size: int  # dense MLP width (unused by pure-MoE layers)
+    vocab_size: int
+    max_position_embeddings: int
+    tie_word_embeddings: bool = False
+    qkv_bias: bool = False
+    qk_norm: bool = False
+    # MoE (None / 0 for dense models)
+    num_experts: int | None = None
+    experts_per_token: int | None = None
+    expert_ffn_hidden_size: int | None = None
+    shared_expert_ffn_hidden_size: int = 0
+    first_k_dense_layers: int = 0
+    # MLA (DeepSeek-V3, Moonlight); None for ordinary attention
+    q_lora_rank: int | None = None
+    kv_lora_rank: int | None = None
+    qk_rope_head_dim: int | None = None
+    qk_nope_head_dim: int | None = None
+    v_head_dim: int | None = None
+    hf_ids: tuple[str, ...] = ()
+
+    @property
+    def is_moe(self) -> bool:
+        return bool(self.num_experts)
+
+    @property
+    def is_mla(self) -> bool:
+        return self.kv_lora_rank is not None

@@ -1,0 +1,72 @@
+"""What the planner hands to `gen recipe` and `gen plan`: one evaluated layout."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+
+@dataclass(frozen=True, slots=True)
+class Offload:
+    param: bool = False  # actor (and, by interpolation, ref) params and grads to CPU between phases
+    grad: bool = False  # emitted for symmetry with verl's examples; frees nothing by itself
+    optimizer: bool = False  # Adam state + fp32 master shards to CPU between phases
+    cpu_optimizer: bool = False  # Megatron's CPU optimizer (lowers the update peak)
+    cpu_optimizer_fraction: float = 0.0
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryTerm:
+    name: str  # e.g. "weights", "grads", "optimizer", "activations", "logits", "kv-cache", "overhead"
+    gib: float
+    note: str = ""
+
+
+@dataclass(frozen=True, slots=True)
+class PhaseMemory:
+    phase: str  # "update" | "log_prob" | "ref_log_prob" | "rollout"
+    gib: float
+    terms: tuple[MemoryTerm, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class Candidate:
+    tp: int
+    pp: int
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None  # None = Megatron's default (ETP = TP)
+    vpp: int | None = None
+    first_stage_layers: int | None = None  # uneven PP
+    last_stage_layers: int | None = None
+    rollout_tp: int = 1
+    micro_batch_per_gpu: int = 1
+    use_dynamic_bsz: bool = False
+    token_budget: int | None = None  # actor ppo_max_token_len_per_gpu when dynamic
+    log_prob_token_budget: int | None = None
+    log_prob_micro_batch_per_gpu: int | None = None
+    offload: Offload = Offload()
+    recompute: bool = False  # full/uniform/1
+    gpu_memory_utilization: float = 0.5
+    memory: tuple[PhaseMemory, ...] = ()
+    limit_gib: float = 0.0
+    fits: bool = True
+    why: tuple[str, ...] = ()
+
+    @property
+    def model_parallel_size(self) -> int:
+        return self.tp * self.pp * self.cp
+
+
+@dataclass(slots=True)
+class Plan:
+    model: str
+    gpus: int
+    nodes: int
+    gpu: str
+    candidates: list[Candidate] = field(default_factory=list)
+    chosen: int | None = None
+    rejected: list[tuple[str, str]] = field(default_factory=list)  # (layout, reason)
+
+    @property
+    def best(self) -> Candidate | None:
+        return None if self.chosen is None else self.candidates[self.chosen]

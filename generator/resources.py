@@ -1,0 +1,30 @@
+"""Where packaged data lives, in a wheel and in a source checkout alike.
+
+The wheel ships `templates/` and `recipes/` inside the `generator` package (see pyproject's
+force-include); an editable install or a plain checkout has them beside the package.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+_PACKAGE = Path(__file__).resolve().parent
+
+
+def _shipped(name: str) -> Path:
+    inside = _PACKAGE / name
+    if inside.is_dir():
+        return inside
+    return _PACKAGE.parent / name
+
+
+def templates_dir() -> Path:
+    return _shipped("templates")
+
+
+def recipes_dir() -> Path:
+    return _shipped("recipes")
+
+
+def data_dir() -> Path:
+    return _PACKAGE / "data"

@@ -1,0 +1,159 @@
+"""The rule engine's vocabulary: rules, findings, fixes, and the registry.
+
+A rule is a small pure function registered with `@rule(...)`. It receives a `Context` and
+yields `Finding`s. Findings carry messages in the user's own numbers and, where a repair
+exists, a `Fix`: either key edits (set this key to that value; `fix/` finds where the value is
+written) or text edits (byte spans, for shell hazards). Rules never print and never edit text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Literal
+
+from generator.config.types import Config
+from generator.launch import Invocation, LaunchScript
+from generator.models_types import ModelFacts
+from generator.versions import ALL, VersionRange
+
+Severity = Literal["error", "warning", "info"]
+Applicability = Literal["safe", "unsafe"]
+# When verl (or Megatron, vLLM) would notice: config load, trainer/worker init, first step;
+# "silent" = never noticed, the run just does something else; "shell" = bash itself.
+Stage = Literal["load", "init", "runtime", "silent", "shell", "static"]
+
+
+@dataclass(frozen=True, slots=True)
+class KeyEdit:
+    """Set `key` to `new` (Python value, rendered as Hydra text by the fixer)."""
+
+    key: str
+    old: Any
+    new: Any
+
+
+@dataclass(frozen=True, slots=True)
+class TextEdit:
+    """Replace bytes [start, end) of the script with `replacement` (structural fixes)."""
+
+    start: int
+    end: int
+    replacement: str
+
+
+@dataclass(frozen=True, slots=True)
+class Fix:
+    description: str
+    edits: tuple[KeyEdit | TextEdit, ...]
+    applicability: Applicability = "safe"
+
+
+@dataclass(frozen=True, slots=True)
+class Finding:
+    code: str
+    severity: Severity
+    message: str
+    line: int | None = None
+    key: str | None = None
+    fix: Fix | None = None
+
+    def to_dict(self) -> dict[str, Any]:
+        fix = None
+        if self.fix is not None:
+            fix = {
+                "description": self.fix.description,
+                "applicability": self.fix.applicability,
+                "edits": [
+                    {"key": e.key, "from": e.old, "to": e.new}
+                    if isinstance(e, KeyEdit)
+                    else {"start": e.start, "end": e.end, "replacement": e.replacement}
+                    for e in self.fix.edits
+                ],
+            }
+        return {
+            "code": self.code,
+            "severity": self.severity,
+            "line": self.line,
+            "key": self.key,
+            "message": self.message,
+            "fix": fix,
+        }
+
+
+@dataclass(slots=True)
+class Context:
+    """What a rule may look at. `invocation`/`script` are None for generated configs."""
+
+    config: Config
+    invocation: Invocation | None = None
+    script: LaunchScript | None = None
+    model: ModelFacts | None = None
+
+    @property
+    def version(self) -> str:
+        return self.config.version
+
+
+@dataclass(frozen=True)
+class Example:
+    """A documented case: overrides applied on top of `Rule.example_base` (or the default base)."""
+
+    overrides: tuple[str, ...]
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class Rule:
+    code: str  # stable: never reused, never renumbered
+    name: str  # kebab-case, e.g. "mini-batch-not-divisible"
+    title: str  # one line
+    severity: Severity
+    stage: Stage
+    versions: VersionRange
+    check: Callable[[Context], Iterable[Finding]]
+    verl_ref: str = ""  # ids in docs/verl-rules.md, e.g. "A2, D4"
+    why: str = ""  # "Why is this bad?" for `gen rule CODE`
+    fix_safety: str = ""
+    failing: Example | None = None
+    passing: Example | None = None
+    backends: tuple[str, ...] = ("megatron", "fsdp")
+
+    def finding(self, message: str, *, line: int | None = None, key: str | None = None,
+                fix: Fix | None = None, severity: Severity | None = None) -> Finding:
+        return Finding(self.code, severity or self.severity, message, line, key, fix)
+
+
+REGISTRY: dict[str, Rule] = {}
+
+
+def rule(code: str, name: str, title: str, *, severity: Severity, stage: Stage,
+         versions: VersionRange = ALL, **meta: Any) -> Callable[[Callable[[Context], Iterable[Finding]]], Rule]:
+    """Register a rule. The decorated function becomes `Rule.check`."""
+
+    def register(check: Callable[[Context], Iterable[Finding]]) -> Rule:
+        if code in REGISTRY:
+            raise RuntimeError(f"rule code {code} registered twice")
+        registered = Rule(code=code, name=name, title=title, severity=severity, stage=stage,
+                          versions=versions, check=check, **meta)
+        REGISTRY[code] = registered
+        return registered
+
+    return register
+
+
+def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
+    """Rules chosen by code prefixes (ruff-style: 'VB' selects VB101, VB102, ...)."""
+    select, ignore = tuple(select), tuple(ignore)
+    chosen = []
+    for code in sorted(REGISTRY):
+        if select and not any(code.startswith(s) for s in select):
+            continue
+        if any(code.startswith(i) for i in ignore):
+            continue
+        chosen.append(REGISTRY[code])
+    return chosen
+
+
+@dataclass
+class RunResult:
+    findings: list[Finding] = field(default_factory=list)

@@ -1,0 +1,66 @@
+"""verl release numbers and the ranges rules apply to.
+
+Releases compare as tuples of ints. Rules state the first and last release they apply to;
+`None` means open-ended.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+# Releases we ship a schema for, oldest first (see tools/build_schemas.py).
+RELEASES: tuple[str, ...] = (
+    "0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1",
+)
+
+
+def parse(version: str) -> tuple[int, ...]:
+    """'0.7.0' -> (0, 7, 0); 'v0.6.1' and '0.7.0.dev1+abc' are accepted (the suffix is dropped)."""
+    text = version.strip().lstrip("vV")
+    parts: list[int] = []
+    for piece in text.split("."):
+        digits = ""
+        for ch in piece:
+            if not ch.isdigit():
+                break
+            digits += ch
+        if not digits:
+            break
+        parts.append(int(digits))
+        if len(digits) != len(piece):
+            break
+    if not parts:
+        raise ValueError(f"not a version: {version!r}")
+    while len(parts) < 3:
+        parts.append(0)
+    return tuple(parts)
+
+
+@dataclass(frozen=True)
+class VersionRange:
+    """Inclusive range of verl releases, e.g. VersionRange('0.6.0', None) = 0.6.0 and later."""
+
+    first: str | None = None
+    last: str | None = None
+
+    def contains(self, version: str) -> bool:
+        v = parse(version)
+        if self.first is not None and v < parse(self.first):
+            return False
+        if self.last is not None and v > parse(self.last):
+            return False
+        return True
+
+    def __str__(self) -> str:
+        if self.first is None and self.last is None:
+            return "all releases"
+        if self.last is None:
+            return f">= {self.first}"
+        if self.first is None:
+            return f"<= {self.last}"
+        if self.first == self.last:
+            return self.first
+        return f"{self.first} .. {self.last}"
+
+
+ALL = VersionRange()
