@@ -1,0 +1,367 @@
+"""The batch and parallel arithmetic of verl (docs/verl-rules.md §1), as pure functions.
+
+No I/O, no config lookups: every function takes plain ints so the planner, the rules and
+`gen explain` share one source of truth. Messages are written in the caller's own numbers.
+
+Symbols (verl-rules.md §1.1): W GPUs, P prompts per step, n responses per prompt,
+G = P·n responses per step, M mini batch (prompts), μ micro batch (responses per GPU),
+E PPO epochs, DP data-parallel size.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from typing import Literal
+
+from generator.models_types import ModelFacts
+
+# ---------------------------------------------------------------------------------------------
+# Parallel layout (§1.2, §2 E-table)
+# ---------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Layout:
+    """The actor's Megatron layout on `gpus` GPUs (trainer.n_gpus_per_node · nnodes)."""
+
+    gpus: int
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None  # None: Megatron uses TP
+    vpp: int | None = None
+    first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
+    last_stage_layers: int | None = None
+    gpus_per_node: int | None = None
+
+
+@dataclass(frozen=True)
+class LayoutProblem:
+    code: str  # the rule code that reports it (e.g. "VP301")
+    message: str  # in the user's numbers
+
+
+def data_parallel_size(gpus: int, tp: int, pp: int, cp: int = 1) -> int | None:
+    """Megatron DP = W / (TP·PP·CP); CP is excluded from DP (mcore parallel_state). None when
+    W is not divisible (or a size is not positive)."""
+    model_parallel = tp * pp * cp
+    if gpus <= 0 or model_parallel <= 0 or gpus % model_parallel:
+        return None
+    return gpus // model_parallel
+
+
+def expert_data_parallel_size(gpus: int, tp: int, pp: int, ep: int, etp: int | None = None) -> int | None:
+    """EDP = W / (ETP·EP·PP) with ETP = TP when unset; None when not divisible."""
+    expert_tp = tp if etp is None else etp
+    grid = expert_tp * ep * pp
+    if gpus <= 0 or grid <= 0 or gpus % grid:
+        return None
+    return gpus // grid
+
+
+def _stage_layer_problems(layout: Layout, layers: int) -> list[LayoutProblem]:
+    """E8-E10: how the model's layers split over PP stages (and VPP chunks)."""
+    pp, vpp = layout.pp, layout.vpp
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    problems: list[LayoutProblem] = []
+    if pp <= 1:
+        return problems
+    if first is None and last is None:
+        if layers % pp:
+            problems.append(LayoutProblem(
+                "VM805", f"{layers} layers are not divisible by PP {pp} "
+                f"({layers} % {pp} = {layers % pp}); set num_layers_in_first/last_pipeline_stage "
+                f"or choose PP among {_divisors_upto(layers, pp * 2)}"))
+        elif vpp and vpp > 1 and (layers // pp) % vpp:
+            problems.append(LayoutProblem(
+                "VM807", f"layers per pipeline stage = {layers} / PP {pp} = {layers // pp}, "
+                f"not divisible by VPP {vpp}"))
+        return problems
+    # Uneven split: the given stages take their layers, the middle stages share the rest evenly.
+    if any(v is not None and v <= 0 for v in (first, last)):
+        problems.append(LayoutProblem(
+            "VM806", f"num_layers_in_first/last_pipeline_stage must be > 0 (got first={first}, last={last})"))
+        return problems
+    middle_stages = pp - (first is not None) - (last is not None)
+    rest = layers - (first or 0) - (last or 0)
+    shown = f"{layers} - {first or 0} - {last or 0} = {rest}"
+    if rest < 0 or (middle_stages == 0 and rest != 0):
+        problems.append(LayoutProblem(
+            "VM806", f"first/last pipeline stages take {(first or 0) + (last or 0)} layers; "
+                     f"{shown} left for {middle_stages} middle stages"))
+        return problems
+    if middle_stages > 0 and rest % middle_stages:
+        problems.append(LayoutProblem(
+            "VM806", f"layers left for the middle stages = {shown}, not divisible by "
+                     f"{middle_stages} middle stages (PP {pp})"))
+        return problems
+    if vpp and vpp > 1:
+        per_stage = {"first stage": first, "last stage": last,
+                     "each middle stage": rest // middle_stages if middle_stages else None}
+        for name, count in per_stage.items():
+            if count is not None and count % vpp:
+                problems.append(LayoutProblem(
+                    "VM807", f"{name} has {count} layers, not divisible by VPP {vpp}"))
+    return problems
+
+
+def _divisors_upto(value: int, limit: int) -> list[int]:
+    return [d for d in range(1, max(1, limit) + 1) if value % d == 0]
+
+
+def layout_problems(layout: Layout, model: ModelFacts | None = None) -> list[LayoutProblem]:
+    """Every reason Megatron-core (or the model) would refuse this layout; [] when it is valid.
+
+    Model-independent (VP3xx): E1, E2, E3, TP inside a node. With `model` (VM8xx): E4-E10.
+    """
+    w, tp, pp, cp, ep = layout.gpus, layout.tp, layout.pp, layout.cp, layout.ep
+    problems: list[LayoutProblem] = []
+    for name, size in (("TP", tp), ("PP", pp), ("CP", cp), ("EP", ep), ("ETP", layout.etp), ("VPP", layout.vpp)):
+        if size is not None and size < 1:
+            problems.append(LayoutProblem("VP301", f"{name} = {size} must be ≥ 1"))
+    if problems:
+        return problems
+    if data_parallel_size(w, tp, pp, cp) is None:
+        problems.append(LayoutProblem(
+            "VP301", f"{w} GPUs are not divisible by TP·PP·CP = {tp}·{pp}·{cp} = {tp * pp * cp}"))
+    if layout.vpp is not None and layout.vpp > 1 and pp <= 1:
+        problems.append(LayoutProblem(
+            "VP302", f"VPP {layout.vpp} needs PP > 1 (the interleaved schedule splits pipeline stages), got PP {pp}"))
+    etp = tp if layout.etp is None else layout.etp
+    if ep > 1 or layout.etp not in (None, tp):
+        if expert_data_parallel_size(w, tp, pp, ep, layout.etp) is None:
+            etp_note = f"ETP {etp} (= TP, unset)" if layout.etp is None else f"ETP {etp}"
+            problems.append(LayoutProblem(
+                "VP303", f"{w} GPUs are not divisible by ETP·EP·PP = {etp}·{ep}·{pp} = {etp * ep * pp} "
+                         f"({etp_note}); Megatron cannot build the expert grid"))
+    if layout.gpus_per_node and tp > layout.gpus_per_node:
+        problems.append(LayoutProblem(
+            "VP304", f"TP {tp} is larger than the {layout.gpus_per_node} GPUs of one node: "
+                     f"tensor-parallel all-reduces would cross nodes"))
+    if model is None:
+        return problems
+    heads = model.num_attention_heads
+    if heads % tp:
+        problems.append(LayoutProblem(
+            "VM801", f"{model.name}: {heads} attention heads are not divisible by TP {tp}"))
+    if not model.is_mla and model.num_kv_heads and model.num_kv_heads % tp:
+        # Megatron-core (core_v0.15) requires num_query_groups % TP == 0; it does not
+        # replicate KV heads when TP exceeds them.
+        problems.append(LayoutProblem(
+            "VM802", f"{model.name}: {model.num_kv_heads} KV heads (num_query_groups) are not divisible "
+                     f"by TP {tp}; Megatron-core requires num_key_value_heads % TP == 0"))
+    if ep > 1 and not model.is_moe:
+        problems.append(LayoutProblem(
+            "VM803", f"EP {ep} needs a mixture-of-experts model; {model.name} is dense"))
+    if model.is_moe and model.num_experts and model.num_experts % ep:
+        problems.append(LayoutProblem(
+            "VM804", f"{model.name}: {model.num_experts} experts are not divisible by EP {ep}"))
+    problems.extend(_stage_layer_problems(layout, model.num_layers))
+    return problems
+
+
+def rollout_replica_size(rollout_tp: int, rollout_dp: int = 1, rollout_pp: int = 1) -> int:
+    """GPUs per rollout replica R = TP_r·DP_r·PP_r."""
+    return rollout_tp * rollout_dp * rollout_pp
+
+
+def rollout_problems(gpus: int, rollout_tp: int, rollout_dp: int = 1, rollout_pp: int = 1,
+                     rollout_ep: int = 1, gpus_per_node: int | None = None,
+                     model: ModelFacts | None = None, engine: str | None = None) -> list[LayoutProblem]:
+    """C6 W % R, A25 EP_r = TP_r·DP_r, A26 PP_r = 1 (vLLM/SGLang), D11 replica spans whole nodes,
+    F1 heads % TP_r."""
+    problems: list[LayoutProblem] = []
+    if min(rollout_tp, rollout_dp, rollout_pp, rollout_ep) < 1:
+        return [LayoutProblem("VR501", f"rollout sizes must be ≥ 1 (TP {rollout_tp}, DP {rollout_dp}, "
+                                       f"PP {rollout_pp}, EP {rollout_ep})")]
+    replica = rollout_replica_size(rollout_tp, rollout_dp, rollout_pp)
+    if gpus % replica:
+        problems.append(LayoutProblem(
+            "VR501", f"{gpus} GPUs are not divisible by the rollout replica size TP·DP·PP = "
+                     f"{rollout_tp}·{rollout_dp}·{rollout_pp} = {replica}"))
+    if rollout_ep > 1 and rollout_ep != rollout_tp * rollout_dp:
+        problems.append(LayoutProblem(
+            "VR502", f"rollout EP {rollout_ep} must equal rollout TP·DP = {rollout_tp}·{rollout_dp} = "
+                     f"{rollout_tp * rollout_dp}"))
+    if rollout_pp > 1 and engine in (None, "vllm", "sglang", "trtllm"):
+        problems.append(LayoutProblem(
+            "VR503", f"rollout PP {rollout_pp}: {engine or 'the rollout engine'} does not implement "
+                     f"pipeline_model_parallel_size > 1 in verl"))
+    if gpus_per_node and replica > gpus_per_node and replica % gpus_per_node:
+        problems.append(LayoutProblem(
+            "VR504", f"a rollout replica of {replica} GPUs spans nodes but is not a multiple of the "
+                     f"{gpus_per_node} GPUs per node"))
+    if model is not None and model.num_attention_heads % rollout_tp:
+        problems.append(LayoutProblem(
+            "VM808", f"{model.name}: {model.num_attention_heads} attention heads are not divisible by "
+                     f"rollout TP {rollout_tp} (vLLM/SGLang refuse to load)"))
+    return problems
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch chain (§1.3-1.9)
+# ---------------------------------------------------------------------------------------------
+
+Path = Literal["megatron", "fsdp", "engine"]
+
+
+@dataclass(frozen=True)
+class BatchChain:
+    """What verl computes from the user's batch keys for one trained role (actor or critic).
+
+    All counts in responses unless the name says prompts. `None` where a step cannot be taken
+    (e.g. G not divisible by DP).
+    """
+
+    path: Path
+    prompts_per_step: int  # P
+    responses_per_prompt: int  # n
+    mini_batch_prompts: int  # M
+    micro_batch_per_gpu: int | None  # μ (None: unset, or dynamic bsz)
+    epochs: int  # E
+    dp: int
+    responses_per_step: int  # G = P·n
+    per_rank_mini_batch: int  # m = floor(M·n / DP)
+    floored: bool  # M·n % DP != 0: m was rounded down (Megatron legacy, FSDP)
+    local_batch: int | None  # B = G / DP (None when G % DP != 0)
+    mini_batches_per_epoch: int | None  # K: B/m (Megatron, asserts) or ceil(B/m) (FSDP)
+    mini_batch_remainder: int  # B % m (0 when divisible)
+    optimizer_updates_per_step: int | None  # U = K·E
+    grad_accum_steps: int | None  # A = ceil(m/μ) (static), None with dynamic bsz
+    micro_remainder: int  # m % μ (the size of the short last micro-batch; 0 when divisible)
+    effective_responses_per_update: int  # m·DP
+
+    @property
+    def intended_updates_per_step(self) -> float:
+        """P/M·E: what the user probably meant."""
+        return self.prompts_per_step / self.mini_batch_prompts * self.epochs if self.mini_batch_prompts else 0.0
+
+
+def batch_chain(*, prompts: int, n: int, mini: int, dp: int, micro: int | None = None,
+                epochs: int = 1, path: Path = "megatron") -> BatchChain:
+    """The §1.3 (Megatron legacy), §1.4 (FSDP; pass DP_f = W/SP) or §1.8 (new engine) chain.
+
+    Raises ValueError for non-positive P, n, M or DP (callers decide first).
+    """
+    if min(prompts, n, mini, dp) <= 0:
+        raise ValueError("prompts, n, mini and dp must be positive")
+    responses = prompts * n
+    per_rank_mini = (mini * n) // dp
+    floored = (mini * n) % dp != 0
+    local = responses // dp if responses % dp == 0 else None
+    k: int | None = None
+    remainder = 0
+    if local is not None and per_rank_mini > 0:
+        remainder = local % per_rank_mini
+        if path == "fsdp":
+            k = math.ceil(local / per_rank_mini)
+        elif remainder == 0:
+            k = local // per_rank_mini
+    updates = k * epochs if k is not None else None
+    accum = None
+    micro_rem = 0
+    if micro and micro > 0 and per_rank_mini > 0:
+        accum = math.ceil(per_rank_mini / micro)
+        micro_rem = per_rank_mini % micro
+    return BatchChain(
+        path=path, prompts_per_step=prompts, responses_per_prompt=n, mini_batch_prompts=mini,
+        micro_batch_per_gpu=micro, epochs=epochs, dp=dp, responses_per_step=responses,
+        per_rank_mini_batch=per_rank_mini, floored=floored, local_batch=local,
+        mini_batches_per_epoch=k, mini_batch_remainder=remainder, optimizer_updates_per_step=updates,
+        grad_accum_steps=accum, micro_remainder=micro_rem,
+        effective_responses_per_update=per_rank_mini * dp)
+
+
+def minimal_batch(dp: int, micro: int | None, gpus: int, backend: str) -> int | None:
+    """A2's minimal_bsz: DP·μ on Megatron, W on FSDP (verl's validate_config)."""
+    if backend == "megatron":
+        return dp * micro if micro else None
+    return gpus
+
+
+def forward_micro_batches(local_batch: int, micro: int) -> int:
+    """Static log-prob/ref/values forward passes per rank: ceil(B/μ_lp)."""
+    return math.ceil(local_batch / micro)
+
+
+def token_cap(per_gpu_tokens: int, cp_or_sp: int = 1) -> int:
+    """The packing cap verl uses with dynamic bsz: T·CP (Megatron) or T·SP (FSDP)."""
+    return per_gpu_tokens * max(1, cp_or_sp)
+
+
+def sequence_length(prompt_length: int, response_length: int) -> int:
+    """The padded length of every sequence: prompt + response (§1.9)."""
+    return prompt_length + response_length
+
+
+def rollout_replicas(gpus: int, replica_size: int) -> int | None:
+    """W / R rollout servers; None when not divisible."""
+    if replica_size <= 0 or gpus % replica_size:
+        return None
+    return gpus // replica_size
+
+
+def agent_loop_chunk(responses: int, num_workers: int) -> int | None:
+    """Responses per agent-loop worker (D1: equal chunks asserted); None when not divisible."""
+    if num_workers <= 0 or responses % num_workers:
+        return None
+    return responses // num_workers
+
+
+def vpp_micro_batch_problem(micro_batches: int, pp: int, group: int | None = None) -> str | None:
+    """D9/E13: with the interleaved schedule, the number of micro-batches A must be ≥ the group
+    size (default PP), and A % group must be 0 or ≥ PP. Returns why not, or None."""
+    group = group or pp
+    if micro_batches < group:
+        return f"{micro_batches} micro-batches < microbatch_group_size_per_vp_stage {group}"
+    rem = micro_batches % group
+    if rem and rem < pp:
+        return f"{micro_batches} micro-batches % {group} = {rem}, which is neither 0 nor ≥ PP {pp}"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Nearest valid values (for fixes that keep P, n and W)
+# ---------------------------------------------------------------------------------------------
+
+
+def valid_minis(prompts: int, n: int, dp: int, path: Path = "megatron") -> list[int]:
+    """Mini batches M (prompts) with M ≤ P, M·n % DP == 0 and the local batch split evenly
+    (P % M == 0 makes every mini-batch the same size on every backend)."""
+    out = []
+    for mini in range(1, prompts + 1):
+        if (mini * n) % dp:
+            continue
+        per_rank = mini * n // dp
+        local, rem = divmod(prompts * n, dp)
+        if rem or per_rank == 0 or local % per_rank:
+            continue
+        if path == "fsdp" and prompts % mini:
+            continue
+        out.append(mini)
+    return out
+
+
+def nearest(value: int, candidates: list[int]) -> int | None:
+    """The candidate closest to `value`; ties go to the smaller one (less memory)."""
+    if not candidates:
+        return None
+    return min(candidates, key=lambda c: (abs(c - value), c))
+
+
+def nearest_mini(prompts: int, n: int, dp: int, mini: int, path: Path = "megatron") -> int | None:
+    return nearest(mini, valid_minis(prompts, n, dp, path))
+
+
+def nearest_micro(per_rank_mini: int, micro: int) -> int | None:
+    """The divisor of the per-rank mini batch closest to the user's micro batch."""
+    if per_rank_mini <= 0:
+        return None
+    return nearest(micro, _divisors_upto(per_rank_mini, per_rank_mini))
+
+
+def nearest_multiple_at_least(value: int, floor: int, multiple: int = 1024) -> int:
+    """Smallest multiple of `multiple` that is ≥ floor (token caps are round numbers)."""
+    return max(value, math.ceil(floor / multiple) * multiple)
