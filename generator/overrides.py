@@ -1,0 +1,249 @@
+"""Hydra override strings: parse them as Hydra would, and write values back as override text.
+
+`parse_override("actor_rollout_ref.actor.optim.lr=1e-6")` gives the key, the operator and the
+value converted exactly as Hydra converts it (int, float, bool, None, str, list, dict).
+Hydra's own `OverridesParser` is the grammar of record, but importing it costs ~270 ms and
+parsing ~0.3 ms per override, so the overwhelmingly common simple forms (numbers, booleans,
+null, identifier- and path-like words) take a fast path whose results are proven equal to
+Hydra's by a property test (tests/test_overrides.py). Everything else goes to Hydra, cached.
+"""
+
+from __future__ import annotations
+
+import math
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+Op = str  # "=", "+", "++", "~" (generator.launch.Op)
+
+
+@dataclass(frozen=True, slots=True)
+class ParsedOverride:
+    """One override as Hydra reads it.
+
+    key:        the dotted key (Hydra's `key_or_group`), "" when the text has no parsable key
+    op:         "=" change, "+" add, "++" force-add, "~" delete
+    value_text: the text after the first "=" (None for a bare `~key`)
+    value:      the Python value Hydra converts it to (None for null, a bare `~key` or an error)
+    error:      Hydra's grammar error in one line, or a refusal Hydra would make at run time
+                (a `a,b` choice sweep outside --multirun); None when Hydra accepts it
+    package:    the `@package` part of `key@package`, rarely used
+    """
+
+    key: str
+    op: Op
+    value_text: str | None
+    value: Any
+    error: str | None = None
+    package: str | None = None
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+
+# ---------------------------------------------------------------------------------------------
+# Fast path. The regexes mirror Hydra 1.3's OverrideLexer.g4 token rules; a value qualifies
+# only when made of characters whose every sequence lexes into primitive tokens without
+# whitespace, escapes, quotes, interpolations, brackets, commas or '=' (all of which change
+# how Hydra assembles the value), so the value is either one typed token or the text itself.
+
+_SEGMENT = r"(?:[A-Za-z_$][A-Za-z0-9_\-$]*|0|[1-9](?:_?[0-9])*)"
+_KEY_RE = re.compile(rf"(?:[A-Za-z_$][A-Za-z0-9_\-$]*|{_SEGMENT}(?:\.{_SEGMENT})+)\Z")
+_SIMPLE_VALUE_RE = re.compile(r"[A-Za-z0-9_\-/.+@%*?|:]*\Z")
+
+_INT_UNSIGNED = r"(?:0|[1-9](?:_?[0-9])*)"
+_DIGITS = r"[0-9](?:_?[0-9])*"
+_POINT_FLOAT = rf"(?:{_INT_UNSIGNED}\.|(?:{_INT_UNSIGNED})?\.{_DIGITS})"
+_EXPONENT_FLOAT = rf"(?:(?:{_POINT_FLOAT}|{_INT_UNSIGNED})[eE][+-]?{_DIGITS})"
+_INT_RE = re.compile(rf"[+-]?{_INT_UNSIGNED}\Z")
+_FLOAT_RE = re.compile(rf"[+-]?(?:{_EXPONENT_FLOAT}|{_POINT_FLOAT}|[Ii][Nn][Ff]|[Nn][Aa][Nn])\Z")
+_BOOL_RE = re.compile(r"(?:[Tt][Rr][Uu][Ee]|[Ff][Aa][Ll][Ss][Ee])\Z")
+_NULL_RE = re.compile(r"[Nn][Uu][Ll][Ll]\Z")
+
+
+def _split_op(text: str) -> tuple[Op, str]:
+    if text.startswith("++"):
+        return "++", text[2:]
+    if text.startswith("+"):
+        return "+", text[1:]
+    if text.startswith("~"):
+        return "~", text[1:]
+    return "=", text
+
+
+def _fast_value(value_text: str) -> tuple[bool, Any]:
+    """(True, value) when `value_text` is simple enough to convert without Hydra."""
+    if not _SIMPLE_VALUE_RE.match(value_text):
+        return False, None
+    if _INT_RE.match(value_text):
+        return True, int(value_text)
+    if _FLOAT_RE.match(value_text):
+        return True, float(value_text)
+    if _BOOL_RE.match(value_text):
+        return True, value_text.lower() == "true"
+    if _NULL_RE.match(value_text):
+        return True, None
+    # One ID token, or several primitive tokens that Hydra joins back into the same text.
+    return True, value_text
+
+
+def parse_override_fast(text: str) -> ParsedOverride | None:
+    """The fast path alone: a result identical to Hydra's, or None when Hydra must decide."""
+    op, rest = _split_op(text)
+    key, eq, value_text = rest.partition("=")
+    if not _KEY_RE.match(key):
+        return None
+    if not eq:
+        if op != "~":
+            return None
+        return ParsedOverride(key=key, op=op, value_text=None, value=None)
+    ok, value = _fast_value(value_text)
+    if not ok:
+        return None
+    return ParsedOverride(key=key, op=op, value_text=value_text, value=value)
+
+
+# ---------------------------------------------------------------------------------------------
+# Hydra path.
+
+
+@lru_cache(maxsize=1)
+def _hydra_parser() -> Any:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create()
+
+
+def _one_line(message: str) -> str:
+    lines = [ln.strip() for ln in str(message).splitlines() if ln.strip()]
+    lines = [ln for ln in lines if not ln.startswith("See https://")]
+    return "; ".join(lines) or "invalid override"
+
+
+_OP_OF_TYPE = {"CHANGE": "=", "ADD": "+", "FORCE_ADD": "++", "DEL": "~"}
+
+
+@lru_cache(maxsize=65536)
+def parse_override_hydra(text: str) -> ParsedOverride:
+    """Parse with Hydra's own grammar (cached)."""
+    op, rest = _split_op(text)
+    raw_key, eq, value_text = rest.partition("=")
+    value_or_none = value_text if eq else None
+    try:
+        parsed = _hydra_parser().parse_override(text)
+    except Exception as err:  # Hydra raises HydraException/OverrideParseException
+        return ParsedOverride(key=raw_key, op=op, value_text=value_or_none, value=None, error=_one_line(str(err)))
+    hydra_op = _OP_OF_TYPE.get(parsed.type.name, op)
+    key = parsed.key_or_group
+    if parsed.is_sweep_override():
+        sweep = parsed.value()
+        choices = list(getattr(sweep, "list", []) or [])
+        return ParsedOverride(
+            key=key,
+            op=hydra_op,
+            value_text=value_or_none,
+            value=choices,
+            error=f"'{value_text}' is a choice sweep, which Hydra refuses without --multirun; "
+            "write a list as [a,b] or quote the value",
+            package=parsed.package,
+        )
+    return ParsedOverride(
+        key=key, op=hydra_op, value_text=value_or_none, value=parsed.value(), package=parsed.package
+    )
+
+
+def parse_override(text: str) -> ParsedOverride:
+    """Parse one override argument exactly as Hydra would (fast path first, then Hydra)."""
+    fast = parse_override_fast(text)
+    if fast is not None:
+        return fast
+    return parse_override_hydra(text)
+
+
+def looks_like_override(word: str) -> bool:
+    """A shell word that Hydra would take as an override rather than a flag or a positional:
+    `key=value`, `+key=`, `++key=`, `~key` (key = dotted name)."""
+    if not word or word[0] == "-":
+        return False
+    op, rest = _split_op(word)
+    key, eq, _ = rest.partition("=")
+    if not eq and op != "~":
+        return False
+    key = key.split("@", 1)[0]
+    return bool(key) and bool(_LOOSE_KEY_RE.match(key))
+
+
+_LOOSE_KEY_RE = re.compile(r"[A-Za-z_$][A-Za-z0-9_\-$]*(?:[./][A-Za-z0-9_\-$]+)*\Z")
+
+
+# ---------------------------------------------------------------------------------------------
+# Writing values back.
+
+
+def _quote(text: str) -> str:
+    """Hydra quoted string: single quotes unless the text has one and no double quote."""
+    qc = '"' if ("'" in text and '"' not in text) else "'"
+    out: list[str] = []
+    i = 0
+    n = len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\\":
+            j = i
+            while j < n and text[j] == "\\":
+                j += 1
+            run = j - i
+            # Backslashes right before a quote (or the closing quote) are escapes in Hydra's
+            # grammar, so double them to keep them literal.
+            if j == n or text[j] == qc:
+                out.append("\\" * (2 * run))
+            else:
+                out.append("\\" * run)
+            i = j
+            continue
+        if ch == qc:
+            out.append("\\" + qc)
+        else:
+            out.append(ch)
+        i += 1
+    return qc + "".join(out) + qc
+
+
+def format_value(value: Any) -> str:
+    """Hydra override text for a Python value: `parse_override("k=" + format_value(v)).value == v`."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        if math.isnan(value):
+            return "nan"
+        if math.isinf(value):
+            return "inf" if value > 0 else "-inf"
+        text = repr(value)
+        return text
+    if isinstance(value, str):
+        ok, parsed = _fast_value(value)
+        if ok and parsed == value and isinstance(parsed, str) and value:
+            return value
+        return _quote(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(format_value(item) for item in value) + "]"
+    if isinstance(value, dict):
+        parts = []
+        for k, v in value.items():
+            key_text = format_value(k)
+            parts.append(f"{key_text}:{format_value(v)}")
+        return "{" + ",".join(parts) + "}"
+    raise TypeError(f"cannot write a {type(value).__name__} as a Hydra override value")
+
+
+def format_override(key: str, value: Any, op: Op = "=") -> str:
+    """`key=value` text with the op prefix (`+`, `++`, `~`)."""
+    prefix = "" if op == "=" else op
+    return f"{prefix}{key}={format_value(value)}"

@@ -1,0 +1,187 @@
+"""generator.overrides: the fast path must agree with Hydra's grammar, and format_value must
+round-trip through Hydra."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from generator.overrides import (
+    format_override,
+    format_value,
+    looks_like_override,
+    parse_override,
+    parse_override_fast,
+    parse_override_hydra,
+)
+
+
+def _same(a, b) -> bool:
+    """Equal value AND type (1 != 1.0 != True here), NaN equal to NaN."""
+    if type(a) is not type(b):
+        return False
+    if isinstance(a, float):
+        return (math.isnan(a) and math.isnan(b)) or a == b
+    if isinstance(a, list):
+        return len(a) == len(b) and all(_same(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict):
+        return list(a) == list(b) and all(_same(a[k], b[k]) for k in a)
+    return a == b
+
+
+# Characters chosen so generated words hit every token kind of Hydra's value lexer and
+# every character the fast path must refuse.
+_VALUE_ALPHABET = "aeEfFiInNlLrtTuUsx_0123456789-+./@%*?|:$\\ ,=[]{}'\"~#<>()"
+_KEY_ALPHABET = "abz_$-.0123456789@/"
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.text(alphabet=_VALUE_ALPHABET, max_size=10))
+def test_fast_path_value_equals_hydra(value: str) -> None:
+    text = f"a.b={value}"
+    fast = parse_override_fast(text)
+    if fast is None:
+        return
+    hydra = parse_override_hydra(text)
+    assert hydra.error is None, (text, hydra.error)
+    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+    assert (fast.key, fast.op) == (hydra.key, hydra.op)
+
+
+# Numeric-looking strings are where typed tokens and joined text differ most.
+@settings(max_examples=1500, deadline=None)
+@given(value=st.from_regex(r"[+\-]?[0-9_]{0,4}\.?[0-9_]{0,3}([eE][+\-]?[0-9_]{0,3})?[a-z.]{0,2}", fullmatch=True))
+def test_fast_path_numbers_equal_hydra(value: str) -> None:
+    text = f"x={value}"
+    fast = parse_override_fast(text)
+    if fast is None:
+        return
+    hydra = parse_override_hydra(text)
+    assert hydra.error is None, (text, hydra.error)
+    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+
+
+@settings(max_examples=800, deadline=None)
+@given(
+    prefix=st.sampled_from(["", "+", "++", "~"]),
+    key=st.text(alphabet=_KEY_ALPHABET, min_size=0, max_size=8),
+    value=st.sampled_from(["", "1", "x", "=1", "True"]),
+)
+def test_fast_path_keys_equal_hydra(prefix: str, key: str, value: str) -> None:
+    text = f"{prefix}{key}{value and '=' + value.lstrip('=')}" if value != "" else f"{prefix}{key}"
+    fast = parse_override_fast(text)
+    if fast is None:
+        return
+    hydra = parse_override_hydra(text)
+    assert hydra.error is None, (text, hydra.error)
+    assert (fast.key, fast.op, fast.value_text) == (hydra.key, hydra.op, hydra.value_text)
+    assert _same(fast.value, hydra.value)
+
+
+def test_fast_path_covers_the_common_forms() -> None:
+    for text in [
+        "actor_rollout_ref.actor.optim.lr=1e-6",
+        "trainer.n_gpus_per_node=8",
+        "data.train_files=/data/gsm8k/train.parquet",
+        "actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+        "algorithm.use_kl_in_reward=False",
+        "+actor_rollout_ref.actor.megatron.override_transformer_config.moe_aux_loss_coeff=0.01",
+        "trainer.val_before_train=null",
+        "actor_rollout_ref.rollout.name=vllm",
+        "~trainer.logger",
+        "trainer.experiment_name=",
+    ]:
+        assert parse_override_fast(text) is not None, text
+
+
+@pytest.mark.parametrize(
+    ("text", "key", "op", "value"),
+    [
+        ("actor_rollout_ref.actor.optim.lr=1e-6", "actor_rollout_ref.actor.optim.lr", "=", 1e-6),
+        ("+a.b=bfloat16", "a.b", "+", "bfloat16"),
+        ("++trainer.foo=3", "trainer.foo", "++", 3),
+        ("~trainer.logger", "trainer.logger", "~", None),
+        ("trainer.logger=['console','wandb']", "trainer.logger", "=", ["console", "wandb"]),
+        ('trainer.logger=["console","wandb"]', "trainer.logger", "=", ["console", "wandb"]),
+        ("trainer.logger=[console,wandb]", "trainer.logger", "=", ["console", "wandb"]),
+        ("x={a:1,b:[1,2]}", "x", "=", {"a": 1, "b": [1, 2]}),
+        ("x=True", "x", "=", True),
+        ("x=-1", "x", "=", -1),
+        ("x=1.", "x", "=", 1.0),
+        ("x=http://h:8000/v1", "x", "=", "http://h:8000/v1"),
+        ("x=", "x", "=", ""),
+        ("x=${oc.env:X}", "x", "=", "${oc.env:X}"),
+        ("x=[/YOUR_TRAIN_FILE_PATH]", "x", "=", ["/YOUR_TRAIN_FILE_PATH"]),
+        ("x=1_000", "x", "=", 1000),
+        ("x=inf", "x", "=", math.inf),
+    ],
+)
+def test_parse_values(text, key, op, value) -> None:
+    parsed = parse_override(text)
+    assert parsed.error is None
+    assert (parsed.key, parsed.op) == (key, op)
+    assert _same(parsed.value, value)
+
+
+@pytest.mark.parametrize(
+    "text", ["x=a=b", "x=~/data", "x=<path>", "x=$((1+2))", "x=qwen3}", "+a", "x='a'b"]
+)
+def test_errors_are_one_line(text: str) -> None:
+    parsed = parse_override(text)
+    assert parsed.error
+    assert "\n" not in parsed.error
+    assert parsed.value is None
+
+
+def test_sweep_is_reported_as_refused() -> None:
+    parsed = parse_override("x=1,2,3")
+    assert parsed.error and "multirun" in parsed.error
+    assert parsed.value == [1, 2, 3]
+
+
+def test_looks_like_override() -> None:
+    assert looks_like_override("a.b=1")
+    assert looks_like_override("+a.b=")
+    assert looks_like_override("++a=1")
+    assert looks_like_override("~a.b")
+    assert looks_like_override("hydra/launcher=basic")
+    assert not looks_like_override("--config-name=x")
+    assert not looks_like_override("-m")
+    assert not looks_like_override("plain")
+    assert not looks_like_override("=3")
+    assert not looks_like_override("a b=3")
+
+
+_leaf = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(min_value=-(10**12), max_value=10**12),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.text(alphabet="ab Z_-/.:'\"\\,=[]{}$ 019eE", max_size=8),
+)
+_values = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+
+
+@settings(max_examples=800, deadline=None)
+@given(value=_values)
+def test_format_value_round_trips_through_hydra(value) -> None:
+    text = "k=" + format_value(value)
+    parsed = parse_override_hydra(text)
+    assert parsed.error is None, (value, text, parsed.error)
+    assert _same(parsed.value, value), (value, text, parsed.value)
+
+
+def test_format_value_examples() -> None:
+    assert format_value(True) == "True"
+    assert format_value(None) == "null"
+    assert format_value(3) == "3"
+    assert format_value(1e-6) == "1e-06"
+    assert format_value("vllm") == "vllm"
+    assert format_value("1") == "'1'"  # would otherwise become an int
+    assert format_value(["console", "wandb"]) == "[console,wandb]"
+    assert format_override("a.b", 2, "+") == "+a.b=2"
+    with pytest.raises(TypeError):
+        format_value(object())
