@@ -35,6 +35,11 @@ class ModelFacts:
     qk_nope_head_dim: int | None = None
     v_head_dim: int | None = None
     hf_ids: tuple[str, ...] = ()
+    # Added by the planner (additive): details the parameter count needs.
+    model_type: str = ""
+    shared_expert_gate: bool = False  # Qwen2-MoE: a sigmoid scalar gate (h params) on the shared expert
+    router_bias: bool = False  # DeepSeek-V3/Moonlight: one bias per routed expert
+    vision_params: int = 0  # VL models: vision tower parameters (kept on the first pipeline stage)
 
     @property
     def is_moe(self) -> bool:
