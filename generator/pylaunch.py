@@ -1,0 +1,393 @@
+"""Reading Python launchers and Hydra entry modules with libcst (imported lazily).
+
+Two jobs:
+- find the `@hydra.main(config_path=..., config_name=...)` of an entry module, so that a recipe
+  entry such as `recipe.dapo.main_dapo` is checked against its own default config;
+- read the override lists a Python launcher builds (`compose(..., overrides=[...])` or a
+  subprocess command list `["python3", "-m", "verl.trainer.main_ppo", "key=value", ...]`) with
+  byte spans, and set keys in them with the same minimal-edit guarantees as shell scripts.
+
+Nothing here imports or runs the user's code: it is parsed, never executed.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Iterable, Sequence
+
+from generator.errors import InputError
+from generator.rules.core import KeyEdit, TextEdit
+
+_OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
+_SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"}
+
+
+@dataclass(frozen=True, slots=True)
+class HydraMain:
+    """What `@hydra.main(...)` says; None for an argument that is absent or not a literal."""
+
+    function: str
+    line: int
+    config_path: str | None
+    config_name: str | None
+    version_base: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class PyOverride:
+    """One `"key=value"` string element of an override list in a Python file."""
+
+    text: str  # the string's value
+    op: str  # "=", "+", "++", "~"
+    key: str
+    value: str | None
+    line: int
+    span: TextEdit  # bytes of the whole literal, quotes included (replacement unused: "")
+    content_start: int  # bytes of the text between the quotes
+    content_end: int
+    prefix: str  # string prefix letters, e.g. "" or "r"
+    quote: str  # ', ", ''' or """
+
+
+@dataclass(slots=True)
+class PyOverrideList:
+    """A list literal of override strings and how it is used."""
+
+    kind: str  # "compose" | "subprocess" | "list"
+    line: int
+    start: int  # bytes of the list literal `[ ... ]`
+    end: int
+    overrides: list[PyOverride] = field(default_factory=list)
+    element_ends: list[int] = field(default_factory=list)  # end byte of every element (incl. non-overrides)
+    element_starts: list[int] = field(default_factory=list)
+    entry: str | None = None  # `-m MODULE` found in a subprocess list
+
+
+def _parse(source: bytes, path: str | None):
+    cst = _cst()
+
+    try:
+        return cst.parse_module(source)
+    except cst.ParserSyntaxError as err:
+        where = path or "<python>"
+        raise InputError(f"{where}: not valid Python (line {err.raw_line}): {err.message}") from None
+
+
+def _cst() -> Any:
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        import libcst
+    return libcst
+
+
+def _metadata() -> tuple[Any, Any, Any]:
+    # libcst.metadata imports a module that triggers a DeprecationWarning in mypy_extensions;
+    # it is not ours to fix and would otherwise show in every user's output.
+    import warnings
+
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore", DeprecationWarning)
+        from libcst.metadata import ByteSpanPositionProvider, MetadataWrapper, PositionProvider
+    return MetadataWrapper, PositionProvider, ByteSpanPositionProvider
+
+
+def _literal_str(node: Any) -> str | None:
+    """The value of a plain string literal (no f-string, no implicit concatenation of non-literals)."""
+    cst = _cst()
+
+    if isinstance(node, cst.SimpleString):
+        if "b" in node.prefix.lower():
+            return None
+        value = node.evaluated_value
+        return value if isinstance(value, str) else None
+    if isinstance(node, cst.ConcatenatedString):
+        left, right = _literal_str(node.left), _literal_str(node.right)
+        if left is None or right is None:
+            return None
+        return left + right
+    return None
+
+
+def _dotted(node: Any) -> str:
+    cst = _cst()
+
+    if isinstance(node, cst.Name):
+        return node.value
+    if isinstance(node, cst.Attribute):
+        return f"{_dotted(node.value)}.{node.attr.value}"
+    return ""
+
+
+# --- @hydra.main ----------------------------------------------------------------------------
+
+
+def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
+    """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
+    cst = _cst()
+
+    MetadataWrapper, PositionProvider, _ = _metadata()
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    module = _parse(data, path)
+    wrapper = MetadataWrapper(module)
+    positions = wrapper.resolve(PositionProvider)
+    plain_main_from_hydra = any(
+        isinstance(stmt, cst.SimpleStatementLine)
+        and any(
+            isinstance(small, cst.ImportFrom)
+            and _dotted(small.module) == "hydra"
+            and not isinstance(small.names, cst.ImportStar)
+            and any(alias.name.value == "main" and alias.asname is None for alias in small.names)
+            for small in stmt.body
+        )
+        for stmt in wrapper.module.body
+    )
+    for node in _walk(wrapper.module):
+        if not isinstance(node, cst.FunctionDef):
+            continue
+        for decorator in node.decorators:
+            call = decorator.decorator
+            if not isinstance(call, cst.Call):
+                continue
+            name = _dotted(call.func)
+            if name != "hydra.main" and not (name == "main" and plain_main_from_hydra):
+                continue
+            values: dict[str, str | None] = {}
+            order = ("config_path", "config_name", "version_base")
+            for index, arg in enumerate(call.args):
+                slot = arg.keyword.value if arg.keyword is not None else (
+                    order[index] if index < len(order) else None)
+                if slot in order:
+                    values[slot] = _literal_str(arg.value)
+            return HydraMain(
+                function=node.name.value,
+                line=positions[decorator].start.line,
+                config_path=values.get("config_path"),
+                config_name=values.get("config_name"),
+                version_base=values.get("version_base"),
+            )
+    return None
+
+
+def _walk(node: Any) -> Iterable[Any]:
+    yield node
+    for child in node.children:
+        yield from _walk(child)
+
+
+def find_entry_file(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None,
+                    max_up: int = 6) -> Path | None:
+    """The file of a Hydra entry: `recipe.dapo.main_dapo` → `recipe/dapo/main_dapo.py`, looked up
+    from the script's directory and its parents (scripts run from a repo root or a recipe dir),
+    then from `repo_root`. A file entry (`path/main.py`) is resolved from the same places."""
+    relative = Path(entry) if entry.endswith(".py") else Path(*entry.split(".")).with_suffix(".py")
+    starts: list[Path] = []
+    if script_path is not None:
+        here = Path(script_path).resolve().parent
+        starts.append(here)
+        starts.extend(list(here.parents)[:max_up])
+    if repo_root is not None:
+        starts.append(Path(repo_root).resolve())
+    seen: set[Path] = set()
+    for base in starts:
+        if base in seen:
+            continue
+        seen.add(base)
+        candidate = base / relative
+        if candidate.is_file():
+            return candidate
+        if not entry.endswith(".py"):
+            package_main = base / Path(*entry.split(".")) / "__main__.py"
+            if package_main.is_file():
+                return package_main
+    return None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryConfig:
+    """The default config of an entry module: where its YAML lives and which file is primary."""
+
+    entry_file: Path
+    config_dir: Path | None  # None when config_path is absent or a pkg:// path we cannot see
+    config_name: str | None
+    hydra_main: HydraMain
+
+
+def entry_config(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None
+                 ) -> EntryConfig | None:
+    """`@hydra.main` of the entry found next to the script, with config_path made absolute
+    (Hydra resolves a relative config_path against the entry file's directory)."""
+    entry_file = find_entry_file(entry, script_path, repo_root=repo_root)
+    if entry_file is None:
+        return None
+    try:
+        hydra_main = read_hydra_main(entry_file.read_bytes(), str(entry_file))
+    except (OSError, InputError):
+        return None
+    if hydra_main is None:
+        return None
+    config_dir: Path | None = None
+    raw = hydra_main.config_path
+    if raw is not None and not raw.startswith("pkg://"):
+        raw = raw.removeprefix("file://")
+        config_dir = (entry_file.parent / raw).resolve() if not Path(raw).is_absolute() else Path(raw)
+    return EntryConfig(entry_file, config_dir, hydra_main.config_name, hydra_main)
+
+
+# --- override lists -------------------------------------------------------------------------
+
+
+def _looks_like_override(text: str) -> re.Match[str] | None:
+    match = _OVERRIDE.match(text)
+    if match is None:
+        return None
+    op_prefix, _key, has_value, _value = match.groups()
+    if op_prefix == "~":
+        return match
+    return match if has_value else None
+
+
+def read_override_lists(source: bytes | str, path: str | None = None) -> list[PyOverrideList]:
+    """Every list literal holding Hydra override strings: arguments of `compose(...)`
+    (`overrides=[...]`), subprocess command lists, and plain lists of overrides assigned to a name.
+    A list counts when at least one element is an override-looking string literal."""
+    cst = _cst()
+
+    MetadataWrapper, PositionProvider, ByteSpanPositionProvider = _metadata()
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    module = _parse(data, path)
+    wrapper = MetadataWrapper(module)
+    spans = wrapper.resolve(ByteSpanPositionProvider)
+    positions = wrapper.resolve(PositionProvider)
+
+    kinds: dict[int, str] = {}
+    for node in _walk(wrapper.module):
+        if isinstance(node, cst.Call):
+            name = _dotted(node.func)
+            last = name.rsplit(".", 1)[-1]
+            for arg in node.args:
+                if not isinstance(arg.value, cst.List):
+                    continue
+                if last == "compose" and (arg.keyword is None or arg.keyword.value == "overrides"):
+                    kinds[id(arg.value)] = "compose"
+                elif last in _SUBPROCESS_CALLS or name.startswith(("subprocess.", "os.")):
+                    kinds[id(arg.value)] = "subprocess"
+
+    found: list[PyOverrideList] = []
+    for node in _walk(wrapper.module):
+        if not isinstance(node, cst.List):
+            continue
+        span = spans[node]
+        result = PyOverrideList(kind=kinds.get(id(node), "list"), line=positions[node].start.line,
+                                start=span.start, end=span.start + span.length)
+        strings = [_literal_str(el.value) for el in node.elements]
+        for index, (element, text) in enumerate(zip(node.elements, strings)):
+            el_span = spans[element.value]
+            result.element_starts.append(el_span.start)
+            result.element_ends.append(el_span.start + el_span.length)
+            if text == "-m" and index + 1 < len(strings) and strings[index + 1]:
+                result.entry = strings[index + 1]
+            if text is None or not isinstance(element.value, cst.SimpleString):
+                continue
+            match = _looks_like_override(text)
+            if match is None:
+                continue
+            op_prefix, key, _eq, value = match.groups()
+            literal = element.value
+            quote = literal.quote
+            prefix = literal.prefix
+            start = el_span.start
+            content_start = start + len(prefix.encode()) + len(quote)
+            content_end = start + el_span.length - len(quote)
+            result.overrides.append(PyOverride(
+                text=text, op=op_prefix or "=", key=key, value=value,
+                line=positions[element.value].start.line,
+                span=TextEdit(start, start + el_span.length, ""),
+                content_start=content_start, content_end=content_end, prefix=prefix, quote=quote,
+            ))
+        if result.overrides:
+            found.append(result)
+    return found
+
+
+def py_requote(text: str, prefix: str, quote: str) -> str:
+    """Source for the inside of a Python string literal with this prefix and quote that
+    evaluates to `text`."""
+    if "r" in prefix.lower():
+        if "\\" in text or quote[0] in text or "\n" in text and len(quote) == 1:
+            raise ValueError(f"{text!r} cannot be written into a raw {quote}...{quote} string")
+        return text
+    escaped = text.replace("\\", "\\\\").replace(quote[0], "\\" + quote[0])
+    if len(quote) == 1:
+        escaped = escaped.replace("\n", "\\n").replace("\r", "\\r")
+    if "f" in prefix.lower():
+        escaped = escaped.replace("{", "{{").replace("}", "}}")
+    return escaped
+
+
+def _format_value(value: Any) -> str:
+    from generator.fix.values import hydra_text
+
+    return hydra_text(value)
+
+
+def key_edits_to_text_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *,
+                            path: str | None = None) -> tuple[list[TextEdit], list[str]]:
+    """TextEdits that set each key in the Python launcher's override lists, and one reason per
+    key edit that could not be placed. A key already present is changed in its (last) string; a
+    missing key is appended to the one list that holds overrides, as a new element formatted
+    like its neighbours. With several candidate lists the insertion is ambiguous: refused."""
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    lists = read_override_lists(data, path)
+    edits: list[TextEdit] = []
+    refused: list[str] = []
+    for key_edit in key_edits:
+        new_value = _format_value(key_edit.new)
+        hits = [(lst, ov) for lst in lists for ov in lst.overrides if ov.key == key_edit.key and ov.op != "~"]
+        if hits:
+            lst, ov = hits[-1]
+            text = f"{'' if ov.op == '=' else ov.op}{ov.key}={new_value}"
+            try:
+                body = py_requote(text, ov.prefix, ov.quote)
+            except ValueError as err:
+                refused.append(f"{key_edit.key}: {err}")
+                continue
+            edits.append(TextEdit(ov.content_start, ov.content_end, body))
+            continue
+        if len(lists) != 1:
+            refused.append(f"{key_edit.key}: not set, and {len(lists)} override lists make the place "
+                           "to add it ambiguous")
+            continue
+        edits.append(_append_element(data, lists[0], f"{key_edit.key}={new_value}"))
+    return edits, refused
+
+
+def _append_element(data: bytes, lst: PyOverrideList, text: str) -> TextEdit:
+    """Insert `"text"` after the last element, in the style of the last override element."""
+    model = lst.overrides[-1]
+    literal = f"{model.prefix}{model.quote}{py_requote(text, model.prefix, model.quote)}{model.quote}"
+    last_end = lst.element_ends[-1]
+    last_start = lst.element_starts[-1]
+    line_start = data.rfind(b"\n", 0, last_start) + 1
+    between = data[last_end:lst.end - 1]  # text after the last element up to `]`
+    has_comma = between.lstrip().startswith(b",")
+    if b"\n" in data[lst.start:last_start]:
+        indent = data[line_start:last_start]
+        indent = indent if indent.strip() == b"" else b""
+        insert_at = last_end + (between.index(b",") + 1 if has_comma else 0)
+        comma = "" if has_comma else ","
+        return TextEdit(insert_at, insert_at, f"{comma}\n{indent.decode()}{literal}{',' if has_comma else ''}")
+    return TextEdit(last_end, last_end, f", {literal}")
+
+
+def apply_key_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *, path: str | None = None
+                    ) -> tuple[bytes, list[str]]:
+    """Set keys in a Python launcher's override lists; returns the new bytes and refusals."""
+    from generator.fix.edits import apply_edits
+
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    edits, refused = key_edits_to_text_edits(data, key_edits, path=path)
+    return apply_edits(data, edits), refused

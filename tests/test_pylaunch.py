@@ -1,0 +1,136 @@
+"""libcst reading of Python launchers and Hydra entry modules."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.errors import InputError
+from generator.pylaunch import (
+    apply_key_edits,
+    entry_config,
+    find_entry_file,
+    read_hydra_main,
+    read_override_lists,
+)
+from generator.rules.core import KeyEdit
+
+MAIN_DAPO = '''\
+import hydra
+from omegaconf import OmegaConf
+
+
+@hydra.main(config_path="config", config_name="dapo_trainer", version_base=None)
+def main(config):
+    run(config)
+'''
+
+
+def test_hydra_main_keywords():
+    found = read_hydra_main(MAIN_DAPO)
+    assert (found.function, found.config_path, found.config_name) == ("main", "config", "dapo_trainer")
+    assert found.line == 5
+
+
+def test_hydra_main_positional_and_imported_name():
+    src = 'from hydra import main\n\n@main("cfg", "my_trainer")\ndef entry(c):\n    pass\n'
+    found = read_hydra_main(src)
+    assert (found.config_path, found.config_name) == ("cfg", "my_trainer")
+
+
+def test_hydra_main_non_literal_argument_is_unknown():
+    src = 'import hydra, os\n@hydra.main(config_path=os.path.join("a", "b"), config_name="x")\ndef m(c): ...\n'
+    found = read_hydra_main(src)
+    assert found.config_path is None and found.config_name == "x"
+
+
+def test_no_hydra_main():
+    assert read_hydra_main("def main():\n    pass\n") is None
+    # a `main` decorator that does not come from hydra is not Hydra's
+    assert read_hydra_main("from click import main\n@main('x')\ndef f(): ...\n") is None
+
+
+def test_invalid_python_is_one_line_input_error():
+    with pytest.raises(InputError) as err:
+        read_hydra_main("def broken(:\n", "x.py")
+    assert "\n" not in str(err.value) and "x.py" in str(err.value)
+
+
+def test_entry_found_from_script_dir_or_repo_root(tmp_path):
+    repo = tmp_path / "repo"
+    (repo / "recipe" / "dapo" / "config").mkdir(parents=True)
+    (repo / "recipe" / "dapo" / "main_dapo.py").write_text(MAIN_DAPO)
+    script = repo / "recipe" / "dapo" / "run_dapo.sh"
+    script.write_text("python3 -m recipe.dapo.main_dapo a=1\n")
+    assert find_entry_file("recipe.dapo.main_dapo", script) == repo / "recipe" / "dapo" / "main_dapo.py"
+    elsewhere = tmp_path / "elsewhere.sh"
+    elsewhere.write_text("")
+    assert find_entry_file("recipe.dapo.main_dapo", elsewhere) is None
+    assert find_entry_file("recipe.dapo.main_dapo", elsewhere, repo_root=repo) is not None
+    found = entry_config("recipe.dapo.main_dapo", script)
+    assert found.config_dir == (repo / "recipe" / "dapo" / "config").resolve()
+    assert found.config_name == "dapo_trainer"
+
+
+LAUNCHER = '''\
+import subprocess
+from hydra import compose, initialize_config_dir
+
+cmd = [
+    "python3", "-m", "verl.trainer.main_ppo",
+    "data.train_batch_size=256",
+    'actor_rollout_ref.actor.ppo_mini_batch_size=60',
+    "trainer.logger=['console']",
+]
+subprocess.run(cmd, check=True)
+
+with initialize_config_dir(config_dir="/x"):
+    cfg = compose(config_name="ppo_trainer", overrides=["trainer.nnodes=1", "+extra.key=2"])
+'''
+
+
+def test_override_lists_with_byte_spans():
+    lists = read_override_lists(LAUNCHER)
+    assert [lst.kind for lst in lists] == ["list", "compose"]
+    first = lists[0]
+    assert first.entry == "verl.trainer.main_ppo"
+    assert [o.key for o in first.overrides] == [
+        "data.train_batch_size", "actor_rollout_ref.actor.ppo_mini_batch_size", "trainer.logger"]
+    data = LAUNCHER.encode()
+    mini = first.overrides[1]
+    assert data[mini.content_start:mini.content_end] == b"actor_rollout_ref.actor.ppo_mini_batch_size=60"
+    assert mini.line == 7
+    assert lists[1].overrides[1].op == "+"
+
+
+def test_key_edit_changes_only_that_string_and_keeps_its_quotes():
+    out, refused = apply_key_edits(
+        LAUNCHER.replace('overrides=["trainer.nnodes=1", "+extra.key=2"]', 'overrides=overrides'),
+        [KeyEdit("actor_rollout_ref.actor.ppo_mini_batch_size", 60, 64)])
+    assert refused == []
+    before = LAUNCHER.replace('overrides=["trainer.nnodes=1", "+extra.key=2"]', 'overrides=overrides')
+    assert out.decode() == before.replace("ppo_mini_batch_size=60'", "ppo_mini_batch_size=64'")
+
+
+def test_missing_key_is_appended_in_the_list_style():
+    src = 'cmd = [\n    "python3",\n    "-m",\n    "m",\n    "a.b=1",\n]\n'
+    out, refused = apply_key_edits(src, [KeyEdit("c.d", None, [1, 2])])
+    assert refused == []
+    assert out.decode() == 'cmd = [\n    "python3",\n    "-m",\n    "m",\n    "a.b=1",\n    "c.d=[1,2]",\n]\n'
+    one_line = 'x = compose(config_name="c", overrides=["a=1"])\n'
+    out, _ = apply_key_edits(one_line, [KeyEdit("b", None, "it's")])
+    assert out.decode() == 'x = compose(config_name="c", overrides=["a=1", "b=\\"it\'s\\""])\n'
+    ns = {}
+    exec(compile("def compose(**k): return k\n" + out.decode(), "t", "exec"), ns)  # our own text
+    assert ns["x"]["overrides"] == ["a=1", "b=\"it's\""]
+
+
+def test_ambiguous_insertion_is_refused():
+    _, refused = apply_key_edits(LAUNCHER, [KeyEdit("new.key", None, 1)])
+    assert len(refused) == 1 and "ambiguous" in refused[0]
+
+
+def test_edited_launcher_reads_back_with_the_new_value():
+    out, _ = apply_key_edits(LAUNCHER, [KeyEdit("trainer.logger", ["console"], ["console", "wandb"])])
+    values = {o.key: o.value for lst in read_override_lists(out) for o in lst.overrides}
+    assert values["trainer.logger"] == "[console,wandb]"
+    assert values["data.train_batch_size"] == "256"
