@@ -1,0 +1,150 @@
+"""Where recipes live and how they are found: the packaged library plus one user library.
+
+User library, first found wins: `--library DIR`, then `$VERL_GEN_LIBRARY`, then the per-user
+config folder (`$XDG_CONFIG_HOME/verl-gen/recipes`, default `~/.config/verl-gen/recipes`).
+A user recipe with the same name as a packaged one shadows it (the user's copy is what they
+edited on purpose).
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Iterable
+
+from generator.errors import InputError
+from generator.library.recipe import Recipe, recipe_from_mapping
+from generator.resources import recipes_dir
+
+ENV_VAR = "VERL_GEN_LIBRARY"
+MAX_RECIPE_BYTES = 1_000_000
+
+
+def user_library_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
+    """The user's recipe folder (it need not exist yet)."""
+    if explicit:
+        return Path(explicit).expanduser()
+    from_env = os.environ.get(ENV_VAR)
+    if from_env:
+        return Path(from_env).expanduser()
+    base = os.environ.get("XDG_CONFIG_HOME") or str(Path.home() / ".config")
+    return Path(base) / "verl-gen" / "recipes"
+
+
+def _yaml_loader():
+    from ruamel.yaml import YAML
+
+    # The pure safe loader: plain Python values, and no object construction from tags.
+    return YAML(typ="safe", pure=True)
+
+
+def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
+    """Read and validate one recipe file. Raises InputError with a one-line message."""
+    where = str(path)
+    try:
+        if path.is_dir():
+            raise InputError(f"{where}: is a directory, not a recipe file")
+        raw = path.read_bytes()
+    except InputError:
+        raise
+    except FileNotFoundError:
+        raise InputError(f"{where}: no such file") from None
+    except OSError as err:
+        raise InputError(f"{where}: cannot read: {err.strerror or err}") from None
+    if len(raw) > MAX_RECIPE_BYTES:
+        raise InputError(f"{where}: too large for a recipe ({len(raw)} bytes)")
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise InputError(f"{where}: not UTF-8 text") from None
+    try:
+        data = _yaml_loader().load(text)
+    except Exception as err:  # ruamel raises many kinds; all mean "not valid YAML"
+        mark = getattr(err, "problem_mark", None)
+        at = f" at line {mark.line + 1}" if mark is not None else ""
+        problem = getattr(err, "problem", None) or type(err).__name__
+        raise InputError(f"{where}: invalid YAML{at}: {problem}") from None
+    return recipe_from_mapping(data, where=where, path=path, origin=origin)
+
+
+@dataclass
+class Library:
+    """All recipes that could be read, plus one-line errors for those that could not."""
+
+    recipes: dict[str, Recipe]
+    errors: list[str]
+    user_dir: Path
+
+    def get(self, name: str) -> Recipe:
+        recipe = self.recipes.get(name)
+        if recipe is None:
+            import difflib
+
+            close = difflib.get_close_matches(name, list(self.recipes), n=3, cutoff=0.5)
+            hint = f"; close names: {', '.join(close)}" if close else "; `gen list` shows them all"
+            raise InputError(f"unknown recipe '{name}'{hint}")
+        return recipe
+
+    def search(self, *, model: str | None = None, gpus: int | None = None, algo: str | None = None,
+               tag: str | None = None) -> list[Recipe]:
+        return [r for r in self.sorted() if matches(r, model=model, gpus=gpus, algo=algo, tag=tag)]
+
+    def sorted(self) -> list[Recipe]:
+        return sorted(self.recipes.values(), key=_sort_key)
+
+
+def _sort_key(recipe: Recipe) -> tuple:
+    return (recipe.model.lower(), recipe.gpus, recipe.algorithm, recipe.name)
+
+
+def _norm(text: str) -> str:
+    return "".join(ch for ch in text.lower() if ch.isalnum())
+
+
+def matches(recipe: Recipe, *, model: str | None = None, gpus: int | None = None,
+            algo: str | None = None, tag: str | None = None) -> bool:
+    """Filter semantics of `gen list`: model is a case/punctuation-insensitive substring
+    (`qwen2.5-7b` matches `Qwen2.5-7B-Instruct`), the others are exact."""
+    if model and _norm(model) not in _norm(recipe.model) and _norm(model) not in _norm(recipe.name):
+        return False
+    if gpus is not None and recipe.gpus != gpus:
+        return False
+    if algo and recipe.algorithm != algo.lower():
+        return False
+    if tag and tag.lower() not in (t.lower() for t in recipe.tags):
+        return False
+    return True
+
+
+def _recipe_files(folder: Path) -> Iterable[Path]:
+    if not folder.is_dir():
+        return []
+    return sorted(p for p in folder.iterdir() if p.suffix in (".yaml", ".yml") and p.is_file())
+
+
+def load_library(library: str | os.PathLike[str] | None = None, *, packaged: bool = True) -> Library:
+    """Read the packaged recipes and the user library. Unreadable files become errors (the
+    rest still load), so one broken user file does not hide the library."""
+    recipes: dict[str, Recipe] = {}
+    errors: list[str] = []
+    user_dir = user_library_dir(library)
+    if library and not Path(library).expanduser().is_dir():
+        raise InputError(f"{library}: library folder does not exist")
+    sources: list[tuple[Path, str]] = []
+    if packaged:
+        sources.append((recipes_dir(), "packaged"))
+    sources.append((user_dir, "user"))
+    for folder, origin in sources:
+        for path in _recipe_files(folder):
+            try:
+                recipe = read_recipe(path, origin=origin)
+            except InputError as err:
+                errors.append(str(err))
+                continue
+            previous = recipes.get(recipe.name)
+            if previous is not None and previous.origin == origin:
+                errors.append(f"{path}: recipe name '{recipe.name}' is also used by {previous.path}")
+                continue
+            recipes[recipe.name] = recipe
+    return Library(recipes=recipes, errors=errors, user_dir=user_dir)
