@@ -86,7 +86,8 @@ def select_compatible(groups: Sequence[Sequence[TextEdit]]) -> tuple[list[int], 
     taken: list[int] = []
     skipped: list[int] = []
     for index, group in enumerate(groups):
-        if any(overlaps(a, b) for a in group for b in accepted):
+        # The same edit proposed twice (two rules, one repair) is agreement, not a conflict.
+        if any(a != b and overlaps(a, b) for a in group for b in accepted):
             skipped.append(index)
             continue
         try:
@@ -94,7 +95,7 @@ def select_compatible(groups: Sequence[Sequence[TextEdit]]) -> tuple[list[int], 
         except OverlappingEdits:
             skipped.append(index)
             continue
-        accepted.extend(group)
+        accepted.extend(e for e in group if e not in accepted)
         taken.append(index)
     return taken, skipped
 

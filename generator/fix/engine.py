@@ -1,0 +1,179 @@
+"""The fix loop: read → check → place each applicable Fix → splice → read and check again.
+
+Rounds repeat until no applicable fix is left (at most `MAX_ROUNDS`), so a repair that
+uncovers the next one (a new mini batch that makes the micro batch indivisible) is finished in
+one call, and a second call changes nothing. Fixes whose edits overlap an earlier fix wait for
+the next round (ruff's strategy). A round that would make the script unparseable is dropped.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Callable, Iterable, Sequence
+
+from generator.config.types import Config
+from generator.fix.edits import apply_edits, select_compatible
+from generator.fix.place import Placement, place_fix
+from generator.launch import Invocation, LaunchScript
+from generator.rules.core import Finding
+
+MAX_ROUNDS = 3
+
+CheckResults = list[tuple[Invocation | None, Config | None, list[Finding]]]
+Checker = Callable[[LaunchScript], CheckResults]
+Reader = Callable[[bytes, str | None], LaunchScript]
+
+
+@dataclass(frozen=True, slots=True)
+class Applied:
+    code: str
+    line: int | None
+    description: str
+    applicability: str
+    notes: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True, slots=True)
+class NotApplied:
+    """A finding with a fix that was not applied, and why (unknown value, needs --unsafe, ...)."""
+
+    code: str
+    line: int | None
+    reason: str
+
+
+@dataclass(slots=True)
+class FixResult:
+    path: str | None
+    original: bytes
+    fixed: bytes
+    applied: list[Applied] = field(default_factory=list)
+    not_applied: list[NotApplied] = field(default_factory=list)
+    remaining: list[Finding] = field(default_factory=list)  # findings of the fixed script
+    rounds: int = 0
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+    @property
+    def errors_left(self) -> int:
+        return sum(1 for f in self.remaining if f.severity == "error")
+
+
+def _parse_errors(script: LaunchScript) -> int:
+    return sum(1 for h in script.hazards if h.kind == "parse-error")
+
+
+def _wanted(finding: Finding, select: Sequence[str], ignore: Sequence[str]) -> bool:
+    if select and not any(finding.code.startswith(s) for s in select):
+        return False
+    return not any(finding.code.startswith(i) for i in ignore)
+
+
+def default_reader(env: dict[str, str] | None = None,
+                   args: list[str] | None = None) -> Reader:
+    from generator.shell import read_script
+
+    def read(source: bytes, path: str | None) -> LaunchScript:
+        return read_script(source, path, env=env, args=args)
+
+    return read
+
+
+def default_checker(version: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Checker:
+    from generator.rules import check_script
+
+    def check(script: LaunchScript) -> CheckResults:
+        return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore))
+
+    return check
+
+
+def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
+               select: Sequence[str] = (), ignore: Sequence[str] = (), unsafe: bool = False,
+               max_rounds: int = MAX_ROUNDS) -> FixResult:
+    """Repair `source` with every applicable fix; pure apart from what `read`/`check` do."""
+    result = FixResult(path=path, original=source, fixed=source)
+    script = read(source, path)
+    results = check(script)
+    not_applied: dict[tuple[str, int | None], NotApplied] = {}
+    for round_number in range(1, max_rounds + 1):
+        candidates: list[tuple[Finding, Placement]] = []
+        for invocation, config, findings in results:
+            for finding in findings:
+                if finding.fix is None or not _wanted(finding, select, ignore):
+                    continue
+                placement = place_fix(finding.fix, script, invocation, config)
+                if placement.reason is not None:
+                    if placement.reason != "already applied":
+                        not_applied[(finding.code, finding.line)] = NotApplied(
+                            finding.code, finding.line, placement.reason)
+                    continue
+                if placement.applicability == "unsafe" and not unsafe:
+                    why = "an unsafe fix (changes behaviour beyond the broken value); use --unsafe"
+                    if placement.notes:
+                        why += f" ({'; '.join(placement.notes)})"
+                    not_applied[(finding.code, finding.line)] = NotApplied(finding.code, finding.line, why)
+                    continue
+                candidates.append((finding, placement))
+        if not candidates:
+            break
+        taken, _later = select_compatible([p.edits for _, p in candidates])
+        edits = [e for index in taken for e in candidates[index][1].edits]
+        new_source = apply_edits(script.source, edits)
+        if new_source == script.source:
+            break
+        new_script = read(new_source, path)
+        if _parse_errors(new_script) > _parse_errors(script):
+            for index in taken:
+                finding = candidates[index][0]
+                not_applied[(finding.code, finding.line)] = NotApplied(
+                    finding.code, finding.line, "the edit would break the script's syntax; not applied")
+            break
+        for index in taken:
+            finding, placement = candidates[index]
+            not_applied.pop((finding.code, finding.line), None)
+            result.applied.append(Applied(finding.code, finding.line, finding.fix.description,
+                                          placement.applicability, tuple(placement.notes)))
+        script = new_script
+        results = check(script)
+        result.rounds = round_number
+    result.fixed = script.source
+    result.remaining = [f for _, _, findings in results for f in findings]
+    # Only report refusals for findings that are still there after fixing.
+    still = {(f.code, f.line) for f in result.remaining}
+    result.not_applied = [n for key, n in not_applied.items() if key in still]
+    return result
+
+
+def remaining_fixable(result: FixResult, *, unsafe: bool = False) -> list[Finding]:
+    """Findings of the fixed script that still carry an applicable fix (should be none)."""
+    refused = {(n.code, n.line) for n in result.not_applied}
+    return [f for f in result.remaining
+            if f.fix is not None and (unsafe or f.fix.applicability == "safe")
+            and (f.code, f.line) not in refused]
+
+
+def unified_diff(result: FixResult, path_label: str | None = None) -> str:
+    import difflib
+
+    label = path_label or result.path or "<stdin>"
+    before = result.original.decode("utf-8").splitlines(keepends=True)
+    after = result.fixed.decode("utf-8").splitlines(keepends=True)
+    lines = difflib.unified_diff(before, after, fromfile=f"a/{label}", tofile=f"b/{label}")
+    out = []
+    for line in lines:
+        out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
+    return "".join(out)
+
+
+def summarize(results: Iterable[FixResult]) -> dict[str, int]:
+    counts = {"files": 0, "changed": 0, "applied": 0, "not_applied": 0, "errors_left": 0}
+    for r in results:
+        counts["files"] += 1
+        counts["changed"] += r.changed
+        counts["applied"] += len(r.applied)
+        counts["not_applied"] += len(r.not_applied)
+        counts["errors_left"] += r.errors_left
+    return counts

@@ -1,0 +1,275 @@
+"""`gen migrate`: move a script from one verl release's keys to another's with minimal edits.
+
+- a renamed key is renamed where it is written (in the command-line word, the array element or
+  the string piece), with its op adjusted to the target schema (`+` added when the key is not in
+  the target's config, dropped when the target has it with a value);
+- a key removed without replacement is dropped only with `unsafe` (otherwise reported), unless
+  it now lives under a free-form mapping of the target config, where `+key=` still works;
+- a removed value (e.g. `rollout.mode=sync` on >= 0.7.0) is replaced where the value is defined.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Callable, Sequence
+
+from generator.fix.edits import apply_edits, select_compatible
+from generator.fix.place import value_edit
+from generator.launch import Invocation, LaunchScript, Override
+from generator.rules.core import TextEdit
+from generator.versions import RELEASES, parse
+
+_KEY_CHAR = re.compile(r"[\w.\-@/]")
+DEFAULT_SCHEMA = "ppo_trainer"
+
+
+@dataclass(frozen=True, slots=True)
+class Step:
+    """One migration of one override."""
+
+    line: int
+    key: str
+    description: str
+    edits: tuple[TextEdit, ...]
+    unsafe: bool = False
+
+
+@dataclass(frozen=True, slots=True)
+class Refusal:
+    line: int
+    key: str
+    reason: str
+
+
+@dataclass(slots=True)
+class MigrateResult:
+    path: str | None
+    original: bytes
+    fixed: bytes
+    from_version: str
+    to_version: str
+    applied: list[Step] = field(default_factory=list)
+    refused: list[Refusal] = field(default_factory=list)
+
+    @property
+    def changed(self) -> bool:
+        return self.fixed != self.original
+
+
+def schema_name(invocation: Invocation) -> str:
+    """The packaged schema a call's keys are checked against (recipe configs extend the PPO one)."""
+    name = (invocation.config_name or "").strip("'\"")
+    name = name.rsplit("/", 1)[-1].removesuffix(".yaml")
+    if name in ("ppo_trainer", "ppo_megatron_trainer"):
+        return name
+    return "ppo_megatron_trainer" if "megatron" in name else DEFAULT_SCHEMA
+
+
+def _set_keys(invocation: Invocation) -> list[Override]:
+    return [o for o in invocation.overrides if o.key and o.op in ("=", "+", "++")]
+
+
+def infer_from_version(script: LaunchScript, *, has: Callable[[str, str, str], bool],
+                       releases: Sequence[str] = RELEASES) -> str | None:
+    """The smallest release whose schema has every key the script sets with plain `key=`."""
+    wanted = [(o.key, schema_name(inv)) for inv in script.invocations for o in inv.overrides
+              if o.key and o.op == "=" and inv.branch != "dead"]
+    if not wanted:
+        return None
+    for release in sorted(releases, key=parse):
+        try:
+            if all(has(release, key, name) for key, name in wanted):
+                return release
+        except Exception:  # a release without packaged data: skip it
+            continue
+    return None
+
+
+def _key_position(word_text: str, key: str) -> int | None:
+    """Offset of `key` written literally in the word, followed by `=` or the word's end."""
+    hits = []
+    start = 0
+    while True:
+        at = word_text.find(key, start)
+        if at < 0:
+            break
+        before = word_text[at - 1] if at > 0 else ""
+        after = word_text[at + len(key): at + len(key) + 1]
+        if not _KEY_CHAR.match(before or " ") and after in ("=", "", "'", '"'):
+            hits.append(at)
+        start = at + 1
+    return hits[0] if len(hits) == 1 else None
+
+
+def _word_text(script: LaunchScript, override: Override) -> str:
+    return script.source[override.word.start:override.word.end].decode("utf-8", "replace")
+
+
+def _key_edit(script: LaunchScript, override: Override, new_key: str, new_op: str) -> TextEdit | None:
+    """Replace op+key in the override's word; None when the key is not written literally."""
+    word_text = _word_text(script, override)
+    at = _key_position(word_text, override.key)
+    if at is None:
+        return None
+    prefix = "" if override.op == "=" else override.op
+    op_start = at - len(prefix)
+    if op_start < 0 or word_text[op_start:at] != prefix:
+        return None
+    start = override.word.start + len(word_text[:op_start].encode())
+    end = override.word.start + len(word_text[:at + len(override.key)].encode())
+    op_text = "" if new_op == "=" else new_op
+    return TextEdit(start, end, f"{op_text}{new_key}")
+
+
+def delete_word_edit(script: LaunchScript, override: Override) -> TextEdit | None:
+    """Remove an override word: its whole line when it is alone on a continued line, else the word
+    and the whitespace before it. Never leaves a backslash continuing into the next command."""
+    source = script.source
+    start, end = override.word.start, override.word.end
+    line_start = source.rfind(b"\n", 0, start) + 1
+    line_end = source.find(b"\n", end)
+    line_end = len(source) if line_end < 0 else line_end
+    before = source[line_start:start]
+    after = source[end:line_end]
+    if not before.strip() and after.strip() == b"\\" and after.endswith(b"\\") and line_end < len(source):
+        return TextEdit(line_start, line_end + 1, "")
+    cut = start
+    while cut > line_start and source[cut - 1:cut] in (b" ", b"\t"):
+        cut -= 1
+    if cut == line_start and not after.strip():
+        # The word is alone on the command's last line: keep the line (now empty) so the
+        # previous line's backslash still ends the command at this newline.
+        return TextEdit(start, end, "")
+    return TextEdit(cut, end, "")
+
+
+def _target_op(op: str, key: str, target_defaults: dict[str, Any], target_nodes: frozenset[str]) -> str:
+    if op == "++":
+        return op
+    if key in target_defaults:
+        return "+" if op == "+" and target_defaults[key] is None else "="
+    if key in target_nodes:
+        return "="  # a mapping node itself
+    return "+"
+
+
+def _under_free_mapping(key: str, target_defaults: dict[str, Any]) -> bool:
+    """The key sits under a mapping leaf of the target config that takes arbitrary keys
+    (e.g. `override_transformer_config`, `engine_kwargs.vllm`), so `+key=` is accepted."""
+    parts = key.split(".")
+    for cut in range(len(parts) - 1, 0, -1):
+        parent = ".".join(parts[:cut])
+        if parent in target_defaults:
+            return isinstance(target_defaults[parent], dict) or target_defaults[parent] is None
+    return False
+
+
+def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
+               renames: Sequence[Any], value_changes: Sequence[Any],
+               target_defaults: Callable[[str], dict[str, Any]],
+               target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
+               unsafe: bool = False) -> tuple[list[Step], list[Refusal]]:
+    steps: list[Step] = []
+    refused: list[Refusal] = []
+    by_old = {r.old_key: r for r in renames}
+    lo, hi = parse(from_version), parse(to_version)
+    changes = [c for c in value_changes if lo < parse(c.since) <= hi]
+    for invocation in script.invocations:
+        if invocation.branch == "dead":
+            continue
+        name = schema_name(invocation)
+        defaults = target_defaults(name)
+        nodes = target_nodes(name)
+        for override in invocation.overrides:
+            if not override.key:
+                continue
+            rename = by_old.get(override.key)
+            rest = ""
+            if rename is None:
+                for old, candidate in by_old.items():
+                    if override.key.startswith(old + "."):
+                        rename, rest = candidate, override.key[len(old):]
+                        break
+            if rename is not None:
+                steps_or_refusal = _rename_step(script, override, rename, rest, defaults, nodes, unsafe)
+                if isinstance(steps_or_refusal, Refusal):
+                    refused.append(steps_or_refusal)
+                elif steps_or_refusal is not None:
+                    steps.append(steps_or_refusal)
+                continue
+            for change in changes:
+                if change.key != override.key or override.value is None:
+                    continue
+                from generator.overrides import parse_override
+
+                parsed = parse_override(override.text)
+                if parsed.error is not None or parsed.value != change.old_value:
+                    continue
+                edit, reason = value_edit(script, override, change.new_value)
+                if reason is not None:
+                    refused.append(Refusal(override.line, override.key, reason))
+                elif edit is not None:
+                    steps.append(Step(override.line, override.key,
+                                      f"{override.key}: {change.old_value!r} → {change.new_value!r} "
+                                      f"({change.note or 'removed in ' + change.since})", (edit,)))
+    return steps, refused
+
+
+def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: str,
+                 defaults: dict[str, Any], nodes: frozenset[str], unsafe: bool) -> Step | Refusal | None:
+    note = f" ({rename.note})" if getattr(rename, "note", "") else ""
+    if rename.new_key is None:
+        if override.op in ("+", "++") or _under_free_mapping(override.key, defaults):
+            if override.op == "=" and _under_free_mapping(override.key, defaults):
+                edit = _key_edit(script, override, override.key, "+")
+                if edit is not None:
+                    return Step(override.line, override.key,
+                                f"{override.key} left the schema in {rename.since}; kept as +{override.key}"
+                                f"{note}", (edit,))
+            return None  # already added with + and still accepted that way
+        if not unsafe:
+            return Refusal(override.line, override.key,
+                           f"{override.key} was removed in {rename.since} without replacement{note}; "
+                           "drop it with --unsafe")
+        edit = delete_word_edit(script, override)
+        if edit is None:
+            return Refusal(override.line, override.key, f"{override.key}: cannot find its word to delete")
+        return Step(override.line, override.key, f"dropped {override.key}: removed in {rename.since}{note}",
+                    (edit,), unsafe=True)
+    new_key = rename.new_key + rest
+    op = _target_op(override.op, new_key, defaults, nodes)
+    edit = _key_edit(script, override, new_key, op)
+    if edit is None:
+        return Refusal(override.line, override.key,
+                       f"{override.key} → {new_key}: the key is built by shell expansion; rename it by hand")
+    return Step(override.line, override.key, f"{override.key} → {'' if op == '=' else op}{new_key} "
+                f"(since {rename.since}){note}", (edit,))
+
+
+def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, str | None], LaunchScript],
+                   from_version: str, to_version: str, renames: Sequence[Any],
+                   value_changes: Sequence[Any], target_defaults: Callable[[str], dict[str, Any]],
+                   target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
+                   unsafe: bool = False, max_rounds: int = 3) -> MigrateResult:
+    result = MigrateResult(path, source, source, from_version, to_version)
+    script = read(source, path)
+    refused: dict[tuple[int, str], Refusal] = {}
+    for _ in range(max_rounds):
+        steps, refusals = plan_steps(script, from_version=from_version, to_version=to_version,
+                                     renames=renames, value_changes=value_changes,
+                                     target_defaults=target_defaults, target_nodes=target_nodes,
+                                     unsafe=unsafe)
+        for r in refusals:
+            refused[(r.line, r.key)] = r
+        if not steps:
+            break
+        taken, _ = select_compatible([s.edits for s in steps])
+        new_source = apply_edits(script.source, [e for i in taken for e in steps[i].edits])
+        if new_source == script.source:
+            break
+        result.applied.extend(steps[i] for i in taken)
+        script = read(new_source, path)
+    result.fixed = script.source
+    result.refused = list(refused.values())
+    return result

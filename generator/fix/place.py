@@ -1,0 +1,205 @@
+"""Where a repair goes: turn a Fix (key edits or text edits) into byte edits on the script.
+
+A key's value is changed where the reader says it is defined (`Override.provenance`): the word
+on the command line, the variable's assignment or its `:-` default (fix the knob, not the
+call), the array element, or the piece of a string variable. A key the script does not set
+gets a new override line in the trainer command, but only where that place is unambiguous.
+Values that depend on something unknown are never edited: the reason is returned instead.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Iterable
+
+from generator.config.types import Config
+from generator.fix.edits import CannotQuote, requote
+from generator.fix.values import hydra_text
+from generator.launch import Invocation, LaunchScript, Override, Span
+from generator.rules.core import Applicability, Fix, KeyEdit, TextEdit
+
+
+@dataclass(slots=True)
+class Placement:
+    """The byte edits for one Fix, or why it cannot be placed."""
+
+    edits: list[TextEdit] = field(default_factory=list)
+    reason: str | None = None  # set when the fix cannot be applied
+    applicability: Applicability = "safe"
+    notes: list[str] = field(default_factory=list)  # e.g. "variable TP also sets ref TP"
+
+    @property
+    def ok(self) -> bool:
+        return self.reason is None and bool(self.edits)
+
+
+def setting_override(key: str, invocation: Invocation | None, config: Config | None) -> Override | None:
+    """The override whose value is the key's effective value (the last one wins in Hydra)."""
+    if config is not None and key in config.set_by:
+        return config.set_by[key]
+    if invocation is None:
+        return None
+    found = None
+    for override in invocation.overrides:
+        if override.key == key and override.op != "~":
+            found = override
+    return found
+
+
+def _all_overrides(script: LaunchScript) -> Iterable[Override]:
+    for invocation in script.invocations:
+        yield from invocation.overrides
+
+
+def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tuple[TextEdit | None, str | None]:
+    """A TextEdit that makes `override` carry `new_value`, or the reason it cannot be made."""
+    prov = override.provenance
+    if prov.source == "unknown" or override.unknowns:
+        why = "; ".join(override.unknowns) or "it depends on something the script does not show"
+        return None, f"{override.key} is not edited: its value {why}"
+    if prov.span is None:
+        return None, f"{override.key} is not edited: no single place in the script defines its value"
+    if prov.path is not None and script.path is not None and prov.path != script.path:
+        return None, f"{override.key} is not edited: its value is defined in {prov.path}"
+    old_source = script.source[prov.span.start:prov.span.end].decode("utf-8", "replace")
+    text = hydra_text(new_value, old_text=override.value)
+    try:
+        replacement = requote(text, prov.quoting, word_split=prov.source == "string")
+    except CannotQuote as err:
+        return None, f"{override.key} is not edited: {err}"
+    if replacement == old_source:
+        return None, None
+    return TextEdit(prov.span.start, prov.span.end, replacement), None
+
+
+def _shared_uses(script: LaunchScript, span: Span, keys_to_values: dict[str, Any]) -> list[str]:
+    """Keys (outside this fix) whose value is written at the same span: a shared knob."""
+    others = []
+    for override in _all_overrides(script):
+        prov = override.provenance
+        if prov.span is None or (prov.span.start, prov.span.end) != (span.start, span.end):
+            continue
+        if override.key not in keys_to_values:
+            others.append(override.key)
+    return sorted(set(others))
+
+
+# --- inserting a key the script does not set ------------------------------------------------
+
+
+def _line_bounds(source: bytes, offset: int) -> tuple[int, int]:
+    """[start, end) of the line holding `offset`, end excluding the newline."""
+    start = source.rfind(b"\n", 0, offset) + 1
+    end = source.find(b"\n", offset)
+    return start, len(source) if end < 0 else end
+
+
+def _is_plain_continued(line: bytes) -> bool:
+    """`...word \\` : a backslash right before the newline, after whitespace, not a comment."""
+    stripped = line.lstrip()
+    if not stripped or stripped.startswith(b"#"):
+        return False
+    return line.endswith(b"\\") and not line.endswith(b"\\\\") and line[-2:-1] in (b" ", b"\t")
+
+
+def _indent(line: bytes) -> bytes:
+    return line[: len(line) - len(line.lstrip(b" \t"))]
+
+
+def insertion_edit(script: LaunchScript, invocation: Invocation, text: str) -> tuple[TextEdit | None, str | None]:
+    """A new override word `text` (already shell-quoted) in the trainer command.
+
+    After the last command-line override that sits on a plain continued line, as a new line with
+    the same indentation and ` \\` style; or before the command's final line when the last
+    override is on it. Never after a comment line or a backslash followed by whitespace. A
+    one-line command gets ` text` after its last override word.
+    """
+    source = script.source
+    start, end = invocation.span.start, invocation.span.end
+    on_command_line = [
+        o for o in invocation.overrides
+        if o.provenance.source in ("literal", "variable", "unknown")
+        and start <= o.word.start and o.word.end <= end
+    ]
+    if not on_command_line:
+        return None, "the command has no override on its own lines to put a new one next to"
+    last = max(on_command_line, key=lambda o: o.word.end)
+    line_start, line_end = _line_bounds(source, last.word.end)
+    line = source[line_start:line_end]
+    command_first_line = _line_bounds(source, start)[0]
+    if _is_plain_continued(line):
+        if line_end >= len(source):
+            return None, "the command's last line ends the file"
+        indent = _indent(line) if line_start != command_first_line else _indent(
+            source[_line_bounds(source, line_end + 1)[0]:_line_bounds(source, line_end + 1)[1]])
+        return TextEdit(line_end + 1, line_end + 1, f"{indent.decode()}{text} \\\n"), None
+    if line_start == command_first_line:
+        if source[last.word.end:line_end].rstrip().endswith(b"\\"):
+            return None, "the command's line ends with a backslash followed by whitespace"
+        return TextEdit(last.word.end, last.word.end, f" {text}"), None
+    previous_start, previous_end = _line_bounds(source, line_start - 1)
+    previous = source[previous_start:previous_end]
+    if not _is_plain_continued(previous):
+        return None, "the line before the last override is a comment or a backslash followed by whitespace"
+    word_line_start = line_start + len(_indent(line))
+    if word_line_start != last.word.start and source[line_start:last.word.start].strip():
+        return None, "the last override shares its line with other words"
+    return TextEdit(line_start, line_start, f"{_indent(line).decode()}{text} \\\n"), None
+
+
+# --- a whole Fix ---------------------------------------------------------------------------
+
+
+def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
+              config: Config | None) -> Placement:
+    placement = Placement(applicability=fix.applicability)
+    key_edits = [e for e in fix.edits if isinstance(e, KeyEdit)]
+    keys_to_values = {e.key: e.new for e in key_edits}
+    for edit in fix.edits:
+        if isinstance(edit, TextEdit):
+            placement.edits.append(edit)
+            continue
+        override = setting_override(edit.key, invocation, config)
+        if override is not None:
+            text_edit, reason = value_edit(script, override, edit.new)
+            if reason is not None:
+                placement.reason = reason
+                return placement
+            if text_edit is None:
+                continue
+            if override.provenance.source in ("variable", "string") and override.provenance.span is not None:
+                shared = _shared_uses(script, override.provenance.span, keys_to_values)
+                if shared:
+                    placement.applicability = "unsafe"
+                    name = override.provenance.variable or "the variable"
+                    placement.notes.append(f"{name} also sets {', '.join(shared)}")
+            placement.edits.append(text_edit)
+            continue
+        if invocation is None:
+            placement.reason = f"{edit.key} is not set and there is no command to add it to"
+            return placement
+        op = "" if config is None or edit.key in config.values else "+"
+        value = requote(hydra_text(edit.new), "")
+        text_edit, reason = insertion_edit(script, invocation, f"{op}{edit.key}={value}")
+        if reason is not None:
+            placement.reason = f"{edit.key} is not set and cannot be added: {reason}"
+            return placement
+        placement.edits.append(text_edit)
+    placement.edits = _merge_insertions(placement.edits)
+    if not placement.edits and placement.reason is None:
+        placement.reason = "already applied"
+    return placement
+
+
+def _merge_insertions(edits: list[TextEdit]) -> list[TextEdit]:
+    """Several new lines at the same place become one insertion, in the fix's order."""
+    merged: list[TextEdit] = []
+    for edit in edits:
+        twin = next((i for i, e in enumerate(merged)
+                     if e.start == e.end == edit.start == edit.end), None)
+        if twin is None:
+            merged.append(edit)
+        elif edit.replacement not in merged[twin].replacement:
+            old = merged[twin]
+            merged[twin] = TextEdit(old.start, old.end, old.replacement + edit.replacement)
+    return merged
