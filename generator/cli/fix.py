@@ -1,9 +1,200 @@
-"""`gen` commands of this group (see generator/cli/__init__.py)."""
+"""`gen fix` and `gen migrate`: repair launch scripts with minimal byte edits.
+
+Both print a unified diff by default (`--diff`) and write only with `--write` (atomically: a
+failure leaves the original). Exit codes: 0 nothing left to fix, 1 error findings remain
+(`fix`) or keys were left for a human (`migrate`), 2 bad input (nothing written for that file).
+"""
 
 from __future__ import annotations
 
+import sys
+from pathlib import Path
+from typing import List, Optional
+
 import typer
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InputError(f"--env expects NAME=VALUE, got '{pair}'")
+        env[name] = value
+    return env
+
+
+def _codes(values: list[str]) -> tuple[str, ...]:
+    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
+
+
+def _read_bytes(path: str) -> bytes:
+    p = Path(path)
+    if not p.exists():
+        raise InputError(f"{path}: no such file")
+    if p.is_dir():
+        raise InputError(f"{path}: is a directory")
+    try:
+        return p.read_bytes()
+    except OSError as err:
+        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+
+
+def _err(message: str) -> None:
+    print(message, file=sys.stderr)
+
+
+def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
+            unsafe: bool, verl_version: str | None, env: dict[str, str]) -> int:
+    from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
+    from generator.schema import resolve_version
+
+    version, _how = resolve_version(verl_version)
+    read = default_reader(env or None)
+    check = default_checker(version)
+    status = EXIT_OK
+    for path in paths:
+        try:
+            source = _read_bytes(path)
+            result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
+                                unsafe=unsafe)
+            if write and result.changed:
+                from generator.fix.edits import write_atomic
+
+                write_atomic(path, result.fixed)
+        except InputError as err:
+            _err(f"{path}: error: {err}" if not str(err).startswith(path) else f"error: {err}")
+            status = EXIT_BAD_INPUT
+            continue
+        except Exception as err:  # never a traceback: one line, this file skipped, nothing written
+            _err(f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed")
+            status = EXIT_BAD_INPUT
+            continue
+        if not write and result.changed:
+            sys.stdout.write(unified_diff(result, path))
+        for applied in result.applied:
+            where = f"{path}:{applied.line}" if applied.line else path
+            verb = "fixed" if write else "would fix"
+            _err(f"{where}: {verb} {applied.code}: {applied.description}")
+        for refusal in result.not_applied:
+            where = f"{path}:{refusal.line}" if refusal.line else path
+            _err(f"{where}: {refusal.code} not fixed: {refusal.reason}")
+        errors = result.errors_left
+        if errors:
+            _err(f"{path}: {errors} error finding(s) remain (see `gen check {path}`)")
+            if status == EXIT_OK:
+                status = EXIT_FINDINGS
+    return status
+
+
+def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
+                unsafe: bool, env: dict[str, str]) -> int:
+    from generator import schema
+    from generator.fix.engine import default_reader
+    from generator.fix.migrate import infer_from_version, migrate_source
+
+    target, _ = schema.resolve_version(to_version)
+    read = default_reader(env or None)
+    status = EXIT_OK
+
+    def has(release: str, key: str, name: str) -> bool:
+        return schema.load(release).has(key, name)
+
+    for path in paths:
+        try:
+            source = _read_bytes(path)
+            script = read(source, path)
+            if from_version is not None:
+                start, _ = schema.resolve_version(from_version)
+            else:
+                start = infer_from_version(script, has=has, releases=schema.available())
+                if start is None:
+                    raise InputError(f"{path}: cannot tell which verl release the script targets; "
+                                     "pass --from VERSION")
+            target_schema = schema.load(target)
+            result = _migrate_one(source, path, read, start, target, target_schema, unsafe)
+            if write and result.changed:
+                from generator.fix.edits import write_atomic
+
+                write_atomic(path, result.fixed)
+        except InputError as err:
+            _err(f"error: {err}" if str(err).startswith(path) else f"{path}: error: {err}")
+            status = EXIT_BAD_INPUT
+            continue
+        except Exception as err:  # never a traceback: one line, this file skipped, nothing written
+            _err(f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed")
+            status = EXIT_BAD_INPUT
+            continue
+        if not write and result.changed:
+            from generator.fix.engine import FixResult, unified_diff
+
+            sys.stdout.write(unified_diff(FixResult(path, result.original, result.fixed), path))
+        _err(f"{path}: {start} → {target}: {len(result.applied)} change(s)")
+        for step in result.applied:
+            _err(f"{path}:{step.line}: {'migrated' if write else 'would migrate'} {step.description}")
+        for refusal in result.refused:
+            _err(f"{path}:{refusal.line}: not migrated: {refusal.reason}")
+        if result.refused and status == EXIT_OK:
+            status = EXIT_FINDINGS
+    return status
+
+
+def _migrate_one(source: bytes, path: str, read, start: str, target: str, target_schema, unsafe: bool):
+    from generator import schema
+    from generator.fix.migrate import migrate_source
+
+    return migrate_source(
+        source, path, read=read, from_version=start, to_version=target,
+        renames=schema.renames(start, target), value_changes=schema.removed_values(),
+        target_defaults=target_schema.defaults, target_nodes=target_schema.nodes, unsafe=unsafe,
+    )
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    """Add `gen fix` and `gen migrate`."""
+
+    @app.command("fix")
+    def fix_command(
+        files: List[str] = typer.Argument(..., help="Launch scripts to repair."),
+        diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
+        write: bool = typer.Option(False, "--write", help="Write the fixes to the files (atomically)."),
+        select: List[str] = typer.Option([], "--select", help="Only these rule codes or prefixes (VB,VS701)."),
+        ignore: List[str] = typer.Option([], "--ignore", help="Skip these rule codes or prefixes."),
+        unsafe: bool = typer.Option(False, "--unsafe", help="Also apply fixes that change behaviour."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
+        env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
+    ) -> None:
+        """Repair findings with minimal edits where each value is defined; shows a diff unless --write."""
+        try:
+            if diff and write:
+                raise InputError("--diff and --write exclude each other")
+            code = run_fix(files, write=write, select=_codes(select), ignore=_codes(ignore),
+                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env))
+        except InputError as err:
+            _err(f"error: {err}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(code)
+
+    @app.command("migrate")
+    def migrate_command(
+        files: List[str] = typer.Argument(..., help="Launch scripts to migrate."),
+        to: str = typer.Option(..., "--to", help="verl release to migrate to, e.g. 0.7.0."),
+        from_: Optional[str] = typer.Option(None, "--from",
+                                            help="Release the script targets (default: inferred from its keys)."),
+        diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
+        write: bool = typer.Option(False, "--write", help="Write the changes (atomically)."),
+        unsafe: bool = typer.Option(False, "--unsafe", help="Also drop keys removed without replacement."),
+        env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
+    ) -> None:
+        """Rename moved keys, replace removed values, and report (or with --unsafe drop) removed keys."""
+        try:
+            if diff and write:
+                raise InputError("--diff and --write exclude each other")
+            code = run_migrate(files, to_version=to, from_version=from_, write=write, unsafe=unsafe,
+                               env=_parse_env(env))
+        except InputError as err:
+            _err(f"error: {err}")
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        raise typer.Exit(code)
