@@ -1,0 +1,77 @@
+"""Text output of the library commands: a rich table on a terminal, plain columns elsewhere.
+
+On a terminal (or with FORCE_COLOR) the table has a box and colour; NO_COLOR keeps the box and
+drops the colour; piped output (not a terminal) is plain aligned text with no box-drawing
+characters and no escape codes, so `gen list | grep` and `gen list > file` stay clean.
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import Sequence, TextIO
+
+
+def _console(stream: TextIO):
+    from rich.console import Console
+
+    return Console(file=stream, highlight=False, soft_wrap=False)
+
+
+def is_terminal(stream: TextIO | None = None) -> bool:
+    return _console(stream or sys.stdout).is_terminal
+
+
+def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
+    """Columns padded with spaces; the last column is not padded (no trailing blanks)."""
+    widths = [len(h) for h in headers]
+    for row in rows:
+        for i, cell in enumerate(row):
+            widths[i] = max(widths[i], len(cell))
+    lines = []
+    for row in [list(headers), *rows]:
+        cells = [cell.ljust(widths[i]) if i < len(row) - 1 else cell for i, cell in enumerate(row)]
+        lines.append("  ".join(cells).rstrip())
+    return "\n".join(lines) + "\n"
+
+
+def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
+                stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    console = _console(stream)
+    if not console.is_terminal:
+        if title:
+            stream.write(title + "\n")
+        stream.write(plain_table(headers, rows))
+        return
+    from rich.table import Table
+
+    table = Table(title=title, header_style="bold", title_justify="left")
+    for i, header in enumerate(headers):
+        table.add_column(header, style="cyan" if i == 0 else None, no_wrap=i == 0)
+    for row in rows:
+        table.add_row(*row)
+    console.print(table)
+
+
+def print_sections(sections: Sequence[tuple[str, Sequence[tuple[str, str]]]], *,
+                   stream: TextIO | None = None) -> None:
+    """Titled blocks of `label  value` lines (used by `gen show NAME`)."""
+    stream = stream or sys.stdout
+    console = _console(stream)
+    for index, (title, pairs) in enumerate(sections):
+        if index:
+            stream.write("\n") if not console.is_terminal else console.print()
+        width = max((len(label) for label, _ in pairs), default=0)
+        if console.is_terminal:
+            from rich.text import Text
+
+            console.print(Text(title, style="bold"))
+            for label, value in pairs:
+                line = Text("  ")
+                line.append(label.ljust(width), style="cyan")
+                line.append("  " + value)
+                console.print(line)
+        else:
+            stream.write(title + "\n")
+            for label, value in pairs:
+                stream.write(f"  {label.ljust(width)}  {value}".rstrip() + "\n")
