@@ -1,0 +1,149 @@
+"""The rule engine: run every registered rule that applies to a config's release and backend.
+
+Entry points:
+  check_config(config, ...)  -> findings for one effective config (generated or read)
+  check_script(script, ...)  -> per trainer call: (invocation, config, findings), plus the shell
+                                hazards of the script as (None, None, findings)
+
+Rule families live in one module each (batch, aux_batch, parallel, dynamic, rollout, keys,
+shell, model, misc) and register themselves with `@rule` on import.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import os
+from typing import Iterable
+
+from generator.config.types import Config
+from generator.launch import Invocation, LaunchScript
+from generator.models_types import ModelFacts
+from generator.rules.core import REGISTRY, Context, Finding, Rule, selected
+
+_FAMILIES = ("batch", "aux_batch", "parallel", "dynamic", "rollout", "keys", "shell", "model", "misc")
+_loaded = False
+
+
+def load_rules() -> dict[str, Rule]:
+    """Import every family once; returns the registry."""
+    global _loaded
+    if not _loaded:
+        from importlib import import_module
+
+        for family in _FAMILIES:
+            import_module(f"generator.rules.{family}")
+        _loaded = True
+    return REGISTRY
+
+
+_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+
+
+def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
+    if rule.scope == "script":
+        return False
+    if rule.scope == "trainer" and not trainer:
+        return False
+    if config.backend not in rule.backends and not (rule.scope == "any" and config.backend == "unknown"):
+        return False
+    try:
+        return rule.versions.contains(config.version)
+    except ValueError:
+        return True
+
+
+def check_config(config: Config, *, model: ModelFacts | None = None, invocation: Invocation | None = None,
+                 script: LaunchScript | None = None, select: Iterable[str] = (),
+                 ignore: Iterable[str] = ()) -> list[Finding]:
+    """Findings for one config, ordered by line then code. Rules outside the config's release or
+    backend do not run; batch/layout rules run only for PPO-trainer calls."""
+    from generator.rules.view import is_trainer
+
+    load_rules()
+    ctx = Context(config=config, invocation=invocation, script=script, model=model)
+    trainer = is_trainer(ctx)
+    findings: list[Finding] = []
+    for rule in selected(select, ignore):
+        if not _applies(rule, config, trainer):
+            continue
+        findings.extend(rule.check(ctx))
+    findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
+    return findings
+
+
+def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Finding]:
+    """Findings about the script text itself (shell hazards)."""
+    load_rules()
+    ctx = Context(config=Config(version="0.0.0", schema=""), script=script)
+    findings: list[Finding] = []
+    for rule in selected(select, ignore):
+        if rule.scope == "script":
+            findings.extend(rule.check(ctx))
+    findings.sort(key=lambda f: (f.line or 0, f.code))
+    return findings
+
+
+def _model_for(config: Config, model_config: str | None, cache: dict) -> ModelFacts | None:
+    """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
+    directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
+    try:
+        from generator import models
+    except ImportError:  # pragma: no cover - models.py ships with the package
+        return None
+    if model_config:
+        if model_config not in cache:
+            cache[model_config] = models.load_model_config(model_config)
+        return cache[model_config]
+    path = config.values.get("actor_rollout_ref.model.path")
+    if not isinstance(path, str) or "actor_rollout_ref.model.path" in config.unknown or not path:
+        return None
+    if path not in cache:
+        try:
+            cache[path] = models.find_model(path)
+        except Exception:  # a broken local config.json must not stop the check
+            cache[path] = None
+    return cache[path]
+
+
+def _scope_note(invocation: Invocation) -> str:
+    if invocation.branch == "conditional":
+        where = f" ({invocation.context[-1]})" if invocation.context else ""
+        return f" [in a conditional branch{where}]"
+    if invocation.branch == "loop":
+        return " [inside a loop]"
+    return ""
+
+
+def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
+                 ignore: Iterable[str] = (), model_config: str | None = None,
+                 ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
+    """Check every live, conditional or loop call of a read script (dead branches are skipped).
+
+    The first element, when the script has shell hazards, is (None, None, hazard findings).
+    Raises InputError for an unknown --verl-version or an unreadable --model-config.
+    """
+    from generator.config import build_config
+    from generator.schema import resolve_version
+
+    chosen, _how = resolve_version(version)
+    results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
+    hazards = script_findings(script, select=select, ignore=ignore)
+    if hazards:
+        results.append((None, None, hazards))
+    script_dir = os.path.dirname(os.path.abspath(script.path)) if script.path else None
+    cache: dict = {}
+    for invocation in script.invocations:
+        if invocation.branch == "dead":
+            continue
+        config = build_config(invocation, version=chosen, script_dir=script_dir)
+        model = _model_for(config, model_config, cache)
+        findings = check_config(config, model=model, invocation=invocation, script=script,
+                                select=select, ignore=ignore)
+        note = _scope_note(invocation)
+        if note:
+            findings = [dataclasses.replace(f, message=f.message + note) for f in findings]
+        results.append((invocation, config, findings))
+    return results
+
+
+__all__ = ["check_config", "check_script", "script_findings", "load_rules", "REGISTRY"]

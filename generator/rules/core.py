@@ -100,6 +100,9 @@ class Example:
 
     overrides: tuple[str, ...]
     note: str = ""
+    # For shell-level rules: a whole script (read with generator.shell) instead of overrides.
+    script: str | None = None
+    version: str | None = None  # the release the example is checked against (default: newest)
 
 
 @dataclass(frozen=True)
@@ -117,6 +120,8 @@ class Rule:
     failing: Example | None = None
     passing: Example | None = None
     backends: tuple[str, ...] = ("megatron", "fsdp")
+    # "trainer": only PPO-trainer calls (batch/parallel rules); "any": every Hydra call (keys, shell)
+    scope: str = "trainer"
 
     def finding(self, message: str, *, line: int | None = None, key: str | None = None,
                 fix: Fix | None = None, severity: Severity | None = None) -> Finding:

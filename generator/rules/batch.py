@@ -1,0 +1,497 @@
+"""VB1xx — the actor's batch chain (docs/verl-rules.md §1.3, §1.4, §1.8, §1.12; A2-A8, C1, C2,
+C10, C11, C15, D1-D4, G6-G8)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from generator import derive
+from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.rules.fixes import MICRO, MINI, divisor_fix, micro_fix, mini_fix
+from generator.rules.view import ACTOR, ROLLOUT, View
+from generator.versions import VersionRange
+
+MICRO_GLOBAL = ACTOR + "ppo_micro_batch_size"
+EPOCHS = ACTOR + "ppo_epochs"
+P_KEY = "data.train_batch_size"
+N_KEY = ROLLOUT + "n"
+
+
+class Chain:
+    """The actor chain of one config, or None fields when not decidable."""
+
+    def __init__(self, view: View) -> None:
+        self.view = view
+        self.pn = view.prompts_and_n()
+        self.dp = view.dp()
+        self.mini = view.int(MINI)
+        self.micro = view.int(MICRO)
+        self.epochs = view.int(EPOCHS) or 1
+        self.chain: derive.BatchChain | None = None
+        if self.pn and self.dp and self.mini and self.mini > 0:
+            self.chain = derive.batch_chain(prompts=self.pn[0], n=self.pn[1], mini=self.mini, dp=self.dp,
+                                            micro=self.micro if self.micro and self.micro > 0 else None,
+                                            epochs=self.epochs, path=view.path())
+
+    def per_rank_equation(self) -> str:
+        c = self.chain
+        assert c is not None
+        exact = c.mini_batch_prompts * c.responses_per_prompt / c.dp
+        shown = f"{exact:g}, floored to {c.per_rank_mini_batch}" if c.floored else f"{c.per_rank_mini_batch}"
+        return (f"per-rank mini batch = ppo_mini_batch_size·n / DP = {c.mini_batch_prompts}·"
+                f"{c.responses_per_prompt} / {c.dp} = {shown}")
+
+
+def _static(view: View, *, ungated_through: str | None = None) -> bool | None:
+    """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6)."""
+    dynamic = view.actor_dynamic
+    if dynamic is None:
+        return None
+    if ungated_through and VersionRange(None, ungated_through).contains(view.version):
+        return True
+    return not dynamic
+
+
+# --- A2 ---------------------------------------------------------------------------------------
+
+@rule("VB101", "minimal-batch-not-divisible", "responses per step not divisible by verl's minimal batch",
+      severity="error", stage="load", verl_ref="A2, G6",
+      why="verl's validate_config refuses the run before any GPU work: P·n must be a multiple of DP·μ "
+          "(Megatron) or of the GPU count (FSDP).",
+      fix_safety="Moves the micro batch to the nearest value dividing both the local batch and the per-rank "
+                 "mini batch; train_batch_size, n and the GPUs stay.",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=64")),
+      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
+def minimal_batch(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine or not _static(view, ungated_through="0.5.0"):
+        return
+    c = Chain(view)
+    if c.pn is None or c.dp is None:
+        return
+    responses = c.pn[0] * c.pn[1]
+    if view.backend == "megatron":
+        if not c.micro or c.micro <= 0:
+            return  # VB109 reports the missing micro batch
+        minimal = c.dp * c.micro
+        what = f"DP·ppo_micro_batch_size_per_gpu = {c.dp}·{c.micro} = {minimal}"
+    else:
+        minimal = view.gpus or 0
+        what = f"the {minimal} GPUs"
+    if minimal <= 0 or responses % minimal == 0:
+        return
+    fix = None
+    if view.backend == "megatron" and c.micro:
+        local = responses // c.dp if responses % c.dp == 0 else None
+        per_rank = c.chain.per_rank_mini_batch if c.chain else 0
+        if local:
+            import math
+            target = math.gcd(local, per_rank) if per_rank > 0 else local
+            fix = divisor_fix(MICRO, c.micro, target,
+                              f"divides the local batch {local}" + (f" and the per-rank mini batch {per_rank}"
+                                                                    if per_rank > 0 else ""))
+    yield ctx_finding(minimal_batch, view, (MICRO, N_KEY, P_KEY),
+                      f"responses per step = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
+                      f"divisible by {what} ({responses} % {minimal} = {responses % minimal})",
+                      key=MICRO if view.backend == "megatron" else P_KEY, fix=fix)
+
+
+def ctx_finding(the_rule, view: View, keys: tuple[str, ...], message: str, *, key: str | None = None,
+                fix: Fix | None = None, severity=None) -> Finding:
+    return the_rule.finding(message, line=view.line(*keys), key=key or keys[0], fix=fix, severity=severity)
+
+
+# --- A6 ---------------------------------------------------------------------------------------
+
+@rule("VB102", "mini-batch-larger-than-train-batch", "ppo_mini_batch_size is larger than train_batch_size",
+      severity="error", stage="load", verl_ref="A6",
+      why="Both count prompts; a mini batch larger than the step can never be filled and verl refuses it.",
+      fix_safety="Lowers the mini batch to the nearest valid value ≤ train_batch_size (changes the number of "
+                 "optimizer updates: unsafe).",
+      failing=Example(("data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=16")),
+      passing=Example(("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=16")))
+def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if not _static(view):
+        return
+    c = Chain(view)
+    if c.pn is None or c.mini is None or c.mini <= c.pn[0]:
+        return
+    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro) if c.dp else None
+    yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY),
+                      f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)", fix=fix)
+
+
+# --- D3 ---------------------------------------------------------------------------------------
+
+@rule("VB103", "step-not-divisible-by-dp", "responses per step not divisible by DP",
+      severity="error", stage="runtime", verl_ref="D3, D2",
+      why="Every dispatch (log-prob, ref, update) splits the step into DP equal chunks and asserts they are "
+          "equal; the first step dies with 'only support equal chunk'.",
+      fix_safety="No automatic fix: it needs a different train_batch_size, n or layout.",
+      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=3",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=10")),
+      passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=4")))
+def step_not_divisible(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.auto_padding:
+        return
+    c = Chain(view)
+    if c.pn is None or c.dp is None:
+        return
+    responses = c.pn[0] * c.pn[1]
+    if responses % c.dp == 0:
+        return
+    yield ctx_finding(step_not_divisible, view, (P_KEY, N_KEY),
+                      f"responses per step G = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
+                      f"divisible by {view.dp_equation()} ({responses} % {c.dp} = {responses % c.dp})")
+
+
+# --- C1/C10/D4 --------------------------------------------------------------------------------
+
+@rule("VB104", "per-rank-mini-batch-zero", "per-rank mini batch floors to 0",
+      severity="error", stage="runtime", verl_ref="C1, C10, D4",
+      why="verl computes ppo_mini_batch_size·n // DP; when that is 0 Megatron divides by zero at the first "
+          "update and FSDP refuses at worker init.",
+      fix_safety="Raises the mini batch to the nearest valid value (changes the update count: unsafe).",
+      failing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=1",
+                       "data.train_batch_size=64")),
+      passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
+def mini_zero(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine:
+        return  # VB116 reports the exact-division assert of the new engine
+    c = Chain(view)
+    if c.chain is None or c.chain.per_rank_mini_batch > 0:
+        return
+    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    yield ctx_finding(mini_zero, view, (MINI, N_KEY), f"{c.per_rank_equation()}: no sample per rank", fix=fix)
+
+
+@rule("VB105", "per-rank-mini-batch-floored", "per-rank mini batch is silently floored",
+      severity="warning", stage="silent", verl_ref="C1, H1",
+      why="ppo_mini_batch_size·n is not divisible by DP, so verl floors the per-rank mini batch: each "
+          "optimizer step sees fewer samples than asked for and the number of updates changes. Nothing errors.",
+      fix_safety="Moves the mini batch to the nearest value divisible by DP (unsafe: changes update count).",
+      failing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=5", "actor_rollout_ref.rollout.n=1",
+                       "data.train_batch_size=40", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1")),
+      passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
+def mini_floored(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine:
+        return
+    c = Chain(view)
+    if c.chain is None or not c.chain.floored or c.chain.per_rank_mini_batch == 0:
+        return
+    ch = c.chain
+    asked = ch.mini_batch_prompts * ch.responses_per_prompt
+    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    yield ctx_finding(mini_floored, view, (MINI, N_KEY),
+                      f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
+                      f"responses, not {asked}", fix=fix)
+
+
+@rule("VB106", "local-batch-not-divisible-by-mini", "local batch not divisible by the per-rank mini batch",
+      severity="error", stage="runtime", verl_ref="D4, H3",
+      why="Megatron's make_iterator asserts the local batch G/DP splits into whole mini-batches: the first "
+          "update fails. FSDP instead runs an extra, smaller mini-batch (a silent extra optimizer step).",
+      fix_safety="Moves the mini batch to the nearest value that divides the step (unsafe: update count).",
+      failing=Example(("trainer.n_gpus_per_node=8", "data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=24",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"),
+                      note="verl-rules.md §1.11 example 2"),
+      passing=Example(("data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=20",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2")))
+def local_not_divisible(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine:
+        return
+    c = Chain(view)
+    ch = c.chain
+    if ch is None or ch.local_batch is None or ch.per_rank_mini_batch == 0 or ch.mini_batch_remainder == 0:
+        return
+    local = (f"local batch = G/DP = {ch.responses_per_step}/{ch.dp} = {ch.local_batch}, not divisible by "
+             f"{c.per_rank_equation()} ({ch.local_batch} % {ch.per_rank_mini_batch} = {ch.mini_batch_remainder})")
+    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    if view.backend == "megatron":
+        yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), local + ": make_iterator asserts", fix=fix)
+    else:
+        yield ctx_finding(local_not_divisible, view, (MINI, P_KEY),
+                          local + f": FSDP runs {ch.mini_batches_per_epoch} mini-batches per epoch (the last "
+                          f"has {ch.mini_batch_remainder}) instead of {ch.intended_updates_per_step / ch.epochs:g}",
+                          fix=fix, severity="warning")
+
+
+@rule("VB107", "micro-does-not-divide-mini", "micro batch does not divide the per-rank mini batch",
+      severity="error", stage="init", verl_ref="C11, H2, A2",
+      why="FSDP (and the new engine) assert that the per-rank mini batch splits into whole micro-batches. "
+          "Megatron accepts it silently: the last micro-batch is smaller and losses are averaged per "
+          "micro-batch, and a micro batch larger than the mini batch simply does nothing.",
+      fix_safety="Sets the micro batch to the nearest divisor of the per-rank mini batch (memory only: safe).",
+      failing=Example(("trainer.n_gpus_per_node=4", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
+                       "data.train_batch_size=256", "actor_rollout_ref.rollout.n=5",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=256",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=24"),
+                      note="on Megatron this is a warning (silent short last micro-batch); FSDP refuses it"),
+      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
+def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    c = Chain(view)
+    ch = c.chain
+    if ch is None or not c.micro or c.micro <= 0 or ch.per_rank_mini_batch == 0:
+        return
+    dynamic = view.actor_dynamic
+    if dynamic is None:
+        return
+    m, mu = ch.per_rank_mini_batch, c.micro
+    if m % mu == 0:
+        return
+    fix = micro_fix(m, mu)
+    base = f"{c.per_rank_equation()}, not divisible by ppo_micro_batch_size_per_gpu {mu}"
+    if dynamic:
+        # Token-based micro-batching: μ is unused for the update; only say so when μ > m.
+        return
+    if view.backend == "megatron" and not view.new_engine:
+        if mu > m:
+            detail = f": the micro batch {mu} is larger than the mini batch, so it does nothing"
+        else:
+            detail = (f": {ch.grad_accum_steps} micro-batches per update, the last one with "
+                      f"{ch.micro_remainder} responses (Megatron does not check)")
+        yield ctx_finding(micro_not_dividing, view, (MICRO, MINI), base + detail, key=MICRO, fix=fix,
+                          severity="warning")
+    else:
+        yield ctx_finding(micro_not_dividing, view, (MICRO, MINI), base, key=MICRO, fix=fix)
+
+
+# --- A3/A4/A2b --------------------------------------------------------------------------------
+
+@rule("VB108", "both-micro-keys-set", "both ppo_micro_batch_size and ppo_micro_batch_size_per_gpu are set",
+      severity="error", stage="load", verl_ref="A3",
+      why="The deprecated global micro batch and the per-GPU one are mutually exclusive; verl raises at load.",
+      fix_safety="Removes the deprecated global key (safe: the per-GPU value is the one verl would use).",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size=8",)),
+      passing=Example(()))
+def both_micro(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if not _static(view, ungated_through="0.4.1"):
+        return
+    if view.is_set(MICRO_GLOBAL) and view.is_set(MICRO):
+        old = view.raw(MICRO_GLOBAL)
+        yield ctx_finding(both_micro, view, (MICRO_GLOBAL,),
+                          f"ppo_micro_batch_size={old} and ppo_micro_batch_size_per_gpu={view.raw(MICRO)} are both "
+                          f"set; keep only the per-GPU key",
+                          fix=Fix("remove the deprecated global ppo_micro_batch_size",
+                                  (KeyEdit(MICRO_GLOBAL, old, None),)))
+
+
+@rule("VB109", "missing-micro-batch", "no usable actor micro batch with static batching",
+      severity="error", stage="load", verl_ref="A4, A2b, D5",
+      why="With use_dynamic_bsz=False verl needs a micro batch. Megatron's check multiplies DP by "
+          "ppo_micro_batch_size_per_gpu, so setting only the deprecated global key fails with a TypeError.",
+      fix_safety="For the deprecated key: converts it to the per-GPU key (global // DP), as verl itself would.",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",)),
+      passing=Example(()))
+def missing_micro(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine or not _static(view, ungated_through="0.5.0"):
+        return
+    if not view.known(MICRO) or not view.known(MICRO_GLOBAL) or view.is_set(MICRO):
+        return
+    if view.is_null(MICRO_GLOBAL):
+        yield ctx_finding(missing_micro, view, (MINI,),
+                          "use_dynamic_bsz=False but neither ppo_micro_batch_size_per_gpu nor ppo_micro_batch_size "
+                          "is set", key=MICRO)
+        return
+    if view.backend != "megatron":
+        return
+    old = view.int(MICRO_GLOBAL)
+    dp = view.dp()
+    fix = None
+    if old and dp:
+        per_gpu = max(1, old // dp)
+        fix = Fix(f"replace ppo_micro_batch_size {old} by ppo_micro_batch_size_per_gpu {old}//DP {dp} = {per_gpu}",
+                  (KeyEdit(MICRO_GLOBAL, old, None), KeyEdit(MICRO, None, per_gpu)))
+    yield ctx_finding(missing_micro, view, (MICRO_GLOBAL,),
+                      f"only the deprecated ppo_micro_batch_size={view.raw(MICRO_GLOBAL)} is set; Megatron's check "
+                      f"computes DP·ppo_micro_batch_size_per_gpu and fails on null", fix=fix)
+
+
+@rule("VB110", "mini-not-divisible-by-global-micro", "ppo_mini_batch_size not divisible by ppo_micro_batch_size",
+      severity="error", stage="load", verl_ref="A7",
+      why="With the deprecated global micro batch, verl asserts mini % micro == 0 (it compares prompts with "
+          "responses, but it is what verl checks).",
+      fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=12",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), note="FSDP"),
+      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=8",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=16")))
+def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if not _static(view, ungated_through="0.4.1"):
+        return
+    mini, micro = view.int(MINI), view.int(MICRO_GLOBAL)
+    if not mini or not micro or micro <= 0 or mini % micro == 0:
+        return
+    yield ctx_finding(mini_vs_global_micro, view, (MICRO_GLOBAL, MINI),
+                      f"ppo_mini_batch_size {mini} is not divisible by ppo_micro_batch_size {micro} "
+                      f"({mini} % {micro} = {mini % micro})", key=MICRO_GLOBAL)
+
+
+@rule("VB111", "global-micro-below-gpus", "ppo_micro_batch_size·SP is smaller than the GPU count",
+      severity="error", stage="load", verl_ref="A8",
+      why="The deprecated global micro batch is divided over all GPUs; verl requires micro·SP ≥ GPUs.",
+      fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=4")),
+      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=8")))
+def global_micro_small(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if not _static(view, ungated_through="0.4.1"):
+        return
+    micro, gpus = view.int(MICRO_GLOBAL), view.gpus
+    sp = (view.ulysses() or 1) if view.backend != "megatron" else 1
+    if not micro or gpus is None or micro * sp >= gpus:
+        return
+    yield ctx_finding(global_micro_small, view, (MICRO_GLOBAL,),
+                      f"ppo_micro_batch_size·SP = {micro}·{sp} = {micro * sp} < {gpus} GPUs")
+
+
+# --- D1 / G8 / G7 -----------------------------------------------------------------------------
+
+def _rollout_mode(view: View) -> str | None:
+    mode = view.raw(ROLLOUT + "mode")
+    if mode is None and view.known(ROLLOUT + "mode"):
+        return "sync" if VersionRange(None, "0.4.1").contains(view.version) else None
+    return mode if isinstance(mode, str) else None
+
+
+@rule("VB112", "agent-loop-chunks", "responses per step not divisible by rollout.agent.num_workers",
+      severity="error", stage="runtime", versions=VersionRange("0.5.0", None), verl_ref="D1",
+      why="The agent loop splits the step's responses into num_workers equal chunks with no padding; the first "
+          "generation fails with 'only support equal chunk'.",
+      fix_safety="Sets num_workers to the nearest divisor of the responses per step (safe: throughput only).",
+      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=2",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=30")),
+      passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=2")))
+def agent_chunks(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if _rollout_mode(view) != "async" or view.auto_padding:
+        return
+    pn = view.prompts_and_n()
+    workers = view.int(ROLLOUT + "agent.num_workers")
+    if pn is None or not workers or workers <= 0:
+        return
+    responses = pn[0] * pn[1]
+    if responses % workers == 0:
+        return
+    key = ROLLOUT + "agent.num_workers"
+    yield ctx_finding(agent_chunks, view, (key, P_KEY, N_KEY),
+                      f"responses per step = train_batch_size·n = {pn[0]}·{pn[1]} = {responses}, not divisible by "
+                      f"rollout.agent.num_workers {workers}", key=key,
+                      fix=divisor_fix(key, workers, responses, f"splits {responses} responses evenly"))
+
+
+@rule("VB113", "sync-rollout-dispatch", "sync rollout: generation batch not divisible by its dispatch ranks",
+      severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G8, D1, §1.12",
+      why="Before 0.7.0 the default sync rollout chunked the generation batch over ranks with an equal-chunk "
+          "assert: P over all GPUs on 0.4.1, P·n over all GPUs on 0.5.0, P·n over W/R replicas on 0.6.x.",
+      fix_safety="No automatic fix (needs a different train_batch_size or rollout.mode=async).",
+      failing=Example(("actor_rollout_ref.rollout.mode=sync", "data.train_batch_size=36",
+                       "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_mini_batch_size=12",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), version="0.6.1"),
+      passing=Example(("actor_rollout_ref.rollout.mode=sync",), version="0.6.1"))
+def sync_dispatch(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if _rollout_mode(view) != "sync":
+        return
+    pn, gpus = view.prompts_and_n(), view.gpus
+    if pn is None or gpus is None:
+        return
+    version = view.version
+    if VersionRange(None, "0.4.1").contains(version):
+        size, ranks, what = pn[0], gpus, f"train_batch_size {pn[0]} (prompts, not yet repeated)"
+        how = f"{gpus} GPUs"
+    elif VersionRange(None, "0.5.0").contains(version):
+        size, ranks = pn[0] * pn[1], gpus
+        what, how = f"train_batch_size·n = {pn[0]}·{pn[1]} = {size}", f"{gpus} GPUs"
+    else:
+        tp, dp_r, pp_r = (view.int(ROLLOUT + k) for k in ("tensor_model_parallel_size", "data_parallel_size",
+                                                          "pipeline_model_parallel_size"))
+        replica = (tp or 1) * (dp_r or 1) * (pp_r or 1)
+        if tp is None or gpus % replica:
+            return
+        size, ranks = pn[0] * pn[1], gpus // replica
+        what, how = f"train_batch_size·n = {pn[0]}·{pn[1]} = {size}", f"{ranks} rollout replicas (W/R = {gpus}/{replica})"
+    if size % ranks:
+        yield ctx_finding(sync_dispatch, view, (P_KEY, N_KEY),
+                          f"sync rollout on {version}: {what} is not divisible by {how}")
+
+
+@rule("VB114", "balance-batch-world", "balance_batch partitions over all GPUs (≤ 0.6.1)",
+      severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G7, D2",
+      why="Through 0.6.1 trainer.balance_batch partitioned the step over the world size, not DP, so P·n must "
+          "be a multiple of the GPU count even on Megatron.",
+      fix_safety="Sets trainer.balance_batch=False (unsafe: changes load balancing).",
+      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=2",
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=15"), version="0.6.1"),
+      passing=Example(("data.train_batch_size=32",), version="0.6.1"))
+def balance_world(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.bool("trainer.balance_batch") is not True:
+        return
+    pn, gpus = view.prompts_and_n(), view.gpus
+    if pn is None or gpus is None:
+        return
+    responses = pn[0] * pn[1]
+    if responses % gpus == 0:
+        return
+    yield ctx_finding(balance_world, view, ("trainer.balance_batch", P_KEY, N_KEY),
+                      f"balance_batch on {view.version}: train_batch_size·n = {pn[0]}·{pn[1]} = {responses} is not "
+                      f"divisible by the {gpus} GPUs", key="trainer.balance_batch",
+                      fix=Fix("disable trainer.balance_batch", (KeyEdit("trainer.balance_batch", True, False),),
+                              "unsafe"))
+
+
+@rule("VB115", "global-micro-without-logprob-micro", "deprecated actor micro batch with a null log-prob micro batch",
+      severity="error", stage="init", verl_ref="C2", backends=("megatron",),
+      why="When the deprecated actor ppo_micro_batch_size is set, the Megatron worker also divides "
+          "rollout.log_prob_micro_batch_size by DP, and crashes with a TypeError when it is null.",
+      fix_safety="No automatic fix; set ppo_micro_batch_size_per_gpu instead of the global key.",
+      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=8", "actor_rollout_ref.actor.use_dynamic_bsz=True")),
+      passing=Example(()))
+def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.new_engine or not view.is_set(MICRO_GLOBAL):
+        return
+    if view.is_null(ROLLOUT + "log_prob_micro_batch_size"):
+        yield ctx_finding(global_micro_logprob, view, (MICRO_GLOBAL,),
+                          f"actor ppo_micro_batch_size={view.raw(MICRO_GLOBAL)} is set, so the worker computes "
+                          f"rollout.log_prob_micro_batch_size // DP, but rollout.log_prob_micro_batch_size is null")
+
+
+@rule("VB116", "engine-mini-not-divisible", "new engine: ppo_mini_batch_size·n not divisible by DP",
+      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C15",
+      why="With trainer.use_legacy_worker_impl=disable the worker asserts the global mini batch M·n splits "
+          "exactly over DP (no silent flooring).",
+      fix_safety="Moves the mini batch to the nearest valid value (unsafe: update count).",
+      failing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.ppo_mini_batch_size=5",
+                       "actor_rollout_ref.rollout.n=1", "data.train_batch_size=40")),
+      passing=Example(("trainer.use_legacy_worker_impl=disable",)))
+def engine_mini(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if not view.new_engine:
+        return
+    c = Chain(view)
+    if c.chain is None or not c.chain.floored:
+        return
+    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    yield ctx_finding(engine_mini, view, (MINI, N_KEY),
+                      f"ppo_mini_batch_size·n = {c.mini}·{c.pn[1]} = {c.mini * c.pn[1]}, not divisible by "
+                      f"{view.dp_equation()}", fix=fix)

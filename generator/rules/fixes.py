@@ -1,0 +1,72 @@
+"""Fixes that keep the user's intent: P (data.train_batch_size), n (rollout.n) and the GPU count
+never change; derived fields (mini, micro, log-prob micro, token caps) move to the nearest valid
+value, and the description says why."""
+
+from __future__ import annotations
+
+import math
+
+from generator import derive
+from generator.rules.core import Fix, KeyEdit
+from generator.rules.view import ACTOR, View
+
+MINI = ACTOR + "ppo_mini_batch_size"
+MICRO = ACTOR + "ppo_micro_batch_size_per_gpu"
+
+
+def mini_fix(view: View, *, prompts: int, n: int, dp: int, mini: int, micro: int | None,
+             key: str = MINI, micro_key: str = MICRO) -> Fix | None:
+    """Move the mini batch (prompts) to the nearest value whose chain divides evenly; when the
+    micro batch then no longer divides the per-rank mini batch, move it too."""
+    new_mini = derive.nearest_mini(prompts, n, dp, mini, view.path() if view.path() != "engine" else "megatron")
+    if new_mini is None or new_mini == mini:
+        return None
+    edits: list[KeyEdit] = [KeyEdit(key, mini, new_mini)]
+    per_rank = new_mini * n // dp
+    note = ""
+    if micro and per_rank % micro:
+        new_micro = derive.nearest_micro(per_rank, micro)
+        if new_micro is not None:
+            edits.append(KeyEdit(micro_key, micro, new_micro))
+            note = f", micro {micro} → {new_micro} to divide it"
+    updates = (prompts * n // dp) // per_rank
+    return Fix(
+        description=(f"set {key.rsplit('.', 1)[-1]} {mini} → {new_mini} (nearest value with "
+                     f"{new_mini}·{n} divisible by DP {dp} and dividing the step evenly: per-rank mini "
+                     f"batch {per_rank}, {updates} updates per epoch){note}; train_batch_size, n and "
+                     f"GPUs unchanged"),
+        edits=tuple(edits),
+        applicability="unsafe",  # a different mini batch changes the number of optimizer updates
+    )
+
+
+def micro_fix(per_rank_mini: int, micro: int, key: str = MICRO) -> Fix | None:
+    new_micro = derive.nearest_micro(per_rank_mini, micro)
+    if new_micro is None or new_micro == micro:
+        return None
+    return Fix(
+        description=(f"set {key.rsplit('.', 1)[-1]} {micro} → {new_micro}, the divisor of the per-rank "
+                     f"mini batch {per_rank_mini} nearest to {micro} ({per_rank_mini // new_micro} "
+                     f"micro-batches per update); only memory per micro-batch changes"),
+        edits=(KeyEdit(key, micro, new_micro),),
+        applicability="safe",
+    )
+
+
+def divisor_fix(key: str, old: int, total: int, why: str) -> Fix | None:
+    """Move `key` to the divisor of `total` nearest to `old`."""
+    divisors = [d for d in range(1, total + 1) if total % d == 0]
+    new = derive.nearest(old, divisors)
+    if new is None or new == old:
+        return None
+    return Fix(f"set {key.rsplit('.', 1)[-1]} {old} → {new}: {why}", (KeyEdit(key, old, new),), "safe")
+
+
+def token_cap_fix(key: str, old: int, seq_len: int, split: int) -> Fix:
+    new = math.ceil(seq_len / max(1, split) / 1024) * 1024
+    return Fix(
+        description=(f"raise {key.rsplit('.', 1)[-1]} {old} → {new} so that {new}·{split} ≥ "
+                     f"prompt+response {seq_len}; packs more tokens per micro-batch (more memory)"),
+        edits=(KeyEdit(key, old, new),),
+        applicability="safe",
+    )

@@ -1,0 +1,268 @@
+"""Typed, unknown-aware reads of a Config for the rules, plus the derived quantities every
+family needs (DP, the actor layout, which roles exist). A rule decides only on known values:
+every accessor returns None when the value is unset, unknown, or not of the expected type.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from generator import derive
+from generator.rules.core import Context
+
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+REF = "actor_rollout_ref.ref."
+CRITIC = "critic."
+MEGATRON = ACTOR + "megatron."
+TRANSFORMER = MEGATRON + "override_transformer_config."
+
+NON_TRAINER_ENTRIES = ("main_generation", "main_eval", "sft_trainer", "fsdp_sft_trainer", "main_generation_server")
+
+
+def as_int(value: Any) -> int | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int):
+        return value
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    if isinstance(value, str):
+        text = value.strip()
+        if text.lstrip("-").isdigit():
+            return int(text)
+    return None
+
+
+def as_bool(value: Any) -> bool | None:
+    if isinstance(value, bool):
+        return value
+    if isinstance(value, str) and value.strip().lower() in ("true", "false"):
+        return value.strip().lower() == "true"
+    return None
+
+
+def as_float(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    if isinstance(value, str):
+        try:
+            return float(value)
+        except ValueError:
+            return None
+    return None
+
+
+class View:
+    """Read helpers over one Context. Cheap to build; rules build one each."""
+
+    __slots__ = ("ctx", "config", "values")
+
+    def __init__(self, ctx: Context) -> None:
+        self.ctx = ctx
+        self.config = ctx.config
+        self.values = ctx.config.values
+
+    # --- raw reads ------------------------------------------------------------------------
+    def known(self, key: str) -> bool:
+        return key not in self.config.unknown
+
+    def raw(self, key: str) -> Any:
+        if key in self.config.unknown:
+            return None
+        return self.values.get(key)
+
+    def int(self, key: str) -> int | None:
+        return as_int(self.raw(key))
+
+    def bool(self, key: str) -> bool | None:
+        return as_bool(self.raw(key))
+
+    def float(self, key: str) -> float | None:
+        return as_float(self.raw(key))
+
+    def str(self, key: str) -> str | None:
+        value = self.raw(key)
+        return value if isinstance(value, str) else None
+
+    def is_null(self, key: str) -> bool:
+        """Known and null (absent keys count as null)."""
+        return self.known(key) and self.values.get(key) is None
+
+    def is_set(self, key: str) -> bool:
+        """Known and not null."""
+        return self.known(key) and self.values.get(key) is not None
+
+    def explicit(self, key: str) -> bool:
+        return key in self.config.set_by
+
+    def line(self, *keys: str) -> int | None:
+        for key in keys:
+            line = self.config.line_of(key)
+            if line is not None:
+                return line
+        return self.ctx.invocation.line if self.ctx.invocation else None
+
+    # --- launch facts ---------------------------------------------------------------------
+    @property
+    def backend(self) -> str:
+        return self.config.backend
+
+    @property
+    def version(self) -> str:
+        return self.config.version
+
+    @property
+    def gpus(self) -> int | None:
+        per_node, nodes = self.int("trainer.n_gpus_per_node"), self.int("trainer.nnodes")
+        if per_node is None or nodes is None or per_node <= 0 or nodes <= 0:
+            return None
+        return per_node * nodes
+
+    @property
+    def gpus_per_node(self) -> int | None:
+        return self.int("trainer.n_gpus_per_node")
+
+    @property
+    def new_engine(self) -> bool:
+        """trainer.use_legacy_worker_impl=disable selects engine_workers.py (§1.8)."""
+        return self.str("trainer.use_legacy_worker_impl") == "disable"
+
+    @property
+    def auto_padding(self) -> bool:
+        env = dict(self.ctx.script.assumed_env) if self.ctx.script else {}
+        if self.ctx.invocation:
+            env.update(self.ctx.invocation.env)
+        return env.get("VERL_AUTO_PADDING", "").strip() in ("1", "true", "True")
+
+    # --- roles ----------------------------------------------------------------------------
+    @property
+    def ref_used(self) -> bool | None:
+        kl_reward, kl_loss = self.bool("algorithm.use_kl_in_reward"), self.bool(ACTOR + "use_kl_loss")
+        if kl_reward or kl_loss:
+            return True
+        if kl_reward is None or kl_loss is None:
+            return None
+        return False
+
+    @property
+    def critic_used(self) -> bool | None:
+        enable = self.raw(CRITIC + "enable")
+        if isinstance(enable, bool):
+            return enable
+        if not self.known(CRITIC + "enable"):
+            return None
+        estimator = self.str("algorithm.adv_estimator")
+        if estimator is None:
+            return None
+        return estimator == "gae"
+
+    @property
+    def actor_dynamic(self) -> bool | None:
+        return self.bool(ACTOR + "use_dynamic_bsz")
+
+    # --- layout ---------------------------------------------------------------------------
+    def actor_layout(self) -> derive.Layout | None:
+        gpus = self.gpus
+        if gpus is None:
+            return None
+        sizes = {}
+        for name, key, default in (("tp", "tensor_model_parallel_size", 1), ("pp", "pipeline_model_parallel_size", 1),
+                                   ("cp", "context_parallel_size", 1), ("ep", "expert_model_parallel_size", 1)):
+            full = MEGATRON + key
+            if not self.known(full):
+                return None
+            value = self.values.get(full)
+            sizes[name] = default if value is None else as_int(value)
+            if sizes[name] is None:
+                return None
+        optional = {}
+        for name, key in (("etp", MEGATRON + "expert_tensor_parallel_size"),
+                          ("vpp", MEGATRON + "virtual_pipeline_model_parallel_size"),
+                          ("first_stage_layers", TRANSFORMER + "num_layers_in_first_pipeline_stage"),
+                          ("last_stage_layers", TRANSFORMER + "num_layers_in_last_pipeline_stage")):
+            if not self.known(key):
+                return None
+            value = self.values.get(key)
+            optional[name] = None if value is None else as_int(value)
+            if value is not None and optional[name] is None:
+                return None
+        return derive.Layout(gpus=gpus, gpus_per_node=self.gpus_per_node, **sizes, **optional)
+
+    def ulysses(self, prefix: str = ACTOR) -> int | None:
+        value = self.raw(prefix + "ulysses_sequence_parallel_size")
+        if value is None and self.known(prefix + "ulysses_sequence_parallel_size"):
+            return 1
+        return as_int(value)
+
+    def dp(self, sp_prefix: str = ACTOR) -> int | None:
+        """DP of the trained roles: W/(TP·PP·CP) on Megatron, W/SP on FSDP."""
+        gpus = self.gpus
+        if gpus is None:
+            return None
+        if self.backend == "megatron":
+            layout = self.actor_layout()
+            if layout is None:
+                return None
+            return derive.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
+        sp = self.ulysses(sp_prefix)
+        if sp is None or sp <= 0 or gpus % sp:
+            return None
+        return gpus // sp
+
+    def dp_equation(self, sp_prefix: str = ACTOR) -> str:
+        """'DP 4 (= 8 GPUs / (TP·PP·CP = 2·1·1))' — how DP came about, in the user's numbers."""
+        dp, gpus = self.dp(sp_prefix), self.gpus
+        if self.backend == "megatron":
+            layout = self.actor_layout()
+            if layout is not None and dp is not None:
+                return (f"DP {dp} (= {gpus} GPUs / (TP·PP·CP = {layout.tp}·{layout.pp}·{layout.cp}))")
+        elif dp is not None:
+            sp = self.ulysses(sp_prefix)
+            return f"DP {dp} (= {gpus} GPUs / ulysses SP {sp})" if sp and sp > 1 else f"DP {dp} (= {gpus} GPUs)"
+        return f"DP {dp}"
+
+    def cp_or_sp(self, sp_prefix: str = ACTOR) -> int | None:
+        if self.backend == "megatron":
+            layout = self.actor_layout()
+            return layout.cp if layout else None
+        return self.ulysses(sp_prefix)
+
+    def path(self) -> derive.Path:
+        if self.new_engine:
+            return "engine"
+        return "megatron" if self.backend == "megatron" else "fsdp"
+
+    def prompts_and_n(self) -> tuple[int, int] | None:
+        """(P, n) when both are known and positive. P is data.gen_batch_size when set (§1.1)."""
+        prompts = self.int("data.gen_batch_size") if self.is_set("data.gen_batch_size") else None
+        if prompts is None:
+            prompts = self.int("data.train_batch_size")
+        n = self.int(ROLLOUT + "n")
+        if prompts is None or n is None or prompts <= 0 or n <= 0:
+            return None
+        return prompts, n
+
+    def sequence_length(self) -> int | None:
+        prompt = self.int(ROLLOUT + "prompt_length")
+        if prompt is None:
+            prompt = self.int("data.max_prompt_length")
+        response = self.int(ROLLOUT + "response_length")
+        if response is None:
+            response = self.int("data.max_response_length")
+        if prompt is None or response is None:
+            return None
+        return prompt + response
+
+
+def is_trainer(ctx: Context) -> bool:
+    """PPO-trainer calls get the batch and layout rules; generation/eval/SFT calls get key checks."""
+    entry = ctx.config.entry or ""
+    if any(entry.endswith(name) or f".{name}" in entry for name in NON_TRAINER_ENTRIES):
+        return False
+    if "sft" in (ctx.config.schema or "") or "generation" in (ctx.config.schema or ""):
+        return False
+    values = ctx.config.values
+    return "data.train_batch_size" in values and ROLLOUT + "n" in values
