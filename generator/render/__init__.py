@@ -1,0 +1,106 @@
+"""Render Megatron launch scripts (run_*.sh) from a recipe.
+
+    spec -> build_recipe -> Recipe (keys + knobs) -> rules must be clean -> Jinja -> text
+
+`render_recipe(spec)` (text) and `generate(spec)` (text + summary) are the whole path; `gen recipe` and the recipe library call it.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+from generator.errors import InputError
+from generator.render.recipe import (
+    ALGORITHMS,
+    CONFIG_NAME,
+    LAUNCHERS,
+    ROLLOUT_ENGINES,
+    Recipe,
+    RecipeSpec,
+    build_recipe,
+    recipe_overrides,
+)
+
+__all__ = ["ALGORITHMS", "LAUNCHERS", "ROLLOUT_ENGINES", "Rendered", "RecipeSpec", "Recipe", "build_recipe",
+           "recipe_overrides", "render_recipe", "generate", "render", "validate", "default_filename"]
+
+
+@dataclass
+class Rendered:
+    text: str
+    recipe: Recipe
+    summary: str
+    findings: list[Any] = field(default_factory=list)  # info-level findings the rules still had
+
+
+def default_filename(spec: RecipeSpec) -> str:
+    return f"run_{spec.model_slug}_{spec.algo}_megatron.sh"
+
+
+def validate(recipe: Recipe) -> list[Any]:
+    """Judge the recipe's config with the project's rules; raise InputError on an error or warning.
+
+    Returns the remaining (info) findings.
+    """
+    from generator.config import config_from_overrides
+    from generator.rules import check_config
+
+    config = config_from_overrides(recipe_overrides(recipe), version=recipe.spec.version, config_name=CONFIG_NAME)
+    problems = [f"{issue.kind} {issue.override.key}" for issue in config.key_issues]
+    findings = check_config(config, model=recipe.spec.model)
+    problems += [f"{f.code} {f.message}" for f in findings if f.severity in ("error", "warning")]
+    if problems:
+        raise InputError("the generated config does not pass the checks, nothing written: " + "; ".join(problems))
+    return [f for f in findings if f.severity not in ("error", "warning")]
+
+
+def _command(spec: RecipeSpec, filename: str) -> str:
+    parts = ["gen recipe", f"--model {spec.model_slug}", f"--gpus {spec.gpus}"]
+    if spec.nodes != 1:
+        parts.append(f"--nodes {spec.nodes}")
+    parts += [f"--gpu {spec.gpu_name}", f"--algo {spec.algo}"]
+    if spec.rollout != "vllm":
+        parts.append(f"--rollout {spec.rollout}")
+    if spec.launcher != "local":
+        parts.append(f"--launcher {spec.launcher}")
+    parts += [f"--prompt-len {spec.prompt_len}", f"--response-len {spec.response_len}", f"--n {spec.n}",
+              f"--verl-version {spec.version}"]
+    return " ".join(parts)
+
+
+def render(recipe: Recipe, *, filename: str | None = None, command: str | None = None) -> Rendered:
+    """Format a built recipe with its launcher's template (no checks)."""
+    from generator.render.derived import derive_numbers
+    from generator.render.recipe import _algorithm_keys
+    from generator.render.templating import View, render_text
+
+    spec = recipe.spec
+    filename = filename or default_filename(spec)
+    derived = derive_numbers(recipe)
+    view = View(
+        recipe=recipe,
+        title=f"{spec.model.name} {spec.algo.upper()} on {spec.gpus} GPUs ({spec.nodes} "
+              f"{'node' if spec.nodes == 1 else 'nodes'} x {spec.gpus_per_node}), Megatron actor",
+        blurb=_algorithm_keys(spec.algo, spec.version).blurb + ".",
+        command=command or _command(spec, filename),
+        filename=filename,
+        job_name=f"verl-{spec.model_slug}-{spec.algo}",
+    )
+    return Rendered(render_text(view, derived), recipe, derived.summary)
+
+
+def generate(spec: RecipeSpec, *, filename: str | None = None, command: str | None = None,
+             check: bool = True) -> Rendered:
+    """Build, check (the rules must be clean) and render one script. InputError on bad input."""
+    recipe = build_recipe(spec)
+    findings = validate(recipe) if check else []
+    rendered = render(recipe, filename=filename, command=command)
+    rendered.findings = findings
+    return rendered
+
+
+def render_recipe(spec: RecipeSpec, *, filename: str | None = None, command: str | None = None,
+                  check: bool = True) -> str:
+    """The script text for `spec` (see `generate` for the summary and remaining findings)."""
+    return generate(spec, filename=filename, command=command, check=check).text

@@ -1,0 +1,61 @@
+"""Quoting user values twice over: once for bash, once for Hydra's override grammar.
+
+A user value (a model path, a data file, a run name) reaches verl through two parsers:
+bash turns the script's text into argv words, then Hydra parses each `key=value` word.
+The generated script keeps the value in a knob variable and writes the override as
+`key="'${KNOB}'"`, so bash hands the variable's text over unchanged (no splitting, no
+globbing, no command substitution of the *value*), and Hydra sees a single-quoted string.
+
+The knob's default therefore holds the *Hydra body* of the value: the text that goes
+between Hydra's single quotes. For ordinary paths and names it is the value itself; only a
+quote, a backslash before a quote, or an OmegaConf `${` needs an escape.
+"""
+
+from __future__ import annotations
+
+import re
+import shlex
+
+_BACKSLASHES_BEFORE_QUOTE_OR_END = re.compile(r"(\\+)(?='|\Z)")
+
+
+def shq(value: object) -> str:
+    """Quote `value` as one bash word (shlex.quote semantics; safe words stay bare)."""
+    return shlex.quote(str(value))
+
+
+def hydra_body(raw: str) -> str:
+    """The text to put between Hydra single quotes so that Hydra (and OmegaConf) read `raw`.
+
+    Hydra's quoted strings treat a backslash as an escape only in front of a quote (or a run
+    of backslashes in front of one, or at the very end); OmegaConf would resolve `${...}`
+    inside any string, so `${` becomes `\\${`.
+    """
+    body = _BACKSLASHES_BEFORE_QUOTE_OR_END.sub(lambda m: m.group(1) * 2, raw)
+    body = body.replace("'", "\\'")
+    return body.replace("${", "\\${")
+
+
+def hydra_literal(value: object) -> str:
+    """Hydra override text for a value the generator itself chose (numbers, flags, names)."""
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, int):
+        return str(value)
+    if isinstance(value, float):
+        return _float_text(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ",".join(hydra_literal(item) for item in value) + "]"
+    return str(value)
+
+
+def _float_text(value: float) -> str:
+    """Short, Hydra-readable float text: 1e-06 -> '1e-6', 0.5 -> '0.5'."""
+    if value != 0 and abs(value) < 1e-3:
+        mantissa, exponent = f"{value:e}".split("e")
+        mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    text = repr(value)
+    return text

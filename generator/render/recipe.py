@@ -1,0 +1,451 @@
+"""The recipe model: which verl keys a generated Megatron script sets, and why.
+
+This is the single place that knows the keys of a recipe. `build_recipe(spec)` turns a
+`RecipeSpec` (model, chosen layout, algorithm, rollout engine, launcher, verl release, paths,
+lengths, batch sizes, names) into a `Recipe`: the knob block (env-overridable variables at
+the top of the script) and ordered override groups (data, model, actor, rollout, ref,
+critic, algorithm, trainer). Templates only format a `Recipe`; the rules judge the overrides
+`recipe_overrides()` yields, with every knob at its default.
+
+Pure: no I/O, no printing.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any, Literal
+
+from generator.errors import InputError
+from generator.models_types import ModelFacts
+from generator.plan.candidate import Candidate
+from generator.render.quoting import hydra_body, hydra_literal
+from generator.versions import parse
+
+ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
+ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
+LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
+
+ENTRY_MODULE = "verl.trainer.main_ppo"
+CONFIG_NAME = "ppo_megatron_trainer"
+DEFAULT_VERSION = "0.7.0"
+AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
+
+KnobKind = Literal["int", "float", "bool", "text", "shell"]
+
+
+@dataclass(frozen=True, slots=True)
+class Knob:
+    """An env-overridable variable in the script's knob block: `NAME=${NAME:-default}`.
+
+    kind:
+      int/float/bool  a number or flag the generator chose; written bare
+      text            a user-supplied string; the default holds its Hydra body (see quoting.py)
+                      and overrides wrap it as "'${NAME}'"
+      shell           a generator-chosen default written as shell text (e.g. "$HOME/data/...")
+    """
+
+    name: str
+    value: Any
+    kind: KnobKind
+    comment: str = ""
+    shell_default: str | None = None  # only for kind == "shell"
+
+
+@dataclass(frozen=True, slots=True)
+class Setting:
+    """One override line: `key=value`, taking its value from `knob` when set."""
+
+    key: str
+    value: Any
+    knob: str | None = None
+    add: bool = False  # `+key=` (the key is not in the schema's listed keys)
+
+
+@dataclass(frozen=True, slots=True)
+class Group:
+    name: str
+    settings: tuple[Setting, ...]
+
+
+@dataclass(frozen=True)
+class RecipeSpec:
+    model: ModelFacts
+    layout: Candidate
+    gpus: int
+    nodes: int = 1
+    gpu_name: str = "h100"
+    gpu_memory_gib: float = 80.0
+    algo: str = "grpo"
+    rollout: str = "vllm"
+    launcher: str = "local"
+    version: str = DEFAULT_VERSION
+    model_path: str | None = None  # None: the model's Hugging Face id
+    train_files: str | None = None  # None: $HOME/data/gsm8k/train.parquet
+    val_files: str | None = None
+    prompt_len: int = 1024
+    response_len: int = 1024
+    n: int = 5
+    train_batch_size: int = 1024
+    ppo_mini_batch_size: int = 256
+    project_name: str | None = None
+    experiment_name: str | None = None
+    model_slug: str = "model"
+    total_epochs: int = 15
+    ppo_epochs: int = 1
+
+    @property
+    def gpus_per_node(self) -> int:
+        return self.gpus // self.nodes
+
+
+@dataclass
+class Recipe:
+    spec: RecipeSpec
+    knobs: list[Knob] = field(default_factory=list)
+    groups: list[Group] = field(default_factory=list)
+    env: list[tuple[str, str, str]] = field(default_factory=list)  # (name, value, why)
+    notes: list[str] = field(default_factory=list)  # things verl cannot express in this release
+
+    def knob(self, name: str) -> Knob:
+        for knob in self.knobs:
+            if knob.name == name:
+                return knob
+        raise KeyError(name)
+
+    @property
+    def settings(self) -> list[Setting]:
+        return [s for g in self.groups for s in g.settings]
+
+
+# ---------------------------------------------------------------------------------------------
+# validation of the spec (user errors become one-line InputErrors)
+
+
+def check_spec(spec: RecipeSpec) -> None:
+    if spec.algo not in ALGORITHMS:
+        raise InputError(f"unknown algorithm '{spec.algo}'; choose one of {', '.join(ALGORITHMS)}")
+    if spec.rollout not in ROLLOUT_ENGINES:
+        raise InputError(f"unknown rollout engine '{spec.rollout}'; choose vllm or sglang")
+    if spec.launcher not in LAUNCHERS:
+        raise InputError(f"unknown launcher '{spec.launcher}'; choose local, ray or slurm")
+    if spec.nodes < 1 or spec.gpus < 1 or spec.gpus % spec.nodes:
+        raise InputError(f"{spec.gpus} GPUs cannot be split evenly over {spec.nodes} node(s)")
+    if spec.prompt_len < 1 or spec.response_len < 1:
+        raise InputError("--prompt-len and --response-len must be positive")
+    if spec.algo == "rloo" and spec.n < 2:
+        raise InputError(f"RLOO needs at least 2 responses per prompt (leave-one-out), got --n {spec.n}")
+    if spec.n < 1:
+        raise InputError(f"--n must be at least 1, got {spec.n}")
+    for label, text in (("--model-path", spec.model_path), ("--train-files", spec.train_files),
+                        ("--val-files", spec.val_files), ("--project-name", spec.project_name),
+                        ("--experiment-name", spec.experiment_name)):
+        if text is not None and (text == "" or "\x00" in text):
+            raise InputError(f"{label} must be a non-empty string without NUL bytes")
+    try:
+        parse(spec.version)
+    except ValueError:
+        raise InputError(f"not a verl version: '{spec.version}'") from None
+
+
+def _at_least(version: str, release: str) -> bool:
+    return parse(version) >= parse(release)
+
+
+# ---------------------------------------------------------------------------------------------
+# algorithms: each sets its own keys
+
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmKeys:
+    adv_estimator: str
+    uses_critic: bool
+    actor: tuple[Setting, ...]
+    algorithm: tuple[Setting, ...]
+    blurb: str
+
+
+def _algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
+    a = "actor_rollout_ref.actor."
+    kl_loss = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
+               Setting(a + "kl_loss_type", "low_var_kl"))
+    no_kl_loss = (Setting(a + "use_kl_loss", False),)
+    entropy = (Setting(a + "entropy_coeff", 0),)
+    no_kl_reward = (Setting("algorithm.use_kl_in_reward", False),)
+    if algo == "grpo":
+        return AlgorithmKeys("grpo", False, kl_loss + entropy, no_kl_reward,
+                             "GRPO: group-relative advantages over n responses, KL as a loss term")
+    if algo == "ppo":
+        return AlgorithmKeys("gae", True, no_kl_loss + entropy, no_kl_reward,
+                             "PPO: GAE advantages from a Megatron critic with the actor's layout")
+    if algo == "dapo":
+        actor = no_kl_loss + entropy + (
+            Setting(a + "clip_ratio_low", 0.2), Setting(a + "clip_ratio_high", 0.28),
+            Setting(a + "clip_ratio_c", 10.0), Setting(a + "loss_agg_mode", "token-mean"))
+        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
+                             "DAPO: decoupled clip (0.2/0.28), token-mean loss, no KL")
+    if algo == "gspo":
+        actor = no_kl_loss + entropy + (
+            Setting(a + "policy_loss.loss_mode", "gspo"), Setting(a + "clip_ratio_low", 3e-4),
+            Setting(a + "clip_ratio_high", 4e-4), Setting(a + "loss_agg_mode", "seq-mean-token-mean"))
+        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
+                             "GSPO: sequence-level importance ratios, clip 3e-4/4e-4, no KL")
+    if algo == "rloo":
+        algorithm = (Setting("algorithm.use_kl_in_reward", True), Setting("algorithm.kl_penalty", "kl"),
+                     Setting("algorithm.kl_ctrl.kl_coef", 0.001))
+        return AlgorithmKeys("rloo", False, no_kl_loss + entropy, algorithm,
+                             "RLOO: leave-one-out baseline over n >= 2 responses, KL in the reward")
+    if algo == "reinforce_plus_plus":
+        actor = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
+                 Setting(a + "kl_loss_type", "mse")) + entropy
+        return AlgorithmKeys("reinforce_plus_plus", False, actor, no_kl_reward,
+                             "REINFORCE++: batch-normalised returns, KL as a loss term")
+    raise InputError(f"unknown algorithm '{algo}'")
+
+
+def uses_ref(algo_keys: AlgorithmKeys) -> bool:
+    """verl builds a ref worker only when a KL term needs it (use_kl_loss or use_kl_in_reward)."""
+    return any(s.value is True and s.key.endswith(("use_kl_loss", "use_kl_in_reward"))
+               for s in algo_keys.actor + algo_keys.algorithm)
+
+
+# ---------------------------------------------------------------------------------------------
+# building the recipe
+
+
+def _default_model_path(model: ModelFacts) -> str:
+    for hf_id in model.hf_ids:
+        if hf_id.lower().endswith("-instruct"):
+            return hf_id
+    return model.hf_ids[0] if model.hf_ids else model.name
+
+
+def _text_knob(name: str, raw: str, comment: str) -> Knob:
+    return Knob(name, raw, "text", comment)
+
+
+def _megatron_layout_settings(prefix: str, c: Candidate, *, offload: bool) -> list[Setting]:
+    """TP/PP/VPP/CP/EP/ETP (+ uneven stages, recompute, offload) under `<prefix>.megatron.`."""
+    m = prefix + ".megatron."
+    out = [Setting(m + "tensor_model_parallel_size", c.tp, "TP"),
+           Setting(m + "pipeline_model_parallel_size", c.pp, "PP")]
+    if c.vpp is not None:
+        out.append(Setting(m + "virtual_pipeline_model_parallel_size", c.vpp, "VPP"))
+    if c.cp != 1:
+        out.append(Setting(m + "context_parallel_size", c.cp, "CP"))
+    if c.ep != 1:
+        out.append(Setting(m + "expert_model_parallel_size", c.ep, "EP"))
+    if c.etp is not None:
+        out.append(Setting(m + "expert_tensor_parallel_size", c.etp, "ETP"))
+    otc = m + "override_transformer_config."
+    if c.first_stage_layers is not None:
+        out.append(Setting(otc + "num_layers_in_first_pipeline_stage", c.first_stage_layers, add=True))
+    if c.last_stage_layers is not None:
+        out.append(Setting(otc + "num_layers_in_last_pipeline_stage", c.last_stage_layers, add=True))
+    if c.recompute:
+        out += [Setting(otc + "recompute_granularity", "full"), Setting(otc + "recompute_method", "uniform"),
+                Setting(otc + "recompute_num_layers", 1)]
+    if offload:
+        out += [Setting(m + "param_offload", c.offload.param, "PARAM_OFFLOAD"),
+                Setting(m + "grad_offload", c.offload.grad, "GRAD_OFFLOAD"),
+                Setting(m + "optimizer_offload", c.offload.optimizer, "OPTIMIZER_OFFLOAD")]
+    return out
+
+
+def _cpu_optimizer_settings(prefix: str, c: Candidate) -> list[Setting]:
+    if not c.offload.cpu_optimizer:
+        return []
+    o = prefix + ".optim.override_optimizer_config."
+    return [Setting(o + "optimizer_cpu_offload", True, add=True),
+            Setting(o + "overlap_cpu_optimizer_d2h_h2d", True, add=True),
+            Setting(o + "use_precision_aware_optimizer", True, add=True),
+            Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction or 1.0, add=True)]
+
+
+def build_recipe(spec: RecipeSpec) -> Recipe:
+    check_spec(spec)
+    c = spec.layout
+    version = spec.version
+    algo = _algorithm_keys(spec.algo, version)
+    seq_len = spec.prompt_len + spec.response_len
+    dynamic = c.use_dynamic_bsz
+    if dynamic:
+        for label, cap in (("actor", c.token_budget), ("log-prob", c.log_prob_token_budget or c.token_budget)):
+            if cap is None or cap * c.cp < seq_len:
+                raise InputError(f"the {label} token budget {cap} x CP {c.cp} is below prompt+response = {seq_len}")
+    micro = c.micro_batch_per_gpu
+    log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
+
+    recipe = Recipe(spec)
+    k = recipe.knobs
+    k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
+                        "Hugging Face id or local directory of the model"))
+    for name, given, default, what in (
+            ("TRAIN_FILES", spec.train_files, "$HOME/data/gsm8k/train.parquet", "training data"),
+            ("VAL_FILES", spec.val_files, "$HOME/data/gsm8k/test.parquet", "validation data")):
+        if given is not None:
+            k.append(_text_knob(name, given, f"{what} (parquet)"))
+        else:
+            k.append(Knob(name, default, "shell", f"{what} (parquet)", shell_default=f'"{default}"'))
+    k.append(_text_knob("PROJECT_NAME", spec.project_name or "verl_megatron", "logger project"))
+    k.append(_text_knob("EXPERIMENT_NAME",
+                        spec.experiment_name or f"{spec.model_slug}_{spec.algo}_megatron", "logger run name"))
+    k += [Knob("NNODES", spec.nodes, "int", "nodes"),
+          Knob("GPUS_PER_NODE", spec.gpus_per_node, "int", "GPUs per node"),
+          Knob("TP", c.tp, "int", "tensor parallel"),
+          Knob("PP", c.pp, "int", "pipeline parallel")]
+    if c.vpp is not None:
+        k.append(Knob("VPP", c.vpp, "int", "virtual pipeline stages per rank"))
+    if c.cp != 1:
+        k.append(Knob("CP", c.cp, "int", "context parallel"))
+    if c.ep != 1:
+        k.append(Knob("EP", c.ep, "int", "expert parallel"))
+    if c.etp is not None:
+        k.append(Knob("ETP", c.etp, "int", "expert tensor parallel"))
+    k += [Knob("ROLLOUT_TP", c.rollout_tp, "int", f"{spec.rollout} tensor parallel"),
+          Knob("GPU_MEMORY_UTILIZATION", c.gpu_memory_utilization, "float", f"{spec.rollout} KV-cache share"),
+          Knob("PARAM_OFFLOAD", c.offload.param, "bool", "params+grads to CPU between phases"),
+          Knob("GRAD_OFFLOAD", c.offload.grad, "bool", "kept for symmetry; frees nothing by itself"),
+          Knob("OPTIMIZER_OFFLOAD", c.offload.optimizer, "bool", "Adam state to CPU between phases"),
+          Knob("TRAIN_BATCH_SIZE", spec.train_batch_size, "int", "prompts per step"),
+          Knob("PPO_MINI_BATCH_SIZE", spec.ppo_mini_batch_size, "int", "prompts per optimizer update"),
+          Knob("MICRO_BATCH_PER_GPU", micro, "int", "responses per forward/backward"),
+          Knob("LOG_PROB_MICRO_BATCH_PER_GPU", log_prob_micro, "int", "responses per log-prob forward"),
+          Knob("N_RESPONSES", spec.n, "int", "responses per prompt"),
+          Knob("MAX_PROMPT_LENGTH", spec.prompt_len, "int", "tokens"),
+          Knob("MAX_RESPONSE_LENGTH", spec.response_len, "int", "tokens")]
+    if dynamic:
+        k += [Knob("ACTOR_TOKEN_BUDGET", c.token_budget, "int", "tokens per GPU per micro-batch (update)"),
+              Knob("LOG_PROB_TOKEN_BUDGET", c.log_prob_token_budget or c.token_budget, "int",
+                   "tokens per GPU per micro-batch (log-prob, ref)")]
+
+    # data
+    data = [Setting("data.train_files", spec.train_files, "TRAIN_FILES"),
+            Setting("data.val_files", spec.val_files, "VAL_FILES"),
+            Setting("data.train_batch_size", spec.train_batch_size, "TRAIN_BATCH_SIZE"),
+            Setting("data.max_prompt_length", spec.prompt_len, "MAX_PROMPT_LENGTH"),
+            Setting("data.max_response_length", spec.response_len, "MAX_RESPONSE_LENGTH"),
+            Setting("data.filter_overlong_prompts", True),
+            Setting("data.truncation", "error")]
+    model = [Setting("actor_rollout_ref.model.path", None, "MODEL_PATH")]
+
+    # actor
+    a = "actor_rollout_ref.actor"
+    actor = [Setting(a + ".optim.lr", 1e-6),
+             Setting(a + ".ppo_mini_batch_size", spec.ppo_mini_batch_size, "PPO_MINI_BATCH_SIZE"),
+             Setting(a + ".ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
+    if spec.ppo_epochs != 1:
+        actor.append(Setting(a + ".ppo_epochs", spec.ppo_epochs))
+    actor.append(Setting(a + ".use_dynamic_bsz", dynamic))
+    if dynamic:
+        actor.append(Setting(a + ".ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"))
+    actor += _megatron_layout_settings(a, c, offload=True)
+    actor += _cpu_optimizer_settings(a, c)
+    actor += algo.actor
+
+    # rollout
+    r = "actor_rollout_ref.rollout."
+    rollout = [Setting(r + "name", spec.rollout)]
+    if _at_least(version, "0.7.0"):
+        rollout.append(Setting(r + "mode", "async"))
+    rollout += [Setting(r + "tensor_model_parallel_size", c.rollout_tp, "ROLLOUT_TP"),
+                Setting(r + "gpu_memory_utilization", c.gpu_memory_utilization, "GPU_MEMORY_UTILIZATION"),
+                Setting(r + "n", spec.n, "N_RESPONSES"),
+                Setting(r + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    if dynamic:
+        rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+                               "LOG_PROB_TOKEN_BUDGET"))
+    if seq_len > 8192:
+        # vLLM schedules at most this many tokens per step; below prompt+response it cannot
+        # prefill one sequence when chunked prefill is off (and is slow when it is on).
+        rollout.append(Setting(r + "max_num_batched_tokens", seq_len))
+
+    # ref: Megatron asserts its micro key even with dynamic bsz
+    f = "actor_rollout_ref.ref"
+    ref = [Setting(f + ".log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    if dynamic:
+        ref.append(Setting(f + ".log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+                           "LOG_PROB_TOKEN_BUDGET"))
+    if not _at_least(version, "0.7.0"):
+        # before 0.7.0 the ref's sizes were literals (1), not interpolations of the actor's
+        ref += [s for s in _megatron_layout_settings(f, c, offload=False)
+                if "override_transformer_config.recompute" not in s.key]
+        ref.append(Setting(f + ".megatron.param_offload", c.offload.param, "PARAM_OFFLOAD"))
+
+    # critic (PPO): the SAME layout as the actor, because it reuses the actor's process groups
+    critic: list[Setting] = []
+    if algo.uses_critic:
+        critic = [Setting("critic.model.path", None, "MODEL_PATH"),
+                  Setting("critic.optim.lr", 1e-5),
+                  Setting("critic.optim.lr_warmup_steps_ratio", 0.0),
+                  Setting("critic.ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
+        if dynamic:
+            critic += [Setting("critic.use_dynamic_bsz", True),
+                       Setting("critic.ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
+                       Setting("critic.forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+                               "LOG_PROB_TOKEN_BUDGET")]
+        critic += _megatron_layout_settings("critic", c, offload=True)
+        critic += _cpu_optimizer_settings("critic", c)
+
+    algorithm = [Setting("algorithm.adv_estimator", algo.adv_estimator)] + list(algo.algorithm)
+
+    trainer = [Setting("trainer.critic_warmup", 0),
+               Setting("trainer.logger", ["console"]),
+               Setting("trainer.project_name", None, "PROJECT_NAME"),
+               Setting("trainer.experiment_name", None, "EXPERIMENT_NAME"),
+               Setting("trainer.n_gpus_per_node", spec.gpus_per_node, "GPUS_PER_NODE"),
+               Setting("trainer.nnodes", spec.nodes, "NNODES"),
+               Setting("trainer.save_freq", 20),
+               Setting("trainer.test_freq", 5),
+               Setting("trainer.total_epochs", spec.total_epochs)]
+
+    for name, settings in (("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
+                           ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
+        if settings:
+            recipe.groups.append(Group(name, tuple(_fill_knob_values(recipe, settings))))
+
+    recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
+    if spec.algo == "dapo":
+        recipe.notes.append("DAPO's dynamic sampling (filter_groups) and overlong buffer are not keys of "
+                            f"{ENTRY_MODULE} in verl {version}; they live in the DAPO recipe's own trainer.")
+    return recipe
+
+
+def _fill_knob_values(recipe: Recipe, settings: list[Setting]) -> list[Setting]:
+    """A setting bound to a knob takes the knob's value, so one number lives in one place."""
+    names = {knob.name: knob for knob in recipe.knobs}
+    out = []
+    for s in settings:
+        if s.knob is not None:
+            if s.knob not in names:
+                raise AssertionError(f"setting {s.key} names unknown knob {s.knob}")
+            out.append(replace(s, value=names[s.knob].value))
+        else:
+            out.append(s)
+    return out
+
+
+# ---------------------------------------------------------------------------------------------
+# views of a recipe
+
+
+def knob_hydra_text(knob: Knob) -> str:
+    """What Hydra receives for a knob at its default value."""
+    if knob.kind == "text":
+        return "'" + hydra_body(str(knob.value)) + "'"
+    return hydra_literal(knob.value)
+
+
+def setting_hydra_text(recipe: Recipe, setting: Setting) -> str:
+    if setting.knob is not None:
+        return knob_hydra_text(recipe.knob(setting.knob))
+    return hydra_literal(setting.value)
+
+
+def recipe_overrides(recipe: Recipe) -> list[str]:
+    """The override words the trainer receives with every knob at its default (HOME unexpanded)."""
+    return [("+" if s.add else "") + s.key + "=" + setting_hydra_text(recipe, s) for s in recipe.settings]
+
+
+def recipe_values(recipe: Recipe) -> dict[str, Any]:
+    """key -> Python value with every knob at its default (for config_from_overrides)."""
+    return {("+" if s.add else "") + s.key: s.value for s in recipe.settings}
