@@ -92,6 +92,10 @@ class RecipeSpec:
     model_slug: str = "model"
     total_epochs: int = 15
     ppo_epochs: int = 1
+    # (key, value) pairs set after the recipe's own keys (a packaged recipe's verbatim
+    # overrides). A key the recipe already sets takes the new value in place (its knob's
+    # default when it has one); "+key" adds a key the schema does not list.
+    extra_overrides: tuple[tuple[str, Any], ...] = ()
 
     @property
     def gpus_per_node(self) -> int:
@@ -403,11 +407,52 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
         if settings:
             recipe.groups.append(Group(name, tuple(_fill_knob_values(recipe, settings))))
 
+    if spec.extra_overrides:
+        _apply_extra_overrides(recipe, spec.extra_overrides)
     recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
     if spec.algo == "dapo":
         recipe.notes.append("DAPO's dynamic sampling (filter_groups) and overlong buffer are not keys of "
                             f"{ENTRY_MODULE} in verl {version}; they live in the DAPO recipe's own trainer.")
     return recipe
+
+
+def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -> None:
+    knob_values: dict[str, Any] = {}
+    added: list[Setting] = []
+    for raw_key, value in extra:
+        add = raw_key.startswith("+")
+        key = raw_key.lstrip("+")
+        for gi, group in enumerate(recipe.groups):
+            hit = next((i for i, s in enumerate(group.settings) if s.key == key), None)
+            if hit is not None:
+                old = group.settings[hit]
+                if old.knob is not None:
+                    knob_values[old.knob] = value
+                settings = list(group.settings)
+                settings[hit] = replace(old, value=value)
+                recipe.groups[gi] = Group(group.name, tuple(settings))
+                break
+        else:
+            added = [s for s in added if s.key != key] + [Setting(key, value, add=add)]
+    if knob_values:
+        recipe.knobs[:] = [replace(k, value=knob_values[k.name], kind=_kind_of(knob_values[k.name], k.kind))
+                           if k.name in knob_values else k for k in recipe.knobs]
+        for gi, group in enumerate(recipe.groups):
+            recipe.groups[gi] = Group(group.name, tuple(_fill_knob_values(recipe, list(group.settings))))
+    if added:
+        recipe.groups.append(Group("extra", tuple(added)))
+
+
+def _kind_of(value: Any, previous: KnobKind) -> KnobKind:
+    if previous in ("text", "shell"):
+        return "text"
+    if isinstance(value, bool):
+        return "bool"
+    if isinstance(value, int):
+        return "int"
+    if isinstance(value, float):
+        return "float"
+    return "text"
 
 
 def _fill_knob_values(recipe: Recipe, settings: list[Setting]) -> list[Setting]:

@@ -1,0 +1,63 @@
+"""User values survive both parsers: bash (shq) and Hydra's override grammar (hydra_body)."""
+
+from __future__ import annotations
+
+import subprocess
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from generator.render.quoting import hydra_body, hydra_literal, shq
+
+HOSTILE = [
+    "/models/Qwen2 7B",
+    "/tmp/$(touch /tmp/owned)/x",
+    "/tmp/`touch /tmp/owned`/x",
+    "it's",
+    'say "hi"',
+    "two\nlines",
+    "back\\slash\\",
+    "${oc.env:HOME}",
+    "a=b,c",
+    "[x]",
+    "~/models/*",
+    "semi;colon&amp|pipe",
+]
+
+
+def _hydra_value(text: str) -> object:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    return OverridesParser.create().parse_overrides([f"k='{text}'"])[0].value()
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_hydra_body_reads_back_as_the_raw_value(raw: str) -> None:
+    value = _hydra_value(hydra_body(raw))
+    # OmegaConf un-escapes `\${` when it resolves; Hydra's parser leaves it for OmegaConf.
+    assert str(value).replace("\\${", "${") == raw
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), max_size=30))
+def test_hydra_body_round_trips_any_text(raw: str) -> None:
+    value = _hydra_value(hydra_body(raw))
+    assert str(value).replace("\\${", "${") == raw
+
+
+@pytest.mark.parametrize("raw", HOSTILE)
+def test_shq_is_one_bash_word(raw: str, tmp_path) -> None:
+    out = subprocess.run(["bash", "-c", f"printf '%s' {shq(raw)}"], capture_output=True, text=True,
+                         cwd=tmp_path, check=True).stdout
+    assert out == raw
+    assert not (tmp_path / "owned").exists()
+
+
+def test_hydra_literal_writes_what_hydra_reads() -> None:
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    parser = OverridesParser.create()
+    for value in (True, False, None, 0, 4, 1e-6, 3e-4, 0.28, 0.6, 10.0, ["console"], "low_var_kl", "token-mean"):
+        parsed = parser.parse_overrides([f"k={hydra_literal(value)}"])[0].value()
+        assert parsed == value, (value, hydra_literal(value))

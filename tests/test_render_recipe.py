@@ -1,0 +1,153 @@
+"""The recipe model: which keys each algorithm sets, layouts shared with the critic and ref,
+version differences, and the errors users get."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.errors import InputError
+from generator.models_types import ModelFacts
+from generator.plan.candidate import Candidate, Offload
+from generator.render.recipe import (
+    RecipeSpec,
+    build_recipe,
+    recipe_overrides,
+)
+
+DENSE = ModelFacts(name="Toy-7B", hidden_size=3584, num_layers=28, num_attention_heads=28, num_kv_heads=4,
+                   head_dim=128, ffn_hidden_size=18944, vocab_size=152064, max_position_embeddings=32768,
+                   hf_ids=("Toy/Toy-7B", "Toy/Toy-7B-Instruct"))
+MOE = ModelFacts(name="ToyMoE-30B", hidden_size=2048, num_layers=48, num_attention_heads=32, num_kv_heads=4,
+                 head_dim=128, ffn_hidden_size=6144, vocab_size=151936, max_position_embeddings=40960,
+                 num_experts=128, experts_per_token=8, expert_ffn_hidden_size=768, hf_ids=("Toy/ToyMoE",))
+STATIC = Candidate(tp=2, pp=2, rollout_tp=2, micro_batch_per_gpu=4, log_prob_micro_batch_per_gpu=8,
+                   gpu_memory_utilization=0.6)
+DYNAMIC_MOE = Candidate(tp=2, pp=2, cp=2, ep=4, etp=1, vpp=2, first_stage_layers=10, last_stage_layers=14,
+                        rollout_tp=4, micro_batch_per_gpu=1, use_dynamic_bsz=True, token_budget=5120,
+                        log_prob_token_budget=10240, offload=Offload(True, True, True, True, 1.0), recompute=True,
+                        gpu_memory_utilization=0.7)
+
+
+def spec(**kw) -> RecipeSpec:
+    base = dict(model=DENSE, layout=STATIC, gpus=8, algo="grpo", n=5, train_batch_size=1024,
+                ppo_mini_batch_size=256, model_slug="toy-7b")
+    base.update(kw)
+    return RecipeSpec(**base)
+
+
+def values(s: RecipeSpec) -> dict[str, str]:
+    out = {}
+    for word in recipe_overrides(build_recipe(s)):
+        key, _, value = word.partition("=")
+        assert key not in out, f"{key} set twice"
+        out[key] = value
+    return out
+
+
+def test_grpo_sets_kl_loss_and_no_critic() -> None:
+    v = values(spec())
+    assert v["algorithm.adv_estimator"] == "grpo"
+    assert v["actor_rollout_ref.actor.use_kl_loss"] == "True"
+    assert v["actor_rollout_ref.actor.kl_loss_type"] == "low_var_kl"
+    assert v["actor_rollout_ref.actor.entropy_coeff"] == "0"
+    assert v["algorithm.use_kl_in_reward"] == "False"
+    assert not any(k.startswith("critic.") for k in v)
+
+
+def test_ppo_critic_has_the_actors_layout_and_its_own_micro_and_offload() -> None:
+    v = values(spec(algo="ppo", n=1, layout=DYNAMIC_MOE, model=MOE))
+    assert v["algorithm.adv_estimator"] == "gae"
+    for leaf in ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                 "expert_model_parallel_size", "expert_tensor_parallel_size",
+                 "virtual_pipeline_model_parallel_size", "param_offload", "optimizer_offload"):
+        assert v[f"critic.megatron.{leaf}"] == v[f"actor_rollout_ref.actor.megatron.{leaf}"], leaf
+    assert v["+critic.megatron.override_transformer_config.num_layers_in_first_pipeline_stage"] == "10"
+    assert v["critic.ppo_micro_batch_size_per_gpu"] == "1"
+    assert v["critic.model.path"] == v["actor_rollout_ref.model.path"] == "'Toy/ToyMoE'"
+    assert v["critic.optim.lr"] == "1e-5"
+    # dynamic bsz: every token cap x CP covers prompt + response (2048)
+    for key in ("critic.ppo_max_token_len_per_gpu", "critic.forward_max_token_len_per_gpu",
+                "actor_rollout_ref.actor.ppo_max_token_len_per_gpu",
+                "actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu",
+                "actor_rollout_ref.ref.log_prob_max_token_len_per_gpu"):
+        assert int(v[key]) * 2 >= 2048, key
+
+
+@pytest.mark.parametrize("algo, expected", [
+    ("dapo", {"actor_rollout_ref.actor.clip_ratio_low": "0.2", "actor_rollout_ref.actor.clip_ratio_high": "0.28",
+              "actor_rollout_ref.actor.loss_agg_mode": "token-mean", "actor_rollout_ref.actor.use_kl_loss": "False"}),
+    ("gspo", {"actor_rollout_ref.actor.policy_loss.loss_mode": "gspo",
+              "actor_rollout_ref.actor.clip_ratio_low": "3e-4", "actor_rollout_ref.actor.clip_ratio_high": "4e-4",
+              "actor_rollout_ref.actor.loss_agg_mode": "seq-mean-token-mean"}),
+    ("rloo", {"algorithm.adv_estimator": "rloo", "algorithm.use_kl_in_reward": "True"}),
+    ("reinforce_plus_plus", {"algorithm.adv_estimator": "reinforce_plus_plus",
+                             "actor_rollout_ref.actor.kl_loss_type": "mse"}),
+])
+def test_algorithm_keys(algo: str, expected: dict[str, str]) -> None:
+    v = values(spec(algo=algo))
+    for key, value in expected.items():
+        assert v[key] == value, key
+
+
+def test_required_micro_keys_are_always_set_even_with_dynamic_bsz() -> None:
+    v = values(spec(layout=DYNAMIC_MOE, model=MOE))
+    for key in ("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu",
+                "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu",
+                "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu"):
+        assert key in v
+    assert v["actor_rollout_ref.actor.use_dynamic_bsz"] == "True"
+
+
+def test_release_differences() -> None:
+    new = values(spec(version="0.7.0"))
+    old = values(spec(version="0.6.1"))
+    assert new["actor_rollout_ref.rollout.mode"] == "async"
+    assert "actor_rollout_ref.rollout.mode" not in old  # sync was the only tested default before 0.7
+    # ref sizes interpolate the actor's from 0.7.0; before that they were literal 1s
+    assert "actor_rollout_ref.ref.megatron.tensor_model_parallel_size" not in new
+    assert old["actor_rollout_ref.ref.megatron.tensor_model_parallel_size"] == "2"
+    assert old["actor_rollout_ref.ref.megatron.pipeline_model_parallel_size"] == "2"
+
+
+def test_cpu_optimizer_and_recompute_and_uneven_stages() -> None:
+    v = values(spec(layout=DYNAMIC_MOE, model=MOE))
+    o = "+actor_rollout_ref.actor.optim.override_optimizer_config."
+    assert v[o + "optimizer_cpu_offload"] == "True"
+    assert v[o + "optimizer_offload_fraction"] == "1.0"
+    t = "actor_rollout_ref.actor.megatron.override_transformer_config."
+    assert v[t + "recompute_granularity"] == "full"
+    assert v["+" + t + "num_layers_in_last_pipeline_stage"] == "14"
+
+
+def test_long_context_raises_vllm_batched_tokens() -> None:
+    layout = Candidate(tp=4, pp=1, rollout_tp=4, micro_batch_per_gpu=1, use_dynamic_bsz=True,
+                       token_budget=10240, log_prob_token_budget=10240)
+    v = values(spec(layout=layout, prompt_len=2048, response_len=8192))
+    assert v["actor_rollout_ref.rollout.max_num_batched_tokens"] == "10240"
+
+
+@pytest.mark.parametrize("kw, message", [
+    (dict(algo="rloo", n=1), "RLOO needs at least 2"),
+    (dict(algo="a2c"), "unknown algorithm 'a2c'"),
+    (dict(launcher="k8s"), "unknown launcher"),
+    (dict(rollout="hf"), "unknown rollout engine"),
+    (dict(gpus=8, nodes=3), "cannot be split evenly"),
+    (dict(layout=Candidate(tp=1, pp=1, use_dynamic_bsz=True, token_budget=1024)), "token budget 1024"),
+    (dict(model_path=""), "--model-path must be a non-empty"),
+])
+def test_bad_specs_are_one_line_input_errors(kw: dict, message: str) -> None:
+    with pytest.raises(InputError) as err:
+        build_recipe(spec(**kw))
+    assert message in str(err.value)
+    assert "\n" not in str(err.value)
+
+
+def test_extra_overrides_replace_in_place_and_move_knob_defaults() -> None:
+    s = spec(extra_overrides=(("actor_rollout_ref.actor.optim.lr", 2e-6), ("data.train_batch_size", 512),
+                              ("+actor_rollout_ref.model.override_config.attention_dropout", 0.0)))
+    recipe = build_recipe(s)
+    assert recipe.knob("TRAIN_BATCH_SIZE").value == 512
+    v = values(s)
+    assert v["actor_rollout_ref.actor.optim.lr"] == "2e-6"
+    assert v["data.train_batch_size"] == "512"
+    assert v["+actor_rollout_ref.model.override_config.attention_dropout"] == "0.0"
