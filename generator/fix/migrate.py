@@ -179,6 +179,7 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
         if invocation.branch == "dead":
             continue
         name = schema_name(invocation)
+        backend = invocation_backend(invocation)
         defaults = target_defaults(name)
         nodes = target_nodes(name)
         for override in invocation.overrides:
@@ -191,6 +192,8 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                     if override.key.startswith(old + "."):
                         rename, rest = candidate, override.key[len(old):]
                         break
+            if rename is not None and getattr(rename, "backend", None) not in (None, backend):
+                rename = None  # a move that concerns another backend (e.g. Megatron recompute)
             if rename is not None:
                 steps_or_refusal = _rename_step(script, override, rename, rest, defaults, nodes, unsafe)
                 if isinstance(steps_or_refusal, Refusal):
@@ -214,6 +217,31 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                                       f"{override.key}: {change.old_value!r} → {change.new_value!r} "
                                       f"({change.note or 'removed in ' + change.since})", (edit,)))
     return steps, refused
+
+
+def invocation_backend(invocation: Invocation) -> str:
+    """megatron | fsdp, from the config name or an explicit actor strategy (last one wins)."""
+    backend = "megatron" if "megatron" in (invocation.config_name or "") else "fsdp"
+    for override in invocation.overrides:
+        if override.key == "actor_rollout_ref.actor.strategy" and override.value:
+            backend = "megatron" if "megatron" in override.value else "fsdp"
+    return backend
+
+
+# Old boolean switches whose new key takes a word: how each old value is written there. None
+# means "drop the override": the new key's default already means the same.
+_SWITCH_VALUES: dict[str, dict[Any, Any]] = {
+    "override_transformer_config.recompute_granularity": {True: "full", False: None},
+}
+
+
+def _switch_map(old_key: str, new_key: str) -> dict[Any, Any] | None:
+    if not old_key.endswith("enable_gradient_checkpointing"):
+        return None
+    for suffix, mapping in _SWITCH_VALUES.items():
+        if new_key.endswith(suffix):
+            return mapping
+    return None
 
 
 def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: str,
@@ -243,8 +271,30 @@ def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: st
     if edit is None:
         return Refusal(override.line, override.key,
                        f"{override.key} → {new_key}: the key is built by shell expansion; rename it by hand")
+    edits: tuple[TextEdit, ...] = (edit,)
+    mapping = _switch_map(override.key, new_key)
+    if mapping is not None:
+        from generator.overrides import parse_override
+
+        parsed = parse_override(override.text)
+        if parsed.error is not None or parsed.value not in mapping:
+            return Refusal(override.line, override.key,
+                           f"{override.key}={override.value}: no automatic value for {new_key}{note}")
+        new_value = mapping[parsed.value]
+        if new_value is None:
+            drop = delete_word_edit(script, override)
+            if drop is None:
+                return Refusal(override.line, override.key, f"{override.key}: cannot find its word to delete")
+            return Step(override.line, override.key,
+                        f"dropped {override.key}={override.value}: off is the default of {new_key}{note}", (drop,))
+        value, reason = value_edit(script, override, new_value)
+        if reason is not None:
+            return Refusal(override.line, override.key, reason)
+        if value is not None:
+            edits = (edit, value)
+        new_key = f"{new_key}={new_value}"
     return Step(override.line, override.key, f"{override.key} → {'' if op == '=' else op}{new_key} "
-                f"(since {rename.since}){note}", (edit,))
+                f"(since {rename.since}){note}", edits)
 
 
 def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, str | None], LaunchScript],

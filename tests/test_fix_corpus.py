@@ -1,0 +1,105 @@
+"""`gen fix` on a copy of all 585 corpus scripts, each against its own release, in-process.
+
+Properties: no fixable finding is left; a second `--write` changes nothing; a script that
+passed `bash -n` still does; only lines that had a finding (or define a value a finding's fix
+changes) differ from the original, byte for byte.
+"""
+
+from __future__ import annotations
+
+import csv
+import difflib
+import shutil
+import subprocess
+from pathlib import Path
+
+import pytest
+
+pytestmark = pytest.mark.corpus
+
+
+def _index(corpus_dir: Path) -> list[tuple[str, str]]:
+    with open(corpus_dir / "INDEX.tsv", newline="") as handle:
+        return [(row["tag"], row["path"]) for row in csv.DictReader(handle, delimiter="\t")]
+
+
+def _bash_n(path: Path) -> bool:
+    # Parses only (-n): nothing in the script runs.
+    return subprocess.run(["bash", "-n", str(path)], capture_output=True, timeout=20).returncode == 0
+
+
+def _allowed_lines(script, results) -> set[int]:
+    """Lines of the original a fix may touch: each fixable finding's line, the lines where the
+    values its key edits change are defined, and the lines of its text edits."""
+    from generator.fix.place import setting_override
+    from generator.rules.core import KeyEdit
+
+    allowed: set[int] = set()
+    for invocation, config, findings in results:
+        for finding in findings:
+            if finding.fix is None:
+                continue
+            if finding.line:
+                allowed.add(finding.line)
+            for edit in finding.fix.edits:
+                if isinstance(edit, KeyEdit):
+                    override = setting_override(edit.key, invocation, config)
+                    if override is not None and override.provenance.span is not None:
+                        span = override.provenance.span
+                        first = script.line_of(span.start)
+                        allowed.update(range(first, script.line_of(span.end) + 1))
+                        allowed.add(override.line)
+                else:
+                    allowed.update(range(script.line_of(edit.start), script.line_of(edit.end) + 1))
+    return allowed
+
+
+def _changed_original_lines(before: bytes, after: bytes) -> set[int]:
+    old = before.split(b"\n")
+    new = after.split(b"\n")
+    changed: set[int] = set()
+    for tag, i1, i2, _j1, _j2 in difflib.SequenceMatcher(None, old, new, autojunk=False).get_opcodes():
+        if tag in ("replace", "delete"):
+            changed.update(range(i1 + 1, i2 + 1))
+    return changed
+
+
+def test_fix_whole_corpus_in_place(corpus_dir, tmp_path):
+    from generator.fix.edits import write_atomic
+    from generator.fix.engine import default_checker, default_reader, fix_source, remaining_fixable
+    from generator.schema import snapshot_version
+
+    copy = tmp_path / "scripts"
+    shutil.copytree(corpus_dir / "scripts", copy)
+    read = default_reader()
+    checkers: dict[str, object] = {}
+    problems: list[str] = []
+    changed_files = 0
+    applied = 0
+    for tag, rel in _index(corpus_dir):
+        path = copy / tag / rel
+        version = snapshot_version(tag)
+        check = checkers.setdefault(version, default_checker(version))
+        original = path.read_bytes()
+        result = fix_source(original, str(path), read=read, check=check, unsafe=False)
+        left = remaining_fixable(result)
+        if left:
+            problems.append(f"{tag}/{rel}: fixable findings left: {[(f.code, f.line) for f in left]}")
+        if not result.changed:
+            continue
+        changed_files += 1
+        applied += len(result.applied)
+        script = read(original, str(path))
+        allowed = _allowed_lines(script, check(script))
+        stray = _changed_original_lines(original, result.fixed) - allowed
+        if stray:
+            problems.append(f"{tag}/{rel}: lines without findings changed: {sorted(stray)}")
+        passed_before = _bash_n(path)
+        write_atomic(path, result.fixed)
+        if passed_before and not _bash_n(path):
+            problems.append(f"{tag}/{rel}: bash -n passed before the fix and fails after")
+        second = fix_source(path.read_bytes(), str(path), read=read, check=check, unsafe=False)
+        if second.changed:
+            problems.append(f"{tag}/{rel}: a second fix changed it again: {[a.code for a in second.applied]}")
+    print(f"corpus fix: {changed_files} files changed, {applied} fixes applied")
+    assert problems == []
