@@ -51,6 +51,17 @@ class Candidate:
     limit_gib: float = 0.0
     fits: bool = True
     why: tuple[str, ...] = ()
+    # Added by the planner (additive):
+    use_fused_kernels: bool = False  # actor_rollout_ref.model.use_fused_kernels (no [T, V] logits)
+    warnings: tuple[str, ...] = ()  # throughput notes (e.g. KV cache holds part of the rollout batch)
+    ppo_mini_batch_size: int | None = None  # prompts; the Plan's value, or this layout's when DPs differ
+
+    def phase(self, name: str) -> PhaseMemory | None:
+        return next((p for p in self.memory if p.phase == name), None)
+
+    @property
+    def peak_gib(self) -> float:
+        return max((p.gib for p in self.memory), default=0.0)
 
     @property
     def model_parallel_size(self) -> int:
@@ -66,6 +77,14 @@ class Plan:
     candidates: list[Candidate] = field(default_factory=list)
     chosen: int | None = None
     rejected: list[tuple[str, str]] = field(default_factory=list)  # (layout, reason)
+    # Added by the planner (additive): the batch the layouts were sized for.
+    algo: str = "grpo"
+    n: int = 1
+    prompt_len: int = 1024
+    response_len: int = 1024
+    train_batch_size: int = 0  # prompts per step (data.train_batch_size)
+    ppo_mini_batch_size: int = 0  # prompts per optimizer step (actor.ppo_mini_batch_size)
+    gpu_memory_gib: float = 0.0
 
     @property
     def best(self) -> Candidate | None:

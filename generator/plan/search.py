@@ -1,0 +1,482 @@
+"""Layout search: enumerate Megatron layouts, keep the valid ones, size each, rank them.
+
+Validity comes from `generator.derive` (the same predicates the rules use); memory from
+`generator.memory`. For every valid layout the knobs are chosen by a fixed ladder — the order
+memory-model.md §2.7 gives — stopping at the first rung where every phase fits:
+  1. nothing offloaded; 2. param (+grad, +ref) offload; 3. + optimizer offload;
+  4. + Megatron CPU optimizer at 50 %, then 100 %; 5. + full recompute;
+and on each rung the largest micro batch / token budget that fits, then the largest
+`gpu_memory_utilization` that fits next to what stays resident.
+
+Ranking (lexicographic): fits; no CPU optimizer; no recompute; fewer offload flags; smaller
+TP·PP·CP (more data parallelism); smaller pipeline bubble; more rollout memory; bigger micro.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, replace
+
+from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
+from generator.errors import InputError
+from generator.memory import Workload, algo_roles, engine_memory, phase_memory, usable_gib
+from generator.models import GpuSpec, total_params
+from generator.models_types import ModelFacts
+from generator.plan.candidate import Candidate, Offload, Plan
+
+AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (verl-rules D1)
+GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
+MIN_GMU = 0.3
+TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
+ALGOS = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
+DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
+MAX_PP = 16
+
+# (param, optimizer, cpu-optimizer fraction, recompute)
+_LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
+    (False, False, 0.0, False),
+    (True, False, 0.0, False),
+    (True, True, 0.0, False),
+    (True, True, 0.5, False),
+    (True, True, 1.0, False),
+    (True, True, 1.0, True),
+)
+
+
+# ---------------------------------------------------------------------------------------------
+# Batch sizes
+
+
+def _lcm(a: int, b: int) -> int:
+    return a * b // math.gcd(a, b)
+
+
+def default_n(algo: str) -> int:
+    return 1 if algo == "ppo" else 5
+
+
+def mini_batch_unit(gpus: int, n: int) -> int:
+    """Smallest mini batch M (prompts) with M·n divisible by every DP that divides `gpus` and
+    by the agent-loop worker count: then every layout on these GPUs accepts it."""
+    return _lcm(gpus // math.gcd(gpus, n), AGENT_NUM_WORKERS // math.gcd(AGENT_NUM_WORKERS, n))
+
+
+def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str = "grpo",
+                train_batch_size: int | None = None) -> tuple[int, int]:
+    """(train_batch_size, ppo_mini_batch_size) in prompts, valid for every layout on `gpus`.
+
+    Default: 1024 prompts per step at ≤ 2k tokens per sequence (verl's 7B examples: 1024/256),
+    halving as sequences double; 4 optimizer steps per training step.
+    """
+    seq = prompt_len + response_len
+    unit = mini_batch_unit(gpus, n)
+    if train_batch_size is None:
+        target = 1024
+        while seq > 2048 and target > 64:
+            seq //= 2
+            target //= 2
+        mini = max(unit, (target // 4) // unit * unit)
+        return mini * 4, mini
+    prompts = train_batch_size
+    if prompts <= 0:
+        raise InputError(f"--train-batch-size must be positive, got {prompts}")
+    if (prompts * n) % AGENT_NUM_WORKERS:
+        raise InputError(
+            f"train_batch_size·n = {prompts}·{n} = {prompts * n} is not divisible by "
+            f"rollout.agent.num_workers {AGENT_NUM_WORKERS}; choose a multiple of "
+            f"{AGENT_NUM_WORKERS // math.gcd(AGENT_NUM_WORKERS, n)} prompts")
+    minis = [m for m in range(unit, prompts + 1, unit) if prompts % m == 0]
+    if minis:
+        below = [m for m in minis if m <= max(unit, prompts // 4)]
+        return prompts, (below or minis)[-1]
+    return prompts, 0  # decided per layout (valid only for some DP sizes)
+
+
+def _mini_for(prompts: int, n: int, dp: int, mini: int) -> int | None:
+    if mini:
+        return mini
+    from generator.derive import valid_minis
+
+    options = [m for m in valid_minis(prompts, n, dp) if prompts % m == 0]
+    if not options:
+        return None
+    below = [m for m in options if m <= max(1, prompts // 4)]
+    return (below or options)[-1]
+
+
+# ---------------------------------------------------------------------------------------------
+# Enumeration
+
+
+def _powers_of_two(limit: int) -> list[int]:
+    out, value = [], 1
+    while value <= limit:
+        out.append(value)
+        value *= 2
+    return out
+
+
+def _stage_splits(layers: int, pp: int) -> list[tuple[int | None, int | None]]:
+    """Even split when it divides, else uneven first/last stage layer counts."""
+    if pp == 1:
+        return [(None, None)]
+    if layers % pp == 0:
+        return [(None, None)]
+    splits: list[tuple[int | None, int | None]] = []
+    for per_stage in (layers // pp, -(-layers // pp)):
+        rest = layers - (pp - 1) * per_stage
+        if rest >= 1:
+            splits.append((None, rest))  # a short (or long) last stage
+            splits.append((rest, None))  # a short first stage: it also holds the most activations
+        both = layers - (pp - 2) * per_stage
+        if pp > 2 and both >= 2 and both % 2 == 0:
+            splits.append((both // 2, both // 2))
+    return list(dict.fromkeys(splits))
+
+
+@dataclass(frozen=True)
+class _Setting:
+    gpus: int
+    gpus_per_node: int
+    gpu: GpuSpec
+    prompt_len: int
+    response_len: int
+    n: int
+    algo: str
+    train_batch_size: int
+    mini: int
+
+    @property
+    def seq_len(self) -> int:
+        return self.prompt_len + self.response_len
+
+
+def _layouts(model: ModelFacts, s: _Setting) -> list[Layout]:
+    tps = [t for t in _powers_of_two(s.gpus_per_node) if s.gpus % t == 0]
+    cps = [1] + ([2] if s.seq_len >= 4096 else []) + ([4] if s.seq_len >= 16384 else [])
+    out: list[Layout] = []
+    for tp in tps:
+        for cp in cps:
+            for pp in range(1, min(MAX_PP, model.num_layers) + 1):
+                if s.gpus % (tp * pp * cp):
+                    continue
+                eps: list[tuple[int, int | None]] = [(1, None)]
+                if model.is_moe:
+                    eps = [(ep, 1 if ep > 1 else None) for ep in _powers_of_two(model.num_experts or 1)
+                           if (model.num_experts or 1) % ep == 0 and ep <= s.gpus // pp]
+                vpps = [None] + ([2] if pp > 1 else [])
+                for first, last in _stage_splits(model.num_layers, pp):
+                    for ep, etp in eps:
+                        for vpp in vpps:
+                            out.append(Layout(gpus=s.gpus, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vpp=vpp,
+                                              first_stage_layers=first, last_stage_layers=last,
+                                              gpus_per_node=s.gpus_per_node))
+    return out
+
+
+def describe_layout(layout: Layout | Candidate) -> str:
+    parts = [f"TP{layout.tp}", f"PP{layout.pp}"]
+    if layout.vpp and layout.vpp > 1:
+        parts.append(f"VPP{layout.vpp}")
+    if layout.cp > 1:
+        parts.append(f"CP{layout.cp}")
+    if layout.ep > 1:
+        parts.append(f"EP{layout.ep}")
+    if layout.etp is not None:
+        parts.append(f"ETP{layout.etp}")
+    if layout.first_stage_layers or layout.last_stage_layers:
+        parts.append(f"first/last {layout.first_stage_layers or '-'}/{layout.last_stage_layers or '-'}")
+    return " ".join(parts)
+
+
+# ---------------------------------------------------------------------------------------------
+# Sizing one layout
+
+
+def _rollout_tp(model: ModelFacts, s: _Setting, params: int, gmu: float = 0.6) -> int | None:
+    """Smallest rollout TP whose weights take ≤ half of the engine budget (room for KV cache)."""
+    budget = gmu * s.gpu.memory_gib * 2**30
+    options = [r for r in _powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
+               and not rollout_problems(s.gpus, r, gpus_per_node=s.gpus_per_node, model=model)]
+    for r in options:
+        if 2 * params / r <= 0.5 * budget:
+            return r
+    return options[-1] if options else None
+
+
+def _micro_options(per_rank_mini: int, seq_len: int, pp: int, vpp: int | None) -> list[int]:
+    """Static micro batches, largest first: divisors of the per-rank mini batch, ≤ ~16k tokens."""
+    cap = max(1, 16384 // seq_len)
+    out = []
+    for micro in range(min(per_rank_mini, cap), 0, -1):
+        if per_rank_mini % micro:
+            continue
+        if vpp and vpp > 1 and vpp_micro_batch_problem(per_rank_mini // micro, pp):
+            continue
+        out.append(micro)
+    return out
+
+
+def _budget_options(seq_len: int, cp: int) -> list[int]:
+    """Dynamic token budgets per GPU, largest first; budget·CP must hold one whole sequence."""
+    floor = -(-seq_len // cp)
+    out = []
+    for multiple in (3, 2, 1.5, 1):
+        value = int(math.ceil(seq_len * multiple / cp / 1024) * 1024)
+        out.append(max(value, floor))
+    return sorted(set(out), reverse=True)
+
+
+def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting) -> Candidate:
+    memory = phase_memory(model, cand, work)
+    limit = usable_gib(s.gpu.memory_gib)
+    fits = all(p.gib <= limit for p in memory)
+    return replace(cand, memory=memory, limit_gib=limit, fits=fits)
+
+
+def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, params: int,
+              min_gmu: float) -> Candidate | None:
+    """The largest gmu step (≥ min_gmu) at which the rollout phase fits and vLLM has KV cache.
+    The rollout phase is linear in gmu, so one evaluation at gmu 0 gives the headroom."""
+    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
+    rollout = at_zero.phase("rollout")
+    headroom = at_zero.limit_gib - (rollout.gib if rollout else 0.0)
+    steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
+    if not steps:
+        return None
+    trial = _evaluate(model, replace(cand, gpu_memory_utilization=steps[0]), work, s)
+    engine = engine_memory(model, trial, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    return trial if engine.fits else None
+
+
+def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
+                overrides: dict | None = None) -> tuple[Candidate | None, str]:
+    """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason)."""
+    overrides = dict(overrides or {})
+    dp = layout.gpus // (layout.tp * layout.pp * layout.cp)
+    if (s.train_batch_size * s.n) % dp:
+        return None, (f"responses per step P·n = {s.train_batch_size}·{s.n} = {s.train_batch_size * s.n} "
+                      f"not divisible by DP {dp}")
+    mini = _mini_for(s.train_batch_size, s.n, dp, s.mini)
+    if mini is None:
+        return None, f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
+    per_rank_mini = mini * s.n // dp
+    has_ref, has_critic = algo_roles(s.algo)
+    work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
+                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
+                    has_ref=has_ref, has_critic=has_critic,
+                    max_num_batched_tokens=max(8192, s.seq_len))
+    floor = _static_floor_gib(model, layout, work)
+    if floor > usable_gib(s.gpu.memory_gib):
+        return None, f"weights+grads alone need {floor:.1f} GiB per GPU during the update (> {usable_gib(s.gpu.memory_gib):.1f})"
+    rollout_tp = overrides.pop("rollout_tp", None) or _rollout_tp(model, s, params)
+    if rollout_tp is None:
+        return None, "no rollout TP divides the attention heads and the GPUs"
+    base = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
+                     first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
+                     rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
+    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ)
+    fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
+                                              "log_prob_token_budget", "offload", "recompute",
+                                              "gpu_memory_utilization", "use_fused_kernels") if k in overrides}
+    if "offload" in fixed_knobs and isinstance(fixed_knobs["offload"], dict):
+        fixed_knobs["offload"] = Offload(**fixed_knobs["offload"])
+    if {"offload", "gpu_memory_utilization"} <= fixed_knobs.keys() and (
+            "micro_batch_per_gpu" in fixed_knobs or "token_budget" in fixed_knobs):
+        # Everything given (a shipped script): evaluate exactly that.
+        cand = replace(base, use_dynamic_bsz=dynamic, **fixed_knobs)
+        if dynamic and cand.log_prob_token_budget is None:
+            cand = replace(cand, log_prob_token_budget=cand.token_budget)
+        cand = _evaluate(model, cand, work, s)
+        return _annotate(model, cand, work, s, params, per_rank_mini, dp), ""
+
+    closest: Candidate | None = None
+    ladder = _LADDER
+    if "offload" in fixed_knobs:
+        off = fixed_knobs["offload"]
+        ladder = ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
+                   bool(fixed_knobs.get("recompute", False))),)
+    passes = [(TARGET_GMU, rung) for rung in ladder] + [(MIN_GMU, rung) for rung in ladder]
+    for min_gmu, (param_off, opt_off, cpu_fraction, recompute) in passes:
+        offload = Offload(param=param_off, grad=param_off, optimizer=opt_off,
+                          cpu_optimizer=cpu_fraction > 0, cpu_optimizer_fraction=cpu_fraction)
+        rung = replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
+                       use_fused_kernels=bool(fixed_knobs.get("use_fused_kernels", False)))
+        if dynamic:
+            sizes = [("token_budget", b) for b in ([fixed_knobs["token_budget"]] if "token_budget" in fixed_knobs
+                                                    else _budget_options(s.seq_len, layout.cp))]
+        else:
+            micros = ([fixed_knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in fixed_knobs
+                      else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
+            if not micros:
+                return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
+            sizes = [("micro_batch_per_gpu", m) for m in micros]
+        for key, value in sizes:
+            if key == "token_budget":
+                cand = replace(rung, token_budget=value, log_prob_token_budget=value,
+                               micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
+            else:
+                cand = replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
+            if "gpu_memory_utilization" in fixed_knobs:
+                sized = _evaluate(model, replace(cand, gpu_memory_utilization=fixed_knobs["gpu_memory_utilization"]),
+                                  work, s)
+                if not sized.fits:
+                    closest = _closer(closest, sized)
+                    continue
+            else:
+                probe = _evaluate(model, replace(cand, gpu_memory_utilization=MIN_GMU), work, s)
+                if not all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"):
+                    closest = _closer(closest, probe)
+                    continue
+                sized = _best_gmu(model, cand, work, s, params, min_gmu)
+                if sized is None:
+                    closest = _closer(closest, probe)
+                    continue
+            if key == "token_budget":
+                sized = _widen_log_prob_budget(model, sized, work, s)
+            return _annotate(model, sized, work, s, params, per_rank_mini, dp), ""
+    if closest is None:
+        return None, "no setting fits"
+    worst = max(closest.memory, key=lambda p: p.gib)
+    return (_annotate(model, closest, work, s, params, per_rank_mini, dp),
+            f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
+            f"> {closest.limit_gib:.1f} GiB usable")
+
+
+def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> float:
+    """bf16 weights + fp32 grads of the heaviest stage: no knob lowers these in the update."""
+    from generator.memory import GIB, stage_layer_counts, stage_params
+
+    probe = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp)
+    counts = stage_layer_counts(model.num_layers, layout.pp, layout.first_stage_layers, layout.last_stage_layers)
+    heaviest = max(stage_params(model, probe, stage, counts).total for stage in {0, layout.pp - 1})
+    return 6 * heaviest / GIB
+
+
+def _closer(current: Candidate | None, new: Candidate) -> Candidate:
+    if current is None or new.peak_gib < current.peak_gib:
+        return new
+    return current
+
+
+def _widen_log_prob_budget(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting) -> Candidate:
+    """Forward-only passes keep no activations: give them 2× the token budget when that fits."""
+    wider = _evaluate(model, replace(cand, log_prob_token_budget=(cand.token_budget or 0) * 2), work, s)
+    return wider if wider.fits else cand
+
+
+def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, params: int,
+              per_rank_mini: int, dp: int) -> Candidate:
+    engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
+           f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
+    off = cand.offload
+    flags = [name for name, on in (("param+grad", off.param), ("optimizer", off.optimizer)) if on]
+    if off.cpu_optimizer:
+        flags.append(f"CPU optimizer {off.cpu_optimizer_fraction:.0%}")
+    if cand.recompute:
+        flags.append("full recompute")
+    why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))
+    peak = max(cand.memory, key=lambda p: p.gib)
+    why.append(f"peak {peak.gib:.1f} GiB in {peak.phase} of {cand.limit_gib:.1f} GiB usable")
+    why.append(f"rollout TP {cand.rollout_tp}: weights {engine.weights_gib:.1f} GiB, KV cache "
+               f"{engine.kv_cache_gib:.1f} GiB per GPU")
+    warnings = []
+    if engine.kv_cache_gib <= 0:
+        warnings.append("the rollout engine has no room for KV cache at this gpu_memory_utilization")
+    elif engine.resident_fraction < 1:
+        warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
+                        f"(vLLM will queue the rest)")
+    return replace(cand, why=tuple(why), warnings=tuple(warnings))
+
+
+# ---------------------------------------------------------------------------------------------
+# Ranking and the entry point
+
+
+def _bubble(c: Candidate) -> float:
+    """Pipeline-bubble fraction proxy: (PP−1)/(PP·VPP)."""
+    return (c.pp - 1) / (c.pp * (c.vpp or 1))
+
+
+def rank_key(c: Candidate) -> tuple:
+    off = c.offload
+    return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
+            int(off.param) + int(off.optimizer), c.model_parallel_size, _bubble(c), c.ep,
+            -c.gpu_memory_utilization, -(c.token_budget or c.micro_batch_per_gpu), c.rollout_tp)
+
+
+def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
+              algo: str) -> int:
+    if gpus < 1:
+        raise InputError(f"--gpus must be ≥ 1, got {gpus}")
+    if nodes < 1 or gpus % nodes:
+        raise InputError(f"--gpus {gpus} must be a multiple of --nodes {nodes} (GPUs are the total over all nodes)")
+    if prompt_len < 1 or response_len < 1:
+        raise InputError(f"prompt and response lengths must be positive, got {prompt_len}/{response_len}")
+    if n < 1:
+        raise InputError(f"--n must be ≥ 1, got {n}")
+    if algo not in ALGOS:
+        raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGOS)}")
+    if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:
+        raise InputError(f"{algo} compares responses within a group: --n must be ≥ 2, got {n}")
+    if prompt_len + response_len > model.max_position_embeddings:
+        raise InputError(f"prompt+response = {prompt_len + response_len} tokens exceeds {model.name}'s "
+                         f"max_position_embeddings {model.max_position_embeddings}")
+    return gpus // nodes
+
+
+def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
+                response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
+                fixed: dict | None = None, top: int = 5) -> Plan:
+    """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
+
+    `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
+    layout; it may also pin knobs (micro_batch_per_gpu, token_budget, log_prob_token_budget,
+    use_dynamic_bsz, offload {param, grad, optimizer, cpu_optimizer, cpu_optimizer_fraction},
+    recompute, gpu_memory_utilization, rollout_tp, use_fused_kernels).
+    """
+    algo = algo.lower()
+    gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo)
+    prompts, mini = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size)
+    s = _Setting(gpus=gpus, gpus_per_node=min(gpus_per_node, gpu.gpus_per_node) if nodes > 1 else gpus_per_node,
+                 gpu=gpu, prompt_len=prompt_len, response_len=response_len, n=n, algo=algo,
+                 train_batch_size=prompts, mini=mini)
+    params = total_params(model)
+    plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
+                response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
+                gpu_memory_gib=gpu.memory_gib)
+    layout_keys = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
+    if fixed:
+        layout = Layout(gpus=gpus, gpus_per_node=s.gpus_per_node,
+                        **{k: fixed[k] for k in layout_keys if fixed.get(k) is not None})
+        if model.is_moe and layout.ep > 1 and "etp" not in fixed:
+            layout = replace(layout, etp=None)
+        layouts = [layout]
+        overrides = {k: v for k, v in fixed.items() if k not in layout_keys}
+    else:
+        layouts = _layouts(model, s)
+        overrides = {}
+    sized: list[Candidate] = []
+    misses: list[Candidate] = []
+    for layout in layouts:
+        problems = layout_problems(layout, model)
+        if problems:
+            plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
+            continue
+        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides)
+        if cand is not None and cand.fits:
+            sized.append(cand)
+        else:
+            plan.rejected.append((describe_layout(layout), reason))
+            if cand is not None:
+                misses.append(cand)
+    sized.sort(key=rank_key)
+    if fixed and not sized and misses:
+        sized = misses  # show the evaluated layout even though it does not fit
+    plan.candidates = sized[: max(1, top)] if sized else []
+    if plan.candidates and plan.candidates[0].fits:
+        plan.chosen = 0
+        best = plan.candidates[0]
+        plan.ppo_mini_batch_size = best.ppo_mini_batch_size or plan.ppo_mini_batch_size
+    return plan
