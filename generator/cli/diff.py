@@ -1,9 +1,49 @@
-"""`gen` commands of this group (see generator/cli/__init__.py)."""
+"""`gen diff A B`: compare two launch scripts or recipes as verl sees them."""
 
 from __future__ import annotations
 
+import json
+from typing import List, Optional
+
 import typer
+
+from generator.errors import EXIT_BAD_INPUT, InputError
+
+
+def _pairs(items: list[str], option: str) -> dict[str, str]:
+    env = {}
+    for item in items:
+        name, sep, value = item.partition("=")
+        if not sep or not name:
+            raise InputError(f"{option} expects NAME=VALUE, got '{item}'")
+        env[name] = value
+    return env
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    @app.command("diff")
+    def diff_command(
+        a: str = typer.Argument(..., help="a launch script or a recipe name"),
+        b: str = typer.Argument(..., help="a launch script or a recipe name"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version",
+                                                   help="compare both under this release's defaults"),
+        output_format: str = typer.Option("text", "--format", help="text or json"),
+        library: Optional[str] = typer.Option(None, "--library", help="user recipe folder"),
+        env: List[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
+        arg: List[str] = typer.Option([], "--arg", help="assume this script argument"),
+    ) -> None:
+        """Show what differs between two launches: keys (grouped) and the derived numbers."""
+        from generator.diffing import diff, render_text
+
+        try:
+            if output_format not in ("text", "json"):
+                raise InputError(f"--format must be text or json, not '{output_format}'")
+            result = diff(a, b, version=verl_version, library=library, env=_pairs(env, "--env") or None,
+                          args=list(arg) or None)
+        except InputError as err:
+            typer.echo(f"gen: {err}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        if output_format == "json":
+            typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+        else:
+            render_text(result, lambda text: typer.echo(text, nl=False))

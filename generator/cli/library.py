@@ -1,9 +1,75 @@
-"""`gen` commands of this group (see generator/cli/__init__.py)."""
+"""`gen list` (browse the recipe library) and `gen import` (turn a script into a recipe)."""
 
 from __future__ import annotations
 
+import json
+import sys
+from typing import Optional
+
 import typer
+
+from generator.errors import EXIT_BAD_INPUT, InputError
+
+LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes); "
+                "packaged recipes are always listed")
+
+
+def _fail(message: str) -> None:
+    typer.echo(f"gen: {message}", err=True)
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    @app.command("list")
+    def list_command(
+        model: Optional[str] = typer.Option(None, "--model", help="model name or part of it (qwen2.5-7b)"),
+        gpus: Optional[int] = typer.Option(None, "--gpus", help="exact GPU count", min=1),
+        algo: Optional[str] = typer.Option(None, "--algo", help="grpo, ppo, dapo, ..."),
+        tag: Optional[str] = typer.Option(None, "--tag", help="e.g. verl-tested, moe, lora"),
+        output_format: str = typer.Option("text", "--format", help="text or json"),
+        library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
+    ) -> None:
+        """List the recipes in the library (packaged and your own)."""
+        from generator.library.store import load_library
+
+        if output_format not in ("text", "json"):
+            _fail(f"--format must be text or json, not '{output_format}'")
+        try:
+            lib = load_library(library)
+        except InputError as err:
+            _fail(str(err))
+            return
+        for error in lib.errors:
+            typer.echo(f"gen: warning: skipped {error}", err=True)
+        found = lib.search(model=model, gpus=gpus, algo=algo, tag=tag)
+        if output_format == "json":
+            typer.echo(json.dumps([r.summary() for r in found], indent=2))
+            return
+        if not found:
+            typer.echo("no recipes match", err=True)
+            return
+        from generator.library.show import list_rows
+        from generator.library.view import print_table
+
+        headers, rows = list_rows(found)
+        print_table(headers, rows, stream=sys.stdout)
+
+    @app.command("import")
+    def import_command(
+        script: str = typer.Argument(..., help="a launch script to turn into a recipe"),
+        name: str = typer.Option(..., "--name", help="recipe name (lower case, digits, - _ .)"),
+        library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="release the script targets"),
+        force: bool = typer.Option(False, "--force", help="replace a user recipe of the same name"),
+    ) -> None:
+        """Turn a legacy launch script into a recipe in your library."""
+        from generator.library.importer import import_script
+
+        try:
+            path, notes = import_script(script, name=name, library=library, version=verl_version, force=force)
+        except InputError as err:
+            _fail(str(err))
+            return
+        for note in notes:
+            typer.echo(f"note: {note}", err=True)
+        typer.echo(f"wrote {path}")

@@ -1,0 +1,365 @@
+"""`gen diff A B`: what differs between two launches, as verl would see them.
+
+Both sides become effective Configs of the same verl release (release defaults applied, values
+as Hydra parses them — so `['a','b']` and `'["a","b"]'` are the same list and never reported).
+Only differing keys are shown, grouped (batch, parallel, offload, rollout, data, other), followed
+by the derived numbers that change (DP, per-rank mini batch, updates per step, ...) and, for
+each, the changed inputs that caused it: "per-rank mini batch 320 → 640 (DP 4 → 2)".
+
+A side is a launch script (its first live trainer call) or a recipe name from the library.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from generator.config.types import Config
+from generator.errors import InputError
+
+GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
+
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+MEGATRON = ACTOR + "megatron."
+TRANSFORMER = MEGATRON + "override_transformer_config."
+
+
+class _Missing:
+    """A key one side does not have at all (not the same as a null value)."""
+
+    def __repr__(self) -> str:
+        return "(unset)"
+
+
+MISSING = _Missing()
+
+
+# --------------------------------------------------------------------------- grouping
+
+_BATCH_WORDS = ("batch_size", "micro_batch", "mini_batch", "use_dynamic_bsz", "max_token_len",
+                "ppo_epochs", "log_prob_max_token_len", "forward_max_token_len", "shuffle")
+_PARALLEL_WORDS = ("parallel_size", "n_gpus_per_node", "nnodes", "num_layers_in_first_pipeline_stage",
+                   "num_layers_in_last_pipeline_stage", "pipeline_split", "sequence_parallel")
+
+
+def group_of(key: str) -> str:
+    """Which section of the diff a key belongs to (the first rule that matches wins)."""
+    leaf = key.rsplit(".", 1)[-1]
+    if key == ROLLOUT + "n" or key in ("data.train_batch_size", "data.gen_batch_size", "data.val_batch_size"):
+        return "batch"
+    if "offload" in leaf or leaf in ("optimizer_cpu_offload", "use_precision_aware_optimizer"):
+        return "offload"
+    if any(word in leaf for word in _PARALLEL_WORDS):
+        return "parallel"
+    if any(word in leaf for word in _BATCH_WORDS):
+        return "batch"
+    if key.startswith(ROLLOUT):
+        return "rollout"
+    if key.startswith("data."):
+        return "data"
+    return "other"
+
+
+# --------------------------------------------------------------------------- values
+
+
+def same_value(a: Any, b: Any) -> bool:
+    """Equality as verl sees parsed values: bools are not numbers, 1 == 1.0, lists/dicts deep."""
+    if a is MISSING or b is MISSING:
+        return a is b
+    if isinstance(a, bool) or isinstance(b, bool):
+        return isinstance(a, bool) and isinstance(b, bool) and a == b
+    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
+        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
+            return True
+        return a == b
+    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
+        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
+    if isinstance(a, dict) and isinstance(b, dict):
+        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
+    return type(a) is type(b) and a == b
+
+
+def show_value(value: Any) -> str:
+    if value is MISSING:
+        return "(unset)"
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return "True" if value else "False"
+    if isinstance(value, str):
+        return value if value and value.strip() == value and "," not in value else repr(value)
+    if isinstance(value, (list, tuple)):
+        return "[" + ", ".join(show_value(v) for v in value) + "]"
+    return str(value)
+
+
+def json_value(value: Any) -> Any:
+    if value is MISSING:
+        return None
+    if isinstance(value, tuple):
+        return [json_value(v) for v in value]
+    if isinstance(value, list):
+        return [json_value(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): json_value(v) for k, v in value.items()}
+    if isinstance(value, float) and (math.isnan(value) or math.isinf(value)):
+        return str(value)
+    return value
+
+
+# --------------------------------------------------------------------------- sides
+
+
+@dataclass
+class Side:
+    label: str  # what the user typed (path or recipe name)
+    kind: str  # "script" | "recipe"
+    config: Config
+    values: dict[str, Any]
+    notes: list[str] = field(default_factory=list)
+
+
+def _script_side(path: str, version: str, *, env: dict[str, str] | None,
+                 args: list[str] | None) -> Side:
+    from generator.config import build_config
+    from generator.shell import read_file
+
+    script = read_file(path, env=env, args=args)
+    trainer = [inv for inv in script.invocations if inv.branch != "dead"]
+    if not trainer:
+        raise InputError(f"{path}: no trainer call found (nothing to compare)")
+    preferred = [inv for inv in trainer if inv.entry == "verl.trainer.main_ppo" or ".main_" in inv.entry]
+    invocation = (preferred or trainer)[0]
+    notes = []
+    if len(trainer) > 1:
+        notes.append(f"{path}: {len(trainer)} trainer calls; comparing the one at line {invocation.line}")
+    config = build_config(invocation, version=version, script_dir=str(Path(path).resolve().parent))
+    values = dict(config.values)
+    # Keys this release does not know still differ between the scripts: keep what was written.
+    for override in invocation.overrides:
+        if override.op != "~" and override.key and override.key not in values:
+            values[override.key] = _parsed(override.text, override.value)
+    for issue in config.key_issues:
+        key = issue.override.key
+        detail = f" ({issue.detail})" if issue.detail else ""
+        hint = f"; use {issue.suggestion}" if issue.suggestion else ""
+        notes.append(f"{path}:{issue.override.line}: {key}: {issue.kind} in verl {version}{detail}{hint}")
+    return Side(label=path, kind="script", config=config, values=values, notes=notes)
+
+
+def _parsed(text: str, fallback: Any) -> Any:
+    from generator.overrides import parse_override
+
+    parsed = parse_override(text)
+    return fallback if parsed.error else parsed.value
+
+
+def _recipe_side(name: str, version: str, library: str | None) -> Side:
+    from generator.library.convert import to_config
+    from generator.library.store import load_library
+
+    recipe = load_library(library).get(name)
+    config = to_config(recipe, version)
+    return Side(label=name, kind="recipe", config=config, values=dict(config.values))
+
+
+def load_side(arg: str, *, version: str, library: str | None = None, env: dict[str, str] | None = None,
+              args: list[str] | None = None) -> Side:
+    """A script path when such a file exists (or the argument looks like a path), else a recipe."""
+    path = Path(arg)
+    if path.exists() or "/" in arg or arg.endswith(".sh"):
+        return _script_side(arg, version, env=env, args=args)
+    return _recipe_side(arg, version, library)
+
+
+# --------------------------------------------------------------------------- derived numbers
+
+
+@dataclass(frozen=True)
+class Derived:
+    name: str
+    value: Any
+    inputs: tuple[str, ...]  # config keys and other derived names it is computed from
+
+
+def derived_numbers(config: Config) -> dict[str, Derived]:
+    """The batch/parallel chain of verl-rules.md §1 in the config's numbers (None: not decidable)."""
+    from generator import derive
+    from generator.rules.core import Context
+    from generator.rules.view import View
+
+    view = View(Context(config=config))
+    out: dict[str, Derived] = {}
+
+    def put(name: str, value: Any, *inputs: str) -> None:
+        out[name] = Derived(name, value, inputs)
+
+    gpus = view.gpus
+    put("GPUs", gpus, "trainer.n_gpus_per_node", "trainer.nnodes")
+    layout = view.actor_layout() if config.backend == "megatron" else None
+    dp = view.dp()
+    put("DP", dp, "GPUs", MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
+        MEGATRON + "context_parallel_size", ACTOR + "ulysses_sequence_parallel_size")
+    if layout is not None and gpus and (layout.ep > 1 or layout.etp is not None):
+        put("EDP", derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp),
+            "GPUs", MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
+            MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size")
+    chain = None
+    prompts_n = view.prompts_and_n()
+    mini = view.int(ACTOR + "ppo_mini_batch_size")
+    dynamic = view.actor_dynamic
+    micro = None if dynamic else view.int(ACTOR + "ppo_micro_batch_size_per_gpu")
+    epochs = view.int(ACTOR + "ppo_epochs") or 1
+    if prompts_n and mini and mini > 0 and dp:
+        chain = derive.batch_chain(prompts=prompts_n[0], n=prompts_n[1], mini=mini, dp=dp, micro=micro,
+                                   epochs=epochs, path=view.path())
+    batch_keys = ("data.train_batch_size", "data.gen_batch_size", ROLLOUT + "n")
+    put("responses per step", chain.responses_per_step if chain else None, *batch_keys)
+    put("per-rank mini batch", chain.per_rank_mini_batch if chain else None,
+        ACTOR + "ppo_mini_batch_size", ROLLOUT + "n", "DP")
+    put("local batch", chain.local_batch if chain else None, "responses per step", "DP")
+    put("mini-batches per epoch", chain.mini_batches_per_epoch if chain else None,
+        "local batch", "per-rank mini batch")
+    put("optimizer updates per step", chain.optimizer_updates_per_step if chain else None,
+        "mini-batches per epoch", ACTOR + "ppo_epochs")
+    put("grad accumulation steps", chain.grad_accum_steps if chain else None,
+        "per-rank mini batch", ACTOR + "ppo_micro_batch_size_per_gpu", ACTOR + "use_dynamic_bsz")
+    cap = view.int(ACTOR + "ppo_max_token_len_per_gpu")
+    cp = view.cp_or_sp()
+    put("actor token cap x CP", derive.token_cap(cap, cp or 1) if dynamic and cap else None,
+        ACTOR + "ppo_max_token_len_per_gpu", MEGATRON + "context_parallel_size", ACTOR + "use_dynamic_bsz")
+    put("sequence length", view.sequence_length(), "data.max_prompt_length", "data.max_response_length")
+    rtp = view.int(ROLLOUT + "tensor_model_parallel_size")
+    rdp = view.int(ROLLOUT + "data_parallel_size") or 1
+    rpp = view.int(ROLLOUT + "pipeline_model_parallel_size") or 1
+    replicas = None
+    if gpus and rtp:
+        replicas = derive.rollout_replicas(gpus, derive.rollout_replica_size(rtp, rdp, rpp))
+    put("rollout replicas", replicas, "GPUs", ROLLOUT + "tensor_model_parallel_size",
+        ROLLOUT + "data_parallel_size", ROLLOUT + "pipeline_model_parallel_size")
+    return out
+
+
+# --------------------------------------------------------------------------- the comparison
+
+
+@dataclass(frozen=True)
+class Change:
+    key: str
+    a: Any
+    b: Any
+    group: str
+
+
+@dataclass(frozen=True)
+class DerivedChange:
+    name: str
+    a: Any
+    b: Any
+    because: tuple[str, ...]  # "DP 4 → 2", "ppo_mini_batch_size 256 → 128"
+
+
+@dataclass
+class DiffResult:
+    a: Side
+    b: Side
+    version: str
+    changes: list[Change]
+    derived: list[DerivedChange]
+
+    @property
+    def notes(self) -> list[str]:
+        return self.a.notes + self.b.notes
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "a": self.a.label, "b": self.b.label, "verl_version": self.version,
+            "changes": [{"key": c.key, "a": json_value(c.a), "b": json_value(c.b), "group": c.group,
+                         "a_set": c.a is not MISSING, "b_set": c.b is not MISSING} for c in self.changes],
+            "derived": [{"name": d.name, "a": json_value(d.a), "b": json_value(d.b),
+                         "because": list(d.because)} for d in self.derived],
+            "notes": self.notes,
+        }
+
+
+_NOISE_KEYS = ("trainer.project_name", "trainer.experiment_name")
+
+
+def compare(a: Side, b: Side, version: str) -> DiffResult:
+    changes = []
+    for key in sorted(set(a.values) | set(b.values)):
+        va, vb = a.values.get(key, MISSING), b.values.get(key, MISSING)
+        if not same_value(va, vb):
+            changes.append(Change(key, va, vb, group_of(key)))
+    changes.sort(key=lambda c: (GROUPS.index(c.group), c.key))
+    da, db = derived_numbers(a.config), derived_numbers(b.config)
+    changed_keys = {c.key: c for c in changes}
+    derived: list[DerivedChange] = []
+    changed_derived: dict[str, DerivedChange] = {}
+    for name, left in da.items():
+        right = db.get(name)
+        if right is None or same_value(left.value, right.value):
+            continue
+        because = []
+        for source in left.inputs:
+            if source in changed_derived:
+                d = changed_derived[source]
+                because.append(f"{d.name} {show_value(d.a)} → {show_value(d.b)}")
+            elif source in changed_keys:
+                c = changed_keys[source]
+                because.append(f"{_short_key(source)} {show_value(c.a)} → {show_value(c.b)}")
+        change = DerivedChange(name, left.value, right.value, tuple(because))
+        changed_derived[name] = change
+        derived.append(change)
+    return DiffResult(a=a, b=b, version=version, changes=changes, derived=derived)
+
+
+def _short_key(key: str) -> str:
+    short = {MEGATRON + "tensor_model_parallel_size": "TP", MEGATRON + "pipeline_model_parallel_size": "PP",
+             MEGATRON + "context_parallel_size": "CP", MEGATRON + "expert_model_parallel_size": "EP",
+             MEGATRON + "expert_tensor_parallel_size": "ETP", ROLLOUT + "n": "rollout.n",
+             ROLLOUT + "tensor_model_parallel_size": "rollout TP"}
+    return short.get(key, key.rsplit(".", 1)[-1])
+
+
+def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
+         env: dict[str, str] | None = None, args: list[str] | None = None) -> DiffResult:
+    from generator.schema import resolve_version
+
+    chosen, _how = resolve_version(version)
+    side_a = load_side(arg_a, version=chosen, library=library, env=env, args=args)
+    side_b = load_side(arg_b, version=chosen, library=library, env=env, args=args)
+    return compare(side_a, side_b, chosen)
+
+
+# --------------------------------------------------------------------------- text
+
+
+def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
+    write(f"A: {result.a.label} ({result.a.kind})\n")
+    write(f"B: {result.b.label} ({result.b.kind})\n")
+    write(f"compared as verl {result.version} sees them (release defaults applied)\n")
+    if not result.changes and not result.derived:
+        write("\nno differences\n")
+    for group in GROUPS:
+        rows = [c for c in result.changes if c.group == group]
+        if not rows:
+            continue
+        write(f"\n{group}\n")
+        width = max(len(c.key) for c in rows)
+        for c in rows:
+            write(f"  {c.key.ljust(width)}  {show_value(c.a)} → {show_value(c.b)}\n")
+    if result.derived:
+        write("\nderived numbers\n")
+        width = max(len(d.name) for d in result.derived)
+        for d in result.derived:
+            because = f"  ({'; '.join(d.because)})" if d.because else ""
+            write(f"  {d.name.ljust(width)}  {show_value(d.a)} → {show_value(d.b)}{because}\n")
+    if result.notes:
+        write("\nnotes\n")
+        for note in result.notes:
+            write(f"  {note}\n")

@@ -1,0 +1,271 @@
+"""`gen import SCRIPT --name NAME`: turn a legacy launch script into a recipe.
+
+The script is read statically (never run) and its first live trainer call becomes an
+effective Config. The recipe's structured fields come from that Config; every other key the
+script sets explicitly, and that the renderer would not produce the same way, is kept verbatim
+in `config.overrides` so re-rendering the recipe reproduces the script's training setup.
+Paths and names that belong to one run (data files, logger project, checkpoint folders) and
+values that depend on something unknown are left out, each with a note.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import io
+import os
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from generator.config.types import Config
+from generator.errors import InputError
+
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+REF = "actor_rollout_ref.ref."
+MEGATRON = ACTOR + "megatron."
+TRANSFORMER = MEGATRON + "override_transformer_config."
+OPTIM_OVERRIDE = ACTOR + "optim.override_optimizer_config."
+
+# Per-run values: a recipe is a setup, not one person's run.
+_RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project_name", "trainer.experiment_name",
+                          "trainer.default_local_dir", "trainer.logger", "trainer.val_before_train",
+                          "trainer.save_freq", "trainer.test_freq", "trainer.total_epochs",
+                          "trainer.total_training_steps", "trainer.n_gpus_per_node", "trainer.nnodes",
+                          "actor_rollout_ref.model.path", "critic.model.path", "trainer.resume_mode",
+                          "trainer.log_val_generations", "hydra.", "ray_kwargs.", "ray_init.")
+
+_ESTIMATOR_TO_ALGO = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_plus_plus"}
+
+
+def _int(config: Config, key: str) -> int | None:
+    from generator.rules.view import as_int
+
+    return None if key in config.unknown else as_int(config.values.get(key))
+
+
+def _bool(config: Config, key: str) -> bool:
+    from generator.rules.view import as_bool
+
+    return bool(as_bool(config.values.get(key))) if key not in config.unknown else False
+
+
+def _float(config: Config, key: str) -> float | None:
+    from generator.rules.view import as_float
+
+    return None if key in config.unknown else as_float(config.values.get(key))
+
+
+def _need(value: Any, what: str, where: str) -> Any:
+    if value is None:
+        raise InputError(f"{where}: cannot import: {what} is not known statically")
+    return value
+
+
+def recipe_mapping_from_config(config: Config, *, name: str, where: str,
+                               entry: str = "verl.trainer.main_ppo") -> tuple[dict[str, Any], list[str]]:
+    """The structured recipe mapping for one effective Config (overrides not yet filled in)."""
+    from generator.models import find_model
+
+    notes: list[str] = []
+    if config.backend != "megatron":
+        raise InputError(f"{where}: cannot import: only Megatron launches become recipes "
+                         f"(this call uses the {config.backend} backend)")
+    model_path = config.values.get("actor_rollout_ref.model.path")
+    if not isinstance(model_path, str) or "actor_rollout_ref.model.path" in config.unknown:
+        raise InputError(f"{where}: cannot import: actor_rollout_ref.model.path is not known statically")
+    facts = find_model(model_path)
+    if facts is None:
+        raise InputError(f"{where}: cannot import: model '{model_path}' is not in the registry "
+                         "(pass a path to a folder with config.json, or a known model name)")
+    per_node = _need(_int(config, "trainer.n_gpus_per_node"), "trainer.n_gpus_per_node", where)
+    nodes = _need(_int(config, "trainer.nnodes"), "trainer.nnodes", where)
+    estimator = config.values.get("algorithm.adv_estimator")
+    algo = _ESTIMATOR_TO_ALGO.get(str(estimator))
+    if algo is None:
+        raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{estimator}' has no recipe algorithm")
+    if algo == "grpo" and ("dapo" in entry or _float(config, ACTOR + "clip_ratio_high") not in (None, 0.2)):
+        algo = "dapo"
+    layout: dict[str, Any] = {}
+    for field_name, key in (("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
+                            ("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):
+        layout[field_name] = _int(config, MEGATRON + key) or 1
+    for field_name, key in (("etp", MEGATRON + "expert_tensor_parallel_size"),
+                            ("vpp", MEGATRON + "virtual_pipeline_model_parallel_size"),
+                            ("first_stage_layers", TRANSFORMER + "num_layers_in_first_pipeline_stage"),
+                            ("last_stage_layers", TRANSFORMER + "num_layers_in_last_pipeline_stage")):
+        value = _int(config, key)
+        if value is not None:
+            layout[field_name] = value
+    dynamic = _bool(config, ACTOR + "use_dynamic_bsz")
+    batch: dict[str, Any] = {
+        "train_batch_size": _need(_int(config, "data.train_batch_size"), "data.train_batch_size", where),
+        "ppo_mini_batch_size": _need(_int(config, ACTOR + "ppo_mini_batch_size"),
+                                     ACTOR + "ppo_mini_batch_size", where),
+        "micro_batch_per_gpu": _int(config, ACTOR + "ppo_micro_batch_size_per_gpu") or 1,
+    }
+    log_prob_micro = _int(config, ROLLOUT + "log_prob_micro_batch_size_per_gpu")
+    if log_prob_micro is not None:
+        batch["log_prob_micro_batch_per_gpu"] = log_prob_micro
+    batch["use_dynamic_bsz"] = dynamic
+    if dynamic:
+        batch["token_budget"] = _need(_int(config, ACTOR + "ppo_max_token_len_per_gpu"),
+                                      ACTOR + "ppo_max_token_len_per_gpu", where)
+        log_prob_cap = _int(config, ROLLOUT + "log_prob_max_token_len_per_gpu")
+        if log_prob_cap is not None:
+            batch["log_prob_token_budget"] = log_prob_cap
+    cpu_optimizer = _bool(config, OPTIM_OVERRIDE + "optimizer_cpu_offload")
+    offload: dict[str, Any] = {
+        "param": _bool(config, MEGATRON + "param_offload"),
+        "grad": _bool(config, MEGATRON + "grad_offload"),
+        "optimizer": _bool(config, MEGATRON + "optimizer_offload"),
+        "cpu_optimizer": cpu_optimizer,
+    }
+    if cpu_optimizer:
+        offload["cpu_optimizer_fraction"] = _float(config, OPTIM_OVERRIDE + "optimizer_offload_fraction") or 1.0
+    granularity = config.values.get(TRANSFORMER + "recompute_granularity")
+    rollout_name = str(config.values.get(ROLLOUT + "name") or "vllm")
+    if rollout_name not in ("vllm", "sglang"):
+        notes.append(f"rollout engine '{rollout_name}' is not one a recipe renders; using vllm")
+        rollout_name = "vllm"
+    gmu = _float(config, ROLLOUT + "gpu_memory_utilization") or 0.5
+    mapping: dict[str, Any] = {
+        "name": name,
+        "model": facts.name,
+        "algorithm": algo,
+        "gpus": per_node * nodes,
+        "nodes": nodes,
+        "gpu": "h100",
+        "backend": "megatron",
+        "verl_versions": [config.version],
+        "tags": ["imported"],
+        "description": f"{facts.name} {algo.upper()} on {per_node * nodes} GPUs, imported from a launch script",
+        "provenance": "",
+        "model_path": model_path,
+        "config": {
+            "layout": layout,
+            "rollout": {"name": rollout_name,
+                        "tp": _int(config, ROLLOUT + "tensor_model_parallel_size") or layout["tp"],
+                        "gpu_memory_utilization": gmu, "n": _int(config, ROLLOUT + "n") or 1},
+            "batch": batch,
+            "lengths": {"prompt": _need(_int(config, "data.max_prompt_length"), "data.max_prompt_length", where),
+                        "response": _need(_int(config, "data.max_response_length"),
+                                          "data.max_response_length", where)},
+            "offload": offload,
+            "recompute": granularity == "full",
+        },
+    }
+    notes.append("gpu type is not written in a launch script; 'h100' assumed (edit the recipe's 'gpu' field)")
+    return mapping, notes
+
+
+def _same(a: Any, b: Any) -> bool:
+    from generator.diffing import same_value
+
+    return same_value(a, b)
+
+
+def _extra_overrides(config: Config, rendered: Config) -> tuple[dict[str, Any], list[str]]:
+    """Keys the script sets explicitly that the rendered recipe does not reproduce."""
+    extra: dict[str, Any] = {}
+    notes: list[str] = []
+    for key, override in config.set_by.items():
+        if any(key == p or key.startswith(p) for p in _RUN_SPECIFIC_PREFIXES):
+            continue
+        if key in config.unknown:
+            notes.append(f"left out {key}: its value depends on something unknown ({config.unknown[key]})")
+            continue
+        value = config.values.get(key)
+        if key in rendered.values and _same(rendered.values[key], value):
+            continue
+        word_key = key if key in rendered.values or override.op == "=" else "+" + key
+        extra[word_key] = value
+    return extra, notes
+
+
+def import_script(script: str, *, name: str, library: str | None = None, version: str | None = None,
+                  force: bool = False) -> tuple[Path, list[str]]:
+    """Write `<library>/<name>.yaml` from the script; return its path and notes for the user."""
+    from generator.config import build_config
+    from generator.library.convert import to_config
+    from generator.library.recipe import recipe_from_mapping
+    from generator.library.store import user_library_dir
+    from generator.schema import resolve_version
+    from generator.shell import read_file
+
+    chosen, _how = resolve_version(version)
+    parsed = read_file(script)
+    calls = [inv for inv in parsed.invocations if inv.branch != "dead"]
+    if not calls:
+        raise InputError(f"{script}: cannot import: no trainer call found")
+    invocation = calls[0]
+    notes = [f"{script}: {len(calls)} trainer calls; imported the one at line {invocation.line}"] if len(calls) > 1 else []
+    config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
+    mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
+    notes += more
+    mapping["provenance"] = f"imported by gen import from {Path(script).name} (verl {chosen}) on " \
+                            f"{_dt.date.today().isoformat()}"
+    target_dir = user_library_dir(library)
+    target = target_dir / f"{name}.yaml"
+    # Validate the structure first (one-line errors name the field), then add the extras.
+    recipe = recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+    rendered = to_config(recipe, chosen)
+    extra, more = _extra_overrides(config, rendered)
+    notes += more
+    if extra:
+        mapping["config"]["overrides"] = extra
+        recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+    if target.exists() and not force:
+        raise InputError(f"{target}: a recipe with this name exists; pass --force to replace it")
+    _write_atomic(target, dump_recipe_yaml(mapping, header=f"Imported from {script}"))
+    return target, notes
+
+
+def dump_recipe_yaml(mapping: dict[str, Any], *, header: str | None = None) -> str:
+    """Recipe YAML in the packaged style: block mappings, flow style for the short ones."""
+    from ruamel.yaml import YAML
+    from ruamel.yaml.comments import CommentedMap, CommentedSeq
+
+    def commented(value: Any, flow: bool = False) -> Any:
+        if isinstance(value, dict):
+            out = CommentedMap()
+            for k, v in value.items():
+                out[k] = commented(v, flow=k in ("layout", "rollout", "lengths", "offload"))
+            if flow:
+                out.fa.set_flow_style()
+            return out
+        if isinstance(value, (list, tuple)):
+            seq = CommentedSeq(commented(v) for v in value)
+            seq.fa.set_flow_style()
+            return seq
+        return value
+
+    data = commented(mapping)
+    if header:
+        data.yaml_set_start_comment(header)
+    yaml = YAML()
+    yaml.width = 120
+    yaml.indent(mapping=2, sequence=4, offset=2)
+    buffer = io.StringIO()
+    yaml.dump(data, buffer)
+    return buffer.getvalue()
+
+
+def _write_atomic(path: Path, text: str) -> None:
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
+    except OSError as err:
+        raise InputError(f"{path.parent}: cannot write the recipe: {err.strerror or err}") from None
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as handle:
+            handle.write(text)
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except OSError as err:
+        try:
+            os.unlink(tmp)
+        except OSError:
+            pass
+        raise InputError(f"{path}: cannot write the recipe: {err.strerror or err}") from None
