@@ -2,4 +2,20 @@
 
 from generator.config.types import Config, KeyIssue
 
-__all__ = ["Config", "KeyIssue"]
+__all__ = [
+    "Config",
+    "KeyIssue",
+    "apply_overrides",
+    "build_config",
+    "config_from_overrides",
+    "is_hydra_rejection",
+    "needed_op",
+]
+
+
+def __getattr__(name: str):  # lazy: importing generator.config stays cheap
+    if name in ("apply_overrides", "build_config", "config_from_overrides", "is_hydra_rejection", "needed_op"):
+        from generator.config import build
+
+        return getattr(build, name)
+    raise AttributeError(name)

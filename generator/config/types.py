@@ -52,6 +52,9 @@ class Config:
     key_issues: list[KeyIssue] = field(default_factory=list)
     backend: Backend = "unknown"
     passes_args: bool = False  # "$@" reaches the call: every value may be overridden at launch
+    # How the config was chosen when it was not plain (e.g. a recipe config not found next to
+    # the script, so the PPO defaults were used); one line each.
+    notes: list[str] = field(default_factory=list)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

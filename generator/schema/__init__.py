@@ -1,0 +1,39 @@
+"""verl's config keys and defaults per release, loaded from packaged JSON (or from the user's
+installed verl), plus the choice of release and the migrations between releases.
+
+The JSON files under `data/` are built by `tools/build_schemas.py` from verl's own YAML.
+Loading one takes a few ms; nothing here imports hydra, omegaconf or verl.
+"""
+
+from __future__ import annotations
+
+from generator.schema.core import (
+    DEFAULT_CONFIG,
+    Schema,
+    available,
+    load,
+    register_dir,
+)
+from generator.schema.migrations import (
+    Rename,
+    ValueChange,
+    removed_values,
+    renames,
+)
+from generator.schema.versions import resolve_version, snapshot_version, HEAD_SCHEMA, SNAPSHOTS
+
+__all__ = [
+    "DEFAULT_CONFIG",
+    "HEAD_SCHEMA",
+    "Rename",
+    "SNAPSHOTS",
+    "Schema",
+    "ValueChange",
+    "available",
+    "load",
+    "register_dir",
+    "removed_values",
+    "renames",
+    "resolve_version",
+    "snapshot_version",
+]

@@ -1,0 +1,611 @@
+"""Schema defaults + overrides with Hydra's semantics = the effective config of one call.
+
+Mirrors hydra-core 1.3's `_apply_overrides_to_config` on a struct-mode config (checked against
+real `hydra.compose` in tests/test_config_hydra.py and tests/test_compose_corpus.py):
+
+  key=v    the key must exist (a leaf, or a mapping; a list index below a list); a mapping
+           value merges and every key in it must exist; a list cannot replace a mapping
+  +key=v   allowed when the key resolves to nothing (missing, null, `???`, or under a
+           non-mapping); a dict/list value is always allowed
+  ++key=v  always sets
+  ~key     the key must resolve to a non-null value (`~key=v`: and equal v)
+
+Everything is flat: {dotted key: leaf}, with inner mappings implied by the dotted prefixes
+(`nodes`). No OmegaConf or Hydra import on this path (budget: a few ms per call).
+"""
+
+from __future__ import annotations
+
+import difflib
+from pathlib import Path
+from typing import Any, Iterable
+
+from generator.config.interp import MISSING, Resolver, Unresolvable, has_interpolation
+from generator.config.types import Backend, Config, KeyIssue
+from generator.launch import UNKNOWN_OPEN, Invocation, Override, Provenance, Span
+
+PPO_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
+# Keys under these mapping names are free-form in verl (passed through to Megatron, vLLM...):
+# a generated config adds unknown sub-keys with `+`.
+OPEN_MAPPINGS = (
+    "override_transformer_config",
+    "override_ddp_config",
+    "override_optimizer_config",
+    "override_mcore_model_config",
+    "override_config",
+    "engine_kwargs",
+    "apply_chat_template_kwargs",
+    "mm_processor_kwargs",
+    "ray_kwargs",
+    "kwargs",
+)
+
+
+class FlatConfig:
+    """The config being composed: leaves plus the inner nodes they imply."""
+
+    def __init__(self, values: dict[str, Any], nodes: Iterable[str]) -> None:
+        self.values = values
+        self.nodes = set(nodes)
+
+    # --- structure ------------------------------------------------------------------------
+
+    def is_node(self, key: str) -> bool:
+        return key in self.nodes
+
+    def is_leaf(self, key: str) -> bool:
+        return key in self.values
+
+    def exists(self, key: str) -> bool:
+        return key in self.values or key in self.nodes
+
+    def blocking_leaf(self, key: str) -> str | None:
+        """The nearest proper prefix of `key` that is a leaf (so `key` cannot exist below it)."""
+        cut = key.find(".")
+        while cut > 0:
+            prefix = key[:cut]
+            if prefix in self.values:
+                return prefix
+            if prefix not in self.nodes:
+                return None
+            cut = key.find(".", cut + 1)
+        return None
+
+    def children(self, key: str) -> list[str]:
+        prefix = key + "."
+        return [k for k in self.values if k.startswith(prefix)]
+
+    def _drop_subtree(self, key: str) -> None:
+        prefix = key + "."
+        for k in [k for k in self.values if k.startswith(prefix)]:
+            del self.values[k]
+        self.nodes = {n for n in self.nodes if not (n == key or n.startswith(prefix))}
+
+    def _add_prefixes(self, key: str) -> None:
+        cut = key.rfind(".")
+        while cut > 0:
+            prefix = key[:cut]
+            if prefix in self.values:  # a leaf (null, {}, scalar) becomes a mapping
+                del self.values[prefix]
+            self.nodes.add(prefix)
+            cut = prefix.rfind(".")
+
+    def set(self, key: str, value: Any) -> list[str]:
+        """Set `key` the way OmegaConf.update(merge=True) does; returns the leaves written."""
+        if isinstance(value, dict) and value:
+            if key in self.values:
+                del self.values[key]
+            written: list[str] = []
+            for sub, sub_value in value.items():
+                written += self.set(f"{key}.{sub}", sub_value)
+            return written
+        if isinstance(value, dict):  # {} onto a mapping keeps the mapping
+            if key in self.nodes:
+                return []
+        elif key in self.nodes:
+            self._drop_subtree(key)
+        self._add_prefixes(key)
+        self.values[key] = value
+        return [key]
+
+    def delete(self, key: str) -> None:
+        if key in self.values:
+            del self.values[key]
+        else:
+            self._drop_subtree(key)
+
+
+# --- Hydra checks -----------------------------------------------------------------------------
+
+
+def _list_index(flat: FlatConfig, key: str) -> tuple[str, int] | None:
+    """(`list key`, index) when `key` is `some.list.N` with `some.list` a list leaf."""
+    head, _, tail = key.rpartition(".")
+    if head and tail.isdigit() and isinstance(flat.values.get(head), list):
+        return head, int(tail)
+    return None
+
+
+def _change_problem(flat: FlatConfig, key: str, value: Any) -> str | None:
+    """Why Hydra refuses `key=value` (no prefix), or None."""
+    if not flat.exists(key):
+        index = _list_index(flat, key)
+        if index is not None and index[1] < len(flat.values[index[0]]):
+            return None
+        return "missing"
+    if isinstance(value, dict):
+        return _merge_problem(flat, key, value)
+    if isinstance(value, list) and (flat.is_node(key) or flat.values.get(key) == {}):
+        return "a list cannot replace a mapping"
+    return None
+
+
+def _merge_problem(flat: FlatConfig, key: str, value: dict[str, Any]) -> str | None:
+    current = flat.values.get(key, None) if flat.is_leaf(key) else None
+    if flat.is_leaf(key) and current != {}:
+        if isinstance(current, list):
+            return "a mapping cannot replace a list"
+        return None  # a scalar/null leaf is replaced by the mapping
+    for sub, sub_value in value.items():
+        child = f"{key}.{sub}"
+        if not flat.exists(child):
+            return f"missing:{child}"
+        if isinstance(sub_value, dict):
+            problem = _merge_problem(flat, child, sub_value)
+            if problem:
+                return problem
+        elif isinstance(sub_value, list) and (flat.is_node(child) or flat.values.get(child) == {}):
+            return "a list cannot replace a mapping"
+    return None
+
+
+def _select(flat: FlatConfig, resolver: Resolver, key: str) -> tuple[bool, Any]:
+    """Hydra's OmegaConf.select(cfg, key, throw_on_missing=False): (known, value).
+    known=False when the value depends on something we cannot see."""
+    if flat.is_node(key):
+        return True, {"<mapping>": True}
+    if not flat.is_leaf(key):
+        index = _list_index(flat, key)
+        if index is not None:
+            items = flat.values[index[0]]
+            return True, items[index[1]] if index[1] < len(items) else None
+        return True, None
+    raw = flat.values[key]
+    if raw == MISSING:
+        return True, None
+    if isinstance(raw, str) and UNKNOWN_OPEN in raw:
+        return False, raw
+    if has_interpolation(raw):
+        resolver.invalidate()
+        try:
+            value = resolver.resolve(key)
+        except Unresolvable:
+            return False, raw
+        return True, None if value == MISSING else value
+    return True, raw
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _suggest(key: str, flat: FlatConfig) -> str | None:
+    """A "did you mean": the closest existing key, preferring the same parent."""
+    parent, _, leaf = key.rpartition(".")
+    siblings = [k for k in flat.values if k.rpartition(".")[0] == parent]
+    siblings += [n for n in flat.nodes if n.rpartition(".")[0] == parent]
+    match = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
+    if match:
+        return match[0]
+    same_leaf = [k for k in flat.values if k.rpartition(".")[2] == leaf]
+    if len(same_leaf) == 1:
+        return same_leaf[0]
+    pool = list(flat.values)
+    match = difflib.get_close_matches(key, pool, n=1, cutoff=0.8)
+    return match[0] if match else None
+
+
+def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | None:
+    from generator.schema.migrations import added_later, history
+
+    try:
+        moved = history(version).get(key)
+    except Exception:  # noqa: BLE001 - explanations are best effort, never fatal
+        moved = None
+    if moved is not None:
+        if moved.new_key:
+            detail = f"'{key}' is '{moved.new_key}' since verl {moved.since}"
+            if moved.note:
+                detail += f": {moved.note}"
+            return KeyIssue(override, "renamed", detail, moved.new_key)
+        detail = f"'{key}' was removed in verl {moved.since}"
+        if moved.note and not moved.note.startswith("removed in"):
+            detail += f": {moved.note}"
+        return KeyIssue(override, "removed", detail, None)
+    try:
+        newer = added_later(version).get(key)
+    except Exception:  # noqa: BLE001
+        newer = None
+    if newer is not None:
+        return KeyIssue(override, "unknown-key", f"'{key}' is not in verl {version} (added in {newer})", None)
+    return None
+
+
+def _parse(override: Override) -> tuple[str, str, Any, str | None, bool]:
+    """(key, op, value, grammar error, value_known) for one override as Hydra reads it."""
+    from generator.overrides import parse_override
+
+    text = override.text
+    if override.unknowns or UNKNOWN_OPEN in text:
+        # The value is partly unknown: check the grammar of the key and operator with a
+        # neutral stand-in, keep the marked text as the value.
+        stand_in = _replace_markers(text)
+        parsed = parse_override(stand_in)
+        value = override.value if override.value is not None else parsed.value_text
+        return parsed.key or override.key, parsed.op, value, parsed.error, False
+    parsed = parse_override(text)
+    return parsed.key or override.key, parsed.op, parsed.value, parsed.error, True
+
+
+def _replace_markers(text: str) -> str:
+    out, pos = [], 0
+    while True:
+        start = text.find(UNKNOWN_OPEN, pos)
+        if start < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        end = text.find(">", start)
+        if end < 0:
+            out.append(text[pos:])
+            return "".join(out)
+        out.append(text[pos:start])
+        out.append("unknown")
+        pos = end + 1
+
+
+def _backend(config_name: str, values: dict[str, Any]) -> Backend:
+    engine = values.get("model_engine")
+    strategy = values.get("actor_rollout_ref.actor.strategy")
+    if engine == "megatron" or strategy == "megatron":
+        return "megatron"
+    if engine in ("fsdp", "fsdp2", "dp") or strategy in ("fsdp", "fsdp2"):
+        return "fsdp"
+    if "megatron" in config_name:
+        return "megatron"
+    return "unknown"
+
+
+# --- the public entry points -------------------------------------------------------------------
+
+
+def apply_overrides(
+    defaults: dict[str, Any],
+    overrides: list[Override],
+    *,
+    version: str,
+    config_name: str,
+    nodes: Iterable[str] | None = None,
+    entry: str = "verl.trainer.main_ppo",
+    passes_args: bool = False,
+) -> Config:
+    """Compose `defaults` (flat) with `overrides` in order; resolve interpolations."""
+    flat = FlatConfig(dict(defaults), nodes if nodes is not None else _nodes_of(defaults))
+    config = Config(version=version, schema=config_name, entry=entry, passes_args=passes_args)
+    unknown: dict[str, str] = {}
+    resolver = Resolver(flat.values, nodes=lambda: flat.nodes, unknown_of=unknown.get)
+
+    from generator.schema.migrations import bad_value
+
+    for override in overrides:
+        key, op, value, error, value_known = _parse(override)
+        if error is not None:
+            config.key_issues.append(KeyIssue(override, "grammar", error))
+            continue
+        if not key:
+            config.key_issues.append(KeyIssue(override, "grammar", "no key"))
+            continue
+        if key == "hydra" or key.startswith("hydra."):
+            continue  # Hydra's own settings (hydra.run.dir ...), not part of the job config
+        reason = "; ".join(override.unknowns) if override.unknowns else "value depends on an unknown"
+
+        if op == "~":
+            known, current = _select(flat, resolver, key)
+            if known and current is None:
+                config.key_issues.append(KeyIssue(override, "delete-missing", f"'{key}' does not exist (or is null)"))
+                continue
+            if value is not None and value_known and known and value != current and not flat.is_node(key):
+                config.key_issues.append(KeyIssue(
+                    override, "delete-missing", f"the value of '{key}' is {current!r}, not {value!r}"))
+                continue
+            flat.delete(key)
+            for k in [k for k in config.set_by if k == key or k.startswith(key + ".")]:
+                del config.set_by[k]
+            for k in [k for k in unknown if k == key or k.startswith(key + ".")]:
+                del unknown[k]
+            continue
+
+        if op == "=":
+            problem = _change_problem(flat, key, value) if value_known or not isinstance(value, (dict, list)) else None
+            if problem is not None:
+                issue = None
+                if problem.startswith("missing"):
+                    missing_key = problem.partition(":")[2] or key
+                    issue = _migration_issue(override, missing_key, version)
+                    if issue is None:
+                        blocked = flat.blocking_leaf(missing_key)
+                        if blocked is not None:
+                            current = flat.values[blocked]
+                            hint = ("use +" if current in (None, {}) or isinstance(current, str) else "it is a value")
+                            detail = f"'{missing_key}' is not in the config: '{blocked}' is {current!r} ({hint})"
+                        else:
+                            detail = f"'{missing_key}' is not in verl {version} {config_name}"
+                        issue = KeyIssue(override, "unknown-key", detail, _suggest(missing_key, flat))
+                else:
+                    issue = KeyIssue(override, "unknown-key", f"cannot set '{key}': {problem}")
+                config.key_issues.append(issue)
+                continue
+        elif op == "+":
+            if not isinstance(value, (dict, list)):
+                known, current = _select(flat, resolver, key)
+                if known and current is not None:
+                    shown = "a mapping" if flat.is_node(key) else repr(current)
+                    config.key_issues.append(KeyIssue(
+                        override, "plus-on-existing",
+                        f"'{key}' already has a value ({shown}); drop the '+'", key))
+                    continue
+
+        written = flat.set(key, value)
+        for leaf in written:
+            config.set_by[leaf] = override
+            unknown.pop(leaf, None)
+            if not value_known:
+                unknown[leaf] = reason
+        if value_known and op in ("=", "+", "++"):
+            change = bad_value(key, value, version)
+            if change is not None:
+                detail = f"{key}={value} is not accepted from verl {change.since}: {change.note}"
+                config.key_issues.append(KeyIssue(override, "bad-value", detail, str(change.new_value)))
+        # A removed key added with + or ++ is accepted by Hydra but ignored by verl.
+        if op in ("+", "++") and not (set(written) & set(defaults)):
+            issue = _migration_issue(override, key, version)
+            if issue is not None and issue.kind in ("renamed", "removed"):
+                config.key_issues.append(issue)
+
+    # Resolve interpolations over the final config.
+    resolver.invalidate()
+    resolved: dict[str, Any] = {}
+    for key, raw in flat.values.items():
+        if key in unknown:
+            continue
+        if has_interpolation(raw):
+            try:
+                resolved[key] = resolver.resolve(key)
+            except Unresolvable as err:
+                unknown[key] = str(err)
+    flat.values.update(resolved)
+    config.values = flat.values
+    config.unknown = unknown
+    config.backend = _backend(config_name, flat.values)
+    return config
+
+
+def _nodes_of(values: dict[str, Any]) -> set[str]:
+    found: set[str] = set()
+    for key in values:
+        cut = key.rfind(".")
+        while cut > 0:
+            prefix = key[:cut]
+            if prefix in found:
+                break
+            found.add(prefix)
+            cut = prefix.rfind(".")
+    return found
+
+
+def is_hydra_rejection(issue: KeyIssue) -> bool:
+    """True when Hydra itself refuses the override (the run dies while composing the config).
+    A renamed/removed key written without `+` is refused as an unknown key."""
+    if issue.kind in ("unknown-key", "plus-on-existing", "delete-missing", "grammar"):
+        return True
+    if issue.kind in ("renamed", "removed"):
+        return issue.override.op == "=" or not issue.override.text.startswith("+")
+    return False
+
+
+# --- config selection --------------------------------------------------------------------------
+
+
+def _strip_yaml(name: str) -> str:
+    return name[:-5] if name.endswith(".yaml") else name[:-4] if name.endswith(".yml") else name
+
+
+def _candidate_dirs(config_path: str, script_dir: str | None, config_root: str | None) -> list[Path]:
+    """Where `--config-path` may point: absolute, next to the script, or (for paths that start
+    with an unknown like `<?PWD>`) relative to the script's ancestors or `config_root`."""
+    text = config_path
+    if text.startswith("file://"):
+        text = text[len("file://"):]
+    relative = text
+    if text.startswith(UNKNOWN_OPEN):
+        end = text.find(">")
+        relative = text[end + 1:].lstrip("/") if end > 0 else text
+    elif UNKNOWN_OPEN in text:
+        return []
+    out: list[Path] = []
+    path = Path(relative)
+    if path.is_absolute() and not text.startswith(UNKNOWN_OPEN):
+        out.append(path)
+    else:
+        bases: list[Path] = []
+        if config_root:
+            bases.append(Path(config_root))
+        if script_dir:
+            here = Path(script_dir).resolve()
+            bases += [here, *here.parents]
+        out += [base / path for base in bases]
+    return out
+
+
+def _find_config_dir(invocation: Invocation, name: str, script_dir: str | None, config_root: str | None) -> Path | None:
+    if not invocation.config_path:
+        return None
+    for directory in _candidate_dirs(invocation.config_path, script_dir, config_root):
+        if (directory / f"{name}.yaml").is_file() or (directory / f"{name}.yml").is_file():
+            return directory
+    return None
+
+
+_RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
+
+
+def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str, Any], str]:
+    """Flat defaults of a config found next to the script, its defaults list resolved
+    against the packaged PPO schema; and the PPO config it builds on."""
+    from generator.schema import load
+    from generator.schema.compose import compose, flatten, unflatten
+
+    path = directory / f"{name}.yaml"
+    mtime = path.stat().st_mtime if path.exists() else 0.0
+    cache_key = (str(directory), name, version, mtime)
+    if cache_key in _RECIPE_CACHE:
+        cached, base = _RECIPE_CACHE[cache_key]
+        return dict(cached), base
+    schema = load(version)
+    used: list[str] = []
+
+    def fallback(config: str) -> dict[str, Any] | None:
+        if config in schema.configs:
+            used.append(config)
+            return unflatten(schema.configs[config])
+        return None
+
+    flat = flatten(compose(directory, name, fallback=fallback))
+    base = used[0] if used else ("ppo_megatron_trainer" if "megatron" in name else "ppo_trainer")
+    _RECIPE_CACHE[cache_key] = (flat, base)
+    return dict(flat), base
+
+
+def build_config(
+    invocation: Invocation,
+    *,
+    version: str,
+    script_dir: str | None = None,
+    config_root: str | None = None,
+) -> Config:
+    """The effective config of one trainer call under verl `version` (a schema id).
+
+    `config_root` is an extra base for relative or `<?PWD>/...` config paths (e.g. the root
+    of the repository the script lives in)."""
+    from generator.schema import load
+    from generator.schema.compose import ComposeError
+
+    schema = load(version)
+    notes: list[str] = []
+    raw_name = invocation.config_name
+    if raw_name and UNKNOWN_OPEN in raw_name:
+        notes.append(f"--config-name {raw_name} is unknown; checked against the PPO defaults")
+        raw_name = None
+    name = _strip_yaml(raw_name) if raw_name else None
+    defaults: dict[str, Any] | None = None
+    nodes = None
+    schema_name = name or "ppo_trainer"
+    if name is None or name in PPO_CONFIGS:
+        schema_name = name or ("ppo_trainer" if invocation.entry == "verl.trainer.main_ppo" else "ppo_trainer")
+        if name is None and invocation.entry != "verl.trainer.main_ppo":
+            notes.append(f"{invocation.entry}: its own default config is not known; checked against ppo_trainer")
+        if schema_name in schema.configs:
+            defaults = schema.configs[schema_name]
+            nodes = schema.nodes(schema_name)
+    else:
+        directory = _find_config_dir(invocation, name, script_dir, config_root)
+        if directory is not None:
+            try:
+                defaults, _base = _compose_recipe(directory, name, version)
+            except (ComposeError, OSError, ValueError) as err:
+                notes.append(f"config {name}: {' '.join(str(err).split())}; checked against the PPO defaults")
+        else:
+            notes.append(f"config {name} was not found next to the script; checked against the PPO defaults")
+    if defaults is None:
+        fallback_name = "ppo_megatron_trainer" if name and "megatron" in name else "ppo_trainer"
+        defaults = schema.configs[fallback_name]
+        nodes = schema.nodes(fallback_name)
+    config = apply_overrides(
+        defaults,
+        list(invocation.overrides),
+        version=version,
+        config_name=schema_name,
+        nodes=nodes,
+        entry=invocation.entry,
+        passes_args=invocation.passes_args,
+    )
+    config.notes.extend(notes)
+    return config
+
+
+def _synthetic(text: str, key: str, op: str, value: str | None, index: int) -> Override:
+    span = Span(0, 0, index + 1)
+    return Override(text=text, key=key, op=op, value=value, line=index + 1, word=span,  # type: ignore[arg-type]
+                    provenance=Provenance(source="literal", span=None))
+
+
+def needed_op(key: str, *, version: str, config_name: str = "ppo_megatron_trainer") -> str:
+    """The prefix a script must write to set `key` to a scalar: "" when the key exists, "+"
+    when it must be added."""
+    from generator.schema import load
+
+    return "" if load(version).has(key, config_name) else "+"
+
+
+def overrides_from_dict(values: dict[str, Any], *, version: str, config_name: str) -> list[Override]:
+    """Override objects for {key: python value}: `key=v` when the key exists, `+key=v` when it
+    does not but may be added (under a free-form mapping, or below a null/{} leaf)."""
+    from generator.overrides import format_value
+    from generator.schema import load
+
+    schema = load(version)
+    defaults = schema.configs.get(config_name, {})
+    flat = FlatConfig(defaults, schema.nodes(config_name) if config_name in schema.configs else ())
+    out: list[Override] = []
+    for index, (key, value) in enumerate(values.items()):
+        text_value = format_value(value)
+        op = ""
+        if not flat.exists(key):
+            blocked = flat.blocking_leaf(key)
+            parent = key.rpartition(".")[0]
+            open_parent = any(part in OPEN_MAPPINGS for part in parent.split("."))
+            if blocked is not None and defaults.get(blocked) in (None, {}):
+                op = "+"
+            elif open_parent:
+                op = "+"
+        text = f"{op}{key}={text_value}"
+        out.append(_synthetic(text, key, op or "=", text_value, index))
+    return out
+
+
+def config_from_overrides(
+    overrides: list[str] | dict[str, Any],
+    *,
+    version: str,
+    config_name: str = "ppo_megatron_trainer",
+    entry: str = "verl.trainer.main_ppo",
+) -> Config:
+    """The effective config for generated configs and tests: `["a.b=1", "+c=2"]` as Hydra
+    override text, or `{"a.b": 1}` as Python values."""
+    from generator.overrides import parse_override
+    from generator.schema import load
+
+    schema = load(version)
+    if isinstance(overrides, dict):
+        items = overrides_from_dict(overrides, version=version, config_name=config_name)
+    else:
+        items = []
+        for index, text in enumerate(overrides):
+            parsed = parse_override(text)
+            items.append(_synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
+    return apply_overrides(
+        schema.configs[config_name] if config_name in schema.configs else schema.defaults(config_name),
+        items,
+        version=version,
+        config_name=config_name,
+        nodes=schema.nodes(config_name),
+        entry=entry,
+    )

@@ -1,0 +1,254 @@
+"""Resolve OmegaConf interpolations over a flat dotted dict, without building OmegaConf trees.
+
+Handles what verl's configs and users' overrides contain: `${a.b}`, relative `${.x}` and
+`${..x}`, `${oc.select:key,default}` (nested defaults too), `${oc.env:VAR,default}` (unknown:
+we never read the user's environment), and interpolations embedded in text ("p${a.b}q").
+A whole-value interpolation keeps the type of its target; an embedded one becomes text.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any, Callable
+
+MISSING = "???"
+
+
+class Unresolvable(Exception):
+    """The value cannot be known statically (environment, unknown input, broken reference)."""
+
+
+@dataclass(frozen=True)
+class _Ref:
+    """Marker returned by a lookup that hit a value depending on an unknown."""
+
+    reason: str
+
+
+def has_interpolation(value: Any) -> bool:
+    return isinstance(value, str) and "${" in value
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on `sep` outside ${...}, [...], {...} and quotes."""
+    parts, depth, quote, start = [], 0, "", 0
+    i = 0
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch in "[{":
+            depth += 1
+        elif ch in "]}":
+            depth -= 1
+        elif ch == sep and depth == 0:
+            parts.append(text[start:i])
+            start = i + 1
+        i += 1
+    parts.append(text[start:])
+    return parts
+
+
+def _find_close(text: str, start: int) -> int:
+    """Index of the `}` closing the `${` whose body starts at `start`."""
+    depth, quote, i = 1, "", start
+    while i < len(text):
+        ch = text[i]
+        if quote:
+            if ch == "\\":
+                i += 2
+                continue
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "{":
+            depth += 1
+        elif ch == "}":
+            depth -= 1
+            if depth == 0:
+                return i
+        i += 1
+    raise Unresolvable(f"unterminated interpolation in {text!r}")
+
+
+def _literal(text: str) -> Any:
+    """A resolver argument as OmegaConf's grammar reads it (null, bools, numbers, [], {}, quotes)."""
+    raw = text.strip()
+    if raw == "":
+        return ""
+    if len(raw) >= 2 and raw[0] == raw[-1] and raw[0] in "'\"":
+        return raw[1:-1]
+    low = raw.lower()
+    if low == "null":
+        return None
+    if low in ("true", "false"):
+        return low == "true"
+    try:
+        return int(raw.replace("_", ""))
+    except ValueError:
+        pass
+    try:
+        if any(c.isdigit() for c in raw) or low in ("inf", "-inf", "+inf", "nan"):
+            return float(raw.replace("_", ""))
+    except ValueError:
+        pass
+    if raw.startswith("[") and raw.endswith("]"):
+        inner = raw[1:-1].strip()
+        return [] if not inner else [_literal(p) for p in _split_top(inner, ",")]
+    if raw.startswith("{") and raw.endswith("}"):
+        inner = raw[1:-1].strip()
+        out: dict[str, Any] = {}
+        for item in _split_top(inner, ",") if inner else []:
+            k, _, v = item.partition(":")
+            out[k.strip()] = _literal(v)
+        return out
+    return raw
+
+
+class Resolver:
+    """Resolves interpolations in `values` (flat dotted dict).
+
+    `unknown_of(key)` returns a reason when the key's own value depends on an unknown input
+    (e.g. a `<?unset:HOME>` marker); references to such keys propagate that reason.
+    """
+
+    def __init__(
+        self,
+        values: dict[str, Any],
+        nodes: Callable[[], set[str]] | None = None,
+        unknown_of: Callable[[str], str | None] | None = None,
+    ) -> None:
+        self.values = values
+        self._nodes = nodes
+        self._unknown_of = unknown_of or (lambda key: None)
+        self._cache: dict[str, Any] = {}
+        self._active: set[str] = set()
+
+    # -- lookups -------------------------------------------------------------------------
+
+    def _subtree(self, key: str) -> dict[str, Any] | None:
+        prefix = key + "."
+        found = {k[len(prefix):]: v for k, v in self.values.items() if k.startswith(prefix)}
+        if not found:
+            return None
+        from generator.schema.compose import unflatten
+
+        return unflatten({k: self.resolve(prefix + k) for k in found})
+
+    def exists(self, key: str) -> bool:
+        if key in self.values:
+            return True
+        if self._nodes is not None:
+            return key in self._nodes()
+        prefix = key + "."
+        return any(k.startswith(prefix) for k in self.values)
+
+    def resolve(self, key: str) -> Any:
+        """The resolved value of `key` (a leaf or an inner node); KeyError when it does not exist."""
+        if key in self._cache:
+            return self._cache[key]
+        if key not in self.values:
+            sub = self._subtree(key)
+            if sub is None:
+                raise KeyError(key)
+            return sub
+        reason = self._unknown_of(key)
+        if reason:
+            raise Unresolvable(reason)
+        raw = self.values[key]
+        if not has_interpolation(raw):
+            return raw
+        if key in self._active:
+            raise Unresolvable(f"interpolation cycle at {key}")
+        self._active.add(key)
+        try:
+            value = self.evaluate(raw, key)
+        finally:
+            self._active.discard(key)
+        self._cache[key] = value
+        return value
+
+    def invalidate(self) -> None:
+        self._cache.clear()
+
+    # -- evaluation ----------------------------------------------------------------------
+
+    def _absolute(self, ref: str, owner: str) -> str:
+        """`.x` / `..x` relative to the node holding `owner`; plain keys are absolute."""
+        if not ref.startswith("."):
+            return ref
+        dots = len(ref) - len(ref.lstrip("."))
+        parts = owner.split(".")[:-1]  # the node that holds the owner key
+        if dots > 1:
+            parts = parts[: len(parts) - (dots - 1)] if dots - 1 <= len(parts) else []
+        rest = ref[dots:]
+        return ".".join([*parts, rest]) if rest else ".".join(parts)
+
+    def evaluate(self, text: str, owner: str) -> Any:
+        """Evaluate a string that may contain interpolations, as the value of `owner`."""
+        start = text.find("${")
+        if start < 0:
+            return text
+        close = _find_close(text, start + 2)
+        if start == 0 and close == len(text) - 1:
+            return self._interpolation(text[2:close], owner)
+        pieces: list[str] = []
+        pos = 0
+        while start >= 0:
+            pieces.append(text[pos:start])
+            close = _find_close(text, start + 2)
+            value = self._interpolation(text[start + 2 : close], owner)
+            pieces.append(str(value))
+            pos = close + 1
+            start = text.find("${", pos)
+        pieces.append(text[pos:])
+        return "".join(pieces)
+
+    def _interpolation(self, body: str, owner: str) -> Any:
+        body = body.strip()
+        head, colon, args = body.partition(":")
+        if colon and not head.startswith(".") and "." in head and head.replace(".", "").replace("_", "").isalnum() and head.startswith("oc."):
+            return self._call(head, args, owner)
+        if colon and head.isidentifier():
+            return self._call(head, args, owner)
+        target = self._absolute(self.evaluate(body, owner) if "${" in body else body, owner)
+        try:
+            value = self.resolve(target)
+        except KeyError:
+            raise Unresolvable(f"interpolation ${{{body}}} points to a missing key {target}") from None
+        if value == MISSING:
+            raise Unresolvable(f"interpolation ${{{body}}} points to mandatory key {target} that is not set")
+        return value
+
+    def _call(self, name: str, args: str, owner: str) -> Any:
+        parts = _split_top(args, ",") if args.strip() else []
+        if name == "oc.select":
+            if not parts:
+                raise Unresolvable("oc.select without a key")
+            target = self._absolute(str(self._arg(parts[0], owner)), owner)
+            default = self._arg(",".join(parts[1:]), owner) if len(parts) > 1 else None
+            if not self.exists(target):
+                return default
+            value = self.resolve(target)
+            return default if value == MISSING else value
+        if name == "oc.env":
+            var = str(self._arg(parts[0], owner)) if parts else ""
+            raise Unresolvable(f"depends on environment variable {var} at launch (${{oc.env:...}})")
+        if name == "oc.decode":
+            return _literal(str(self._arg(args, owner)))
+        raise Unresolvable(f"resolver {name} is evaluated by verl at run time")
+
+    def _arg(self, text: str, owner: str) -> Any:
+        stripped = text.strip()
+        if "${" in stripped:
+            if stripped.startswith("${") and _find_close(stripped, 2) == len(stripped) - 1:
+                return self._interpolation(stripped[2:-1], owner)
+            return self.evaluate(stripped, owner)
+        return _literal(stripped)

@@ -1,0 +1,173 @@
+"""The Schema object: flat dotted defaults of verl's PPO configs for one release."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from functools import cached_property
+from pathlib import Path
+from typing import Any, Iterable
+
+from generator.errors import InputError
+from generator.versions import parse
+
+DATA_DIR = Path(__file__).resolve().parent / "data"
+DEFAULT_CONFIG = "ppo_megatron_trainer"
+MANDATORY = "???"
+
+# Schemas read from a config directory at run time (the user's installed verl when its
+# release is not packaged): id -> directory.
+_REGISTERED_DIRS: dict[str, Path] = {}
+_CACHE: dict[str, "Schema"] = {}
+
+
+def _restore(value: Any) -> Any:
+    if isinstance(value, dict):
+        if len(value) == 1 and "__float__" in value:
+            return float(value["__float__"])
+        return {k: _restore(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_restore(v) for v in value]
+    return value
+
+
+@dataclass
+class Schema:
+    """Defaults of each config (`ppo_trainer`, `ppo_megatron_trainer`) as {dotted_key: value}.
+
+    Leaves are scalars, lists, or `{}` (an empty mapping: keys below it need `+`). A key with
+    value "???" is mandatory. Interpolations are kept as text, e.g. "${oc.select:a.b,null}".
+    """
+
+    version: str
+    source: str
+    configs: dict[str, dict[str, Any]]
+    mandatory_by_config: dict[str, list[str]] = field(default_factory=dict)
+
+    def config_names(self) -> list[str]:
+        return list(self.configs)
+
+    def _config(self, config_name: str) -> dict[str, Any]:
+        try:
+            return self.configs[config_name]
+        except KeyError:
+            known = ", ".join(self.configs)
+            raise InputError(f"verl {self.version} has no config '{config_name}' (known: {known})") from None
+
+    def defaults(self, config_name: str = DEFAULT_CONFIG) -> dict[str, Any]:
+        """A fresh copy of the flat defaults (lists and `{}` leaves are shared: do not mutate them)."""
+        return dict(self._config(config_name))
+
+    def keys(self, config_name: str = DEFAULT_CONFIG) -> Iterable[str]:
+        return self._config(config_name).keys()
+
+    def has(self, key: str, config_name: str = DEFAULT_CONFIG) -> bool:
+        """True for a leaf and for an inner node (`actor_rollout_ref.actor.megatron`)."""
+        return key in self._config(config_name) or key in self.nodes(config_name)
+
+    def nodes(self, config_name: str = DEFAULT_CONFIG) -> frozenset[str]:
+        """Every inner (mapping) node: the proper prefixes of the leaves."""
+        cache = self._nodes_cache
+        if config_name not in cache:
+            found: set[str] = set()
+            for key in self._config(config_name):
+                cut = key.rfind(".")
+                while cut > 0:
+                    prefix = key[:cut]
+                    if prefix in found:
+                        break
+                    found.add(prefix)
+                    cut = prefix.rfind(".")
+            cache[config_name] = frozenset(found)
+        return cache[config_name]
+
+    @cached_property
+    def _nodes_cache(self) -> dict[str, frozenset[str]]:
+        return {}
+
+    @property
+    def mandatory(self) -> frozenset[str]:
+        """Keys that must be set (`???` in verl's YAML), in any of the configs."""
+        return frozenset(k for keys in self.mandatory_by_config.values() for k in keys)
+
+    def all_keys(self) -> set[str]:
+        """Leaves of every config of this release."""
+        out: set[str] = set()
+        for values in self.configs.values():
+            out.update(values)
+        return out
+
+
+def _packaged_ids() -> list[str]:
+    return [p.stem for p in DATA_DIR.glob("*.json")]
+
+
+def _sort_key(version: str) -> tuple:
+    try:
+        return (parse(version), "+" in version, version)
+    except ValueError:
+        return ((999,), False, version)
+
+
+def available() -> list[str]:
+    """Schema ids packaged with verl-gen (plus any registered from a directory), oldest first."""
+    return sorted(set(_packaged_ids()) | set(_REGISTERED_DIRS), key=_sort_key)
+
+
+def normalize(version: str) -> str:
+    text = version.strip()
+    return text[1:] if text[:1] in ("v", "V") and text[1:2].isdigit() else text
+
+
+def register_dir(version: str, config_dir: str | Path, source: str | None = None) -> None:
+    """Make `load(version)` read verl's YAML from `config_dir` (e.g. an installed verl)."""
+    _REGISTERED_DIRS[version] = Path(config_dir)
+    _CACHE.pop(version, None)
+    if source:
+        _DIR_SOURCES[version] = source
+
+
+_DIR_SOURCES: dict[str, str] = {}
+
+
+def _from_dir(version: str, config_dir: Path) -> Schema:
+    from generator.schema.compose import ComposeError, compose, flatten
+    from generator.schema.yamlload import load_yaml_file
+
+    configs: dict[str, dict[str, Any]] = {}
+    for name in ("ppo_trainer", DEFAULT_CONFIG):
+        generated = config_dir / f"_generated_{name}.yaml"
+        try:
+            if generated.is_file():
+                configs[name] = flatten(load_yaml_file(generated) or {})
+            elif (config_dir / f"{name}.yaml").is_file():
+                configs[name] = flatten(compose(config_dir, name))
+        except (OSError, ValueError, ComposeError) as err:
+            raise InputError(f"cannot read verl config {name} in {config_dir}: {err}") from None
+    if not configs:
+        raise InputError(f"no verl PPO config found in {config_dir}")
+    mandatory = {n: sorted(k for k, v in c.items() if v == MANDATORY) for n, c in configs.items()}
+    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
+
+
+def load(version: str) -> Schema:
+    """The schema for a release id from `available()`; InputError (one line) otherwise."""
+    key = normalize(version)
+    cached = _CACHE.get(key)
+    if cached is not None:
+        return cached
+    if key in _REGISTERED_DIRS:
+        schema = _from_dir(key, _REGISTERED_DIRS[key])
+    else:
+        path = DATA_DIR / f"{key}.json"
+        if not key or "/" in key or not path.is_file():
+            raise InputError(f"no schema for verl '{version}'; known: {', '.join(available())}")
+        try:
+            doc = json.loads(path.read_text(encoding="utf-8"))
+        except (OSError, ValueError) as err:
+            raise InputError(f"packaged schema {path.name} is unreadable: {err}") from None
+        configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
+                   for name, values in doc["configs"].items()}
+        schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}))
+    _CACHE[key] = schema
+    return schema

@@ -1,0 +1,257 @@
+"""Keys and values that moved or disappeared between verl releases, as data + pure functions.
+
+Two sources, merged:
+  * derived: a key present in the older packaged schema and absent from the newer one;
+  * hand-written moves (`MOVES`, facts from verl's release history, docs/verl-rules.md §3):
+    where the key went. Prefix moves end in "." and map every key below them.
+A move is only reported with its new key when that key exists in the target release; else the
+key is reported as removed, with the move's note.
+`gen migrate` (a later module) turns these into edits; `generator.config` uses them to explain
+unknown keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any
+
+from generator.versions import parse
+
+
+@dataclass(frozen=True)
+class Rename:
+    """`old_key` (present in the older release) is `new_key` in the newer one, or gone (None)."""
+
+    old_key: str
+    new_key: str | None
+    since: str  # first release (schema id) without old_key, or with the new meaning
+    note: str = ""
+    backend: str | None = None  # "megatron" when the move only concerns that backend
+
+
+@dataclass(frozen=True)
+class ValueChange:
+    """A value of `key` that stopped working in `since`; `new_value` is what to write instead
+    (None: no automatic replacement)."""
+
+    key: str
+    old_value: Any
+    new_value: Any
+    since: str
+    note: str = ""
+
+
+@dataclass(frozen=True)
+class _Move:
+    old: str
+    new: str | None
+    since: str
+    note: str = ""
+    backend: str | None = None
+
+
+_ARR = "actor_rollout_ref."
+_RECOMPUTE = (
+    "Megatron recompute moved to override_transformer_config (recompute_granularity=full, "
+    "recompute_method=uniform, recompute_num_layers=N); the old model.* keys are not read by the "
+    "Megatron workers"
+)
+
+MOVES: tuple[_Move, ...] = (
+    # v0.5.0: Megatron activation checkpointing
+    _Move(_ARR + "model.enable_gradient_checkpointing",
+          _ARR + "actor.megatron.override_transformer_config.recompute_granularity", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move(_ARR + "model.gradient_checkpointing_kwargs.activations_checkpoint_granularity",
+          _ARR + "actor.megatron.override_transformer_config.recompute_granularity", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move(_ARR + "model.gradient_checkpointing_kwargs.activations_checkpoint_method",
+          _ARR + "actor.megatron.override_transformer_config.recompute_method", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move(_ARR + "model.gradient_checkpointing_kwargs.activations_checkpoint_num_layers",
+          _ARR + "actor.megatron.override_transformer_config.recompute_num_layers", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move("critic.model.enable_gradient_checkpointing",
+          "critic.megatron.override_transformer_config.recompute_granularity", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move("critic.model.gradient_checkpointing_kwargs.activations_checkpoint_granularity",
+          "critic.megatron.override_transformer_config.recompute_granularity", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move("critic.model.gradient_checkpointing_kwargs.activations_checkpoint_method",
+          "critic.megatron.override_transformer_config.recompute_method", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move("critic.model.gradient_checkpointing_kwargs.activations_checkpoint_num_layers",
+          "critic.megatron.override_transformer_config.recompute_num_layers", "0.5.0", _RECOMPUTE, "megatron"),
+    _Move("critic.kl_ctrl.", None, "0.5.0", "critic.kl_ctrl was never read; the KL controller is algorithm.kl_ctrl"),
+    # v0.6.0: ray settings and profiler
+    _Move("ray_init.num_cpus", "ray_kwargs.ray_init.num_cpus", "0.6.0"),
+    _Move("ray_init.timeline_json_file", "ray_kwargs.timeline_json_file", "0.6.0"),
+    _Move(_ARR + "actor.profile.use_profile", _ARR + "actor.profiler.enable", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "actor.profile.profile_ranks", _ARR + "actor.profiler.ranks", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "actor.profile.save_path", _ARR + "actor.profiler.save_path", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "actor.profile.step_start", _ARR + "actor.profiler.tool_config.torch.step_start", "0.6.0"),
+    _Move(_ARR + "actor.profile.step_end", _ARR + "actor.profiler.tool_config.torch.step_end", "0.6.0"),
+    _Move(_ARR + "ref.profile.use_profile", _ARR + "ref.profiler.enable", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "ref.profile.profile_ranks", _ARR + "ref.profiler.ranks", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "ref.profile.save_path", _ARR + "ref.profiler.save_path", "0.6.0", "profiler settings moved"),
+    _Move(_ARR + "ref.profile.step_start", _ARR + "ref.profiler.tool_config.torch.step_start", "0.6.0"),
+    _Move(_ARR + "ref.profile.step_end", _ARR + "ref.profiler.tool_config.torch.step_end", "0.6.0"),
+    _Move("trainer.profile_steps", "global_profiler.steps", "0.6.0", "profiler settings moved"),
+    _Move("trainer.controller_nsight_options.", "global_profiler.global_tool_config.nsys.controller_nsight_options.", "0.6.0"),
+    _Move("trainer.worker_nsight_options.", "global_profiler.global_tool_config.nsys.worker_nsight_options.", "0.6.0"),
+    # v0.6.1: rollout importance sampling became rollout_correction
+    _Move("algorithm.rollout_is", "algorithm.rollout_correction.rollout_is", "0.6.1",
+          "rollout_is now takes the aggregation level ('token' or 'sequence'; null disables) instead of True/False"),
+    _Move("algorithm.rollout_is_level", "algorithm.rollout_correction.rollout_is", "0.6.1",
+          "the level is now the value of rollout_correction.rollout_is"),
+    _Move("algorithm.rollout_is_threshold", "algorithm.rollout_correction.rollout_is_threshold", "0.6.1"),
+    _Move("algorithm.rollout_is_veto_threshold", "algorithm.rollout_correction.rollout_token_veto_threshold", "0.6.1"),
+    # after v0.7.0 (verl b178a3c and 0.7.1)
+    _Move(_ARR + "rollout.update_weights_bucket_megabytes",
+          _ARR + "rollout.checkpoint_engine.update_weights_bucket_megabytes", "0.7.1",
+          "the weight-sync bucket moved under checkpoint_engine (its default is 2048, was 512)"),
+    _Move("reward_manager.", "reward.reward_manager.", "0.7.1", "reward settings moved under reward."),
+    _Move("reward_model.sandbox_fusion.", "reward.sandbox_fusion.", "0.7.1", "reward settings moved under reward."),
+    _Move("sandbox_fusion.", "reward.sandbox_fusion.", "0.7.1", "reward settings moved under reward."),
+    _Move("custom_reward_function.", "reward.custom_reward_function.", "0.7.1", "reward settings moved under reward."),
+    _Move("reward_model.model.path", "reward.reward_model.model_path", "0.7.1", "reward settings moved under reward."),
+    _Move("reward_model.rollout.", "reward.reward_model.rollout.", "0.7.1", "reward settings moved under reward."),
+    _Move("reward_model.", "reward.reward_model.", "0.7.1", "reward settings moved under reward."),
+    _Move("critic.model.fsdp_config.", "critic.fsdp.", "0.8.0", "the critic's FSDP engine config moved"),
+    _Move(_ARR + "rollout.skip_rollout", _ARR + "rollout.skip.enable", "0.8.0"),
+    _Move(_ARR + "rollout.skip_dump_dir", _ARR + "rollout.skip.dump_dir", "0.8.0"),
+    _Move(_ARR + "rollout.skip.", "skip.rollout.", "0.9.0", "rollout skipping moved to the top-level skip."),
+    _Move(_ARR + "actor.router_replay.", _ARR + "actor.megatron.router_replay.", "0.9.1"),
+    _Move(_ARR + "ref.router_replay.", _ARR + "ref.megatron.router_replay.", "0.9.1"),
+    _Move(_ARR + "actor.megatron.grad_offload", None, "0.9.1",
+          "it was never used: gradient buffers follow param_offload"),
+    _Move(_ARR + "ref.megatron.grad_offload", None, "0.9.1", "it was never used"),
+    _Move("critic.megatron.grad_offload", None, "0.9.1", "it was never used: gradient buffers follow param_offload"),
+)
+
+VALUE_CHANGES: tuple[ValueChange, ...] = (
+    ValueChange(_ARR + "rollout.mode", "sync", "async", "0.7.0",
+                "synchronous rollout was removed; async is the only rollout mode"),
+    ValueChange(_ARR + "rollout.load_format", "dummy_megatron", "dummy", "0.6.0",
+                "dummy_megatron was folded into dummy"),
+    ValueChange("reward_model.rollout.load_format", "dummy_megatron", "dummy", "0.6.0",
+                "dummy_megatron was folded into dummy"),
+)
+
+
+def removed_values(version: str | None = None) -> list[ValueChange]:
+    """Value-level migrations; with `version`, only those in force there (since <= version)."""
+    if version is None:
+        return list(VALUE_CHANGES)
+    v = parse(version)
+    return [c for c in VALUE_CHANGES if parse(c.since) <= v]
+
+
+def bad_value(key: str, value: Any, version: str) -> ValueChange | None:
+    """The value change that makes `key=value` invalid in `version`, if any."""
+    for change in removed_values(version):
+        if change.key == key and isinstance(value, str) and value == change.old_value:
+            return change
+    return None
+
+
+def _move_for(key: str) -> tuple[_Move, str | None] | None:
+    """The most specific hand-written move covering `key`, and the mapped new key."""
+    best: tuple[_Move, str | None] | None = None
+    best_len = -1
+    for move in MOVES:
+        if move.old.endswith("."):
+            if key.startswith(move.old) and len(move.old) > best_len:
+                new = None if move.new is None else move.new + key[len(move.old):]
+                best, best_len = (move, new), len(move.old)
+        elif key == move.old and len(move.old) > best_len:
+            best, best_len = (move, move.new), len(move.old)
+    return best
+
+
+def _sequence(from_version: str, to_version: str) -> list[str]:
+    from generator.schema.core import available
+
+    lo, hi = sorted((from_version, to_version), key=parse)
+    ids = [v for v in available() if parse(lo) <= parse(v) <= parse(hi)]
+    # `0.7.0+b178a3c` sorts after 0.7.0 (same tuple); keep the endpoints exact.
+    return ids
+
+
+def _first_missing(key: str, from_version: str, to_version: str) -> str:
+    """The first schema id after from_version (up to to_version) that lacks `key`."""
+    from generator.schema.core import load
+
+    for version in _sequence(from_version, to_version):
+        if version == from_version:
+            continue
+        if not load(version).has(key) and not _in_any_config(load(version), key):
+            return version
+    return to_version
+
+
+def _in_any_config(schema: Any, key: str) -> bool:
+    return any(schema.has(key, name) for name in schema.config_names())
+
+
+@lru_cache(maxsize=64)
+def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
+    from generator.schema.core import load
+
+    old = load(from_version)
+    new = load(to_version)
+    new_keys = new.all_keys()
+    out: list[Rename] = []
+    forward = parse(from_version) <= parse(to_version)
+    for key in sorted(old.all_keys()):
+        gone = not _in_any_config(new, key)
+        found = _move_for(key) if forward else None
+        if found is not None:
+            move, target = found
+            in_window = parse(from_version) < parse(move.since) <= parse(to_version)
+            if not gone and not (move.backend and in_window):
+                continue
+            if target is not None and target in new_keys:
+                out.append(Rename(key, target, move.since, move.note, move.backend))
+                continue
+            if move.new is None:
+                out.append(Rename(key, None, move.since, move.note or f"removed in verl {move.since}", move.backend))
+                continue
+            if not gone:
+                continue
+        if gone:
+            since = _first_missing(key, from_version, to_version) if forward else from_version
+            out.append(Rename(key, None, since, f"removed in verl {since}"))
+    return tuple(out)
+
+
+def renames(from_version: str, to_version: str) -> list[Rename]:
+    """Keys of `from_version`'s PPO configs that are renamed or gone in `to_version`."""
+    from generator.schema.core import normalize
+
+    return list(_renames_cached(normalize(from_version), normalize(to_version)))
+
+
+@lru_cache(maxsize=16)
+def history(version: str) -> dict[str, Rename]:
+    """Every key of an older packaged release that is renamed or gone in `version`
+    (old key -> Rename; the newest older release wins for its `since`)."""
+    from generator.schema.core import available
+
+    target = parse(version)
+    out: dict[str, Rename] = {}
+    for older in available():
+        if older == version or parse(older) > target or (parse(older) == target and "+" in older):
+            continue
+        for item in renames(older, version):
+            out.setdefault(item.old_key, item)
+    return out
+
+
+@lru_cache(maxsize=16)
+def added_later(version: str) -> dict[str, str]:
+    """Keys absent from `version` that a newer packaged release has: key -> first release."""
+    from generator.schema.core import available, load
+
+    here = load(version).all_keys()
+    out: dict[str, str] = {}
+    for newer in available():
+        if parse(newer) <= parse(version):
+            continue
+        for key in load(newer).all_keys() - here:
+            out.setdefault(key, newer)
+    return out

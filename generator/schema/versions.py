@@ -1,0 +1,128 @@
+"""Which verl release to check against: --verl-version, else the installed verl, else the
+newest packaged schema. Also maps corpus snapshot names to schema ids."""
+
+from __future__ import annotations
+
+import importlib.util
+import re
+from pathlib import Path
+
+from generator.errors import InputError
+from generator.schema.core import _packaged_ids, _sort_key, available, normalize, register_dir
+from generator.versions import parse
+
+# verl at b178a3c (the corpus snapshot "HEAD") sits between 0.7.0 and 0.7.1 and its config
+# differs from both, so it is packaged as its own schema id; parse() reads it as 0.7.0, so
+# version-gated rules treat it as 0.7.0.
+HEAD_SCHEMA = "0.7.0+b178a3c"
+
+SNAPSHOTS: dict[str, str] = {
+    "v0.4.1": "0.4.1",
+    "v0.5.0": "0.5.0",
+    "v0.6.0": "0.6.0",
+    "v0.6.1": "0.6.1",
+    "v0.7.0": "0.7.0",
+    "HEAD": HEAD_SCHEMA,
+    # verl-recipe snapshots are checked against the verl HEAD of the corpus (their config
+    # trees ship that verl); verl-recipe HEAD targets a newer verl, see corpus-report §4.
+    "verl-recipe@21892b9": HEAD_SCHEMA,
+    "verl-recipe@48ea0a7": HEAD_SCHEMA,
+}
+
+
+def snapshot_version(tag: str) -> str:
+    """Schema id to check a corpus snapshot (`v0.6.1`, `HEAD`, `verl-recipe@48ea0a7`) against."""
+    if tag in SNAPSHOTS:
+        return SNAPSHOTS[tag]
+    if tag.startswith("verl-recipe@"):
+        return HEAD_SCHEMA
+    raise InputError(f"unknown corpus snapshot '{tag}'; known: {', '.join(SNAPSHOTS)}")
+
+
+def _releases() -> list[str]:
+    """Packaged plain releases (no +build ids), oldest first."""
+    return sorted((v for v in _packaged_ids() if "+" not in v), key=_sort_key)
+
+
+def nearest_older(version: str) -> str | None:
+    target = parse(version)
+    older = [r for r in _releases() if parse(r) <= target]
+    return older[-1] if older else None
+
+
+def _installed_verl() -> tuple[str, Path] | None:
+    """(version, package dir) of the verl importable here, found without importing it."""
+    try:
+        spec = importlib.util.find_spec("verl")
+    except (ImportError, ValueError):
+        return None
+    if spec is None:
+        return None
+    locations = list(spec.submodule_search_locations or [])
+    if not locations and spec.origin:
+        locations = [str(Path(spec.origin).parent)]
+    if not locations:
+        return None
+    package = Path(locations[0])
+    version = _read_version(package)
+    return (version, package) if version else None
+
+
+def _read_version(package: Path) -> str | None:
+    version_file = package / "version" / "version"
+    try:
+        text = version_file.read_text(encoding="utf-8").strip()
+        if text:
+            return text
+    except OSError:
+        pass
+    # A dist-info next to the package: verl-X.dist-info/METADATA
+    for meta in sorted(package.parent.glob("verl-*.dist-info/METADATA")):
+        try:
+            for line in meta.read_text(encoding="utf-8").splitlines():
+                if line.startswith("Version:"):
+                    return line.split(":", 1)[1].strip()
+        except OSError:
+            continue
+    return None
+
+
+def resolve_version(explicit: str | None = None) -> tuple[str, str]:
+    """(schema id, how it was chosen)."""
+    if explicit is not None and explicit.strip():
+        wanted = normalize(explicit)
+        if wanted in available():
+            return wanted, "--verl-version"
+        try:
+            parse(wanted)
+        except ValueError:
+            raise InputError(f"--verl-version '{explicit}' is not a version; known: {', '.join(available())}") from None
+        older = nearest_older(wanted)
+        if older is None:
+            raise InputError(
+                f"verl {wanted} is older than every packaged schema; known: {', '.join(available())}"
+            )
+        return older, f"--verl-version {wanted} (not packaged; using nearest older release {older})"
+
+    installed = _installed_verl()
+    if installed is not None:
+        version, package = installed
+        version_id = normalize(version)
+        plain = re.sub(r"[^0-9.].*$", "", version_id).rstrip(".")
+        if version_id in _packaged_ids():
+            return version_id, f"installed verl {version} at {package}"
+        config_dir = package / "trainer" / "config"
+        if any((config_dir / f"{p}ppo_megatron_trainer.yaml").is_file() for p in ("_generated_", "")):
+            register_dir(version_id, config_dir, source=f"installed verl {version} at {package}")
+            return version_id, f"installed verl {version} at {package} (read its config YAML)"
+        if plain in _packaged_ids():
+            return plain, f"installed verl {version} at {package}"
+        try:
+            older = nearest_older(version_id)
+        except ValueError:
+            older = None
+        if older is not None:
+            return older, f"installed verl {version} at {package} (not packaged; using nearest older release {older})"
+
+    releases = _releases()
+    return releases[-1], "newest packaged"
