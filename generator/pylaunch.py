@@ -63,6 +63,8 @@ class PyOverrideList:
     element_ends: list[int] = field(default_factory=list)  # end byte of every element (incl. non-overrides)
     element_starts: list[int] = field(default_factory=list)
     entry: str | None = None  # `-m MODULE` found in a subprocess list
+    config_name: str | None = None  # compose(config_name=...) or --config-name in the list
+    config_path: str | None = None
 
 
 def _parse(source: bytes, path: str | None):
@@ -264,15 +266,23 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
     positions = wrapper.resolve(PositionProvider)
 
     kinds: dict[int, str] = {}
+    compose_names: dict[int, str | None] = {}
     for node in _walk(wrapper.module):
         if isinstance(node, cst.Call):
             name = _dotted(node.func)
             last = name.rsplit(".", 1)[-1]
+            config_name = None
+            if last == "compose":
+                for index, arg in enumerate(node.args):
+                    if (arg.keyword is not None and arg.keyword.value == "config_name") or (
+                            arg.keyword is None and index == 0 and not isinstance(arg.value, cst.List)):
+                        config_name = _literal_str(arg.value)
             for arg in node.args:
                 if not isinstance(arg.value, cst.List):
                     continue
                 if last == "compose" and (arg.keyword is None or arg.keyword.value == "overrides"):
                     kinds[id(arg.value)] = "compose"
+                    compose_names[id(arg.value)] = config_name
                 elif last in _SUBPROCESS_CALLS or name.startswith(("subprocess.", "os.")):
                     kinds[id(arg.value)] = "subprocess"
 
@@ -282,7 +292,8 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
             continue
         span = spans[node]
         result = PyOverrideList(kind=kinds.get(id(node), "list"), line=positions[node].start.line,
-                                start=span.start, end=span.start + span.length)
+                                start=span.start, end=span.start + span.length,
+                                config_name=compose_names.get(id(node)))
         strings = [_literal_str(el.value) for el in node.elements]
         for index, (element, text) in enumerate(zip(node.elements, strings)):
             el_span = spans[element.value]
@@ -290,6 +301,11 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
             result.element_ends.append(el_span.start + el_span.length)
             if text == "-m" and index + 1 < len(strings) and strings[index + 1]:
                 result.entry = strings[index + 1]
+            for flag, slot in (("--config-name", "config_name"), ("--config-path", "config_path")):
+                if text is not None and text.startswith(flag + "="):
+                    setattr(result, slot, text.split("=", 1)[1])
+                elif text == flag and index + 1 < len(strings):
+                    setattr(result, slot, strings[index + 1])
             if text is None or not isinstance(element.value, cst.SimpleString):
                 continue
             match = _looks_like_override(text)
@@ -391,3 +407,47 @@ def apply_key_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *, path: 
     data = source.encode("utf-8") if isinstance(source, str) else source
     edits, refused = key_edits_to_text_edits(data, key_edits, path=path)
     return apply_edits(data, edits), refused
+
+
+# --- a Python launcher as a read model ------------------------------------------------------
+
+PY_QUOTING = "py:"  # Provenance.quoting prefix for a Python string literal: "py:" + prefix + quote
+
+
+def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript":
+    """A Python launcher as a LaunchScript: one invocation per override list that runs a Hydra
+    entry (`compose(...)` → verl.trainer.main_ppo's config; a subprocess list with `-m MODULE`).
+    Each override's provenance points at the value inside its string literal, so the same fix
+    machinery edits it; a literal with escape sequences is not editable (span None)."""
+    from generator.launch import Invocation, LaunchScript, Override, Provenance, Span
+
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    script = LaunchScript(path=path, source=data)
+    for lst in read_override_lists(data, path):
+        if lst.kind == "list" and lst.entry is None:
+            continue
+        entry = lst.entry or "verl.trainer.main_ppo"
+        invocation = Invocation(
+            line=lst.line, span=Span(lst.start, lst.end, lst.line), entry=entry, entry_kind="module",
+            launcher="compose" if lst.kind == "compose" else "subprocess",
+            config_path=lst.config_path, config_name=lst.config_name, branch="live", passes_args=False)
+        for ov in lst.overrides:
+            word = Span(ov.span.start, ov.span.end, ov.line)
+            raw = data[ov.content_start:ov.content_end].decode("utf-8", "replace")
+            value_span = None
+            if raw == ov.text and ov.value is not None:
+                value_start = ov.content_start + len(ov.text[: len(ov.text) - len(ov.value)].encode())
+                value_span = Span(value_start, ov.content_end, ov.line)
+            prov = Provenance("literal", value_span, PY_QUOTING + ov.prefix + ov.quote)
+            invocation.overrides.append(Override(ov.text, ov.key, ov.op, ov.value, ov.line, word, prov))
+        script.invocations.append(invocation)
+    return script
+
+
+def insertion_for(script: "LaunchScript", invocation: "Invocation", key: str, value_text: str
+                  ) -> tuple[TextEdit | None, str | None]:
+    """Append `key=value` to the override list of a Python launcher's invocation."""
+    for lst in read_override_lists(script.source, script.path):
+        if (lst.start, lst.end) == (invocation.span.start, invocation.span.end):
+            return _append_element(script.source, lst, f"{key}={value_text}"), None
+    return None, "the override list was not found again"

@@ -134,3 +134,23 @@ def test_edited_launcher_reads_back_with_the_new_value():
     values = {o.key: o.value for lst in read_override_lists(out) for o in lst.overrides}
     assert values["trainer.logger"] == "[console,wandb]"
     assert values["data.train_batch_size"] == "256"
+
+
+def test_launcher_read_model_points_at_values_inside_the_literals():
+    from generator.fix.place import place_fix
+    from generator.fix.edits import apply_edits
+    from generator.pylaunch import read_launcher
+    from generator.rules.core import Fix
+
+    script = read_launcher(LAUNCHER, "launch.py")
+    assert [inv.entry for inv in script.invocations] == ["verl.trainer.main_ppo", "verl.trainer.main_ppo"]
+    assert script.invocations[1].config_name == "ppo_trainer"
+    first = script.invocations[0]
+    mini = first.overrides[1]
+    span = mini.provenance.span
+    assert script.source[span.start:span.end] == b"60"
+    placement = place_fix(Fix("mini", (KeyEdit(mini.key, 60, 64), KeyEdit("new.k", None, "a b"))),
+                          script, first, None)
+    out = apply_edits(script.source, placement.edits).decode()
+    assert "'actor_rollout_ref.actor.ppo_mini_batch_size=64'," in out
+    assert '"trainer.logger=[\'console\']",\n    "new.k=\'a b\'",\n]' in out

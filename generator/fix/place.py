@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.config.types import Config
-from generator.fix.edits import CannotQuote, requote
+from generator.fix.edits import requote
 from generator.fix.values import hydra_text
 from generator.launch import Invocation, LaunchScript, Override, Span
 from generator.rules.core import Applicability, Fix, KeyEdit, TextEdit
@@ -64,8 +64,15 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
     old_source = script.source[prov.span.start:prov.span.end].decode("utf-8", "replace")
     text = hydra_text(new_value, old_text=override.value)
     try:
-        replacement = requote(text, prov.quoting, word_split=prov.source == "string")
-    except CannotQuote as err:
+        if prov.quoting.startswith("py:"):  # a string literal in a Python launcher
+            from generator.pylaunch import py_requote
+
+            style = prov.quoting[3:]
+            quote = style.lstrip("rRuUfFbB")
+            replacement = py_requote(text, style[: len(style) - len(quote)], quote)
+        else:
+            replacement = requote(text, prov.quoting, word_split=prov.source == "string")
+    except ValueError as err:  # CannotQuote, or a raw string that cannot hold the text
         return None, f"{override.key} is not edited: {err}"
     if replacement == old_source:
         return None, None
@@ -179,8 +186,13 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
             placement.reason = f"{edit.key} is not set and there is no command to add it to"
             return placement
         op = "" if config is None or edit.key in config.values else "+"
-        value = requote(hydra_text(edit.new), "")
-        text_edit, reason = insertion_edit(script, invocation, f"{op}{edit.key}={value}")
+        if invocation.launcher in ("compose", "subprocess"):  # a Python launcher's list
+            from generator.pylaunch import insertion_for
+
+            text_edit, reason = insertion_for(script, invocation, f"{op}{edit.key}", hydra_text(edit.new))
+        else:
+            value = requote(hydra_text(edit.new), "")
+            text_edit, reason = insertion_edit(script, invocation, f"{op}{edit.key}={value}")
         if reason is not None:
             placement.reason = f"{edit.key} is not set and cannot be added: {reason}"
             return placement
