@@ -447,52 +447,53 @@ def _micro(rng: random.Random) -> int:
 
 
 def _mutations_for(base: str) -> list[tuple[str, Any]]:
-    """(name, function rng -> list of override strings) for one base."""
+    """(name, weight, function rng -> list of override strings) for one base. Changes that
+    verl always rejects (both micro keys set) weigh less, so accepted configs stay common."""
     megatron = base.startswith("megatron")
     critic = base == "megatron-ppo-critic"
     out: list[tuple[str, Any]] = [
-        ("train batch", lambda r: [f"data.train_batch_size={_batch(r)}"]),
-        ("mini batch", lambda r: [f"{A}ppo_mini_batch_size={_batch(r)}"]),
-        ("micro batch", lambda r: [f"{A}ppo_micro_batch_size_per_gpu={_micro(r)}"]),
-        ("rollout.n", lambda r: [f"{R}n={r.choice([1, 2, 3, 4, 5, 6, 8, 16])}"]),
-        ("gpus per node", lambda r: [f"trainer.n_gpus_per_node={r.choice([1, 2, 3, 4, 6, 8, 16])}"]),
-        ("nodes", lambda r: [f"trainer.nnodes={r.choice([1, 2, 3, 4, 8])}"]),
-        ("dynamic bsz", lambda r: [f"{A}use_dynamic_bsz={r.choice(['True', 'False'])}"]),
-        ("deprecated micro, both set", lambda r: [f"{A}ppo_micro_batch_size={_micro(r) * r.choice([1, 8])}"]),
-        ("deprecated micro only", lambda r: [f"{A}ppo_micro_batch_size_per_gpu=null",
+        ("train batch", 3, lambda r: [f"data.train_batch_size={_batch(r)}"]),
+        ("mini batch", 3, lambda r: [f"{A}ppo_mini_batch_size={_batch(r)}"]),
+        ("micro batch", 3, lambda r: [f"{A}ppo_micro_batch_size_per_gpu={_micro(r)}"]),
+        ("rollout.n", 2, lambda r: [f"{R}n={r.choice([1, 2, 3, 4, 5, 6, 8, 16])}"]),
+        ("gpus per node", 2, lambda r: [f"trainer.n_gpus_per_node={r.choice([1, 2, 3, 4, 6, 8, 16])}"]),
+        ("nodes", 1, lambda r: [f"trainer.nnodes={r.choice([1, 2, 3, 4, 8])}"]),
+        ("dynamic bsz", 1, lambda r: [f"{A}use_dynamic_bsz={r.choice(['True', 'False'])}"]),
+        ("deprecated micro, both set", 0.5, lambda r: [f"{A}ppo_micro_batch_size={_micro(r) * r.choice([1, 8])}"]),
+        ("deprecated micro only", 1, lambda r: [f"{A}ppo_micro_batch_size_per_gpu=null",
                                              f"{A}ppo_micro_batch_size={_micro(r) * r.choice([1, 4, 8, 16])}"]),
-        ("neither micro set", lambda r: [f"{A}ppo_micro_batch_size_per_gpu=null"]),
-        ("rollout log-prob micro", lambda r: r.choice([
+        ("neither micro set", 0.5, lambda r: [f"{A}ppo_micro_batch_size_per_gpu=null"]),
+        ("rollout log-prob micro", 1, lambda r: r.choice([
             [f"{R}log_prob_micro_batch_size_per_gpu=null"],
             [f"{R}log_prob_micro_batch_size={_micro(r) * 8}"],
             [f"{R}log_prob_micro_batch_size_per_gpu=null", f"{R}log_prob_micro_batch_size={_micro(r) * 8}"],
             [f"{R}log_prob_micro_batch_size_per_gpu={_micro(r)}"]])),
-        ("ref log-prob micro", lambda r: r.choice([
+        ("ref log-prob micro", 1, lambda r: r.choice([
             [f"{REF}log_prob_micro_batch_size_per_gpu=null"],
             [f"{REF}log_prob_micro_batch_size={_micro(r) * 8}"],
             [f"{REF}log_prob_micro_batch_size_per_gpu=null", f"{REF}log_prob_micro_batch_size={_micro(r) * 8}"]])),
-        ("kl loss", lambda r: [f"{A}use_kl_loss={r.choice(['True', 'False'])}"]),
+        ("kl loss", 1, lambda r: [f"{A}use_kl_loss={r.choice(['True', 'False'])}"]),
     ]
     if megatron:
         out += [
-            ("tp", lambda r: [f"{A}megatron.tensor_model_parallel_size={r.choice([1, 2, 3, 4, 8])}"]),
-            ("pp", lambda r: [f"{A}megatron.pipeline_model_parallel_size={r.choice([1, 2, 3, 4])}"]),
-            ("cp", lambda r: [f"{A}megatron.context_parallel_size={r.choice([1, 2, 4])}"]),
+            ("tp", 2, lambda r: [f"{A}megatron.tensor_model_parallel_size={r.choice([1, 2, 3, 4, 8])}"]),
+            ("pp", 2, lambda r: [f"{A}megatron.pipeline_model_parallel_size={r.choice([1, 2, 3, 4])}"]),
+            ("cp", 1, lambda r: [f"{A}megatron.context_parallel_size={r.choice([1, 2, 4])}"]),
         ]
     else:
         out += [
-            ("ulysses sp", lambda r: [f"{A}ulysses_sequence_parallel_size={r.choice([1, 2, 4])}"]),
-            ("remove padding", lambda r: [f"actor_rollout_ref.model.use_remove_padding={r.choice(['True', 'False'])}"]),
+            ("ulysses sp", 1, lambda r: [f"{A}ulysses_sequence_parallel_size={r.choice([1, 2, 4])}"]),
+            ("remove padding", 1, lambda r: [f"actor_rollout_ref.model.use_remove_padding={r.choice(['True', 'False'])}"]),
         ]
     if critic:
         out += [
-            ("critic mini", lambda r: [f"critic.ppo_mini_batch_size={_batch(r)}"]),
-            ("critic micro", lambda r: [f"critic.ppo_micro_batch_size_per_gpu={_micro(r)}"]),
-            ("critic deprecated micro", lambda r: r.choice([
+            ("critic mini", 2, lambda r: [f"critic.ppo_mini_batch_size={_batch(r)}"]),
+            ("critic micro", 2, lambda r: [f"critic.ppo_micro_batch_size_per_gpu={_micro(r)}"]),
+            ("critic deprecated micro", 1, lambda r: r.choice([
                 [f"critic.ppo_micro_batch_size={_micro(r) * 8}"],
                 [f"critic.ppo_micro_batch_size_per_gpu=null"],
                 [f"critic.ppo_micro_batch_size_per_gpu=null", f"critic.ppo_micro_batch_size={_micro(r) * 8}"]])),
-            ("critic dynamic bsz", lambda r: [f"critic.use_dynamic_bsz={r.choice(['True', 'False'])}"]),
+            ("critic dynamic bsz", 1, lambda r: [f"critic.use_dynamic_bsz={r.choice(['True', 'False'])}"]),
         ]
     return out
 
@@ -514,13 +515,12 @@ def mutation_cases(count: int, seed: int) -> list[Case]:
         base = names[index % len(names)]
         config_name, overrides = BASES[base]
         changes: list[str] = []
-        labels: list[str] = []
         for _ in range(rng.choice([1, 1, 2, 2, 3, 4])):
-            label, make = rng.choice(menus[base])
-            labels.append(label)
+            _label, _weight, make = rng.choices(menus[base], weights=[m[1] for m in menus[base]])[0]
             changes += make(rng)
+        effective = _apply([], changes)  # a key changed twice: the later change is the one
         case = Case(ident=f"mutation:{seed}:{index}", config_name=config_name,
-                    overrides=_apply(overrides, changes), note=f"{base} + {', '.join(changes)}")
+                    overrides=_apply(overrides, effective), note=f"{base} + {', '.join(effective)}")
         case.model_path = _model_path(case.overrides)
         cases.append(case)
     return cases
@@ -625,8 +625,9 @@ def verl_rejects(case: Case) -> bool:
     return case.verl.get("verdict") == "reject"
 
 
-def report(cases: list[Case], out: Any = sys.stdout) -> tuple[int, int]:
-    """Print every disagreement and the tallies; returns (agreements, compared)."""
+def report(cases: list[Case], out: Any = None) -> tuple[int, int]:
+    """Print every disagreement; returns (agreements, compared)."""
+    out = out or sys.stdout
     agree = compared = 0
     for case in cases:
         verdict = case.verl.get("verdict")
@@ -648,7 +649,8 @@ def report(cases: list[Case], out: Any = sys.stdout) -> tuple[int, int]:
     return agree, compared
 
 
-def summary(cases: list[Case], out: Any = sys.stdout) -> None:
+def summary(cases: list[Case], out: Any = None) -> None:
+    out = out or sys.stdout
     from collections import Counter
 
     tally = Counter()
@@ -688,6 +690,12 @@ def main(argv: list[str] | None = None) -> int:
     version = args.verl_version.lstrip("vV")
     venv = args.venv or default_venv(version)
     try:
+        if args.mutations < 0:
+            raise OracleError("--mutations must be >= 0")
+        if args.jobs < 1:
+            raise OracleError("--jobs must be >= 1")
+        if version not in PINS:
+            raise OracleError(f"no oracle recipe for verl {version}; known: {', '.join(sorted(PINS))}")
         took = ensure_venv(version, venv)
         print(f"oracle: environment {venv} " + ("reused" if took is None else f"built in {took:.0f} s"),
               file=sys.stderr)
@@ -701,8 +709,6 @@ def main(argv: list[str] | None = None) -> int:
             for note in notes:
                 print(f"oracle: {note}", file=sys.stderr)
             cases += found
-        if args.mutations < 0:
-            raise OracleError("--mutations must be >= 0")
         cases += mutation_cases(args.mutations, args.seed)
         if not cases:
             raise OracleError("no cases: the corpus has no calls for this release and --mutations is 0")
