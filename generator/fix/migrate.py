@@ -161,7 +161,7 @@ def _under_free_mapping(key: str, target_defaults: dict[str, Any]) -> bool:
     for cut in range(len(parts) - 1, 0, -1):
         parent = ".".join(parts[:cut])
         if parent in target_defaults:
-            return isinstance(target_defaults[parent], dict) or target_defaults[parent] is None
+            return isinstance(target_defaults[parent], dict)
     return False
 
 
@@ -248,14 +248,16 @@ def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: st
                  defaults: dict[str, Any], nodes: frozenset[str], unsafe: bool) -> Step | Refusal | None:
     note = f" ({rename.note})" if getattr(rename, "note", "") else ""
     if rename.new_key is None:
-        if override.op in ("+", "++") or _under_free_mapping(override.key, defaults):
-            if override.op == "=" and _under_free_mapping(override.key, defaults):
-                edit = _key_edit(script, override, override.key, "+")
-                if edit is not None:
-                    return Step(override.line, override.key,
-                                f"{override.key} left the schema in {rename.since}; kept as +{override.key}"
-                                f"{note}", (edit,))
-            return None  # already added with + and still accepted that way
+        if _under_free_mapping(override.key, defaults):
+            if override.op != "=":
+                return None  # already added with + and still accepted that way
+            edit = _key_edit(script, override, override.key, "+")
+            if edit is None:
+                return Refusal(override.line, override.key,
+                               f"{override.key}: the key is built by shell expansion; add '+' by hand")
+            return Step(override.line, override.key,
+                        f"{override.key} left the schema in {rename.since} but its parent takes any key; "
+                        f"kept as +{override.key}{note}", (edit,))
         if not unsafe:
             return Refusal(override.line, override.key,
                            f"{override.key} was removed in {rename.since} without replacement{note}; "
