@@ -1,0 +1,49 @@
+"""The recipe library: packaged and user recipes (YAML), search, and conversion to the
+renderer's spec and to an effective Config. See recipe.py for the file format."""
+
+from __future__ import annotations
+
+import sys
+from typing import Any
+
+from generator.errors import InputError
+from generator.library.recipe import Recipe, recipe_from_mapping, recipe_to_mapping
+from generator.library.store import Library, load_library, read_recipe, user_library_dir
+
+# `gen recipe NAME` options that only make sense when planning from --model.
+_PLANNING_ONLY = ("model", "n", "train_batch_size", "gpu_mem")
+
+
+def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = None, nodes: int | None = None,
+                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> Any:
+    """`gen recipe NAME [--gpus N] ...` -> a RecipeSpec. With another GPU count the layout is
+    re-planned and what changed is explained on stderr."""
+    from generator.library.convert import to_spec
+
+    recipe = load_library(library).get(name)
+    for option in _PLANNING_ONLY:
+        if options.get(option) is not None:
+            raise InputError(f"--{option.replace('_', '-')} is not used with a recipe name ('{name}'); "
+                             "edit the recipe (or gen import a script) to change it")
+    if gpu is not None and gpu != recipe.gpu:
+        raise InputError(f"recipe '{name}' is for {recipe.gpu}; --gpu {gpu} is not used with a recipe name")
+    if nodes == 1 and gpus is None:
+        nodes = None  # the CLI's default, not a request
+    passthrough = {key: options[key] for key in ("launcher", "model_path", "train_files", "val_files",
+                                                   "project_name", "experiment_name")
+                   if options.get(key) is not None}
+    for key, default in (("rollout", "vllm"), ("algo", "grpo"), ("prompt_len", 1024), ("response_len", 1024)):
+        value = options.get(key)
+        recipe_value = {"rollout": recipe.config.rollout_name, "algo": recipe.algorithm,
+                        "prompt_len": recipe.config.prompt_len, "response_len": recipe.config.response_len}[key]
+        if value is not None and value != default and value != recipe_value:
+            raise InputError(f"--{key.replace('_', '-')} {value} is not used with a recipe name ('{name}' sets "
+                             f"{recipe_value})")
+    result = to_spec(recipe, gpus, version=verl_version, nodes=nodes if gpus is not None else None, **passthrough)
+    for note in result.notes:
+        print(f"note: {note}", file=sys.stderr)
+    return result.spec
+
+
+__all__ = ["Library", "Recipe", "load_library", "read_recipe", "recipe_from_mapping", "recipe_to_mapping",
+           "spec_for_cli", "user_library_dir"]
