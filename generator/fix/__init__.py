@@ -1,0 +1,14 @@
+"""Repairs as minimal byte edits on the user's own text (`gen fix`, `gen migrate`).
+
+  edits.py    apply_edits (back to front, overlaps rejected), requote per quoting context,
+              write_atomic (temp file + fsync + os.replace; the original survives any failure)
+  place.py    a rule's Fix → byte edits where the reader says each value is defined
+              (command-line word, variable assignment or `:-` default, array element, string
+              piece, Python string literal); new keys go on a new line only where unambiguous
+  engine.py   read → check → place → splice → re-read and re-check, to a fixpoint (≤ 3 rounds)
+  migrate.py  renames, removals and removed values between two verl releases
+  values.py   Hydra text for a value, keeping the user's spelling of booleans
+
+Nothing here prints; the CLI (`generator/cli/fix.py`) reports. Heavy modules (the shell reader,
+the rules, libcst) are imported inside the functions that need them.
+"""
