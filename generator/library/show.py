@@ -37,3 +37,135 @@ def list_rows(recipes: Sequence[Recipe]) -> tuple[list[str], list[list[str]]]:
             ",".join(r.verl_versions), ",".join(tags[:4]) + ("…" if len(tags) > 4 else ""),
         ])
     return headers, rows
+
+
+# --------------------------------------------------------------------------- gen show NAME
+
+
+def recipe_report(recipe: Recipe) -> dict:
+    """Everything `gen show NAME` prints, as data: metadata, settings, derived numbers and the
+    predicted memory per phase. Memory and derived numbers are None when they cannot be
+    computed (e.g. a user recipe for a model the registry does not know)."""
+    from generator.errors import InputError
+
+    cfg = recipe.config
+    report: dict = {
+        "recipe": recipe.summary() | {
+            "provenance": recipe.provenance, "path": str(recipe.path) if recipe.path else None,
+            "model_path": recipe.model_path,
+        },
+        "settings": {
+            "rollout": {"name": cfg.rollout_name, "tp": cfg.rollout_tp,
+                        "gpu_memory_utilization": cfg.gpu_memory_utilization, "n": cfg.n},
+            "batch": {"train_batch_size": cfg.train_batch_size, "ppo_mini_batch_size": cfg.ppo_mini_batch_size,
+                      "micro_batch_per_gpu": cfg.micro_batch_per_gpu,
+                      "log_prob_micro_batch_per_gpu": cfg.log_prob_micro_batch_per_gpu,
+                      "use_dynamic_bsz": cfg.use_dynamic_bsz, "token_budget": cfg.token_budget,
+                      "log_prob_token_budget": cfg.log_prob_token_budget},
+            "lengths": {"prompt": cfg.prompt_len, "response": cfg.response_len},
+            "offload": {"param": cfg.offload.param, "grad": cfg.offload.grad, "optimizer": cfg.offload.optimizer,
+                        "cpu_optimizer": cfg.offload.cpu_optimizer,
+                        "cpu_optimizer_fraction": cfg.offload.cpu_optimizer_fraction},
+            "recompute": cfg.recompute,
+            "overrides": dict(cfg.overrides),
+        },
+        "derived": None,
+        "memory": None,
+        "problems": [],
+    }
+    try:
+        from generator.diffing import derived_numbers
+        from generator.library.convert import to_config
+
+        numbers = derived_numbers(to_config(recipe))
+        report["derived"] = {name: d.value for name, d in numbers.items() if d.value is not None}
+    except InputError as err:
+        report["problems"].append(str(err))
+    try:
+        from generator.library.convert import recipe_memory
+
+        phases, limit = recipe_memory(recipe)
+        report["memory"] = {
+            "limit_gib": limit,
+            "phases": [{"phase": p.phase, "gib": round(p.gib, 1), "fits": p.gib <= limit,
+                        "terms": [{"name": t.name, "gib": round(t.gib, 1), "note": t.note} for t in p.terms]}
+                       for p in phases],
+        }
+    except InputError as err:
+        report["problems"].append(str(err))
+    return report
+
+
+def _offload_text(offload: dict) -> str:
+    flags = [name for name in ("param", "grad", "optimizer") if offload[name]]
+    text = "+".join(flags) if flags else "none"
+    if offload["cpu_optimizer"]:
+        text += f"; Megatron CPU optimizer (fraction {offload['cpu_optimizer_fraction']:g})"
+    return text
+
+
+def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+    """The text view of recipe_report: titled blocks of (label, value)."""
+    s = report["settings"]
+    b = s["batch"]
+    head = [
+        ("model", recipe.model + (f" ({recipe.model_path})" if recipe.model_path else "")),
+        ("algorithm", recipe.algorithm),
+        ("GPUs", f"{recipe.gpus} = {recipe.nodes} node(s) x {recipe.gpus_per_node} {recipe.gpu}"),
+        ("layout", layout_text(recipe)),
+        ("rollout", f"{s['rollout']['name']} TP{s['rollout']['tp']}, n {s['rollout']['n']}, "
+                    f"gpu_memory_utilization {s['rollout']['gpu_memory_utilization']:g}"),
+        ("verl", ", ".join(recipe.verl_versions)),
+        ("tags", ", ".join(recipe.tags) or "-"),
+    ]
+    if recipe.description:
+        head.append(("about", recipe.description))
+    if recipe.provenance:
+        head.append(("source", recipe.provenance))
+    head.append(("file", f"{recipe.path} ({recipe.origin})" if recipe.path else recipe.origin))
+    batch = [
+        ("train_batch_size", f"{b['train_batch_size']} prompts"),
+        ("ppo_mini_batch_size", f"{b['ppo_mini_batch_size']} prompts"),
+        ("micro batch / GPU", f"{b['micro_batch_per_gpu']} (log-prob {b['log_prob_micro_batch_per_gpu'] or '-'})"),
+        ("dynamic bsz", f"on, {b['token_budget']} tokens (log-prob {b['log_prob_token_budget'] or b['token_budget']})"
+                        if b["use_dynamic_bsz"] else "off"),
+        ("prompt / response", f"{s['lengths']['prompt']} / {s['lengths']['response']} tokens"),
+        ("offload", _offload_text(s["offload"])),
+        ("recompute", "full (uniform, 1 layer)" if s["recompute"] else "none"),
+    ]
+    for key, value in s["overrides"].items():
+        batch.append((key, str(value)))
+    sections = [(recipe.name, head), ("settings", batch)]
+    if report["derived"]:
+        sections.append(("derived numbers", [(name, str(value)) for name, value in report["derived"].items()]))
+    if report["memory"]:
+        limit = report["memory"]["limit_gib"]
+        rows = []
+        for phase in report["memory"]["phases"]:
+            top = sorted(phase["terms"], key=lambda t: -t["gib"])[:3]
+            detail = ", ".join(f"{t['name']} {t['gib']:g}" for t in top)
+            verdict = "fits" if phase["fits"] else f"OVER by {phase['gib'] - limit:.1f} GiB"
+            rows.append((phase["phase"], f"{phase['gib']:.1f} GiB of {limit:g} usable - {verdict} ({detail})"))
+        if "verl-tested" in recipe.tags and any(not p["fits"] for p in report["memory"]["phases"]):
+            rows.append(("note", "verl reports this layout running; the estimate is conservative here"))
+        sections.append(("predicted memory per GPU (worst pipeline stage)", rows))
+    if report["problems"]:
+        sections.append(("problems", [("error", p) for p in report["problems"]]))
+    return sections
+
+
+def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream=None) -> None:
+    """`gen show NAME`: print a recipe (text or json). Raises InputError for an unknown name."""
+    import json
+    import sys
+
+    from generator.library.store import load_library
+    from generator.library.view import print_sections
+
+    recipe = load_library(library).get(name)
+    report = recipe_report(recipe)
+    stream = stream or sys.stdout
+    if output_format == "json":
+        stream.write(json.dumps(report, indent=2) + "\n")
+        return
+    print_sections(recipe_sections(recipe, report), stream=stream)

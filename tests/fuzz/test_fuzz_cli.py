@@ -1,0 +1,51 @@
+"""Fuzzing `gen show`, `gen check` and `gen fix` with generated (and damaged) scripts.
+
+The default run is small (it must fit the suite's budget); `python bench/fuzz.py --examples
+10000` runs the same property for as long as you like.
+"""
+
+from __future__ import annotations
+
+import sys
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from harness import clean_marker, run_one  # noqa: E402
+from strategies import script_bytes  # noqa: E402
+
+DEFAULT_EXAMPLES = 60
+
+
+@pytest.fixture(scope="module")
+def workdir():
+    clean_marker()
+    with tempfile.TemporaryDirectory(prefix="verl-gen-fuzz-") as folder:
+        yield Path(folder)
+
+
+@settings(max_examples=DEFAULT_EXAMPLES, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=script_bytes())
+def test_show_check_fix_never_crash_and_fix_is_idempotent(workdir, data):
+    assert run_one(data, workdir) == []
+
+
+@pytest.mark.parametrize("data", [
+    b"",
+    b"\x00\x01\x02",
+    b"\xff\xfe invalid utf-8",
+    b"python3 -m verl.trainer.main_ppo \\",
+    b"python3 -m verl.trainer.main_ppo data.train_batch_size=$((",
+    b"python3 -m verl.trainer.main_ppo 'unterminated",
+    b"X=${Y:-['a',\"b\"]}\npython3 -m verl.trainer.main_ppo trainer.logger=$X",
+    b"python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.n=$(touch /tmp/verl_gen_fuzz_marker)",
+    b"python3 -m verl.trainer.main_ppo \\\r\n    data.train_batch_size=8\r\n",
+])
+def test_hand_picked_hostile_inputs(workdir, data):
+    assert run_one(data, workdir) == []
