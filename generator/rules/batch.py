@@ -235,7 +235,8 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                        "data.train_batch_size=256", "actor_rollout_ref.rollout.n=5",
                        "actor_rollout_ref.actor.ppo_mini_batch_size=256",
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=24"),
-                      note="on Megatron this is a warning (silent short last micro-batch); FSDP refuses it"),
+                      note="FSDP refuses it; on Megatron it is a warning (a short last micro-batch)",
+                      config_name="ppo_trainer"),
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
 def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
@@ -326,10 +327,10 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
       fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
       failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
                        "actor_rollout_ref.actor.ppo_micro_batch_size=12",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), note="FSDP"),
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), config_name="ppo_trainer"),
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
                        "actor_rollout_ref.actor.ppo_micro_batch_size=8",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=16")))
+                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), config_name="ppo_trainer"))
 def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
     if not _static(view, ungated_through="0.4.1"):
@@ -347,9 +348,9 @@ def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
       why="The deprecated global micro batch is divided over all GPUs; verl requires micro·SP ≥ GPUs.",
       fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
       failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=4")),
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=4"), config_name="ppo_trainer"),
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=8")))
+                       "actor_rollout_ref.actor.ppo_micro_batch_size=8"), config_name="ppo_trainer"))
 def global_micro_small(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
     if not _static(view, ungated_through="0.4.1"):

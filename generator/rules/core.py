@@ -103,6 +103,7 @@ class Example:
     # For shell-level rules: a whole script (read with generator.shell) instead of overrides.
     script: str | None = None
     version: str | None = None  # the release the example is checked against (default: newest)
+    config_name: str | None = None  # "ppo_trainer" for FSDP examples (default: ppo_megatron_trainer)
 
 
 @dataclass(frozen=True)

@@ -53,7 +53,10 @@ def config_for(overrides: tuple[str, ...] | list[str], *, version: str = DEFAULT
     try:
         from generator.config import config_from_overrides  # type: ignore[attr-defined]
     except ImportError:
-        return _fallback_config(texts, version=version, config_name=config_name)
+        try:
+            from generator.config.build import config_from_overrides  # type: ignore[no-redef]
+        except ImportError:
+            return _fallback_config(texts, version=version, config_name=config_name)
     return config_from_overrides(texts, version=version, config_name=config_name)
 
 
@@ -86,5 +89,30 @@ def _fallback_config(texts: list[str], *, version: str, config_name: str) -> Con
 
 
 def example_config(rule: Rule, example: Example) -> Config:
-    config_name = "ppo_trainer" if rule.backends == ("fsdp",) or "FSDP" in example.note else "ppo_megatron_trainer"
-    return config_for(example.overrides, version=example_version(rule, example), config_name=config_name)
+    config_name = example.config_name or ("ppo_trainer" if rule.backends == ("fsdp",) else "ppo_megatron_trainer")
+    base = BASE if "megatron" in config_name else tuple(o for o in BASE if ".megatron." not in o)
+    return config_for(example.overrides, version=example_version(rule, example), config_name=config_name, base=base)
+
+
+def example_model(example: Example):
+    """The model an example names in its note ("model Qwen2.5-7B"), from the packaged registry."""
+    note = example.note or ""
+    if not note.startswith("model "):
+        return None
+    from generator.models import find_model
+
+    return find_model(note.split(" ", 1)[1].strip())
+
+
+def example_script(example: Example):
+    """Read an example's script text with generator.shell (None when the reader is unavailable)."""
+    if example.script is None:
+        return None
+    try:
+        from generator.shell import read_text  # type: ignore[attr-defined]
+    except ImportError:
+        try:
+            from generator.shell import read_script as read_text  # type: ignore[attr-defined]
+        except ImportError:
+            return None
+    return read_text(example.script)

@@ -1,0 +1,99 @@
+"""VK6xx — override keys Hydra would refuse or that mean something else in this release
+(from Config.key_issues, computed by generator.config), plus deprecated keys (A19)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from generator.rules.core import Context, Example, Finding, rule
+from generator.rules.view import View
+
+_ANY = ("megatron", "fsdp", "unknown")
+# Values with a dedicated rule elsewhere (reported once, there).
+_DEDICATED_VALUES = {"actor_rollout_ref.rollout.mode"}
+
+
+def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
+    for issue in ctx.config.key_issues:
+        if issue.kind != kind:
+            continue
+        if kind == "bad-value" and issue.override.key in _DEDICATED_VALUES:
+            continue
+        yield the_rule.finding(_message(issue), line=issue.override.line, key=issue.override.key or None)
+
+
+def _message(issue) -> str:
+    text, key = issue.override.text, issue.override.key
+    kind = issue.kind
+    if kind == "unknown-key":
+        hint = f"; did you mean {issue.suggestion}?" if issue.suggestion else ""
+        return f"{key} is not a key of this config{hint}" + (f" ({issue.detail})" if issue.detail else "")
+    if kind == "plus-on-existing":
+        return f"'{text}': +{key} adds a key, but {key} already has a value; drop the '+' (or use '++')"
+    if kind == "delete-missing":
+        return f"'{text}': ~{key} deletes a key that does not exist"
+    if kind == "renamed":
+        return f"{key} was renamed" + (f" to {issue.suggestion}" if issue.suggestion else "") + \
+            (f" ({issue.detail})" if issue.detail else "") + "; gen migrate rewrites it"
+    if kind == "removed":
+        return f"{key} was removed" + (f" ({issue.detail})" if issue.detail else "")
+    if kind == "grammar":
+        return f"Hydra cannot parse '{text}'" + (f": {issue.detail}" if issue.detail else "")
+    if kind == "bad-value":
+        return f"'{text}': {issue.detail or 'value not allowed'}"
+    return f"'{text}': {issue.detail or kind}"
+
+
+_KIND_OF = {"unknown-key": "unknown-key", "plus-on-existing-key": "plus-on-existing",
+            "delete-missing-key": "delete-missing", "renamed-key": "renamed", "removed-key": "removed",
+            "override-grammar": "grammar", "bad-value": "bad-value"}
+
+
+def _kind_rule(code: str, name: str, title: str, why: str, failing: tuple[str, ...] = (),
+               severity="error", passing: tuple[str, ...] = (), version: str | None = None):
+    kind = _KIND_OF[name]
+
+    def check(ctx: Context) -> Iterator[Finding]:
+        yield from _issues(registered, ctx, kind)
+
+    registered = rule(code, name, title, severity=severity, stage="load", verl_ref="§3", backends=_ANY, scope="any",
+                      why=why, fix_safety="Renames are rewritten by `gen migrate`; other key issues need a decision.",
+                      failing=Example(failing, version=version), passing=Example(passing, version=version))(check)
+    return registered
+
+
+_kind_rule("VK601", "unknown-key", "unknown config key",
+           "Hydra refuses `key=value` for a key that is not in the config ('Could not override ...'); add keys "
+           "that verl reads but does not declare with '+'.",
+           ("actor_rollout_ref.actor.ppo_mini_batchsize=16",))
+_kind_rule("VK602", "plus-on-existing-key", "'+' on a key that already has a value",
+           "'+key=v' appends a new key; Hydra refuses it when the key exists with a non-null value "
+           "('Could not append to config. An item is already at ...').",
+           ("+data.train_batch_size=64",))
+_kind_rule("VK603", "delete-missing-key", "'~' on a key that does not exist",
+           "Hydra refuses to delete a key that is not in the config.", ("~actor_rollout_ref.actor.no_such_key",))
+_kind_rule("VK604", "renamed-key", "key renamed in this verl release",
+           "The key moved between releases; the old name is unknown to this release's config.",
+           ("actor_rollout_ref.rollout.update_weights_bucket_megabytes=512",), severity="error", version="0.7.0+b178a3c")
+_kind_rule("VK605", "removed-key", "key removed in this verl release",
+           "The key no longer exists in this release.",
+           ("actor_rollout_ref.actor.profiler.tool_config.torch.step_start=0",), version="0.7.0+b178a3c")
+_kind_rule("VK606", "override-grammar", "Hydra cannot parse the override",
+           "Hydra's override grammar rejects characters such as an unbalanced '}', '<' or a bare '~' in values.",
+           ("trainer.experiment_name=run}",))
+_kind_rule("VK607", "bad-value", "value not allowed for this key",
+           "The value is refused by verl's config for this release.",
+           ("actor_rollout_ref.rollout.load_format=dummy_megatron",))
+
+
+@rule("VK608", "deprecated-val-batch-size", "data.val_batch_size is deprecated",
+      severity="warning", stage="load", verl_ref="A19", backends=_ANY, scope="any",
+      why="verl warns that data.val_batch_size is deprecated; it is still honoured, but the default (whole "
+          "validation set in one batch, padded to agent.num_workers) is what current verl expects.",
+      fix_safety="No automatic fix.",
+      failing=Example(("data.val_batch_size=512",)), passing=Example(()))
+def val_batch_size(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
+        yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
+                                     line=view.line("data.val_batch_size"), key="data.val_batch_size")

@@ -1,0 +1,100 @@
+"""VM8xx — model shape against the layout (E4-E10, F1, G3/D12), from the model's config.json or
+the packaged registry (`gen check --model-config`, or a known name in actor_rollout_ref.model.path).
+Every rule here is silent when the model is unknown."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from generator import derive
+from generator.rules.batch import ctx_finding
+from generator.rules.core import Context, Example, Finding, rule
+from generator.rules.parallel import layout_findings
+from generator.rules.view import ROLLOUT, View
+
+_MEG = ("megatron",)
+
+
+def _layout_rule(code, name, title, refs, why, failing, passing, model="Qwen2.5-7B"):
+    def check(ctx: Context) -> Iterator[Finding]:
+        yield from layout_findings(registered, ctx, with_model=True)
+
+    registered = rule(code, name, title, severity="error", stage="init", verl_ref=refs, backends=_MEG, why=why,
+                      fix_safety="No automatic fix: pick a size that divides the model's dimension.",
+                      failing=Example(failing, note=f"model {model}"),
+                      passing=Example(passing, note=f"model {model}"))(check)
+    return registered
+
+
+_layout_rule("VM801", "heads-not-divisible-by-tp", "attention heads not divisible by TP", "E4",
+             "Megatron splits attention heads over TP ranks and refuses a remainder.",
+             ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",), ())
+_layout_rule("VM802", "kv-heads-not-divisible-by-tp", "KV heads (query groups) not divisible by TP", "E5",
+             "Megatron-core (core_v0.15) requires num_key_value_heads % TP == 0; it does not replicate KV heads.",
+             ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",), ())
+_layout_rule("VM803", "ep-on-dense-model", "expert parallelism on a dense model", "E6",
+             "EP > 1 requires a mixture-of-experts model.",
+             ("actor_rollout_ref.actor.megatron.expert_model_parallel_size=2",), ())
+_layout_rule("VM804", "experts-not-divisible-by-ep", "experts not divisible by EP", "E7",
+             "Each EP rank holds num_experts / EP experts; Megatron asserts it divides.",
+             ("trainer.n_gpus_per_node=6", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
+              "actor_rollout_ref.actor.megatron.expert_model_parallel_size=3",
+              "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1"),
+             ("actor_rollout_ref.actor.megatron.expert_model_parallel_size=4",
+              "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1"), model="Qwen3-30B-A3B")
+_layout_rule("VM805", "layers-not-divisible-by-pp", "layers not divisible by PP", "E8",
+             "With an even split Megatron needs num_layers % PP == 0; use num_layers_in_first/last_pipeline_stage "
+             "for an uneven split.",
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=3",
+              "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1", "trainer.n_gpus_per_node=6",
+              "actor_rollout_ref.rollout.tensor_model_parallel_size=1"),
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",))
+_layout_rule("VM806", "uneven-pipeline-split-invalid", "uneven first/last pipeline stage split is invalid", "E9",
+             "The layers left after the first/last stages must split evenly over the middle stages (each > 0).",
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=4",
+              "+actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_first_pipeline_stage=5"),
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=4",
+              "+actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_first_pipeline_stage=6",
+              "+actor_rollout_ref.actor.megatron.override_transformer_config.num_layers_in_last_pipeline_stage=6"))
+_layout_rule("VM807", "stage-layers-not-divisible-by-vpp", "layers per pipeline stage not divisible by VPP", "E10, E9",
+             "Each pipeline stage's layers are split into VPP virtual chunks; Megatron asserts it divides.",
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+              "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=4",
+              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"),
+             ("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+              "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
+              "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4"))
+
+
+@rule("VM808", "heads-not-divisible-by-rollout-tp", "attention heads not divisible by rollout TP",
+      severity="error", stage="init", verl_ref="F1",
+      why="vLLM and SGLang split attention heads over the rollout TP ranks and refuse a remainder.",
+      fix_safety="No automatic fix: choose a rollout TP dividing the head count.",
+      failing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=8",), note="model Qwen2.5-7B"),
+      passing=Example((), note="model Qwen2.5-7B"))
+def rollout_heads(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    tp, gpus = view.int(ROLLOUT + "tensor_model_parallel_size"), view.gpus
+    if ctx.model is None or not tp or tp <= 0 or gpus is None:
+        return
+    for problem in derive.rollout_problems(gpus, tp, model=ctx.model):
+        if problem.code == "VM808":
+            yield ctx_finding(rollout_heads, view, (ROLLOUT + "tensor_model_parallel_size",), problem.message)
+
+
+@rule("VM809", "sequence-longer-than-context", "prompt + response longer than the model's context",
+      severity="warning", stage="runtime", verl_ref="G3, D12, F4",
+      why="vLLM/SGLang cap a sequence at max_position_embeddings: before 0.7 verl refused it, later versions "
+          "reject longer prompts and silently clamp responses.",
+      fix_safety="No automatic fix: shorten max_response_length or use a model with a longer context.",
+      failing=Example(("data.max_prompt_length=16384", "data.max_response_length=20000"), note="model Qwen2.5-7B"),
+      passing=Example((), note="model Qwen2.5-7B"))
+def sequence_context(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    seq = view.sequence_length()
+    if ctx.model is None or seq is None:
+        return
+    limit = ctx.model.max_position_embeddings
+    if seq > limit:
+        yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"),
+                          f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}")

@@ -1,0 +1,181 @@
+"""VP3xx — the Megatron parallel layout (docs/verl-rules.md §1.2, E1-E3, H4) and the FSDP mesh
+(C13). The divisibility predicates live in generator.derive.layout_problems (shared with the
+planner); this module turns them into findings."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Iterator
+
+from generator import derive
+from generator.models_types import ModelFacts
+from generator.rules.batch import ctx_finding
+from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.rules.view import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER, View
+
+_SIZE_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+              "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size")
+_KEYS_FOR = {
+    "VP301": (MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
+              MEGATRON + "context_parallel_size", "trainer.n_gpus_per_node"),
+    "VP302": (MEGATRON + "virtual_pipeline_model_parallel_size",),
+    "VP303": (MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size"),
+    "VP304": (MEGATRON + "tensor_model_parallel_size",),
+    "VM801": (MEGATRON + "tensor_model_parallel_size",),
+    "VM802": (MEGATRON + "tensor_model_parallel_size",),
+    "VM803": (MEGATRON + "expert_model_parallel_size",),
+    "VM804": (MEGATRON + "expert_model_parallel_size",),
+    "VM805": (MEGATRON + "pipeline_model_parallel_size",),
+    "VM806": (TRANSFORMER + "num_layers_in_first_pipeline_stage", TRANSFORMER + "num_layers_in_last_pipeline_stage"),
+    "VM807": (MEGATRON + "virtual_pipeline_model_parallel_size",),
+}
+
+
+@lru_cache(maxsize=256)
+def _problems(layout: derive.Layout, model: ModelFacts | None) -> tuple[derive.LayoutProblem, ...]:
+    return tuple(derive.layout_problems(layout, model))
+
+
+def layout_findings(the_rule, ctx: Context, *, with_model: bool) -> Iterator[Finding]:
+    view = View(ctx)
+    layout = view.actor_layout()
+    if layout is None or (with_model and ctx.model is None):
+        return
+    for problem in _problems(layout, ctx.model if with_model else None):
+        if problem.code == the_rule.code:
+            keys = _KEYS_FOR.get(problem.code, (MEGATRON + "tensor_model_parallel_size",))
+            yield ctx_finding(the_rule, view, keys, problem.message)
+
+
+_MEG = ("megatron",)
+
+
+@rule("VP301", "world-not-divisible-by-model-parallel", "GPUs not divisible by TP·PP·CP",
+      severity="error", stage="load", verl_ref="E1, A1", backends=_MEG,
+      why="Megatron builds DP = GPUs / (TP·PP·CP) and refuses a remainder (verl pre-checks it at load when "
+          "dynamic bsz is off; otherwise Megatron fails at worker init).",
+      fix_safety="No automatic fix: choose TP/PP/CP whose product divides the GPU count.",
+      failing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3",)),
+      passing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",)))
+def world_divisible(ctx: Context) -> Iterator[Finding]:
+    yield from layout_findings(world_divisible, ctx, with_model=False)
+
+
+@rule("VP302", "vpp-needs-pp", "virtual pipeline stages without pipeline parallelism",
+      severity="error", stage="init", verl_ref="E2", backends=_MEG,
+      why="The interleaved schedule splits pipeline stages into virtual chunks; Megatron refuses VPP with PP 1.",
+      fix_safety="Removes virtual_pipeline_model_parallel_size (safe: PP 1 has no pipeline to interleave).",
+      failing=Example(("actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",)),
+      passing=Example(("actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
+                       "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
+                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4")))
+def vpp_needs_pp(ctx: Context) -> Iterator[Finding]:
+    for finding in layout_findings(vpp_needs_pp, ctx, with_model=False):
+        key = MEGATRON + "virtual_pipeline_model_parallel_size"
+        old = ctx.config.values.get(key)
+        yield Finding(finding.code, finding.severity, finding.message, finding.line, key,
+                      Fix("remove virtual_pipeline_model_parallel_size", (KeyEdit(key, old, None),)))
+
+
+@rule("VP303", "expert-grid-not-divisible", "GPUs not divisible by ETP·EP·PP",
+      severity="error", stage="init", verl_ref="E3", backends=_MEG,
+      why="Megatron carves the expert grid out of the same GPUs: it needs GPUs % (ETP·EP·PP) == 0, with ETP "
+          "= TP when unset. EP does not multiply the GPU count.",
+      fix_safety="No automatic fix: lower EP, set expert_tensor_parallel_size=1, or add GPUs.",
+      failing=Example(("actor_rollout_ref.actor.megatron.expert_model_parallel_size=8",)),
+      passing=Example(("actor_rollout_ref.actor.megatron.expert_model_parallel_size=4",
+                       "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1")))
+def expert_grid(ctx: Context) -> Iterator[Finding]:
+    yield from layout_findings(expert_grid, ctx, with_model=False)
+
+
+@rule("VP304", "tp-crosses-nodes", "tensor parallelism spans more than one node",
+      severity="warning", stage="silent", verl_ref="§6.1", backends=_MEG,
+      why="TP all-reduces run on every layer; across nodes they are bandwidth-bound and very slow.",
+      fix_safety="No automatic fix: move the extra factor to PP or DP.",
+      failing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=2",
+                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=4")),
+      passing=Example(()))
+def tp_in_node(ctx: Context) -> Iterator[Finding]:
+    yield from layout_findings(tp_in_node, ctx, with_model=False)
+
+
+def _differs(view: View, prefix: str, interpolated: bool) -> list[tuple[str, object, object]]:
+    out = []
+    for name in _SIZE_KEYS:
+        mine, actor = prefix + "megatron." + name, MEGATRON + name
+        if not view.known(mine) or not view.known(actor):
+            continue
+        if interpolated and not view.explicit(mine):
+            continue
+        ours, theirs = view.values.get(mine), view.values.get(actor)
+        default = 1 if name in _SIZE_KEYS[:4] else None
+        if (default if ours is None else ours) != (default if theirs is None else theirs):
+            out.append((mine, ours, theirs))
+    return out
+
+
+@rule("VP305", "critic-layout-differs", "critic Megatron sizes differ from the actor's",
+      severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG,
+      why="The critic is colocated with the actor and reuses the actor's Megatron process groups, so "
+          "critic.megatron.{tp,pp,cp,...} do not set its layout (and clash with the Megatron-Bridge provider). "
+          "They default to 1 and are NOT interpolated from the actor: set them equal.",
+      fix_safety="Copies the actor's sizes into critic.megatron (safe: that is the layout the critic runs with).",
+      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")),
+      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
+                       "critic.megatron.tensor_model_parallel_size=2")))
+def critic_layout(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.critic_used is not True or view.str(CRITIC + "strategy") not in (None, "megatron"):
+        return
+    diffs = _differs(view, CRITIC, interpolated=False)
+    if not diffs:
+        return
+    shown = ", ".join(f"{k.rsplit('.', 1)[-1]} {o} vs actor {a}" for k, o, a in diffs)
+    yield ctx_finding(critic_layout, view, tuple(k for k, _, _ in diffs),
+                      f"critic.megatron differs from the actor: {shown}; the critic runs on the actor's layout",
+                      fix=Fix("set critic.megatron sizes equal to the actor's",
+                              tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
+
+
+@rule("VP306", "ref-layout-differs", "ref Megatron sizes overridden away from the actor's",
+      severity="warning", stage="silent", verl_ref="H4", backends=_MEG,
+      why="Megatron's process groups are initialised from actor.megatron for the ref role too; a different "
+          "ref.megatron size does not change the layout and can clash with the model provider.",
+      fix_safety="Sets the ref sizes back to the actor's (safe).",
+      failing=Example(("actor_rollout_ref.actor.use_kl_loss=True",
+                       "actor_rollout_ref.ref.megatron.tensor_model_parallel_size=4")),
+      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
+def ref_layout(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.ref_used is not True:
+        return
+    diffs = _differs(view, REF, interpolated=True)
+    if not diffs:
+        return
+    shown = ", ".join(f"{k.rsplit('.', 1)[-1]} {o} vs actor {a}" for k, o, a in diffs)
+    yield ctx_finding(ref_layout, view, tuple(k for k, _, _ in diffs),
+                      f"ref.megatron differs from the actor: {shown}; the ref runs on the actor's layout",
+                      fix=Fix("set ref.megatron sizes equal to the actor's", tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
+
+
+@rule("VP307", "fsdp-mesh-not-divisible", "FSDP: GPUs not divisible by fsdp_size or ulysses SP",
+      severity="error", stage="init", verl_ref="C13", backends=("fsdp",),
+      why="torch's device mesh needs GPUs % fsdp_size == 0 (when 0 < fsdp_size < GPUs) and GPUs % SP == 0.",
+      fix_safety="No automatic fix.",
+      failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=3",)),
+      passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",)))
+def fsdp_mesh(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    gpus = view.gpus
+    if gpus is None:
+        return
+    sp = view.ulysses()
+    if sp and sp > 0 and gpus % sp:
+        yield ctx_finding(fsdp_mesh, view, (ACTOR + "ulysses_sequence_parallel_size",),
+                          f"{gpus} GPUs are not divisible by ulysses_sequence_parallel_size {sp}")
+    fsdp_size = view.int(ACTOR + "fsdp_config.fsdp_size")
+    if fsdp_size and 0 < fsdp_size < gpus and gpus % fsdp_size:
+        yield ctx_finding(fsdp_mesh, view, (ACTOR + "fsdp_config.fsdp_size",),
+                          f"{gpus} GPUs are not divisible by fsdp_size {fsdp_size}")

@@ -1,0 +1,206 @@
+"""VR5xx — the rollout engine (docs/verl-rules.md §1.2 rollout layout; C6, A24-A27, A20, D11,
+F2, F3, G4)."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from generator import derive
+from generator.rules.batch import ctx_finding
+from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.rules.view import ROLLOUT, View
+from generator.versions import VersionRange
+
+TP_R = ROLLOUT + "tensor_model_parallel_size"
+DP_R = ROLLOUT + "data_parallel_size"
+PP_R = ROLLOUT + "pipeline_model_parallel_size"
+EP_R = ROLLOUT + "expert_parallel_size"
+
+
+def _rollout_sizes(view: View) -> tuple[int, int, int, int] | None:
+    sizes = []
+    for key in (TP_R, DP_R, PP_R, EP_R):
+        if not view.known(key):
+            return None
+        value = view.raw(key)
+        sizes.append(1 if value is None else view.int(key))
+        if sizes[-1] is None:
+            return None
+    return tuple(sizes)  # type: ignore[return-value]
+
+
+def _layout_rule_findings(the_rule, ctx: Context, keys: tuple[str, ...]) -> Iterator[Finding]:
+    view = View(ctx)
+    sizes, gpus = _rollout_sizes(view), view.gpus
+    if sizes is None or gpus is None:
+        return
+    tp, dp, pp, ep = sizes
+    for problem in derive.rollout_problems(gpus, tp, dp, pp, ep, gpus_per_node=view.gpus_per_node,
+                                           engine=view.str(ROLLOUT + "name")):
+        if problem.code == the_rule.code:
+            yield ctx_finding(the_rule, view, keys, problem.message)
+
+
+@rule("VR501", "rollout-replica-not-dividing-gpus", "GPUs not divisible by the rollout replica size",
+      severity="error", stage="init", verl_ref="C6",
+      why="Each rollout replica uses TP·DP·PP GPUs and the workers assert the GPU pool splits into whole replicas.",
+      fix_safety="No automatic fix: choose a rollout TP dividing the GPU count.",
+      failing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=3",)),
+      passing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=4",)))
+def replica_divides(ctx: Context) -> Iterator[Finding]:
+    yield from _layout_rule_findings(replica_divides, ctx, (TP_R, DP_R, PP_R))
+
+
+@rule("VR502", "rollout-ep-mismatch", "rollout expert_parallel_size must equal rollout TP·DP",
+      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A25",
+      why="verl's rollout config requires expert_parallel_size = tensor_model_parallel_size · data_parallel_size "
+          "whenever it is > 1.",
+      fix_safety="Sets rollout.expert_parallel_size to TP·DP (safe).",
+      failing=Example(("actor_rollout_ref.rollout.expert_parallel_size=4",)),
+      passing=Example(("actor_rollout_ref.rollout.expert_parallel_size=2",)))
+def rollout_ep(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    sizes = _rollout_sizes(view)
+    for finding in _layout_rule_findings(rollout_ep, ctx, (EP_R,)):
+        tp, dp, _pp, ep = sizes
+        yield Finding(finding.code, finding.severity, finding.message, finding.line, EP_R,
+                      Fix(f"set rollout.expert_parallel_size={tp * dp}", (KeyEdit(EP_R, ep, tp * dp),)))
+
+
+@rule("VR503", "rollout-pipeline-parallel", "rollout pipeline parallelism is not implemented",
+      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A26",
+      why="verl raises NotImplementedError for rollout.pipeline_model_parallel_size > 1 with vLLM or SGLang.",
+      fix_safety="Sets it back to 1 (unsafe: the replica gets smaller).",
+      failing=Example(("actor_rollout_ref.rollout.pipeline_model_parallel_size=2",)),
+      passing=Example(()))
+def rollout_pp(ctx: Context) -> Iterator[Finding]:
+    for finding in _layout_rule_findings(rollout_pp, ctx, (PP_R,)):
+        old = ctx.config.values.get(PP_R)
+        yield Finding(finding.code, finding.severity, finding.message, finding.line, PP_R,
+                      Fix("set rollout.pipeline_model_parallel_size=1", (KeyEdit(PP_R, old, 1),), "unsafe"))
+
+
+@rule("VR504", "rollout-replica-partial-node", "a multi-node rollout replica must span whole nodes",
+      severity="error", stage="runtime", versions=VersionRange("0.6.0", None), verl_ref="D11",
+      why="A replica larger than one node must use whole nodes (replica size % GPUs per node == 0).",
+      fix_safety="No automatic fix.",
+      failing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=3", "actor_rollout_ref.rollout.tensor_model_parallel_size=6",
+                       "data.train_batch_size=48", "actor_rollout_ref.actor.ppo_mini_batch_size=12")),
+      passing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=2",
+                       "actor_rollout_ref.rollout.tensor_model_parallel_size=8")))
+def replica_nodes(ctx: Context) -> Iterator[Finding]:
+    yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
+
+
+@rule("VR505", "gpu-memory-utilization-range", "rollout.gpu_memory_utilization outside (0, 1]",
+      severity="error", stage="init", verl_ref="F2",
+      why="vLLM refuses a memory fraction above 1 (SGLang's mem_fraction_static likewise); 0 or less leaves no "
+          "KV cache.",
+      fix_safety="No automatic fix.",
+      failing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=1.5",)),
+      passing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=0.6",)))
+def gpu_memory(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    value = view.float(ROLLOUT + "gpu_memory_utilization")
+    if value is None or 0 < value <= 1:
+        return
+    yield ctx_finding(gpu_memory, view, (ROLLOUT + "gpu_memory_utilization",),
+                      f"rollout.gpu_memory_utilization={value:g} must be in (0, 1]")
+
+
+@rule("VR506", "batched-tokens-below-model-len", "chunked prefill off and max_num_batched_tokens < max_model_len",
+      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3", backends=("megatron", "fsdp"),
+      why="Without chunked prefill vLLM needs max_num_batched_tokens ≥ max_model_len. In 0.7.0 max_model_len is "
+          "forced to the model's max_position_embeddings (rollout.max_model_len is ignored), so the default 8192 "
+          "fails for long-context models.",
+      fix_safety="Sets enable_chunked_prefill=True (safe).",
+      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=False",), note="model Qwen2.5-7B"),
+      passing=Example((), note="model Qwen2.5-7B"))
+def batched_tokens(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.bool(ROLLOUT + "enable_chunked_prefill") is not False or view.str(ROLLOUT + "name") not in (None, "vllm"):
+        return
+    tokens = view.int(ROLLOUT + "max_num_batched_tokens")
+    if tokens is None:
+        return
+    exact_070 = VersionRange("0.7.0", "0.7.0").contains(view.version) and "+" not in view.version
+    model_len = None if exact_070 else view.int(ROLLOUT + "max_model_len")
+    source = "rollout.max_model_len"
+    if model_len is None and ctx.model is not None:
+        model_len, source = ctx.model.max_position_embeddings, f"{ctx.model.name} max_position_embeddings"
+    if model_len is None or tokens >= model_len:
+        return
+    key = ROLLOUT + "enable_chunked_prefill"
+    yield ctx_finding(batched_tokens, view, (key, ROLLOUT + "max_num_batched_tokens"),
+                      f"enable_chunked_prefill=False and max_num_batched_tokens {tokens} < max_model_len {model_len} "
+                      f"({source})", key=key, fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),)))
+
+
+@rule("VR507", "chunked-prefill-batched-tokens", "chunked prefill on and max_num_batched_tokens < max_model_len (≤ 0.6.1)",
+      severity="error", stage="init", versions=VersionRange(None, "0.6.1"), verl_ref="G4",
+      why="Through 0.6.1 verl's vLLM rollout refused enable_chunked_prefill=True with max_num_batched_tokens smaller "
+          "than rollout.max_model_len (or prompt + response).",
+      fix_safety="Raises max_num_batched_tokens to that length (safe).",
+      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True",
+                       "actor_rollout_ref.rollout.max_num_batched_tokens=2048"), version="0.6.1"),
+      passing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True",), version="0.6.1"))
+def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.bool(ROLLOUT + "enable_chunked_prefill") is not True or view.str(ROLLOUT + "name") not in (None, "vllm"):
+        return
+    tokens = view.int(ROLLOUT + "max_num_batched_tokens")
+    limit = view.int(ROLLOUT + "max_model_len") or view.sequence_length()
+    if tokens is None or limit is None or tokens >= limit:
+        return
+    key = ROLLOUT + "max_num_batched_tokens"
+    yield ctx_finding(chunked_prefill_old, view, (key,),
+                      f"enable_chunked_prefill=True and max_num_batched_tokens {tokens} < max_model_len {limit}",
+                      fix=Fix(f"set max_num_batched_tokens={limit}", (KeyEdit(key, tokens, limit),)))
+
+
+@rule("VR508", "rollout-mode-sync-removed", "rollout.mode=sync was removed in 0.7.0",
+      severity="error", stage="load", versions=VersionRange("0.7.0", None), verl_ref="A24",
+      why="From 0.7.0 only the async (agent-loop) rollout exists; 'sync' raises at config load.",
+      fix_safety="Sets rollout.mode=async (safe: it is the only mode).",
+      failing=Example(("actor_rollout_ref.rollout.mode=sync",)),
+      passing=Example(("actor_rollout_ref.rollout.mode=async",)))
+def mode_sync(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    key = ROLLOUT + "mode"
+    if view.str(key) == "sync":
+        yield ctx_finding(mode_sync, view, (key,), f"rollout.mode=sync is not accepted by verl {view.version}",
+                          fix=Fix("set rollout.mode=async", (KeyEdit(key, "sync", "async"),)))
+
+
+@rule("VR509", "val-sampling-temperature", "validation sampling with temperature ≤ 0",
+      severity="error", stage="load", verl_ref="A20",
+      why="verl refuses val_kwargs.do_sample=True with a non-positive temperature.",
+      fix_safety="No automatic fix.",
+      failing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True", "actor_rollout_ref.rollout.temperature=0")),
+      passing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True",)))
+def val_temperature(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.bool(ROLLOUT + "val_kwargs.do_sample") is not True:
+        return
+    temperature = view.float(ROLLOUT + "temperature")
+    if temperature is None or temperature > 0:
+        return
+    yield ctx_finding(val_temperature, view, (ROLLOUT + "temperature", ROLLOUT + "val_kwargs.do_sample"),
+                      f"val_kwargs.do_sample=True with rollout.temperature={temperature:g}")
+
+
+@rule("VR510", "rollout-name-missing", "rollout.name is mandatory",
+      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A27",
+      why="From 0.6.0 rollout.name has no default (???); OmegaConf raises MissingMandatoryValue at load.",
+      fix_safety="Sets rollout.name=vllm (unsafe: pick your engine).",
+      failing=Example(("actor_rollout_ref.rollout.name=???",)),
+      passing=Example(()))
+def rollout_name(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    key = ROLLOUT + "name"
+    if not view.known(key):
+        return
+    value = view.values.get(key)
+    if value is None or value == "???":
+        yield ctx_finding(rollout_name, view, (key,), f"{key} is not set (mandatory from verl 0.6.0)", key=key,
+                          fix=Fix("set rollout.name=vllm", (KeyEdit(key, value, "vllm"),), "unsafe"))

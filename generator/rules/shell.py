@@ -1,0 +1,141 @@
+"""VS7xx — shell-level hazards found while reading the script (LaunchScript.hazards), with
+structural text fixes where a safe one exists."""
+
+from __future__ import annotations
+
+from typing import Iterator
+
+from generator.launch import Hazard, LaunchScript
+from generator.rules.core import Context, Example, Finding, Fix, TextEdit, rule
+
+_SCRIPT = ("megatron", "fsdp", "unknown")
+
+
+def _line_bounds(source: bytes, offset: int) -> tuple[int, int]:
+    """[start, end) of the line holding `offset`, end excluding the newline."""
+    start = source.rfind(b"\n", 0, offset) + 1
+    end = source.find(b"\n", offset)
+    return start, (len(source) if end == -1 else end)
+
+
+def _line_start_of(source: bytes, line: int) -> int:
+    pos = 0
+    for _ in range(line - 1):
+        pos = source.find(b"\n", pos) + 1
+        if pos == 0:
+            return len(source)
+    return pos
+
+
+def _hazard_offset(script: LaunchScript, hazard: Hazard) -> int:
+    return hazard.span.start if hazard.span else _line_start_of(script.source, hazard.line)
+
+
+def _command_start(source: bytes, line_start: int) -> int:
+    """Start of the first line of the continued command that `line_start` belongs to."""
+    start = line_start
+    while start > 0:
+        prev_start, prev_end = _line_bounds(source, start - 1)
+        prev = source[prev_start:prev_end].rstrip()
+        if prev.endswith(b"\\") or prev.lstrip().startswith(b"#"):
+            start = prev_start
+            continue
+        break
+    # do not move above leading comment lines that precede the command itself
+    while True:
+        first_start, first_end = _line_bounds(source, start)
+        if source[first_start:first_end].lstrip().startswith(b"#") and first_end < line_start:
+            start = first_end + 1
+            continue
+        return start
+
+
+def _comment_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    source = script.source
+    start, end = _line_bounds(source, _hazard_offset(script, hazard))
+    line = source[start:end]
+    if not line.lstrip().startswith(b"#"):
+        return None  # a trailing comment after a word: no safe structural move
+    target = _command_start(source, start)
+    if target >= start:
+        return None
+    comment = line.strip().decode("utf-8", "replace")
+    indent = source[target:_line_bounds(source, target)[1]]
+    indent = indent[: len(indent) - len(indent.lstrip())].decode()
+    return Fix("move the comment line above the command so the continuation is not cut",
+               (TextEdit(target, target, f"{indent}{comment}\n"), TextEdit(start, min(end + 1, len(source)), "")))
+
+
+def _backslash_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    source = script.source
+    start, end = _line_bounds(source, _hazard_offset(script, hazard))
+    line = source[start:end]
+    stripped = line.rstrip(b" \t\r")
+    if not stripped.endswith(b"\\") or len(stripped) == len(line):
+        return None
+    return Fix("delete the whitespace after the trailing backslash",
+               (TextEdit(start + len(stripped), end, ""),))
+
+
+def _glob_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    if hazard.span is None:
+        return None
+    word = script.source[hazard.span.start:hazard.span.end].decode("utf-8", "replace")
+    if any(ch in word for ch in "'\"$`\\"):
+        return None
+    return Fix("single-quote the word so bash cannot expand it as a glob",
+               (TextEdit(hazard.span.start, hazard.span.end, f"'{word}'"),))
+
+
+_FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslash_fix, "unquoted-glob": _glob_fix}
+
+
+def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, failing: str, passing: str,
+                 fix_safety: str = "No automatic fix."):
+    def check(ctx: Context) -> Iterator[Finding]:
+        script = ctx.script
+        if script is None:
+            return
+        for hazard in script.hazards:
+            if hazard.kind != kind:
+                continue
+            fixer = _FIXERS.get(kind)
+            fix = fixer(script, hazard) if fixer else None
+            yield registered.finding(hazard.message, line=hazard.line, fix=fix)
+
+    registered = rule(code, kind, title, severity=severity, stage="shell", verl_ref="corpus-report §2.3",
+                      backends=_SCRIPT, scope="script", why=why, fix_safety=fix_safety,
+                      failing=Example((), script=failing), passing=Example((), script=passing))(check)
+    return registered
+
+
+_CALL = "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n"
+_hazard_rule("VS701", "comment-in-continuation", "comment line inside a continued command", "error",
+             "A comment line ends the command: the overrides after it never reach the trainer and bash tries to run "
+             "them as a separate command.",
+             _CALL + "    # the rollout\n    actor_rollout_ref.rollout.n=4\n",
+             _CALL + "    actor_rollout_ref.rollout.n=4\n",
+             fix_safety="Moves the comment line above the command (safe: comments do not run).")
+_hazard_rule("VS702", "backslash-space", "whitespace after a line-continuation backslash", "error",
+             "'\\ ' escapes the space instead of the newline, so the command ends on that line.",
+             _CALL.replace("=64 \\\n", "=64 \\ \n") + "    actor_rollout_ref.rollout.n=4\n",
+             _CALL + "    actor_rollout_ref.rollout.n=4\n",
+             fix_safety="Deletes the trailing whitespace (safe).")
+_hazard_rule("VS703", "empty-expansion", "an override takes its value from an empty or unset variable", "warning",
+             "With the assumed (empty) environment the value expands to nothing; Hydra then sees `key=` or a "
+             "missing word.",
+             _CALL + "    trainer.project_name=$PROJECT\n", _CALL + "    trainer.project_name=${PROJECT:-demo}\n")
+_hazard_rule("VS704", "duplicate-key", "the same key is set twice with different values", "warning",
+             "Hydra keeps the last value; the earlier one is dead and misleading.",
+             _CALL + "    data.train_batch_size=128\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
+_hazard_rule("VS705", "unquoted-glob", "an unquoted word bash may expand as a glob", "warning",
+             "Unquoted '*', '?' or '[...]' are filename patterns: if a file matches, bash replaces the word.",
+             _CALL + "    data.train_files=[a*.parquet]\n", _CALL + "    'data.train_files=[a*.parquet]'\n",
+             fix_safety="Single-quotes the word (safe when it holds no expansion).")
+_hazard_rule("VS706", "orphan-overrides", "override lines not attached to any command", "error",
+             "Lines that look like overrides but belong to no trainer command (typically after a broken "
+             "continuation) are run by bash as commands and never reach verl.",
+             _CALL + "\n    actor_rollout_ref.rollout.n=4\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
+_hazard_rule("VS707", "parse-error", "bash cannot parse the script", "error",
+             "The script has a syntax error; what follows it cannot be read reliably.",
+             "if true; then\n" + _CALL, _CALL)
