@@ -80,7 +80,7 @@ def test_diff_is_the_default_and_writes_nothing(tmp_path):
     before = path.read_bytes()
     result = _gen("fix", "--verl-version", VERSION, "--select", "VB107", str(path))
     assert path.read_bytes() == before
-    assert result.stdout.startswith(f"--- a/{path}\n+++ b/{path}\n")
+    assert result.stdout.startswith(f"--- {path}\n+++ {path}\n")  # absolute paths stay as they are
     assert f"-    {MICRO_KEY}=6 \\" in result.stdout and f"+    {MICRO_KEY}=" in result.stdout
 
 
@@ -137,7 +137,7 @@ def test_bad_inputs_exit_2_without_traceback(tmp_path):
     assert result.exit_code == 2
     assert "Traceback" not in result.output
     assert str(missing) in result.stderr and str(binary) in result.stderr
-    assert f"+++ b/{good}" in result.stdout  # the good file is still processed
+    assert f"+++ {good}" in result.stdout  # the good file is still processed
     assert _gen("fix", "--verl-version", "banana", str(good)).exit_code == 2
     assert _gen("fix", "--env", "NOEQUALS", str(good)).exit_code == 2
     assert _gen("fix", "--diff", "--write", str(good)).exit_code == 2

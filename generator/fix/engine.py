@@ -165,7 +165,9 @@ def unified_diff(result: FixResult, path_label: str | None = None) -> str:
     label = path_label or result.path or "<stdin>"
     before = result.original.decode("utf-8").splitlines(keepends=True)
     after = result.fixed.decode("utf-8").splitlines(keepends=True)
-    lines = difflib.unified_diff(before, after, fromfile=f"a/{label}", tofile=f"b/{label}")
+    # git style (a/, b/) for relative paths so `git apply`/`patch -p1` work; absolute as they are
+    old_name, new_name = (label, label) if label.startswith("/") else (f"a/{label}", f"b/{label}")
+    lines = difflib.unified_diff(before, after, fromfile=old_name, tofile=new_name)
     out = []
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
