@@ -154,3 +154,27 @@ def test_launcher_read_model_points_at_values_inside_the_literals():
     out = apply_edits(script.source, placement.edits).decode()
     assert "'actor_rollout_ref.actor.ppo_mini_batch_size=64'," in out
     assert '"trainer.logger=[\'console\']",\n    "new.k=\'a b\'",\n]' in out
+
+
+def test_gen_fix_on_a_python_launcher_edits_only_the_string(tmp_path):
+    import shutil
+    from pathlib import Path
+
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    path = tmp_path / "launch.py"
+    shutil.copy(Path(__file__).parent / "fixtures" / "fix" / "launch_subprocess.py", path)
+    before = path.read_text().splitlines()
+    result = CliRunner().invoke(app, ["fix", "--write", "--verl-version", "0.7.0", "--select", "VB107", str(path)])
+    assert result.exit_code == 0, result.output
+    after = path.read_text().splitlines()
+    changed = [(a, b) for a, b in zip(before, after) if a != b]
+    assert len(before) == len(after) and len(changed) == 1
+    old, new = changed[0]
+    assert old == '    "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=6",'
+    new_micro = int(new.split("=")[1].rstrip('",'))
+    assert 16 % new_micro == 0 and new == old.replace("6", str(new_micro))
+    again = CliRunner().invoke(app, ["fix", "--write", "--verl-version", "0.7.0", str(path)])
+    assert path.read_text().splitlines() == after and again.exit_code == 0

@@ -123,7 +123,13 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                 candidates.append((finding, placement))
         if not candidates:
             break
-        taken, _later = select_compatible([p.edits for _, p in candidates])
+        taken, later = select_compatible([p.edits for _, p in candidates])
+        for index in later:
+            finding = candidates[index][0]
+            not_applied[(finding.code, finding.line)] = NotApplied(
+                finding.code, finding.line,
+                "its edit overlaps another fix's edit of the same text (e.g. one variable that two "
+                "calls want set differently); fix by hand")
         edits = [e for index in taken for e in candidates[index][1].edits]
         new_source = apply_edits(script.source, edits)
         if new_source == script.source:
