@@ -112,13 +112,14 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
     chosen, notes = _choose_version(recipe, version)
     cfg = recipe.config
     candidate = recipe_candidate(recipe)
+    mini = cfg.ppo_mini_batch_size
     target_gpus, target_nodes = recipe.gpus, recipe.nodes
     if gpus is not None and gpus != recipe.gpus:
         target_gpus = gpus
         target_nodes = nodes or max(1, -(-gpus // gpu.gpus_per_node))
         if gpus % target_nodes:
             raise InputError(f"{gpus} GPUs cannot be split evenly over {target_nodes} nodes")
-        candidate, replan_notes = replan(recipe, model, gpu, target_gpus, target_nodes)
+        candidate, mini, replan_notes = replan(recipe, model, gpu, target_gpus, target_nodes)
         notes += replan_notes
     elif nodes is not None and nodes != recipe.nodes:
         raise InputError(f"recipe '{recipe.name}' runs on {recipe.nodes} node(s); pass --gpus to re-plan")
@@ -127,7 +128,7 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
         gpu_memory_gib=gpu.memory_gib, algo=recipe.algorithm, rollout=cfg.rollout_name, version=chosen,
         model_path=spec_fields.pop("model_path", None) or recipe.model_path,
         prompt_len=cfg.prompt_len, response_len=cfg.response_len, n=cfg.n,
-        train_batch_size=cfg.train_batch_size, ppo_mini_batch_size=cfg.ppo_mini_batch_size,
+        train_batch_size=cfg.train_batch_size, ppo_mini_batch_size=mini,
         model_slug=model_slug(model), **spec_fields,
     )
     if recipe.config.overrides and hasattr(spec, "extra_overrides"):
@@ -135,8 +136,9 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
     return SpecResult(spec=spec, notes=tuple(notes))
 
 
-def replan(recipe: Recipe, model: ModelFacts, gpu: Any, gpus: int, nodes: int) -> tuple[Candidate, list[str]]:
-    """Plan the recipe's workload on another GPU count; explain each field that changed."""
+def replan(recipe: Recipe, model: ModelFacts, gpu: Any, gpus: int, nodes: int) -> tuple[Candidate, int, list[str]]:
+    """Plan the recipe's workload (prompts per step, n, lengths, algorithm) on another GPU
+    count: the planner picks layout, mini batch and knobs; each field that changed is explained."""
     from generator.plan import plan_layout
 
     cfg = recipe.config
@@ -163,14 +165,16 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: Any, gpus: int, nodes: int) -
             notes.append(f"{label}: {_short(before)} -> {_short(after)}")
     from generator import derive
 
+    mini = plan.ppo_mini_batch_size or cfg.ppo_mini_batch_size
+    if mini != cfg.ppo_mini_batch_size:
+        notes.append(f"ppo_mini_batch_size: {cfg.ppo_mini_batch_size} -> {mini}")
     dp_old = derive.data_parallel_size(recipe.gpus, old.tp, old.pp, old.cp)
     dp_new = derive.data_parallel_size(gpus, best.tp, best.pp, best.cp)
     if dp_old != dp_new:
         notes.append(f"DP: {dp_old} -> {dp_new} (per-rank mini batch "
-                     f"{_per_rank(cfg.ppo_mini_batch_size, cfg.n, dp_old)} -> "
-                     f"{_per_rank(cfg.ppo_mini_batch_size, cfg.n, dp_new)})")
+                     f"{_per_rank(cfg.ppo_mini_batch_size, cfg.n, dp_old)} -> {_per_rank(mini, cfg.n, dp_new)})")
     notes.extend(f"why: {line}" for line in best.why[:3])
-    return best, notes
+    return best, mini, notes
 
 
 def _per_rank(mini: int, n: int, dp: int | None) -> str:

@@ -225,11 +225,14 @@ def dump_recipe_yaml(mapping: dict[str, Any], *, header: str | None = None) -> s
     """Recipe YAML in the packaged style: block mappings, flow style for the short ones."""
     from ruamel.yaml import YAML
     from ruamel.yaml.comments import CommentedMap, CommentedSeq
+    from ruamel.yaml.scalarstring import DoubleQuotedScalarString
 
     def commented(value: Any, flow: bool = False) -> Any:
         if isinstance(value, dict):
             out = CommentedMap()
             for k, v in value.items():
+                if k == "verl_versions":  # "0.10" must not become the float 0.1
+                    v = [DoubleQuotedScalarString(str(x)) for x in v]
                 out[k] = commented(v, flow=k in ("layout", "rollout", "lengths", "offload"))
             if flow:
                 out.fa.set_flow_style()
