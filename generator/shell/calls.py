@@ -1,0 +1,380 @@
+"""Which recorded commands call a Hydra entry point, through which launchers, and what each
+override's value is and where it was written."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Callable
+
+from generator.launch import Hazard, Invocation, Override, Provenance, Span
+from generator.overrides import looks_like_override
+from generator.shell.model import Field, Piece, as_text, pieces_text
+from generator.shell.walker import CommandRecord
+
+_PYTHON = re.compile(r"python(?:[0-9][0-9.]*)?\Z")
+_RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
+_PY_FLAGS_WITH_VALUE = ("-X", "-W", "-Q")
+_TORCHRUN_FLAGS = {"--standalone", "--no_python", "--no-python", "--run_path", "--run-path", "--module", "-m",
+                   "--no-rdzv-conf", "--redirects-all"}
+_PROGRAMS = ("python", "torchrun", "accelerate", "deepspeed", "ray")
+_SIMPLE_PREFIXES = {"nohup", "exec", "time", "command", "builtin", "nice", "caffeinate"}
+_SCAN_WRAPPERS = {"srun", "numactl", "mpirun", "mpiexec", "taskset", "stdbuf", "setsid", "sudo", "xargs"}
+_LAUNCHER_WRAPPERS = {"srun", "mpirun", "mpiexec"}
+_CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name",
+                 "--config-dir": "dir", "-cd": "dir"}
+_HYDRA_ENTRY_HINT = re.compile(r"(?:^|\.)(?:main|train|trainer)\w*\Z")
+
+
+def _is_program(word: str) -> bool:
+    base = os.path.basename(word)
+    return bool(_PYTHON.match(base)) or base in ("torchrun", "accelerate", "deepspeed", "ray")
+
+
+class _Argv:
+    def __init__(self, fields: list[Field]) -> None:
+        self.fields = fields
+        self.texts = [as_text(f.text) if not f.unknowns else None for f in fields]
+
+    def text(self, i: int) -> str | None:
+        return self.texts[i] if 0 <= i < len(self.texts) else None
+
+
+def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> Invocation | None:
+    """An Invocation when `rec` calls a Hydra entry point, else None."""
+    argv = _Argv(rec.fields)
+    env = dict(rec.env)
+    launcher: list[str] = []
+    i = 0
+    n = len(argv.fields)
+    entry: str | None = None
+    kind = "module"
+    while i < n:
+        word = argv.text(i)
+        if word is None:
+            return None
+        base = os.path.basename(word)
+        if base == "env":
+            i += 1
+            while i < n:
+                w = argv.text(i) or ""
+                if w in ("-u", "--unset", "-C", "--chdir"):
+                    i += 2
+                elif w in ("-i", "-", "--ignore-environment", "-0", "--null") or w.startswith("--unset="):
+                    i += 1
+                elif re.match(r"[A-Za-z_][A-Za-z0-9_]*=", w):
+                    key, _, value = w.partition("=")
+                    env[key] = value
+                    i += 1
+                else:
+                    break
+            continue
+        if base in _SIMPLE_PREFIXES:
+            i += 1
+            while i < n and (argv.text(i) or "").startswith("-"):
+                w = argv.text(i) or ""
+                i += 2 if (base == "nice" and w == "-n") else 1
+            continue
+        if base == "timeout":
+            i += 1
+            while i < n and (argv.text(i) or "").startswith("-"):
+                w = argv.text(i) or ""
+                i += 2 if w in ("-s", "-k", "--signal", "--kill-after") else 1
+            i += 1  # the duration
+            continue
+        if base in _SCAN_WRAPPERS:
+            if base in _LAUNCHER_WRAPPERS:
+                launcher.append(base)
+            j = i + 1
+            while j < n and not _is_program(argv.text(j) or ""):
+                j += 1
+            if j >= n:
+                return None
+            i = j
+            continue
+        if base == "ray":
+            if argv.text(i + 1) != "job" or argv.text(i + 2) != "submit":
+                return None
+            try:
+                dashdash = argv.texts.index("--", i + 3)
+            except ValueError:
+                return None
+            launcher.append("ray job submit")
+            i = dashdash + 1
+            continue
+        if base == "torchrun" or (_PYTHON.match(base) and argv.text(i + 1) == "-m"
+                                  and argv.text(i + 2) in ("torch.distributed.run", "torch.distributed.launch")):
+            launcher.append("torchrun" if base == "torchrun" else f"{base} -m {argv.text(i + 2)}")
+            i += 1 if base == "torchrun" else 3
+            module_flag = False
+            while i < n:
+                w = argv.text(i)
+                if w is None:
+                    return None
+                if not w.startswith("-"):
+                    break
+                if w in ("-m", "--module"):
+                    module_flag = True
+                    i += 1
+                elif w in _TORCHRUN_FLAGS or "=" in w:
+                    i += 1
+                else:
+                    i += 2
+            if i >= n:
+                return None
+            entry = argv.text(i)
+            if entry is None:
+                return None
+            kind = "module" if module_flag else "file"
+            if kind == "file" and not entry.endswith(".py") and re.fullmatch(r"[\w.]+", entry) and "." in entry:
+                kind = "module"
+            i += 1
+            break
+        if base in ("accelerate", "deepspeed"):
+            if base == "accelerate":
+                if argv.text(i + 1) != "launch":
+                    return None
+                i += 1
+            launcher.append("accelerate launch" if base == "accelerate" else "deepspeed")
+            i += 1
+            module_flag = False
+            while i < n:
+                w = argv.text(i)
+                if w is None:
+                    return None
+                if not w.startswith("-"):
+                    break
+                if w in ("-m", "--module"):
+                    module_flag = True
+                    i += 1
+                elif "=" in w or w in ("--multi_gpu", "--use_deepspeed", "--no_python", "--no_local_rank"):
+                    i += 1
+                else:
+                    i += 2
+            entry = argv.text(i)
+            if entry is None:
+                return None
+            kind = "module" if module_flag else "file"
+            i += 1
+            break
+        if _PYTHON.match(base):
+            i += 1
+            module: str | None = None
+            while i < n:
+                w = argv.text(i)
+                if w is None:
+                    return None
+                if w == "-m":
+                    module = argv.text(i + 1)
+                    i += 2
+                    break
+                if w.startswith("-m") and len(w) > 2:
+                    module = w[2:]
+                    i += 1
+                    break
+                if w in ("-c", "-") or w.startswith("-c"):
+                    return None
+                if w in _PY_FLAGS_WITH_VALUE:
+                    i += 2
+                    continue
+                if w.startswith("-"):
+                    i += 1
+                    continue
+                break
+            if module is not None:
+                entry, kind = module, "module"
+                launcher.append(f"{base} -m")
+            else:
+                if i >= n:
+                    return None
+                entry = argv.text(i)
+                if entry is None:
+                    return None
+                kind = "file"
+                launcher.append(base)
+                i += 1
+            break
+        return None
+    if entry is None:
+        return None
+    rest = rec.fields[i:]
+    inv = Invocation(
+        line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
+        launcher=" ".join(launcher), config_path=None, config_name=None,
+        branch=rec.branch, passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),  # type: ignore[arg-type]
+        context=list(rec.context),
+    )
+    j = 0
+    while j < len(rest):
+        f = rest[j]
+        text = as_text(f.text)
+        flag, eq, value = text.partition("=")
+        if flag in _CONFIG_FLAGS:
+            if not eq:
+                value = as_text(rest[j + 1].text) if j + 1 < len(rest) else ""
+                j += 1
+            which = _CONFIG_FLAGS[flag]
+            if which == "path":
+                inv.config_path = value
+            elif which == "name":
+                inv.config_name = value
+            else:
+                inv.other_args.append(text if eq else f"{flag} {value}")
+            j += 1
+            continue
+        if looks_like_override(text):
+            inv.overrides.append(make_override(f, line_of))
+        else:
+            inv.other_args.append(text)
+        j += 1
+    if not _is_hydra_entry(inv):
+        return None
+    return inv
+
+
+def _is_hydra_entry(inv: Invocation) -> bool:
+    if inv.entry_kind == "module" and (inv.entry == "verl.trainer.main_ppo" or _RECIPE_MAIN.match(inv.entry)):
+        return True
+    return bool(inv.overrides) or inv.config_name is not None or inv.config_path is not None
+
+
+def _split_at_equals(pieces: list[Piece]) -> tuple[list[Piece], list[Piece], Piece | None, int]:
+    """(key pieces, value pieces, the piece holding '=', byte offset just after '=')."""
+    for n, p in enumerate(pieces):
+        k = p.text.find("=")
+        if k < 0:
+            continue
+        head = p.copy(text=p.text[:k], b=(p.a + k) if (p.exact and p.a is not None) else p.b)
+        tail_text = p.text[k + 1 :]
+        after = (p.a + k + 1) if (p.exact and p.a is not None) else None
+        value = [p.copy(text=tail_text, a=after if after is not None else None,
+                        exact=p.exact)] if tail_text else []
+        if tail_text and after is None:
+            value[0].a = None
+        return pieces[:n] + ([head] if head.text else []), value + pieces[n + 1 :], p, (after if after is not None else -1)
+    return pieces, [], None, -1
+
+
+def _literalish(p: Piece) -> bool:
+    return p.group is None and not p.unknown and p.a is not None and (p.exact or p.q == "\\")
+
+
+def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_end: int,
+                      line_of: Callable[[str | None, int], int]) -> Provenance:
+    text = pieces_text(value)
+    origin = f.origin if f.origin in ("array", "string") else None
+    if origin == "string":  # provenance inside the string variable, not the string itself
+        value = [p.copy(group=p.inner) for p in value]
+    path = f.path
+    if not value:
+        if eq_end >= 0 and eq_piece is not None:
+            q = eq_piece.q if eq_piece.q in ("'", '"') else ""
+            return Provenance(origin or "literal", Span(eq_end, eq_end, line_of(eq_piece.path, eq_end)), q,
+                              path=eq_piece.path)
+        return Provenance(origin or "literal", None)
+    first_group = value[0].group
+    single_group = first_group is not None and all(p.group is first_group for p in value) and first_group.text == text
+    if single_group and origin is None or (single_group and origin is not None and not all(_literalish(p) for p in value)):
+        g = first_group
+        assert g is not None
+        span = (Span(g.span_start, g.span_end, line_of(g.path, g.span_start))
+                if g.span_start is not None and g.span_end is not None else None)
+        source = origin or ("unknown" if any(p.unknown for p in value) and span is None else "variable")
+        return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)  # type: ignore[arg-type]
+    if all(_literalish(p) for p in value) and len({p.path for p in value}) == 1:
+        span, quoting = _region(value)
+        source = origin or "literal"
+        vpath = value[0].path
+        return Provenance(source, Span(span[0], span[1], line_of(vpath, span[0])) if span else None,  # type: ignore[arg-type]
+                          quoting if span else "", path=vpath)
+    if origin is None:
+        origin = "unknown" if any(p.unknown for p in value) else "variable"
+    return Provenance(origin, None, path=path)  # type: ignore[arg-type]
+
+
+def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:
+    first, last = value[0], value[-1]
+    end_of_last = last.b if last.b is not None else last.a
+    if (first.q in ("'", '"') and first.qa is not None and all(p.qa == first.qa for p in value)):
+        return (first.a, end_of_last), first.q  # type: ignore[return-value]
+    start = first.a
+    if first.q in ("'", '"', "$'"):
+        if first.qa is None or first.a is None or first.qa < first.a - (2 if first.q == "$'" else 1):
+            return None, ""
+        start = first.qa
+    end = end_of_last
+    if last.q in ("'", '"', "$'"):
+        if last.qb is None or end is None or last.qb > end + 1:
+            return None, ""
+        end = last.qb
+    if start is None or end is None:
+        return None, ""
+    return (start, end), ""
+
+
+def make_override(f: Field, line_of: Callable[[str | None, int], int]) -> Override:
+    text = as_text(f.text)
+    if text.startswith("++"):
+        op = "++"
+    elif text.startswith("+"):
+        op = "+"
+    elif text.startswith("~"):
+        op = "~"
+    else:
+        op = "="
+    key_pieces, value_pieces, eq_piece, eq_end = _split_at_equals(f.pieces)
+    key_text = as_text(pieces_text(key_pieces))[len(op) if op != "=" else 0 :]
+    has_value = eq_piece is not None
+    value = as_text(pieces_text(value_pieces)) if has_value else None
+    if has_value:
+        prov = _value_provenance(f, value_pieces, eq_piece, eq_end, line_of)
+    else:
+        prov = Provenance(f.origin if f.origin in ("array", "string") else "literal", None)  # type: ignore[arg-type]
+    unknowns = tuple(dict.fromkeys(p.unknown for p in value_pieces if p.unknown)) if has_value else ()
+    line = line_of(f.path if f.origin == "literal" else None, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+    word = Span(f.word_a, f.word_b, line_of(f.path, f.word_a))
+    return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
+                    provenance=prov, unknowns=unknowns)
+
+
+def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
+    """duplicate-key and empty-expansion hazards of one call."""
+    out: list[Hazard] = []
+    seen: dict[str, Override] = {}
+    for ov in inv.overrides:
+        if ov.op != "~" and ov.key:
+            prev = seen.get(ov.key)
+            if prev is not None and prev.value != ov.value:
+                out.append(Hazard(
+                    "duplicate-key", ov.word.line,
+                    f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
+                    f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
+                    ov.word))
+            seen[ov.key] = ov
+        if ov.value is not None and ov.unknowns:
+            m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", ov.value)
+            if m and m.group(1) not in assigned and not m.group(1).isupper():
+                name = m.group(1)
+                out.append(Hazard(
+                    "empty-expansion", ov.word.line,
+                    f"${name} is never set in the script, so bash passes `{ov.key}=` with an empty value",
+                    ov.provenance.span or ov.word))
+    return out
+
+
+def orphan_hazard(rec: CommandRecord) -> Hazard | None:
+    """A command made of override-looking words: the tail of a call that bash cut off."""
+    texts = [as_text(f.text) for f in rec.fields]
+    if not texts or not looks_like_override(texts[0]):
+        return None
+    key = texts[0].lstrip("+~").split("=", 1)[0]
+    if "." not in key:
+        return None
+    n_over = sum(1 for t in texts if looks_like_override(t))
+    if n_over * 2 < len(texts):
+        return None
+    return Hazard(
+        "orphan-overrides", rec.span.line,
+        f"line {rec.span.line} runs `{texts[0][:60]}` as a command ({n_over} override-looking words): "
+        "they were cut off from the call above, which never receives them (bash: command not found)",
+        rec.span)

@@ -1,0 +1,117 @@
+"""Shell traps visible in the source text: a comment line inside a backslash-continued
+command, and a backslash that escapes trailing spaces instead of the newline; plus unquoted
+glob brackets in override words."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from generator.launch import Hazard, Span
+from generator.shell.words import WordError, find_backtick, find_close_quote, find_dollar_close
+
+_BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
+_QUOTED_TYPES = {"comment", "string", "raw_string", "heredoc_body", "ansi_c_string", "heredoc_redirect"}
+
+
+def _inside(tree: Any, offset: int, types: set[str]) -> bool:
+    node = tree.root_node.descendant_for_byte_range(offset, offset + 1)
+    while node is not None:
+        if node.type in types:
+            return True
+        node = node.parent
+    return False
+
+
+def _continues(src: str, line_end: int) -> bool:
+    """Does the line ending at `line_end` (index of its newline) end with a continuation?"""
+    j = line_end - 1
+    count = 0
+    while j >= 0 and src[j] == "\\":
+        count += 1
+        j -= 1
+    return count % 2 == 1
+
+
+def text_hazards(src: str, tree: Any, line_of: Callable[[int], int]) -> list[Hazard]:
+    out: list[Hazard] = []
+    # A full-line comment right after a continued line ends the command there.
+    stack = [tree.root_node]
+    comments = []
+    while stack:
+        node = stack.pop()
+        if node.type == "comment":
+            comments.append(node)
+            continue
+        if node.type in ("array", "heredoc_body", "string", "raw_string"):
+            continue
+        stack.extend(node.children)
+    for node in sorted(comments, key=lambda n: n.start_byte):
+        start = node.start_byte
+        line_start = src.rfind("\n", 0, start) + 1
+        if src[line_start:start].strip():
+            continue  # a trailing comment, not a comment line
+        if line_start == 0 or not _continues(src, line_start - 1):
+            continue
+        prev_start = src.rfind("\n", 0, line_start - 1) + 1
+        if src[prev_start:line_start].lstrip().startswith("#"):
+            continue  # the previous line is itself a comment
+        nl = src.find("\n", start)
+        end = len(src) if nl < 0 else nl + 1
+        following = src[end : src.find("\n", end) if src.find("\n", end) >= 0 else len(src)].strip()
+        if not following:
+            continue
+        line = line_of(start)
+        out.append(Hazard(
+            "comment-in-continuation", line,
+            f"line {line} is a comment inside a backslash-continued command: bash ends the command at "
+            f"line {line - 1} and runs line {line + 1} onwards as a separate command",
+            Span(line_start, end, line)))
+    for m in _BACKSLASH_SPACE.finditer(src):
+        pos = m.start()
+        j = pos - 1
+        while j >= 0 and src[j] == "\\":
+            j -= 1
+        if (pos - j - 1) % 2 == 1:
+            continue  # the backslash is itself escaped
+        if _inside(tree, pos, _QUOTED_TYPES):
+            continue
+        line_start = src.rfind("\n", 0, pos) + 1
+        if src[line_start:pos].lstrip().startswith("#"):
+            continue
+        line = line_of(pos)
+        out.append(Hazard(
+            "backslash-space", line,
+            f"line {line} ends with a backslash followed by spaces: it escapes a space, not the newline, "
+            "so the command ends here and the next lines run as a separate command",
+            Span(m.start(1), m.end(1), line)))
+    return out
+
+
+def has_unquoted_glob(src: str, a: int, b: int) -> bool:
+    """True when the word src[a:b] has an unquoted `[` followed later by an unquoted `]`."""
+    i = a
+    opened = False
+    try:
+        while i < b:
+            c = src[i]
+            if c == "\\":
+                i += 2
+                continue
+            if c in "'\"":
+                i = find_close_quote(src, i + 1, b, c) + 1
+                continue
+            if c == "$" and i + 1 < b and src[i + 1] in "({":
+                i = find_dollar_close(src, i + 2, b, src[i + 1]) + 1
+                continue
+            if c == "`":
+                i = find_backtick(src, i + 1, b) + 1
+                continue
+            if c == "[":
+                opened = True
+            elif c == "]" and opened:
+                return True
+            i += 1
+    except WordError:
+        return False
+    return False

@@ -1,0 +1,152 @@
+"""The evaluator's internal values: text pieces that remember where they were written.
+
+All text here is the script's bytes decoded as latin-1, so a string index is a byte offset
+and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at the edge.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+
+def as_text(latin: str) -> str:
+    """Bytes-as-latin-1 → the UTF-8 text bash would pass on."""
+    try:
+        return latin.encode("latin-1").decode("utf-8")
+    except (UnicodeDecodeError, UnicodeEncodeError):
+        return latin
+
+
+def from_text(text: str) -> str:
+    """Real text (from --env/--arg) → the bytes-as-latin-1 form used inside the evaluator."""
+    return text.encode("utf-8").decode("latin-1")
+
+
+@dataclass(slots=True, eq=False)
+class Group:
+    """Where a variable's value is defined, so an override that is exactly this value can be
+    edited at its definition. `span_*` is None when no single place defines it."""
+
+    variable: str | None
+    text: str
+    span_start: int | None
+    span_end: int | None
+    quoting: str = ""
+    path: str | None = None
+
+
+@dataclass(slots=True)
+class Piece:
+    """A run of expanded text.
+
+    a, b:    the source bytes it came from (b excludes a closing quote)
+    exact:   text == source[a:b] (so sub-ranges map 1:1 onto bytes)
+    q:       quoting at the source: "" bare, "'", '"', "$'", "\\" (backslash-escaped char)
+    qa, qb:  the enclosing quotes' own bytes [qa, qb) when q is a quote
+    split:   an unquoted expansion result here, so bash would word-split and glob it
+    unknown: why the text is unknown (text is then a `<?label>` marker)
+    group:   the variable definition this text came from whole
+    kind:    "" text, "break" (field boundary from "${a[@]}"), "vanish" (an expansion that
+             produced no words: the word disappears unless something else is in it)
+    elem:    (a, b, path) of the array element this text came from
+    was_split: the field this piece ends up in came from word-splitting a string
+    """
+
+    text: str
+    a: int | None = None
+    b: int | None = None
+    exact: bool = False
+    q: str = ""
+    qa: int | None = None
+    qb: int | None = None
+    path: str | None = None
+    split: bool = False
+    unknown: str | None = None
+    group: Group | None = None
+    inner: Group | None = None  # the group before the latest expansion wrapped it (strings)
+    kind: str = ""
+    elem: tuple[int, int, str | None] | None = None
+    was_split: bool = False
+
+    def copy(self, **changes: Any) -> "Piece":
+        return replace(self, **changes)
+
+
+BREAK = Piece("", kind="break")
+
+
+@dataclass(slots=True)
+class Elem:
+    pieces: list[Piece]
+    a: int | None
+    b: int | None
+    path: str | None
+
+
+@dataclass(slots=True)
+class Var:
+    """A shell variable: a scalar (`pieces`), an array (`elems`) or unknown (`unknown` set)."""
+
+    pieces: list[Piece] | None = None
+    elems: list[Elem] | None = None
+    group: Group | None = None
+    unknown: str | None = None  # reason
+    label: str = ""  # marker label when unknown
+    exported: bool = False
+
+    @property
+    def is_array(self) -> bool:
+        return self.elems is not None
+
+
+def pieces_text(pieces: list[Piece]) -> str:
+    return "".join(p.text for p in pieces)
+
+
+def has_unknown(pieces: list[Piece]) -> bool:
+    return any(p.unknown for p in pieces)
+
+
+@dataclass(slots=True)
+class Field:
+    """One argument bash hands to a command, with where it came from."""
+
+    pieces: list[Piece]
+    word_a: int
+    word_b: int
+    path: str | None
+    origin: str = "literal"  # literal | array | string
+    cmd_a: int = -1  # start of the word on the command line it was expanded from
+
+    @property
+    def text(self) -> str:
+        return pieces_text(self.pieces)
+
+    @property
+    def unknowns(self) -> list[str]:
+        return [p.unknown for p in self.pieces if p.unknown]
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the script has set so far. Copied (shallowly) for branches."""
+
+    vars: dict[str, Var] = field(default_factory=dict)
+    args: list[list[Piece]] = field(default_factory=list)
+    args_label: str | None = None  # set when the positional args are unknown (inside a function)
+    functions: dict[str, Any] = field(default_factory=dict)
+    cwd: str | None = ""  # relative to the script's directory; None = unknown
+    unknown_sources: list[str] = field(default_factory=list)
+    exited: bool = False
+
+    def copy(self) -> "State":
+        return State(
+            vars=dict(self.vars),
+            args=list(self.args),
+            args_label=self.args_label,
+            functions=dict(self.functions),
+            cwd=self.cwd,
+            unknown_sources=list(self.unknown_sources),
+            exited=self.exited,
+        )

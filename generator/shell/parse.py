@@ -1,0 +1,19 @@
+"""tree-sitter-bash, loaded once. Input is padded with two newlines: a trailing backslash at
+end of file otherwise yields an ERROR node (deps-and-oracle §1c.1); offsets are unchanged."""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+
+@lru_cache(maxsize=1)
+def _parser() -> Any:
+    import tree_sitter_bash
+    from tree_sitter import Language, Parser
+
+    return Parser(Language(tree_sitter_bash.language()))
+
+
+def parse_bytes(data: bytes) -> Any:
+    return _parser().parse(data + b"\n\n")

@@ -1,0 +1,105 @@
+"""read_script / read_file: a launch script → generator.launch.LaunchScript."""
+
+from __future__ import annotations
+
+import os
+
+from generator.errors import InputError
+from generator.launch import Hazard, LaunchScript
+from generator.shell.calls import orphan_hazard, override_hazards, recognise
+from generator.shell.hazards import has_unquoted_glob, text_hazards
+from generator.shell.parse import parse_bytes
+from generator.shell.walker import MAX_SOURCE_BYTES, Evaluator, line_starts_of
+
+MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
+
+
+def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
+              args: list[str] | None = None) -> LaunchScript:
+    """Read a script from disk; InputError (one line) when it is not a readable text file."""
+    name = os.fspath(path)
+    if not os.path.exists(name):
+        raise InputError(f"{name}: no such file")
+    if os.path.isdir(name):
+        raise InputError(f"{name}: is a directory, not a script")
+    try:
+        size = os.path.getsize(name)
+        if size > MAX_SCRIPT_BYTES:
+            raise InputError(f"{name}: {size / 1e6:.1f} MB is too large for a launch script (limit 8 MB)")
+        with open(name, "rb") as handle:
+            data = handle.read(MAX_SCRIPT_BYTES + 1)
+    except PermissionError:
+        raise InputError(f"{name}: permission denied") from None
+    except IsADirectoryError:
+        raise InputError(f"{name}: is a directory, not a script") from None
+    except OSError as err:
+        raise InputError(f"{name}: cannot read ({err.strerror or err})") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise InputError(f"{name}: too large for a launch script (limit 8 MB)")
+    return read_script(data, name, env=env, args=args)
+
+
+def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, str] | None = None,
+                args: list[str] | None = None) -> LaunchScript:
+    """Read a script's text statically: every Hydra entry call, its overrides with provenance,
+    and the shell hazards around them. Nothing in the script is ever executed."""
+    data = source.encode("utf-8") if isinstance(source, str) else bytes(source)
+    label = path or "<script>"
+    if b"\0" in data:
+        raise InputError(f"{label}: binary file (contains NUL bytes), not a shell script")
+    try:
+        data.decode("utf-8")
+    except UnicodeDecodeError as err:
+        line = data.count(b"\n", 0, err.start) + 1
+        raise InputError(f"{label}: not valid UTF-8 text (line {line})") from None
+    if len(data) > MAX_SCRIPT_BYTES:
+        raise InputError(f"{label}: too large for a launch script (limit 8 MB)")
+    env = dict(env or {})
+    args = list(args or [])
+    base_dir = os.path.dirname(os.path.abspath(path)) if path else None
+    ev = Evaluator(base_dir=base_dir, env=env, args=args)
+    ev.run_file(data, path)
+
+    src = data.decode("latin-1")
+    starts = line_starts_of(src)
+    line_cache: dict[str | None, list[int]] = {None: starts, path: starts}
+
+    def line_of(file: str | None, offset: int) -> int:
+        table = line_cache.get(file)
+        if table is None:
+            try:
+                with open(file, "rb") as handle:  # type: ignore[arg-type]
+                    table = line_starts_of(handle.read().decode("latin-1"))
+            except OSError:
+                table = starts
+            line_cache[file] = table
+        from bisect import bisect_right
+
+        return bisect_right(table, max(offset, 0))
+
+    script = LaunchScript(path=path, source=data, assumed_env=env, assumed_args=args)
+    hazards: list[Hazard] = list(ev.hazards)
+    tree = parse_bytes(data)
+    hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
+    for rec in ev.records:
+        inv = recognise(rec, line_of)
+        if inv is None:
+            orphan = orphan_hazard(rec) if rec.path == path else None
+            if orphan is not None:
+                hazards.append(orphan)
+            continue
+        script.invocations.append(inv)
+        hazards.extend(override_hazards(inv, ev.assigned_names))
+        for ov in inv.overrides:
+            if ov.word.start < len(src) and (rec.path == path) and has_unquoted_glob(src, ov.word.start, ov.word.end):
+                hazards.append(Hazard(
+                    "unquoted-glob", ov.word.line,
+                    f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "
+                    "it if a matching file exists; quote the value", ov.word))
+    seen = set()
+    for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
+        key = (hz.kind, hz.line, hz.message)
+        if key not in seen:
+            seen.add(key)
+            script.hazards.append(hz)
+    return script
