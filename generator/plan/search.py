@@ -31,6 +31,7 @@ TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron
 ALGOS = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 MAX_PP = 16
+MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
 
 # (param, optimizer, cpu-optimizer fraction, recompute)
 _LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
@@ -162,9 +163,10 @@ def _layouts(model: ModelFacts, s: _Setting) -> list[Layout]:
                     continue
                 eps: list[tuple[int, int | None]] = [(1, None)]
                 if model.is_moe:
-                    eps = [(ep, 1 if ep > 1 else None) for ep in _powers_of_two(model.num_experts or 1)
+                    eps = [(ep, 1 if ep > 1 else None) for ep in _powers_of_two(min(model.num_experts or 1, MAX_EP))
                            if (model.num_experts or 1) % ep == 0 and ep <= s.gpus // pp]
-                vpps = [None] + ([2] if pp > 1 else [])
+                # Interleaving pays off on short pipelines; deeper ones are already bubble-bound by M.
+                vpps = [None] + ([2] if 1 < pp <= 4 else [])
                 for first, last in _stage_splits(model.num_layers, pp):
                     for ep, etp in eps:
                         for vpp in vpps:
@@ -296,45 +298,66 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
         off = fixed_knobs["offload"]
         ladder = ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
                    bool(fixed_knobs.get("recompute", False))),)
-    passes = [(TARGET_GMU, rung) for rung in ladder] + [(MIN_GMU, rung) for rung in ladder]
-    for min_gmu, (param_off, opt_off, cpu_fraction, recompute) in passes:
+    if dynamic:
+        sizes = [("token_budget", b) for b in ([fixed_knobs["token_budget"]] if "token_budget" in fixed_knobs
+                                                else _budget_options(s.seq_len, layout.cp))]
+    else:
+        micros = ([fixed_knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in fixed_knobs
+                  else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
+        if not micros:
+            return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
+        sizes = [("micro_batch_per_gpu", m) for m in micros]
+
+    def with_size(rung: Candidate, key: str, value: int) -> Candidate:
+        if key == "token_budget":
+            return replace(rung, token_budget=value, log_prob_token_budget=value,
+                           micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
+        return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
+
+    def training_fits(cand: Candidate) -> tuple[bool, Candidate]:
+        probe = _evaluate(model, replace(cand, gpu_memory_utilization=fixed_knobs.get("gpu_memory_utilization",
+                                                                                          MIN_GMU)), work, s)
+        if "gpu_memory_utilization" in fixed_knobs:
+            return probe.fits, probe
+        return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
+
+    rungs = []
+    for param_off, opt_off, cpu_fraction, recompute in ladder:
         offload = Offload(param=param_off, grad=param_off, optimizer=opt_off,
                           cpu_optimizer=cpu_fraction > 0, cpu_optimizer_fraction=cpu_fraction)
-        rung = replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
-                       use_fused_kernels=bool(fixed_knobs.get("use_fused_kernels", False)))
-        if dynamic:
-            sizes = [("token_budget", b) for b in ([fixed_knobs["token_budget"]] if "token_budget" in fixed_knobs
-                                                    else _budget_options(s.seq_len, layout.cp))]
-        else:
-            micros = ([fixed_knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in fixed_knobs
-                      else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
-            if not micros:
-                return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
-            sizes = [("micro_batch_per_gpu", m) for m in micros]
+        rungs.append(replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
+                             use_fused_kernels=bool(fixed_knobs.get("use_fused_kernels", False))))
+    # The strongest rung at the smallest size is the cheapest proof that nothing fits.
+    ok, probe = training_fits(with_size(rungs[-1], *sizes[-1]))
+    if not ok:
+        closest = probe
+        rungs = []
+    fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
+    for rung in rungs:
+        ok, probe = training_fits(with_size(rung, *sizes[-1]))
+        if not ok:
+            closest = _closer(closest, probe)
+            continue
         for key, value in sizes:
-            if key == "token_budget":
-                cand = replace(rung, token_budget=value, log_prob_token_budget=value,
-                               micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
-            else:
-                cand = replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
+            cand = with_size(rung, key, value)
+            ok, probe = (True, probe) if (key, value) == sizes[-1] else training_fits(cand)
+            if not ok:
+                continue
             if "gpu_memory_utilization" in fixed_knobs:
-                sized = _evaluate(model, replace(cand, gpu_memory_utilization=fixed_knobs["gpu_memory_utilization"]),
-                                  work, s)
-                if not sized.fits:
-                    closest = _closer(closest, sized)
-                    continue
+                sized = probe
             else:
-                probe = _evaluate(model, replace(cand, gpu_memory_utilization=MIN_GMU), work, s)
-                if not all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"):
-                    closest = _closer(closest, probe)
-                    continue
-                sized = _best_gmu(model, cand, work, s, params, min_gmu)
+                sized = _best_gmu(model, cand, work, s, params, MIN_GMU)
                 if sized is None:
                     closest = _closer(closest, probe)
-                    continue
+                    break  # a smaller size does not change the rollout phase
             if key == "token_budget":
                 sized = _widen_log_prob_budget(model, sized, work, s)
-            return _annotate(model, sized, work, s, params, per_rank_mini, dp), ""
+            if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in fixed_knobs:
+                return _annotate(model, sized, work, s, params, per_rank_mini, dp), ""
+            fallback = fallback or sized
+            break
+    if fallback is not None:
+        return _annotate(model, fallback, work, s, params, per_rank_mini, dp), ""
     if closest is None:
         return None, "no setting fits"
     worst = max(closest.memory, key=lambda p: p.gib)

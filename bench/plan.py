@@ -1,0 +1,89 @@
+"""Planner benchmark: verl's shipped Megatron layouts against ours.
+
+    python bench/plan.py --table     # one row per shipped layout: verl's, ours, memory per phase
+    python bench/plan.py --timing    # wall time of one search per row
+
+For each row of generator/data/verl_layouts.yaml: verl's layout evaluated with the script's own
+knobs ("as shipped"), then a search on the same GPUs, lengths, n and batch size ("ours").
+`MP` is TP·PP·CP; `off` counts offload steps (param, optimizer, CPU optimizer, recompute).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generator.plan.reference import verl_layouts  # noqa: E402
+from generator.plan.search import describe_layout  # noqa: E402
+
+
+def offload_weight(c) -> int:
+    off = c.offload
+    return int(off.param) + int(off.optimizer) + int(off.cpu_optimizer) + int(c.recompute)
+
+
+def offload_text(c) -> str:
+    off = c.offload
+    parts = [n for n, on in (("param", off.param), ("opt", off.optimizer)) if on]
+    if off.cpu_optimizer:
+        parts.append(f"cpu{off.cpu_optimizer_fraction:g}")
+    if c.recompute:
+        parts.append("rc")
+    return "+".join(parts) or "-"
+
+
+def phases(c) -> str:
+    ph = {p.phase: p.gib for p in c.memory}
+    lp = max(ph.get("log_prob", 0.0), ph.get("ref_log_prob", 0.0))
+    return f"{ph.get('update', 0):.0f}/{lp:.0f}/{ph.get('rollout', 0):.0f}"
+
+
+def table() -> int:
+    head = ("id", "model", "GPUs", "verl layout", "verl knobs", "verl mem u/lp/r", "fits",
+            "our layout", "our knobs", "our mem u/lp/r", "MP v/o", "off v/o", "limit")
+    print("| " + " | ".join(head) + " |")
+    print("|" + "---|" * len(head))
+    for row in verl_layouts():
+        shipped = row.evaluate_as_shipped().candidates[0]
+        ours = row.search(top=1)
+        best = ours.best
+        cells = [row.id, row.model.name, f"{row.row['gpus']}×{row.row['gpu']}", describe_layout(shipped),
+                 f"{offload_text(shipped)} gmu{shipped.gpu_memory_utilization:g}", phases(shipped),
+                 "yes" if shipped.fits else "NO"]
+        if best is None:
+            cells += ["none fits", "", "", "", "", ""]
+        else:
+            cells += [f"{describe_layout(best)} rTP{best.rollout_tp}",
+                      f"{offload_text(best)} gmu{best.gpu_memory_utilization:g} "
+                      + (f"dyn{best.token_budget}" if best.use_dynamic_bsz else f"mb{best.micro_batch_per_gpu}"),
+                      phases(best), f"{shipped.model_parallel_size}/{best.model_parallel_size}",
+                      f"{offload_weight(shipped)}/{offload_weight(best)}"]
+        cells.append(f"{shipped.limit_gib:g}")
+        print("| " + " | ".join(cells) + " |")
+    return 0
+
+
+def timing() -> int:
+    for row in verl_layouts():
+        start = time.perf_counter()
+        row.search(top=1)
+        print(f"{row.id:10} {row.model.name:20} {row.row['gpus']:4} GPUs  {time.perf_counter() - start:6.3f} s")
+    return 0
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--table", action="store_true")
+    parser.add_argument("--timing", action="store_true")
+    args = parser.parse_args()
+    if args.timing:
+        return timing()
+    return table()
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

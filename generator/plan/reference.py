@@ -1,0 +1,96 @@
+"""The Megatron layouts verl ships (packaged `data/verl_layouts.yaml`), as planner inputs.
+
+Used by `bench/plan.py --table` and the tests: each row is evaluated exactly as shipped
+(layout and knobs), by layout only (the planner picks the knobs), and searched from scratch.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from generator.models import GpuSpec, gpu_spec, resolve_model
+from generator.models_types import ModelFacts
+from generator.plan.candidate import Plan
+
+LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
+
+
+@dataclass(frozen=True)
+class VerlLayout:
+    row: dict
+
+    @property
+    def id(self) -> str:
+        return self.row["id"]
+
+    @property
+    def model(self) -> ModelFacts:
+        return resolve_model(self.row["model"])
+
+    @property
+    def gpu(self) -> GpuSpec:
+        return gpu_spec(self.row["gpu"])
+
+    def layout(self) -> dict:
+        out = {k: self.row[k] for k in LAYOUT_KEYS if self.row.get(k) is not None}
+        if self.row.get("first") is not None:
+            out["first_stage_layers"] = self.row["first"]
+        if self.row.get("last") is not None:
+            out["last_stage_layers"] = self.row["last"]
+        return out
+
+    def knobs(self) -> dict:
+        """The script's own memory knobs, in plan_layout's `fixed` vocabulary."""
+        r = self.row
+        fraction = float(r.get("cpu_optimizer_fraction", 0.0))
+        out = {
+            "rollout_tp": r["rollout_tp"],
+            "use_dynamic_bsz": bool(r.get("dynamic", False)),
+            "offload": {"param": bool(r.get("param_offload", False)), "grad": bool(r.get("param_offload", False)),
+                        "optimizer": bool(r.get("optimizer_offload", False)), "cpu_optimizer": fraction > 0,
+                        "cpu_optimizer_fraction": fraction},
+            "recompute": bool(r.get("recompute", False)),
+            "gpu_memory_utilization": r["gmu"],
+            "use_fused_kernels": bool(r.get("fused", False)),
+        }
+        if out["use_dynamic_bsz"]:
+            out["token_budget"] = r["budget"]
+            out["log_prob_token_budget"] = r.get("lp_budget", r["budget"])
+        else:
+            out["micro_batch_per_gpu"] = r["micro"]
+            out["log_prob_micro_batch_per_gpu"] = r.get("lp_micro", r["micro"])
+        return out
+
+    def workload(self) -> dict:
+        r = self.row
+        nodes = max(1, r["gpus"] // 8)
+        return {"nodes": nodes, "gpu": self.gpu, "prompt_len": r["prompt"], "response_len": r["response"],
+                "n": r["n"], "algo": r["algo"], "train_batch_size": r["train_bs"]}
+
+    def evaluate_as_shipped(self) -> Plan:
+        from generator.plan.search import plan_layout
+
+        return plan_layout(self.model, self.row["gpus"], fixed={**self.layout(), **self.knobs()},
+                           **self.workload(), top=1)
+
+    def evaluate_layout(self) -> Plan:
+        from generator.plan.search import plan_layout
+
+        return plan_layout(self.model, self.row["gpus"], fixed=self.layout(), **self.workload(), top=1)
+
+    def search(self, top: int = 5) -> Plan:
+        from generator.plan.search import plan_layout
+
+        return plan_layout(self.model, self.row["gpus"], **self.workload(), top=top)
+
+
+@lru_cache(maxsize=1)
+def verl_layouts() -> tuple[VerlLayout, ...]:
+    import yaml
+
+    from generator.resources import data_dir
+
+    with (data_dir() / "verl_layouts.yaml").open(encoding="utf-8") as handle:
+        raw = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    return tuple(VerlLayout(row) for row in raw["rows"])

@@ -1,0 +1,147 @@
+"""Model registry, name matching, config.json loading, GPU specs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from generator.errors import InputError
+from generator.models import (find_model, gpu_spec, kv_cache_bytes_per_token, list_models, load_model_config,
+                              model_slug, resolve_model, total_params)
+
+
+@pytest.mark.parametrize("typed, expected", [
+    ("qwen2-7b", "Qwen2-7B"),
+    ("Qwen/Qwen2-7B-Instruct", "Qwen2-7B"),
+    ("qwen2.5-7b-instruct", "Qwen2.5-7B"),
+    ("QWEN2_5-7B", "Qwen2.5-7B"),
+    ("llama3.1-8b", "Llama-3.1-8B"),
+    ("Meta-Llama-3.1-8B-Instruct", "Llama-3.1-8B"),
+    ("deepseek-v3", "DeepSeek-V3"),
+    ("deepseek-ai/DeepSeek-V3-0324", "DeepSeek-V3"),
+    ("/models/Qwen2.5-7B-Instruct", "Qwen2.5-7B"),
+    ("/models/Qwen2.5-7B-Instruct/", "Qwen2.5-7B"),
+    ("Qwen3-30B-A3B-Instruct-2507", "Qwen3-30B-A3B"),
+    ("mistralai/Mixtral-8x7B-Instruct-v0.1", "Mixtral-8x7B"),
+    ("Qwen1.5-MoE-A2.7B-Chat", "Qwen1.5-MoE-A2.7B"),
+    ("qwen2-57b", "Qwen2-57B-A14B"),
+])
+def test_find_model_matches_names_users_type(typed, expected):
+    facts = find_model(typed)
+    assert facts is not None and facts.name == expected
+
+
+def test_digit_separators_keep_models_apart():
+    # Dropping every separator would make these two the same key.
+    assert find_model("qwen2.5-7b").name == "Qwen2.5-7B"
+    assert find_model("qwen2-57b").name == "Qwen2-57B-A14B"
+
+
+def test_flavour_picks_the_matching_max_position():
+    assert find_model("Qwen/Qwen2.5-7B").max_position_embeddings == 32768  # not stated: conservative
+    assert find_model("Qwen2.5-7B-Base").max_position_embeddings == 131072
+    assert find_model("Qwen2.5-7B-Instruct").max_position_embeddings == 32768
+
+
+def test_unknown_model_lists_close_names():
+    assert find_model("qwen9-1b") is None
+    with pytest.raises(InputError, match=r"unknown model 'qwen2\.5-8b'; close names: .*Qwen2\.5-7B"):
+        resolve_model("qwen2.5-8b")
+
+
+def test_registry_reproduces_published_parameter_counts():
+    import yaml
+
+    from generator.resources import data_dir
+
+    raw = {m["name"]: m for m in yaml.safe_load((data_dir() / "models.yaml").read_text())["models"]}
+    models = list_models()
+    assert len(models) == 24
+    for facts in models:
+        check = raw[facts.name]["published_check"]
+        assert total_params(facts) - facts.vision_params == check["total_params"], facts.name
+        if "active_params_b" in check:
+            assert round(total_params(facts, active=True) / 1e9, 3) == pytest.approx(check["active_params_b"], abs=0.002)
+        kv = raw[facts.name]["kv_cache_bytes_per_token_bf16"]
+        assert kv_cache_bytes_per_token(facts) == kv, facts.name
+
+
+def test_kv_cache_stops_shrinking_past_the_kv_heads():
+    qwen = find_model("qwen2-7b")  # 4 KV heads
+    assert kv_cache_bytes_per_token(qwen, 4) == kv_cache_bytes_per_token(qwen, 1) / 4
+    assert kv_cache_bytes_per_token(qwen, 8) == kv_cache_bytes_per_token(qwen, 4)
+    dsv3 = find_model("deepseek-v3")  # MLA latent cache is replicated
+    assert kv_cache_bytes_per_token(dsv3, 8) == kv_cache_bytes_per_token(dsv3, 1) == 61 * (512 + 64) * 2
+
+
+def test_model_slug():
+    assert model_slug(find_model("qwen2-7b")) == "qwen2-7b"
+    assert model_slug(find_model("qwen2.5-7b")) == "qwen2_5-7b"
+
+
+def _write(tmp_path, cfg):
+    path = tmp_path / "m"
+    path.mkdir()
+    (path / "config.json").write_text(json.dumps(cfg))
+    return path
+
+
+def test_load_dense_config_and_directory_lookup(tmp_path):
+    cfg = {"_name_or_path": "org/Tiny-1B", "model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 4,
+           "num_attention_heads": 8, "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 32000,
+           "max_position_embeddings": 4096, "tie_word_embeddings": True}
+    directory = _write(tmp_path, cfg)
+    facts = find_model(str(directory))
+    assert (facts.name, facts.head_dim, facts.qkv_bias, facts.is_moe) == ("Tiny-1B", 128, True, False)
+    assert load_model_config(directory / "config.json") == facts
+    # h=1024, kv width 2·128=256: attn q,o 2·1024·1024 + k,v 2·1024·256 (+bias 1024+512) ; mlp 3·1024·4096 ; norms 2048
+    per_layer = 2 * 1024 * 1024 + 2 * 1024 * 256 + 1024 + 512 + 3 * 1024 * 4096 + 2048
+    assert total_params(facts) == 32000 * 1024 + 1024 + 4 * per_layer
+
+
+def test_load_moe_mla_and_vl_configs(tmp_path):
+    dsv3 = {"model_type": "deepseek_v3", "hidden_size": 7168, "num_hidden_layers": 61, "num_attention_heads": 128,
+            "num_key_value_heads": 128, "intermediate_size": 18432, "vocab_size": 129280,
+            "max_position_embeddings": 163840, "n_routed_experts": 256, "num_experts_per_tok": 8,
+            "moe_intermediate_size": 2048, "n_shared_experts": 1, "first_k_dense_replace": 3, "q_lora_rank": 1536,
+            "kv_lora_rank": 512, "qk_rope_head_dim": 64, "qk_nope_head_dim": 128, "v_head_dim": 128}
+    facts = load_model_config(_write(tmp_path, dsv3))
+    assert total_params(facts) == total_params(find_model("deepseek-v3"))
+    vl = {"model_type": "qwen3_vl_moe", "text_config": {
+        "hidden_size": 2048, "num_hidden_layers": 48, "num_attention_heads": 32, "num_key_value_heads": 4,
+        "head_dim": 128, "intermediate_size": 6144, "vocab_size": 151936, "max_position_embeddings": 262144,
+        "num_experts": 128, "num_experts_per_tok": 8, "moe_intermediate_size": 768}}
+    sub = tmp_path / "vl"
+    sub.mkdir()
+    (sub / "config.json").write_text(json.dumps(vl))
+    facts = load_model_config(sub)
+    assert (facts.num_layers, facts.num_experts, facts.qk_norm, facts.head_dim) == (48, 128, True, 128)
+
+
+@pytest.mark.parametrize("content, message", [
+    ("{not json", "not valid JSON"),
+    ("[1, 2]", "expected a JSON object"),
+    ('{"hidden_size": 8}', "missing 'num_attention_heads'"),
+    ('{"hidden_size": -8, "num_attention_heads": 2}', "'hidden_size' must be a positive integer"),
+])
+def test_bad_config_files_are_one_line_input_errors(tmp_path, content, message):
+    path = tmp_path / "config.json"
+    path.write_text(content)
+    with pytest.raises(InputError, match=message):
+        load_model_config(path)
+    with pytest.raises(InputError):
+        resolve_model(str(path))
+    assert find_model(str(path)) is None  # find_model falls back to the name, which matches nothing
+
+
+def test_gpu_specs():
+    assert gpu_spec("H100").memory_gib == pytest.approx(79.6, abs=0.1)
+    assert gpu_spec("h20").memory_gib == pytest.approx(95.6, abs=0.1)
+    assert gpu_spec("a100").name == "a100-80g"
+    assert gpu_spec("h100", 94).memory_gib == 94
+    assert gpu_spec(None, 48).memory_gib == 48
+    with pytest.raises(InputError, match="unknown GPU 'h300'"):
+        gpu_spec("h300")
+    with pytest.raises(InputError):
+        gpu_spec("h100", -1)
