@@ -170,8 +170,7 @@ def _recipe_side(name: str, version: str, library: str | None) -> Side:
 def load_side(arg: str, *, version: str, library: str | None = None, env: dict[str, str] | None = None,
               args: list[str] | None = None) -> Side:
     """A script path when such a file exists (or the argument looks like a path), else a recipe."""
-    path = Path(arg)
-    if path.exists() or "/" in arg or arg.endswith(".sh"):
+    if is_script_argument(arg):
         return _script_side(arg, version, env=env, args=args)
     return _recipe_side(arg, version, library)
 
@@ -253,6 +252,7 @@ class Change:
     a: Any
     b: Any
     group: str
+    implied: bool = False  # neither side sets it: it follows from a default or an interpolation
 
 
 @dataclass(frozen=True)
@@ -270,6 +270,7 @@ class DiffResult:
     version: str
     changes: list[Change]
     derived: list[DerivedChange]
+    version_how: str = ""
 
     @property
     def notes(self) -> list[str]:
@@ -277,9 +278,10 @@ class DiffResult:
 
     def to_json(self) -> dict[str, Any]:
         return {
-            "a": self.a.label, "b": self.b.label, "verl_version": self.version,
+            "a": self.a.label, "b": self.b.label, "verl_version": self.version, "version_from": self.version_how,
             "changes": [{"key": c.key, "a": json_value(c.a), "b": json_value(c.b), "group": c.group,
-                         "a_set": c.a is not MISSING, "b_set": c.b is not MISSING} for c in self.changes],
+                         "a_set": c.a is not MISSING, "b_set": c.b is not MISSING, "implied": c.implied}
+                        for c in self.changes],
             "derived": [{"name": d.name, "a": json_value(d.a), "b": json_value(d.b),
                          "because": list(d.because)} for d in self.derived],
             "notes": self.notes,
@@ -294,7 +296,9 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
     for key in sorted(set(a.values) | set(b.values)):
         va, vb = a.values.get(key, MISSING), b.values.get(key, MISSING)
         if not same_value(va, vb):
-            changes.append(Change(key, va, vb, group_of(key)))
+            implied = key not in a.config.set_by and key not in b.config.set_by and key in a.config.values \
+                and key in b.config.values
+            changes.append(Change(key, va, vb, group_of(key), implied))
     changes.sort(key=lambda c: (GROUPS.index(c.group), c.key))
     da, db = derived_numbers(a.config), derived_numbers(b.config)
     changed_keys = {c.key: c for c in changes}
@@ -308,7 +312,7 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
         for source in left.inputs:
             if source in changed_derived:
                 d = changed_derived[source]
-                because.append(f"{d.name} {show_value(d.a)} → {show_value(d.b)}")
+                because.append(f"{d.name} {_derived_text(d.a)} → {_derived_text(d.b)}")
             elif source in changed_keys:
                 c = changed_keys[source]
                 because.append(f"{_short_key(source)} {show_value(c.a)} → {show_value(c.b)}")
@@ -316,6 +320,10 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
         changed_derived[name] = change
         derived.append(change)
     return DiffResult(a=a, b=b, version=version, changes=changes, derived=derived)
+
+
+def _derived_text(value: Any) -> str:
+    return "n/a" if value is None else show_value(value)
 
 
 def _short_key(key: str) -> str:
@@ -326,14 +334,35 @@ def _short_key(key: str) -> str:
     return short.get(key, key.rsplit(".", 1)[-1])
 
 
-def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
-         env: dict[str, str] | None = None, args: list[str] | None = None) -> DiffResult:
+def is_script_argument(arg: str) -> bool:
+    """A path to an existing file, or something that looks like one; anything else names a recipe."""
+    return Path(arg).exists() or "/" in arg or arg.endswith(".sh")
+
+
+def choose_version(explicit: str | None, arguments: tuple[str, ...], library: str | None) -> tuple[str, str]:
+    """--verl-version, else the installed verl, else the release the (first) recipe targets,
+    else the newest packaged schema."""
     from generator.schema import resolve_version
 
-    chosen, _how = resolve_version(version)
+    chosen, how = resolve_version(explicit)
+    if explicit is None and "newest" in how:
+        recipes = [a for a in arguments if not is_script_argument(a)]
+        if recipes:
+            from generator.library.store import load_library
+
+            target = load_library(library).get(recipes[0]).target_version
+            return resolve_version(target)[0], f"the release recipe '{recipes[0]}' targets"
+    return chosen, how
+
+
+def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
+         env: dict[str, str] | None = None, args: list[str] | None = None) -> DiffResult:
+    chosen, how = choose_version(version, (arg_a, arg_b), library)
     side_a = load_side(arg_a, version=chosen, library=library, env=env, args=args)
     side_b = load_side(arg_b, version=chosen, library=library, env=env, args=args)
-    return compare(side_a, side_b, chosen)
+    result = compare(side_a, side_b, chosen)
+    result.version_how = how
+    return result
 
 
 # --------------------------------------------------------------------------- text
@@ -342,7 +371,8 @@ def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | N
 def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
     write(f"A: {result.a.label} ({result.a.kind})\n")
     write(f"B: {result.b.label} ({result.b.kind})\n")
-    write(f"compared as verl {result.version} sees them (release defaults applied)\n")
+    how = f"; version from {result.version_how}" if result.version_how else ""
+    write(f"compared as verl {result.version} sees them (release defaults applied{how})\n")
     if not result.changes and not result.derived:
         write("\nno differences\n")
     for group in GROUPS:
@@ -352,13 +382,14 @@ def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
         write(f"\n{group}\n")
         width = max(len(c.key) for c in rows)
         for c in rows:
-            write(f"  {c.key.ljust(width)}  {show_value(c.a)} → {show_value(c.b)}\n")
+            implied = "  (follows: set on neither side)" if c.implied else ""
+            write(f"  {c.key.ljust(width)}  {show_value(c.a)} → {show_value(c.b)}{implied}\n")
     if result.derived:
         write("\nderived numbers\n")
         width = max(len(d.name) for d in result.derived)
         for d in result.derived:
             because = f"  ({'; '.join(d.because)})" if d.because else ""
-            write(f"  {d.name.ljust(width)}  {show_value(d.a)} → {show_value(d.b)}{because}\n")
+            write(f"  {d.name.ljust(width)}  {_derived_text(d.a)} → {_derived_text(d.b)}{because}\n")
     if result.notes:
         write("\nnotes\n")
         for note in result.notes:

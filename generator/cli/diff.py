@@ -43,6 +43,9 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             typer.echo(f"gen: {err}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
+        except Exception as err:  # never a traceback: one line, exit 2
+            typer.echo(f"gen: internal error ({type(err).__name__}: {' '.join(str(err).split())})", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
         if output_format == "json":
             typer.echo(json.dumps(result.to_json(), indent=2, default=str))
         else:

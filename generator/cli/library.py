@@ -70,6 +70,9 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             _fail(str(err))
             return
+        except Exception as err:  # never a traceback: one line, exit 2, nothing written
+            _fail(f"internal error ({type(err).__name__}: {' '.join(str(err).split())}); nothing written")
+            return
         for note in notes:
             typer.echo(f"note: {note}", err=True)
         typer.echo(f"wrote {path}")
