@@ -34,7 +34,9 @@ def _is_program(word: str) -> bool:
 class _Argv:
     def __init__(self, fields: list[Field]) -> None:
         self.fields = fields
-        self.texts = [as_text(f.text) if not f.unknowns else None for f in fields]
+        # Unknown parts stay as `<?…>` markers: an option like `--nproc_per_node=<?$1>` is
+        # still recognisably an option.
+        self.texts: list[str | None] = [as_text(f.text) for f in fields]
 
     def text(self, i: int) -> str | None:
         return self.texts[i] if 0 <= i < len(self.texts) else None
@@ -52,6 +54,14 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     while i < n:
         word = argv.text(i)
         if word is None:
+            return None
+        if argv.fields[i].unknowns:
+            # `$PYTHON -m pkg.mod …` with $PYTHON unknown is still a Python module call.
+            if argv.text(i + 1) == "-m" and i + 2 < n and not argv.fields[i + 2].unknowns:
+                entry, kind = argv.text(i + 2), "module"
+                launcher.append(f"{word} -m")
+                i += 3
+                break
             return None
         base = os.path.basename(word)
         if base == "env":

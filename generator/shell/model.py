@@ -6,7 +6,7 @@ and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from typing import Any
 
 
@@ -70,7 +70,12 @@ class Piece:
     was_split: bool = False
 
     def copy(self, **changes: Any) -> "Piece":
-        return replace(self, **changes)
+        # Hand-written: dataclasses.replace was the reader's top cost.
+        p = Piece(self.text, self.a, self.b, self.exact, self.q, self.qa, self.qb, self.path, self.split,
+                  self.unknown, self.group, self.inner, self.kind, self.elem, self.was_split)
+        for name, value in changes.items():
+            setattr(p, name, value)
+        return p
 
 
 BREAK = Piece("", kind="break")
@@ -135,6 +140,7 @@ class State:
     vars: dict[str, Var] = field(default_factory=dict)
     args: list[list[Piece]] = field(default_factory=list)
     args_label: str | None = None  # set when the positional args are unknown (inside a function)
+    args_known: bool = True  # False at script level when no --arg was given: $# is unknown
     functions: dict[str, Any] = field(default_factory=dict)
     cwd: str | None = ""  # relative to the script's directory; None = unknown
     unknown_sources: list[str] = field(default_factory=list)
@@ -145,6 +151,7 @@ class State:
             vars=dict(self.vars),
             args=list(self.args),
             args_label=self.args_label,
+            args_known=self.args_known,
             functions=dict(self.functions),
             cwd=self.cwd,
             unknown_sources=list(self.unknown_sources),

@@ -3,12 +3,12 @@
 from __future__ import annotations
 
 import os
+from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import has_unquoted_glob, text_hazards
-from generator.shell.parse import parse_bytes
 from generator.shell.walker import MAX_SOURCE_BYTES, Evaluator, line_starts_of
 
 MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
@@ -58,7 +58,7 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     args = list(args or [])
     base_dir = os.path.dirname(os.path.abspath(path)) if path else None
     ev = Evaluator(base_dir=base_dir, env=env, args=args)
-    ev.run_file(data, path)
+    tree = ev.run_file(data, path)
 
     src = data.decode("latin-1")
     starts = line_starts_of(src)
@@ -73,13 +73,10 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
             except OSError:
                 table = starts
             line_cache[file] = table
-        from bisect import bisect_right
-
         return bisect_right(table, max(offset, 0))
 
     script = LaunchScript(path=path, source=data, assumed_env=env, assumed_args=args)
     hazards: list[Hazard] = list(ev.hazards)
-    tree = parse_bytes(data)
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
     for rec in ev.records:
         inv = recognise(rec, line_of)
@@ -91,7 +88,7 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
         script.invocations.append(inv)
         hazards.extend(override_hazards(inv, ev.assigned_names))
         for ov in inv.overrides:
-            if ov.word.start < len(src) and (rec.path == path) and has_unquoted_glob(src, ov.word.start, ov.word.end):
+            if (rec.path == path) and "[" in src[ov.word.start : ov.word.end] and has_unquoted_glob(src, ov.word.start, ov.word.end):
                 hazards.append(Hazard(
                     "unquoted-glob", ov.word.line,
                     f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "

@@ -42,6 +42,8 @@ _WORDISH = {
     "brace_expression",
 }
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
+_ASSIGNED_NAME = re.compile(r"(?<![\w.$/+-])([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]\n]*\])?\+?=|\bfor\s+([A-Za-z_]\w*)")
+_READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_CALL_DEPTH = 8
 _MAX_LOOP_ITEMS = 16
 _ENV_LIKE = {"HOME", "PWD", "USER", "PATH"}
@@ -110,7 +112,7 @@ class Evaluator:
     def __init__(self, *, base_dir: str | None, env: dict[str, str], args: list[str]) -> None:
         self.base_dir = base_dir
         self.env = {k: from_text(v) for k, v in env.items()}
-        self.state = State(args=[[Piece(from_text(a), split=False)] for a in args])
+        self.state = State(args=[[Piece(from_text(a), split=False)] for a in args], args_known=bool(args))
         self.records: list[CommandRecord] = []
         self.hazards: list[Hazard] = []
         self.saw_args = False
@@ -123,7 +125,7 @@ class Evaluator:
     # ------------------------------------------------------------------------------------
     # files
 
-    def run_file(self, data: bytes, path: str | None) -> None:
+    def run_file(self, data: bytes, path: str | None) -> Any:
         tree = parse_bytes(data)
         src = data.decode("latin-1")
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
@@ -136,14 +138,14 @@ class Evaluator:
             self.walk(tree.root_node, Flow())
         finally:
             self.fx = outer
+        return tree
 
     def _collect_assigned(self, src: str) -> None:
-        for m in re.finditer(r"(?m)(?:^|[\s;(])(?:export\s+|local\s+|declare\s+(?:-\w+\s+)*|readonly\s+)?"
-                             r"([A-Za-z_][A-Za-z0-9_]*)\+?=", src):
-            self.assigned_names.add(m.group(1))
-        for m in re.finditer(r"\bfor\s+([A-Za-z_][A-Za-z0-9_]*)\s", src):
-            self.assigned_names.add(m.group(1))
-        for m in re.finditer(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)", src):
+        """Every name the file assigns anywhere (any branch, any function): an unset variable
+        that is never assigned is a likely typo rather than a branch we could not decide."""
+        for assigned, loop_var in _ASSIGNED_NAME.findall(src):
+            self.assigned_names.add(assigned or loop_var)
+        for m in _READ_NAMES.finditer(src):
             self.assigned_names.update(m.group(1).split())
 
     def _report_errors(self, node: Any, fx: FileCtx) -> None:
@@ -268,7 +270,7 @@ class Evaluator:
                    else f"the script's argument ${n} (give it with --arg)")
             return [Piece(unknown_marker(f"${n}"), a, b, False, quote, None, None, path, unknown=why)]
         if ch == "#":
-            if st.args_label is None:
+            if st.args_label is None and st.args_known:
                 return [Piece(str(len(st.args)), a, b, False, quote, None, None, path, split=not dq)]
             return [Piece(unknown_marker("$#"), a, b, False, quote, None, None, path, unknown="number of arguments")]
         what = {"?": "exit status of the last command", "$": "process id", "!": "id of the last background job",
@@ -1157,6 +1159,7 @@ class Evaluator:
             if args and args[0].text == "--":
                 self.state.args = [list(f.pieces) for f in args[1:]]
                 self.state.args_label = None
+                self.state.args_known = True
             return True
         if name == "shift":
             count = 1
@@ -1235,6 +1238,8 @@ class Evaluator:
         saved_args, saved_label, saved_fx = self.state.args, self.state.args_label, self.fx
         self.state.args = [list(f.pieces) for f in fields[1:]]
         self.state.args_label = None
+        saved_known = self.state.args_known
+        self.state.args_known = True
         self._local_frames.append({})
         self.fx = fx
         try:
@@ -1248,6 +1253,7 @@ class Evaluator:
                 else:
                     self.state.vars[var_name] = old
             self.state.args, self.state.args_label, self.fx = saved_args, saved_label, saved_fx
+            self.state.args_known = saved_known
 
 
 def _merged_ranges(nodes: list[Any]) -> list[tuple[int, int, str]]:

@@ -114,6 +114,41 @@ def find_dollar_close(s: str, i: int, end: int, opener: str) -> int:
     raise WordError(f"unterminated $({opener}")
 
 
+def split_words(s: str, a: int, b: int) -> list[tuple[int, int]] | None:
+    """Word ranges of a simple command in s[a:b]; None if it has operators (|, ;, &, <, >)."""
+    words: list[tuple[int, int]] = []
+    i = a
+    start = -1
+    try:
+        while i < b:
+            c = s[i]
+            if c in " \t\n":
+                if start >= 0:
+                    words.append((start, i))
+                    start = -1
+                i += 1
+                continue
+            if c in "|;&<>()#" and start < 0 or c in "|;&<>":
+                return None
+            if start < 0:
+                start = i
+            if c == "\\":
+                i += 2
+            elif c in "'\"":
+                i = find_close_quote(s, i + 1, b, c) + 1
+            elif c == "$" and i + 1 < b and s[i + 1] in "({":
+                i = find_dollar_close(s, i + 2, b, s[i + 1]) + 1
+            elif c == "`":
+                i = find_backtick(s, i + 1, b) + 1
+            else:
+                i += 1
+    except WordError:
+        return None
+    if start >= 0:
+        words.append((start, min(i, b)))
+    return words
+
+
 class Expander:
     """Expands words of one file (`src` is its bytes as latin-1) against an evaluator state."""
 
@@ -229,12 +264,49 @@ class Expander:
         return Piece(unknown_marker(label), a, b, False, '"' if dq else "", None, None, self.path,
                      split=False, unknown=reason, group=group)
 
-    def _unknown_cmd(self, body: str, a: int, b: int, dq: bool) -> Piece:
+    def _unknown_cmd(self, body: str, a: int, b: int, dq: bool, body_at: int | None = None) -> Piece:
         cmd = body.strip()
+        if body_at is not None:
+            emulated = self._pure_command(body_at, body_at + len(body), a, b, dq)
+            if emulated is not None:
+                return emulated
         if cmd in ("pwd", "pwd -P", "pwd -L"):
             return self._unknown("PWD", "the working directory when the script runs", a, b, dq=dq)
         return self._unknown(f"cmd:{_label_text(cmd)}", f"output of `{_label_text(cmd, 80)}` (never run)",
                              a, b, dq=dq)
+
+    def _pure_command(self, a: int, b: int, ea: int, eb: int, dq: bool) -> Piece | None:
+        """`$(basename …)`, `$(dirname …)`, `$(echo …)`: string functions bash would compute
+        the same way every run, so they are emulated here (never executed)."""
+        words = split_words(self.src, a, b)
+        if not words or words is None:
+            return None
+        name = self.src[words[0][0] : words[0][1]]
+        if name not in ("basename", "dirname", "echo"):
+            return None
+        args: list[str] = []
+        for wa, wb in words[1:]:
+            for f in self.fields(wa, wb):
+                if f.unknowns:
+                    return None
+                args.append(f.text)
+        if name == "echo":
+            if args and args[0].startswith("-"):
+                return None
+            result = " ".join(args)
+        elif not args or args[0].startswith("-") or len(args) > 2:
+            return None
+        elif name == "basename":
+            stripped = args[0].rstrip("/") or ("/" if args[0] else "")
+            result = stripped.rsplit("/", 1)[-1] if stripped != "/" else "/"
+            if len(args) == 2 and result.endswith(args[1]) and result != args[1]:
+                result = result[: -len(args[1])]
+        else:
+            stripped = args[0].rstrip("/")
+            head = stripped.rsplit("/", 1)[0] if "/" in stripped else "."
+            result = head.rstrip("/") or "/"
+        # Command substitution strips trailing newlines; the value is not a literal anywhere.
+        return Piece(result, ea, eb, False, '"' if dq else "", None, None, self.path, split=not dq)
 
     def _dollar(self, i: int, b: int, dq: bool, out: list[Piece], qa: int | None, qb: int | None) -> int:
         s = self.src
@@ -250,7 +322,7 @@ class Expander:
                 return j + 2
         if nxt == "(":
             j = find_dollar_close(s, i + 2, b, "(")
-            out.append(self._unknown_cmd(s[i + 2 : j], i, j + 1, dq))
+            out.append(self._unknown_cmd(s[i + 2 : j], i, j + 1, dq, body_at=i + 2))
             return j + 1
         if nxt == "{":
             j = find_dollar_close(s, i + 2, b, "{")
