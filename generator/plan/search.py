@@ -8,8 +8,10 @@ memory-model.md §2.7 gives — stopping at the first rung where every phase fit
 and on each rung the largest micro batch / token budget that fits, then the largest
 `gpu_memory_utilization` that fits next to what stays resident.
 
-Ranking (lexicographic): fits; no CPU optimizer; no recompute; fewer offload flags; smaller
-TP·PP·CP (more data parallelism); smaller pipeline bubble; more rollout memory; bigger micro.
+Ranking (lexicographic): fits; no CPU optimizer; no recompute (both cost time on every
+step); smaller TP·PP·CP (more data parallelism); fewer offload flags (param/optimizer offload
+costs a few PCIe copies per step, and buys rollout memory); smaller pipeline bubble; more
+rollout memory; bigger micro batch.
 """
 
 from __future__ import annotations
@@ -31,6 +33,8 @@ TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron
 ALGOS = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 MAX_PP = 16
+EFFICIENT_MICRO_TOKENS = 4096
+ROLLOUT_WEIGHT_SHARE = 0.6
 MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
 
 # (param, optimizer, cpu-optimizer fraction, recompute)
@@ -195,13 +199,14 @@ def describe_layout(layout: Layout | Candidate) -> str:
 # Sizing one layout
 
 
-def _rollout_tp(model: ModelFacts, s: _Setting, params: int, gmu: float = 0.6) -> int | None:
-    """Smallest rollout TP whose weights take ≤ half of the engine budget (room for KV cache)."""
+def _rollout_tp(model: ModelFacts, s: _Setting, params: int, gmu: float) -> int | None:
+    """Smallest rollout TP whose weights take ≤ ROLLOUT_WEIGHT_SHARE of the engine budget, so
+    the KV cache keeps the rest (verl's rule of thumb is GPU_mem·gmu·TP > 2·N_params)."""
     budget = gmu * s.gpu.memory_gib * 2**30
     options = [r for r in _powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
                and not rollout_problems(s.gpus, r, gpus_per_node=s.gpus_per_node, model=model)]
     for r in options:
-        if 2 * params / r <= 0.5 * budget:
+        if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
             return r
     return options[-1] if options else None
 
@@ -237,22 +242,26 @@ def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting) -
 
 
 def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, params: int,
-              min_gmu: float) -> Candidate | None:
-    """The largest gmu step (≥ min_gmu) at which the rollout phase fits and vLLM has KV cache.
-    The rollout phase is linear in gmu, so one evaluation at gmu 0 gives the headroom."""
+              min_gmu: float, pick_rollout_tp: bool) -> Candidate | None:
+    """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
+    rollout TP that leaves vLLM room for KV cache. The rollout phase is linear in gmu, so one
+    evaluation at gmu 0 gives the headroom."""
     at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
     rollout = at_zero.phase("rollout")
     headroom = at_zero.limit_gib - (rollout.gib if rollout else 0.0)
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
-    trial = _evaluate(model, replace(cand, gpu_memory_utilization=steps[0]), work, s)
+    trial = replace(cand, gpu_memory_utilization=steps[0])
+    if pick_rollout_tp:
+        trial = replace(trial, rollout_tp=_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp)
+    trial = _evaluate(model, trial, work, s)
     engine = engine_memory(model, trial, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     return trial if engine.fits else None
 
 
 def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
-                overrides: dict | None = None) -> tuple[Candidate | None, str]:
+                overrides: dict | None = None, prune: bool = True) -> tuple[Candidate | None, str]:
     """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason)."""
     overrides = dict(overrides or {})
     dp = layout.gpus // (layout.tp * layout.pp * layout.cp)
@@ -269,9 +278,11 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
                     has_ref=has_ref, has_critic=has_critic,
                     max_num_batched_tokens=max(8192, s.seq_len))
     floor = _static_floor_gib(model, layout, work)
-    if floor > usable_gib(s.gpu.memory_gib):
-        return None, f"weights+grads alone need {floor:.1f} GiB per GPU during the update (> {usable_gib(s.gpu.memory_gib):.1f})"
-    rollout_tp = overrides.pop("rollout_tp", None) or _rollout_tp(model, s, params)
+    if prune and floor > usable_gib(s.gpu.memory_gib):
+        return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
+                      f"(> {usable_gib(s.gpu.memory_gib):.1f})")
+    fixed_rollout_tp = overrides.pop("rollout_tp", None)
+    rollout_tp = fixed_rollout_tp or _rollout_tp(model, s, params, max(GMU_STEPS))
     if rollout_tp is None:
         return None, "no rollout TP divides the attention heads and the GPUs"
     base = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
@@ -346,7 +357,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
             if "gpu_memory_utilization" in fixed_knobs:
                 sized = probe
             else:
-                sized = _best_gmu(model, cand, work, s, params, MIN_GMU)
+                sized = _best_gmu(model, cand, work, s, params, MIN_GMU, fixed_rollout_tp is None)
                 if sized is None:
                     closest = _closer(closest, probe)
                     break  # a smaller size does not change the rollout phase
@@ -422,11 +433,20 @@ def _bubble(c: Candidate) -> float:
     return (c.pp - 1) / (c.pp * (c.vpp or 1))
 
 
-def rank_key(c: Candidate) -> tuple:
+def micro_tokens(c: Candidate, seq_len: int) -> int:
+    """Tokens in one training micro-batch on one GPU (before the CP split)."""
+    return (c.token_budget or seq_len) * c.cp if c.use_dynamic_bsz else c.micro_batch_per_gpu * seq_len
+
+
+def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False) -> tuple:
     off = c.offload
-    return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
-            int(off.param) + int(off.optimizer), c.model_parallel_size, _bubble(c), c.ep,
-            -c.gpu_memory_utilization, -(c.token_budget or c.micro_batch_per_gpu), c.rollout_tp)
+    # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
+    # comparable to recompute, unless the whole per-rank mini batch is that small.
+    small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
+    expert_tp = (c.tp if c.etp is None else c.etp) if moe else 0  # expert GEMMs split over TP are small
+    return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
+            c.model_parallel_size, int(off.param) + int(off.optimizer), _bubble(c), expert_tp, c.ep,
+            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
@@ -487,14 +507,14 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
             continue
-        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides)
+        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=not fixed)
         if cand is not None and cand.fits:
             sized.append(cand)
         else:
             plan.rejected.append((describe_layout(layout), reason))
             if cand is not None:
                 misses.append(cand)
-    sized.sort(key=rank_key)
+    sized.sort(key=lambda c: rank_key(c, prompt_len + response_len, model.is_moe))
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []

@@ -1,0 +1,165 @@
+"""Layout search: every emitted candidate obeys verl's/Megatron's rules; batch sizes; `gen plan`."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
+from generator.errors import InputError
+from generator.models import find_model, gpu_spec
+from generator.plan import batch_sizes, plan_layout
+from generator.plan.search import AGENT_NUM_WORKERS
+
+runner = CliRunner()
+
+
+def assert_candidate_obeys_rules(model, plan, cand):
+    gpus = plan.gpus
+    layout = Layout(gpus=gpus, tp=cand.tp, pp=cand.pp, cp=cand.cp, ep=cand.ep, etp=cand.etp, vpp=cand.vpp,
+                    first_stage_layers=cand.first_stage_layers, last_stage_layers=cand.last_stage_layers,
+                    gpus_per_node=gpus // plan.nodes)
+    assert layout_problems(layout, model) == []
+    assert rollout_problems(gpus, cand.rollout_tp, gpus_per_node=gpus // plan.nodes, model=model) == []
+    dp = gpus // (cand.tp * cand.pp * cand.cp)
+    responses = plan.train_batch_size * plan.n
+    mini = cand.ppo_mini_batch_size or plan.ppo_mini_batch_size
+    assert responses % dp == 0  # D3: equal chunks per DP rank
+    assert responses % AGENT_NUM_WORKERS == 0  # D1
+    assert (mini * plan.n) % dp == 0 and plan.train_batch_size % mini == 0  # no flooring, B % m == 0
+    per_rank_mini = mini * plan.n // dp
+    seq = plan.prompt_len + plan.response_len
+    if cand.use_dynamic_bsz:
+        assert cand.token_budget * cand.cp >= seq  # D7
+        assert cand.log_prob_token_budget * cand.cp >= seq
+    else:
+        assert per_rank_mini % cand.micro_batch_per_gpu == 0
+        if cand.vpp and cand.vpp > 1:
+            assert vpp_micro_batch_problem(per_rank_mini // cand.micro_batch_per_gpu, cand.pp) is None  # D9
+    assert 0 < cand.gpu_memory_utilization < 1
+    assert cand.fits and max(p.gib for p in cand.memory) <= cand.limit_gib
+    assert {p.phase for p in cand.memory} >= {"update", "log_prob", "rollout"}
+
+
+_MODELS = ["qwen2.5-0.5b", "qwen2.5-3b", "qwen2-7b", "qwen3-8b", "llama3.1-8b", "qwen2.5-32b", "qwen3-30b-a3b",
+           "moonlight-16b", "mixtral-8x7b", "qwen1.5-moe-a2.7b"]
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(model=st.sampled_from(_MODELS), gpus=st.sampled_from([1, 2, 4, 8, 16, 24, 32]),
+       lengths=st.sampled_from([(512, 512), (1024, 1024), (1024, 3072), (2048, 6144)]),
+       algo=st.sampled_from(["grpo", "ppo", "dapo"]), gpu=st.sampled_from(["h100", "h20", "a100-40g"]))
+def test_every_emitted_candidate_is_valid(model, gpus, lengths, algo, gpu):
+    facts = find_model(model)
+    n = 1 if algo == "ppo" else 5
+    nodes = max(1, gpus // 8)
+    plan = plan_layout(facts, gpus, nodes=nodes, gpu=gpu_spec(gpu), prompt_len=lengths[0], response_len=lengths[1],
+                       n=n, algo=algo, top=10)
+    for cand in plan.candidates:
+        assert_candidate_obeys_rules(facts, plan, cand)
+    if plan.candidates:
+        assert plan.chosen == 0
+    for layout, reason in plan.rejected:
+        assert layout and reason
+
+
+def test_large_moe_candidates_are_valid():
+    facts = find_model("deepseek-v3")
+    plan = plan_layout(facts, 256, nodes=32, gpu=gpu_spec("h100"), prompt_len=2048, response_len=4096, n=4, top=5)
+    assert plan.best is not None
+    for cand in plan.candidates:
+        assert_candidate_obeys_rules(facts, plan, cand)
+
+
+def test_default_batch_sizes():
+    assert batch_sizes(8, 5, 1024, 1024) == (1024, 256)  # verl's 7B GRPO examples
+    assert batch_sizes(8, 1, 1024, 512, "ppo") == (1024, 256)
+    prompts, mini = batch_sizes(24, 5, 1024, 2048)
+    assert (mini * 5) % 24 == 0 and prompts % mini == 0 and (prompts * 5) % 8 == 0
+    assert batch_sizes(8, 5, 2048, 8192)[0] < 1024  # long sequences: fewer prompts per step
+    assert batch_sizes(8, 5, 1024, 1024, train_batch_size=512) == (512, 128)
+    with pytest.raises(InputError, match="not divisible by rollout.agent.num_workers 8"):
+        batch_sizes(8, 5, 1024, 1024, train_batch_size=12)
+
+
+def test_fixed_layout_is_evaluated_not_searched():
+    facts = find_model("qwen2-7b")
+    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), fixed={"tp": 2, "pp": 2})
+    assert len(plan.candidates) == 1 and (plan.best.tp, plan.best.pp) == (2, 2)
+    bad = plan_layout(facts, 8, gpu=gpu_spec("h100"), fixed={"tp": 8, "pp": 1})
+    assert bad.best is None and "28 attention heads are not divisible by TP 8" in bad.rejected[0][1]
+
+
+def test_more_memory_never_needs_more_relief():
+    facts = find_model("qwen2.5-32b")
+    small = plan_layout(facts, 8, gpu=gpu_spec("h20"), prompt_len=2048, response_len=6144, fixed={"tp": 8}).best
+    large = plan_layout(facts, 8, gpu=gpu_spec("b200"), prompt_len=2048, response_len=6144, fixed={"tp": 8}).best
+    weight = lambda c: (c.offload.cpu_optimizer_fraction, c.recompute, c.offload.param + c.offload.optimizer)  # noqa: E731
+    assert weight(large) <= weight(small)
+
+
+@pytest.mark.parametrize("kwargs, message", [
+    ({"gpus": 0}, "--gpus must be ≥ 1"),
+    ({"gpus": 12, "nodes": 8}, "must be a multiple of --nodes"),
+    ({"gpus": 8, "algo": "sft"}, "unknown algorithm 'sft'"),
+    ({"gpus": 8, "n": 1}, "grpo compares responses within a group"),
+    ({"gpus": 8, "prompt_len": 30000, "response_len": 8000}, "exceeds Qwen2-7B's max_position_embeddings 32768"),
+])
+def test_bad_inputs(kwargs, message):
+    with pytest.raises(InputError, match=message):
+        plan_layout(find_model("qwen2-7b"), gpu=gpu_spec("h100"), **kwargs)
+
+
+# --- gen plan ----------------------------------------------------------------------------------
+
+def test_cli_json_shape():
+    result = runner.invoke(app, ["plan", "--model", "Qwen/Qwen2-7B-Instruct", "--gpus", "8", "--format", "json"])
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.stdout)
+    assert data["model"] == "Qwen2-7B" and data["gpus"] == 8 and data["chosen"] == 0
+    first = data["candidates"][0]
+    for key in ("tp", "pp", "vpp", "cp", "ep", "etp", "rollout_tp", "micro_batch_per_gpu", "use_dynamic_bsz",
+                "token_budget", "gpu_memory_utilization", "fits", "why"):
+        assert key in first
+    assert set(first["offload"]) >= {"param", "grad", "optimizer", "cpu_optimizer"}
+    assert set(first["memory_gib"]) == {"update", "log_prob", "rollout", "limit"}
+    assert max(v for k, v in first["memory_gib"].items() if k != "limit") <= first["memory_gib"]["limit"]
+    assert all({"layout", "reason"} == set(r) for r in data["rejected"])
+
+
+def test_cli_text_and_layout_options():
+    result = runner.invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--tp", "2", "--pp", "2"])
+    assert result.exit_code == 0, result.output
+    assert "TP2 PP2" in result.stdout and "update:" in result.stdout and "rollout:" in result.stdout
+
+
+@pytest.mark.parametrize("args, code, message", [
+    (["--model", "qwen9-1b", "--gpus", "8"], 2, "unknown model 'qwen9-1b'"),
+    (["--model", "qwen2-7b", "--gpus", "0"], 2, "--gpus must be ≥ 1"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--gpu", "h300"], 2, "unknown GPU 'h300'"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--tp", "8"], 2, "is invalid for Qwen2-7B"),
+    (["--model", "qwen2.5-72b", "--gpus", "8", "--gpu", "a100-40g", "--tp", "1"], 1, "NO"),
+])
+def test_cli_exit_codes(args, code, message):
+    result = runner.invoke(app, ["plan", *args])
+    assert result.exit_code == code, result.output
+    assert message in result.output
+    if code == 2:
+        assert len(result.output.strip().splitlines()) == 1 and "Traceback" not in result.output
+
+
+def test_cli_answers_within_a_second():
+    start = time.perf_counter()
+    done = subprocess.run([sys.executable, "-m", "generator", "plan", "--model", "qwen2-7b", "--gpus", "8",
+                           "--format", "json"], capture_output=True, text=True, timeout=30)
+    elapsed = time.perf_counter() - start
+    assert done.returncode == 0, done.stderr
+    assert elapsed < 1.5  # < 1 s on an idle machine; slack for a shared CI runner
