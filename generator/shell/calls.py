@@ -265,8 +265,17 @@ def _split_at_equals(pieces: list[Piece]) -> tuple[list[Piece], list[Piece], Pie
     return pieces, [], None, -1
 
 
-def _literalish(p: Piece) -> bool:
-    return p.group is None and not p.unknown and p.a is not None and (p.exact or p.q == "\\")
+def _exact(p: Piece) -> bool:
+    return not p.unknown and p.a is not None and p.b is not None and (p.exact or p.q == "\\")
+
+
+def _contiguous(value: list[Piece]) -> bool:
+    """Pieces written side by side in one file (at most a closing and an opening quote, or a
+    line continuation, between them), so one byte range holds the whole value."""
+    for prev, nxt in zip(value, value[1:]):
+        if prev.path != nxt.path or nxt.a < prev.b or nxt.a - prev.b > 2:  # type: ignore[operator]
+            return False
+    return True
 
 
 def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_end: int,
@@ -275,31 +284,29 @@ def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_e
     origin = f.origin if f.origin in ("array", "string") else None
     if origin == "string":  # provenance inside the string variable, not the string itself
         value = [p.copy(group=p.inner) for p in value]
-    path = f.path
     if not value:
         if eq_end >= 0 and eq_piece is not None:
             q = eq_piece.q if eq_piece.q in ("'", '"') else ""
             return Provenance(origin or "literal", Span(eq_end, eq_end, line_of(eq_piece.path, eq_end)), q,
                               path=eq_piece.path)
         return Provenance(origin or "literal", None)
-    first_group = value[0].group
-    single_group = first_group is not None and all(p.group is first_group for p in value) and first_group.text == text
-    if single_group and origin is None or (single_group and origin is not None and not all(_literalish(p) for p in value)):
-        g = first_group
-        assert g is not None
+    has_unknowns = any(p.unknown for p in value)
+    g = value[0].group
+    if g is not None and all(p.group is g for p in value) and g.text == text:
         span = (Span(g.span_start, g.span_end, line_of(g.path, g.span_start))
                 if g.span_start is not None and g.span_end is not None else None)
-        source = origin or ("unknown" if any(p.unknown for p in value) and span is None else "variable")
+        source = origin or ("unknown" if has_unknowns and span is None else "variable")
         return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)  # type: ignore[arg-type]
-    if all(_literalish(p) for p in value) and len({p.path for p in value}) == 1:
-        span, quoting = _region(value)
-        source = origin or "literal"
+    plain = all(p.group is None and (p.exact or p.q == "\\") for p in value)  # no expansion at all
+    if all(_exact(p) for p in value) and _contiguous(value):
+        region, quoting = _region(value)
         vpath = value[0].path
-        return Provenance(source, Span(span[0], span[1], line_of(vpath, span[0])) if span else None,  # type: ignore[arg-type]
-                          quoting if span else "", path=vpath)
-    if origin is None:
-        origin = "unknown" if any(p.unknown for p in value) else "variable"
-    return Provenance(origin, None, path=path)  # type: ignore[arg-type]
+        source = origin or ("literal" if plain else "variable")
+        if region is not None:
+            return Provenance(source, Span(region[0], region[1], line_of(vpath, region[0])), quoting,  # type: ignore[arg-type]
+                              path=vpath)
+    source = origin or ("unknown" if has_unknowns else ("literal" if plain else "variable"))
+    return Provenance(source, None, path=f.path)  # type: ignore[arg-type]
 
 
 def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:

@@ -642,7 +642,11 @@ def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None
             f.origin, f.word_a, f.word_b, f.path = "array", elem[0], elem[1], elem[2]
         elif split_happened and any(p.was_split for p in f.pieces):
             f.origin = "string"
-            sp = [p for p in f.pieces if p.a is not None]
-            if sp and all(p.path == sp[0].path for p in sp):
-                f.word_a, f.word_b, f.path = sp[0].a, sp[-1].b, sp[0].path  # type: ignore[assignment]
+            sp = [p for p in f.pieces if p.a is not None and p.b is not None]
+            if sp:
+                # The word inside the string: from its first piece to the last piece written
+                # after it in the same file (pieces of nested variables live elsewhere).
+                head = sp[0]
+                tail = max((p.b for p in sp if p.path == head.path and p.a >= head.a), default=head.b)
+                f.word_a, f.word_b, f.path = head.a, tail, head.path  # type: ignore[assignment]
     return fields
