@@ -1,9 +1,233 @@
-"""`gen` commands of this group (see generator/cli/__init__.py)."""
+"""`gen show FILE…`: what bash would hand each trainer call of a launch script, with where
+every value was written; `gen show NAME` shows a packaged recipe when NAME is not a file.
+
+Exit codes: 0 every file was read; 2 a file could not be read (the others are still shown)
+or the recipe name is unknown.
+"""
 
 from __future__ import annotations
 
+import json
+import os
+import sys
+from typing import Any, List, Optional, TextIO
+
 import typer
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+
+FORMATS = ("text", "json", "yaml")
+
+
+def parse_env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InputError(f"--env {pair!r}: expected NAME=VALUE")
+        env[name] = value
+    return env
+
+
+def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
+    if path.endswith(".py"):
+        from generator.pylaunch import read_launcher
+
+        if not os.path.isfile(path):
+            raise InputError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a file")
+        try:
+            with open(path, "rb") as handle:
+                data = handle.read()
+        except OSError as err:
+            raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
+        return read_launcher(data, path)
+    from generator.shell import read_file
+
+    return read_file(path, env=env or None, args=args or None)
+
+
+def _span(span: Any) -> dict | None:
+    return None if span is None else {"start": span.start, "end": span.end, "line": span.line}
+
+
+def _hazard_dict(h: Any) -> dict:
+    return {"line": h.line, "kind": h.kind, "message": h.message, "span": _span(h.span)}
+
+
+def _invocation_hazards(inv: Any, script: Any) -> list[Any]:
+    """The file's hazards that concern this call: on its lines, at one of its words, or just
+    after it (a comment or a stray backslash that cut it short, the orphaned rest)."""
+    first = inv.span.line
+    last = script.line_of(inv.span.end) if hasattr(script, "line_of") else first
+    lines = {ov.word.line for ov in inv.overrides} | {ov.line for ov in inv.overrides}
+    return [h for h in script.hazards if first <= h.line <= last + 2 or h.line in lines]
+
+
+def script_dict(path: str, script: Any) -> dict:
+    invocations = []
+    for inv in script.invocations:
+        invocations.append({
+            "line": inv.line,
+            "entry": inv.entry,
+            "entry_kind": inv.entry_kind,
+            "launcher": inv.launcher,
+            "config_path": inv.config_path,
+            "config_name": inv.config_name,
+            "branch": inv.branch,
+            "context": list(inv.context),
+            "passes_args": inv.passes_args,
+            "env": dict(inv.env),
+            "redirects": list(inv.redirects),
+            "other_args": list(inv.other_args),
+            "overrides": [
+                {
+                    "key": ov.key,
+                    "op": ov.op,
+                    "value": ov.value,
+                    "text": ov.text,
+                    "line": ov.line,
+                    "source": ov.provenance.source,
+                    "variable": ov.provenance.variable,
+                    "span": _span(ov.provenance.span),
+                    "quoting": ov.provenance.quoting,
+                    "resolved": ov.resolved,
+                    "unknowns": list(ov.unknowns),
+                }
+                for ov in inv.overrides
+            ],
+            "hazards": [_hazard_dict(h) for h in _invocation_hazards(inv, script)],
+        })
+    return {
+        "path": path,
+        "error": None,
+        "invocations": invocations,
+        "hazards": [_hazard_dict(h) for h in script.hazards],
+        "assumed_env": dict(script.assumed_env),
+        "assumed_args": list(script.assumed_args),
+    }
+
+
+def _error_dict(path: str, message: str) -> dict:
+    return {"path": path, "error": message, "invocations": [], "hazards": []}
+
+
+def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:
+    """One dict per path; a file that cannot be read gets a one-line `error` instead."""
+    out = []
+    for path in paths:
+        try:
+            out.append(script_dict(path, _read(path, env, args)))
+        except InputError as err:
+            message = str(err)
+            prefix = f"{path}: "
+            out.append(_error_dict(path, message[len(prefix):] if message.startswith(prefix) else message))
+        except RecursionError:
+            out.append(_error_dict(path, "the script nests too deeply to read"))
+        except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
+            text = " ".join(str(err).split())[:200]
+            out.append(_error_dict(path, f"internal error while reading ({type(err).__name__}: {text})"))
+    return out
+
+
+def _render_text(files: list[dict], stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for n, f in enumerate(files):
+        if n:
+            console.print()
+        if f["error"]:
+            continue
+        console.print(f"[bold]{escape(f['path'])}[/bold]")
+        if not f["invocations"]:
+            console.print("  no Hydra entry-point call found")
+        for inv in f["invocations"]:
+            extras = []
+            if inv["config_name"]:
+                extras.append(f"--config-name {inv['config_name']}")
+            if inv["config_path"]:
+                extras.append(f"--config-path {inv['config_path']}")
+            branch = "" if inv["branch"] == "live" else f" [yellow]({inv['branch']})[/yellow]"
+            console.print(f"  line {inv['line']}: [cyan]{escape(inv['launcher'])} {escape(inv['entry'])}[/cyan]"
+                          f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
+            if inv["context"]:
+                console.print(f"    [dim]{escape(' / '.join(inv['context']))}[/dim]")
+            if inv["passes_args"]:
+                console.print("    [dim]passes the script's arguments on (\"$@\"): a run can override anything[/dim]")
+            width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
+            for ov in inv["overrides"]:
+                prefix = "" if ov["op"] == "=" else ov["op"]
+                value = "" if ov["value"] is None else ov["value"]
+                shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
+                tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
+                style = "yellow" if not ov["resolved"] else ""
+                body = f"[{style}]{escape(shown)}[/{style}]" if style else escape(shown)
+                console.print(f"    {str(ov['line']).rjust(width)}  {body}  [dim]\\[{escape(tag)}][/dim]")
+                for why in ov["unknowns"]:
+                    console.print(f"    {' ' * width}    [yellow]? {escape(why)}[/yellow]")
+            for other in inv["other_args"]:
+                console.print(f"    {' ' * width}  [dim]arg {escape(other)}[/dim]")
+        for hz in f["hazards"]:
+            console.print(f"  [red]! line {hz['line']} {escape(hz['kind'])}:[/red] {escape(hz['message'])}")
+
+
+def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str, str] | None = None,
+                 args: list[str] | None = None, stream: TextIO | None = None,
+                 err_stream: TextIO | None = None) -> int:
+    """Print what each script's trainer calls receive; returns the exit code (0, or 2 when a
+    file could not be read)."""
+    stream = stream or sys.stdout
+    err_stream = err_stream or sys.stderr
+    files = collect(paths, dict(env or {}), list(args or []))
+    failed = [f for f in files if f["error"]]
+    if output_format == "json":
+        stream.write(json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n")
+    elif output_format == "yaml":
+        from ruamel.yaml import YAML
+
+        yaml = YAML(typ="safe", pure=True)
+        yaml.default_flow_style = False
+        yaml.dump({"files": files}, stream)
+    else:
+        _render_text(files, stream)
+    if output_format == "text":
+        for f in failed:
+            err_stream.write(f"gen show: {f['path']}: {f['error']}\n")
+    return EXIT_BAD_INPUT if failed else EXIT_OK
+
+
+def _is_recipe_name(target: str) -> bool:
+    return not os.path.exists(target) and "/" not in target and not target.endswith((".sh", ".py", ".bash"))
 
 
 def register(app: typer.Typer) -> None:
     """Add this module's commands to `app`."""
+
+    @app.command("show")
+    def show_command(
+        targets: List[str] = typer.Argument(..., metavar="FILE|NAME...",
+                                            help="launch scripts to read, or one recipe name"),
+        output_format: str = typer.Option("text", "--format", help="text, json or yaml"),
+        env: List[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
+        arg: List[str] = typer.Option([], "--arg", help="assume this script argument ($1, $2, ...)"),
+        library: Optional[str] = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
+    ) -> None:
+        """Show the overrides each trainer call receives, where each value was written, and shell
+        hazards; or show a packaged recipe by NAME."""
+        try:
+            if output_format not in FORMATS:
+                raise InputError(f"--format {output_format!r}: choose text, json or yaml")
+            assumed_env = parse_env(env)
+            if len(targets) == 1 and _is_recipe_name(targets[0]):
+                if output_format == "yaml":
+                    raise InputError("--format yaml is for scripts; use text or json for a recipe")
+                from generator.library.show import show_recipe
+
+                show_recipe(targets[0], library=library, output_format=output_format)
+                raise typer.Exit(EXIT_OK)
+        except InputError as err:
+            typer.echo(f"gen show: {err}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        code = show_scripts(list(targets), output_format=output_format, env=assumed_env, args=list(arg))
+        raise typer.Exit(code)
