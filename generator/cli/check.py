@@ -1,9 +1,213 @@
-"""`gen` commands of this group (see generator/cli/__init__.py)."""
+"""`gen check`, `gen rules`, `gen rule CODE`, `gen explain`.
+
+Exit codes: 0 no error-severity finding; 1 at least one; 2 bad input (a file that cannot be
+read, an unknown --verl-version or --format, an unreadable --model-config). Every file is
+checked even when an earlier one was bad.
+"""
 
 from __future__ import annotations
 
+import os
+import sys
+from pathlib import Path
+from typing import List, Optional
+
 import typer
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+
+FORMATS = ("text", "json", "sarif", "github")
+
+
+def _parse_env(pairs: list[str]) -> dict[str, str]:
+    env: dict[str, str] = {}
+    for pair in pairs:
+        name, eq, value = pair.partition("=")
+        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InputError(f"--env expects NAME=VALUE, got '{pair}'")
+        env[name] = value
+    return env
+
+
+def _codes(values: list[str]) -> tuple[str, ...]:
+    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
+
+
+def _read_bytes(path: str) -> bytes:
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file")
+    if p.is_dir():
+        raise InputError("is a directory")
+    try:
+        return p.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}") from None
+
+
+def read_launch(source: bytes, path: str, env: dict[str, str], args: list[str]):
+    """LaunchScript of a shell script, or of a Python launcher (`*.py`)."""
+    if path.endswith(".py"):
+        from generator.pylaunch import read_launcher
+
+        return read_launcher(source, path)
+    from generator.shell import read_script
+
+    return read_script(source, path, env=env or None, args=args or None)
+
+
+def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
+                env: dict[str, str], args: list[str], model_config: str | None):
+    """FileReports for every path (never raises for a single bad file)."""
+    from generator.report import FileReport, Located
+    from generator.rules import check_script
+    from generator.schema import resolve_version
+
+    chosen, _how = resolve_version(version)
+    if model_config:
+        from generator.models import load_model_config
+
+        load_model_config(model_config)  # fail early, once, with a one-line InputError
+    reports = []
+    for path in paths:
+        report = FileReport(path=path, verl_version=chosen)
+        try:
+            source = _read_bytes(path)
+            script = read_launch(source, path, env, args)
+            for invocation, _config, findings in check_script(script, version=chosen, select=select, ignore=ignore,
+                                                              model_config=model_config, config_root=os.getcwd()):
+                line = invocation.line if invocation else None
+                report.findings.extend(Located(f, line) for f in findings)
+        except InputError as err:
+            report.error = str(err)
+        except UnicodeDecodeError:
+            report.error = "not UTF-8 text"
+        except Exception as err:  # one line, never a traceback; other files are still checked
+            report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
+        reports.append(report)
+    return reports
+
+
+def _use_color() -> bool:
+    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
+
+
+def _emit(text: str, color: bool) -> None:
+    if color:
+        from rich.console import Console
+
+        Console(highlight=False, soft_wrap=True).print(text, end="")
+    else:
+        sys.stdout.write(text)
+
+
+def _fail(message: str) -> None:
+    print(f"error: {message}", file=sys.stderr)
+    raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
-    """Add this module's commands to `app`."""
+    @app.command("check")
+    def check(
+        files: List[str] = typer.Argument(..., help="Launch scripts (.sh) or Python launchers (.py)."),
+        fmt: str = typer.Option("text", "--format", "-f", help="text | json | sarif | github"),
+        select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
+        ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Check against this verl release."),
+        env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
+        arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument ($1, $2, ...)."),
+        model_config: Optional[str] = typer.Option(None, "--model-config",
+                                                   help="HF config.json (or model dir) for model-shape rules."),
+    ) -> None:
+        """Check launch scripts against verl's batch, parallel and config rules."""
+        from generator.report import render
+
+        if fmt not in FORMATS:
+            _fail(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+        try:
+            reports = check_paths(files, version=verl_version, select=_codes(select), ignore=_codes(ignore),
+                                  env=_parse_env(env), args=list(arg), model_config=model_config)
+        except InputError as err:
+            _fail(str(err))
+        color = fmt == "text" and _use_color()
+        _emit(render(reports, fmt, color=color), color)
+        bad_file = any(r.error for r in reports)
+        if fmt == "text":
+            for report in reports:
+                if report.error:
+                    print(f"{report.path}: error: {report.error}", file=sys.stderr)
+        if bad_file:
+            raise typer.Exit(EXIT_BAD_INPUT)
+        raise typer.Exit(EXIT_FINDINGS if any(r.failed for r in reports) else EXIT_OK)
+
+    @app.command("rules")
+    def rules(fmt: str = typer.Option("text", "--format", "-f", help="text | json")) -> None:
+        """List every rule: code, severity, stage, verl releases, title."""
+        from generator.rules import load_rules
+
+        registry = load_rules()
+        if fmt == "json":
+            import json
+
+            data = [{"code": r.code, "name": r.name, "title": r.title, "severity": r.severity, "stage": r.stage,
+                     "versions": str(r.versions), "backends": list(r.backends), "verl_ref": r.verl_ref}
+                    for _, r in sorted(registry.items())]
+            sys.stdout.write(json.dumps(data, indent=2) + "\n")
+            return
+        if fmt != "text":
+            _fail(f"--format must be text or json, got '{fmt}'")
+        for _, r in sorted(registry.items()):
+            sys.stdout.write(f"{r.code}  {r.severity:<7} {r.stage:<7} {str(r.versions):<14} {r.title}\n")
+
+    @app.command("rule")
+    def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:
+        """Explain one rule: what it checks, why, an example finding, the fix."""
+        from generator.report.rule_doc import rule_doc
+        from generator.rules import load_rules
+
+        registry = load_rules()
+        rule = registry.get(code.strip().upper())
+        if rule is None:
+            close = [c for c in registry if c.startswith(code.strip().upper()[:3])]
+            hint = f" (codes starting {code.strip().upper()[:3]}: {', '.join(sorted(close))})" if close else ""
+            _fail(f"unknown rule '{code}'{hint}; `gen rules` lists them")
+        sys.stdout.write(rule_doc(rule))
+
+    @app.command("explain")
+    def explain(
+        files: List[str] = typer.Argument(..., help="Launch scripts to explain."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version"),
+        env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
+        arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
+    ) -> None:
+        """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
+        from generator.config import build_config
+        from generator.report.explain import explain_config, render_explain
+        from generator.schema import resolve_version
+
+        status = EXIT_OK
+        try:
+            chosen, _how = resolve_version(verl_version)
+            env_map = _parse_env(env)
+        except InputError as err:
+            _fail(str(err))
+        for path in files:
+            try:
+                script = read_launch(_read_bytes(path), path, env_map, list(arg))
+                calls = [inv for inv in script.invocations if inv.branch != "dead"]
+                if not calls:
+                    sys.stdout.write(f"{path}: no trainer call found\n")
+                script_dir = os.path.dirname(os.path.abspath(path))
+                for invocation in calls:
+                    config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd())
+                    branch = "" if invocation.branch == "live" else f", {invocation.branch}"
+                    header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, verl {config.version}, "
+                              f"{config.backend}{branch})")
+                    sys.stdout.write(render_explain(header, explain_config(config)))
+            except InputError as err:
+                print(f"{path}: error: {err}", file=sys.stderr)
+                status = EXIT_BAD_INPUT
+            except Exception as err:
+                print(f"{path}: error: internal error ({type(err).__name__}: {err})", file=sys.stderr)
+                status = EXIT_BAD_INPUT
+        raise typer.Exit(status)

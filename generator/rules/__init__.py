@@ -38,6 +38,12 @@ def load_rules() -> dict[str, Rule]:
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
+# Rules that decide from DEFAULT values (a key left unset, whether a critic exists). When the
+# call's own config could not be found and the PPO defaults stand in, their verdicts would be
+# guesses, so they do not run (VK609 says why).
+DEFAULT_SENSITIVE = frozenset({"VB109", "VB201", "VB202", "VB203", "VB204", "VB205", "VB206", "VB207", "VB208",
+                               "VP305", "VD404", "VR510", "VX910"})
+
 
 def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
     if rule.scope == "script":
@@ -57,14 +63,17 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
                  ignore: Iterable[str] = ()) -> list[Finding]:
     """Findings for one config, ordered by line then code. Rules outside the config's release or
     backend do not run; batch/layout rules run only for PPO-trainer calls."""
-    from generator.rules.view import is_trainer
+    from generator.rules.view import fallback_note, is_trainer
 
     load_rules()
     ctx = Context(config=config, invocation=invocation, script=script, model=model)
     trainer = is_trainer(ctx)
+    approximate = fallback_note(config) is not None
     findings: list[Finding] = []
     for rule in selected(select, ignore):
         if not _applies(rule, config, trainer):
+            continue
+        if approximate and rule.code in DEFAULT_SENSITIVE:
             continue
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
@@ -115,11 +124,13 @@ def _scope_note(invocation: Invocation) -> str:
 
 
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
-                 ignore: Iterable[str] = (), model_config: str | None = None,
+                 ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
                  ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
     """Check every live, conditional or loop call of a read script (dead branches are skipped).
 
     The first element, when the script has shell hazards, is (None, None, hazard findings).
+    `config_root` is where `$PWD`-relative config paths start (the directory the script is run
+    from, usually the repository root).
     Raises InputError for an unknown --verl-version or an unreadable --model-config.
     """
     from generator.config import build_config
@@ -135,7 +146,10 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     for invocation in script.invocations:
         if invocation.branch == "dead":
             continue
-        config = build_config(invocation, version=chosen, script_dir=script_dir)
+        if config_root is not None:
+            config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root)
+        else:
+            config = build_config(invocation, version=chosen, script_dir=script_dir)
         model = _model_for(config, model_config, cache)
         findings = check_config(config, model=model, invocation=invocation, script=script,
                                 select=select, ignore=ignore)

@@ -288,18 +288,29 @@ def both_micro(ctx: Context) -> Iterator[Finding]:
                                   (KeyEdit(MICRO_GLOBAL, old, None),)))
 
 
-@rule("VB109", "missing-micro-batch", "no usable actor micro batch with static batching",
-      severity="error", stage="load", verl_ref="A4, A2b, D5",
+@rule("VB109", "missing-micro-batch", "no usable actor micro batch",
+      severity="error", stage="load", verl_ref="A4, A2b, G6, D5",
       why="With use_dynamic_bsz=False verl needs a micro batch. Megatron's check multiplies DP by "
-          "ppo_micro_batch_size_per_gpu, so setting only the deprecated global key fails with a TypeError.",
+          "ppo_micro_batch_size_per_gpu, so setting only the deprecated global key fails with a TypeError; "
+          "through 0.5.0 that Megatron check ran even with dynamic bsz (G6).",
       fix_safety="For the deprecated key: converts it to the per-GPU key (global // DP), as verl itself would.",
       failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",)),
       passing=Example(()))
 def missing_micro(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
-    if view.new_engine or not _static(view, ungated_through="0.5.0"):
+    dynamic = view.actor_dynamic
+    if view.new_engine or dynamic is None:
         return
     if not view.known(MICRO) or not view.known(MICRO_GLOBAL) or view.is_set(MICRO):
+        return
+    old_megatron = view.backend == "megatron" and VersionRange(None, "0.5.0").contains(view.version)
+    if dynamic and not old_megatron:
+        return
+    if dynamic:
+        yield ctx_finding(missing_micro, view, (ACTOR + "use_dynamic_bsz",),
+                          f"verl {view.version} computes DP·ppo_micro_batch_size_per_gpu for Megatron even with "
+                          f"use_dynamic_bsz=True, and ppo_micro_batch_size_per_gpu is null (TypeError at load)",
+                          key=MICRO)
         return
     if view.is_null(MICRO_GLOBAL):
         yield ctx_finding(missing_micro, view, (MINI,),

@@ -50,6 +50,14 @@ def config_for(overrides: tuple[str, ...] | list[str], *, version: str = DEFAULT
                config_name: str = "ppo_megatron_trainer", base: tuple[str, ...] = BASE) -> Config:
     """BASE + overrides as a Config of `version` (real schema defaults, Hydra semantics)."""
     texts = list(base) + list(overrides)
+    from generator import schema
+
+    if config_name not in schema.load(version).configs:
+        # As generator.config.build_config does for a config it cannot find: PPO defaults + a note.
+        config = config_for(overrides, version=version, config_name="ppo_trainer",
+                            base=tuple(o for o in base if ".megatron." not in o))
+        config.notes.append(f"config {config_name} was not found next to the script; checked against the PPO defaults")
+        return config
     try:
         from generator.config import config_from_overrides  # type: ignore[attr-defined]
     except ImportError:

@@ -6,20 +6,33 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.rules.core import Context, Example, Finding, rule
-from generator.rules.view import View
+from generator.rules.view import View, fallback_note, is_trainer
 
 _ANY = ("megatron", "fsdp", "unknown")
 # Values with a dedicated rule elsewhere (reported once, there).
 _DEDICATED_VALUES = {"actor_rollout_ref.rollout.mode"}
 
 
+# Verdicts that depend on knowing the call's real config (not a fallback to the PPO defaults).
+_NEEDS_OWN_CONFIG = {"unknown-key", "plus-on-existing", "delete-missing", "renamed", "removed"}
+
+
 def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
+    if kind in _NEEDS_OWN_CONFIG and fallback_note(ctx.config):
+        return  # VK609 says once that keys could not be checked
     for issue in ctx.config.key_issues:
         if issue.kind != kind:
             continue
-        if kind == "bad-value" and issue.override.key in _DEDICATED_VALUES:
-            continue
-        yield the_rule.finding(_message(issue), line=issue.override.line, key=issue.override.key or None)
+        if kind == "bad-value" and (issue.override.key in _DEDICATED_VALUES or not is_trainer(ctx)):
+            continue  # value rules come from verl's PPO config classes
+        severity = None
+        message = _message(issue)
+        if kind in ("renamed", "removed") and issue.override.op in ("+", "++"):
+            # Hydra accepts adding the key; verl just never reads it.
+            severity = "warning"
+            message += " (added with '+', so Hydra accepts it, but verl no longer reads it)"
+        yield the_rule.finding(message, line=issue.override.line, key=issue.override.key or None,
+                               severity=severity)
 
 
 def _message(issue) -> str:
@@ -97,3 +110,19 @@ def val_batch_size(ctx: Context) -> Iterator[Finding]:
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
         yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
                                      line=view.line("data.val_batch_size"), key="data.val_batch_size")
+
+
+@rule("VK609", "keys-not-checked", "override keys not checked: the call's own config is not known",
+      severity="info", stage="static", verl_ref="§3", backends=_ANY, scope="any",
+      why="Key checks need the config the entry point really composes (a recipe's YAML, an SFT or generation "
+          "config). When it cannot be found, key verdicts against the PPO defaults would be guesses, so they are "
+          "skipped and this note says why.",
+      fix_safety="Nothing to fix; pass the recipe's config directory or check from the repository root.",
+      failing=Example(("+algorithm.filter_groups.enable=True",), config_name="dapo_trainer",
+                      note="a recipe config that is not next to the script"),
+      passing=Example(()))
+def keys_not_checked(ctx: Context) -> Iterator[Finding]:
+    note = fallback_note(ctx.config)
+    if note:
+        line = ctx.invocation.line if ctx.invocation else None
+        yield keys_not_checked.finding(f"cannot decide key existence or rely on defaults: {note}", line=line)

@@ -35,6 +35,9 @@ def filter_overlong(ctx: Context) -> Iterator[Finding]:
 def hybrid_engine(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
     key = "actor_rollout_ref.hybrid_engine"
+    entry = ctx.config.entry or ""
+    if any(word in entry for word in ("off_policy", "async", "one_step")):
+        return  # these recipes run their own trainer, built for separate rollout GPUs
     if view.bool(key) is False:
         yield ctx_finding(hybrid_engine, view, (key,), "actor_rollout_ref.hybrid_engine=False is not supported",
                           fix=Fix("set hybrid_engine=True", (KeyEdit(key, False, True),)))

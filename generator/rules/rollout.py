@@ -109,7 +109,7 @@ def gpu_memory(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR506", "batched-tokens-below-model-len", "chunked prefill off and max_num_batched_tokens < max_model_len",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3", backends=("megatron", "fsdp"),
+      severity="warning", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3",
       why="Without chunked prefill vLLM needs max_num_batched_tokens ≥ max_model_len. In 0.7.0 max_model_len is "
           "forced to the model's max_position_embeddings (rollout.max_model_len is ignored), so the default 8192 "
           "fails for long-context models.",
@@ -141,13 +141,18 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
       why="Through 0.6.1 verl's vLLM rollout refused enable_chunked_prefill=True with max_num_batched_tokens smaller "
           "than rollout.max_model_len (or prompt + response).",
       fix_safety="Raises max_num_batched_tokens to that length (safe).",
-      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True",
+      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync",
                        "actor_rollout_ref.rollout.max_num_batched_tokens=2048"), version="0.6.1"),
-      passing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True",), version="0.6.1"))
+      passing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync"),
+                      version="0.6.1"))
 def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not True or view.str(ROLLOUT + "name") not in (None, "vllm"):
         return
+    from generator.rules.batch import _rollout_mode
+
+    if _rollout_mode(view) != "sync":
+        return  # the check lived in the sync (SPMD) vLLM rollout only
     tokens = view.int(ROLLOUT + "max_num_batched_tokens")
     limit = view.int(ROLLOUT + "max_model_len") or view.sequence_length()
     if tokens is None or limit is None or tokens >= limit:

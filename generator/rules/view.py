@@ -18,6 +18,10 @@ MEGATRON = ACTOR + "megatron."
 TRANSFORMER = MEGATRON + "override_transformer_config."
 
 NON_TRAINER_ENTRIES = ("main_generation", "main_eval", "sft_trainer", "fsdp_sft_trainer", "main_generation_server")
+# Recipe entry points that run their own trainer (separate rollout GPUs, streaming batches,
+# distillation, VLA...): verl's PPO batch chain does not describe them, so only keys are checked.
+NON_PPO_RECIPES = ("gkd", "vla", "atropos", "one_step_off", "fully_async", "async_flow", "dance_grpo",
+                   "reward_queue", "dynamo", "transfer_queue", "sft", "eval", "generation")
 
 
 def as_int(value: Any) -> int | None:
@@ -262,7 +266,21 @@ def is_trainer(ctx: Context) -> bool:
     entry = ctx.config.entry or ""
     if any(entry.endswith(name) or f".{name}" in entry for name in NON_TRAINER_ENTRIES):
         return False
+    if entry != "verl.trainer.main_ppo" and any(marker in entry for marker in NON_PPO_RECIPES):
+        return False
+    inv = ctx.invocation
+    if inv is not None and inv.config_name and "<?" in inv.config_name:
+        return False  # the config itself comes from an argument: nothing about it is known
     if "sft" in (ctx.config.schema or "") or "generation" in (ctx.config.schema or ""):
         return False
     values = ctx.config.values
     return "data.train_batch_size" in values and ROLLOUT + "n" in values
+
+
+def fallback_note(config) -> str | None:
+    """Why the config only approximates the call's own config (a recipe or SFT config that
+    could not be found, so the PPO defaults stand in); None when the config is exact."""
+    for note in getattr(config, "notes", ()) or ():
+        if "checked against" in note:
+            return note
+    return None

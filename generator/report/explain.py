@@ -1,0 +1,143 @@
+"""`gen explain`: the numbers verl derives from one trainer call, with the equations in the
+user's own numbers (docs/verl-rules.md §1). Pure: Config in, lines out."""
+
+from __future__ import annotations
+
+import math
+from typing import Any
+
+from generator import derive
+from generator.config.types import Config
+from generator.rules.core import Context
+from generator.rules.view import ACTOR, CRITIC, REF, ROLLOUT, View
+
+
+def _why_unknown(view: View, *keys: str) -> str:
+    for key in keys:
+        if key in view.config.unknown:
+            return f"unknown ({key.rsplit('.', 1)[-1]}: {view.config.unknown[key]})"
+    return "unknown"
+
+
+def explain_config(config: Config) -> list[tuple[str, str]]:
+    """(label, equation) rows, in the order of the chain."""
+    view = View(Context(config=config))
+    rows: list[tuple[str, str]] = []
+    add = rows.append
+    per_node, nodes, gpus = view.int("trainer.n_gpus_per_node"), view.int("trainer.nnodes"), view.gpus
+    add(("GPUs W", f"n_gpus_per_node·nnodes = {per_node}·{nodes} = {gpus}" if gpus else
+         _why_unknown(view, "trainer.n_gpus_per_node", "trainer.nnodes")))
+    layout = view.actor_layout() if view.backend == "megatron" else None
+    dp = view.dp()
+    if view.backend == "megatron":
+        if layout is not None:
+            add(("DP", f"W / (TP·PP·CP) = {gpus} / ({layout.tp}·{layout.pp}·{layout.cp}) = "
+                       + (str(dp) if dp else f"{gpus / (layout.tp * layout.pp * layout.cp):g} (not divisible)")))
+            if layout.ep > 1 or layout.etp is not None:
+                etp = layout.tp if layout.etp is None else layout.etp
+                edp = derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp)
+                add(("EDP", f"W / (ETP·EP·PP) = {gpus} / ({etp}·{layout.ep}·{layout.pp}) = "
+                            + (str(edp) if edp else "not divisible")))
+            if layout.vpp:
+                add(("VPP", f"{layout.vpp} virtual stages per pipeline rank"))
+        else:
+            add(("DP", _why_unknown(view, *(f"{ACTOR}megatron.{k}" for k in (
+                "tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size")),
+                "trainer.n_gpus_per_node", "trainer.nnodes")))
+    else:
+        sp = view.ulysses() or 1
+        add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}" if dp else _why_unknown(view, "trainer.n_gpus_per_node")))
+    pn = view.prompts_and_n()
+    if pn is None:
+        add(("responses/step G", _why_unknown(view, "data.train_batch_size", ROLLOUT + "n")))
+        return rows + _rollout_rows(view, gpus)
+    prompts, n = pn
+    responses = prompts * n
+    add(("responses/step G", f"train_batch_size·n = {prompts}·{n} = {responses}"))
+    mini, micro = view.int(ACTOR + "ppo_mini_batch_size"), view.int(ACTOR + "ppo_micro_batch_size_per_gpu")
+    epochs = view.int(ACTOR + "ppo_epochs") or 1
+    if dp and mini and mini > 0:
+        chain = derive.batch_chain(prompts=prompts, n=n, mini=mini, dp=dp, micro=micro if micro and micro > 0 else None,
+                                   epochs=epochs, path=view.path())
+        exact = mini * n / dp
+        add(("per-rank mini m", f"ppo_mini_batch_size·n / DP = {mini}·{n} / {dp} = "
+                                + (f"{exact:g} → floored to {chain.per_rank_mini_batch}" if chain.floored
+                                   else str(chain.per_rank_mini_batch))))
+        add(("local batch B", f"G / DP = {responses} / {dp} = "
+                              + (str(chain.local_batch) if chain.local_batch is not None else
+                                 f"{responses / dp:g} (not divisible: dispatch fails)")))
+        if chain.mini_batches_per_epoch is not None:
+            how = "ceil(B / m)" if chain.path == "fsdp" and chain.mini_batch_remainder else "B / m"
+            add(("mini-batches/epoch K", f"{how} = {chain.local_batch} / {chain.per_rank_mini_batch} = "
+                                         f"{chain.mini_batches_per_epoch}"))
+            add(("optimizer updates/step U", f"K·E = {chain.mini_batches_per_epoch}·{epochs} = "
+                                             f"{chain.optimizer_updates_per_step}"))
+        elif chain.local_batch is not None and chain.per_rank_mini_batch:
+            add(("mini-batches/epoch K", f"B / m = {chain.local_batch} / {chain.per_rank_mini_batch}: "
+                                         f"remainder {chain.mini_batch_remainder} (Megatron asserts)"))
+        add(("responses per update", f"m·DP = {chain.per_rank_mini_batch}·{dp} = {chain.effective_responses_per_update}"))
+        if view.actor_dynamic:
+            add(("grad accumulation A", "dynamic: ceil(local tokens / token cap), at most m"))
+        elif chain.grad_accum_steps is not None:
+            tail = f" (last micro-batch {chain.micro_remainder})" if chain.micro_remainder else ""
+            add(("grad accumulation A", f"ceil(m / μ) = ceil({chain.per_rank_mini_batch} / {micro}) = "
+                                        f"{chain.grad_accum_steps}{tail}"))
+        else:
+            add(("grad accumulation A", "unknown (ppo_micro_batch_size_per_gpu not set)"))
+    else:
+        add(("per-rank mini m", _why_unknown(view, ACTOR + "ppo_mini_batch_size")))
+    rows.extend(_token_rows(view))
+    return rows + _rollout_rows(view, gpus, responses)
+
+
+def _token_rows(view: View) -> list[tuple[str, str]]:
+    rows = []
+    seq = view.sequence_length()
+    caps = [("actor token cap", ACTOR + "ppo_max_token_len_per_gpu", ACTOR + "use_dynamic_bsz", ACTOR),
+            ("log-prob token cap", ROLLOUT + "log_prob_max_token_len_per_gpu", ROLLOUT + "log_prob_use_dynamic_bsz",
+             ACTOR)]
+    if view.ref_used:
+        caps.append(("ref token cap", REF + "log_prob_max_token_len_per_gpu", REF + "log_prob_use_dynamic_bsz", ACTOR))
+    if view.critic_used:
+        caps.append(("critic token cap", CRITIC + "ppo_max_token_len_per_gpu", CRITIC + "use_dynamic_bsz", CRITIC))
+    unit = "CP" if view.backend == "megatron" else "SP"
+    for label, key, flag, prefix in caps:
+        if view.bool(flag) is not True:
+            continue
+        cap, split = view.int(key), view.cp_or_sp(prefix)
+        if cap is None or split is None:
+            rows.append((label, _why_unknown(view, key)))
+            continue
+        verdict = "" if seq is None else (f" ≥ prompt+response {seq}" if cap * split >= seq
+                                          else f" < prompt+response {seq} (fails)")
+        rows.append((label + f" × {unit}", f"{cap}·{split} = {cap * split}{verdict}"))
+    return rows
+
+
+def _rollout_rows(view: View, gpus: int | None, responses: int | None = None) -> list[tuple[str, str]]:
+    rows = []
+    tp = view.int(ROLLOUT + "tensor_model_parallel_size")
+    dp_r = view.int(ROLLOUT + "data_parallel_size") or 1
+    pp_r = view.int(ROLLOUT + "pipeline_model_parallel_size") or 1
+    if tp and gpus:
+        replica = derive.rollout_replica_size(tp, dp_r, pp_r)
+        count = derive.rollout_replicas(gpus, replica)
+        rows.append(("rollout replicas", f"W / (TP_r·DP_r·PP_r) = {gpus} / ({tp}·{dp_r}·{pp_r}) = "
+                                         + (str(count) if count else "not divisible")))
+    workers = view.int(ROLLOUT + "agent.num_workers")
+    if responses and workers:
+        chunk = derive.agent_loop_chunk(responses, workers)
+        rows.append(("agent-loop chunk", f"G / num_workers = {responses} / {workers} = "
+                                         + (str(chunk) if chunk else f"{responses / workers:g} (not equal chunks)")))
+    lp_micro = view.int(ROLLOUT + "log_prob_micro_batch_size_per_gpu")
+    dp = view.dp()
+    if responses and dp and lp_micro and responses % dp == 0 and view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is False:
+        local = responses // dp
+        rows.append(("log-prob passes/rank", f"ceil(B / μ_lp) = ceil({local} / {lp_micro}) = {math.ceil(local / lp_micro)}"))
+    return rows
+
+
+def render_explain(header: str, rows: list[tuple[str, Any]]) -> str:
+    width = max((len(label) for label, _ in rows), default=0)
+    lines = [header] + [f"  {label.ljust(width)}  {value}" for label, value in rows]
+    return "\n".join(lines) + "\n"

@@ -1,0 +1,66 @@
+"""`gen rule CODE`: one rule documented ruff-style, with the finding its failing example really
+produces (computed by running the rule, never written by hand)."""
+
+from __future__ import annotations
+
+from generator.rules.core import Example, Finding, Rule
+
+
+def _run_example(rule: Rule, example: Example) -> tuple[list[Finding], str | None]:
+    """The example's findings for this rule, or (.., why it could not be run)."""
+    from generator.rules import check_config, script_findings
+    from generator.rules.examples import example_config, example_model, example_script
+
+    try:
+        if example.script is not None:
+            script = example_script(example)
+            if script is None:
+                return [], "the shell reader is not available"
+            return [f for f in script_findings(script, select=[rule.code])], None
+        config = example_config(rule, example)
+        return [f for f in check_config(config, model=example_model(example), select=[rule.code])], None
+    except Exception as err:  # documentation must print even if an example cannot be built
+        return [], f"{type(err).__name__}: {err}"
+
+
+def _example_text(example: Example) -> list[str]:
+    if example.script is not None:
+        return ["    " + line for line in example.script.rstrip("\n").splitlines()]
+    from generator.rules.examples import BASE
+
+    if not example.overrides:
+        return ["    (the base setup, unchanged)"]
+    return ["    " + o for o in example.overrides] + ["    (on top of the base setup below)"]
+
+
+def rule_doc(rule: Rule) -> str:
+    out = [f"{rule.code} {rule.name}: {rule.title}", "",
+           f"Severity: {rule.severity}    When verl notices: {rule.stage}    verl releases: {rule.versions}",
+           f"Backends: {', '.join(rule.backends)}" + (f"    verl-rules.md: {rule.verl_ref}" if rule.verl_ref else ""),
+           "", "## Why is this bad?", rule.why or rule.title, ""]
+    if rule.failing is not None:
+        out += ["## Example (fails)"] + _example_text(rule.failing)
+        if rule.failing.note and not rule.failing.note.startswith("model "):
+            out.append(f"    note: {rule.failing.note}")
+        if rule.failing.note.startswith("model "):
+            out.append(f"    ({rule.failing.note})")
+        findings, problem = _run_example(rule, rule.failing)
+        if problem:
+            out.append(f"  (could not run the example: {problem})")
+        for f in findings:
+            out.append(f"  → {f.code} {f.severity}: {f.message}")
+            if f.fix is not None:
+                out.append(f"    fix ({f.fix.applicability}): {f.fix.description}")
+        out.append("")
+    if rule.passing is not None:
+        out += ["## Use instead (passes)"] + _example_text(rule.passing)
+        findings, problem = _run_example(rule, rule.passing)
+        out.append("  → no finding" if not findings and not problem else
+                   f"  → {len(findings)} finding(s)" if not problem else f"  (could not run: {problem})")
+        out.append("")
+    out += ["## Fix safety", rule.fix_safety or "No automatic fix.", ""]
+    if rule.scope != "script":
+        from generator.rules.examples import BASE
+
+        out += ["## Base setup of the examples (8 GPUs, DP 4, G = 64·4 = 256)"] + ["    " + o for o in BASE] + [""]
+    return "\n".join(out)
