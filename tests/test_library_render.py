@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from typing import Any
 
 import pytest
 from typer.testing import CliRunner
@@ -28,17 +29,41 @@ def rendered():
 
 @pytest.fixture(scope="module")
 def hydra_v070(verl_config_dir):
-    """Compose with verl v0.7.0's own config tree (initialised once for the module)."""
+    """Compose with verl v0.7.0's own config tree (initialised once for the module).
+
+    Hydra's verdict depends on each override's operator, key and value grammar, not on the
+    numbers, so recipes whose overrides have the same (op, key, value type) signature are
+    composed once (28 compositions for 91 recipes; ~0.25 s each on an idle core)."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
+
+    from generator.overrides import parse_override
 
     config_dir = verl_config_dir / "v0.7.0" / "verl" / "trainer" / "config"
     if not config_dir.is_dir():
         pytest.skip(f"verl config tree not present: {config_dir}")
+    seen: dict[tuple, str] = {}
+
+    def composed(name: str, overrides: list[str]):
+        """The composed config, or None when a recipe with the same signature already passed."""
+        signature = tuple(sorted((p.op, p.key, type(p.value).__name__) for p in map(parse_override, overrides)))
+        if signature in seen:
+            return None
+        cfg = compose(config_name="ppo_megatron_trainer", overrides=overrides)  # raises if Hydra rejects
+        seen[signature] = name
+        return cfg
+
     GlobalHydra.instance().clear()
     with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        yield lambda overrides: compose(config_name="ppo_megatron_trainer", overrides=overrides)
+        yield composed
     GlobalHydra.instance().clear()
+
+
+def _lookup(config: Any, key: str) -> Any:
+    node = config
+    for part in key.lstrip("+").split("."):
+        node = node[part]
+    return node
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
@@ -55,28 +80,31 @@ def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_v070):
             if f.severity in ("error", "warning")]
     assert loud == []
 
+    # What our reader sees in the rendered script is the recipe.
     _, config, _ = trainer_calls[0]
-    cfg = hydra_v070(to_overrides(recipe, "0.7.0"))  # raises if Hydra rejects any override
     lay, conf = recipe.config.layout, recipe.config
-    actor = cfg.actor_rollout_ref.actor
-    assert actor.megatron.tensor_model_parallel_size == lay.tp
-    assert actor.megatron.pipeline_model_parallel_size == lay.pp
-    assert actor.megatron.context_parallel_size == lay.cp
-    assert actor.megatron.expert_model_parallel_size == lay.ep
-    assert cfg.actor_rollout_ref.rollout.tensor_model_parallel_size == conf.rollout_tp
-    assert cfg.actor_rollout_ref.rollout.n == conf.n
-    assert cfg.data.train_batch_size == conf.train_batch_size
-    assert actor.ppo_mini_batch_size == conf.ppo_mini_batch_size
-    assert actor.use_dynamic_bsz == conf.use_dynamic_bsz
-    assert cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes == recipe.gpus
-    for key, value in conf.overrides.items():
-        node = cfg
-        for part in key.lstrip("+").split("."):
-            node = node[part]
-        assert node == value, key
-    # the script our reader sees and the recipe's own config agree on the derived chain
-    assert config.get("actor_rollout_ref.actor.megatron.tensor_model_parallel_size") == lay.tp
+    expected = {
+        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size": lay.tp,
+        "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size": lay.pp,
+        "actor_rollout_ref.actor.megatron.context_parallel_size": lay.cp,
+        "actor_rollout_ref.actor.megatron.expert_model_parallel_size": lay.ep,
+        "actor_rollout_ref.rollout.tensor_model_parallel_size": conf.rollout_tp,
+        "actor_rollout_ref.rollout.n": conf.n,
+        "data.train_batch_size": conf.train_batch_size,
+        "actor_rollout_ref.actor.ppo_mini_batch_size": conf.ppo_mini_batch_size,
+        "actor_rollout_ref.actor.use_dynamic_bsz": conf.use_dynamic_bsz,
+        **{key.lstrip("+"): value for key, value in conf.overrides.items()},
+    }
+    for key, value in expected.items():
+        assert config.get(key) == value, key
     assert config.gpus == recipe.gpus
+
+    # REAL Hydra accepts the overrides (and, where composed, holds the same values).
+    cfg = hydra_v070(recipe.name, to_overrides(recipe, "0.7.0"))
+    if cfg is not None:
+        for key, value in expected.items():
+            assert _lookup(cfg, key) == value, key
+        assert cfg.trainer.n_gpus_per_node * cfg.trainer.nnodes == recipe.gpus
 
 
 def test_to_config_matches_release_defaults_and_recipe():

@@ -27,8 +27,8 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
                              "edit the recipe (or gen import a script) to change it")
     if gpu is not None and gpu != recipe.gpu:
         raise InputError(f"recipe '{name}' is for {recipe.gpu}; --gpu {gpu} is not used with a recipe name")
-    if nodes == 1 and gpus is None:
-        nodes = None  # the CLI's default, not a request
+    if nodes == 1:
+        nodes = None  # the CLI's default, not a request: nodes follow from --gpus and the GPU type
     passthrough = {key: options[key] for key in ("launcher", "model_path", "train_files", "val_files",
                                                    "project_name", "experiment_name")
                    if options.get(key) is not None}
