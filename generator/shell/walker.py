@@ -488,7 +488,7 @@ class Evaluator:
             pieces = fx.expander.word(a, b, assign=True)
         except WordError as err:
             return [Piece(unknown_marker("parse-error"), a, b, path=fx.path, unknown=str(err))]
-        return [p.copy(split=False) for p in pieces]
+        return [p.copy(split=False, elem=None) for p in pieces]
 
     def _assign_index(self, name: str, index: str, pieces: list[Piece], a: int, b: int, plus: bool) -> None:
         fx = self.fx
@@ -967,7 +967,7 @@ class Evaluator:
             return
         if known and 0 < len(items) <= _MAX_LOOP_ITEMS:
             for item in items:
-                self._set(name, Var(pieces=[p.copy(split=False) for p in item.pieces],
+                self._set(name, Var(pieces=[p.copy(split=False, elem=None) for p in item.pieces],
                                     group=def_group(name, item.pieces, item.word_a, item.word_b, "", item.path)))
                 self.walk(body, flow.with_("loop", f"for {name}={as_text(item.text)}"))
             return

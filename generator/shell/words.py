@@ -640,7 +640,7 @@ def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None
         if any(p.elem is not None for p in f.pieces):
             elem = next(p.elem for p in f.pieces if p.elem is not None)
             f.origin, f.word_a, f.word_b, f.path = "array", elem[0], elem[1], elem[2]
-        elif split_happened and any(p.was_split for p in f.pieces):
+        elif split_happened and all(p.split for p in f.pieces):
             f.origin = "string"
             sp = [p for p in f.pieces if p.a is not None and p.b is not None]
             if sp:
