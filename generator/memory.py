@@ -39,6 +39,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Callable
 
 from generator.models import dense_layer_params, is_moe_layer, moe_layer_params
 from generator.models_types import ModelFacts
@@ -225,8 +226,11 @@ def _gib(value: float) -> float:
     return value / GIB
 
 
-def _term(name: str, nbytes: float, note: str = "") -> MemoryTerm:
-    return MemoryTerm(name, round(_gib(nbytes), 2), note)
+def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: bool = True) -> MemoryTerm:
+    """A named term; notes are formatted (and values rounded) only when they will be shown."""
+    if not detail:
+        return MemoryTerm(name, nbytes / GIB)
+    return MemoryTerm(name, round(nbytes / GIB, 2), note() if callable(note) else note)
 
 
 def overhead_gib(cand: Candidate) -> float:
@@ -234,7 +238,10 @@ def overhead_gib(cand: Candidate) -> float:
 
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
-                  counts: list[int]) -> dict[str, PhaseMemory]:
+                  counts: list[int], detail: bool = True) -> dict[str, PhaseMemory]:
+    def _term_here(name: str, nbytes: float, note: str | Callable[[], str] = "") -> MemoryTerm:
+        return _term(name, nbytes, note, detail)
+
     t, pp, cp = cand.tp, cand.pp, cand.cp
     off = cand.offload
     params = stage_params(model, cand, stage, counts)
@@ -267,11 +274,11 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         one_layer = max(dense_act / t if params.dense_layers else 0.0,
                         (moe_non_expert / t + moe_routed / (t * etp)) if params.moe_layers else 0.0)
         activations = in_flight * tokens * kept_per_token + tokens * one_layer
-        act_note = (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
+        act_note = lambda: (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
                     f"{sum((params.dense_layers, params.moe_layers))} layer inputs + one layer's working set")
     else:
         activations = in_flight * tokens * per_token_stack
-        act_note = (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
+        act_note = lambda: (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
                     f"{params.dense_layers + params.moe_layers} layers"
                     + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
     update_logits = 0.0
@@ -279,20 +286,20 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         update_logits = (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
 
     update_terms = [
-        _term("weights", weights, f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
-        _term("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
-        _term("optimizer", optimizer_gpu,
-              f"fp32 master+Adam over DP·CP={dp * cp}" + (f", experts over EDP={edp}" if params.experts else "")
+        _term_here("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
+        _term_here("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
+        _term_here("optimizer", optimizer_gpu,
+              lambda: f"fp32 master+Adam over DP·CP={dp * cp}" + (f", experts over EDP={edp}" if params.experts else "")
               + (f"; {cpu_fraction:.0%} on CPU (Megatron CPU optimizer)" if cpu_fraction else "")),
-        _term("activations", activations, act_note),
-        _term("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
+        _term_here("activations", activations, act_note),
+        _term_here("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
               ("last stage, 8·T·V/TP" if last else "not on this stage")),
     ]
     if ref_weights and not off.param:
-        update_terms.append(_term("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
+        update_terms.append(_term_here("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
     if critic_state and not off.param:
-        update_terms.append(_term("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
-    update_terms.append(_term("overhead", overhead, "CUDA context, NCCL/DeepEP buffers, fragmentation"))
+        update_terms.append(_term_here("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
+    update_terms.append(_term_here("overhead", overhead, "CUDA context, NCCL/DeepEP buffers, fragmentation"))
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
     lp_tokens = _tokens_per_micro(cand, work, log_prob=True)
@@ -307,49 +314,50 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     def forward_phase(name: str, logit_bytes_per: int, note: str, model_weights: float, other: list[MemoryTerm]):
         logits = 0.0 if (cand.use_fused_kernels or not last) else logit_bytes_per * lp_tokens * vocab_shard
         terms = [
-            _term("weights", model_weights, note),
+            _term_here("weights", model_weights, note),
             *other,
-            _term("activations", forward_set, f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
-            _term("logits", logits, "fused kernels" if cand.use_fused_kernels else
-                  (f"last stage, {logit_bytes_per}·T·V/TP" if last else "not on this stage")),
-            _term("overhead", overhead),
+            _term_here("activations", forward_set, lambda: f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
+            _term_here("logits", logits, "fused kernels" if cand.use_fused_kernels else
+                  (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
+            _term_here("overhead", overhead),
         ]
         return PhaseMemory(name, round(_gib(sum(x.gib for x in terms) * GIB), 2), tuple(terms))
 
     lp_other = [
-        _term("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
-        _term("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
+        _term_here("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
+        _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
     ]
     if work.has_ref:
-        lp_other.append(_term("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
+        lp_other.append(_term_here("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
     if work.has_critic:
-        lp_other.append(_term("critic", resident_critic))
+        lp_other.append(_term_here("critic", resident_critic))
     log_prob = forward_phase("log_prob", 12, "actor, loaded for the pass", weights, lp_other)
     phases = {"log_prob": log_prob}
     if work.has_ref:
         ref_other = [
-            _term("actor-weights", 0.0 if off.param else weights + grads,
+            _term_here("actor-weights", 0.0 if off.param else weights + grads,
                   "offloaded" if off.param else "actor weights+grads stay"),
-            _term("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
+            _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
         ]
         if work.has_critic:
-            ref_other.append(_term("critic", resident_critic))
+            ref_other.append(_term_here("critic", resident_critic))
         phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, ref_other)
 
     # Rollout: Megatron state still resident + the engine's gmu·total claim.
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
     rollout_terms = [
-        _term("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
-        _term("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
-        _term("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
+        _term_here("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
+        _term_here("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
+        _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
     ]
     if work.has_ref:
-        rollout_terms.append(_term("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
+        rollout_terms.append(_term_here("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
     if work.has_critic:
-        rollout_terms.append(_term("critic", resident_critic))
-    rollout_terms.append(_term("engine", engine_budget,
-                               f"gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"))
-    rollout_terms.append(_term("overhead", overhead))
+        rollout_terms.append(_term_here("critic", resident_critic))
+    rollout_terms.append(_term_here("engine", engine_budget,
+                               lambda: f"gpu_memory_utilization {cand.gpu_memory_utilization:g} × "
+                                       f"{work.gpu_memory_gib:g} GiB"))
+    rollout_terms.append(_term_here("overhead", overhead))
     phases["rollout"] = PhaseMemory("rollout", round(sum(x.gib for x in rollout_terms), 2), tuple(rollout_terms))
 
     update_total = sum(x.gib for x in update_terms)
@@ -357,13 +365,15 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     return phases
 
 
-def phase_memory(model: ModelFacts, cand: Candidate, work: Workload) -> tuple[PhaseMemory, ...]:
-    """The worst pipeline stage of each phase, in PHASES order."""
+def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
+                 ) -> tuple[PhaseMemory, ...]:
+    """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
+    and rounding (the search evaluates thousands of settings and shows a handful)."""
     counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
     worst: dict[str, PhaseMemory] = {}
     stages = sorted({0, cand.pp - 1} | {max(range(cand.pp), key=lambda s: counts[s])})
     for stage in stages:
-        for name, phase in _stage_phases(model, cand, work, stage, counts).items():
+        for name, phase in _stage_phases(model, cand, work, stage, counts, detail).items():
             if name not in worst or phase.gib > worst[name].gib:
                 worst[name] = phase
     return tuple(worst[name] for name in PHASES if name in worst)

@@ -235,7 +235,7 @@ def _budget_options(seq_len: int, cp: int) -> list[int]:
 
 
 def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting) -> Candidate:
-    memory = phase_memory(model, cand, work)
+    memory = phase_memory(model, cand, work, detail=False)
     limit = usable_gib(s.gpu.memory_gib)
     fits = all(p.gib <= limit for p in memory)
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
@@ -401,6 +401,7 @@ def _widen_log_prob_budget(model: ModelFacts, cand: Candidate, work: Workload, s
 
 def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, params: int,
               per_rank_mini: int, dp: int) -> Candidate:
+    cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
            f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
@@ -502,7 +503,18 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         overrides = {}
     sized: list[Candidate] = []
     misses: list[Candidate] = []
+    seq_len = prompt_len + response_len
+    # Ranking is lexicographic and TP·PP·CP comes right after the costs that slow every step:
+    # once `top` candidates pay none of those costs at a smaller TP·PP·CP, no larger layout can
+    # enter the top, so layouts are visited by model-parallel size and the rest skipped.
+    layouts.sort(key=lambda lay: lay.tp * lay.pp * lay.cp)
+    skipped = 0
+    ideal_sizes: list[int] = []  # TP·PP·CP of fitting candidates with no per-step cost
     for layout in layouts:
+        size = layout.tp * layout.pp * layout.cp
+        if not fixed and sum(1 for m in ideal_sizes if m < size) >= max(1, top):
+            skipped += 1
+            continue
         problems = layout_problems(layout, model)
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
@@ -510,11 +522,17 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=not fixed)
         if cand is not None and cand.fits:
             sized.append(cand)
+            if not any(rank_key(cand, seq_len, model.is_moe)[:4]):
+                ideal_sizes.append(cand.model_parallel_size)
         else:
             plan.rejected.append((describe_layout(layout), reason))
             if cand is not None:
                 misses.append(cand)
-    sized.sort(key=lambda c: rank_key(c, prompt_len + response_len, model.is_moe))
+    if skipped:
+        plan.rejected.append((f"{skipped} layouts with a larger TP·PP·CP",
+                              f"not evaluated: {max(1, top)} candidates need less model parallelism "
+                              f"without recompute or the CPU optimizer"))
+    sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe))
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []
