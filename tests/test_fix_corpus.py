@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import csv
 import difflib
+import os
 import shutil
 import subprocess
 from pathlib import Path
@@ -64,13 +65,37 @@ def _changed_original_lines(before: bytes, after: bytes) -> set[int]:
     return changed
 
 
-def test_fix_whole_corpus_in_place(corpus_dir, tmp_path):
+def _memoised(read, check):
+    """Reading and checking are deterministic in the text: remember them per text, so the
+    original's findings and the second pass cost nothing extra."""
+    scripts: dict[bytes, object] = {}
+    results: dict[bytes, object] = {}
+
+    def cached_read(source: bytes, path):
+        if source not in scripts:
+            scripts[source] = read(source, path)
+        return scripts[source]
+
+    def cached_check(script):
+        if script.source not in results:
+            results[script.source] = check(script)
+        return results[script.source]
+
+    return cached_read, cached_check
+
+
+@pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
+def test_fix_whole_corpus_in_place(corpus_dir, tmp_path, unsafe):
     from generator.fix.edits import write_atomic
     from generator.fix.engine import default_checker, default_reader, fix_source, remaining_fixable
     from generator.schema import snapshot_version
 
     copy = tmp_path / "scripts"
     shutil.copytree(corpus_dir / "scripts", copy)
+    for folder, _dirs, files in os.walk(copy):  # the reference copy is read-only; ours is not
+        os.chmod(folder, 0o755)
+        for name in files:
+            os.chmod(os.path.join(folder, name), 0o644)
     read = default_reader()
     checkers: dict[str, object] = {}
     problems: list[str] = []
@@ -79,17 +104,19 @@ def test_fix_whole_corpus_in_place(corpus_dir, tmp_path):
     for tag, rel in _index(corpus_dir):
         path = copy / tag / rel
         version = snapshot_version(tag)
-        check = checkers.setdefault(version, default_checker(version))
+        if version not in checkers:
+            checkers[version] = _memoised(read, default_checker(version))
+        read_cached, check = checkers[version]
         original = path.read_bytes()
-        result = fix_source(original, str(path), read=read, check=check, unsafe=False)
-        left = remaining_fixable(result)
+        result = fix_source(original, str(path), read=read_cached, check=check, unsafe=unsafe)
+        left = remaining_fixable(result, unsafe=unsafe)
         if left:
             problems.append(f"{tag}/{rel}: fixable findings left: {[(f.code, f.line) for f in left]}")
         if not result.changed:
             continue
         changed_files += 1
         applied += len(result.applied)
-        script = read(original, str(path))
+        script = read_cached(original, str(path))
         allowed = _allowed_lines(script, check(script))
         stray = _changed_original_lines(original, result.fixed) - allowed
         if stray:
@@ -98,8 +125,8 @@ def test_fix_whole_corpus_in_place(corpus_dir, tmp_path):
         write_atomic(path, result.fixed)
         if passed_before and not _bash_n(path):
             problems.append(f"{tag}/{rel}: bash -n passed before the fix and fails after")
-        second = fix_source(path.read_bytes(), str(path), read=read, check=check, unsafe=False)
+        second = fix_source(path.read_bytes(), str(path), read=read_cached, check=check, unsafe=unsafe)
         if second.changed:
             problems.append(f"{tag}/{rel}: a second fix changed it again: {[a.code for a in second.applied]}")
-    print(f"corpus fix: {changed_files} files changed, {applied} fixes applied")
+    print(f"corpus fix ({'unsafe' if unsafe else 'safe'}): {changed_files} files changed, {applied} fixes applied")
     assert problems == []
