@@ -87,6 +87,7 @@ class Elem:
     a: int | None
     b: int | None
     path: str | None
+    present: bool = True  # False for the gaps of a sparse array (`a[5]=x` on a 2-element array)
 
 
 @dataclass(slots=True)

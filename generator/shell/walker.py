@@ -230,7 +230,7 @@ class Evaluator:
         quote = '"' if dq else ""
         if index in ("@", "*"):
             out: list[Piece] = []
-            for n, el in enumerate(elems):
+            for n, el in enumerate(e for e in elems if e.present):
                 if n:
                     out.append(BREAK if (index == "@" or not dq) else Piece(" ", split=False))
                 elem = (el.a, el.b, el.path) if el.a is not None else None
@@ -247,7 +247,7 @@ class Evaluator:
                           unknown=f"index `{index}` of {name} is unknown")]
         if idx < 0:
             idx += len(elems)
-        if 0 <= idx < len(elems):
+        if 0 <= idx < len(elems) and elems[idx].present:
             el = elems[idx]
             group = def_group(name, el.pieces, el.a or 0, el.b or 0, "", el.path)
             return [p.copy(split=not dq, group=group) for p in el.pieces]
@@ -504,7 +504,7 @@ class Evaluator:
                                 label=f"index:{name}"))
             return
         while len(elems) <= idx:
-            elems.append(Elem([], None, None, None))
+            elems.append(Elem([], None, None, None, present=False))
         elems[idx] = Elem((elems[idx].pieces + pieces) if plus else pieces, a, b, fx.path)
         self._set(name, Var(elems=elems))
 

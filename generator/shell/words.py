@@ -412,6 +412,11 @@ class Expander:
             if close < 0 or close >= b:
                 return [self._unknown("bad-substitution", f"`${{{s[a:b]}}}` has no closing ]", ea, eb, dq=dq)]
             index = s[k + 1 : close]
+            if "$" in index or "`" in index:
+                index_pieces = self.expand(k + 1, close, dq=True)
+                if has_unknown(index_pieces):
+                    return [self._unknown(f"index:{name}", f"the index `{index}` of {name} is unknown", ea, eb, dq=dq)]
+                index = pieces_text(index_pieces)
             k = close + 1
         if pre == "#":
             return self._length(name, index, ea, eb, dq)
@@ -428,7 +433,7 @@ class Expander:
     def _length(self, name: str, index: str | None, ea: int, eb: int, dq: bool) -> list[Piece]:
         var = self.host.get_var(name)
         if index in ("@", "*") and var is not None and var.elems is not None:
-            n = len(var.elems)
+            n = sum(1 for e in var.elems if e.present)
         else:
             value = self.host.lookup_pieces(name, ea, eb, dq=True, index=index)
             if has_unknown(value):
