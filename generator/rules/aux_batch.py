@@ -186,6 +186,8 @@ def critic_chain(ctx: Context) -> Iterator[Finding]:
     chain, pn, dp, mini = found
     if chain.local_batch is None:
         return  # VB103 reports G % DP
+    if not view.explicit(C_MINI) and chain.responses_per_prompt == pn[1]:
+        return  # critic.ppo_mini_batch_size follows the actor's: VB104/VB106 report (and fix) it once
     eq = (f"critic per-rank mini batch = critic.ppo_mini_batch_size·n / DP = {mini}·{chain.responses_per_prompt} / "
           f"{dp} = {chain.per_rank_mini_batch}")
     fix = mini_fix(view, prompts=pn[0], n=chain.responses_per_prompt, dp=dp, mini=mini, micro=view.int(C_MICRO),
@@ -211,8 +213,8 @@ def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
     if view.critic_used is not True or _critic_static(view) is not True:
         return
     pn, mini = view.prompts_and_n(), view.int(C_MINI)
-    if pn is None or mini is None or mini <= pn[0]:
-        return
+    if pn is None or mini is None or mini <= pn[0] or not view.explicit(C_MINI):
+        return  # an inherited critic mini batch is reported once, on the actor (VB102)
     dp = view.dp(CRITIC)
     fix = mini_fix(view, prompts=pn[0], n=pn[1], dp=dp, mini=mini, micro=view.int(C_MICRO), key=C_MINI,
                    micro_key=C_MICRO) if dp else None

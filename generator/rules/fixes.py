@@ -31,13 +31,19 @@ def mini_fix(view: View, *, prompts: int, n: int, dp: int, mini: int, micro: int
             note = f", micro {micro} → {new_micro} to divide it"
     updates = (prompts * n // dp) // per_rank
     return Fix(
-        description=(f"set {key.rsplit('.', 1)[-1]} {mini} → {new_mini} (nearest value with "
+        description=(f"set {_label(key)} {mini} → {new_mini} (nearest value with "
                      f"{new_mini}·{n} divisible by DP {dp} and dividing the step evenly: per-rank mini "
                      f"batch {per_rank}, {updates} updates per epoch){note}; train_batch_size, n and "
                      f"GPUs unchanged"),
         edits=tuple(edits),
         applicability="unsafe",  # a different mini batch changes the number of optimizer updates
     )
+
+
+def _label(key: str) -> str:
+    """'ppo_mini_batch_size' for the actor's keys, 'critic.ppo_mini_batch_size' for the critic's."""
+    last = key.rsplit(".", 1)[-1]
+    return f"critic.{last}" if key.startswith("critic.") else last
 
 
 def micro_fix(per_rank_mini: int, micro: int, key: str = MICRO) -> Fix | None:
