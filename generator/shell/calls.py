@@ -242,7 +242,13 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     return inv
 
 
+# Python tools whose `key=value` arguments are not Hydra overrides.
+_NOT_HYDRA = {"pip", "venv", "ensurepip", "pytest", "http.server", "json.tool", "build", "twine", "uv"}
+
+
 def _is_hydra_entry(inv: Invocation) -> bool:
+    if inv.entry_kind == "module" and inv.entry in _NOT_HYDRA:
+        return False
     if inv.entry_kind == "module" and (inv.entry == "verl.trainer.main_ppo" or _RECIPE_MAIN.match(inv.entry)):
         return True
     return bool(inv.overrides) or inv.config_name is not None or inv.config_path is not None
