@@ -28,6 +28,7 @@ def assert_candidate_obeys_rules(model, plan, cand):
                     first_stage_layers=cand.first_stage_layers, last_stage_layers=cand.last_stage_layers,
                     gpus_per_node=gpus // plan.nodes)
     assert layout_problems(layout, model) == []
+    assert (gpus // plan.nodes) % cand.tp == 0  # a TP group never straddles two nodes
     assert rollout_problems(gpus, cand.rollout_tp, gpus_per_node=gpus // plan.nodes, model=model) == []
     dp = gpus // (cand.tp * cand.pp * cand.cp)
     responses = plan.train_batch_size * plan.n
@@ -60,7 +61,7 @@ _MODELS = ["qwen2.5-0.5b", "qwen2.5-3b", "qwen2-7b", "qwen3-8b", "llama3.1-8b", 
 def test_every_emitted_candidate_is_valid(model, gpus, lengths, algo, gpu):
     facts = find_model(model)
     n = 1 if algo == "ppo" else 5
-    nodes = max(1, gpus // 8)
+    nodes = max(1, gpus // 8) if gpus != 24 else 4  # 24 GPUs as 4 nodes of 6
     plan = plan_layout(facts, gpus, nodes=nodes, gpu=gpu_spec(gpu), prompt_len=lengths[0], response_len=lengths[1],
                        n=n, algo=algo, top=10)
     for cand in plan.candidates:

@@ -130,7 +130,9 @@ def _stage_splits(layers: int, pp: int) -> list[tuple[int | None, int | None]]:
     splits: list[tuple[int | None, int | None]] = []
     for per_stage in (layers // pp, -(-layers // pp)):
         rest = layers - (pp - 1) * per_stage
-        if rest >= 1:
+        # Keep the odd stage short or nearly even: a 16-layer last stage behind fifteen
+        # 3-layer stages (DeepSeek-V3 on PP16) would hold the whole pipeline back.
+        if 1 <= rest <= per_stage + 1:
             splits.append((None, rest))  # a short (or long) last stage
             splits.append((rest, None))  # a short first stage: it also holds the most activations
         both = layers - (pp - 2) * per_stage
@@ -157,7 +159,8 @@ class _Setting:
 
 
 def _layouts(model: ModelFacts, s: _Setting) -> list[Layout]:
-    tps = [t for t in _powers_of_two(s.gpus_per_node) if s.gpus % t == 0]
+    # A TP group must sit inside one node: TP divides the GPUs of a node.
+    tps = [t for t in _powers_of_two(s.gpus_per_node) if s.gpus % t == 0 and s.gpus_per_node % t == 0]
     cps = [1] + ([2] if s.seq_len >= 4096 else []) + ([4] if s.seq_len >= 16384 else [])
     out: list[Layout] = []
     for tp in tps:
@@ -204,6 +207,7 @@ def _rollout_tp(model: ModelFacts, s: _Setting, params: int, gmu: float) -> int 
     the KV cache keeps the rest (verl's rule of thumb is GPU_mem·gmu·TP > 2·N_params)."""
     budget = gmu * s.gpu.memory_gib * 2**30
     options = [r for r in _powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
+               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)  # no replica straddles a node
                and not rollout_problems(s.gpus, r, gpus_per_node=s.gpus_per_node, model=model)]
     for r in options:
         if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
@@ -429,7 +433,7 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
 # Ranking and the entry point
 
 
-def _bubble(c: Candidate) -> float:
+def _bubble(c: Candidate | Layout) -> float:
     """Pipeline-bubble fraction proxy: (PP−1)/(PP·VPP)."""
     return (c.pp - 1) / (c.pp * (c.vpp or 1))
 
@@ -439,14 +443,23 @@ def micro_tokens(c: Candidate, seq_len: int) -> int:
     return (c.token_budget or seq_len) * c.cp if c.use_dynamic_bsz else c.micro_batch_per_gpu * seq_len
 
 
+def _expert_tp(layout: Layout | Candidate, moe: bool) -> int:
+    return (layout.tp if layout.etp is None else layout.etp) if moe else 0  # expert GEMMs split over TP are small
+
+
+def optimistic_key(layout: Layout, moe: bool) -> tuple:
+    """The best rank_key any sizing of this layout could reach."""
+    return (False, 0.0, False, False, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
+            _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0)
+
+
 def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False) -> tuple:
     off = c.offload
     # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
     # comparable to recompute, unless the whole per-rank mini batch is that small.
     small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
-    expert_tp = (c.tp if c.etp is None else c.etp) if moe else 0  # expert GEMMs split over TP are small
     return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
-            c.model_parallel_size, int(off.param) + int(off.optimizer), _bubble(c), expert_tp, c.ep,
+            c.model_parallel_size, int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
             -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
@@ -504,17 +517,16 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     sized: list[Candidate] = []
     misses: list[Candidate] = []
     seq_len = prompt_len + response_len
-    # Ranking is lexicographic and TP·PP·CP comes right after the costs that slow every step:
-    # once `top` candidates pay none of those costs at a smaller TP·PP·CP, no larger layout can
-    # enter the top, so layouts are visited by model-parallel size and the rest skipped.
-    layouts.sort(key=lambda lay: lay.tp * lay.pp * lay.cp)
+    # Branch and bound: the ranking is lexicographic, and a layout's best conceivable key (no
+    # relief, the largest gmu and micro batch) is known before sizing it. Visit layouts by
+    # that key and stop once the top candidates beat the next layout's best conceivable key.
+    layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe))
     skipped = 0
-    ideal_sizes: list[int] = []  # TP·PP·CP of fitting candidates with no per-step cost
-    for layout in layouts:
-        size = layout.tp * layout.pp * layout.cp
-        if not fixed and sum(1 for m in ideal_sizes if m < size) >= max(1, top):
-            skipped += 1
-            continue
+    keys: list[tuple] = []
+    for index, layout in enumerate(layouts):
+        if not fixed and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(layout, model.is_moe):
+            skipped = len(layouts) - index
+            break
         problems = layout_problems(layout, model)
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
@@ -522,16 +534,16 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=not fixed)
         if cand is not None and cand.fits:
             sized.append(cand)
-            if not any(rank_key(cand, seq_len, model.is_moe)[:4]):
-                ideal_sizes.append(cand.model_parallel_size)
+            keys.append(rank_key(cand, seq_len, model.is_moe))
+            keys.sort()
         else:
             plan.rejected.append((describe_layout(layout), reason))
             if cand is not None:
                 misses.append(cand)
     if skipped:
-        plan.rejected.append((f"{skipped} layouts with a larger TP·PP·CP",
-                              f"not evaluated: {max(1, top)} candidates need less model parallelism "
-                              f"without recompute or the CPU optimizer"))
+        plan.rejected.append((f"{skipped} more layouts",
+                              f"not evaluated: even with no offload, the largest gpu_memory_utilization and "
+                              f"micro batch they would rank below the {max(1, top)} shown"))
     sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe))
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
