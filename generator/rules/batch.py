@@ -507,3 +507,27 @@ def engine_mini(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(engine_mini, view, (MINI, N_KEY),
                       f"ppo_mini_batch_size·n = {c.mini}·{c.pn[1]} = {c.mini * c.pn[1]}, not divisible by "
                       f"{view.dp_equation()}", fix=fix)
+
+
+_CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI, MICRO,
+                 ACTOR + "megatron.tensor_model_parallel_size", ACTOR + "megatron.pipeline_model_parallel_size",
+                 ACTOR + "megatron.context_parallel_size")
+
+
+@rule("VB117", "batch-chain-undecided", "batch chain not checked: an input depends on something unknown",
+      severity="info", stage="static", verl_ref="§1",
+      why="The batch and layout rules decide only on known values. When GPUs, batch sizes or parallel sizes come "
+          "from an unset variable, $(...), or a script argument, those rules stay silent; this note says which "
+          "input was unknown so silence is not mistaken for a pass. Pass --env/--arg to decide them.",
+      fix_safety="Nothing to fix; rerun with --env NAME=VALUE or --arg VALUE.",
+      failing=Example(("trainer.n_gpus_per_node=${oc.env:GPUS}",), note="an input from the environment"),
+      passing=Example(()))
+def chain_undecided(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    unknown = [(key, ctx.config.unknown[key]) for key in _CHAIN_INPUTS if key in ctx.config.unknown]
+    if not unknown:
+        return
+    shown = "; ".join(f"{key.rsplit('.', 1)[-1]}: {why}" for key, why in unknown[:3])
+    more = f" (+{len(unknown) - 3} more)" if len(unknown) > 3 else ""
+    yield chain_undecided.finding(f"cannot decide the batch chain: {shown}{more}", line=view.line(unknown[0][0]),
+                                  key=unknown[0][0])
