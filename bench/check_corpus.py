@@ -21,6 +21,7 @@ from pathlib import Path
 
 HERE = Path(__file__).resolve().parent
 ROOT = HERE.parent
+SHARED_ROOT = ROOT.parent / "shared"  # replaced by --shared in main()
 
 
 def corpus_scripts(shared: Path) -> list[tuple[str, Path]]:
@@ -43,7 +44,8 @@ def check_one(item: tuple[str, str]) -> tuple[str, str, int, int, str | None]:
     try:
         source = Path(path).read_bytes()
         script = read_script(source, path)
-        results = check_script(script, version=snapshot_version(tag))
+        results = check_script(script, version=snapshot_version(tag),
+                               config_root=str(SHARED_ROOT / "verl-config" / tag))
     except Exception as err:  # reported, not fatal: the bench measures time
         return tag, path, 0, 0, f"{type(err).__name__}: {err}"
     calls = sum(1 for inv, _c, _f in results if inv is not None)
@@ -51,8 +53,17 @@ def check_one(item: tuple[str, str]) -> tuple[str, str, int, int, str | None]:
     return tag, path, calls, errors, None
 
 
-def run_all(items: list[tuple[str, str]], workers: int) -> tuple[float, list]:
-    start = time.perf_counter()
+def _cpu() -> float:
+    """CPU seconds of this process and its finished children (wall time lies on a shared box)."""
+    import resource
+
+    own = resource.getrusage(resource.RUSAGE_SELF)
+    kids = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime + kids.ru_utime + kids.ru_stime
+
+
+def run_all(items: list[tuple[str, str]], workers: int) -> tuple[float, float, list]:
+    start, cpu = time.perf_counter(), _cpu()
     if workers <= 1:
         results = [check_one(i) for i in items]
     else:
@@ -60,20 +71,21 @@ def run_all(items: list[tuple[str, str]], workers: int) -> tuple[float, list]:
 
         with get_context("fork").Pool(workers) as pool:
             results = pool.map(check_one, items, chunksize=16)
-    return time.perf_counter() - start, results
+    return time.perf_counter() - start, _cpu() - cpu, results
 
 
-def cold_start(script: Path, runs: int = 5) -> float:
+def cold_start(script: Path, runs: int = 5) -> tuple[float, float]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # a user's install has .pyc files
     cmd = [sys.executable, "-m", "generator", "check", str(script)]
     subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)  # warm the .pyc cache
-    times = []
+    times, cpus = [], []
     for _ in range(runs):
-        start = time.perf_counter()
+        start, cpu = time.perf_counter(), _cpu()
         subprocess.run(cmd, capture_output=True, env=env, cwd=ROOT)
         times.append(time.perf_counter() - start)
-    return statistics.median(times)
+        cpus.append(_cpu() - cpu)
+    return statistics.median(times), statistics.median(cpus)
 
 
 def hydra_sample(shared: Path, items: list[tuple[str, str]], sample: int = 50) -> tuple[float, int, int] | None:
@@ -100,7 +112,7 @@ def hydra_sample(shared: Path, items: list[tuple[str, str]], sample: int = 50) -
         return None
     step = max(1, len(calls) // sample)
     chosen = calls[::step][:sample]
-    start = time.perf_counter()
+    start = time.process_time()
     done = 0
     for tag, name, overrides in chosen:
         config_dir = shared / "verl-config" / tag / "verl" / "trainer" / "config"
@@ -113,7 +125,7 @@ def hydra_sample(shared: Path, items: list[tuple[str, str]], sample: int = 50) -
         except Exception:
             pass  # a refused override still costs the compose time we are measuring
         done += 1
-    return time.perf_counter() - start, done, len(calls)
+    return time.process_time() - start, done, len(calls)
 
 
 def main() -> int:
@@ -123,6 +135,8 @@ def main() -> int:
     parser.add_argument("--no-hydra", action="store_true")
     args = parser.parse_args()
     shared = Path(args.shared)
+    global SHARED_ROOT
+    SHARED_ROOT = shared
     if not (shared / "corpus" / "scripts").is_dir():
         print(f"no corpus under {shared}; pass --shared", file=sys.stderr)
         return 2
@@ -133,19 +147,21 @@ def main() -> int:
     from generator.shell import read_script  # noqa: F401
 
     load_rules()
-    seconds, results = run_all(items, args.workers)
+    seconds, cpu_seconds, results = run_all(items, args.workers)
     calls = sum(r[2] for r in results)
     errors = sum(r[3] for r in results)
     problems = [r for r in results if r[4]]
     print(f"corpus: {len(items)} scripts, {calls} calls checked, {errors} error findings, "
           f"{len(problems)} scripts failed to check")
-    print(f"check all (in-process, {args.workers} workers): {seconds:.2f} s wall "
-          f"({seconds / max(1, len(items)) * 1000:.1f} ms/script)")
+    print(f"check all (in-process, {args.workers} workers): {seconds:.2f} s wall, {cpu_seconds:.2f} s CPU "
+          f"({cpu_seconds / max(1, len(items)) * 1000:.1f} ms CPU/script); load average now "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
     one = shared / "corpus" / "scripts" / "v0.7.0" / "examples" / "grpo_trainer" / "run_qwen2-7b_math_megatron.sh"
     if not one.exists():
         one = Path(items[0][1])
-    cold = cold_start(one)
-    print(f"cold start, one script (`python -m generator check {one.name}`, median of 5): {cold * 1000:.0f} ms")
+    cold, cold_cpu = cold_start(one)
+    print(f"cold start, one script (`python -m generator check {one.name}`, median of 5): {cold * 1000:.0f} ms "
+          f"wall, {cold_cpu * 1000:.0f} ms CPU")
     if not args.no_hydra:
         measured = hydra_sample(shared, items)
         if measured is None:
@@ -153,8 +169,8 @@ def main() -> int:
         else:
             hydra_seconds, done, total = measured
             per_call = hydra_seconds / max(1, done)
-            ours = seconds / max(1, calls)
-            print(f"hydra compose alone: {per_call * 1000:.0f} ms/call over {done} sampled calls; extrapolated to "
+            ours = cpu_seconds / max(1, calls)
+            print(f"hydra compose alone: {per_call * 1000:.0f} ms CPU/call over {done} sampled calls; extrapolated to "
                   f"{total} main_ppo calls: {per_call * total:.1f} s; ratio compose/our full check per call: "
                   f"{per_call / ours:.1f}x")
     for tag, path, _c, _e, problem in problems[:10]:
