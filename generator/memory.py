@@ -354,9 +354,18 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         rollout_terms.append(_term_here("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
     if work.has_critic:
         rollout_terms.append(_term_here("critic", resident_critic))
-    rollout_terms.append(_term_here("engine", engine_budget,
-                               lambda: f"gpu_memory_utilization {cand.gpu_memory_utilization:g} × "
-                                       f"{work.gpu_memory_gib:g} GiB"))
+    # The engine claims gmu·total at start-up and splits it into weights, a profiling-run peak
+    # and the KV cache; when the first two exceed the claim vLLM refuses to start.
+    engine_weights, engine_activations = _engine_fixed_bytes(model, cand, work)
+    kv_cache = engine_budget - engine_weights - engine_activations
+    claim = lambda: f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"  # noqa: E731
+    rollout_terms.append(_term_here("rollout-weights", engine_weights,
+                                    lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}"))
+    rollout_terms.append(_term_here("rollout-activations", engine_activations,
+                                    lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"))
+    rollout_terms.append(_term_here("kv-cache", max(kv_cache, 0.0),
+                                    "the rest of the claim" if kv_cache > 0 else
+                                    "none: weights and activations exceed the claim; vLLM will not start"))
     rollout_terms.append(_term_here("overhead", overhead))
     phases["rollout"] = PhaseMemory("rollout", round(sum(x.gib for x in rollout_terms), 2), tuple(rollout_terms))
 
@@ -400,18 +409,32 @@ class EngineMemory:
         return self.kv_cache_gib > 0
 
 
+@lru_cache(maxsize=256)
+def _total_params(model: ModelFacts) -> int:
+    from generator.models import total_params
+
+    return total_params(model)
+
+
+def _engine_fixed_bytes(model: ModelFacts, cand: Candidate, work: Workload) -> tuple[float, float]:
+    """(weights, profiling-run activation peak) of the rollout engine on one GPU."""
+    rtp = cand.rollout_tp
+    weights = 2 * _total_params(model) / rtp  # experts are split by the rollout TP too
+    width = max(model.ffn_hidden_size if not model.is_moe else
+                (model.experts_per_token or 1) * (model.expert_ffn_hidden_size or 0), model.hidden_size)
+    tokens = max(work.max_num_batched_tokens, work.seq_len)
+    activation = tokens * (8 * model.hidden_size + 6 * width) / rtp + VLLM_MAX_NUM_SEQS * model.vocab_size * 4 / rtp
+    return weights, activation
+
+
 def engine_memory(model: ModelFacts, cand: Candidate, work: Workload, *, responses_per_step: int,
-                  total_params: int) -> EngineMemory:
+                  total_params: int | None = None) -> EngineMemory:
     """vLLM: weights 2·N/rollout_tp, a profiling-run activation peak, and the KV cache in the rest."""
     from generator.models import kv_cache_bytes_per_token
 
     rtp = cand.rollout_tp
     budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
-    weights = 2 * total_params / rtp
-    width = max(model.ffn_hidden_size if not model.is_moe else
-                (model.experts_per_token or 1) * (model.expert_ffn_hidden_size or 0), model.hidden_size)
-    tokens = max(work.max_num_batched_tokens, work.seq_len)
-    activation = tokens * (8 * model.hidden_size + 6 * width) / rtp + VLLM_MAX_NUM_SEQS * model.vocab_size * 4 / rtp
+    weights, activation = _engine_fixed_bytes(model, cand, work)
     kv = budget - weights - activation
     per_token = kv_cache_bytes_per_token(model, rtp)
     kv_tokens = int(max(kv, 0) / per_token)

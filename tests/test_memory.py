@@ -147,7 +147,10 @@ def test_rollout_is_resident_state_plus_the_engine_claim():
     qwen = find_model("qwen2-7b")
     rollout = phases(qwen, G1, G1_WORK)["rollout"]
     t = terms(rollout)
-    assert t["engine"] == pytest.approx(0.6 * 79.6, abs=0.01)
+    # the engine's claim, split into its weights (2·N/rollout TP), profiling peak and KV cache
+    assert t["rollout-weights"] + t["rollout-activations"] + t["kv-cache"] == pytest.approx(0.6 * 79.6, abs=0.03)
+    assert t["rollout-weights"] == pytest.approx(2 * 7615616512 / 2 / GIB, abs=0.01)
+    assert t["kv-cache"] > 0
     # the notes' §2.8: 24.8 GiB resident for G1 (actor W+G+O and the reference weights)
     assert t["actor-weights"] + t["grads"] + t["optimizer"] + t["ref-weights"] == pytest.approx(24.8, abs=0.2)
 
@@ -169,3 +172,12 @@ def test_ppo_critic_stays_resident_unless_offloaded():
     t = terms(phases(qwen, G1, work)["rollout"])
     assert t["critic"] == pytest.approx(t["actor-weights"] + t["grads"] + t["optimizer"], abs=0.02)
     assert "ref-weights" not in t
+
+
+def test_engine_without_room_for_kv_cache_is_visible():
+    qwen = find_model("qwen2.5-72b")
+    cand = Candidate(tp=8, pp=1, rollout_tp=1, micro_batch_per_gpu=1, gpu_memory_utilization=0.5)
+    work = Workload(gpus=8, gpu_memory_gib=79.6, prompt_len=1024, response_len=1024, per_rank_mini_batch=640)
+    t = terms(phases(qwen, cand, work)["rollout"])
+    assert t["rollout-weights"] == pytest.approx(2 * 72706203648 / GIB, abs=0.01)  # 135 GiB at rollout TP 1
+    assert t["kv-cache"] == 0
