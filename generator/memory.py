@@ -21,17 +21,24 @@ peak. Only Megatron's CPU optimizer (fraction f) moves f of the optimizer state 
 during the update too. The reference model's weights follow the actor's param offload; a PPO
 critic (same layout as the actor) is assumed to mirror the actor's param/optimizer offload.
 
-Calibration against the layouts verl ships (memory-model.md §2.9 and §3; tests/test_plan_verl.py):
-- MOE_ACTIVATION_FACTOR = 0.5: the routed-expert activation term is taken at half the tensor
-  count. Without it, Qwen3-30B-A3B on 8×H20 (dynamic 10240 tokens, no recompute) and
-  Qwen3-235B on 32×H20 predict 67/74 GiB of activations and do not fit, yet verl lists both
-  as running (dpsk.md). The factor stands for fused permute/unpermute kernels and token
-  budgets that dynamic batching rarely fills.
-- DYNAMIC_FILL = 1.0: a dynamic micro-batch is assumed full (kept conservative).
-- OVERHEAD_GIB = 4, plus 2 with expert parallelism: CUDA context, NCCL/DeepEP buffers,
-  allocator fragmentation. DeepSeek-V3 on 96 H20 at gmu 0.6 predicts 57.4 GiB of vLLM plus
-  this overhead ≈ 63 GiB against the 66 GB verl measured.
-- FIT_FRACTION = 0.97 of the GPU total is usable.
+Calibration against the layouts verl ships (memory-model.md §2.9 and §3; the rows live in
+data/verl_layouts.yaml, the checks in tests/test_plan_verl.py, the table in bench/plan.py):
+- MOE_ACTIVATION_FACTOR = 0.5: the routed-expert activation tensors are counted at half.
+  At 1.0, Qwen3-30B-A3B on 8×H20 (dynamic 10240 tokens, no recompute) predicts ~67 GiB of
+  activations and ~113 GiB in the update, yet verl's dpsk.md lists it running at MFU 0.40.
+  The factor stands for fused permute/unpermute kernels and packed micro-batches that are
+  rarely full; with it that row predicts 91 of 92.7 GiB.
+- OVERHEAD_GIB = 4 per GPU, + 2 with expert parallelism (CUDA context, NCCL/DeepEP buffers,
+  fragmentation). DeepSeek-V3 on 96 H20 (gmu 0.6) then peaks in the rollout phase at
+  57.4 + 6 = 63.4 GiB, against the 66 GB (61.5 GiB) dpsk.md measured.
+- FIT_FRACTION = 0.97: the usable share of the GPU total. Qwen2-7B GRPO on 8×80 GB (TP2 PP2,
+  no offload, gmu 0.6: 76.6 GiB) is the tightest shipped dense row and fits.
+- DYNAMIC_FILL = 1.0: a dynamic micro-batch is assumed full (conservative).
+Rows that still exceed the GPU as shipped, and why, are listed in tests/test_plan_verl.py
+(SHIPPED_OVER_LIMIT): Qwen3-235B at 64/128 GPUs with a lowered CPU-optimizer fraction
+(activations), a DeepSeek-V3 DAPO recipe without recompute, and three PPO examples whose
+colocated critic verl does not offload (on an assumed 80 GB GPU). Their layouts fit once the
+planner picks the knobs. Nothing here was measured on a GPU.
 """
 
 from __future__ import annotations
