@@ -1,0 +1,155 @@
+"""`gen import SCRIPT --name NAME`: a legacy script becomes a recipe that re-renders to the
+same training setup."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.library.store import read_recipe
+
+runner = CliRunner()
+
+# Written for these tests in the style of verl's Megatron examples: knobs, a string variable
+# split into the call, a `:-` default, run-specific names and paths.
+LEGACY = r"""#!/usr/bin/env bash
+set -xeuo pipefail
+export CUDA_DEVICE_MAX_CONNECTIONS=1
+TP=${TP:-2}
+PP=2
+NODES=1
+offload=True
+train_files="['$HOME/data/gsm8k/train.parquet']"
+EXTRA="actor_rollout_ref.actor.optim.lr_warmup_steps=10 actor_rollout_ref.actor.clip_ratio_c=5.0"
+
+python3 -m verl.trainer.main_ppo --config-path=config --config-name=ppo_megatron_trainer \
+    algorithm.adv_estimator=grpo \
+    data.train_files="$train_files" \
+    data.val_files="$train_files" \
+    data.train_batch_size=256 \
+    data.max_prompt_length=1024 \
+    data.max_response_length=2048 \
+    data.filter_overlong_prompts=True \
+    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct \
+    actor_rollout_ref.actor.optim.lr=2e-6 \
+    actor_rollout_ref.actor.ppo_mini_batch_size=64 \
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \
+    actor_rollout_ref.actor.megatron.tensor_model_parallel_size=$TP \
+    actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=$PP \
+    actor_rollout_ref.actor.megatron.param_offload=$offload \
+    actor_rollout_ref.actor.megatron.optimizer_offload=$offload \
+    actor_rollout_ref.actor.use_kl_loss=True \
+    actor_rollout_ref.actor.kl_loss_coef=0.001 \
+    actor_rollout_ref.actor.kl_loss_type=low_var_kl \
+    actor_rollout_ref.actor.entropy_coeff=0 \
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.rollout.tensor_model_parallel_size=2 \
+    actor_rollout_ref.rollout.name=vllm \
+    actor_rollout_ref.rollout.gpu_memory_utilization=0.55 \
+    actor_rollout_ref.rollout.n=8 \
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 \
+    actor_rollout_ref.ref.megatron.param_offload=$offload \
+    algorithm.use_kl_in_reward=False \
+    trainer.logger='["console","wandb"]' \
+    trainer.project_name=my_project \
+    trainer.experiment_name=qwen25_7b_try3 \
+    trainer.n_gpus_per_node=8 \
+    trainer.nnodes=$NODES \
+    trainer.save_freq=20 \
+    trainer.total_epochs=3 $EXTRA "$@"
+"""
+
+RUN_SPECIFIC = ("trainer.project_name", "trainer.experiment_name", "data.train_files", "data.val_files",
+                "trainer.total_epochs", "trainer.save_freq", "trainer.logger")
+
+
+@pytest.fixture
+def legacy(tmp_path) -> Path:
+    path = tmp_path / "run_legacy.sh"
+    path.write_text(LEGACY)
+    return path
+
+
+def import_cli(script: Path, library: Path, *extra: str):
+    return runner.invoke(app, ["import", str(script), "--name", "my-7b", "--library", str(library),
+                               "--verl-version", "0.7.0", *extra])
+
+
+def test_import_writes_a_valid_recipe_with_the_scripts_numbers(legacy, tmp_path):
+    library = tmp_path / "lib"
+    result = import_cli(legacy, library)
+    assert result.exit_code == 0, result.output
+    recipe = read_recipe(library / "my-7b.yaml")
+    cfg = recipe.config
+    assert (recipe.model, recipe.algorithm, recipe.gpus, recipe.nodes) == ("Qwen2.5-7B", "grpo", 8, 1)
+    assert recipe.model_path == "Qwen/Qwen2.5-7B-Instruct"
+    assert (cfg.layout.tp, cfg.layout.pp, cfg.rollout_tp, cfg.n) == (2, 2, 2, 8)
+    assert (cfg.train_batch_size, cfg.ppo_mini_batch_size, cfg.micro_batch_per_gpu) == (256, 64, 2)
+    assert cfg.log_prob_micro_batch_per_gpu == 4 and cfg.gpu_memory_utilization == 0.55
+    assert (cfg.prompt_len, cfg.response_len) == (1024, 2048)
+    assert (cfg.offload.param, cfg.offload.optimizer, cfg.offload.grad) == (True, True, False)
+    # keys outside the structure survive verbatim; run-specific ones do not
+    assert cfg.overrides["actor_rollout_ref.actor.optim.lr"] == 2e-6
+    assert cfg.overrides["actor_rollout_ref.actor.optim.lr_warmup_steps"] == 10
+    assert cfg.overrides["actor_rollout_ref.actor.clip_ratio_c"] == 5.0
+    assert not set(RUN_SPECIFIC) & set(cfg.overrides)
+    assert "imported by gen import from run_legacy.sh" in recipe.provenance
+    assert (library / "my-7b.yaml").read_text().startswith("# Imported from ")
+
+
+def test_imported_recipe_re_renders_the_same_training_setup(legacy, tmp_path):
+    from generator.config import build_config
+    from generator.library.convert import to_config
+    from generator.shell import read_file
+
+    library = tmp_path / "lib"
+    assert import_cli(legacy, library).exit_code == 0
+    recipe = read_recipe(library / "my-7b.yaml")
+    original = build_config(read_file(str(legacy)).invocations[0], version="0.7.0")
+    again = to_config(recipe, "0.7.0")
+    differ = [key for key in original.set_by
+              if key not in RUN_SPECIFIC and key not in original.unknown
+              and original.values.get(key) != again.values.get(key)]
+    assert differ == []
+
+
+def test_import_refuses_to_overwrite_without_force(legacy, tmp_path):
+    library = tmp_path / "lib"
+    assert import_cli(legacy, library).exit_code == 0
+    before = (library / "my-7b.yaml").read_text()
+    again = import_cli(legacy, library)
+    assert again.exit_code == 2 and "--force" in again.stderr
+    assert (library / "my-7b.yaml").read_text() == before
+    assert import_cli(legacy, library, "--force").exit_code == 0
+
+
+@pytest.mark.parametrize("edit, words", [
+    (lambda t: t.replace("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=$TP",
+                         "actor_rollout_ref.actor.strategy=fsdp"), "only Megatron launches"),
+    (lambda t: t.replace("--config-name=ppo_megatron_trainer", "--config-name=ppo_trainer"), "only Megatron"),
+    (lambda t: t.replace("Qwen/Qwen2.5-7B-Instruct", "acme/secret-model-13b"), "not in the registry"),
+    (lambda t: t.replace("data.train_batch_size=256", "data.train_batch_size=$1"), "not known statically"),
+    (lambda t: t.replace("algorithm.adv_estimator=grpo", "algorithm.adv_estimator=remax"), "no recipe algorithm"),
+    (lambda t: t.replace("python3 -m verl.trainer.main_ppo", "echo"), "no trainer call"),
+])
+def test_import_errors_are_one_line_and_write_nothing(tmp_path, edit, words):
+    script = tmp_path / "run.sh"
+    script.write_text(edit(LEGACY))
+    library = tmp_path / "lib"
+    result = import_cli(script, library)
+    assert result.exit_code == 2, result.output
+    assert words in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert not (library / "my-7b.yaml").exists()
+
+
+def test_import_of_a_missing_file(tmp_path):
+    result = import_cli(tmp_path / "nope.sh", tmp_path / "lib")
+    assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1
+
+
+def test_import_bad_name(legacy, tmp_path):
+    result = runner.invoke(app, ["import", str(legacy), "--name", "Bad Name", "--library", str(tmp_path)])
+    assert result.exit_code == 2 and "lower-case" in result.stderr
