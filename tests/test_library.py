@@ -233,3 +233,28 @@ def test_list_includes_user_recipes_and_warns_about_broken_ones(tmp_path):
     assert result.exit_code == 0
     assert [r["name"] for r in json.loads(result.stdout)] == ["my-recipe"]
     assert "broken.yaml" in result.stderr
+
+
+# --------------------------------------------------------------------------- gen show NAME output modes
+
+
+def test_show_recipe_piped_is_plain(monkeypatch):
+    monkeypatch.delenv("FORCE_COLOR", raising=False)
+    monkeypatch.delenv("TTY_COMPATIBLE", raising=False)
+    result = runner.invoke(app, ["show", "verl-qwen2.5-0.5b-ppo-8gpu"])
+    assert result.exit_code == 0, result.output
+    out = result.stdout
+    assert not ANSI.search(out) and not BOX_CHARS & set(out)
+    assert out.splitlines()[0] == "verl-qwen2.5-0.5b-ppo-8gpu"
+    assert "  layout     TP2 PP2 VPP2 CP2" in out
+
+
+def test_show_recipe_on_a_terminal_and_with_no_color(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    coloured = runner.invoke(app, ["show", "verl-qwen2.5-0.5b-ppo-8gpu"]).stdout
+    assert COLOUR.search(coloured)
+    monkeypatch.setenv("NO_COLOR", "1")
+    plain = runner.invoke(app, ["show", "verl-qwen2.5-0.5b-ppo-8gpu"]).stdout
+    assert not COLOUR.search(plain)
+    assert "TP2 PP2 VPP2 CP2" in re.sub(r"\x1b\[[0-9;]*m", "", plain)
