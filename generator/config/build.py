@@ -230,8 +230,9 @@ def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | N
     return None
 
 
-def _parse(override: Override) -> tuple[str, str, Any, str | None, bool]:
-    """(key, op, value, grammar error, value_known) for one override as Hydra reads it."""
+def _parse(override: Override) -> tuple[str, str, Any, Any, str | None, bool]:
+    """(key, op, value for the checks, value to store, grammar error, value_known) for one
+    override as Hydra reads it."""
     from generator.overrides import parse_override
 
     text = override.text
@@ -240,10 +241,10 @@ def _parse(override: Override) -> tuple[str, str, Any, str | None, bool]:
         # neutral stand-in, keep the marked text as the value.
         stand_in = _replace_markers(text)
         parsed = parse_override(stand_in)
-        value = override.value if override.value is not None else parsed.value_text
-        return parsed.key or override.key, parsed.op, value, parsed.error, False
+        stored = override.value if override.value is not None else parsed.value_text
+        return parsed.key or override.key, parsed.op, parsed.value, stored, parsed.error, False
     parsed = parse_override(text)
-    return parsed.key or override.key, parsed.op, parsed.value, parsed.error, True
+    return parsed.key or override.key, parsed.op, parsed.value, parsed.value, parsed.error, True
 
 
 def _replace_markers(text: str) -> str:
@@ -296,7 +297,7 @@ def apply_overrides(
     from generator.schema.migrations import bad_value
 
     for override in overrides:
-        key, op, value, error, value_known = _parse(override)
+        key, op, value, stored, error, value_known = _parse(override)
         if error is not None:
             config.key_issues.append(KeyIssue(override, "grammar", error))
             continue
@@ -324,7 +325,7 @@ def apply_overrides(
             continue
 
         if op == "=":
-            problem = _change_problem(flat, key, value) if value_known or not isinstance(value, (dict, list)) else None
+            problem = _change_problem(flat, key, value)
             if problem is not None:
                 issue = None
                 if problem.startswith("missing"):
@@ -353,7 +354,7 @@ def apply_overrides(
                         f"'{key}' already has a value ({shown}); drop the '+'", key))
                     continue
 
-        written = flat.set(key, value)
+        written = flat.set(key, value if value_known else stored)
         for leaf in written:
             config.set_by[leaf] = override
             unknown.pop(leaf, None)
