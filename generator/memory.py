@@ -46,7 +46,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Callable
+from collections.abc import Callable
 
 from generator.models import dense_layer_params, is_moe_layer, moe_layer_params
 from generator.models_types import ModelFacts
@@ -281,13 +281,16 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         one_layer = max(dense_act / t if params.dense_layers else 0.0,
                         (moe_non_expert / t + moe_routed / (t * etp)) if params.moe_layers else 0.0)
         activations = in_flight * tokens * kept_per_token + tokens * one_layer
-        act_note = lambda: (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
-                    f"{sum((params.dense_layers, params.moe_layers))} layer inputs + one layer's working set")
     else:
         activations = in_flight * tokens * per_token_stack
-        act_note = lambda: (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
-                    f"{params.dense_layers + params.moe_layers} layers"
-                    + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
+
+    def act_note() -> str:
+        layers = params.dense_layers + params.moe_layers
+        if cand.recompute:
+            return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
+                    f"{layers} layer inputs + one layer's working set")
+        return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
+                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
     update_logits = 0.0
     if last and not cand.use_fused_kernels:
         update_logits = (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
@@ -369,7 +372,8 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     rollout_terms.append(_term_here("rollout-weights", engine_weights,
                                     lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}"))
     rollout_terms.append(_term_here("rollout-activations", engine_activations,
-                                    lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"))
+                                    lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} "
+                                            "tokens"))
     rollout_terms.append(_term_here("kv-cache", max(kv_cache, 0.0),
                                     "the rest of the claim" if kv_cache > 0 else
                                     "none: weights and activations exceed the claim; vLLM will not start"))

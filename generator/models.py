@@ -314,7 +314,8 @@ def attention_params(m: ModelFacts) -> tuple[int, int]:
     """(TP-sharded, replicated) parameters of one attention block, norms excluded."""
     h = m.hidden_size
     if m.is_mla:
-        heads, rope, nope, v = m.num_attention_heads, m.qk_rope_head_dim or 0, m.qk_nope_head_dim or 0, m.v_head_dim or 0
+        heads, rope = m.num_attention_heads, m.qk_rope_head_dim or 0
+        nope, v = m.qk_nope_head_dim or 0, m.v_head_dim or 0
         q_lora = m.q_lora_rank
         q = (h * q_lora + q_lora * heads * (nope + rope)) if q_lora else h * heads * (nope + rope)
         kv = h * ((m.kv_lora_rank or 0) + rope) + (m.kv_lora_rank or 0) * heads * (nope + v)

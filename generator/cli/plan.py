@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Optional
 
 import typer
 
@@ -109,21 +108,22 @@ def register(app: typer.Typer) -> None:
         model: str = typer.Option(..., "--model", "-m", help="Model name, hub id, model dir or config.json."),
         gpus: int = typer.Option(..., "--gpus", help="GPUs in total (all nodes)."),
         nodes: int = typer.Option(1, "--nodes", help="Nodes the GPUs are spread over."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
-        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
+        gpu: str | None = typer.Option(
+            None, "--gpu", help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
+        gpu_mem: float | None = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         prompt_len: int = typer.Option(1024, "--prompt-len"),
         response_len: int = typer.Option(1024, "--response-len"),
-        n: Optional[int] = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
+        n: int | None = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         algo: str = typer.Option("grpo", "--algo", help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
-        train_batch_size: Optional[int] = typer.Option(None, "--train-batch-size"),
-        tp: Optional[int] = typer.Option(None, "--tp"),
-        pp: Optional[int] = typer.Option(None, "--pp"),
-        cp: Optional[int] = typer.Option(None, "--cp"),
-        ep: Optional[int] = typer.Option(None, "--ep"),
-        etp: Optional[int] = typer.Option(None, "--etp"),
-        vpp: Optional[int] = typer.Option(None, "--vpp"),
-        first_stage_layers: Optional[int] = typer.Option(None, "--first-stage-layers"),
-        last_stage_layers: Optional[int] = typer.Option(None, "--last-stage-layers"),
+        train_batch_size: int | None = typer.Option(None, "--train-batch-size"),
+        tp: int | None = typer.Option(None, "--tp"),
+        pp: int | None = typer.Option(None, "--pp"),
+        cp: int | None = typer.Option(None, "--cp"),
+        ep: int | None = typer.Option(None, "--ep"),
+        etp: int | None = typer.Option(None, "--etp"),
+        vpp: int | None = typer.Option(None, "--vpp"),
+        first_stage_layers: int | None = typer.Option(None, "--first-stage-layers"),
+        last_stage_layers: int | None = typer.Option(None, "--last-stage-layers"),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
     ) -> None:
