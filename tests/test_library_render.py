@@ -153,3 +153,17 @@ def test_recipe_by_name_to_stdout_and_replanned():
 def test_recipe_by_name_refuses_planning_options():
     result = runner.invoke(app, ["recipe", "verl-qwen2-7b-grpo-8gpu", "--model", "qwen3-8b", "-o", "-"])
     assert result.exit_code == 2 and "--model is not used with a recipe name" in result.stderr
+
+
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
+def test_recipe_is_clean_on_every_release_it_claims(recipe):
+    from generator.library.convert import recipe_model
+    from generator.rules import check_config
+
+    model = recipe_model(recipe)
+    for version in recipe.verl_versions:
+        config = to_config(recipe, version)
+        assert [(i.kind, i.override.key) for i in config.key_issues] == [], version
+        loud = [f"{f.code} {f.message}" for f in check_config(config, model=model)
+                if f.severity in ("error", "warning")]
+        assert loud == [], version
