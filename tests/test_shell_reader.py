@@ -379,6 +379,25 @@ def test_bad_input_is_one_line(tmp_path: Path) -> None:
         assert words in str(info.value) and "\n" not in str(info.value)
 
 
+@pytest.mark.skipif(not Path("/proc/self/mem").exists(), reason="needs Linux /proc")
+def test_read_error_is_one_line() -> None:
+    with pytest.raises(InputError) as info:
+        read_file("/proc/self/mem")  # exists, is a file, but reading it fails even for root
+    assert "cannot read" in str(info.value)
+
+
+def test_test_command_forms() -> None:
+    src = f"""
+X=megatron
+if test "$X" = megatron; then A=1; else A=2; fi
+if test -z "$X"; then B=1; else B=2; fi
+if test ! -n ""; then C=1; else C=2; fi
+python3 -m {MAIN} a=$A b=$B c=$C
+"""
+    inv = only(read_script(src))
+    assert [o.value for o in inv.overrides] == ["1", "2", "1"]
+
+
 @pytest.mark.skipif(os.geteuid() == 0, reason="root can read anything")
 def test_unreadable_file(tmp_path: Path) -> None:
     path = tmp_path / "secret.sh"

@@ -711,13 +711,54 @@ class Evaluator:
             if text == "false" and len(node.children) == 1:
                 return False
             if text in ("test", "["):
-                return None
+                return self._test_command(node)
         if t == "variable_assignment":
             self.walk(node, flow)
             return True
         # Anything else runs as a command whose status we cannot know.
         self.walk(node, flow)
         return None
+
+    def _test_command(self, node: Any) -> bool | None:
+        """`test …` / `[ … ]` written as a plain command: the 1-, 2- and 3-argument forms."""
+        fx = self.fx
+        assert fx is not None
+        args: list[str] = []
+        for child in node.children_by_field_name("argument"):
+            try:
+                fields = fx.expander.fields(child.start_byte, child.end_byte)
+            except WordError:
+                return None
+            for f in fields:
+                if f.unknowns:
+                    return None
+                args.append(f.text)
+        if args and args[-1] == "]":
+            args = args[:-1]
+        negate = False
+        if len(args) >= 2 and args[0] == "!":
+            negate, args = True, args[1:]
+        result: bool | None = None
+        if len(args) == 1:
+            result = args[0] != ""
+        elif len(args) == 2 and args[0] in ("-z", "-n"):
+            result = (args[1] == "") if args[0] == "-z" else (args[1] != "")
+        elif len(args) == 3:
+            a, op, b = args
+            if op in ("=", "=="):
+                result = a == b
+            elif op == "!=":
+                result = a != b
+            elif op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
+                try:
+                    x, y = int(a), int(b)
+                except ValueError:
+                    return None
+                result = {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y,
+                          "-ge": x >= y}[op]
+        if result is None:
+            return None
+        return not result if negate else result
 
     def _arith_truth(self, node: Any) -> bool | None:
         fx = self.fx
