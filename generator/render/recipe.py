@@ -475,7 +475,7 @@ def _fill_knob_values(recipe: Recipe, settings: list[Setting]) -> list[Setting]:
 
 def knob_hydra_text(knob: Knob) -> str:
     """What Hydra receives for a knob at its default value."""
-    if knob.kind == "text":
+    if knob.kind in ("text", "shell"):
         return "'" + hydra_body(str(knob.value)) + "'"
     return hydra_literal(knob.value)
 
