@@ -36,6 +36,20 @@ def test_passing_example_is_clean(code):
     assert _findings(code, "passing") == []
 
 
+SCRIPT_RULES = sorted(code for code, r in REGISTRY.items() if r.scope == "script")
+
+
+@pytest.mark.parametrize("code", SCRIPT_RULES)
+def test_shell_rule_examples(code):
+    from generator.rules import script_findings
+    from generator.rules.examples import example_script
+
+    rule = REGISTRY[code]
+    failing = script_findings(example_script(rule.failing), select=[code])
+    assert [f.code for f in failing] == [code] * len(failing) and failing, f"{code}: no finding on its example"
+    assert script_findings(example_script(rule.passing), select=[code]) == []
+
+
 def test_registry_metadata_complete():
     for code, rule in REGISTRY.items():
         assert re.fullmatch(r"V[BPDRKSMX]\d{3}", code), code

@@ -113,14 +113,9 @@ def example_model(example: Example):
 
 
 def example_script(example: Example):
-    """Read an example's script text with generator.shell (None when the reader is unavailable)."""
+    """Read an example's script text with generator.shell (None when it has no script)."""
     if example.script is None:
         return None
-    try:
-        from generator.shell import read_text  # type: ignore[attr-defined]
-    except ImportError:
-        try:
-            from generator.shell import read_script as read_text  # type: ignore[attr-defined]
-        except ImportError:
-            return None
-    return read_text(example.script)
+    from generator.shell import read_script
+
+    return read_script(example.script, "example.sh")

@@ -124,7 +124,8 @@ _hazard_rule("VS702", "backslash-space", "whitespace after a line-continuation b
 _hazard_rule("VS703", "empty-expansion", "an override takes its value from an empty or unset variable", "warning",
              "With the assumed (empty) environment the value expands to nothing; Hydra then sees `key=` or a "
              "missing word.",
-             _CALL + "    trainer.project_name=$PROJECT\n", _CALL + "    trainer.project_name=${PROJECT:-demo}\n")
+             _CALL + "    data.train_files=$train_path\n",
+             "train_path=$HOME/data/train.parquet\n" + _CALL + "    data.train_files=$train_path\n")
 _hazard_rule("VS704", "duplicate-key", "the same key is set twice with different values", "warning",
              "Hydra keeps the last value; the earlier one is dead and misleading.",
              _CALL + "    data.train_batch_size=128\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
@@ -138,4 +139,4 @@ _hazard_rule("VS706", "orphan-overrides", "override lines not attached to any co
              _CALL + "\n    actor_rollout_ref.rollout.n=4\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
 _hazard_rule("VS707", "parse-error", "bash cannot parse the script", "error",
              "The script has a syntax error; what follows it cannot be read reliably.",
-             "if true; then\n" + _CALL, _CALL)
+             "python3 -m verl.trainer.main_ppo data.train_files=(\n", _CALL)
