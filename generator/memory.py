@@ -61,6 +61,7 @@ FIT_FRACTION = 0.97
 VLLM_MAX_NUM_SEQS = 1024
 
 PHASES = ("update", "log_prob", "ref_log_prob", "rollout")
+ENGINE_TERMS = ("rollout-weights", "rollout-activations", "kv-cache")  # together: gmu × GPU memory
 
 
 def algo_roles(algo: str) -> tuple[bool, bool]:

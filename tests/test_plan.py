@@ -164,3 +164,26 @@ def test_cli_answers_within_a_second():
     elapsed = time.perf_counter() - start
     assert done.returncode == 0, done.stderr
     assert elapsed < 1.5  # < 1 s on an idle machine; slack for a shared CI runner
+
+
+@pytest.mark.parametrize("model, gpus, gpu", [("qwen2-7b", 8, "h100"), ("qwen3-30b-a3b", 8, "h20"),
+                                              ("qwen2.5-32b", 8, "h20")])
+def test_chosen_gmu_is_the_largest_that_fits(model, gpus, gpu):
+    from dataclasses import replace
+
+    from generator.memory import Workload, algo_roles, phase_memory
+    from generator.plan.search import GMU_STEPS
+
+    facts = find_model(model)
+    plan = plan_layout(facts, gpus, gpu=gpu_spec(gpu))
+    best = plan.best
+    larger = [g for g in GMU_STEPS if g > best.gpu_memory_utilization]
+    if not larger:
+        return
+    has_ref, has_critic = algo_roles(plan.algo)
+    dp = gpus // best.model_parallel_size
+    work = Workload(gpus=gpus, gpu_memory_gib=plan.gpu_memory_gib, prompt_len=plan.prompt_len,
+                    response_len=plan.response_len, per_rank_mini_batch=plan.ppo_mini_batch_size * plan.n // dp,
+                    has_ref=has_ref, has_critic=has_critic, max_num_batched_tokens=8192)
+    rollout = {p.phase: p.gib for p in phase_memory(facts, replace(best, gpu_memory_utilization=min(larger)), work)}
+    assert rollout["rollout"] > best.limit_gib

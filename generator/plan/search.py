@@ -21,7 +21,7 @@ from dataclasses import dataclass, replace
 
 from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
 from generator.errors import InputError
-from generator.memory import Workload, algo_roles, engine_memory, phase_memory, usable_gib
+from generator.memory import ENGINE_TERMS, Workload, algo_roles, engine_memory, phase_memory, usable_gib
 from generator.models import GpuSpec, total_params
 from generator.models_types import ModelFacts
 from generator.plan.candidate import Candidate, Offload, Plan
@@ -252,7 +252,9 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
     evaluation at gmu 0 gives the headroom."""
     at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
     rollout = at_zero.phase("rollout")
-    headroom = at_zero.limit_gib - (rollout.gib if rollout else 0.0)
+    # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
+    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS) if rollout else 0.0
+    headroom = at_zero.limit_gib - resident
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
