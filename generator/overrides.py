@@ -134,7 +134,7 @@ def parse_override_hydra(text: str) -> ParsedOverride:
     value_or_none = value_text if eq else None
     try:
         parsed = _hydra_parser().parse_override(text)
-    except Exception as err:  # Hydra raises HydraException/OverrideParseException
+    except Exception as err:  # noqa: BLE001 - Hydra raises HydraException/OverrideParseException
         return ParsedOverride(key=raw_key, op=op, value_text=value_or_none, value=None, error=_one_line(str(err)))
     hydra_op = _OP_OF_TYPE.get(parsed.type.name, op)
     key = parsed.key_or_group

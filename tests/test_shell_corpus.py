@@ -18,7 +18,6 @@ from generator.shell.model import as_text, pieces_text
 from generator.shell.walker import Evaluator
 from generator.shell.words import Expander
 
-
 _FAILURES: list[str] = []
 
 
@@ -133,7 +132,7 @@ def test_known_shell_bugs_at_the_right_lines(corpus) -> None:
     assert "trainer.n_gpus_per_node" not in keys
 
     npu = corpus[("v0.7.0", "examples/grpo_trainer/run_qwen3_4b_grpo_vllm_1k_npu.sh")]
-    name = [o for o in npu.invocations[0].overrides if o.key == "trainer.experiment_name"][0]
+    name = next(o for o in npu.invocations[0].overrides if o.key == "trainer.experiment_name")
     assert name.value == "qwen3_4b_grpo_8npu}"
     assert parse_override(name.text).error
     assert name.provenance.span is not None and name.provenance.span.line == 21

@@ -51,7 +51,7 @@ def splice(script: LaunchScript, o: Override, new: str) -> bytes:
         (f"ray job submit --address=http://h:8265 --runtime-env=r.yaml --no-wait -- python3 -m {MAIN} a.b=1",
          "ray job submit python3 -m", MAIN, "module"),
         (f"srun --overlap --nodes=2 -w node1 python -m {MAIN} a.b=1", "srun python -m", MAIN, "module"),
-        (f"torchrun --standalone --nnodes=1 --nproc_per_node 8 -m verl.trainer.fsdp_sft_trainer a.b=1",
+        ("torchrun --standalone --nnodes=1 --nproc_per_node 8 -m verl.trainer.fsdp_sft_trainer a.b=1",
          "torchrun", "verl.trainer.fsdp_sft_trainer", "module"),
         (f"nohup python3 -m {MAIN} a.b=1 > run.log 2>&1 &", "python3 -m", MAIN, "module"),
         (f"env -u CUDA_VISIBLE_DEVICES VLLM_USE_V1=1 python3 -m {MAIN} a.b=1", "python3 -m", MAIN, "module"),

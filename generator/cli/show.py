@@ -10,7 +10,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, List, Optional, TextIO
+from typing import Any, TextIO
 
 import typer
 
@@ -120,7 +120,7 @@ def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict
         except InputError as err:
             message = str(err)
             prefix = f"{path}: "
-            out.append(_error_dict(path, message[len(prefix):] if message.startswith(prefix) else message))
+            out.append(_error_dict(path, message.removeprefix(prefix)))
         except RecursionError:
             out.append(_error_dict(path, "the script nests too deeply to read"))
         except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
@@ -206,12 +206,12 @@ def register(app: typer.Typer) -> None:
 
     @app.command("show")
     def show_command(
-        targets: List[str] = typer.Argument(..., metavar="FILE|NAME...",
+        targets: list[str] = typer.Argument(..., metavar="FILE|NAME...",
                                             help="launch scripts to read, or one recipe name"),
         output_format: str = typer.Option("text", "--format", help="text, json or yaml"),
-        env: List[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
-        arg: List[str] = typer.Option([], "--arg", help="assume this script argument ($1, $2, ...)"),
-        library: Optional[str] = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
+        env: list[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
+        arg: list[str] = typer.Option([], "--arg", help="assume this script argument ($1, $2, ...)"),
+        library: str | None = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
     ) -> None:
         """Show the overrides each trainer call receives, where each value was written, and shell
         hazards; or show a packaged recipe by NAME."""

@@ -4,7 +4,7 @@ comparisons, logic, bit operations, ?:, parentheses. Assignments inside are refu
 from __future__ import annotations
 
 import re
-from typing import Callable
+from collections.abc import Callable
 
 _TOKEN = re.compile(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+|[0-9]+)"

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Callable
+from collections.abc import Callable
+from itertools import pairwise
 
 from generator.launch import Hazard, Invocation, Override, Provenance, Span
 from generator.overrides import looks_like_override
@@ -278,7 +279,7 @@ def _exact(p: Piece) -> bool:
 def _contiguous(value: list[Piece]) -> bool:
     """Pieces written side by side in one file (at most a closing and an opening quote, or a
     line continuation, between them), so one byte range holds the whole value."""
-    for prev, nxt in zip(value, value[1:]):
+    for prev, nxt in pairwise(value):
         if prev.path != nxt.path or nxt.a < prev.b or nxt.a - prev.b > 2:  # type: ignore[operator]
             return False
     return True

@@ -5,10 +5,16 @@ glob brackets in override words."""
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from collections.abc import Callable
+from typing import Any
 
 from generator.launch import Hazard, Span
-from generator.shell.words import WordError, find_backtick, find_close_quote, find_dollar_close
+from generator.shell.words import (
+    WordError,
+    find_backtick,
+    find_close_quote,
+    find_dollar_close,
+)
 
 _BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
 _QUOTED_TYPES = {"comment", "string", "raw_string", "heredoc_body", "ansi_c_string", "heredoc_redirect"}

@@ -69,7 +69,7 @@ class Piece:
     elem: tuple[int, int, str | None] | None = None
     was_split: bool = False
 
-    def copy(self, **changes: Any) -> "Piece":
+    def copy(self, **changes: Any) -> Piece:
         # Hand-written: dataclasses.replace was the reader's top cost.
         p = Piece(self.text, self.a, self.b, self.exact, self.q, self.qa, self.qb, self.path, self.split,
                   self.unknown, self.group, self.inner, self.kind, self.elem, self.was_split)
@@ -147,7 +147,7 @@ class State:
     unknown_sources: list[str] = field(default_factory=list)
     exited: bool = False
 
-    def copy(self) -> "State":
+    def copy(self) -> State:
         return State(
             vars=dict(self.vars),
             args=list(self.args),

@@ -50,12 +50,12 @@ def glob_regex(pattern: str) -> str:
 
 
 def glob_match(pattern: str, text: str) -> bool:
-    return re.fullmatch(glob_regex(pattern), text, re.S) is not None
+    return re.fullmatch(glob_regex(pattern), text, re.DOTALL) is not None
 
 
 def remove_prefix(text: str, pattern: str, longest: bool) -> str:
-    rx = re.compile(glob_regex(pattern), re.S)
-    order = range(len(text), -1, -1) if longest else range(0, len(text) + 1)
+    rx = re.compile(glob_regex(pattern), re.DOTALL)
+    order = range(len(text), -1, -1) if longest else range(len(text) + 1)
     for cut in order:
         if rx.fullmatch(text, 0, cut):
             return text[cut:]
@@ -63,8 +63,8 @@ def remove_prefix(text: str, pattern: str, longest: bool) -> str:
 
 
 def remove_suffix(text: str, pattern: str, longest: bool) -> str:
-    rx = re.compile(glob_regex(pattern), re.S)
-    order = range(0, len(text) + 1) if longest else range(len(text), -1, -1)
+    rx = re.compile(glob_regex(pattern), re.DOTALL)
+    order = range(len(text) + 1) if longest else range(len(text), -1, -1)
     for cut in order:
         if rx.fullmatch(text, cut):
             return text[:cut]
@@ -77,18 +77,18 @@ def replace(text: str, pattern: str, replacement: str, mode: str) -> str:
         return text
     rx_src = glob_regex(pattern)
     if mode == "/#":
-        rx = re.compile(rx_src, re.S)
+        rx = re.compile(rx_src, re.DOTALL)
         for cut in range(len(text), -1, -1):
             if rx.fullmatch(text, 0, cut):
                 return replacement + text[cut:]
         return text
     if mode == "/%":
-        rx = re.compile(rx_src, re.S)
-        for cut in range(0, len(text) + 1):
+        rx = re.compile(rx_src, re.DOTALL)
+        for cut in range(len(text) + 1):
             if rx.fullmatch(text, cut):
                 return text[:cut] + replacement
         return text
-    rx = re.compile(rx_src, re.S)  # greedy regex = bash's longest match at the first position
+    rx = re.compile(rx_src, re.DOTALL)  # greedy regex = bash's longest match at the first position
     return rx.sub(lambda _m: replacement, text, count=0 if mode == "//" else 1)
 
 

@@ -12,8 +12,9 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
+from collections.abc import Iterator
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any
 
 from generator.launch import Hazard, Span, unknown_marker
 from generator.shell import arith, patterns
@@ -31,7 +32,7 @@ from generator.shell.model import (
     pieces_text,
 )
 from generator.shell.parse import parse_bytes
-from generator.shell.words import Expander, WordError, def_group, split_fields
+from generator.shell.words import Expander, WordError, def_group
 
 MAX_SOURCE_BYTES = 8 * 1024 * 1024
 _ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
@@ -69,7 +70,7 @@ class Flow:
     context: tuple[str, ...] = ()
     depth: int = 0
 
-    def with_(self, branch: str | None = None, context: str | None = None) -> "Flow":
+    def with_(self, branch: str | None = None, context: str | None = None) -> Flow:
         order = {"live": 0, "loop": 1, "conditional": 2, "dead": 3}
         new_branch = self.branch
         if branch is not None and order[branch] > order[self.branch]:
@@ -194,9 +195,8 @@ class Evaluator:
         fx = self.fx
         path = fx.path if fx else None
         quote = '"' if dq else ""
-        if name.isdigit() or name in ("@", "*", "#", "?", "$", "!", "-"):
-            if index is None:
-                return self.special_pieces(name, a, b, dq)
+        if index is None and (name.isdigit() or name in ("@", "*", "#", "?", "$", "!", "-")):
+            return self.special_pieces(name, a, b, dq)
         var = self.get_var(name)
         if var is None:
             label = f"unset:{name}"
@@ -614,10 +614,9 @@ class Evaluator:
         undecided = False
         taken = False
         for cond_nodes, body, label in clauses:
-            if taken or flow.branch == "dead":
-                if taken:
-                    self._walk_dead(cond_nodes, body, flow, label)
-                    continue
+            if taken:
+                self._walk_dead(cond_nodes, body, flow, label)
+                continue
             value = self._decide(cond_nodes, flow) if cond_nodes else True
             if flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
@@ -763,15 +762,13 @@ class Evaluator:
     def _arith_truth(self, node: Any) -> bool | None:
         fx = self.fx
         assert fx is not None
-        text = fx.src[node.start_byte : node.end_byte].strip()
-        body = text[2:-2] if text.startswith("((") and text.endswith("))") else text
         try:
             pieces = fx.expander.expand(node.start_byte + 2, node.end_byte - 2, dq=True)
             if has_unknown(pieces):
                 return None
             return arith.evaluate(pieces_text(pieces), self.arith_lookup) != 0
         except (arith.ArithError, WordError, ValueError, RecursionError):
-            return None if body else None
+            return None
 
     def _operand(self, node: Any) -> str | None:
         fx = self.fx
@@ -1031,9 +1028,7 @@ class Evaluator:
         base = self.state
         self.state = base.copy()
         for child in node.children:
-            if child.type in ("do_group", "compound_statement"):
-                self.walk(child, flow.with_("loop", label))
-            elif child.is_named and child.type not in ("comment",):
+            if child.type in ("do_group", "compound_statement") or child.is_named and child.type not in ("comment",):
                 self.walk(child, flow.with_("loop", label))
         self.state = _merge([self.state, base], label)
 

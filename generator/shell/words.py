@@ -9,11 +9,19 @@ Nothing is ever run: `$(…)` and backticks become `<?cmd:…>` unknowns.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Callable
+from collections.abc import Callable
+from typing import TYPE_CHECKING
 
 from generator.launch import unknown_marker
 from generator.shell import arith, patterns
-from generator.shell.model import BREAK, Field, Group, Piece, Var, has_unknown, pieces_text
+from generator.shell.model import (
+    Field,
+    Group,
+    Piece,
+    Var,
+    has_unknown,
+    pieces_text,
+)
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.shell.model import State
@@ -152,7 +160,7 @@ def split_words(s: str, a: int, b: int) -> list[tuple[int, int]] | None:
 class Expander:
     """Expands words of one file (`src` is its bytes as latin-1) against an evaluator state."""
 
-    def __init__(self, src: str, path: str | None, host: "ExpansionHost") -> None:
+    def __init__(self, src: str, path: str | None, host: ExpansionHost) -> None:
         self.src = src
         self.path = path
         self.host = host
@@ -567,7 +575,7 @@ class Expander:
 class ExpansionHost:
     """What the expander needs from the evaluator (see walker.Evaluator)."""
 
-    state: "State"
+    state: State
     lookup_pieces: Callable[..., list[Piece]]
     special_pieces: Callable[..., list[Piece]]
     positional_pieces: Callable[..., list[Piece]]
@@ -590,7 +598,7 @@ def def_group(variable: str | None, pieces: list[Piece], a: int, b: int, outer_q
         return Group(variable, text, None, None, outer_quote, path)
     if not pieces:
         return Group(variable, text, a, a, outer_quote, path)
-    first, last = pieces[0], pieces[-1]
+    first = pieces[0]
     one_quote = first.qa is not None and first.q in ("'", '"') and all(
         p.qa == first.qa for p in pieces
     ) and first.qa == a and first.qb == b
