@@ -57,11 +57,20 @@ def test_token_caps_each_role_and_cp():
                                         A + "use_dynamic_bsz=True", A + "ppo_max_token_len_per_gpu=4096",
                                         "critic.ppo_max_token_len_per_gpu=2048"]))
     caps = {f.key: f for f in by_code(findings, "VD401")}
-    # critic caps are not inherited from the actor (H9): both critic caps fail, the actor's passes
-    assert set(caps) == {"critic.ppo_max_token_len_per_gpu", "critic.forward_max_token_len_per_gpu"}
+    # the critic cap is not inherited from the actor (H9): it fails while the actor's passes; the
+    # critic's forward cap follows the critic's update cap, so it is reported (and fixed) once
+    assert set(caps) == {"critic.ppo_max_token_len_per_gpu"}
     assert "critic update: ppo_max_token_len_per_gpu·CP = 2048·1 = 2048 < prompt + response = 3072" in \
         caps["critic.ppo_max_token_len_per_gpu"].message
     assert caps["critic.ppo_max_token_len_per_gpu"].fix.edits == (KeyEdit("critic.ppo_max_token_len_per_gpu", 2048, 3072),)
+
+
+def test_inherited_cap_reported_once_explicit_cap_separately():
+    base = [A + "use_dynamic_bsz=True", A + "ppo_max_token_len_per_gpu=2048"]
+    assert [f.key for f in by_code(check_config(config_for(base)), "VD401")] == [A + "ppo_max_token_len_per_gpu"]
+    explicit = base + [R + "log_prob_max_token_len_per_gpu=1024"]
+    keys = sorted(f.key for f in by_code(check_config(config_for(explicit)), "VD401"))
+    assert keys == [A + "ppo_max_token_len_per_gpu", R + "log_prob_max_token_len_per_gpu"]
 
 
 def test_rollout_replica_and_version_gated_mode():

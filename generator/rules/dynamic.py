@@ -14,6 +14,14 @@ from generator.rules.view import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER, View
 from generator.versions import VersionRange
 
 
+# Caps whose default interpolates another cap (rollout.yaml, ref yaml; critic forward -> critic update).
+_INHERITS = {
+    ROLLOUT + "log_prob_max_token_len_per_gpu": ACTOR + "ppo_max_token_len_per_gpu",
+    REF + "log_prob_max_token_len_per_gpu": ACTOR + "ppo_max_token_len_per_gpu",
+    CRITIC + "forward_max_token_len_per_gpu": CRITIC + "ppo_max_token_len_per_gpu",
+}
+
+
 def _caps(view: View) -> list[tuple[str, str, str, str]]:
     """(role, cap key, dynamic-flag key, SP prefix) of every token cap in use."""
     caps = [("actor update", ACTOR + "ppo_max_token_len_per_gpu", ACTOR + "use_dynamic_bsz", ACTOR)]
@@ -46,6 +54,7 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
     seq = view.sequence_length()
     if seq is None:
         return
+    failed: dict[str, int] = {}
     for role, cap_key, flag_key, sp_prefix in _caps(view):
         if view.bool(flag_key) is not True:
             continue
@@ -54,6 +63,10 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
             continue
         if derive.token_cap(cap, split) >= seq:
             continue
+        failed[cap_key] = cap
+        inherited_from = _INHERITS.get(cap_key)
+        if inherited_from in failed and not view.explicit(cap_key) and failed[inherited_from] == cap:
+            continue  # it follows the actor's cap: one finding (and one fix) on the actor's key
         unit = "CP" if view.backend == "megatron" else "SP"
         yield ctx_finding(token_cap, view, (cap_key, "data.max_response_length"),
                           f"{role}: {cap_key.rsplit('.', 1)[-1]}·{unit} = {cap}·{split} = {cap * split} < "

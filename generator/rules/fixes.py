@@ -24,6 +24,9 @@ def mini_fix(view: View, *, prompts: int, n: int, dp: int, mini: int, micro: int
     edits: list[KeyEdit] = [KeyEdit(key, mini, new_mini)]
     per_rank = new_mini * n // dp
     note = ""
+    dynamic_key = "critic.use_dynamic_bsz" if key.startswith("critic.") else "actor_rollout_ref.actor.use_dynamic_bsz"
+    if view.bool(dynamic_key):
+        micro = None  # token-based micro-batches: the micro batch is not used for the update
     if micro and per_rank % micro:
         new_micro = derive.nearest_micro(per_rank, micro)
         if new_micro is not None:
