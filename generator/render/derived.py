@@ -63,7 +63,7 @@ def derive_numbers(recipe: Recipe) -> Derived:
                  f"gpu_memory_utilization {c.gpu_memory_utilization}")
     lines.append(f"agent loop: G / num_workers = {chain.responses_per_step} / {AGENT_LOOP_WORKERS} = "
                  f"{chain.responses_per_step // AGENT_LOOP_WORKERS} responses per worker")
-    offload = [name for name, on in (("param", c.offload.param), ("grad", c.offload.grad),
+    offload = [name for name, on in (("param+grad", c.offload.param),
                                      ("optimizer", c.offload.optimizer), ("cpu-optimizer", c.offload.cpu_optimizer))
                if on]
     lines.append("offload: " + (", ".join(offload) if offload else "none")

@@ -249,8 +249,9 @@ def _megatron_layout_settings(prefix: str, c: Candidate, *, offload: bool) -> li
         out += [Setting(otc + "recompute_granularity", "full"), Setting(otc + "recompute_method", "uniform"),
                 Setting(otc + "recompute_num_layers", 1)]
     if offload:
+        # grad_offload is not set: verl never reads it (grad buffers follow param_offload), and
+        # 0.9.1 removed the key, so leaving it out keeps the script valid there too.
         out += [Setting(m + "param_offload", c.offload.param, "PARAM_OFFLOAD"),
-                Setting(m + "grad_offload", c.offload.grad, "GRAD_OFFLOAD"),
                 Setting(m + "optimizer_offload", c.offload.optimizer, "OPTIMIZER_OFFLOAD")]
     return out
 
@@ -308,7 +309,6 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
     k += [Knob("ROLLOUT_TP", c.rollout_tp, "int", f"{spec.rollout} tensor parallel"),
           Knob("GPU_MEMORY_UTILIZATION", c.gpu_memory_utilization, "float", f"{spec.rollout} KV-cache share"),
           Knob("PARAM_OFFLOAD", c.offload.param, "bool", "params+grads to CPU between phases"),
-          Knob("GRAD_OFFLOAD", c.offload.grad, "bool", "kept for symmetry; frees nothing by itself"),
           Knob("OPTIMIZER_OFFLOAD", c.offload.optimizer, "bool", "Adam state to CPU between phases"),
           Knob("TRAIN_BATCH_SIZE", spec.train_batch_size, "int", "prompts per step"),
           Knob("PPO_MINI_BATCH_SIZE", spec.ppo_mini_batch_size, "int", "prompts per optimizer update"),

@@ -1,0 +1,105 @@
+"""`gen recipe` on the command line: golden files, safe writes, one-line errors with exit 2."""
+
+from __future__ import annotations
+
+import os
+import stat
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.errors import InputError
+
+GOLDEN = Path(__file__).resolve().parent / "golden"
+runner = CliRunner()
+
+
+def gen(*args: str, cwd: Path | None = None):
+    if cwd is None:
+        return runner.invoke(app, ["recipe", *args])
+    old = os.getcwd()
+    os.chdir(cwd)
+    try:
+        return runner.invoke(app, ["recipe", *args])
+    finally:
+        os.chdir(old)
+
+
+@pytest.mark.parametrize("algo", ["grpo", "ppo"])
+def test_golden_qwen2_7b_on_8_gpus(algo: str) -> None:
+    """Byte-for-byte; regenerate with UPDATE_GOLDEN=1 after an intended change (and read the diff)."""
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--algo", algo, "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / f"run_qwen2-7b_{algo}_megatron.sh"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()
+
+
+def test_default_file_name_mode_and_summary(tmp_path: Path) -> None:
+    result = gen("--model", "qwen2-7b", "--gpus", "8", cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    path = tmp_path / "run_qwen2-7b_grpo_megatron.sh"
+    assert stat.S_IMODE(path.stat().st_mode) == 0o755
+    assert "DP" in result.stderr and "fits" in result.stderr
+    assert path.read_text() == (GOLDEN / "run_qwen2-7b_grpo_megatron.sh").read_text().replace(
+        "bash run.sh", "bash run_qwen2-7b_grpo_megatron.sh")
+    assert sorted(p.name for p in tmp_path.iterdir()) == [path.name]  # no temp file left behind
+
+
+def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
+    target = tmp_path / "run.sh"
+    target.write_text("keep me\n")
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "-o", str(target))
+    assert result.exit_code == 2
+    assert "--force" in result.stderr and len(result.stderr.strip().splitlines()) == 1
+    assert target.read_text() == "keep me\n"
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "-o", str(target), "--force")
+    assert result.exit_code == 0, result.stderr
+    assert target.read_text().startswith("#!/usr/bin/env bash")
+
+
+@pytest.mark.parametrize("args, message", [
+    (["--model", "qwen9-7b", "--gpus", "8"], "unknown model 'qwen9-7b'"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--algo", "a3c"], "unknown algorithm 'a3c'"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--algo", "rloo", "--n", "1"], "got 1"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--nodes", "3"], "cannot be split evenly"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--gpu", "tpu-v5"], "unknown GPU"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--launcher", "k8s"], "unknown launcher"),
+    (["--model", "qwen2-7b", "--gpus", "8", "--verl-version", "banana"], "not a verl version"),
+    (["--model", "qwen2-7b"], "give --model and --gpus"),
+    (["--model", "qwen2-7b", "--gpus", "8", "-o", "/nonexistent-dir/run.sh"], "does not exist"),
+])
+def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
+    result = gen(*args, cwd=tmp_path)
+    assert result.exit_code == 2, result.stdout
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and message in lines[0], result.stderr
+    assert "Traceback" not in result.stderr
+    assert list(tmp_path.iterdir()) == []  # nothing written
+
+
+def test_a_config_the_rules_reject_is_never_rendered() -> None:
+    from generator.models import resolve_model
+    from generator.plan.candidate import Candidate
+    from generator.render import generate
+    from generator.render.recipe import RecipeSpec
+
+    # 1000 prompts x 5 = 5000 responses over DP 4 = 1250 per rank; a mini of 256 prompts gives
+    # 320 per rank, and 1250 % 320 != 0: verl's make_iterator would assert at the first update.
+    spec = RecipeSpec(model=resolve_model("qwen2-7b"), layout=Candidate(tp=2, pp=1, rollout_tp=2,
+                      micro_batch_per_gpu=4), gpus=8, train_batch_size=1000, ppo_mini_batch_size=256,
+                      model_slug="qwen2-7b")
+    with pytest.raises(InputError) as err:
+        generate(spec)
+    assert "does not pass the checks" in str(err.value)
+
+
+def test_stdout_output_and_other_launchers() -> None:
+    for launcher, marker in (("ray", "ray job submit"), ("slurm", "#SBATCH --nodes=2")):
+        result = gen("--model", "qwen2_5-7b", "--gpus", "16", "--nodes", "2", "--launcher", launcher, "-o", "-")
+        assert result.exit_code == 0, result.stderr
+        assert marker in result.stdout
+        assert "NNODES=${NNODES:-2}" in result.stdout
