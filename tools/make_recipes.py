@@ -48,8 +48,6 @@ WORKLOADS: dict[str, tuple[int, int, int, tuple[str, ...]]] = {
     "ppo": (1, 1024, 512, ("critic",)),
     "dapo": (16, 2048, 8192, ("long-context",)),
 }
-# Models too large for a one-off PPO critic or DAPO sweep in the default set.
-NO_EXTRA_ALGOS = {"DeepSeek-V3", "Qwen3-235B-A22B"}
 
 
 def recipe_name(model: str, algo: str, gpus: int) -> str:
@@ -124,7 +122,7 @@ def all_mappings() -> list[dict[str, Any]]:
     out = []
     for model, counts, gpu in MODELS:
         for index, gpus in enumerate(counts):
-            algos = ["grpo"] + (["ppo", "dapo"] if index == 0 and model not in NO_EXTRA_ALGOS else [])
+            algos = ["grpo"] + (["ppo", "dapo"] if index == 0 else [])
             for algo in algos:
                 mapping = planned_mapping(model, gpus, gpu, algo)
                 if mapping is None:
