@@ -187,3 +187,13 @@ def test_chosen_gmu_is_the_largest_that_fits(model, gpus, gpu):
                     has_ref=has_ref, has_critic=has_critic, max_num_batched_tokens=8192)
     rollout = {p.phase: p.gib for p in phase_memory(facts, replace(best, gpu_memory_utilization=min(larger)), work)}
     assert rollout["rollout"] > best.limit_gib
+
+
+def test_given_batch_that_only_some_layouts_accept():
+    # 24 prompts · 5 on 16 GPUs: no mini batch suits every DP, so each layout gets its own.
+    facts = find_model("qwen2-7b")
+    plan = plan_layout(facts, 16, nodes=2, gpu=gpu_spec("h100"), train_batch_size=24, top=5)
+    assert plan.train_batch_size == 24 and plan.ppo_mini_batch_size == plan.best.ppo_mini_batch_size
+    for cand in plan.candidates:
+        assert_candidate_obeys_rules(facts, plan, cand)
+    assert len({c.ppo_mini_batch_size for c in plan.candidates}) > 1

@@ -92,21 +92,19 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
             f"{AGENT_NUM_WORKERS // math.gcd(AGENT_NUM_WORKERS, n)} prompts")
     minis = [m for m in range(unit, prompts + 1, unit) if prompts % m == 0]
     if minis:
-        below = [m for m in minis if m <= max(unit, prompts // 4)]
-        return prompts, (below or minis)[-1]
+        from generator.derive import nearest
+
+        return prompts, nearest(max(1, prompts // 4), minis) or minis[0]
     return prompts, 0  # decided per layout (valid only for some DP sizes)
 
 
 def _mini_for(prompts: int, n: int, dp: int, mini: int) -> int | None:
     if mini:
         return mini
-    from generator.derive import valid_minis
+    from generator.derive import nearest, valid_minis
 
     options = [m for m in valid_minis(prompts, n, dp) if prompts % m == 0]
-    if not options:
-        return None
-    below = [m for m in options if m <= max(1, prompts // 4)]
-    return (below or options)[-1]
+    return nearest(max(1, prompts // 4), options)  # about 4 optimizer updates per step
 
 
 # ---------------------------------------------------------------------------------------------
