@@ -181,3 +181,27 @@ def test_engine_without_room_for_kv_cache_is_visible():
     t = terms(phases(qwen, cand, work)["rollout"])
     assert t["rollout-weights"] == pytest.approx(2 * 72706203648 / GIB, abs=0.01)  # 135 GiB at rollout TP 1
     assert t["kv-cache"] == 0
+
+
+def test_llama_stage_params_by_hand():
+    llama = find_model("llama3.1-8b")  # h 4096, 32 heads, 8 KV heads of 128, f 14336, V 128256, untied
+    attn = 2 * 4096 * 4096 + 2 * 4096 * 1024
+    mlp = 3 * 4096 * 14336
+    whole = stage_params(llama, Candidate(tp=1, pp=1), 0, [32])
+    assert whole.total == 32 * (attn + mlp + 2 * 4096) + 2 * 128256 * 4096 + 4096 == 8030261248
+    tp8 = stage_params(llama, Candidate(tp=8, pp=1), 0, [32])
+    assert tp8.total == 32 * ((attn + mlp) / 8 + 2 * 4096) + 2 * 128256 * 4096 / 8 + 4096
+    t = terms(phases(llama, Candidate(tp=8, pp=1, micro_batch_per_gpu=2, gpu_memory_utilization=0.5),
+                     Workload(gpus=8, gpu_memory_gib=79.6, prompt_len=1024, response_len=1024,
+                              per_rank_mini_batch=1280))["update"])
+    assert t["optimizer"] == pytest.approx(12 * tp8.total / 1 / GIB, abs=0.01)  # DP 1: no sharding
+
+
+def test_mla_attention_params_by_hand():
+    from generator.models import attention_params
+
+    dsv3 = find_model("deepseek-v3")  # q_lora 1536, kv_lora 512, rope 64, nope 128, v 128, 128 heads
+    q = 7168 * 1536 + 1536 * 128 * (128 + 64)
+    kv = 7168 * (512 + 64) + 512 * 128 * (128 + 128)
+    o = 128 * 128 * 7168
+    assert attention_params(dsv3) == (q + kv + o, 1536 + 512)
