@@ -151,3 +151,29 @@ def test_extra_overrides_replace_in_place_and_move_knob_defaults() -> None:
     assert v["actor_rollout_ref.actor.optim.lr"] == "2e-6"
     assert v["data.train_batch_size"] == "512"
     assert v["+actor_rollout_ref.model.override_config.attention_dropout"] == "0.0"
+
+
+def _releases() -> list[str]:
+    from generator.schema import available
+
+    return [v for v in available() if v >= "0.5.0"]
+
+
+@pytest.mark.parametrize("version", _releases())
+@pytest.mark.parametrize("algo", ["grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus"])
+def test_every_key_exists_in_the_target_release(version: str, algo: str) -> None:
+    """No unknown key, no `+` on an existing key, in any packaged release we render for."""
+    from generator.config import config_from_overrides
+
+    s = spec(algo=algo, version=version, n=1 if algo == "ppo" else 5, layout=DYNAMIC_MOE, model=MOE, gpus=32,
+             nodes=4, train_batch_size=512, ppo_mini_batch_size=128)
+    config = config_from_overrides(recipe_overrides(build_recipe(s)), version=version,
+                                   config_name="ppo_megatron_trainer")
+    assert [(i.kind, i.override.key) for i in config.key_issues] == []
+
+
+def test_dapo_extras_follow_the_schema() -> None:
+    recipe = build_recipe(spec(algo="dapo"))
+    keys = {s.key for s in recipe.settings}
+    assert "algorithm.filter_groups.enable" not in keys  # not a main_ppo key in 0.7.0
+    assert any("filter_groups" in note for note in recipe.notes)

@@ -155,6 +155,16 @@ def _at_least(version: str, release: str) -> bool:
     return parse(version) >= parse(release)
 
 
+def schema_has(version: str, key: str) -> bool:
+    """Whether the target release's Megatron trainer config has `key` (False for an unknown release)."""
+    from generator.schema import load
+
+    try:
+        return load(version).has(key, CONFIG_NAME)
+    except InputError:
+        return False
+
+
 # ---------------------------------------------------------------------------------------------
 # algorithms: each sets its own keys
 
@@ -387,7 +397,11 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
                        Setting("critic.ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
                        Setting("critic.forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
                                "LOG_PROB_TOKEN_BUDGET")]
-        critic += _megatron_layout_settings("critic", c, offload=True)
+        critic_layout = _megatron_layout_settings("critic", c, offload=True)
+        if not _at_least(version, "0.6.0"):
+            # before 0.6.0 critic.megatron.override_transformer_config interpolated the actor's
+            critic_layout = [s for s in critic_layout if ".override_transformer_config." not in s.key]
+        critic += critic_layout
         critic += _cpu_optimizer_settings("critic", c)
 
     algorithm = [Setting("algorithm.adv_estimator", algo.adv_estimator)] + list(algo.algorithm)
@@ -411,9 +425,32 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
         _apply_extra_overrides(recipe, spec.extra_overrides)
     recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
     if spec.algo == "dapo":
-        recipe.notes.append("DAPO's dynamic sampling (filter_groups) and overlong buffer are not keys of "
-                            f"{ENTRY_MODULE} in verl {version}; they live in the DAPO recipe's own trainer.")
+        _dapo_extras(recipe, spec)
     return recipe
+
+
+def _dapo_extras(recipe: Recipe, spec: RecipeSpec) -> None:
+    """Dynamic sampling and the overlong buffer, only where the release's trainer config has them."""
+    version = spec.version
+    extras: list[Setting] = []
+    missing: list[str] = []
+    if schema_has(version, "algorithm.filter_groups.enable"):
+        extras += [Setting("algorithm.filter_groups.enable", True), Setting("algorithm.filter_groups.metric", "acc"),
+                   Setting("algorithm.filter_groups.max_num_gen_batches", 10)]
+    else:
+        missing.append("dynamic sampling (algorithm.filter_groups)")
+    if schema_has(version, "reward_model.overlong_buffer.enable"):
+        extras += [Setting("reward_model.overlong_buffer.enable", True),
+                   Setting("reward_model.overlong_buffer.len", max(1, spec.response_len // 4)),
+                   Setting("reward_model.overlong_buffer.penalty_factor", 1.0)]
+    else:
+        missing.append("the overlong buffer (reward_model.overlong_buffer)")
+    if extras:
+        recipe.groups.append(Group("dapo", tuple(extras)))
+    if missing:
+        recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {ENTRY_MODULE}'s config in verl "
+                            f"{version}; they belong to the DAPO recipe's own trainer, so this script runs "
+                            "DAPO's clipping and loss without them.")
 
 
 def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -> None:
