@@ -28,9 +28,10 @@ def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
         severity = None
         message = _message(issue)
         if kind in ("renamed", "removed") and issue.override.op in ("+", "++"):
-            # Hydra accepts adding the key; verl just never reads it.
-            severity = "warning"
-            message += " (added with '+', so Hydra accepts it, but verl no longer reads it)"
+            # Hydra accepts adding the key. Whether anything reads it depends on where it lives
+            # (an open mapping such as engine_kwargs.vllm is passed through to the engine).
+            severity = "info"
+            message += " (added with '+', so Hydra accepts it; make sure something still reads it)"
         yield the_rule.finding(message, line=issue.override.line, key=issue.override.key or None,
                                severity=severity)
 

@@ -129,7 +129,7 @@ _hazard_rule("VS703", "empty-expansion", "an override takes its value from an em
 _hazard_rule("VS704", "duplicate-key", "the same key is set twice with different values", "warning",
              "Hydra keeps the last value; the earlier one is dead and misleading.",
              _CALL + "    data.train_batch_size=128\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
-_hazard_rule("VS705", "unquoted-glob", "an unquoted word bash may expand as a glob", "warning",
+_hazard_rule("VS705", "unquoted-glob", "an unquoted word bash may expand as a glob", "info",
              "Unquoted '*', '?' or '[...]' are filename patterns: if a file matches, bash replaces the word.",
              _CALL + "    data.train_files=[a*.parquet]\n", _CALL + "    'data.train_files=[a*.parquet]'\n",
              fix_safety="Single-quotes the word (safe when it holds no expansion).")
