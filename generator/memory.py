@@ -65,12 +65,14 @@ ENGINE_TERMS = ("rollout-weights", "rollout-activations", "kv-cache")  # togethe
 
 
 def algo_roles(algo: str) -> tuple[bool, bool]:
-    """(has_ref, has_critic). PPO trains a GAE critic and, like verl's PPO examples, no KL
-    (so no reference model); the critic-free algorithms are assumed to keep a KL reference —
-    the conservative choice for memory."""
+    """(has_ref, has_critic) as `gen recipe` configures each algorithm: verl builds the reference
+    model only for a KL term (GRPO and REINFORCE++ use a KL loss, RLOO a KL reward; PPO, DAPO
+    and GSPO none), and only PPO trains a critic. Unknown names keep a reference (conservative)."""
     algo = algo.lower()
     if algo in ("ppo", "gae"):
         return False, True
+    if algo in ("dapo", "gspo"):
+        return False, False
     return True, False
 
 

@@ -205,3 +205,11 @@ def test_mla_attention_params_by_hand():
     kv = 7168 * (512 + 64) + 512 * 128 * (128 + 128)
     o = 128 * 128 * 7168
     assert attention_params(dsv3) == (q + kv + o, 1536 + 512)
+
+
+def test_roles_follow_the_algorithm():
+    from generator.memory import algo_roles
+
+    assert algo_roles("grpo") == (True, False)
+    assert algo_roles("ppo") == (False, True)
+    assert algo_roles("dapo") == (False, False)  # no KL term, so verl builds no reference model
