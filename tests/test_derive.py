@@ -154,3 +154,44 @@ def test_nearest_mini_and_micro():
 ])
 def test_vpp_micro_batches(micro_batches, pp, group, ok):
     assert (derive.vpp_micro_batch_problem(micro_batches, pp, group) is None) is ok
+
+
+# --- properties --------------------------------------------------------------------------------
+
+from hypothesis import given, settings, strategies as st  # noqa: E402
+
+
+@settings(max_examples=200, deadline=None)
+@given(prompts=st.integers(1, 512), n=st.integers(1, 16), dp=st.sampled_from([1, 2, 3, 4, 6, 8, 16]),
+       mini=st.integers(1, 512))
+def test_nearest_mini_always_gives_an_even_chain(prompts, n, dp, mini):
+    new = derive.nearest_mini(prompts, n, dp, mini)
+    if (prompts * n) % dp:
+        assert new is None  # nothing fixes G % DP without changing P, n or the GPUs
+        return
+    assert new is not None and 1 <= new <= prompts  # M = P always works when G % DP == 0
+    chain = batch_chain(prompts=prompts, n=n, mini=new, dp=dp)
+    assert not chain.floored and chain.per_rank_mini_batch > 0 and chain.mini_batch_remainder == 0
+    assert chain.optimizer_updates_per_step * new == prompts  # U = P/M exactly
+
+
+@settings(max_examples=200, deadline=None)
+@given(gpus=st.sampled_from([1, 2, 4, 6, 8, 12, 16, 32, 64]), tp=st.integers(1, 8), pp=st.integers(1, 8),
+       cp=st.integers(1, 4), ep=st.integers(1, 8), etp=st.one_of(st.none(), st.integers(1, 4)))
+def test_valid_layout_means_whole_grids(gpus, tp, pp, cp, ep, etp):
+    problems = {p.code for p in layout_problems(Layout(gpus=gpus, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp))}
+    dp = derive.data_parallel_size(gpus, tp, pp, cp)
+    assert ("VP301" in problems) == (dp is None)
+    if not problems & {"VP301", "VP303"}:  # with EP 1 and ETP = TP, E3 is implied by E1
+        edp = derive.expert_data_parallel_size(gpus, tp, pp, ep, etp)
+        assert edp is not None and edp * (tp if etp is None else etp) * ep * pp == gpus
+    if dp is not None:
+        assert dp * tp * pp * cp == gpus
+
+
+@settings(max_examples=100, deadline=None)
+@given(m=st.integers(1, 512), micro=st.integers(1, 64))
+def test_nearest_micro_divides(m, micro):
+    new = derive.nearest_micro(m, micro)
+    assert m % new == 0
+    assert abs(new - micro) <= abs(m - micro) if micro > m else True
