@@ -25,7 +25,7 @@ from generator.models_types import ModelFacts
 # Trailing name parts that do not change the architecture.
 _NEUTRAL_SUFFIXES = frozenset(
     {"instruct", "chat", "base", "2507", "0324", "0528", "hf", "fp8", "awq", "gptq", "int4", "int8",
-     "bf16", "it", "thinking", "math"}
+     "bf16", "it", "thinking"}
 )
 _VERSION_SUFFIX = re.compile(r"[-_. ]v\d+(?:[._]\d+)*$")  # Mixtral-8x7B-Instruct-v0.1
 _HF_CACHE_DIR = re.compile(r"^models--[^-]+(?:-[^-]+)*?--")  # models--Qwen--Qwen2-7B
