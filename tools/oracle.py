@@ -275,9 +275,13 @@ class Case:
     config_name: str
     overrides: list[str]  # as the trainer receives them; unknown pieces as <?label>
     config_dir: str | None = None  # --config-path, resolved to a folder; None = packaged
+    config_relative: str | None = None  # a relative --config-path: Hydra resolves it inside verl
     note: str = ""  # what the mutation changed, or where a corpus call lives
     unknown_keys: list[str] = field(default_factory=list)
     model_path: str | None = None
+    example: tuple[Any, Any] | None = None  # rule examples: (Rule, Example)
+    # corpus calls: (path in release, file, LaunchScript or None, Invocation, release tree or None)
+    source: tuple[Any, ...] | None = None
     # Ours, filled before the worker is asked:
     our_reject: bool | None = None
     our_reasons: list[str] = field(default_factory=list)
@@ -304,6 +308,7 @@ def _neutral(text: str) -> str:
 
 def worker_request(case: Case, model_root: Path) -> dict[str, Any]:
     return {"id": case.ident, "config_name": case.config_name, "config_dir": case.config_dir,
+            "config_relative": case.config_relative,
             "overrides": [_neutral(o) for o in case.overrides], "typed_unknowns": case.unknown_keys,
             "model_dir": str(model_dir_for(model_root, case.model_path))}
 
@@ -342,43 +347,91 @@ def release_scripts(corpus: Path, version: str) -> list[tuple[str, Path]]:
     return found
 
 
-def resolve_config_dir(config_path: str | None, script_rel: str, snapshot_root: Path) -> str | None | bool:
-    """The folder a script's --config-path names, inside the release's config tree.
+def resolve_config_dir(config_path: str | None, script_rel: str, snapshot_root: Path) -> tuple[str, str] | None | bool:
+    """Where Hydra looks for a script's --config-path.
 
-    Returns None for "no --config-path" (the packaged config), False when it cannot be found.
-    Paths are written relative to a verl checkout (`$PROJECT_DIR/examples/x/config`,
-    `$(dirname $0)/config`); unknown prefixes are dropped and the rest looked up in the tree."""
+    Returns None for "no --config-path" (the packaged config); ("relative", PATH) for a relative
+    path, which Hydra resolves against the folder of verl/trainer/main_ppo.py (so `config` is
+    the packaged config); ("dir", ABS) for a folder of the release's repository tree standing in
+    for an absolute path on the author's machine (`$PWD/examples/x/config`, `$(dirname $0)/..`):
+    unknown prefixes are dropped and the rest looked up in the tree; False when that fails."""
     if config_path is None:
         return None
-    text = config_path
-    if ">" in text and "<?" in text:
+    text = config_path.removeprefix("file://")
+    if "<?" not in text and not text.startswith("/"):
+        return ("relative", text)
+    if "<?" in text:
+        if not text.startswith("<?"):
+            return False  # an unknown in the middle: no single folder
         text = text[text.rindex(">") + 1:]
     parts = [p for p in text.split("/") if p not in ("", ".")]
     bases = [snapshot_root, snapshot_root / os.path.dirname(script_rel)]
     for start in range(len(parts)):
         for base in bases:
-            candidate = base.joinpath(*parts[start:]) if parts[start:] else base
+            candidate = base.joinpath(*parts[start:])
             if candidate.is_dir() and candidate != snapshot_root:
-                return str(candidate.resolve())
+                return ("dir", str(candidate.resolve()))
     return False
 
 
+def _invocations_from_index(corpus: Path) -> dict[tuple[str, str], list[Any]]:
+    """Trainer calls as the corpus's own independent reading (INVOCATIONS.jsonl) recorded them,
+    as verl-gen Invocation objects. Used only while verl-gen's shell reader is unavailable."""
+    from generator.launch import Invocation, Override, Provenance, Span
+
+    table: dict[tuple[str, str], list[Any]] = {}
+    path = corpus / "INVOCATIONS.jsonl"
+    if not path.exists():
+        raise OracleError(f"{path} not found and verl-gen's shell reader is not available")
+    for raw in path.read_text().splitlines():
+        record = json.loads(raw)
+        overrides = []
+        for item in record["overrides"]:
+            prefix, key, value = item["prefix"], item["key"], item["value"]
+            op = prefix if prefix in ("+", "++") else ("~" if prefix == "~" else "=")
+            text = f"{prefix}{key}" + ("" if value is None else f"={value}")
+            unknowns = ("unresolved in INVOCATIONS.jsonl",) if "<?" in text else ()
+            overrides.append(Override(text=text, key=key, op=op, value=value, line=record["line"],
+                                      word=Span(0, 0, record["line"]),
+                                      provenance=Provenance(source="literal", span=None), unknowns=unknowns))
+        branch = {"live": "live", "dead": "dead", "loop": "loop"}.get(record["mode"], "conditional")
+        invocation = Invocation(line=record["line"], span=Span(0, 0, record["line"]), entry=record["entry"],
+                                entry_kind="module", launcher=record["launcher"],
+                                config_path=record["config_path"], config_name=record["config_name"],
+                                branch=branch, passes_args=bool(record["passthrough_args"]),
+                                overrides=overrides)
+        table.setdefault((record["tag"], record["path"]), []).append(invocation)
+    return table
+
+
 def corpus_cases(corpus: Path, version: str, config_tree: Path | None) -> tuple[list[Case], list[str]]:
-    """Every live or conditional main_ppo call of the release, read with verl-gen's reader."""
+    """Every live, conditional or loop main_ppo call of the release, read with verl-gen's reader
+    (or, until it is available, taken from the corpus's INVOCATIONS.jsonl)."""
     try:
         from generator.shell import read_file
-    except ImportError as exc:
-        raise OracleError(f"verl-gen's shell reader is not available ({exc})") from None
+    except ImportError:
+        read_file = None
+    index = _invocations_from_index(corpus) if read_file is None else {}
+    occurrences = {}
+    for line in (corpus / "OCCURRENCES.tsv").read_text().splitlines()[1:] if (corpus / "OCCURRENCES.tsv").exists() else []:
+        cols = line.split("\t")
+        if len(cols) >= 5:
+            occurrences[(cols[0], cols[1])] = (cols[3], cols[4])
     cases: list[Case] = []
     notes: list[str] = []
     snapshot_root = config_tree or Path("/nonexistent")
     for rel, file in release_scripts(corpus, version):
-        try:
-            script = read_file(str(file))
-        except Exception as exc:  # the reader's own error is a finding of ours, not verl's
-            notes.append(f"corpus:{rel}: not read: {exc}")
-            continue
-        for inv in script.invocations:
+        script = None
+        if read_file is not None:
+            try:
+                script = read_file(str(file))
+            except Exception as exc:  # the reader's own error is a finding of ours, not verl's
+                notes.append(f"corpus:{rel}: not read: {exc}")
+                continue
+            invocations = script.invocations
+        else:
+            invocations = index.get(occurrences.get((f"v{version}", rel), ("", "")), [])
+        for inv in invocations:
             if inv.entry != TRAINER or inv.branch == "dead":
                 continue
             case = Case(ident=f"corpus:{rel}:{inv.line}", config_name=inv.config_name or "ppo_trainer",
@@ -389,14 +442,16 @@ def corpus_cases(corpus: Path, version: str, config_tree: Path | None) -> tuple[
             if config_dir is False:
                 case.verl = {"verdict": "undecided", "stage": None,
                              "message": f"--config-path {inv.config_path} not in {snapshot_root}"}
-            else:
-                case.config_dir = config_dir
-            if any(_unknowns(o.key) for o in inv.overrides):
+            elif config_dir is not None:
+                kind, where = config_dir
+                if kind == "relative":
+                    case.config_relative = where
+                else:
+                    case.config_dir = where
+            if any(_unknowns(o.key) for o in inv.overrides) or (inv.config_name and _unknowns(inv.config_name)):
                 case.verl = {"verdict": "undecided", "stage": None,
-                             "message": "an override key depends on a value the reader could not see"}
-            case._script = script  # type: ignore[attr-defined]
-            case._invocation = inv  # type: ignore[attr-defined]
-            case._rel = rel  # type: ignore[attr-defined]
+                             "message": "an override key or the config name depends on a value the reader could not see"}
+            case.source = (rel, file, script, inv, str(snapshot_root) if config_tree else None)
             cases.append(case)
     return cases, notes
 
@@ -526,50 +581,86 @@ def mutation_cases(count: int, seed: int) -> list[Case]:
     return cases
 
 
+# ------------------------------------------------------------------------------ rule examples
+
+
+def rule_example_cases(version: str) -> list[Case]:
+    """Every rule's documented failing and passing example (the overrides `gen rule CODE`
+    shows), for the rules that apply to this release. These probe each rule's stage label:
+    a "load" rule's failing example must be one verl rejects at config load."""
+    try:
+        from generator.rules import load_rules
+        from generator.rules.examples import BASE as EXAMPLE_BASE, example_version
+    except ImportError:
+        return []
+    cases = []
+    for code, rule in sorted(load_rules().items()):
+        if getattr(rule, "scope", "trainer") == "script":
+            continue
+        for label, example in (("failing", rule.failing), ("passing", rule.passing)):
+            if example is None or example.script is not None or example_version(rule, example) != version:
+                continue
+            # the same base and config choice as generator.rules.examples.example_config
+            config_name = example.config_name or (
+                "ppo_trainer" if rule.backends == ("fsdp",) else "ppo_megatron_trainer")
+            if config_name not in ("ppo_trainer", "ppo_megatron_trainer"):
+                continue  # a recipe's config: not a main_ppo call verl's package can compose
+            base = [o for o in EXAMPLE_BASE if "megatron" in config_name or ".megatron." not in o]
+            case = Case(ident=f"rule:{code}:{label}", config_name=config_name,
+                        overrides=base + list(example.overrides),
+                        note=f"{code} {label} example ({rule.stage}): {' '.join(example.overrides)}")
+            case.model_path = _model_path(case.overrides)
+            case.example = (rule, example)
+            cases.append(case)
+    return cases
+
+
 # --------------------------------------------------------------------------------------- ours
 
-# Key issues that make Hydra's compose fail (renamed/removed keys are unknown keys to Hydra).
-COMPOSE_KINDS = frozenset({"unknown-key", "plus-on-existing", "delete-missing", "grammar", "renamed", "removed"})
-
-
 def judge_ours(cases: list[Case], version: str) -> None:
-    """`gen check`'s answer to "does verl reject this at config load?" for every case."""
+    """`gen check`'s answer to "does verl reject this at config load?" for every case: an
+    error finding of a rule whose stage is "load", or a key issue Hydra refuses.
+
+    Corpus calls go through build_config + check_config exactly as `check_script` does, with
+    one addition: the release's repository tree as `config_root`, because the corpus keeps
+    scripts without the config folders that sit next to them in verl's repository."""
     try:
-        from generator.config import config_from_overrides
-        from generator.rules import check_config, check_script
-        from generator.rules.core import REGISTRY
+        from generator.config import build_config, config_from_overrides
+        from generator.config.build import is_hydra_rejection
+        from generator.rules import check_config, load_rules
+        from generator.rules.examples import example_config
+        from generator.schema import resolve_version
     except ImportError as exc:
         raise OracleError(f"gen check's Python API is not available ({exc}); use --verl-only") from None
 
-    by_script: dict[int, list[Any]] = {}
+    registry = load_rules()
+    schema_version, _how = resolve_version(version)
     for case in cases:
-        script = getattr(case, "_script", None)
-        if script is not None:
-            if id(script) not in by_script:
-                by_script[id(script)] = check_script(script, version=version)
-            results = by_script[id(script)]
-            inv = case._invocation  # type: ignore[attr-defined]
-            match = [r for r in results if r[0] is inv] or [
-                r for r in results if r[0] is not None and r[0].line == inv.line and r[0].entry == inv.entry]
-            config, findings = (match[0][1], match[0][2]) if match else (None, [])
-        else:
-            config = config_from_overrides(case.overrides, version=version, config_name=case.config_name)
+        if case.source is not None:
+            rel, file, script, inv, tree = case.source
+            # the script as if it sat in the release's repository tree, where its configs are
+            script_dir = os.path.join(tree, os.path.dirname(rel)) if tree else os.path.dirname(str(file))
+            config = build_config(inv, version=schema_version, script_dir=script_dir, config_root=tree)
+            findings = check_config(config, invocation=inv, script=script)
+        elif case.example is not None:  # exactly what `gen rule CODE` checks
+            config = example_config(*case.example)
             findings = check_config(config)
-        reasons: list[str] = []
-        if config is not None:
-            reasons += [f"key {issue.kind}: {issue.override.text}" + (f" ({issue.detail})" if issue.detail else "")
-                        for issue in config.key_issues if issue.kind in COMPOSE_KINDS]
+        else:
+            config = config_from_overrides(case.overrides, version=schema_version, config_name=case.config_name)
+            findings = check_config(config)
+        reasons = [f"key {issue.kind}: {issue.override.text}" + (f" ({issue.detail})" if issue.detail else "")
+                   for issue in config.key_issues if is_hydra_rejection(issue)]
         others: list[str] = []
         for finding in findings:
-            rule = REGISTRY.get(finding.code)
+            rule = registry.get(finding.code)
             stage = rule.stage if rule else "?"
             text = f"{finding.code} [{finding.severity}/{stage}] {finding.message}"
             if finding.severity == "error" and stage == "load":
                 reasons.append(text)
             elif finding.severity == "error":
-                others.append(text)
+                others.append(f"(not load) {text}")
         case.our_reject = bool(reasons)
-        case.our_reasons = reasons + [f"(not load) {o}" for o in others]
+        case.our_reasons = reasons + others
 
 
 # ---------------------------------------------------------------------------------------- run
@@ -641,7 +732,7 @@ def report(cases: list[Case], out: Any = None) -> tuple[int, int]:
         ours_text = "reject" if case.our_reject else "accept"
         print(f"DISAGREE {case.ident}: verl {verl_text}, gen check {ours_text}", file=out)
         print(f"  case: {case.note}", file=out)
-        if case.ident.startswith("mutation:"):
+        if not case.ident.startswith("corpus:"):
             print(f"  overrides: {' '.join(case.overrides)}", file=out)
         print(f"  verl: {case.verl.get('message') or '(accepted)'}", file=out)
         for reason in case.our_reasons or ["(no load-stage error)"]:
@@ -680,7 +771,9 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--corpus", type=Path, help="corpus folder (default ../shared/corpus)")
     parser.add_argument("--config-tree", type=Path,
                         help="the release's repository tree for --config-path (default ../shared/verl-config/vX)")
-    parser.add_argument("--no-corpus", action="store_true", help="mutations only")
+    parser.add_argument("--no-corpus", action="store_true", help="leave out the corpus calls")
+    parser.add_argument("--no-rule-examples", action="store_true",
+                        help="leave out the rules' documented failing/passing examples")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (each imports verl once)")
     parser.add_argument("--install-only", action="store_true", help="build the environment and stop")
     parser.add_argument("--verl-only", action="store_true", help="print verl's verdicts; do not compare")
@@ -709,6 +802,8 @@ def main(argv: list[str] | None = None) -> int:
             for note in notes:
                 print(f"oracle: {note}", file=sys.stderr)
             cases += found
+        if not args.no_rule_examples:
+            cases += rule_example_cases(version)
         cases += mutation_cases(args.mutations, args.seed)
         if not cases:
             raise OracleError("no cases: the corpus has no calls for this release and --mutations is 0")

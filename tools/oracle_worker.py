@@ -6,6 +6,7 @@ Protocol: JSON lines. The first line from the parent is
 adds a tiny tokenizer so that verl's HFModelConfig can load them offline). Then one request per
 line:
     {"id": ..., "config_name": "ppo_megatron_trainer", "config_dir": null | ABS_DIR,
+     "config_relative": null | PATH (a relative --config-path, as Hydra resolves it),
      "overrides": ["k=v", ...], "typed_unknowns": ["key", ...], "model_dir": DIR}
 and one answer per request:
     {"id": ..., "verdict": "accept" | "reject" | "needs-vllm" | "undecided",
@@ -104,6 +105,68 @@ def ensure_tokenizer(model_dir: str) -> None:
 
 # ------------------------------------------------------------------------------------ compose
 
+
+def cache_yaml_parsing() -> None:
+    """Hydra re-reads and re-parses every YAML file of the defaults tree on each compose (about
+    two thirds of a compose). Parse each file once (keyed by path, mtime and size) and build a
+    fresh OmegaConf node from a copy of the parsed data each time: the same objects
+    OmegaConf.load would build, so composition semantics are untouched."""
+    import copy
+
+    import yaml
+    from omegaconf import OmegaConf
+    from omegaconf._utils import get_yaml_loader
+
+    original = OmegaConf.load
+    parsed: dict[tuple[str, int, int], Any] = {}
+
+    def load(file_: Any) -> Any:
+        name = getattr(file_, "name", file_)
+        if not isinstance(name, (str, Path)) or not os.path.isfile(name):
+            return original(file_)
+        stat = os.stat(name)
+        key = (os.path.abspath(name), stat.st_mtime_ns, stat.st_size)
+        if key not in parsed:
+            if isinstance(file_, (str, Path)):
+                with open(os.path.abspath(file_), encoding="utf-8") as handle:
+                    parsed[key] = yaml.load(handle, Loader=get_yaml_loader())
+            else:
+                parsed[key] = yaml.load(file_, Loader=get_yaml_loader())
+            if parsed[key] is not None and not isinstance(parsed[key], (list, dict, str)):
+                obj = parsed.pop(key)
+                raise OSError(f"Invalid loaded object type: {type(obj).__name__}")
+        obj = parsed[key]
+        return OmegaConf.create() if obj is None else OmegaConf.create(copy.deepcopy(obj))
+
+    OmegaConf.load = staticmethod(load)  # type: ignore[method-assign]
+
+
+def cache_interpolation_parsing() -> None:
+    """OmegaConf parses every interpolation string (`${oc.select:...}`) with ANTLR each time a
+    node is set, hundreds per compose. A parse tree depends only on its input text, so keep
+    each one (errors are not cached: they raise again)."""
+    import omegaconf._utils
+    import omegaconf.base
+    import omegaconf.grammar_parser
+    import omegaconf.resolvers.oc
+
+    original = omegaconf.grammar_parser.parse
+    trees: dict[tuple[str, str, str], Any] = {}
+
+    def parse(value: str, parser_rule: str = "configValue", lexer_mode: str = "DEFAULT_MODE") -> Any:
+        key = (value, parser_rule, lexer_mode)
+        tree = trees.get(key)
+        if tree is None:
+            tree = trees[key] = original(value, parser_rule, lexer_mode)
+        return tree
+
+    for module in (omegaconf.grammar_parser, omegaconf.base, omegaconf._utils, omegaconf.resolvers.oc):
+        module.parse = parse  # type: ignore[attr-defined]
+
+
+if not os.environ.get("VERL_GEN_ORACLE_NO_CACHE"):  # to compare verdicts with Hydra untouched
+    cache_yaml_parsing()
+    cache_interpolation_parsing()
 _hydra_dir: str | None = None
 _defaults_cache: dict[tuple[str, str], Any] = {}
 
@@ -213,6 +276,10 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     from verl.utils.device import auto_set_device
 
     config_dir = request.get("config_dir") or str(CONFIG_DIR)
+    if request.get("config_relative"):
+        # Hydra resolves a relative --config-path against the folder of the @hydra.main file
+        # (verl/trainer/main_ppo.py), not against the working directory.
+        config_dir = os.path.normpath(CONFIG_DIR.parent / request["config_relative"])
     config_name = request.get("config_name") or "ppo_trainer"
     if not os.path.isdir(config_dir):
         return {"verdict": "reject", "stage": "compose",

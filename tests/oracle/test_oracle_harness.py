@@ -64,19 +64,24 @@ def test_unknown_pieces_become_a_plain_word():
     assert oracle._neutral("trainer.nnodes=2") == "trainer.nnodes=2"
 
 
-def test_config_dir_is_found_inside_the_release_tree(tmp_path):
+def test_config_dir_follows_hydras_rules(tmp_path):
     tree = tmp_path / "v0.7.0"
     (tree / "examples" / "sglang_multiturn" / "config").mkdir(parents=True)
     (tree / "recipe" / "dapo" / "config").mkdir(parents=True)
     resolve = oracle.resolve_config_dir
-    want = str((tree / "examples" / "sglang_multiturn" / "config").resolve())
+    want = ("dir", str((tree / "examples" / "sglang_multiturn" / "config").resolve()))
     assert resolve(None, "examples/x/run.sh", tree) is None
+    # relative: Hydra resolves it against verl/trainer/ (the @hydra.main file), not the cwd
+    assert resolve("config", "recipe/dapo/run.sh", tree) == ("relative", "config")
+    assert resolve("./config", "examples/a/run.sh", tree) == ("relative", "./config")
+    # absolute on the author's machine, or behind an unknown prefix: found in the release tree
     assert resolve("<?PWD>/examples/sglang_multiturn/config", "examples/sglang_multiturn/run.sh", tree) == want
     assert resolve("/home/me/verl/examples/sglang_multiturn/config", "examples/a/run.sh", tree) == want
-    # `$(dirname $0)/config`: relative to the script's own folder
-    assert resolve("<?cmd:dirname>/config", "recipe/dapo/run.sh", tree) == str((tree / "recipe/dapo/config").resolve())
+    assert resolve("<?cmd:dirname>/config", "recipe/dapo/run.sh", tree) == \
+        ("dir", str((tree / "recipe/dapo/config").resolve()))
     assert resolve("<?unset:CFG>", "examples/a/run.sh", tree) is False
-    assert resolve("examples/nowhere/config", "examples/a/run.sh", tree) is False
+    assert resolve("/elsewhere/nowhere/config", "examples/a/run.sh", tree) is False
+    assert resolve("a/<?unset:X>/config", "examples/a/run.sh", tree) is False
 
 
 def test_release_scripts_map_every_occurrence_to_its_stored_copy(tmp_path):
