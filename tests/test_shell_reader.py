@@ -334,6 +334,7 @@ def test_hazards_fixture(fixtures_dir: Path) -> None:
     first, second = script.invocations
     assert "trainer.nnodes" not in {o.key for o in first.overrides}
     assert [o.key for o in second.overrides] == ["algorithm.adv_estimator", "algorithm.use_pf_ppo"]
+    assert second.other_args == [" "]  # bash passes the escaped space as an argument
 
 
 def test_no_false_hazards() -> None:

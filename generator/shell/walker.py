@@ -1120,7 +1120,7 @@ class Evaluator:
             else:
                 break
         assign_ranges = ranges[:n_assign]
-        word_ranges = ranges[n_assign:]
+        word_ranges = _with_escaped_spaces(fx.src, ranges[n_assign:])
         assign_nodes = {c.start_byte: c for c in parts if c.type == "variable_assignment"}
         if not word_ranges:
             for a, b, _k in assign_ranges:
@@ -1303,6 +1303,34 @@ def _merged_ranges(nodes: list[Any]) -> list[tuple[int, int, str]]:
             out[-1] = (pa, b, pkind)
             continue
         out.append((a, b, kind))
+    return out
+
+
+def _escaped_spaces(src: str, a: int, b: int) -> list[tuple[int, int, str]]:
+    """`\\ ` words in the blank stretch src[a:b]: bash passes each as a one-space argument,
+    but tree-sitter-bash gives them no node (deps-and-oracle §1c.4)."""
+    out = []
+    i = a
+    while i < b and src[i] != "\n":
+        c = src[i]
+        if c in " \t":
+            i += 1
+        elif c == "\\" and i + 1 < b and src[i + 1] in " \t":
+            out.append((i, i + 2, "word"))
+            i += 2
+        else:
+            break
+    return out
+
+
+def _with_escaped_spaces(src: str, ranges: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    if not ranges or "\\ " not in src and "\\\t" not in src:
+        return ranges
+    out: list[tuple[int, int, str]] = []
+    for n, rng in enumerate(ranges):
+        out.append(rng)
+        gap_end = ranges[n + 1][0] if n + 1 < len(ranges) else len(src)
+        out.extend(_escaped_spaces(src, rng[1], gap_end))
     return out
 
 
