@@ -48,7 +48,8 @@ _PARALLEL_WORDS = ("parallel_size", "n_gpus_per_node", "nnodes", "num_layers_in_
 def group_of(key: str) -> str:
     """Which section of the diff a key belongs to (the first rule that matches wins)."""
     leaf = key.rsplit(".", 1)[-1]
-    if key == ROLLOUT + "n" or key in ("data.train_batch_size", "data.gen_batch_size", "data.val_batch_size"):
+    if key == ROLLOUT + "n" or leaf == "rollout_n" or key in ("data.train_batch_size", "data.gen_batch_size",
+                                                               "data.val_batch_size"):
         return "batch"
     if "offload" in leaf or leaf in ("optimizer_cpu_offload", "use_precision_aware_optimizer"):
         return "offload"
@@ -322,6 +323,16 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
     return DiffResult(a=a, b=b, version=version, changes=changes, derived=derived)
 
 
+def _change_text(a: Any, b: Any, limit: int = 160) -> str:
+    """`a → b`; for two mappings only the entries that differ, so a nested config stays readable."""
+    if isinstance(a, dict) and isinstance(b, dict):
+        parts = [f"{k}: {show_value(a.get(k, MISSING))} → {show_value(b.get(k, MISSING))}"
+                 for k in sorted(set(a) | set(b), key=str) if not same_value(a.get(k, MISSING), b.get(k, MISSING))]
+        return "{" + ", ".join(parts) + "}"
+    text = f"{show_value(a)} → {show_value(b)}"
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def _derived_text(value: Any) -> str:
     return "n/a" if value is None else show_value(value)
 
@@ -383,7 +394,7 @@ def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
         width = max(len(c.key) for c in rows)
         for c in rows:
             implied = "  (follows: set on neither side)" if c.implied else ""
-            write(f"  {c.key.ljust(width)}  {show_value(c.a)} → {show_value(c.b)}{implied}\n")
+            write(f"  {c.key.ljust(width)}  {_change_text(c.a, c.b)}{implied}\n")
     if result.derived:
         write("\nderived numbers\n")
         width = max(len(d.name) for d in result.derived)
