@@ -299,7 +299,7 @@ def both_micro(ctx: Context) -> Iterator[Finding]:
 def missing_micro(ctx: Context) -> Iterator[Finding]:
     view = View(ctx)
     dynamic = view.actor_dynamic
-    if view.new_engine or dynamic is None:
+    if dynamic is None:
         return
     if not view.known(MICRO) or not view.known(MICRO_GLOBAL) or view.is_set(MICRO):
         return
@@ -317,8 +317,8 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
                           "use_dynamic_bsz=False but neither ppo_micro_batch_size_per_gpu nor ppo_micro_batch_size "
                           "is set", key=MICRO)
         return
-    if view.backend != "megatron":
-        return
+    if view.backend != "megatron" and not view.new_engine:
+        return  # FSDP's legacy worker derives the per-GPU micro batch from the global one
     old = view.int(MICRO_GLOBAL)
     dp = view.dp()
     fix = None

@@ -187,3 +187,57 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
     value = view.str(key)
     if value is not None and value not in ("disabled", "R2", "R3"):
         yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)")
+
+
+@rule("VX913", "ulysses-needs-remove-padding", "FSDP ulysses sequence parallelism needs use_remove_padding",
+      severity="error", stage="load", verl_ref="A9, A18", backends=("fsdp",),
+      why="verl refuses ulysses_sequence_parallel_size > 1 unless the model's use_remove_padding is True (for the "
+          "actor/ref through actor_rollout_ref.model, for the critic through critic.model).",
+      fix_safety="Sets use_remove_padding=True (safe: same math, packed sequences).",
+      failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+                       "actor_rollout_ref.model.use_remove_padding=False"), config_name="ppo_trainer"),
+      passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
+                       "actor_rollout_ref.model.use_remove_padding=True"), config_name="ppo_trainer"))
+def ulysses_padding(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    pairs = [("actor", ACTOR + "ulysses_sequence_parallel_size", "actor_rollout_ref.model.use_remove_padding")]
+    if view.critic_used:
+        pairs.append(("critic", CRITIC + "ulysses_sequence_parallel_size", CRITIC + "model.use_remove_padding"))
+    for role, sp_key, pad_key in pairs:
+        sp = view.int(sp_key)
+        if sp and sp > 1 and view.bool(pad_key) is False:
+            yield ctx_finding(ulysses_padding, view, (sp_key, pad_key),
+                              f"{role}: ulysses_sequence_parallel_size={sp} needs {pad_key}=True", key=pad_key,
+                              fix=Fix(f"set {pad_key}=True", (KeyEdit(pad_key, False, True),)))
+
+
+@rule("VX914", "vllm-lora-rank", "vLLM rollout with a LoRA rank above 512",
+      severity="error", stage="load", versions=VersionRange("0.5.0", None), verl_ref="A21",
+      why="vLLM supports LoRA ranks up to 512; verl refuses larger ranks when the rollout is vLLM.",
+      fix_safety="No automatic fix.",
+      failing=Example(("actor_rollout_ref.model.lora_rank=1024",), config_name="ppo_trainer"),
+      passing=Example(("actor_rollout_ref.model.lora_rank=64",), config_name="ppo_trainer"))
+def lora_rank(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.str("actor_rollout_ref.rollout.name") not in ("vllm", None):
+        return
+    for key in ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora.rank"):
+        rank = view.int(key)
+        if key.endswith("lora.rank") and view.bool("actor_rollout_ref.model.lora.merge"):
+            continue  # merged adapters reach vLLM as plain weights
+        if rank and rank > 512:
+            yield ctx_finding(lora_rank, view, (key,), f"{key}={rank} > 512, the largest LoRA rank vLLM serves")
+
+
+@rule("VX915", "kl-in-reward-and-loss", "KL in the reward and KL loss are both on",
+      severity="info", stage="load", verl_ref="A13",
+      why="verl only prints a notice when both algorithm.use_kl_in_reward and actor.use_kl_loss are set: the KL "
+          "penalty is then applied twice, which is rarely intended.",
+      fix_safety="No automatic fix.",
+      failing=Example(("algorithm.use_kl_in_reward=True", "actor_rollout_ref.actor.use_kl_loss=True")),
+      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
+def kl_twice(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.bool("algorithm.use_kl_in_reward") and view.bool(ACTOR + "use_kl_loss"):
+        yield ctx_finding(kl_twice, view, ("algorithm.use_kl_in_reward", ACTOR + "use_kl_loss"),
+                          "use_kl_in_reward=True and use_kl_loss=True: the KL penalty is applied twice")

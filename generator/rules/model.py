@@ -98,3 +98,28 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
     if seq > limit:
         yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"),
                           f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}")
+
+
+@rule("VM810", "heads-not-divisible-by-ulysses", "attention heads do not split over ulysses SP",
+      severity="error", stage="init", verl_ref="C14", backends=("fsdp",),
+      why="Ulysses sequence parallelism scatters attention heads over SP ranks: heads % SP must be 0, and KV heads "
+          "must divide by SP or SP by KV heads (they are repeated).",
+      fix_safety="No automatic fix: pick an SP dividing the head count.",
+      failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=8",),
+                      note="model Qwen2.5-7B", config_name="ppo_trainer"),
+      passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=4",),
+                      note="model Qwen2.5-7B", config_name="ppo_trainer"))
+def ulysses_heads(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    model = ctx.model
+    sp = view.ulysses()
+    if model is None or not sp or sp <= 1:
+        return
+    heads, kv = model.num_attention_heads, model.num_kv_heads
+    key = "actor_rollout_ref.actor.ulysses_sequence_parallel_size"
+    if heads % sp:
+        yield ctx_finding(ulysses_heads, view, (key,), f"{model.name}: {heads} attention heads are not divisible "
+                                                       f"by ulysses SP {sp}")
+    elif kv and kv % sp and sp % kv:
+        yield ctx_finding(ulysses_heads, view, (key,), f"{model.name}: {kv} KV heads and ulysses SP {sp} divide "
+                                                       f"neither way")

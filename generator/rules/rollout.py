@@ -209,3 +209,19 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
     if value is None or value == "???":
         yield ctx_finding(rollout_name, view, (key,), f"{key} is not set (mandatory from verl 0.6.0)", key=key,
                           fix=Fix("set rollout.name=vllm", (KeyEdit(key, value, "vllm"),), "unsafe"))
+
+
+@rule("VR511", "prometheus-needs-log-stats", "rollout.prometheus.enable needs disable_log_stats=False",
+      severity="error", stage="runtime", versions=VersionRange("0.6.1", None), verl_ref="D14",
+      why="The agent loop refuses Prometheus metrics when the engine's log stats are disabled (the default).",
+      fix_safety="Sets rollout.disable_log_stats=False (safe).",
+      failing=Example(("actor_rollout_ref.rollout.prometheus.enable=True",)),
+      passing=Example(("actor_rollout_ref.rollout.prometheus.enable=True",
+                       "actor_rollout_ref.rollout.disable_log_stats=False")))
+def prometheus(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    key = ROLLOUT + "disable_log_stats"
+    if view.bool(ROLLOUT + "prometheus.enable") is True and view.bool(key) is True:
+        yield ctx_finding(prometheus, view, (ROLLOUT + "prometheus.enable", key),
+                          "rollout.prometheus.enable=True with rollout.disable_log_stats=True", key=key,
+                          fix=Fix("set rollout.disable_log_stats=False", (KeyEdit(key, True, False),)))
