@@ -4,6 +4,9 @@ provenance spans a fix can splice, hazards, bad input, and that nothing is ever 
 from __future__ import annotations
 
 import os
+import re
+import shutil
+import subprocess
 from pathlib import Path
 
 import pytest
@@ -444,3 +447,35 @@ touch {m}-plain
     inv = only(script)
     assert not ov(inv, "a").resolved
     assert list(tmp_path.iterdir()) == []
+
+
+# ---------------------------------------------------------------------------------------------
+# differential: our reading vs bash running our own fixtures with the launchers stubbed out
+
+_STUBS = r"""
+_record() { printf '%s\0' "$@" >> "$OUT"; printf '\1' >> "$OUT"; }
+python3() { _record "$@"; }
+python() { _record "$@"; }
+srun() { while [[ "$1" == -* ]]; do shift; done; "$@"; }
+set() { :; }
+"""
+
+
+@pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
+@pytest.mark.parametrize("name", ["loop_array.sh", "strings_srun.sh", "hazards.sh", "trailing_backslash.sh"])
+def test_overrides_match_bash_on_own_fixtures(name: str, fixtures_dir: Path, tmp_path: Path) -> None:
+    from generator.overrides import looks_like_override
+
+    path = fixtures_dir / "shell" / name
+    out = tmp_path / "calls.bin"
+    out.write_bytes(b"")
+    subprocess.run(["bash", "--norc", "--noprofile", "-c", _STUBS + f'\nsource "{path}"'],
+                   env={"PATH": "/usr/bin:/bin", "OUT": str(out)}, cwd=tmp_path, capture_output=True,
+                   timeout=20, check=False)
+    calls = [c.split(b"\0")[:-1] for c in out.read_bytes().split(b"\1")[:-1]]
+    expected = [[a.decode() for a in call if looks_like_override(a.decode())] for call in calls]
+    script = read_file(path)
+    # bash ran with an empty environment, where an unset variable expands to nothing
+    got = [[re.sub(r"<\?unset:\w+>", "", o.text) for o in inv.overrides] for inv in script.invocations]
+    assert got == expected
+    assert sum(len(call) for call in expected) >= 3
