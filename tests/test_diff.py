@@ -118,8 +118,8 @@ def test_key_only_on_one_side_and_identical_sides():
     assert [(c.key, c.a, c.b) for c in changes if not c.implied] == [(key, None, "full")]  # null in the schema
     # the ref (and reward model) transformer configs follow the actor's (interpolations in 0.7.0)
     implied = [c.key for c in changes if c.implied]
-    assert "actor_rollout_ref.ref.megatron.override_transformer_config" in implied
-    assert all(k.endswith(".megatron.override_transformer_config") for k in implied)
+    assert any(k.startswith("actor_rollout_ref.ref.megatron.override_transformer_config") for k in implied)
+    assert all(".megatron.override_transformer_config" in k for k in implied)
     assert compare(a, side(BASE), "0.7.0").changes == []
     added = compare(a, side(BASE + ["+trainer.my_own_note=hello"]), "0.7.0").changes
     assert [(c.key, c.a, c.b, c.implied) for c in added] == [("trainer.my_own_note", MISSING, "hello", False)]
