@@ -61,7 +61,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
                                    epochs=epochs, path=view.path())
         exact = mini * n / dp
         add(("per-rank mini m", f"ppo_mini_batch_size·n / DP = {mini}·{n} / {dp} = "
-                                + (f"{exact:g} → floored to {chain.per_rank_mini_batch}" if chain.floored
+                                + (f"{exact:.2f} → floored to {chain.per_rank_mini_batch}" if chain.floored
                                    else str(chain.per_rank_mini_batch))))
         add(("local batch B", f"G / DP = {responses} / {dp} = "
                               + (str(chain.local_batch) if chain.local_batch is not None else

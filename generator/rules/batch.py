@@ -37,7 +37,8 @@ class Chain:
         c = self.chain
         assert c is not None
         exact = c.mini_batch_prompts * c.responses_per_prompt / c.dp
-        shown = f"{exact:g}, floored to {c.per_rank_mini_batch}" if c.floored else f"{c.per_rank_mini_batch}"
+        exact_text = f"{exact:.2f}".rstrip("0").rstrip(".")
+        shown = f"{exact_text}, floored to {c.per_rank_mini_batch}" if c.floored else f"{c.per_rank_mini_batch}"
         return (f"per-rank mini batch = ppo_mini_batch_size·n / DP = {c.mini_batch_prompts}·"
                 f"{c.responses_per_prompt} / {c.dp} = {shown}")
 
