@@ -61,7 +61,7 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     tree = ev.run_file(data, path)
 
     src = data.decode("latin-1")
-    starts = line_starts_of(src)
+    starts = ev.main_line_starts
     line_cache: dict[str | None, list[int]] = {None: starts, path: starts}
 
     def line_of(file: str | None, offset: int) -> int:

@@ -43,7 +43,9 @@ _WORDISH = {
     "brace_expression",
 }
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
-_ASSIGNED_NAME = re.compile(r"(?<![\w.$/+-])([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]\n]*\])?\+?=|\bfor\s+([A-Za-z_]\w*)")
+_TOKEN_SPLIT = re.compile(r"[\s;(&|`]+")
+_NAME_EQ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=")
+_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_CALL_DEPTH = 8
 _MAX_LOOP_ITEMS = 16
@@ -131,6 +133,7 @@ class Evaluator:
         src = data.decode("latin-1")
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
         fx.expander = Expander(src, path, self)
+        self.main_line_starts = fx.line_starts
         self._collect_assigned(src)
         self._report_errors(tree.root_node, fx)
         outer = self.fx
@@ -144,8 +147,13 @@ class Evaluator:
     def _collect_assigned(self, src: str) -> None:
         """Every name the file assigns anywhere (any branch, any function): an unset variable
         that is never assigned is a likely typo rather than a branch we could not decide."""
-        for assigned, loop_var in _ASSIGNED_NAME.findall(src):
-            self.assigned_names.add(assigned or loop_var)
+        tokens = _TOKEN_SPLIT.split(src)
+        for n, token in enumerate(tokens):
+            m = _NAME_EQ.match(token)
+            if m:
+                self.assigned_names.add(m.group(1))
+            elif token == "for" and n + 1 < len(tokens) and _NAME.fullmatch(tokens[n + 1]):
+                self.assigned_names.add(tokens[n + 1])
         for m in _READ_NAMES.finditer(src):
             self.assigned_names.update(m.group(1).split())
 
