@@ -124,6 +124,7 @@ def register(app: typer.Typer) -> None:
         train_batch_size: Optional[int] = typer.Option(None, "--train-batch-size", help="Prompts per step."),
         project_name: Optional[str] = typer.Option(None, "--project-name"),
         experiment_name: Optional[str] = typer.Option(None, "--experiment-name"),
+        legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
     ) -> None:
@@ -135,8 +136,17 @@ def register(app: typer.Typer) -> None:
                        train_files=train_files, val_files=val_files, prompt_len=prompt_len,
                        response_len=response_len, n=n, train_batch_size=train_batch_size,
                        project_name=project_name, experiment_name=experiment_name)
+        command = None
         try:
-            if name is not None:
+            if legacy is not None:
+                from generator.render.legacy import spec_from_script
+                from generator.render.recipe import DEFAULT_VERSION
+
+                spec = spec_from_script(legacy, version=verl_version or DEFAULT_VERSION, model=model,
+                                        launcher=launcher, gpu=gpu, gpu_mem=gpu_mem).spec
+                command = f"gen recipe --from {Path(legacy).name} --launcher {launcher} " \
+                          f"--verl-version {spec.version}"
+            elif name is not None:
                 spec = _from_library(name, model=model, **options)
             else:
                 if model is None or gpus is None:
@@ -144,7 +154,7 @@ def register(app: typer.Typer) -> None:
                 spec = build_spec(model=model, **options)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
-            rendered = generate(spec, filename=filename)
+            rendered = generate(spec, filename=filename, command=command)
             if target == "-":
                 sys.stdout.write(rendered.text)
             else:

@@ -30,7 +30,22 @@ CONFIG_NAME = "ppo_megatron_trainer"
 DEFAULT_VERSION = "0.7.0"
 AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
 
-KnobKind = Literal["int", "float", "bool", "text", "shell"]
+KnobKind = Literal["int", "float", "bool", "text", "shell", "hydra"]
+
+
+@dataclass(frozen=True, slots=True)
+class HydraText:
+    """A value given as Hydra override text rather than a Python value: a list of files, or
+    text that depends on the environment (re-rendering a legacy script).
+
+    hydra          the Hydra text at the default, unknown parts as `<?label>` markers
+    shell_default  shell text for the knob's default (may reference $VARS); None = the knob
+                   is required (`${NAME:?...}`): the value was computed at run time
+    """
+
+    hydra: str
+    shell_default: str | None
+    comment: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,6 +57,8 @@ class Knob:
       text            a user-supplied string; the default holds its Hydra body (see quoting.py)
                       and overrides wrap it as "'${NAME}'"
       shell           a generator-chosen default written as shell text (e.g. "$HOME/data/...")
+      hydra           Hydra override text held verbatim (a list, an env-dependent value);
+                      `value` is a HydraText
     """
 
     name: str
@@ -79,9 +96,9 @@ class RecipeSpec:
     rollout: str = "vllm"
     launcher: str = "local"
     version: str = DEFAULT_VERSION
-    model_path: str | None = None  # None: the model's Hugging Face id
-    train_files: str | None = None  # None: $HOME/data/gsm8k/train.parquet
-    val_files: str | None = None
+    model_path: str | HydraText | None = None  # None: the model's Hugging Face id
+    train_files: str | HydraText | None = None  # None: $HOME/data/gsm8k/train.parquet
+    val_files: str | HydraText | None = None
     prompt_len: int = 1024
     response_len: int = 1024
     n: int = 5
@@ -96,6 +113,7 @@ class RecipeSpec:
     # overrides). A key the recipe already sets takes the new value in place (its knob's
     # default when it has one); "+key" adds a key the schema does not list.
     extra_overrides: tuple[tuple[str, Any], ...] = ()
+    notes: tuple[str, ...] = ()  # printed in the script's header (e.g. what a re-render changed)
 
     @property
     def gpus_per_node(self) -> int:
@@ -143,7 +161,7 @@ def check_spec(spec: RecipeSpec) -> None:
     for label, text in (("--model-path", spec.model_path), ("--train-files", spec.train_files),
                         ("--val-files", spec.val_files), ("--project-name", spec.project_name),
                         ("--experiment-name", spec.experiment_name)):
-        if text is not None and (text == "" or "\x00" in text):
+        if isinstance(text, str) and (text == "" or "\x00" in text):
             raise InputError(f"{label} must be a non-empty string without NUL bytes")
     try:
         parse(spec.version)
@@ -233,7 +251,9 @@ def _default_model_path(model: ModelFacts) -> str:
     return model.hf_ids[0] if model.hf_ids else model.name
 
 
-def _text_knob(name: str, raw: str, comment: str) -> Knob:
+def _text_knob(name: str, raw: str | HydraText, comment: str) -> Knob:
+    if isinstance(raw, HydraText):
+        return Knob(name, raw, "hydra", raw.comment or comment)
     return Knob(name, raw, "text", comment)
 
 
@@ -291,6 +311,7 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
     log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
 
     recipe = Recipe(spec)
+    recipe.notes.extend(spec.notes)
     k = recipe.knobs
     k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
                         "Hugging Face id or local directory of the model"))
@@ -470,7 +491,13 @@ def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -
                 recipe.groups[gi] = Group(group.name, tuple(settings))
                 break
         else:
-            added = [s for s in added if s.key != key] + [Setting(key, value, add=add)]
+            if isinstance(value, HydraText):
+                name = _free_knob_name(recipe, key)
+                recipe.knobs.append(Knob(name, value, "hydra", value.comment or f"was {key} in the legacy script"))
+                setting = Setting(key, value, name, add=add)
+            else:
+                setting = Setting(key, value, add=add)
+            added = [s for s in added if s.key != key] + [setting]
     if knob_values:
         recipe.knobs[:] = [replace(k, value=knob_values[k.name], kind=_kind_of(knob_values[k.name], k.kind))
                            if k.name in knob_values else k for k in recipe.knobs]
@@ -480,7 +507,18 @@ def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -
         recipe.groups.append(Group("extra", tuple(added)))
 
 
+def _free_knob_name(recipe: Recipe, key: str) -> str:
+    base = "".join(ch if ch.isalnum() else "_" for ch in key.rsplit(".", 1)[-1]).upper()
+    taken = {k.name for k in recipe.knobs}
+    name, index = base, 2
+    while name in taken:
+        name, index = f"{base}_{index}", index + 1
+    return name
+
+
 def _kind_of(value: Any, previous: KnobKind) -> KnobKind:
+    if isinstance(value, HydraText):
+        return "hydra"
     if previous in ("text", "shell"):
         return "text"
     if isinstance(value, bool):
@@ -512,6 +550,8 @@ def _fill_knob_values(recipe: Recipe, settings: list[Setting]) -> list[Setting]:
 
 def knob_hydra_text(knob: Knob) -> str:
     """What Hydra receives for a knob at its default value."""
+    if knob.kind == "hydra":
+        return knob.value.hydra
     if knob.kind in ("text", "shell"):
         return "'" + hydra_body(str(knob.value)) + "'"
     return hydra_literal(knob.value)
@@ -530,4 +570,5 @@ def recipe_overrides(recipe: Recipe) -> list[str]:
 
 def recipe_values(recipe: Recipe) -> dict[str, Any]:
     """key -> Python value with every knob at its default (for config_from_overrides)."""
-    return {("+" if s.add else "") + s.key: s.value for s in recipe.settings}
+    return {("+" if s.add else "") + s.key: (s.value.hydra if isinstance(s.value, HydraText) else s.value)
+            for s in recipe.settings}

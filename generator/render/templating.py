@@ -23,6 +23,8 @@ def knob_default_text(knob: Knob) -> str:
     if knob.kind == "shell":
         assert knob.shell_default is not None
         return knob.shell_default
+    if knob.kind == "hydra":
+        return knob.value.shell_default
     if knob.kind == "text":
         from generator.render.quoting import hydra_body
 
@@ -31,6 +33,9 @@ def knob_default_text(knob: Knob) -> str:
 
 
 def knob_assignment(knob: Knob) -> str:
+    if knob.kind == "hydra" and knob.value.shell_default is None:
+        message = f"set {knob.name}: {knob.comment or 'no default'}"
+        return f"{knob.name}=${{{knob.name}:?{shq(comment(message))}}}"
     return f"{knob.name}=${{{knob.name}:-{knob_default_text(knob)}}}"
 
 
@@ -49,6 +54,8 @@ def override_word(setting: Setting, recipe: Recipe) -> str:
         knob = recipe.knob(setting.knob)
         if knob.kind in ("text", "shell"):
             return f"{key}=\"'${{{knob.name}}}'\""
+        if knob.kind == "hydra":
+            return f'{key}="${{{knob.name}}}"'
         return f'{key}="${{{knob.name}}}"'
     return f"{key}={shq(hydra_literal(setting.value))}"
 

@@ -1,0 +1,245 @@
+"""`gen recipe --from legacy.sh`: re-render a hand-written Megatron script in the clean form.
+
+The legacy script is read statically (never run), its trainer call becomes a Config, the
+rules' safe fixes correct the derived fields (mini/micro batches, token budgets, ...), and
+the result becomes a RecipeSpec: the layout and batch keys the recipe model knows, plus
+every other key the script set, kept verbatim. Values the reader could not know (an unset
+$HOME, a `$(...)`) become knobs: environment references stay references, anything
+computed at run time becomes a required knob with a comment saying what it was.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+from generator.errors import InputError
+from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
+from generator.plan.candidate import Candidate, Offload
+from generator.render.quoting import shq
+from generator.render.recipe import CONFIG_NAME, HydraText, RecipeSpec, build_recipe
+
+A = "actor_rollout_ref.actor."
+M = A + "megatron."
+OTC = M + "override_transformer_config."
+OPT = A + "optim.override_optimizer_config."
+R = "actor_rollout_ref.rollout."
+
+
+@dataclass
+class Legacy:
+    spec: RecipeSpec
+    notes: list[str] = field(default_factory=list)
+
+
+def _pieces(text: str) -> list[tuple[bool, str]]:
+    """Split value text into (is_marker, text) pieces; a marker's text is its label."""
+    out: list[tuple[bool, str]] = []
+    rest = text
+    while UNKNOWN_OPEN in rest:
+        before, _, after = rest.partition(UNKNOWN_OPEN)
+        label, _, rest = after.partition(UNKNOWN_CLOSE)
+        if before:
+            out.append((False, before))
+        out.append((True, label))
+    if rest:
+        out.append((False, rest))
+    return out
+
+
+def _double_quoted(text: str) -> str:
+    return "".join("\\" + ch if ch in '\\"$`' else ch for ch in text)
+
+
+def environment_text(hydra_text: str, key: str) -> HydraText:
+    """Hydra text with `<?unset:VAR>` markers -> a knob default that references $VAR again;
+    any other unknown (command output, a script argument) -> a required knob."""
+    pieces = _pieces(hydra_text)
+    if all(not marker or label.startswith("unset:") for marker, label in pieces):
+        shell = "".join("${" + label.split(":", 1)[1] + "}" if marker else _double_quoted(piece)
+                        for marker, piece in pieces for label in [piece])
+        return HydraText(hydra_text, '"' + shell + '"', f"from the legacy script's {key}")
+    shown = "".join(f"<{label}>" if marker else piece for marker, label in pieces for piece in [label])
+    return HydraText(hydra_text, None, f"the legacy script computed {key} at run time ({shown})")
+
+
+def _value(config: Any, key: str) -> Any:
+    value = config.values.get(key)
+    if isinstance(value, str) and value.startswith("${"):
+        return None  # an interpolation the resolver left: treat as unset
+    return value
+
+
+def _int(config: Any, key: str, default: int | None = None) -> int | None:
+    value = _value(config, key)
+    if isinstance(value, bool) or not isinstance(value, int):
+        return default
+    return value
+
+
+def _algorithm(config: Any) -> str:
+    estimator = _value(config, "algorithm.adv_estimator")
+    if estimator == "gae":
+        return "ppo"
+    if estimator in ("rloo", "reinforce_plus_plus"):
+        return estimator
+    if estimator == "grpo":
+        if _value(config, A + "policy_loss.loss_mode") == "gspo":
+            return "gspo"
+        if _value(config, A + "clip_ratio_high") != _value(config, A + "clip_ratio_low"):
+            return "dapo"
+        return "grpo"
+    raise InputError(f"algorithm.adv_estimator={estimator!r} is not one `gen recipe` renders "
+                     "(grpo, gae, rloo, reinforce_plus_plus)")
+
+
+def _candidate(config: Any) -> Candidate:
+    micro = _int(config, A + "ppo_micro_batch_size_per_gpu") or 1
+    dynamic = bool(_value(config, A + "use_dynamic_bsz"))
+    token_budget = _int(config, A + "ppo_max_token_len_per_gpu") if dynamic else None
+    log_prob_budget = _int(config, R + "log_prob_max_token_len_per_gpu") if dynamic else None
+    cpu_optimizer = bool(_value(config, OPT + "optimizer_cpu_offload"))
+    fraction = _value(config, OPT + "optimizer_offload_fraction")
+    return Candidate(
+        tp=_int(config, M + "tensor_model_parallel_size", 1), pp=_int(config, M + "pipeline_model_parallel_size", 1),
+        cp=_int(config, M + "context_parallel_size", 1), ep=_int(config, M + "expert_model_parallel_size", 1),
+        etp=_int(config, M + "expert_tensor_parallel_size"), vpp=_int(config, M + "virtual_pipeline_model_parallel_size"),
+        first_stage_layers=_int(config, OTC + "num_layers_in_first_pipeline_stage"),
+        last_stage_layers=_int(config, OTC + "num_layers_in_last_pipeline_stage"),
+        rollout_tp=_int(config, R + "tensor_model_parallel_size", 1), micro_batch_per_gpu=micro,
+        log_prob_micro_batch_per_gpu=_int(config, R + "log_prob_micro_batch_size_per_gpu") or micro,
+        use_dynamic_bsz=dynamic, token_budget=token_budget, log_prob_token_budget=log_prob_budget or token_budget,
+        offload=Offload(param=bool(_value(config, M + "param_offload")),
+                        optimizer=bool(_value(config, M + "optimizer_offload")), cpu_optimizer=cpu_optimizer,
+                        cpu_optimizer_fraction=float(fraction) if isinstance(fraction, (int, float)) else 0.0),
+        recompute=_value(config, OTC + "recompute_granularity") == "full",
+        gpu_memory_utilization=float(_value(config, R + "gpu_memory_utilization") or 0.5),
+        why=("layout and batch sizes kept from the legacy script",),
+    )
+
+
+_SHARED_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
+                  "expert_model_parallel_size", "expert_tensor_parallel_size",
+                  "virtual_pipeline_model_parallel_size", "param_offload", "optimizer_offload")
+
+
+def _follows_actor(config: Any, key: str) -> bool:
+    for prefix in ("actor_rollout_ref.ref.megatron.", "critic.megatron."):
+        if key.startswith(prefix) and key[len(prefix):] in _SHARED_LAYOUT:
+            return config.values.get(key) == config.values.get(M + key[len(prefix):])
+    return False
+
+
+def _user_value(config: Any, key: str) -> str | HydraText | None:
+    if key not in config.set_by:
+        return None
+    if not config.known(key):
+        return environment_text(str(config.set_by[key].value), key)
+    value = config.values.get(key)
+    if isinstance(value, str):
+        return value
+    from generator.overrides import format_value
+
+    hydra = format_value(value)
+    return HydraText(hydra, shq(hydra), f"kept from the legacy script's {key}")
+
+
+def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any:
+    """Correct derived fields the way `gen fix --unsafe` would: one error (then warning) fix per
+    round, re-checked after each, because one fix (the mini batch) changes what the next
+    (the micro batch) should be. Info-level findings are left alone."""
+    from generator.config import config_from_overrides
+    from generator.overrides import format_value
+    from generator.rules import check_config
+    from generator.rules.core import KeyEdit
+
+    rank = {"error": 0, "warning": 1}
+    for _round in range(8):
+        fixable = [f for f in check_config(config, model=model)
+                   if f.severity in rank and f.fix is not None
+                   and any(isinstance(e, KeyEdit) for e in f.fix.edits)]
+        if not fixable:
+            return config
+        finding = min(fixable, key=lambda f: rank[f.severity])
+        edits = {e.key: e.new for e in finding.fix.edits if isinstance(e, KeyEdit)}
+        notes.append(f"{finding.code}: {finding.fix.description}")
+        words = [o.text for o in config.set_by.values() if o.key not in edits]
+        words += [f"{key}={format_value(value)}" for key, value in edits.items()]
+        fixed = config_from_overrides(words, version=version, config_name=CONFIG_NAME)
+        fixed.set_by = {**config.set_by, **{k: v for k, v in fixed.set_by.items() if k in edits}}
+        for key, reason in config.unknown.items():
+            if key not in edits:
+                fixed.unknown.setdefault(key, reason)
+        config = fixed
+    return config
+
+
+def spec_from_script(path: str, *, version: str, model: str | None = None, launcher: str = "local",
+                     gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
+    from generator.config import build_config
+    from generator.models import find_model, gpu_spec, model_slug, resolve_model
+    from generator.shell import read_file
+
+    try:
+        script = read_file(path)
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror or err}") from None
+    calls = [inv for inv in script.invocations if inv.branch != "dead" and inv.entry.endswith("main_ppo")]
+    if not calls:
+        raise InputError(f"{path} has no verl.trainer.main_ppo call to re-render")
+    notes: list[str] = []
+    if len(calls) > 1:
+        notes.append(f"re-rendered the first of {len(calls)} trainer calls (line {calls[0].line})")
+    config = build_config(calls[0], version=version)
+    if config.backend != "megatron":
+        raise InputError(f"{path} does not use the Megatron backend (gen recipe renders Megatron scripts)")
+    dropped = {issue.override.key for issue in config.key_issues}
+    for issue in config.key_issues:
+        notes.append(f"dropped {issue.override.text!r}: {issue.kind} in verl {version}")
+    facts = resolve_model(model) if model else None
+    model_path = config.values.get("actor_rollout_ref.model.path")
+    if facts is None and isinstance(model_path, str):
+        # an unknown prefix ($HOME/models/...) still leaves the directory's name to match
+        facts = find_model(model_path.rsplit(UNKNOWN_CLOSE, 1)[-1].lstrip("/") or model_path)
+    if facts is None:
+        raise InputError(f"cannot tell the model from actor_rollout_ref.model.path={model_path!r}; pass --model")
+    config = _apply_fixes(config, facts, version, notes)
+    gpus = config.gpus
+    nodes = _int(config, "trainer.nnodes", 1) or 1
+    if gpus is None:
+        raise InputError("trainer.n_gpus_per_node and trainer.nnodes must be known numbers to re-render")
+    device = gpu_spec(gpu, gpu_mem)
+    spec = RecipeSpec(
+        model=facts, layout=_candidate(config), gpus=gpus, nodes=nodes, gpu_name=device.name,
+        gpu_memory_gib=device.memory_gib, algo=_algorithm(config),
+        rollout=str(_value(config, R + "name") or "vllm"), launcher=launcher, version=version,
+        model_path=_user_value(config, "actor_rollout_ref.model.path"),
+        train_files=_user_value(config, "data.train_files"), val_files=_user_value(config, "data.val_files"),
+        prompt_len=_int(config, "data.max_prompt_length", 1024), response_len=_int(config, "data.max_response_length", 1024),
+        n=_int(config, R + "n", 1), train_batch_size=_int(config, "data.train_batch_size", 1024),
+        ppo_mini_batch_size=_int(config, A + "ppo_mini_batch_size", 256),
+        project_name=_user_value(config, "trainer.project_name"),
+        experiment_name=_user_value(config, "trainer.experiment_name"), model_slug=model_slug(facts),
+        total_epochs=_int(config, "trainer.total_epochs", 15), ppo_epochs=_int(config, A + "ppo_epochs", 1),
+    )
+    # Everything else the script set explicitly is kept, in the script's order.
+    recipe_values = {s.key: s.value for s in build_recipe(spec).settings}
+    owned = set(recipe_values)
+    extra: list[tuple[str, Any]] = []
+    for key, override in config.set_by.items():
+        if _follows_actor(config, key):
+            continue  # the recipe writes the ref/critic layout from the actor's (one set of knobs)
+        if key.endswith(".megatron.grad_offload"):
+            notes.append(f"dropped {key}: verl never reads it (grad buffers follow param_offload)")
+            continue
+        if key in dropped or key in ("actor_rollout_ref.model.path", "data.train_files", "data.val_files",
+                                     "trainer.project_name", "trainer.experiment_name"):
+            continue
+        value = environment_text(str(override.value), key) if not config.known(key) else config.values.get(key)
+        prefix = "+" if override.op in ("+", "++") and key not in owned else ""
+        if key in owned and not isinstance(value, HydraText) and recipe_values[key] == value:
+            continue
+        extra.append((prefix + key, value))
+    header = [f"re-rendered from {path}"] + notes
+    spec = replace(spec, extra_overrides=tuple(extra), notes=tuple(header))
+    return Legacy(spec, notes)
