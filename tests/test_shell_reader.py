@@ -10,6 +10,8 @@ import subprocess
 from pathlib import Path
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 from generator.errors import InputError
 from generator.launch import LaunchScript, Override
@@ -479,3 +481,26 @@ def test_overrides_match_bash_on_own_fixtures(name: str, fixtures_dir: Path, tmp
     got = [[re.sub(r"<\?unset:\w+>", "", o.text) for o in inv.overrides] for inv in script.invocations]
     assert got == expected
     assert sum(len(call) for call in expected) >= 2
+
+
+# ---------------------------------------------------------------------------------------------
+# robustness: arbitrary bash-ish text never raises anything but InputError
+
+_FRAGMENTS = [
+    "python3 -m verl.trainer.main_ppo ", "a.b=", "$X", "${X:-", "}", "${X//a/b}", "$((", "))", "$(", ")", "`",
+    "'", '"', "\\", "\\\n", "\n", " ", "(", "[[", "]]", "if ", "then ", "fi", "for x in ", "; do ", "done",
+    "case $x in ", "esac", ";;", "<<EOF\n", "EOF\n", "#", "=", "+", "~", "[", "]", "{", "${#X}", "${X:1:2}",
+    "$@", '"$@"', "${a[@]}", "a=(", "X=1 ", "export ", "local ", "declare -a ", "source x", "&&", "||",
+    "|", "&", ">", "2>&1", "$'\\n'", "é", "${!X}", "${X^^}", "$1", "set -- a", "shift", "f() {", "}\nf ",
+]
+
+
+@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(st.sampled_from(_FRAGMENTS), max_size=40))
+def test_reader_never_crashes(parts: list[str]) -> None:
+    script = read_script("".join(parts))
+    for inv in script.invocations:
+        for o in inv.overrides:
+            span = o.provenance.span
+            if span is not None and o.provenance.path is None:
+                assert 0 <= span.start <= span.end <= len(script.source)

@@ -130,7 +130,7 @@ class Evaluator:
 
     def run_file(self, data: bytes, path: str | None) -> Any:
         tree = parse_bytes(data)
-        src = data.decode("latin-1")
+        src = (data + b"\n\n").decode("latin-1")  # the bytes tree-sitter parsed (offsets unchanged)
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
         fx.expander = Expander(src, path, self)
         self.main_line_starts = fx.line_starts
@@ -1262,7 +1262,7 @@ class Evaluator:
         self._sourcing.append(path)
         try:
             tree = parse_bytes(data)
-            src = data.decode("latin-1")
+            src = (data + b"\n\n").decode("latin-1")
             sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
             sub.expander = Expander(src, path, self)
             self._collect_assigned(src)
