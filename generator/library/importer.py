@@ -179,8 +179,18 @@ def _extra_overrides(config: Config, rendered: Config) -> tuple[dict[str, Any], 
         if key in rendered.values and _same(rendered.values[key], value):
             continue
         word_key = key if key in rendered.values or override.op == "=" else "+" + key
-        extra[word_key] = value
+        for flat_key, flat_value in _flatten(word_key, value):
+            extra[flat_key] = flat_value
     return extra, notes
+
+
+def _flatten(key: str, value: Any):
+    """A mapping value becomes one dotted key per leaf (recipes hold scalars and lists)."""
+    if isinstance(value, dict) and value:
+        for sub, inner in value.items():
+            yield from _flatten(f"{key}.{sub}", inner)
+    else:
+        yield key, value
 
 
 def import_script(script: str, *, name: str, library: str | None = None, version: str | None = None,
