@@ -194,6 +194,13 @@ python3 -m {MAIN} nproc=$1
     assert ov(inv, "nproc").value == "<?$1>"
 
 
+def test_nested_loops_are_bounded() -> None:
+    loops = "".join(f"for v{n} in $(echo 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16); do " for n in range(4))
+    script = read_script(loops + f"python3 -m {MAIN} a=$v0$v1$v2$v3; " + "done; " * 4)
+    assert 1 <= len(script.invocations) <= 300
+    assert {i.branch for i in script.invocations} == {"loop"}
+
+
 def test_functions_are_read_when_called() -> None:
     src = f"""
 run() {{

@@ -1,5 +1,5 @@
-"""Bash `$(( ))` arithmetic on 64-bit-ish Python ints: numbers, variables, + - * / % **,
-comparisons, logic, bit operations, ?:, parentheses. Assignments inside are refused."""
+"""Bash `$(( ))` arithmetic with bash's signed 64-bit wrap-around: numbers, variables,
++ - * / % **, comparisons, logic, bit operations, ?:, parentheses. Assignments are refused."""
 
 from __future__ import annotations
 
@@ -15,6 +15,15 @@ _TOKEN = re.compile(
 
 class ArithError(ValueError):
     pass
+
+
+_MASK = (1 << 64) - 1
+
+
+def wrap64(value: int) -> int:
+    """Two's-complement wrap to a signed 64-bit integer, as bash's intmax_t does."""
+    value &= _MASK
+    return value - (1 << 64) if value >> 63 else value
 
 
 def _number(text: str) -> int:
@@ -81,7 +90,7 @@ def evaluate(text: str, lookup: Callable[[str], int]) -> int:
         while peek() in _BINARY[level] and tokens[pos][0] == "op":
             op = take()[1]
             right = binary(level + 1)
-            left = _apply(op, left, right)
+            left = wrap64(_apply(op, left, right))
         return left
 
     def power() -> int:
@@ -91,7 +100,7 @@ def evaluate(text: str, lookup: Callable[[str], int]) -> int:
             exponent = power()
             if exponent < 0:
                 raise ArithError("exponent less than 0")
-            return base**exponent
+            return wrap64(pow(base, exponent, 1 << 64))
         return base
 
     def unary() -> int:
@@ -99,13 +108,13 @@ def evaluate(text: str, lookup: Callable[[str], int]) -> int:
         if tok in ("-", "+", "!", "~") and tokens[pos][0] == "op":
             take()
             value = unary()
-            return {"-": -value, "+": value, "!": int(not value), "~": ~value}[tok]
+            return wrap64({"-": -value, "+": value, "!": int(not value), "~": ~value}[tok])
         return atom()
 
     def atom() -> int:
         kind, text_ = take()
         if kind == "num":
-            return _number(text_)
+            return wrap64(_number(text_))
         if kind == "name":
             if peek() == "=":
                 raise ArithError("assignment in arithmetic")
@@ -133,7 +142,7 @@ def _apply(op: str, a: int, b: int) -> int:
         return quotient if op == "/" else a - quotient * b
     return {
         "+": lambda: a + b, "-": lambda: a - b, "*": lambda: a * b,
-        "<<": lambda: a << b, ">>": lambda: a >> b,
+        "<<": lambda: a << (b & 63), ">>": lambda: a >> (b & 63),
         "<": lambda: int(a < b), "<=": lambda: int(a <= b), ">": lambda: int(a > b),
         ">=": lambda: int(a >= b), "==": lambda: int(a == b), "!=": lambda: int(a != b),
         "&": lambda: a & b, "^": lambda: a ^ b, "|": lambda: a | b,

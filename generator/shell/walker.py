@@ -123,6 +123,7 @@ class Evaluator:
         self._local_frames: list[dict[str, Var | None]] = []
         self._sourcing: list[str] = []
         self._arith_depth = 0
+        self._loop_budget = 256  # loop-body walks with a known item, across the whole script
         self.fx: FileCtx | None = None
 
     # ------------------------------------------------------------------------------------
@@ -1011,7 +1012,8 @@ class Evaluator:
         self.assigned_names.add(name)
         if body is None:
             return
-        if known and 0 < len(items) <= _MAX_LOOP_ITEMS:
+        if known and 0 < len(items) <= min(_MAX_LOOP_ITEMS, self._loop_budget):
+            self._loop_budget -= len(items)
             for item in items:
                 self._set(name, Var(pieces=[p.copy(split=False, elem=None) for p in item.pieces],
                                     group=def_group(name, item.pieces, item.word_a, item.word_b, "", item.path)))
