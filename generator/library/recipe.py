@@ -270,7 +270,7 @@ def recipe_from_mapping(data: Any, *, where: str, path: Path | None = None,
     for key, value in overrides_raw.items():
         if not isinstance(key, str) or not key or " " in key:
             raise cfg.error("overrides", f"bad verl key {key!r}")
-        if isinstance(value, Mapping):
+        if isinstance(value, Mapping) and value:
             raise cfg.error(f"overrides.{key}", "expected a scalar or a list; write nested keys dotted")
         overrides[key] = _plain(value)
     cfg.no_extra()
@@ -304,6 +304,8 @@ def _plain(value: Any) -> Any:
     """ruamel's commented sequences/scalars -> plain Python values."""
     if isinstance(value, list):
         return [_plain(v) for v in value]
+    if isinstance(value, Mapping):
+        return {}
     if isinstance(value, bool) or value is None:
         return value
     if isinstance(value, int):
