@@ -143,12 +143,13 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
 
 def _migrate_one(source: bytes, path: str, read, start: str, target: str, target_schema, unsafe: bool):
     from generator import schema
-    from generator.fix.migrate import migrate_source
+    from generator.fix.migrate import migrate_source, migration_table
 
     return migrate_source(
         source, path, read=read, from_version=start, to_version=target,
-        renames=schema.renames(start, target), value_changes=schema.removed_values(),
-        target_defaults=target_schema.defaults, target_nodes=target_schema.nodes, unsafe=unsafe,
+        renames=migration_table(start, target), value_changes=schema.removed_values(),
+        target_defaults=target_schema.defaults, target_nodes=target_schema.nodes,
+        source_has=schema.load(start).has, unsafe=unsafe,
     )
 
 

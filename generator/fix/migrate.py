@@ -66,8 +66,33 @@ def schema_name(invocation: Invocation) -> str:
     return "ppo_megatron_trainer" if "megatron" in name else DEFAULT_SCHEMA
 
 
-def _set_keys(invocation: Invocation) -> list[Override]:
-    return [o for o in invocation.overrides if o.key and o.op in ("=", "+", "++")]
+def migration_table(from_version: str, to_version: str) -> list[Any]:
+    """Renames from `from_version` to `to_version`, plus the moves of keys that were already
+    stale in `from_version` (a script written against an older release: a key gone before its
+    own release is still migrated when the target knows where it went)."""
+    from generator import schema
+    from generator.schema.migrations import history
+
+    table: list[Any] = list(schema.renames(from_version, to_version))
+    known = {r.old_key for r in table}
+    for old_key, rename in history(schema.resolve_version(to_version)[0]).items():
+        if old_key not in known:
+            table.append(StaleRename(rename.old_key, rename.new_key, rename.since, rename.note,
+                                     getattr(rename, "backend", None)))
+    return table
+
+
+@dataclass(frozen=True, slots=True)
+class StaleRename:
+    """A move from a release older than the script's: applied only where the script's own
+    release does not have the key in the call's config (there it was already stale)."""
+
+    old_key: str
+    new_key: str | None
+    since: str
+    note: str = ""
+    backend: str | None = None
+    stale: bool = True
 
 
 def infer_from_version(script: LaunchScript, *, has: Callable[[str, str, str], bool],
@@ -169,6 +194,7 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                renames: Sequence[Any], value_changes: Sequence[Any],
                target_defaults: Callable[[str], dict[str, Any]],
                target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
+               source_has: Callable[[str, str], bool] | None = None,
                unsafe: bool = False) -> tuple[list[Step], list[Refusal]]:
     steps: list[Step] = []
     refused: list[Refusal] = []
@@ -194,12 +220,27 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                         break
             if rename is not None and getattr(rename, "backend", None) not in (None, backend):
                 rename = None  # a move that concerns another backend (e.g. Megatron recompute)
+            if (rename is not None and getattr(rename, "stale", False)
+                    and (source_has is None or source_has(override.key, name))):
+                rename = None  # valid in the script's own release: not this migration's business
             if rename is not None:
                 steps_or_refusal = _rename_step(script, override, rename, rest, defaults, nodes, unsafe)
                 if isinstance(steps_or_refusal, Refusal):
                     refused.append(steps_or_refusal)
                 elif steps_or_refusal is not None:
                     steps.append(steps_or_refusal)
+                continue
+            # Recipe and example configs extend the PPO config, so a key it has with a value
+            # is there for them too.
+            if (override.op == "+" and override.key in defaults
+                    and defaults[override.key] is not None):
+                # `+key=` on a key the target config has with a value: Hydra refuses to append;
+                # without the `+` it sets the same key to the same value.
+                edit = _key_edit(script, override, override.key, "=")
+                if edit is not None:
+                    steps.append(Step(override.line, override.key,
+                                      f"+{override.key} → {override.key} (the key exists in {to_version} "
+                                      f"with a value, so '+' would be refused)", (edit,)))
                 continue
             for change in changes:
                 if change.key != override.key or override.value is None:
@@ -303,6 +344,7 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
                    from_version: str, to_version: str, renames: Sequence[Any],
                    value_changes: Sequence[Any], target_defaults: Callable[[str], dict[str, Any]],
                    target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
+                   source_has: Callable[[str, str], bool] | None = None,
                    unsafe: bool = False, max_rounds: int = 3) -> MigrateResult:
     result = MigrateResult(path, source, source, from_version, to_version)
     script = read(source, path)
@@ -311,7 +353,7 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
         steps, refusals = plan_steps(script, from_version=from_version, to_version=to_version,
                                      renames=renames, value_changes=value_changes,
                                      target_defaults=target_defaults, target_nodes=target_nodes,
-                                     unsafe=unsafe)
+                                     source_has=source_has, unsafe=unsafe)
         for r in refusals:
             refused[(r.line, r.key)] = r
         if not steps:
