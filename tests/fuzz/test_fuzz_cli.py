@@ -49,3 +49,26 @@ def test_show_check_fix_never_crash_and_fix_is_idempotent(workdir, data):
 ])
 def test_hand_picked_hostile_inputs(workdir, data):
     assert run_one(data, workdir) == []
+
+
+@settings(max_examples=25, deadline=None, database=None,
+          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
+                                 HealthCheck.function_scoped_fixture])
+@given(data=script_bytes())
+def test_diff_of_a_script_with_itself_is_empty_or_one_line_error(workdir, data):
+    import json
+
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    script = workdir / "same.sh"
+    script.write_bytes(data)
+    result = CliRunner().invoke(app, ["diff", str(script), str(script), "--format", "json",
+                                      "--verl-version", "0.7.0"])
+    assert result.exception is None or isinstance(result.exception, SystemExit)
+    if result.exit_code == 0:
+        assert json.loads(result.stdout)["changes"] == []
+    else:
+        assert result.exit_code == 2
+        assert len(result.stderr.strip().splitlines()) == 1 and "internal error" not in result.stderr
