@@ -180,3 +180,12 @@ def test_patterns() -> None:
     assert remove_suffix("x.tar.gz", ".*", longest=False) == "x.tar"
     assert remove_suffix("x.tar.gz", ".*", longest=True) == "x"
     assert replace("a-b-c", "-", "_", "//") == "a_b_c"
+
+
+def test_globs_that_need_the_filesystem_are_unknown() -> None:
+    assert reader_fields("", "data/*.parquet") == ["<?glob:data/*.parquet>"]
+    assert reader_fields("", "data.files=/d/part-?.parquet") == ["data.files=<?glob:/d/part-?.parquet>"]
+    assert reader_fields("P='*.yaml'", "$P") == ["<?glob:*.yaml>"]
+    assert reader_fields("", "'*.yaml' \\*.yaml \"a?\"") == ["*.yaml", "*.yaml", "a?"]
+    assert reader_fields("", "k=['a','b']") == ["k=[a,b]"]  # reported as a hazard instead
+    assert reader_fields("for f in *.sh; do L=$f; done", "$L")[0].startswith("<?")

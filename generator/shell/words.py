@@ -607,6 +607,31 @@ def def_group(variable: str | None, pieces: list[Piece], a: int, b: int, outer_q
     return Group(variable, text, a, b, outer_quote, path)
 
 
+def _may_glob(p: Piece) -> bool:
+    return (p.split or (p.q == "" and p.exact)) and not p.unknown and ("*" in p.text or "?" in p.text)
+
+
+def _mark_glob(f: Field) -> None:
+    """An unquoted `*` or `?` makes bash replace the word with matching file names: what the
+    call receives depends on the filesystem, so the value (after `key=`) becomes unknown.
+    (Unquoted `[...]` stays literal: it matches a file only in contrived cases, and the
+    reader reports it as the unquoted-glob hazard instead.)"""
+    if not any(_may_glob(p) for p in f.pieces):
+        return
+    text = pieces_text(f.pieces)
+    key, eq, _value = text.partition("=")
+    keep = (key + eq) if eq and _NAME_OR_KEY.fullmatch(key.lstrip("+~")) else ""
+    label = f"glob:{_label_text(text[len(keep):])}"
+    reason = f"bash replaces `{text[len(keep):]}` with the names of matching files (depends on the filesystem)"
+    first = f.pieces[0]
+    head = [Piece(keep, first.a, first.a, False, "", None, None, first.path)] if keep else []
+    f.pieces = head + [Piece(unknown_marker(label), first.a, f.pieces[-1].b, False, "", None, None, first.path,
+                             unknown=reason)]
+
+
+_NAME_OR_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_\-$./]*")
+
+
 def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None) -> list[Field]:
     """Bash word splitting (default IFS) and empty-word removal, keeping piece provenance."""
     fields: list[Field] = []
@@ -650,6 +675,7 @@ def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None
             cur.append(p)
     close()
     for f in fields:
+        _mark_glob(f)
         if any(p.elem is not None for p in f.pieces):
             elem = next(p.elem for p in f.pieces if p.elem is not None)
             f.origin, f.word_a, f.word_b, f.path = "array", elem[0], elem[1], elem[2]
