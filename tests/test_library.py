@@ -168,6 +168,10 @@ def test_search_filters():
     assert all("lora" in r.tags for r in lib.search(tag="lora"))
     assert lib.search(model="qwen2.5-7b", algo="dapo", gpus=64)[0].name == "verl-qwen2.5-7b-dapo-64gpu"
     assert lib.search(model="no-such-model") == []
+    # names users type resolve through the model registry when no name contains them
+    assert {r.model for r in lib.search(model="Qwen/Qwen2.5-7B-Instruct")} == {"Qwen2.5-7B", "Qwen2.5-7B-Instruct"}
+    assert {r.name for r in lib.search(model="/models/Qwen3-8B-Base", algo="dapo")} == {
+        "verl-qwen3-8b-dapo-8gpu", "planned-qwen3-8b-dapo-8gpu"}
 
 
 # --------------------------------------------------------------------------- gen list

@@ -152,7 +152,14 @@ class Library:
 
     def search(self, *, model: str | None = None, gpus: int | None = None, algo: str | None = None,
                tag: str | None = None) -> list[Recipe]:
-        return [r for r in self.sorted() if matches(r, model=model, gpus=gpus, algo=algo, tag=tag)]
+        found = [r for r in self.sorted() if matches(r, model=model, gpus=gpus, algo=algo, tag=tag)]
+        if model and not found:
+            # `qwen2.5-7b-instruct` or a local model folder: compare registry identities instead
+            wanted = _registry_name(model)
+            if wanted is not None:
+                found = [r for r in self.sorted() if _registry_name(r.model) == wanted
+                         and matches(r, gpus=gpus, algo=algo, tag=tag)]
+        return found
 
     def sorted(self) -> list[Recipe]:
         return sorted(self.recipes.values(), key=_sort_key)
@@ -179,6 +186,16 @@ def matches(recipe: Recipe, *, model: str | None = None, gpus: int | None = None
     if tag and tag.lower() not in (t.lower() for t in recipe.tags):
         return False
     return True
+
+
+def _registry_name(model: str) -> str | None:
+    from generator.models import find_model
+
+    try:
+        facts = find_model(model)
+    except Exception:  # a malformed config.json path given as --model: no registry identity
+        return None
+    return facts.name if facts is not None else None
 
 
 def _recipe_files(folder: Path) -> Iterable[Path]:
