@@ -398,6 +398,7 @@ def test_hostile_values_arrive_intact_and_nothing_runs(tmp_path: Path, launcher:
     assert done.returncode == 0, done.stderr[-1000:]
     argv = trainer_argv(tmp_path / "log")
     assert not any(marker.parent.glob("marker*")), "a value was executed"
+    assert _check_script_findings(rendered.text, path, spec.version) == []
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()

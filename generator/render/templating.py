@@ -54,9 +54,7 @@ def override_word(setting: Setting, recipe: Recipe) -> str:
         knob = recipe.knob(setting.knob)
         if knob.kind in ("text", "shell"):
             return f"{key}=\"'${{{knob.name}}}'\""
-        if knob.kind == "hydra":
-            return f'{key}="${{{knob.name}}}"'
-        return f'{key}="${{{knob.name}}}"'
+        return f'{key}="${{{knob.name}}}"'  # numbers, flags and Hydra text (lists) pass as they are
     return f"{key}={shq(hydra_literal(setting.value))}"
 
 
