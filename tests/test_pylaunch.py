@@ -178,3 +178,30 @@ def test_gen_fix_on_a_python_launcher_edits_only_the_string(tmp_path):
     assert 16 % new_micro == 0 and new == old.replace("6", str(new_micro))
     again = CliRunner().invoke(app, ["fix", "--write", "--verl-version", "0.7.0", str(path)])
     assert path.read_text().splitlines() == after and again.exit_code == 0
+
+
+def test_gen_migrate_on_a_python_launcher(tmp_path):
+    import ast
+
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    path = tmp_path / "old_launch.py"
+    path.write_text(
+        'from hydra import compose\n\n'
+        'cfg = compose(config_name="ppo_trainer", overrides=[\n'
+        '    "ray_init.num_cpus=8",\n'
+        '    "critic.kl_ctrl.kl_coef=0.001",\n'
+        '    "actor_rollout_ref.rollout.mode=sync",\n'
+        '    "+data.trust_remote_code=True",\n'
+        '])\n'
+        'other = compose(config_name="ppo_trainer", overrides=["a.b=1", "critic.kl_ctrl.type=fixed"])\n')
+    result = CliRunner().invoke(app, ["migrate", "--to", "0.7.0", "--from", "0.4.1", "--unsafe", "--write",
+                                      str(path)])
+    assert result.exit_code == 0, result.output
+    text = path.read_text()
+    ast.parse(text)  # still valid Python after deleting list elements
+    assert '    "ray_kwargs.ray_init.num_cpus=8",\n    "actor_rollout_ref.rollout.mode=async",\n' in text
+    assert '    "data.trust_remote_code=True",\n])' in text
+    assert "kl_ctrl" not in text and 'overrides=["a.b=1"])' in text

@@ -152,6 +152,8 @@ def delete_word_edit(script: LaunchScript, override: Override) -> TextEdit | Non
     and the whitespace before it. Never leaves a backslash continuing into the next command."""
     source = script.source
     start, end = override.word.start, override.word.end
+    if override.provenance.quoting.startswith("py:"):
+        return _delete_list_element(source, start, end)
     line_start = source.rfind(b"\n", 0, start) + 1
     line_end = source.find(b"\n", end)
     line_end = len(source) if line_end < 0 else line_end
@@ -167,6 +169,30 @@ def delete_word_edit(script: LaunchScript, override: Override) -> TextEdit | Non
         # previous line's backslash still ends the command at this newline.
         return TextEdit(start, end, "")
     return TextEdit(cut, end, "")
+
+
+def _delete_list_element(source: bytes, start: int, end: int) -> TextEdit:
+    """Remove one string element of a Python list with its comma (and its line when it is
+    alone there), keeping the list valid Python."""
+    after = end
+    while after < len(source) and source[after:after + 1] in (b" ", b"\t"):
+        after += 1
+    if source[after:after + 1] == b",":
+        end = after + 1
+    else:  # the last element without a trailing comma: take the comma before it
+        before = start
+        while before > 0 and source[before - 1:before] in (b" ", b"\t", b"\n"):
+            before -= 1
+        if source[before - 1:before] == b",":
+            start = before - 1
+    line_start = source.rfind(b"\n", 0, start) + 1
+    line_end = source.find(b"\n", end)
+    line_end = len(source) if line_end < 0 else line_end
+    if not source[line_start:start].strip() and not source[end:line_end].strip() and line_end < len(source):
+        return TextEdit(line_start, line_end + 1, "")
+    while end < len(source) and source[end:end + 1] == b" " and source[start - 1:start] in (b"[", b" "):
+        end += 1
+    return TextEdit(start, end, "")
 
 
 def _target_op(op: str, key: str, target_defaults: dict[str, Any], target_nodes: frozenset[str]) -> str:
