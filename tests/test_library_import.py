@@ -145,6 +145,15 @@ def test_import_errors_are_one_line_and_write_nothing(tmp_path, edit, words):
     assert not (library / "my-7b.yaml").exists()
 
 
+def test_import_with_a_gpu_type(legacy, tmp_path):
+    library = tmp_path / "lib"
+    result = import_cli(legacy, library, "--gpu", "H20")
+    assert result.exit_code == 0, result.output
+    assert read_recipe(library / "my-7b.yaml").gpu == "h20" and "h100' assumed" not in result.stderr
+    bad = import_cli(legacy, tmp_path / "other", "--gpu", "tpu-v9")
+    assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
+
+
 def test_import_of_a_missing_file(tmp_path):
     result = import_cli(tmp_path / "nope.sh", tmp_path / "lib")
     assert result.exit_code == 2 and len(result.stderr.strip().splitlines()) == 1

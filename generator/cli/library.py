@@ -61,12 +61,14 @@ def register(app: typer.Typer) -> None:
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="release the script targets"),
         force: bool = typer.Option(False, "--force", help="replace a user recipe of the same name"),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type the script runs on (h100, h20, ...)"),
     ) -> None:
         """Turn a legacy launch script into a recipe in your library."""
         from generator.library.importer import import_script
 
         try:
-            path, notes = import_script(script, name=name, library=library, version=verl_version, force=force)
+            path, notes = import_script(script, name=name, library=library, version=verl_version, force=force,
+                                        gpu=gpu)
         except InputError as err:
             _fail(str(err))
             return

@@ -194,7 +194,7 @@ def _flatten(key: str, value: Any):
 
 
 def import_script(script: str, *, name: str, library: str | None = None, version: str | None = None,
-                  force: bool = False) -> tuple[Path, list[str]]:
+                  force: bool = False, gpu: str | None = None) -> tuple[Path, list[str]]:
     """Write `<library>/<name>.yaml` from the script; return its path and notes for the user."""
     from generator.config import build_config
     from generator.library.convert import to_config
@@ -212,6 +212,11 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     notes = [f"{script}: {len(calls)} trainer calls; imported the one at line {invocation.line}"] if len(calls) > 1 else []
     config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
     mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
+    if gpu is not None:
+        from generator.models import gpu_spec
+
+        mapping["gpu"] = gpu_spec(gpu).name
+        more = [note for note in more if not note.startswith("gpu type")]
     notes += more
     mapping["provenance"] = f"imported by gen import from {Path(script).name} (verl {chosen}) on " \
                             f"{_dt.date.today().isoformat()}"
