@@ -89,6 +89,8 @@ def script_dict(path: str, script: Any) -> dict:
                     "source": ov.provenance.source,
                     "variable": ov.provenance.variable,
                     "span": _span(ov.provenance.span),
+                    # the file holding `span` when it is not this script (a sourced file)
+                    "span_path": ov.provenance.path if ov.provenance.path not in (None, script.path) else None,
                     "quoting": ov.provenance.quoting,
                     "resolved": ov.resolved,
                     "unknowns": list(ov.unknowns),
@@ -161,6 +163,11 @@ def _render_text(files: list[dict], stream: TextIO) -> None:
                 value = "" if ov["value"] is None else ov["value"]
                 shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
                 tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
+                where = ov["span"]
+                if ov["span_path"] and where is not None:
+                    tag += f", set at {os.path.basename(ov['span_path'])}:{where['line']}"
+                elif where is not None and where["line"] != ov["line"]:
+                    tag += f", set at line {where['line']}"  # where a fix would edit the value
                 style = "yellow" if not ov["resolved"] else ""
                 body = f"[{style}]{escape(shown)}[/{style}]" if style else escape(shown)
                 console.print(f"    {str(ov['line']).rjust(width)}  {body}  [dim]\\[{escape(tag)}][/dim]")
