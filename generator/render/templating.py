@@ -18,6 +18,13 @@ def comment(text: object) -> str:
     return "".join(ch if ch.isprintable() else f"\\x{ord(ch):02x}" for ch in str(text))
 
 
+def wrap(text: str, width: int) -> list[str]:
+    """Lines of at most `width` characters (long words stay whole)."""
+    import textwrap
+
+    return textwrap.wrap(text, width, break_long_words=False, break_on_hyphens=False) or [""]
+
+
 def knob_default_text(knob: Knob) -> str:
     """The shell text after `:-` in `NAME=${NAME:-...}`."""
     if knob.kind == "shell":
@@ -72,6 +79,7 @@ def environment() -> Any:
     )
     env.filters["shq"] = shq
     env.filters["comment"] = comment
+    env.filters["wrap"] = wrap
     env.filters["override_word"] = override_word
     return env
 
