@@ -138,3 +138,10 @@ def test_show_scripts_function_for_library_branch(fixtures_dir: Path) -> None:
     code = show_scripts([shell_fixture(fixtures_dir, "trailing_backslash.sh")], output_format="json", stream=out)
     assert code == 0
     assert json.loads(out.getvalue())["files"][0]["invocations"][0]["entry"] == "verl.trainer.main_ppo"
+
+
+def test_text_says_where_values_are_set(fixtures_dir: Path) -> None:
+    result = runner.invoke(app, ["show", shell_fixture(fixtures_dir, "sourcing_main.sh"),
+                                 shell_fixture(fixtures_dir, "array_heredoc.sh")])
+    assert "trainer.n_gpus_per_node=8  [variable $GPUS_PER_NODE, set at sourcing_common.sh:1]" in result.output
+    assert "data.train_batch_size=64  [array, set at line 12]" in result.output
