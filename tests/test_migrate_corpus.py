@@ -135,3 +135,45 @@ def test_migrated_corpus_composes_with_real_hydra(corpus_dir, verl_config_dir, m
     for key, why in EXPECTED_NOT_COMPOSING.items():
         if why.startswith("no replacement"):
             assert key in refused, key
+
+
+def test_unsafe_migration_of_every_script_keeps_bash_syntax_and_is_idempotent(corpus_dir, tmp_path):
+    """Every corpus script migrated from its own release to the newest packaged one with
+    --unsafe (renames, removed values, dropped keys): `bash -n` still passes where it passed,
+    and migrating the result again changes nothing."""
+    import subprocess
+
+    from generator import schema
+    from generator.fix.engine import default_reader
+    from generator.fix.migrate import migrate_source, migration_table
+    from generator.versions import parse
+
+    newest = max((v for v in schema.available() if "+" not in v), key=parse)
+    target = schema.load(newest)
+    read = default_reader()
+    problems: list[str] = []
+    changed = 0
+    with open(corpus_dir / "INDEX.tsv", newline="") as handle:
+        rows = [(row["tag"], row["path"]) for row in csv.DictReader(handle, delimiter="\t")]
+    for tag, rel in rows:
+        start = schema.snapshot_version(tag)
+        path = corpus_dir / "scripts" / tag / rel
+        options = dict(read=read, from_version=start, to_version=newest,
+                       renames=migration_table(start, newest), value_changes=schema.removed_values(),
+                       target_defaults=target.defaults, target_nodes=target.nodes,
+                       source_has=schema.load(start).has, unsafe=True)
+        result = migrate_source(path.read_bytes(), str(path), **options)
+        if not result.changed:
+            continue
+        changed += 1
+        migrated = tmp_path / "migrated.sh"
+        migrated.write_bytes(result.fixed)
+        before = subprocess.run(["bash", "-n", str(path)], capture_output=True).returncode == 0
+        after = subprocess.run(["bash", "-n", str(migrated)], capture_output=True).returncode == 0
+        if before and not after:
+            problems.append(f"{tag}/{rel}: bash -n fails after migration")
+        again = migrate_source(result.fixed, str(path), **options)
+        if again.changed:
+            problems.append(f"{tag}/{rel}: a second migration changed it: {[s.description for s in again.applied]}")
+    print(f"migrated {changed} scripts to {newest} with --unsafe")
+    assert changed > 0 and problems == []
