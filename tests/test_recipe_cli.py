@@ -103,3 +103,22 @@ def test_stdout_output_and_other_launchers() -> None:
         assert result.exit_code == 0, result.stderr
         assert marker in result.stdout
         assert "NNODES=${NNODES:-2}" in result.stdout
+
+
+def test_several_data_files_become_a_hydra_list(tmp_path: Path) -> None:
+    import subprocess
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+
+    files = ["/data/a.parquet", "/data/b c.parquet"]
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--train-files", files[0], "--train-files", files[1],
+                 "-o", str(tmp_path / "run.sh"))
+    assert result.exit_code == 0, result.stderr
+    stub = tmp_path / "python3"
+    stub.write_text('#!/bin/bash\nprintf \'%s\\0\' "$@" > "$STUB_LOG"\n')
+    stub.chmod(0o755)
+    subprocess.run(["bash", str(tmp_path / "run.sh")], check=True, capture_output=True,
+                   env={"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": "/h", "STUB_LOG": str(tmp_path / "argv")})
+    argv = (tmp_path / "argv").read_bytes().decode().split("\0")[:-1]
+    word = next(a for a in argv if a.startswith("data.train_files="))
+    assert OverridesParser.create().parse_overrides([word])[0].value() == files

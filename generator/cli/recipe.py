@@ -91,6 +91,22 @@ def build_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: f
     )
 
 
+def _files(paths: list[str] | None) -> Any:
+    """One file stays a plain (Hydra-quoted) string; several become a Hydra list knob."""
+    if not paths:
+        return None
+    if len(paths) == 1:
+        return paths[0]
+    from generator.overrides import format_value
+    from generator.render.quoting import shell_word
+    from generator.render.recipe import HydraText
+
+    if any(not p or "\x00" in p for p in paths):
+        raise InputError("--train-files/--val-files must be non-empty paths")
+    hydra = format_value(list(paths))
+    return HydraText(hydra, shell_word(hydra), f"{len(paths)} parquet files (a Hydra list)")
+
+
 def _from_library(name: str, **options: Any) -> Any:
     """A packaged recipe NAME -> RecipeSpec (the library helper provides `spec_for_cli`)."""
     try:
@@ -116,8 +132,8 @@ def register(app: typer.Typer) -> None:
         launcher: str = typer.Option("local", "--launcher", help="local | ray | slurm."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Target verl release (default 0.7.0)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Model directory or HF id in the script."),
-        train_files: Optional[str] = typer.Option(None, "--train-files", help="Training parquet file."),
-        val_files: Optional[str] = typer.Option(None, "--val-files", help="Validation parquet file."),
+        train_files: Optional[list[str]] = typer.Option(None, "--train-files", help="Training parquet file (repeat for several)."),
+        val_files: Optional[list[str]] = typer.Option(None, "--val-files", help="Validation parquet file (repeat for several)."),
         prompt_len: int = typer.Option(1024, "--prompt-len", help="Max prompt tokens."),
         response_len: int = typer.Option(1024, "--response-len", help="Max response tokens."),
         n: Optional[int] = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
@@ -131,13 +147,13 @@ def register(app: typer.Typer) -> None:
         """Write a Megatron launch script whose layout, batch sizes and memory are planned and checked."""
         from generator.render import default_filename, generate
 
-        options = dict(gpus=gpus, nodes=nodes, gpu=gpu, gpu_mem=gpu_mem, algo=algo, rollout=rollout,
-                       launcher=launcher, verl_version=verl_version, model_path=model_path,
-                       train_files=train_files, val_files=val_files, prompt_len=prompt_len,
-                       response_len=response_len, n=n, train_batch_size=train_batch_size,
-                       project_name=project_name, experiment_name=experiment_name)
         command = None
         try:
+            options = dict(gpus=gpus, nodes=nodes, gpu=gpu, gpu_mem=gpu_mem, algo=algo, rollout=rollout,
+                           launcher=launcher, verl_version=verl_version, model_path=model_path,
+                           train_files=_files(train_files), val_files=_files(val_files), prompt_len=prompt_len,
+                           response_len=response_len, n=n, train_batch_size=train_batch_size,
+                           project_name=project_name, experiment_name=experiment_name)
             if legacy is not None:
                 from generator.render.legacy import spec_from_script
                 from generator.render.recipe import DEFAULT_VERSION

@@ -16,7 +16,7 @@ from typing import Any
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.plan.candidate import Candidate, Offload
-from generator.render.quoting import shq
+from generator.render.quoting import shell_word
 from generator.render.recipe import CONFIG_NAME, HydraText, RecipeSpec, build_recipe
 
 A = "actor_rollout_ref.actor."
@@ -141,7 +141,7 @@ def _user_value(config: Any, key: str) -> str | HydraText | None:
     from generator.overrides import format_value
 
     hydra = format_value(value)
-    return HydraText(hydra, shq(hydra), f"kept from the legacy script's {key}")
+    return HydraText(hydra, shell_word(hydra), f"kept from the legacy script's {key}")
 
 
 def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any:

@@ -24,6 +24,14 @@ def shq(value: object) -> str:
     return shlex.quote(str(value))
 
 
+def shell_word(value: str) -> str:
+    """Like shq, but a value holding single quotes (Hydra lists of quoted paths) is written in
+    double quotes when nothing in it is special there, which reads far better."""
+    if "'" in value and not any(ch in value for ch in '"$`\\!'):
+        return '"' + value + '"'
+    return shq(value)
+
+
 def hydra_body(raw: str) -> str:
     """The text to put between Hydra single quotes so that Hydra (and OmegaConf) read `raw`.
 

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from generator.render.derived import Derived
-from generator.render.quoting import hydra_literal, shq
+from generator.render.quoting import hydra_literal, shell_word, shq
 from generator.render.recipe import CONFIG_NAME, ENTRY_MODULE, Knob, Recipe, Setting
 from generator.resources import templates_dir
 
@@ -35,7 +35,7 @@ def knob_default_text(knob: Knob) -> str:
     if knob.kind == "text":
         from generator.render.quoting import hydra_body
 
-        return shq(hydra_body(str(knob.value)))
+        return shell_word(hydra_body(str(knob.value)))
     return shq(hydra_literal(knob.value))
 
 
