@@ -153,15 +153,21 @@ class HydraOracle:
             return None
         cfg = copy.deepcopy(base)
         OmegaConf.set_struct(cfg, True)
-        bad = []
+        bad: list[int] = []
+        accepted: list = []
         for index, text in enumerate(overrides):
             try:
                 parsed = self._parser.parse_overrides([text])
                 if any(o.is_sweep_override() for o in parsed):
                     raise ValueError("sweep")
                 self._apply(parsed, cfg)
+                accepted += parsed
             except Exception:  # noqa: BLE001
                 bad.append(index)
+                # A refused override may leave half-made nodes; rebuild from what was accepted.
+                cfg = copy.deepcopy(base)
+                OmegaConf.set_struct(cfg, True)
+                self._apply(accepted, cfg)
         return bad
 
 

@@ -20,7 +20,7 @@ import difflib
 from pathlib import Path
 from typing import Any, Iterable
 
-from generator.config.interp import MISSING, Resolver, Unresolvable, has_interpolation
+from generator.config.interp import MISSING, BrokenReference, Resolver, Unresolvable, has_interpolation
 from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Invocation, Override, Provenance, Span
 
@@ -92,6 +92,13 @@ class FlatConfig:
 
     def set(self, key: str, value: Any) -> list[str]:
         """Set `key` the way OmegaConf.update(merge=True) does; returns the leaves written."""
+        if key not in self.values and key not in self.nodes:
+            index = _list_index(self, key)
+            if index is not None and index[1] < len(self.values[index[0]]):
+                items = list(self.values[index[0]])
+                items[index[1]] = value
+                self.values[index[0]] = items
+                return [index[0]]
         if isinstance(value, dict) and value:
             if key in self.values:
                 del self.values[key]
@@ -113,6 +120,11 @@ class FlatConfig:
             del self.values[key]
         else:
             self._drop_subtree(key)
+        # A mapping whose last key was deleted stays, empty.
+        parent = key.rpartition(".")[0]
+        if parent and parent in self.nodes and not any(k.startswith(parent + ".") for k in self.values):
+            self.nodes = {n for n in self.nodes if not (n == parent or n.startswith(parent + "."))}
+            self.values[parent] = {}
 
 
 # --- Hydra checks -----------------------------------------------------------------------------
@@ -159,6 +171,18 @@ def _merge_problem(flat: FlatConfig, key: str, value: dict[str, Any]) -> str | N
     return None
 
 
+def _structure_problem(flat: FlatConfig, key: str, value: Any) -> str | None:
+    """`+`/`++` merge too: a list cannot go onto a mapping, nor a mapping onto a list."""
+    if isinstance(value, list) and (flat.is_node(key) or flat.values.get(key) == {}):
+        return "a list cannot replace a mapping"
+    if isinstance(value, dict) and isinstance(flat.values.get(key), list):
+        return "a mapping cannot replace a list"
+    return None
+
+
+_BROKEN = "<broken interpolation>"
+
+
 def _select(flat: FlatConfig, resolver: Resolver, key: str) -> tuple[bool, Any]:
     """Hydra's OmegaConf.select(cfg, key, throw_on_missing=False): (known, value).
     known=False when the value depends on something we cannot see."""
@@ -179,6 +203,8 @@ def _select(flat: FlatConfig, resolver: Resolver, key: str) -> tuple[bool, Any]:
         resolver.invalidate()
         try:
             value = resolver.resolve(key)
+        except BrokenReference:
+            return True, _BROKEN  # OmegaConf raises on it: Hydra refuses the override
         except Unresolvable:
             return False, raw
         return True, None if value == MISSING else value
@@ -313,6 +339,12 @@ def apply_overrides(
             if known and current is None:
                 config.key_issues.append(KeyIssue(override, "delete-missing", f"'{key}' does not exist (or is null)"))
                 continue
+            if current is _BROKEN:
+                config.key_issues.append(KeyIssue(override, "delete-missing", f"'{key}' is a broken interpolation"))
+                continue
+            if not flat.exists(key) and _list_index(flat, key) is not None:
+                config.key_issues.append(KeyIssue(override, "bad-structure", f"cannot delete list element '{key}'"))
+                continue
             if value is not None and value_known and known and value != current and not flat.is_node(key):
                 config.key_issues.append(KeyIssue(
                     override, "delete-missing", f"the value of '{key}' is {current!r}, not {value!r}"))
@@ -341,14 +373,19 @@ def apply_overrides(
                             detail = f"'{missing_key}' is not in verl {version} {config_name}"
                         issue = KeyIssue(override, "unknown-key", detail, _suggest(missing_key, flat))
                 else:
-                    issue = KeyIssue(override, "unknown-key", f"cannot set '{key}': {problem}")
+                    issue = KeyIssue(override, "bad-structure", f"cannot set '{key}': {problem}")
                 config.key_issues.append(issue)
                 continue
-        elif op == "+":
-            if not isinstance(value, (dict, list)):
-                known, current = _select(flat, resolver, key)
+        else:
+            problem = _structure_problem(flat, key, value)
+            if problem is not None:
+                config.key_issues.append(KeyIssue(override, "bad-structure", f"cannot set '{key}': {problem}"))
+                continue
+        if op == "+":
+            known, current = _select(flat, resolver, key)
+            if current is _BROKEN or not isinstance(value, (dict, list)):
                 if known and current is not None:
-                    shown = "a mapping" if flat.is_node(key) else repr(current)
+                    shown = "a mapping" if flat.is_node(key) else "a broken interpolation" if current is _BROKEN else repr(current)
                     config.key_issues.append(KeyIssue(
                         override, "plus-on-existing",
                         f"'{key}' already has a value ({shown}); drop the '+'", key))
@@ -382,11 +419,28 @@ def apply_overrides(
                 resolved[key] = resolver.resolve(key)
             except Unresolvable as err:
                 unknown[key] = str(err)
-    flat.values.update(resolved)
+    for key, value in resolved.items():
+        if isinstance(value, dict) and value:
+            # An interpolation that points at a mapping: keep the config flat.
+            del flat.values[key]
+            for sub, sub_value in _flatten_value(value, key + "."):
+                flat.values[sub] = sub_value
+        else:
+            flat.values[key] = value
     config.values = flat.values
     config.unknown = unknown
     config.backend = _backend(config_name, flat.values)
     return config
+
+
+def _flatten_value(value: dict[str, Any], prefix: str) -> list[tuple[str, Any]]:
+    out: list[tuple[str, Any]] = []
+    for key, sub in value.items():
+        if isinstance(sub, dict) and sub:
+            out += _flatten_value(sub, f"{prefix}{key}.")
+        else:
+            out.append((f"{prefix}{key}", sub))
+    return out
 
 
 def _nodes_of(values: dict[str, Any]) -> set[str]:
@@ -405,7 +459,7 @@ def _nodes_of(values: dict[str, Any]) -> set[str]:
 def is_hydra_rejection(issue: KeyIssue) -> bool:
     """True when Hydra itself refuses the override (the run dies while composing the config).
     A renamed/removed key written without `+` is refused as an unknown key."""
-    if issue.kind in ("unknown-key", "plus-on-existing", "delete-missing", "grammar"):
+    if issue.kind in ("unknown-key", "plus-on-existing", "delete-missing", "grammar", "bad-structure"):
         return True
     if issue.kind in ("renamed", "removed"):
         return issue.override.op == "=" or not issue.override.text.startswith("+")

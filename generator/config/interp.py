@@ -8,7 +8,6 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Any, Callable
 
 MISSING = "???"
@@ -18,11 +17,9 @@ class Unresolvable(Exception):
     """The value cannot be known statically (environment, unknown input, broken reference)."""
 
 
-@dataclass(frozen=True)
-class _Ref:
-    """Marker returned by a lookup that hit a value depending on an unknown."""
-
-    reason: str
+class BrokenReference(Unresolvable):
+    """The interpolation can never resolve (missing key, unset mandatory value, cycle):
+    OmegaConf raises for it whatever the environment."""
 
 
 def has_interpolation(value: Any) -> bool:
@@ -75,7 +72,7 @@ def _find_close(text: str, start: int) -> int:
             if depth == 0:
                 return i
         i += 1
-    raise Unresolvable(f"unterminated interpolation in {text!r}")
+    raise BrokenReference(f"unterminated interpolation in {text!r}")
 
 
 def _literal(text: str) -> Any:
@@ -166,7 +163,7 @@ class Resolver:
         if not has_interpolation(raw):
             return raw
         if key in self._active:
-            raise Unresolvable(f"interpolation cycle at {key}")
+            raise BrokenReference(f"interpolation cycle at {key}")
         self._active.add(key)
         try:
             value = self.evaluate(raw, key)
@@ -222,9 +219,9 @@ class Resolver:
         try:
             value = self.resolve(target)
         except KeyError:
-            raise Unresolvable(f"interpolation ${{{body}}} points to a missing key {target}") from None
+            raise BrokenReference(f"interpolation ${{{body}}} points to a missing key {target}") from None
         if value == MISSING:
-            raise Unresolvable(f"interpolation ${{{body}}} points to mandatory key {target} that is not set")
+            raise BrokenReference(f"interpolation ${{{body}}} points to mandatory key {target} that is not set")
         return value
 
     def _call(self, name: str, args: str, owner: str) -> Any:

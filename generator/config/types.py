@@ -23,6 +23,9 @@ class KeyIssue:
       removed           key removed in this release without replacement
       grammar           Hydra's override grammar rejects the text; `detail` says why
       bad-value         the value is not allowed for this key (e.g. rollout.mode=sync on >= 0.7)
+      bad-structure     Hydra cannot merge the value: a list onto a mapping or the reverse, or
+                        a mapping value with keys the config does not have
+    `generator.config.build.is_hydra_rejection(issue)` tells which kinds stop Hydra itself.
     """
 
     override: Override
