@@ -85,7 +85,8 @@ class Hazard:
     """A shell-level trap found while reading; `gen check` reports these as findings.
 
     kind: comment-in-continuation | backslash-space | empty-expansion | duplicate-key |
-          unquoted-glob | orphan-overrides | parse-error
+          unquoted-glob | orphan-overrides | parse-error | brace-expansion (an unquoted
+          `{a,b}` that bash splits into several arguments, e.g. a Hydra dict `k={a:1,b:2}`)
     """
 
     kind: str

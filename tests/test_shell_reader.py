@@ -511,3 +511,12 @@ def test_reader_never_crashes(parts: list[str]) -> None:
             span = o.provenance.span
             if span is not None and o.provenance.path is None:
                 assert 0 <= span.start <= span.end <= len(script.source)
+
+
+def test_brace_expansion_hazard() -> None:
+    script = read_script(f"python3 -m {MAIN} +x.cfg={{a:1,b:2}} y.z='{{a:1,b:2}}'\nfor r in {{0..3}}; do :; done\n")
+    inv = only(script)
+    assert [o.text for o in inv.overrides] == ["+x.cfg=a:1", "+x.cfg=b:2", "y.z={a:1,b:2}"]
+    (hazard,) = [h for h in script.hazards if h.kind == "brace-expansion"]
+    assert hazard.line == 1 and "2 arguments" in hazard.message
+    assert script.source[hazard.span.start : hazard.span.end] == b"+x.cfg={a:1,b:2}"

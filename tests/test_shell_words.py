@@ -110,6 +110,10 @@ CASES = [
     ("x=; [ -z \"$x\" ] && y=empty || y=full", "$y"),
     ("for i in 1 2 3; do last=$i; done", "$last"),
     ("set -- p q r; shift", '"$@" $#'),
+    ("", "x={a:1,b:2} +k.{x,y}=1 a{b,c{d,e}}f"),
+    ("", "'{a,b}' \\{a,b\\} ${X:-{a,b}} {a} {} \"{1..2}\" $'{1,2}'"),
+    ("", "x{1..3} {05..10..2} {e..a} {a..c}{1..2}"),
+    ("V=z", "{$V,'q r',\"s\"}-post"),  # (`{$V,x}post` would make bash read $Vpost: not modelled)
 ]
 
 

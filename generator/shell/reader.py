@@ -9,7 +9,9 @@ from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import has_unquoted_glob, text_hazards
+from generator.shell.model import as_text
 from generator.shell.walker import MAX_SOURCE_BYTES, Evaluator, line_starts_of
+from generator.shell.words import brace_words
 
 MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
 
@@ -87,7 +89,17 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
             continue
         script.invocations.append(inv)
         hazards.extend(override_hazards(inv, ev.assigned_names))
+        braced: set[int] = set()
         for ov in inv.overrides:
+            if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
+                    and brace_words(src, ov.word.start, ov.word.end) is not None):
+                braced.add(ov.word.start)
+                parts = [o.text for o in inv.overrides if o.word.start == ov.word.start]
+                word_text = as_text(src[ov.word.start : ov.word.end])
+                hazards.append(Hazard(
+                    "brace-expansion", ov.word.line,
+                    f"bash's brace expansion splits `{word_text[:60]}` into {len(parts)} arguments "
+                    f"({' '.join(parts)[:80]}); quote the value to pass it whole", ov.word))
             if (rec.path == path) and "[" in src[ov.word.start : ov.word.end] and has_unquoted_glob(src, ov.word.start, ov.word.end):
                 hazards.append(Hazard(
                     "unquoted-glob", ov.word.line,
