@@ -70,6 +70,7 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     (["--model", "qwen2-7b", "--gpus", "8", "--launcher", "k8s"], "unknown launcher"),
     (["--model", "qwen2-7b", "--gpus", "8", "--verl-version", "banana"], "not a verl version"),
     (["--model", "qwen2-7b"], "give --model and --gpus"),
+    (["some-recipe", "--from", "x.sh"], "not both"),
     (["--model", "qwen2-7b", "--gpus", "8", "-o", "/nonexistent-dir/run.sh"], "does not exist"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:

@@ -154,6 +154,8 @@ def register(app: typer.Typer) -> None:
                            train_files=_files(train_files), val_files=_files(val_files), prompt_len=prompt_len,
                            response_len=response_len, n=n, train_batch_size=train_batch_size,
                            project_name=project_name, experiment_name=experiment_name)
+            if legacy is not None and name is not None:
+                raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
             if legacy is not None:
                 from generator.render.legacy import spec_from_script
                 from generator.render.recipe import DEFAULT_VERSION
