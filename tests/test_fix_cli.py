@@ -148,3 +148,28 @@ def test_exit_1_when_errors_remain_and_0_when_clean(tmp_path):
     errors = [f for f in _findings(path) if f.severity == "error"]
     result = _gen("fix", "--verl-version", VERSION, str(path))
     assert result.exit_code == (1 if errors else 0)
+
+
+def test_backslash_space_before_a_comment_moves_the_comment(tmp_path):
+    path = tmp_path / "pf.sh"
+    path.write_text(
+        "set -x\n\n"
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "    algorithm.use_pf_ppo=True \\\n"
+        "    algorithm.pf_ppo.reweight_method=pow \\  # pow, max_min or max_random\n"
+        "    algorithm.pf_ppo.weight_pow=2.0 \\\n"
+        "    trainer.nnodes=1\n")
+    _gen("fix", "--write", "--verl-version", VERSION, "--select", "VS", str(path))
+    assert path.read_text() == (
+        "set -x\n\n"
+        "# pow, max_min or max_random\n"
+        "python3 -m verl.trainer.main_ppo \\\n"
+        "    algorithm.use_pf_ppo=True \\\n"
+        "    algorithm.pf_ppo.reweight_method=pow \\\n"
+        "    algorithm.pf_ppo.weight_pow=2.0 \\\n"
+        "    trainer.nnodes=1\n")
+    from generator.fix.engine import default_reader
+
+    script = default_reader()(path.read_bytes(), str(path))
+    assert [o.key for o in script.invocations[0].overrides][-1] == "trainer.nnodes"
+    assert not script.hazards

@@ -30,18 +30,18 @@ def _bash_n(path: Path) -> bool:
 
 
 def _allowed_lines(script, results) -> set[int]:
-    """Lines of the original a fix may touch: each fixable finding's line, the lines where the
-    values its key edits change are defined, and the lines of its text edits."""
+    """Lines of the original a fix may touch: each finding's line, and for fixes the lines where
+    the values its key edits change are defined and the lines of its text edits."""
     from generator.fix.place import setting_override
     from generator.rules.core import KeyEdit
 
     allowed: set[int] = set()
     for invocation, config, findings in results:
         for finding in findings:
-            if finding.fix is None:
-                continue
             if finding.line:
                 allowed.add(finding.line)
+            if finding.fix is None:
+                continue
             for edit in finding.fix.edits:
                 if isinstance(edit, KeyEdit):
                     override = setting_override(edit.key, invocation, config)

@@ -8,11 +8,13 @@ the next round (ruff's strategy). A round that would make the script unparseable
 
 from __future__ import annotations
 
+import dataclasses
 from dataclasses import dataclass, field
 from typing import Callable, Iterable, Sequence
 
 from generator.config.types import Config
 from generator.fix.edits import apply_edits, select_compatible
+from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.rules.core import Finding
@@ -104,9 +106,18 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     not_applied: dict[tuple[str, int | None], NotApplied] = {}
     for round_number in range(1, max_rounds + 1):
         candidates: list[tuple[Finding, Placement]] = []
+        hazard_lines_claimed: set[int] = set()
         for invocation, config, findings in results:
             for finding in findings:
-                if finding.fix is None or not _wanted(finding, select, ignore):
+                if not _wanted(finding, select, ignore):
+                    continue
+                if finding.fix is None and invocation is None and finding.line not in hazard_lines_claimed:
+                    # A shell hazard reported without a repair: see if the text can be mended.
+                    structural = fallback_fix(script, finding.line)
+                    if structural is not None:
+                        hazard_lines_claimed.add(finding.line)
+                        finding = dataclasses.replace(finding, fix=structural)
+                if finding.fix is None:
                     continue
                 placement = place_fix(finding.fix, script, invocation, config)
                 if placement.reason is not None:
