@@ -12,7 +12,6 @@ from __future__ import annotations
 import os
 import re
 from bisect import bisect_right
-from collections.abc import Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -478,17 +477,13 @@ class Evaluator:
             self._set(name, Var(unknown=old.unknown, label=old.label, exported=export))
             return
         group = def_group(name, pieces, va, end, "", fx.path)
-        if any(p.unknown for p in pieces) and len(pieces) == 1 and not self._is_value_literal(pieces):
+        if len(pieces) == 1 and pieces[0].unknown:
             # X=$(cmd) or X=$UNSET: the variable is unknown; its definition is still editable
             p = pieces[0]
             self._set(name, Var(unknown=p.unknown, label=p.text[2:-1], exported=export,
                                 group=Group(name, p.text, va, end, "", fx.path)))
             return
         self._set(name, Var(pieces=pieces, group=group, exported=export))
-
-    @staticmethod
-    def _is_value_literal(pieces: list[Piece]) -> bool:
-        return all(not p.unknown for p in pieces)
 
     def _expand_assign_value(self, a: int, b: int) -> list[Piece]:
         fx = self.fx
@@ -934,7 +929,6 @@ class Evaluator:
         assert fx is not None
         value_node = node.child_by_field_name("value")
         subject = self._operand(value_node) if value_node is not None else None
-        clauses: list[tuple[list[Any], list[Any], str]] = []
         base = self.state
         outcomes: list[State] = []
         undecided = False
@@ -985,7 +979,6 @@ class Evaluator:
             self.state = _merge(outcomes, "case")
         else:
             self.state = base
-        del clauses
 
     def _s_for_statement(self, node: Any, flow: Flow) -> None:
         fx = self.fx
@@ -997,7 +990,7 @@ class Evaluator:
         items: list[Field] = []
         known = True
         if value_nodes:
-            for vn in _merged_nodes(value_nodes):
+            for vn in _merged_ranges(value_nodes):
                 try:
                     fs = fx.expander.fields(vn[0], vn[1])
                 except WordError:
@@ -1033,14 +1026,6 @@ class Evaluator:
         if st.args_label is not None:
             return [Field([Piece(unknown_marker("$@"), unknown=f"the arguments of {st.args_label}")], 0, 0, None)]
         return [Field(list(arg), 0, 0, None) for arg in st.args]
-
-    def _loop_once(self, node: Any, flow: Flow, label: str) -> None:
-        base = self.state
-        self.state = base.copy()
-        for child in node.children:
-            if child.type in ("do_group", "compound_statement") or child.is_named and child.type not in ("comment",):
-                self.walk(child, flow.with_("loop", label))
-        self.state = _merge([self.state, base], label)
 
     def _s_while_statement(self, node: Any, flow: Flow) -> None:
         cond = node.child_by_field_name("condition")
@@ -1344,10 +1329,6 @@ def _with_escaped_spaces(src: str, ranges: list[tuple[int, int, str]]) -> list[t
     return out
 
 
-def _merged_nodes(nodes: list[Any]) -> list[tuple[int, int, str]]:
-    return _merged_ranges(nodes)
-
-
 def _merge(states: list[State], label: str) -> State:
     """Join the states at the end of alternative branches: a variable that differs between
     them becomes unknown (one of several values)."""
@@ -1398,8 +1379,3 @@ def _describe(v: Var | None) -> str:
         return "(" + " ".join(as_text(pieces_text(e.pieces)) for e in v.elems)[:40] + ")"
     text = as_text(pieces_text(v.pieces or []))
     return repr(text if len(text) <= 40 else text[:39] + "…")
-
-
-def iter_fields(records: list[CommandRecord]) -> Iterator[Field]:  # pragma: no cover - debug aid
-    for rec in records:
-        yield from rec.fields
