@@ -520,3 +520,16 @@ def test_brace_expansion_hazard() -> None:
     (hazard,) = [h for h in script.hazards if h.kind == "brace-expansion"]
     assert hazard.line == 1 and "2 arguments" in hazard.message
     assert script.source[hazard.span.start : hazard.span.end] == b"+x.cfg={a:1,b:2}"
+
+
+def test_source_relative_to_the_script_directory(tmp_path: Path) -> None:
+    (tmp_path / "common.sh").write_text("TP=4\n")
+    (tmp_path / "sub").mkdir()
+    script = tmp_path / "run.sh"
+    script.write_text('SCRIPT_DIR=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)\nsource "$SCRIPT_DIR/common.sh"\n'
+                      f"cd sub\npython3 -m {MAIN} tp=$TP\n")
+    assert ov(only(read_file(script)), "tp").value == "4"
+    script.write_text(f'source "$(dirname "$0")/common.sh"\npython3 -m {MAIN} tp=$TP\n')
+    assert ov(only(read_file(script)), "tp").value == "4"
+    script.write_text(f"cd sub\nsource ../common.sh\npython3 -m {MAIN} tp=$TP\n")
+    assert ov(only(read_file(script)), "tp").value == "4"

@@ -46,6 +46,8 @@ _TOKEN_SPLIT = re.compile(r"[\s;(&|`]+")
 _NAME_EQ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
+# The unknown marker of `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like.
+_SCRIPT_DIR = re.compile(r"<\?cmd:(?:cd_)?\W*(?:\$\()?dirname_\W*\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)\W*(?:_&&_pwd)?(?:_-P)?>")
 _MAX_CALL_DEPTH = 8
 _MAX_LOOP_ITEMS = 16
 _ENV_LIKE = {"HOME", "PWD", "USER", "PATH"}
@@ -1228,10 +1230,14 @@ class Evaluator:
         fx = self.fx
         assert fx is not None
         label = f"`source {as_text(target.text)}`"
-        if target.unknowns or self.base_dir is None or self.state.cwd is None:
+        rel = as_text(target.text)
+        script_dir = _SCRIPT_DIR.match(rel)
+        if script_dir and self.base_dir is not None and not has_unknown(target.pieces[1:]):
+            # `source "$(dirname "$0")/common.sh"`: relative to the script's own directory
+            rel = os.path.join(self.base_dir, rel[script_dir.end():].lstrip("/"))
+        elif target.unknowns or self.base_dir is None or self.state.cwd is None:
             self.state.unknown_sources.append(label + " (path not known statically)")
             return
-        rel = as_text(target.text)
         path = rel if os.path.isabs(rel) else os.path.normpath(os.path.join(self.base_dir, self.state.cwd or "", rel))
         if path in self._sourcing or len(self._sourcing) > 4:
             return
