@@ -47,6 +47,9 @@ def main(argv: list[str] | None = None) -> int:
             count += 1
             for problem in run_one(data, workdir):
                 kind = problem.split(":", 2)[0] + ":" + problem.split(":", 2)[1][:80] if ":" in problem else problem
+                if kind not in failures:
+                    print(f"  new failure at input {count}: {problem[:300]}\n    input: {data[:300]!r}",
+                          file=sys.stderr, flush=True)
                 if kind not in failures or len(data) < len(failures[kind]):
                     failures[kind] = data
             if count % 1000 == 0:

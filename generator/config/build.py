@@ -403,7 +403,7 @@ def apply_overrides(
                 detail = f"{key}={value} is not accepted from verl {change.since}: {change.note}"
                 config.key_issues.append(KeyIssue(override, "bad-value", detail, str(change.new_value)))
         # A removed key added with + or ++ is accepted by Hydra but ignored by verl.
-        if op in ("+", "++") and not (set(written) & set(defaults)):
+        if op in ("+", "++") and not (set(written) & set(defaults)) and not _under_open_mapping(key):
             issue = _migration_issue(override, key, version)
             if issue is not None and issue.kind in ("renamed", "removed"):
                 config.key_issues.append(issue)
@@ -431,6 +431,12 @@ def apply_overrides(
     config.unknown = unknown
     config.backend = _backend(config_name, flat.values)
     return config
+
+
+def _under_open_mapping(key: str) -> bool:
+    """Keys below free-form mappings (engine kwargs, Megatron overrides) are passed through to
+    another library, so a key verl's YAML dropped may still work there."""
+    return any(part in OPEN_MAPPINGS for part in key.split(".")[:-1])
 
 
 def _flatten_value(value: dict[str, Any], prefix: str) -> list[tuple[str, Any]]:
@@ -626,7 +632,7 @@ def overrides_from_dict(values: dict[str, Any], *, version: str, config_name: st
         if not flat.exists(key):
             blocked = flat.blocking_leaf(key)
             parent = key.rpartition(".")[0]
-            open_parent = any(part in OPEN_MAPPINGS for part in parent.split("."))
+            open_parent = _under_open_mapping(key)
             if blocked is not None and defaults.get(blocked) in (None, {}):
                 op = "+"
             elif open_parent:

@@ -202,11 +202,14 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
             in_window = parse(from_version) < parse(move.since) <= parse(to_version)
             if not gone and not (move.backend and in_window):
                 continue
+            # `since`: the first packaged schema without the key (HEAD-like ids included);
+            # the table's release when the key stays but changed meaning (backend moves).
+            since = _first_missing(key, from_version, to_version) if gone else move.since
             if target is not None and target in new_keys:
-                out.append(Rename(key, target, move.since, move.note, move.backend))
+                out.append(Rename(key, target, since, move.note, move.backend))
                 continue
             if move.new is None:
-                out.append(Rename(key, None, move.since, move.note or f"removed in verl {move.since}", move.backend))
+                out.append(Rename(key, None, since, move.note or f"removed in verl {since}", move.backend))
                 continue
             if not gone:
                 continue
