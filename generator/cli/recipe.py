@@ -166,6 +166,8 @@ def register(app: typer.Typer) -> None:
                           f"--verl-version {spec.version}"
             elif name is not None:
                 spec = _from_library(name, model=model, **options)
+                command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
+                                   + ([f"--launcher {launcher}"] if launcher != "local" else []))
             else:
                 if model is None or gpus is None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
