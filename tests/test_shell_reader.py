@@ -533,3 +533,13 @@ def test_source_relative_to_the_script_directory(tmp_path: Path) -> None:
     assert ov(only(read_file(script)), "tp").value == "4"
     script.write_text(f"cd sub\nsource ../common.sh\npython3 -m {MAIN} tp=$TP\n")
     assert ov(only(read_file(script)), "tp").value == "4"
+
+
+@pytest.mark.parametrize(
+    ("src", "line", "what"),
+    [("if true; then\n echo hi\n", 2, "missing `fi`"), ("echo $(date\n", 1, "missing `)`"),
+     (f"python3 -m {MAIN} a=1\nif [[ ; then ( fi\n", 2, "`if [[ ; then ( fi`")],
+)
+def test_parse_error_lines(src: str, line: int, what: str) -> None:
+    (hazard,) = [h for h in read_script(src).hazards if h.kind == "parse-error"]
+    assert hazard.line == line and what in hazard.message

@@ -102,17 +102,21 @@ def test_bad_files_error_per_file_and_exit_2(tmp_path: Path, fixtures_dir: Path)
 def test_real_command_line_no_traceback(tmp_path: Path, fixtures_dir: Path) -> None:
     binary = tmp_path / "b.sh"
     binary.write_bytes(b"\0")
+    broken = tmp_path / "broken.sh"
+    broken.write_text("python3 -m verl.trainer.main_ppo a.b=1\nif [[ ; then ( fi\n")
     env = dict(os.environ, NO_COLOR="1")
     proc = subprocess.run([sys.executable, "-m", "generator", "show", str(tmp_path / "nope.sh"), str(binary),
-                           shell_fixture(fixtures_dir, "trailing_backslash.sh")],
+                           shell_fixture(fixtures_dir, "trailing_backslash.sh"), str(broken)],
                           capture_output=True, text=True, env=env, timeout=60, check=False)
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
         f"gen show: {tmp_path / 'nope.sh'}: no such file",
         f"gen show: {binary}: binary file (contains NUL bytes), not a shell script",
+        f"gen show: {broken}: bash syntax error at line 2 (the rest was read)",
     ]
     assert "trainer.nnodes=1" in proc.stdout
+    assert "a.b=1" in proc.stdout  # the readable part of the broken file is still shown
 
 
 @pytest.mark.parametrize("args", [["--format", "xml"], ["--env", "NOEQUALS"], ["--env", "1X=2"]])

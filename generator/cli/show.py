@@ -1,8 +1,9 @@
 """`gen show FILE…`: what bash would hand each trainer call of a launch script, with where
 every value was written; `gen show NAME` shows a packaged recipe when NAME is not a file.
 
-Exit codes: 0 every file was read; 2 a file could not be read (the others are still shown)
-or the recipe name is unknown.
+Exit codes: 0 every file was read; 2 a file could not be read or has a bash syntax error
+(the others, and the readable rest of a broken file, are still shown) or the recipe name
+is unknown.
 """
 
 from __future__ import annotations
@@ -188,6 +189,12 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     err_stream = err_stream or sys.stderr
     files = collect(paths, dict(env or {}), list(args or []))
     failed = [f for f in files if f["error"]]
+    # Broken bash is read around the broken region, but the reading is incomplete: say so
+    # in one line and exit 2 like any other bad input.
+    broken = [(f, h) for f in files if not f["error"] for h in f["hazards"][:] if h["kind"] == "parse-error"]
+    first_broken = {}
+    for f, h in broken:
+        first_broken.setdefault(f["path"], h)
     if output_format == "json":
         stream.write(json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n")
     elif output_format == "yaml":
@@ -201,7 +208,9 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     if output_format == "text":
         for f in failed:
             err_stream.write(f"gen show: {f['path']}: {f['error']}\n")
-    return EXIT_BAD_INPUT if failed else EXIT_OK
+        for path, h in first_broken.items():
+            err_stream.write(f"gen show: {path}: bash syntax error at line {h['line']} (the rest was read)\n")
+    return EXIT_BAD_INPUT if (failed or first_broken) else EXIT_OK
 
 
 def _is_recipe_name(target: str) -> bool:

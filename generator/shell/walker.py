@@ -170,14 +170,18 @@ class Evaluator:
                 parent = n.parent
                 if parent is not None and parent.type in ("expansion", "string", "concatenation"):
                     continue
-                if n.start_byte >= len(fx.src):
-                    continue
-                line = fx.line_of(n.start_byte)
-                snippet = _squash(fx.src[n.start_byte : min(n.end_byte, n.start_byte + 40)], 40)
-                what = "missing syntax" if n.is_missing else f"`{as_text(snippet)}`"
+                # Complete statements that tree-sitter wrapped into the ERROR are fine: the
+                # trouble starts at the first child that is not one.
+                bad = next((c for c in n.children if not (c.is_named and not c.has_error)), None)
+                start = bad.start_byte if bad is not None else n.start_byte
+                start = min(start, max(len(fx.src) - 3, 0))  # not in the padding we appended
+                line = fx.line_of(start)
+                snippet = _squash(fx.src[start : min(n.end_byte, start + 40)], 40)
+                what = (f"missing `{n.type}`" if n.is_missing else
+                        f"`{as_text(snippet)}`" if snippet else "unexpected end of file")
                 self.hazards.append(Hazard("parse-error", line,
                                            f"bash syntax the reader cannot parse at line {line}: {what}",
-                                           fx.span(n.start_byte, max(n.end_byte, n.start_byte))))
+                                           fx.span(start, min(max(n.end_byte, start), len(fx.src) - 2))))
                 continue
             if n.has_error:
                 stack.extend(n.children)
