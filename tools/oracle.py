@@ -216,12 +216,14 @@ def model_dir_for(root: Path, model_path: str | None) -> Path:
 class Worker:
     """One oracle_worker.py process inside the verl venv; verl is imported once."""
 
-    def __init__(self, venv: Path, model_dirs: list[Path], log_path: Path, timeout: float = 180.0):
+    def __init__(self, venv: Path, model_dirs: list[Path], log_path: Path, timeout: float = 180.0,
+                 env: dict[str, str] | None = None):
         self.venv, self.model_dirs, self.log_path, self.timeout = venv, model_dirs, log_path, timeout
+        self.extra_env = env or {}
         self.proc: subprocess.Popen[str] | None = None
 
     def start(self) -> None:
-        env = {**os.environ, **OFFLINE_ENV}
+        env = {**os.environ, **OFFLINE_ENV, **self.extra_env}
         env.pop("PYTHONPATH", None)  # the venv must not see verl-gen's environment
         self._log = open(self.log_path, "a")
         self.proc = subprocess.Popen(
@@ -486,6 +488,13 @@ BASES: dict[str, tuple[str, list[str]]] = {
         f"{A}use_dynamic_bsz=False", "actor_rollout_ref.model.use_remove_padding=True",
         f"{R}name=vllm", f"{R}n=8", f"{R}log_prob_micro_batch_size_per_gpu=16",
         f"{REF}log_prob_micro_batch_size_per_gpu=16", "trainer.n_gpus_per_node=8", "trainer.nnodes=1"]),
+    "fsdp-ppo-critic": ("ppo_trainer", [
+        "algorithm.adv_estimator=gae", "data.train_batch_size=256", "actor_rollout_ref.model.path=Qwen/Qwen2.5-0.5B",
+        f"{A}ppo_mini_batch_size=64", f"{A}ppo_micro_batch_size_per_gpu=4", f"{A}use_kl_loss=False",
+        "actor_rollout_ref.model.use_remove_padding=True", f"{R}name=vllm", f"{R}n=1",
+        f"{R}log_prob_micro_batch_size_per_gpu=8", "critic.ppo_mini_batch_size=64",
+        "critic.ppo_micro_batch_size_per_gpu=4", "critic.model.use_remove_padding=True",
+        "trainer.n_gpus_per_node=4", "trainer.nnodes=1"]),
 }
 
 _BATCHES = [1, 2, 3, 4, 5, 6, 8, 12, 16, 24, 30, 32, 48, 60, 64, 96, 100, 120, 128, 192, 256, 320,
@@ -505,7 +514,7 @@ def _mutations_for(base: str) -> list[tuple[str, Any]]:
     """(name, weight, function rng -> list of override strings) for one base. Changes that
     verl always rejects (both micro keys set) weigh less, so accepted configs stay common."""
     megatron = base.startswith("megatron")
-    critic = base == "megatron-ppo-critic"
+    critic = base.endswith("critic")
     out: list[tuple[str, Any]] = [
         ("train batch", 3, lambda r: [f"data.train_batch_size={_batch(r)}"]),
         ("mini batch", 3, lambda r: [f"{A}ppo_mini_batch_size={_batch(r)}"]),
@@ -528,9 +537,19 @@ def _mutations_for(base: str) -> list[tuple[str, Any]]:
             [f"{REF}log_prob_micro_batch_size={_micro(r) * 8}"],
             [f"{REF}log_prob_micro_batch_size_per_gpu=null", f"{REF}log_prob_micro_batch_size={_micro(r) * 8}"]])),
         ("kl loss", 1, lambda r: [f"{A}use_kl_loss={r.choice(['True', 'False'])}"]),
+        # config-load checks beyond batch sizes, less often
+        ("loss agg mode", 0.3, lambda r: [f"{A}loss_agg_mode=" + r.choice(
+            ["token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm", "seq-mean"])]),
+        ("validation sampling", 0.3, lambda r: [f"{R}val_kwargs.do_sample={r.choice(['True', 'False'])}",
+                                                f"{R}temperature={r.choice([0, 0.0, 0.6, 1.0])}"]),
+        ("lora rank", 0.3, lambda r: [f"actor_rollout_ref.model.lora_rank={r.choice([0, 8, 512, 513, 1024])}"]),
+        ("rollout mode", 0.2, lambda r: [f"{R}mode={r.choice(['async', 'sync'])}"]),
+        ("rollout pp/ep", 0.2, lambda r: r.choice([[f"{R}pipeline_model_parallel_size={r.choice([1, 2])}"],
+                                                   [f"{R}expert_parallel_size={r.choice([1, 2, 4])}"]])),
     ]
     if megatron:
         out += [
+            ("megatron dtype", 0.3, lambda r: [f"{A}megatron.dtype={r.choice(['bfloat16', 'float16', 'float32'])}"]),
             ("tp", 2, lambda r: [f"{A}megatron.tensor_model_parallel_size={r.choice([1, 2, 3, 4, 8])}"]),
             ("pp", 2, lambda r: [f"{A}megatron.pipeline_model_parallel_size={r.choice([1, 2, 3, 4])}"]),
             ("cp", 1, lambda r: [f"{A}megatron.context_parallel_size={r.choice([1, 2, 4])}"]),
@@ -549,6 +568,12 @@ def _mutations_for(base: str) -> list[tuple[str, Any]]:
                 [f"critic.ppo_micro_batch_size_per_gpu=null"],
                 [f"critic.ppo_micro_batch_size_per_gpu=null", f"critic.ppo_micro_batch_size={_micro(r) * 8}"]])),
             ("critic dynamic bsz", 1, lambda r: [f"critic.use_dynamic_bsz={r.choice(['True', 'False'])}"]),
+        ]
+    if critic and not megatron:
+        out += [
+            ("critic ulysses sp", 1, lambda r: [f"critic.ulysses_sequence_parallel_size={r.choice([1, 2, 4])}"]),
+            ("critic remove padding", 0.5,
+             lambda r: [f"critic.model.use_remove_padding={r.choice(['True', 'False'])}"]),
         ]
     return out
 
