@@ -9,11 +9,12 @@ Values that depend on something unknown are never edited: the reason is returned
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.config.types import Config
-from generator.fix.edits import requote
+from generator.fix.edits import CannotQuote, requote
 from generator.fix.values import hydra_text
 from generator.launch import Invocation, LaunchScript, Override, Span
 from generator.rules.core import Applicability, Fix, KeyEdit, TextEdit
@@ -70,13 +71,60 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
             style = prov.quoting[3:]
             quote = style.lstrip("rRuUfFbB")
             replacement = py_requote(text, style[: len(style) - len(quote)], quote)
+        elif prov.quoting == '"' and _in_parameter_default(script.source, prov.span.start):
+            replacement = _requote_double_quoted_default(text)
+            if prov.source == "variable" and _unquoted_expansion(script, override):
+                requote(text, "", word_split=True)  # raises when splitting would break the value
         else:
-            replacement = requote(text, prov.quoting, word_split=prov.source == "string")
+            split = prov.source == "string" or (
+                prov.source == "variable" and _unquoted_expansion(script, override))
+            replacement = requote(text, prov.quoting, word_split=split)
     except ValueError as err:  # CannotQuote, or a raw string that cannot hold the text
         return None, f"{override.key} is not edited: {err}"
     if replacement == old_source:
         return None, None
     return TextEdit(prov.span.start, prov.span.end, replacement), None
+
+
+_DEFAULT_OPENER = re.compile(rb"\$\{[A-Za-z_][A-Za-z0-9_]*(:?[-=])$")
+
+
+def _in_parameter_default(source: bytes, offset: int) -> bool:
+    """The span starts right after `${NAME:-` (or `-`, `:=`, `=`): a default word."""
+    line_start = source.rfind(b"\n", 0, offset) + 1
+    return bool(_DEFAULT_OPENER.search(source[line_start:offset]))
+
+
+def _requote_double_quoted_default(text: str) -> str:
+    """Text for the default inside `"${NAME:-...}"`: there bash removes a backslash before
+    `"`, `\\`, `$`, a backtick and `}`, but a single quote cannot be written at all."""
+    if "'" in text:
+        raise CannotQuote(f"{text!r} has a single quote, which a double-quoted ${{NAME:-...}} default cannot hold")
+    return re.sub(r'([\\"$`}])', r"\\\1", text)
+
+
+def _unquoted_expansion(script: LaunchScript, override: Override) -> bool:
+    """The command-line word expands a variable outside double quotes (`key=$V`), so bash
+    word-splits and globs the variable's value."""
+    word = script.source[override.word.start:override.word.end].decode("utf-8", "replace")
+    _, eq, value = word.partition("=")
+    if not eq:
+        return False
+    quote = ""
+    escaped = False
+    for ch in value:
+        if escaped:
+            escaped = False
+        elif ch == "\\" and quote != "'":
+            escaped = True
+        elif quote:
+            if ch == quote:
+                quote = ""
+        elif ch in "'\"":
+            quote = ch
+        elif ch == "$":
+            return True
+    return False
 
 
 def _shared_uses(script: LaunchScript, span: Span, keys_to_values: dict[str, Any]) -> list[str]:
