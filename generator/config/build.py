@@ -25,6 +25,7 @@ from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Invocation, Override, Provenance, Span
 
 PPO_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
+PPO_ENTRY = "verl.trainer.main_ppo"
 # Keys under these mapping names are free-form in verl (passed through to Megatron, vLLM...):
 # a generated config adds unknown sub-keys with `+`.
 OPEN_MAPPINGS = (
@@ -215,19 +216,26 @@ def _select(flat: FlatConfig, resolver: Resolver, key: str) -> tuple[bool, Any]:
 
 
 def _suggest(key: str, flat: FlatConfig) -> str | None:
-    """A "did you mean": the closest existing key, preferring the same parent."""
+    """A "did you mean": the closest key under the same parent, else the one existing key with
+    a close leaf name (compared on leaf names only: matching whole dotted keys over ~900 keys
+    costs tens of ms)."""
     parent, _, leaf = key.rpartition(".")
     siblings = [k for k in flat.values if k.rpartition(".")[0] == parent]
     siblings += [n for n in flat.nodes if n.rpartition(".")[0] == parent]
     match = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
     if match:
         return match[0]
-    same_leaf = [k for k in flat.values if k.rpartition(".")[2] == leaf]
-    if len(same_leaf) == 1:
-        return same_leaf[0]
-    pool = list(flat.values)
-    match = difflib.get_close_matches(key, pool, n=1, cutoff=0.8)
-    return match[0] if match else None
+    by_leaf: dict[str, list[str]] = {}
+    for existing in flat.values:
+        by_leaf.setdefault(existing.rpartition(".")[2], []).append(existing)
+    for name in difflib.get_close_matches(leaf, list(by_leaf), n=3, cutoff=0.85):
+        holders = by_leaf[name]
+        if len(holders) == 1:
+            return holders[0]
+        same_top = [h for h in holders if h.split(".")[0] == key.split(".")[0]]
+        if len(same_top) == 1:
+            return same_top[0]
+    return None
 
 
 def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | None:
@@ -313,8 +321,12 @@ def apply_overrides(
     nodes: Iterable[str] | None = None,
     entry: str = "verl.trainer.main_ppo",
     passes_args: bool = False,
+    strict: bool = True,
 ) -> Config:
-    """Compose `defaults` (flat) with `overrides` in order; resolve interpolations."""
+    """Compose `defaults` (flat) with `overrides` in order; resolve interpolations.
+
+    strict=False: `defaults` only stand in for a config we could not read, so a key they lack
+    is set without an issue (and `~` on it is ignored); the rest of the checks still apply."""
     flat = FlatConfig(dict(defaults), nodes if nodes is not None else _nodes_of(defaults))
     config = Config(version=version, schema=config_name, entry=entry, passes_args=passes_args)
     unknown: dict[str, str] = {}
@@ -322,6 +334,7 @@ def apply_overrides(
 
     from generator.schema.migrations import bad_value
 
+    unchecked = 0
     for override in overrides:
         key, op, value, stored, error, value_known = _parse(override)
         if error is not None:
@@ -336,6 +349,9 @@ def apply_overrides(
 
         if op == "~":
             known, current = _select(flat, resolver, key)
+            if not strict and not flat.exists(key):
+                unchecked += 1
+                continue
             if known and current is None:
                 config.key_issues.append(KeyIssue(override, "delete-missing", f"'{key}' does not exist (or is null)"))
                 continue
@@ -358,6 +374,9 @@ def apply_overrides(
 
         if op == "=":
             problem = _change_problem(flat, key, value)
+            if problem is not None and not strict and problem.startswith("missing"):
+                unchecked += 1
+                problem = None
             if problem is not None:
                 issue = None
                 if problem.startswith("missing"):
@@ -403,11 +422,13 @@ def apply_overrides(
                 detail = f"{key}={value} is not accepted from verl {change.since}: {change.note}"
                 config.key_issues.append(KeyIssue(override, "bad-value", detail, str(change.new_value)))
         # A removed key added with + or ++ is accepted by Hydra but ignored by verl.
-        if op in ("+", "++") and not (set(written) & set(defaults)) and not _under_open_mapping(key):
+        if strict and op in ("+", "++") and not (set(written) & set(defaults)) and not _under_open_mapping(key):
             issue = _migration_issue(override, key, version)
             if issue is not None and issue.kind in ("renamed", "removed"):
                 config.key_issues.append(issue)
 
+    if unchecked:
+        config.notes.append(f"{unchecked} override(s) name keys the stand-in defaults lack; not checked")
     # Resolve interpolations over the final config.
     resolver.invalidate()
     resolved: dict[str, Any] = {}
@@ -551,11 +572,20 @@ def build_config(
     version: str,
     script_dir: str | None = None,
     config_root: str | None = None,
+    entry_config: tuple[str | None, str | None] | None = None,
 ) -> Config:
     """The effective config of one trainer call under verl `version` (a schema id).
 
-    `config_root` is an extra base for relative or `<?PWD>/...` config paths (e.g. the root
-    of the repository the script lives in)."""
+    script_dir:   the script's directory; relative and `<?PWD>/...` `--config-path`s are looked
+                  up from it and its ancestors
+    config_root:  one more base for those paths (e.g. the repository root)
+    entry_config: (config dir, config name) from the entry module's `@hydra.main`, when the
+                  caller found it (generator.pylaunch.entry_config); used when the call gives
+                  no `--config-path` / `--config-name`
+
+    When the call's config cannot be found, the PPO defaults stand in and keys they lack are
+    not reported (the real config may define them); `Config.notes` says so.
+    """
     from generator.schema import load
     from generator.schema.compose import ComposeError
 
@@ -564,31 +594,42 @@ def build_config(
     raw_name = invocation.config_name
     if raw_name and UNKNOWN_OPEN in raw_name:
         notes.append(f"--config-name {raw_name} is unknown; checked against the PPO defaults")
-        raw_name = None
-    name = _strip_yaml(raw_name) if raw_name else None
+        raw_name = "?"
+    entry_dir, entry_name = entry_config if entry_config else (None, None)
+    if raw_name is None:
+        raw_name = entry_name
+    if raw_name is None and invocation.entry == PPO_ENTRY:
+        raw_name = "ppo_trainer"
+    name = _strip_yaml(raw_name) if raw_name and raw_name != "?" else None
+
     defaults: dict[str, Any] | None = None
     nodes = None
     schema_name = name or "ppo_trainer"
-    if name is None or name in PPO_CONFIGS:
-        schema_name = name or ("ppo_trainer" if invocation.entry == "verl.trainer.main_ppo" else "ppo_trainer")
-        if name is None and invocation.entry != "verl.trainer.main_ppo":
-            notes.append(f"{invocation.entry}: its own default config is not known; checked against ppo_trainer")
-        if schema_name in schema.configs:
-            defaults = schema.configs[schema_name]
-            nodes = schema.nodes(schema_name)
-    else:
+    strict = True
+    if name in PPO_CONFIGS and name in schema.configs:
+        defaults = schema.configs[name]
+        nodes = schema.nodes(name)
+    elif name is not None:
         directory = _find_config_dir(invocation, name, script_dir, config_root)
+        if directory is None and invocation.config_path is None and entry_dir:
+            candidate = Path(entry_dir)
+            if (candidate / f"{name}.yaml").is_file():
+                directory = candidate
         if directory is not None:
             try:
                 defaults, _base = _compose_recipe(directory, name, version)
             except (ComposeError, OSError, ValueError) as err:
-                notes.append(f"config {name}: {' '.join(str(err).split())}; checked against the PPO defaults")
+                notes.append(f"config {name}: {' '.join(str(err).split())}")
         else:
-            notes.append(f"config {name} was not found next to the script; checked against the PPO defaults")
+            notes.append(f"config {name} was not found next to the script")
+    elif raw_name is None:
+        notes.append(f"{invocation.entry}: its default config is not known")
     if defaults is None:
+        strict = False
         fallback_name = "ppo_megatron_trainer" if name and "megatron" in name else "ppo_trainer"
         defaults = schema.configs[fallback_name]
         nodes = schema.nodes(fallback_name)
+        notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
     config = apply_overrides(
         defaults,
         list(invocation.overrides),
@@ -597,8 +638,9 @@ def build_config(
         nodes=nodes,
         entry=invocation.entry,
         passes_args=invocation.passes_args,
+        strict=strict,
     )
-    config.notes.extend(notes)
+    config.notes[:0] = notes
     return config
 
 
