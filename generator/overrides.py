@@ -212,6 +212,15 @@ def _quote(text: str) -> str:
     return qc + "".join(out) + qc
 
 
+def _dict_key(key: Any) -> str:
+    """Hydra dict keys cannot be quoted: only plain words (no ':') can be written."""
+    if isinstance(key, str) and key and ":" not in key:
+        ok, parsed = _fast_value(key)
+        if ok and parsed == key and isinstance(parsed, str):
+            return key
+    raise ValueError(f"cannot write {key!r} as a Hydra dict key (plain words only)")
+
+
 def format_value(value: Any) -> str:
     """Hydra override text for a Python value: `parse_override("k=" + format_value(v)).value == v`."""
     if value is None:
@@ -237,8 +246,7 @@ def format_value(value: Any) -> str:
     if isinstance(value, dict):
         parts = []
         for k, v in value.items():
-            key_text = format_value(k)
-            parts.append(f"{key_text}:{format_value(v)}")
+            parts.append(f"{_dict_key(k)}:{format_value(v)}")
         return "{" + ",".join(parts) + "}"
     raise TypeError(f"cannot write a {type(value).__name__} as a Hydra override value")
 

@@ -174,7 +174,13 @@ _leaf = st.one_of(
     st.floats(allow_nan=True, allow_infinity=True),
     st.text(alphabet="ab Z_-/.:'\"\\,=[]{}$ 019eE", max_size=8),
 )
-_values = st.recursive(_leaf, lambda inner: st.lists(inner, max_size=3), max_leaves=6)
+_dict_keys = st.text(alphabet="abz_-", min_size=1, max_size=5).filter(
+    lambda k: parse_override_fast("k=" + k) is not None and isinstance(parse_override_fast("k=" + k).value, str))
+_values = st.recursive(
+    _leaf,
+    lambda inner: st.one_of(st.lists(inner, max_size=3), st.dictionaries(_dict_keys, inner, max_size=3)),
+    max_leaves=6,
+)
 
 
 @settings(max_examples=800, deadline=None)
@@ -195,5 +201,8 @@ def test_format_value_examples() -> None:
     assert format_value("1") == "'1'"  # would otherwise become an int
     assert format_value(["console", "wandb"]) == "[console,wandb]"
     assert format_override("a.b", 2, "+") == "+a.b=2"
+    assert format_value({"a": 1, "b": [True, None]}) == "{a:1,b:[True,null]}"
     with pytest.raises(TypeError):
         format_value(object())
+    with pytest.raises(ValueError):
+        format_value({"a:b": 1})
