@@ -52,7 +52,7 @@ def register(app: typer.Typer) -> None:
         from generator.library.view import print_table
 
         headers, rows = list_rows(found)
-        print_table(headers, rows, stream=sys.stdout)
+        print_table(headers, rows, stream=sys.stdout, optional=("TAGS", "VERL", "MODEL"))
 
     @app.command("import")
     def import_command(

@@ -31,12 +31,21 @@ def list_rows(recipes: Sequence[Recipe]) -> tuple[list[str], list[list[str]]]:
     headers = ["NAME", "MODEL", "ALGO", "GPUS", "LAYOUT", "VERL", "TAGS"]
     rows = []
     for r in recipes:
-        tags = [t for t in r.tags if t != "verl-tested"]
+        # the name prefix already says verl-tested / planned
+        tags = [t for t in r.tags if t not in ("verl-tested", "planned")]
         rows.append([
-            r.name, r.model, r.algorithm, gpus_text(r), layout_text(r),
-            ",".join(r.verl_versions), ",".join(tags[:4]) + ("…" if len(tags) > 4 else ""),
+            r.name, r.model, r.algorithm, gpus_text(r), layout_text(r), versions_text(r.verl_versions),
+            ",".join(tags),
         ])
     return headers, rows
+
+
+def versions_text(versions: Sequence[str]) -> str:
+    """'0.6.0..0.7.0' for a run of releases, one release as is."""
+    from generator.versions import parse
+
+    ordered = sorted(versions, key=parse)
+    return ordered[0] if len(ordered) == 1 else f"{ordered[0]}..{ordered[-1]}"
 
 
 # --------------------------------------------------------------------------- gen show NAME

@@ -35,7 +35,9 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
 
 
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
-                stream: TextIO | None = None) -> None:
+                stream: TextIO | None = None, optional: Sequence[str] = ()) -> None:
+    """On a terminal narrower than the table, the `optional` columns are dropped (in the order
+    given) until it fits; a row is never folded over several lines."""
     stream = stream or sys.stdout
     console = _console(stream)
     if not console.is_terminal:
@@ -45,11 +47,19 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
         return
     from rich.table import Table
 
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    keep = list(range(len(headers)))
+    for name in optional:
+        if sum(widths[i] + 3 for i in keep) + 1 <= console.width:
+            break
+        if name in headers:
+            keep.remove(headers.index(name))
     table = Table(title=title, header_style="bold", title_justify="left")
-    for i, header in enumerate(headers):
-        table.add_column(header, style="cyan" if i == 0 else None, no_wrap=i == 0)
+    for i in keep:
+        table.add_column(headers[i], style="cyan" if i == 0 else None, no_wrap=True, overflow="ellipsis",
+                         min_width=min(widths[i], 12))
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(row[i] for i in keep))
     console.print(table)
 
 
