@@ -262,3 +262,15 @@ def test_show_recipe_on_a_terminal_and_with_no_color(monkeypatch):
     plain = runner.invoke(app, ["show", "verl-qwen2.5-0.5b-ppo-8gpu"]).stdout
     assert not COLOUR.search(plain)
     assert "TP2 PP2 VPP2 CP2" in re.sub(r"\x1b\[[0-9;]*m", "", plain)
+
+
+def test_list_on_a_narrow_terminal_drops_columns_not_rows(monkeypatch):
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    monkeypatch.setenv("COLUMNS", "80")
+    out = runner.invoke(app, ["list", "--gpus", "8", "--algo", "ppo"]).stdout
+    lines = [re.sub(r"\x1b\[[0-9;]*m", "", line) for line in out.splitlines()]
+    assert all(len(line) <= 80 for line in lines)
+    assert "TAGS" not in lines[1] and "LAYOUT" in lines[1]
+    body = [line for line in lines if line.startswith("│")]
+    assert len(body) == len(load_library().search(gpus=8, algo="ppo"))  # one line per recipe
