@@ -132,6 +132,7 @@ def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[
     if recipe.provenance:
         head.append(("source", recipe.provenance))
     head.append(("file", f"{recipe.path} ({recipe.origin})" if recipe.path else recipe.origin))
+    head.append(("render", f"gen recipe {recipe.name} -o run.sh   (--gpus N re-plans for another count)"))
     batch = [
         ("train_batch_size", f"{b['train_batch_size']} prompts"),
         ("ppo_mini_batch_size", f"{b['ppo_mini_batch_size']} prompts"),
