@@ -201,6 +201,13 @@ def test_nested_loops_are_bounded() -> None:
     assert {i.branch for i in script.invocations} == {"loop"}
 
 
+def test_passes_args_through_functions() -> None:
+    body = f'run() {{ python3 -m {MAIN} "$@"; }}\n'
+    assert not only(read_script(body + "run a.b=1\n")).passes_args
+    assert ov(only(read_script(body + "run a.b=1\n")), "a.b").value == "1"
+    assert only(read_script(body + 'run a.b=1 "$@"\n')).passes_args
+
+
 def test_functions_are_read_when_called() -> None:
     src = f"""
 run() {{

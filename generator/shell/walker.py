@@ -293,7 +293,8 @@ class Evaluator:
 
     def positional_pieces(self, a: int, b: int, dq: bool, offset: int, length: int | None,
                           star: bool = False) -> list[Piece]:
-        self.saw_args = True
+        if self.state.args_from_script:
+            self.saw_args = True
         path = self.fx.path if self.fx else None
         quote = '"' if dq else ""
         st = self.state
@@ -1154,7 +1155,7 @@ class Evaluator:
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:
-            self._call_function(name, fields, flow)
+            self._call_function(name, fields, flow, passes_args)
             return
         self.records.append(CommandRecord(
             fields=fields, env=env, span=fx.span(whole.start_byte, whole.end_byte), path=fx.path,
@@ -1272,15 +1273,16 @@ class Evaluator:
         finally:
             self._sourcing.pop()
 
-    def _call_function(self, name: str, fields: list[Field], flow: Flow) -> None:
+    def _call_function(self, name: str, fields: list[Field], flow: Flow, passes_args: bool) -> None:
         if flow.depth >= _MAX_CALL_DEPTH:
             return
         body, fx = self.state.functions[name]
         saved_args, saved_label, saved_fx = self.state.args, self.state.args_label, self.fx
         self.state.args = [list(f.pieces) for f in fields[1:]]
         self.state.args_label = None
-        saved_known = self.state.args_known
+        saved_known, saved_from_script = self.state.args_known, self.state.args_from_script
         self.state.args_known = True
+        self.state.args_from_script = passes_args  # `run "$@"` hands the script's arguments on
         self._local_frames.append({})
         self.fx = fx
         try:
@@ -1294,7 +1296,7 @@ class Evaluator:
                 else:
                     self.state.vars[var_name] = old
             self.state.args, self.state.args_label, self.fx = saved_args, saved_label, saved_fx
-            self.state.args_known = saved_known
+            self.state.args_known, self.state.args_from_script = saved_known, saved_from_script
 
 
 def _merged_ranges(nodes: list[Any]) -> list[tuple[int, int, str]]:
