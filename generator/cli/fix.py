@@ -47,12 +47,13 @@ def _err(message: str) -> None:
 
 
 def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
-            unsafe: bool, verl_version: str | None, env: dict[str, str]) -> int:
+            unsafe: bool, verl_version: str | None, env: dict[str, str],
+            args: list[str] | None = None) -> int:
     from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
     from generator.schema import resolve_version
 
     version, _how = resolve_version(verl_version)
-    read = default_reader(env or None)
+    read = default_reader(env or None, args or None)
     check = default_checker(version)
     status = EXIT_OK
     for path in paths:
@@ -90,13 +91,13 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
 
 
 def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
-                unsafe: bool, env: dict[str, str]) -> int:
+                unsafe: bool, env: dict[str, str], args: list[str] | None = None) -> int:
     from generator import schema
     from generator.fix.engine import default_reader
     from generator.fix.migrate import infer_from_version, migrate_source
 
     target, _ = schema.resolve_version(to_version)
-    read = default_reader(env or None)
+    read = default_reader(env or None, args or None)
     status = EXIT_OK
 
     def has(release: str, key: str, name: str) -> bool:
@@ -166,13 +167,14 @@ def register(app: typer.Typer) -> None:
         unsafe: bool = typer.Option(False, "--unsafe", help="Also apply fixes that change behaviour."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
+        arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
     ) -> None:
         """Repair findings with minimal edits where each value is defined; shows a diff unless --write."""
         try:
             if diff and write:
                 raise InputError("--diff and --write exclude each other")
             code = run_fix(files, write=write, select=_codes(select), ignore=_codes(ignore),
-                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env))
+                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg)
         except InputError as err:
             _err(f"error: {err}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
@@ -188,13 +190,14 @@ def register(app: typer.Typer) -> None:
         write: bool = typer.Option(False, "--write", help="Write the changes (atomically)."),
         unsafe: bool = typer.Option(False, "--unsafe", help="Also drop keys removed without replacement."),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
+        arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
     ) -> None:
         """Rename moved keys, replace removed values, and report (or with --unsafe drop) removed keys."""
         try:
             if diff and write:
                 raise InputError("--diff and --write exclude each other")
             code = run_migrate(files, to_version=to, from_version=from_, write=write, unsafe=unsafe,
-                               env=_parse_env(env))
+                               env=_parse_env(env), args=arg)
         except InputError as err:
             _err(f"error: {err}")
             raise typer.Exit(EXIT_BAD_INPUT) from None
