@@ -261,3 +261,19 @@ def test_migrate_rename_adjusts_the_op_to_the_target_schema(op, defaults, expect
                             renames=[Rename("old.key", "new.key", "0.5.0")], value_changes=[],
                             target_defaults=lambda name: defaults)
     assert expected + b" \\\n" in result.fixed and result.refused == []
+
+
+def test_knob_read_elsewhere_makes_the_fix_unsafe():
+    src = (b"MICRO=6\nLOGPROB=$((MICRO * 2))\n"
+           b"python3 -m m \\\n    actor.micro=$MICRO \\\n    a=1\n")
+    micro = _override(src, "actor.micro=$MICRO", "6", source="variable", value_at="6", variable="MICRO")
+    script = _script(src, [micro])
+    placement = place_fix(Fix("micro", (KeyEdit("actor.micro", 6, 4),)), script, script.invocations[0],
+                          _config([micro]))
+    assert placement.applicability == "unsafe" and "MICRO is also used on line 2" in placement.notes
+    alone = b"MICRO=6  # $MICRO in a comment does not count\npython3 -m m \\\n    actor.micro=$MICRO \\\n    a=1\n"
+    micro = _override(alone, "actor.micro=$MICRO", "6", source="variable", value_at="6", variable="MICRO")
+    script = _script(alone, [micro])
+    placement = place_fix(Fix("micro", (KeyEdit("actor.micro", 6, 4),)), script, script.invocations[0],
+                          _config([micro]))
+    assert placement.applicability == "safe", placement.notes

@@ -127,6 +127,37 @@ def _unquoted_expansion(script: LaunchScript, override: Override) -> bool:
     return False
 
 
+def _other_references(script: LaunchScript, override: Override, keys_to_values: dict[str, Any]) -> list[int]:
+    """Lines where the knob variable is read other than by the overrides this fix edits
+    (arithmetic, other assignments, other commands): changing it changes those too."""
+    variable = override.provenance.variable
+    span = override.provenance.span
+    if not variable or span is None:
+        return []
+    source = script.source
+    name = re.escape(variable.encode())
+    hits = [m.start() for m in re.finditer(rb"\$\{?#?" + name + rb"(?![A-Za-z0-9_])", source)]
+    for arith in re.finditer(rb"\(\((.*?)\)\)", source, re.S):
+        hits += [arith.start(1) + m.start() for m in re.finditer(rb"(?<![A-Za-z0-9_$])" + name + rb"(?![A-Za-z0-9_])",
+                                                                  arith.group(1))]
+    definition_line = (source.rfind(b"\n", 0, span.start) + 1, source.find(b"\n", span.end))
+    accounted = [
+        (o.word.start, o.word.end) for o in _all_overrides(script)
+        if o.provenance.span is not None and (o.provenance.span.start, o.provenance.span.end) == (span.start, span.end)
+        and o.key in keys_to_values
+    ]
+    lines = set()
+    for at in hits:
+        if definition_line[0] <= at <= (definition_line[1] if definition_line[1] >= 0 else len(source)):
+            continue
+        if any(start <= at < end for start, end in accounted):
+            continue
+        if source.rfind(b"#", source.rfind(b"\n", 0, at) + 1, at) >= 0:
+            continue  # inside a comment (rough: a '#' earlier on the line)
+        lines.add(script.line_of(at))
+    return sorted(lines)
+
+
 def _shared_uses(script: LaunchScript, span: Span, keys_to_values: dict[str, Any]) -> list[str]:
     """Keys (outside this fix) whose value is written at the same span: a shared knob."""
     others = []
@@ -224,10 +255,15 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
                 continue
             if override.provenance.source in ("variable", "string") and override.provenance.span is not None:
                 shared = _shared_uses(script, override.provenance.span, keys_to_values)
+                name = override.provenance.variable or "the variable"
                 if shared:
                     placement.applicability = "unsafe"
-                    name = override.provenance.variable or "the variable"
                     placement.notes.append(f"{name} also sets {', '.join(shared)}")
+                other_lines = _other_references(script, override, keys_to_values)
+                if other_lines:
+                    placement.applicability = "unsafe"
+                    where = ", ".join(str(n) for n in other_lines[:5])
+                    placement.notes.append(f"{name} is also used on line {where}")
             placement.edits.append(text_edit)
             continue
         if invocation is None:
