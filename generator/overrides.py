@@ -90,6 +90,42 @@ def _fast_value(value_text: str) -> tuple[bool, Any]:
     return True, value_text
 
 
+# Quoted strings and flat lists are the other common forms (file lists, loggers). A quoted
+# string qualifies when it holds no backslash (escapes), `$` (interpolation) or its own quote;
+# a list when each element is such a string or a simple primitive, with only blanks around
+# the commas (Hydra keeps the blanks after tokens such as ":", so bare items are limited to
+# word characters). Anything nested or escaped goes to Hydra.
+_QUOTED_RE = re.compile(r"'([^'\\$]*)'|\"([^\"\\$]*)\"")
+_LIST_ITEM_RE = re.compile(
+    r"[ \t]*(?:'([^'\\$]*)'|\"([^\"\\$]*)\"|([A-Za-z0-9_\-/.+]+))[ \t]*"
+)
+
+
+def _fast_quoted_or_list(value_text: str) -> tuple[bool, Any]:
+    quoted = _QUOTED_RE.fullmatch(value_text)
+    if quoted:
+        return True, quoted.group(1) if quoted.group(1) is not None else quoted.group(2)
+    if len(value_text) < 2 or value_text[0] != "[" or value_text[-1] != "]":
+        return False, None
+    inner = value_text[1:-1]
+    if not inner.strip(" \t"):
+        return (True, []) if inner == "" else (False, None)
+    items: list[Any] = []
+    for piece in inner.split(","):
+        item = _LIST_ITEM_RE.fullmatch(piece)
+        if item is None:
+            return False, None
+        single, double, bare = item.groups()
+        if bare is None:
+            items.append(single if single is not None else double)
+            continue
+        ok, value = _fast_value(bare)
+        if not ok:
+            return False, None
+        items.append(value)
+    return True, items
+
+
 def parse_override_fast(text: str) -> ParsedOverride | None:
     """The fast path alone: a result identical to Hydra's, or None when Hydra must decide."""
     op, rest = _split_op(text)
@@ -101,6 +137,8 @@ def parse_override_fast(text: str) -> ParsedOverride | None:
             return None
         return ParsedOverride(key=key, op=op, value_text=None, value=None)
     ok, value = _fast_value(value_text)
+    if not ok:
+        ok, value = _fast_quoted_or_list(value_text)
     if not ok:
         return None
     return ParsedOverride(key=key, op=op, value_text=value_text, value=value)

@@ -206,3 +206,37 @@ def test_format_value_examples() -> None:
         format_value(object())
     with pytest.raises(ValueError):
         format_value({"a:b": 1})
+
+
+# Quoted strings and flat lists: the fast path's second branch. Elements mix typed
+# primitives, quoted text with blanks and punctuation, and blanks around the commas.
+_element = st.one_of(
+    st.text(alphabet="aeEfFiInNlLrtTuUsx_0123456789-+./@%*?|:", min_size=1, max_size=6),
+    st.builds(lambda q, body: f"{q}{body}{q}", st.sampled_from(["'", '"']),
+              st.text(alphabet="ab 0-9.,:[]{}=#~()\t'\"\\$", max_size=6)),
+)
+_blank = st.sampled_from(["", " ", "  ", "\t"])
+_list_text = st.builds(
+    lambda items, pads: "[" + ",".join(f"{pads[i % len(pads)]}{item}{pads[(i + 1) % len(pads)]}"
+                                        for i, item in enumerate(items)) + "]",
+    st.lists(_element, max_size=4),
+    st.lists(_blank, min_size=1, max_size=3),
+)
+
+
+@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(value=st.one_of(_list_text, _element))
+def test_fast_path_lists_and_quoted_equal_hydra(value: str) -> None:
+    text = f"trainer.logger={value}"
+    fast = parse_override_fast(text)
+    if fast is None:
+        return
+    hydra = parse_override_hydra(text)
+    assert hydra.error is None, (text, hydra.error)
+    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+
+
+def test_fast_path_covers_the_common_list_forms() -> None:
+    for text in ('trainer.logger=["console","wandb"]', "trainer.logger=[console,wandb]",
+                 "data.train_files=['/d/a.parquet', '/d/b.parquet']", "x='a b'", "x=[]"):
+        assert parse_override_fast(text) is not None, text
