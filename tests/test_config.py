@@ -279,3 +279,12 @@ def test_suggestion_across_parents() -> None:
                                     "trainer.n_gpu_per_node=8"], version="0.7.0")
     assert [i.suggestion for i in config.key_issues] == [
         "actor_rollout_ref.actor.megatron.tensor_model_parallel_size", "trainer.n_gpus_per_node"]
+
+
+def test_missing_mandatory() -> None:
+    from generator.config import missing_mandatory
+
+    assert "actor_rollout_ref.rollout.name" in missing_mandatory(config_from_overrides([], version="0.7.0"))
+    named = config_from_overrides(["actor_rollout_ref.rollout.name=vllm"], version="0.7.0")
+    assert "actor_rollout_ref.rollout.name" not in missing_mandatory(named)
+    assert missing_mandatory(config_from_overrides([], version="0.4.1")) == []

@@ -9,12 +9,13 @@ __all__ = [
     "build_config",
     "config_from_overrides",
     "is_hydra_rejection",
+    "missing_mandatory",
     "needed_op",
 ]
 
 
 def __getattr__(name: str):  # lazy: importing generator.config stays cheap
-    if name in ("apply_overrides", "build_config", "config_from_overrides", "is_hydra_rejection", "needed_op"):
+    if name in __all__ and name not in ("Config", "KeyIssue"):
         from generator.config import build
 
         return getattr(build, name)

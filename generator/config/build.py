@@ -712,3 +712,9 @@ def config_from_overrides(
         nodes=schema.nodes(config_name),
         entry=entry,
     )
+
+
+def missing_mandatory(config: Config) -> list[str]:
+    """Keys still `???` after the overrides: verl stops when it reads them (e.g.
+    actor_rollout_ref.rollout.name from 0.6.0 on). Not a Hydra compose error."""
+    return sorted(k for k, v in config.values.items() if v == MISSING and k not in config.unknown)
