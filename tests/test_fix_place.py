@@ -277,3 +277,16 @@ def test_knob_read_elsewhere_makes_the_fix_unsafe():
     placement = place_fix(Fix("micro", (KeyEdit("actor.micro", 6, 4),)), script, script.invocations[0],
                           _config([micro]))
     assert placement.applicability == "safe", placement.notes
+
+
+def test_missing_key_goes_into_the_array_when_all_overrides_come_from_arrays():
+    src = (b"ARGS=(\n    # batch\n    a.b=1   # note\n    c.d=2\n)\n"
+           b"python3 -m m \"${ARGS[@]}\" $@\n")
+    ovs = [_override(src, "a.b=1", "1", source="array"), _override(src, "c.d=2", "2", source="array")]
+    out = _apply(_script(src, ovs), Fix("add", (KeyEdit("e.f", None, [1, 2]),)), _config(ovs, ["e.f"]))
+    assert out == src.replace(b"    c.d=2\n", b"    c.d=2\n    e.f='[1,2]'\n")
+    one_line = b"ARGS=(a.b=1 c.d=2)\npython3 -m m \"${ARGS[@]}\"\n"
+    ovs = [_override(one_line, "a.b=1", "1", source="array"), _override(one_line, "c.d=2", "2", source="array")]
+    script = _script(one_line, ovs)
+    edit, reason = insertion_edit(script, script.invocations[0], "e.f=1")
+    assert edit is None and "alone" in reason

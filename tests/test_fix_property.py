@@ -26,6 +26,7 @@ STYLES = {
     "default-double": ('MINI="${{MINI:-{v}}}"\n', '    {key}="$MINI" \\\n'),
     "array": ("ARGS=(\n    a.b=1  # note\n    {key}={v}\n)\n", '    "${{ARGS[@]}}" \\\n'),
     "string": ('ARGS="a.b=1 {key}={v}"\n', "    $ARGS \\\n"),
+    "array-variable": ("MINI={v}\nARGS=(\n    a.b=1\n    {key}=${{MINI}}\n)\n", '    "${{ARGS[@]}}" \\\n'),
 }
 
 values = st.one_of(
@@ -65,7 +66,7 @@ def test_setting_a_value_anywhere_reads_back_exactly(style, new, tmp_path):
         # Refusals allowed: a value bash word-splits and globs (a string piece, or a variable
         # expanded unquoted at the call) cannot carry spaces or glob characters; a double-quoted
         # `${V:-...}` default cannot hold a single quote.
-        splits = style in ("string", "variable-bare", "default-bare") and any(c in text for c in " \t*?[")
+        splits = style in ("string", "variable-bare", "default-bare", "array-variable") and any(c in text for c in " \t*?[")
         single_quote = style == "default-double" and "'" in text
         assert splits or single_quote, placement.reason
         return

@@ -47,6 +47,12 @@ def setting_override(key: str, invocation: Invocation | None, config: Config | N
     return found
 
 
+def _same_file(a: str, b: str) -> bool:
+    import os
+
+    return os.path.realpath(a) == os.path.realpath(b)
+
+
 def _all_overrides(script: LaunchScript) -> Iterable[Override]:
     for invocation in script.invocations:
         yield from invocation.overrides
@@ -60,10 +66,12 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
         return None, f"{override.key} is not edited: its value {why}"
     if prov.span is None:
         return None, f"{override.key} is not edited: no single place in the script defines its value"
-    if prov.path is not None and script.path is not None and prov.path != script.path:
+    if prov.path is not None and script.path is not None and not _same_file(prov.path, script.path):
         return None, f"{override.key} is not edited: its value is defined in {prov.path}"
     old_source = script.source[prov.span.start:prov.span.end].decode("utf-8", "replace")
     text = hydra_text(new_value, old_text=override.value)
+    # The value reaches the word through a variable (also inside an array element).
+    from_variable = prov.source == "variable" or bool(prov.variable)
     try:
         if prov.quoting.startswith("py:"):  # a string literal in a Python launcher
             from generator.pylaunch import py_requote
@@ -73,11 +81,10 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
             replacement = py_requote(text, style[: len(style) - len(quote)], quote)
         elif prov.quoting == '"' and _in_parameter_default(script.source, prov.span.start):
             replacement = _requote_double_quoted_default(text)
-            if prov.source == "variable" and _unquoted_expansion(script, override):
+            if from_variable and _unquoted_expansion(script, override):
                 requote(text, "", word_split=True)  # raises when splitting would break the value
         else:
-            split = prov.source == "string" or (
-                prov.source == "variable" and _unquoted_expansion(script, override))
+            split = prov.source == "string" or (from_variable and _unquoted_expansion(script, override))
             replacement = requote(text, prov.quoting, word_split=split)
     except ValueError as err:  # CannotQuote, or a raw string that cannot hold the text
         return None, f"{override.key} is not edited: {err}"
@@ -208,7 +215,7 @@ def insertion_edit(script: LaunchScript, invocation: Invocation, text: str) -> t
         and start <= o.word.start and o.word.end <= end
     ]
     if not on_command_line:
-        return None, "the command has no override on its own lines to put a new one next to"
+        return _array_insertion(script, invocation, text)
     last = max(on_command_line, key=lambda o: o.word.end)
     line_start, line_end = _line_bounds(source, last.word.end)
     line = source[line_start:line_end]
@@ -233,6 +240,27 @@ def insertion_edit(script: LaunchScript, invocation: Invocation, text: str) -> t
     return TextEdit(line_start, line_start, f"{_indent(line).decode()}{text} \\\n"), None
 
 
+def _array_insertion(script: LaunchScript, invocation: Invocation, text: str) -> tuple[TextEdit | None, str | None]:
+    """All overrides come from arrays (`"${ARGS[@]}"`): add the word as a new element after the
+    last override element, on its own line. Only when that element sits alone on its line
+    (a trailing comment is fine) and no other call reads the same array."""
+    source = script.source
+    from_arrays = [o for o in invocation.overrides if o.provenance.source == "array"]
+    if not from_arrays:
+        return None, "the command has no override on its own lines to put a new one next to"
+    last = max(from_arrays, key=lambda o: o.word.end)
+    mine = {(o.word.start, o.word.end) for o in from_arrays}
+    for other in script.invocations:
+        if other is not invocation and any((o.word.start, o.word.end) in mine for o in other.overrides):
+            return None, "the array that holds the overrides is used by another call too"
+    line_start, line_end = _line_bounds(source, last.word.end)
+    before = source[line_start:last.word.start]
+    after = source[last.word.end:line_end].strip()
+    if before.strip() or (after and not after.startswith(b"#")) or line_end >= len(source):
+        return None, "the last array element does not sit alone on its line"
+    return TextEdit(line_end + 1, line_end + 1, f"{before.decode()}{text}\n"), None
+
+
 # --- a whole Fix ---------------------------------------------------------------------------
 
 
@@ -253,7 +281,8 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
                 return placement
             if text_edit is None:
                 continue
-            if override.provenance.source in ("variable", "string") and override.provenance.span is not None:
+            if (override.provenance.source in ("variable", "string") or override.provenance.variable) \
+                    and override.provenance.span is not None:
                 shared = _shared_uses(script, override.provenance.span, keys_to_values)
                 name = override.provenance.variable or "the variable"
                 if shared:
