@@ -280,9 +280,14 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                 if reason is not None:
                     refused.append(Refusal(override.line, override.key, reason))
                 elif edit is not None:
+                    from generator.fix.place import other_references
+
+                    also = other_references(script, override, {override.key: change.new_value})
+                    where = (f"; {override.provenance.variable} is also used on line "
+                             f"{', '.join(map(str, also[:5]))}: check those" if also else "")
                     steps.append(Step(override.line, override.key,
                                       f"{override.key}: {change.old_value!r} → {change.new_value!r} "
-                                      f"({change.note or 'removed in ' + change.since})", (edit,)))
+                                      f"({change.note or 'removed in ' + change.since}{where})", (edit,)))
     return steps, refused
 
 

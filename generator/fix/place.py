@@ -134,7 +134,7 @@ def _unquoted_expansion(script: LaunchScript, override: Override) -> bool:
     return False
 
 
-def _other_references(script: LaunchScript, override: Override, keys_to_values: dict[str, Any]) -> list[int]:
+def other_references(script: LaunchScript, override: Override, keys_to_values: dict[str, Any]) -> list[int]:
     """Lines where the knob variable is read other than by the overrides this fix edits
     (arithmetic, other assignments, other commands): changing it changes those too."""
     variable = override.provenance.variable
@@ -288,7 +288,7 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
                 if shared:
                     placement.applicability = "unsafe"
                     placement.notes.append(f"{name} also sets {', '.join(shared)}")
-                other_lines = _other_references(script, override, keys_to_values)
+                other_lines = other_references(script, override, keys_to_values)
                 if other_lines:
                     placement.applicability = "unsafe"
                     where = ", ".join(str(n) for n in other_lines[:5])
