@@ -56,6 +56,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
     read = default_reader(env or None, args or None)
     check = default_checker(version)
     status = EXIT_OK
+    fixed_count = files_changed = refused_count = 0
     for path in paths:
         try:
             source = _read_bytes(path)
@@ -82,11 +83,19 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
         for refusal in result.not_applied:
             where = f"{path}:{refusal.line}" if refusal.line else path
             _err(f"{where}: {refusal.code} not fixed: {refusal.reason}")
+        fixed_count += len(result.applied)
+        files_changed += result.changed
+        refused_count += len(result.not_applied)
         errors = result.errors_left
         if errors:
             _err(f"{path}: {errors} error finding(s) remain (see `gen check {path}`)")
             if status == EXIT_OK:
                 status = EXIT_FINDINGS
+    verb = "fixed" if write else "would fix"
+    summary = f"{verb} {fixed_count} finding(s) in {files_changed} of {len(paths)} file(s) (verl {version})"
+    if refused_count:
+        summary += f"; {refused_count} fix(es) not applied"
+    _err(summary)
     return status
 
 
