@@ -164,9 +164,50 @@ def cache_interpolation_parsing() -> None:
         module.parse = parse  # type: ignore[attr-defined]
 
 
+def cache_defaults_trees() -> None:
+    """Building the defaults tree and merging its configs is the rest of a compose, and it
+    depends only on the config name, the search path and the config-GROUP overrides. When a
+    call has no group override (Hydra's own Overrides classification decides), reuse the tree
+    and a copy of the merged config built once for that config; Hydra then applies the value
+    overrides, sets struct mode and does its bookkeeping exactly as usual."""
+    import copy
+
+    import hydra._internal.config_loader_impl as loader
+    from hydra._internal.defaults_list import DefaultsList, Overrides
+
+    original_create = loader.create_defaults_list
+    original_compose = loader.ConfigLoaderImpl._compose_config_from_defaults_list
+    trees: dict[tuple[Any, ...], Any] = {}
+    merged: dict[int, Any] = {}
+
+    def create_defaults_list(repo: Any, config_name: Any, overrides_list: Any, prepend_hydra: bool,
+                             skip_missing: bool) -> Any:
+        overrides = Overrides(repo=repo, overrides_list=overrides_list)
+        if overrides.override_choices or overrides.append_group_defaults or overrides.deletions:
+            return original_create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
+        key = (config_name, prepend_hydra, skip_missing,
+               tuple((source.provider, source.path) for source in repo.get_sources()))
+        if key not in trees:
+            trees[key] = original_create(repo, config_name, [], prepend_hydra, skip_missing)
+        base = trees[key]
+        return DefaultsList(defaults=base.defaults, config_overrides=overrides.config_overrides,
+                            defaults_tree=base.defaults_tree, overrides=base.overrides)
+
+    def compose_from_defaults(self: Any, defaults: Any, repo: Any) -> Any:
+        if not any(defaults is tree.defaults for tree in trees.values()):
+            return original_compose(self, defaults, repo)
+        if id(defaults) not in merged:
+            merged[id(defaults)] = original_compose(self, defaults, repo)
+        return copy.deepcopy(merged[id(defaults)])
+
+    loader.create_defaults_list = create_defaults_list
+    loader.ConfigLoaderImpl._compose_config_from_defaults_list = compose_from_defaults
+
+
 if not os.environ.get("VERL_GEN_ORACLE_NO_CACHE"):  # to compare verdicts with Hydra untouched
     cache_yaml_parsing()
     cache_interpolation_parsing()
+    cache_defaults_trees()
 _hydra_dir: str | None = None
 _defaults_cache: dict[tuple[str, str], Any] = {}
 
