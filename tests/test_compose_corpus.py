@@ -171,6 +171,45 @@ class HydraOracle:
         return bad
 
 
+def _verdicts_for(items: list[tuple[str, str, str, tuple[str, ...]]], verl_config: Path) -> tuple[dict, int]:
+    """Hydra's verdicts for (snapshot, config dir, config name, overrides) items, in one process."""
+    oracle = HydraOracle(verl_config)
+    out: dict[tuple, tuple[bool | None, list[int] | None]] = {}
+    try:
+        for item in items:
+            tag, config_dir, name, texts = item
+            rejected = oracle.rejected(tag, Path(config_dir), name, list(texts))
+            whole = None
+            if rejected is not None:
+                whole = not isinstance(oracle.compose(tag, Path(config_dir), name, list(texts)), Exception)
+            out[item] = (whole, rejected)
+    finally:
+        oracle.close()
+    return out, oracle.composes
+
+
+def _all_verdicts(items: list[tuple[str, str, str, tuple[str, ...]]], verl_config: Path) -> tuple[dict, int]:
+    """Spread the composes over worker processes (VERL_GEN_TEST_JOBS, default: up to 2 CPUs),
+    keeping each (snapshot, config dir) group in one worker so its Hydra context is reused."""
+    import multiprocessing
+
+    jobs = int(os.environ.get("VERL_GEN_TEST_JOBS", min(2, os.cpu_count() or 1)))
+    if jobs <= 1 or "fork" not in multiprocessing.get_all_start_methods():
+        return _verdicts_for(items, verl_config)
+    groups: dict[tuple[str, str], list] = {}
+    for item in items:
+        groups.setdefault((item[0], item[1]), []).append(item)
+    buckets: list[list] = [[] for _ in range(jobs)]
+    for group in sorted(groups.values(), key=len, reverse=True):
+        min(buckets, key=len).extend(group)
+    with multiprocessing.get_context("fork").Pool(jobs) as pool:
+        results = pool.starmap(_verdicts_for, [(bucket, verl_config) for bucket in buckets if bucket])
+    merged: dict = {}
+    for verdicts, _ in results:
+        merged.update(verdicts)
+    return merged, sum(count for _, count in results)
+
+
 def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir: Path) -> None:
     pytest.importorskip("hydra")
     calls = _from_our_reader(corpus_dir)
@@ -178,38 +217,28 @@ def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir
     if calls is None:
         calls = _from_invocations_jsonl(corpus_dir)
         reader = "INVOCATIONS.jsonl"
-    # Group by snapshot and config dir so that each Hydra context is set up once.
-    calls.sort(key=lambda c: (c.tag, str(_config_dir(verl_config_dir, c))))
-    oracle = HydraOracle(verl_config_dir)
-    try:
-        _judge(calls, oracle, verl_config_dir, reader)
-    finally:
-        oracle.close()
-
-
-def _judge(calls: list[Call], oracle: HydraOracle, verl_config_dir: Path, reader: str) -> None:
-    verdicts: dict[tuple, tuple[bool, list[int] | None]] = {}
-    agree, disagreements, skipped = 0, [], []
+    judged: list[tuple[Call, tuple[str, str, str, tuple[str, ...]]]] = []
+    skipped: list[str] = []
     for call in calls:
-        invocation = call.invocation
-        name = invocation.config_name or "ppo_trainer"
+        name = call.invocation.config_name or "ppo_trainer"
         if "<?" in name:
             skipped.append(f"{call.tag} {call.path}: config name {name} is unknown")
             continue
         name = name[:-5] if name.endswith(".yaml") else name
-        config_dir = _config_dir(verl_config_dir, call)
-        texts = [_replace_markers(o.text) for o in invocation.overrides]
-        key = (call.tag, str(config_dir), name, tuple(texts))
-        if key not in verdicts:
-            rejected = oracle.rejected(call.tag, config_dir, name, texts)
-            whole = None if rejected is None else not isinstance(oracle.compose(call.tag, config_dir, name, texts), Exception)
-            verdicts[key] = (whole, rejected)
-        composes, rejected = verdicts[key]
+        texts = tuple(_replace_markers(o.text) for o in call.invocation.overrides)
+        judged.append((call, (call.tag, str(_config_dir(verl_config_dir, call)), name, texts)))
+    items = sorted({item for _, item in judged})
+    verdicts, composes = _all_verdicts(items, verl_config_dir)
+
+    agree, disagreements = 0, []
+    for call, item in judged:
+        invocation = call.invocation
+        whole, rejected = verdicts[item]
         if rejected is None:
-            skipped.append(f"{call.tag} {call.path}: {name} does not compose without overrides")
+            skipped.append(f"{call.tag} {call.path}: {item[2]} does not compose without overrides")
             continue
         # The harness itself must be consistent: a full compose fails iff some override is rejected.
-        assert composes == (not rejected), (call.tag, call.path, rejected)
+        assert whole == (not rejected), (call.tag, call.path, rejected)
         config = build_config(invocation, version=snapshot_version(call.tag),
                               config_root=str(verl_config_dir / call.tag))
         ours = sorted({invocation.overrides.index(i.override) for i in config.key_issues if is_hydra_rejection(i)})
@@ -217,13 +246,13 @@ def _judge(calls: list[Call], oracle: HydraOracle, verl_config_dir: Path, reader
             agree += 1
         else:
             disagreements.append(
-                f"{call.tag} {call.path}: hydra rejects {[texts[i] for i in rejected]}, "
+                f"{call.tag} {call.path}: hydra rejects {[item[3][i] for i in rejected]}, "
                 f"we flag {[(i.kind, i.override.text) for i in config.key_issues if is_hydra_rejection(i)]}"
             )
-    judged = agree + len(disagreements)
-    print(f"\ncompose-corpus ({reader}): {len(calls)} calls, {len(verdicts)} distinct, judged {judged}, "
-          f"agree {agree}, skipped {len(skipped)}, hydra composes {oracle.composes}")
+    total = agree + len(disagreements)
+    print(f"\ncompose-corpus ({reader}): {len(calls)} calls, {len(items)} distinct, judged {total}, "
+          f"agree {agree}, skipped {len(skipped)}, hydra composes {composes}")
     for line in skipped:
         print("  skipped:", line)
-    assert judged >= 300, f"too few calls judged ({judged}); is the corpus complete?"
+    assert total >= 300, f"too few calls judged ({total}); is the corpus complete?"
     assert not disagreements, "\n".join(disagreements)
