@@ -220,11 +220,11 @@ def _suggest(key: str, flat: FlatConfig) -> str | None:
     a close leaf name (compared on leaf names only: matching whole dotted keys over ~900 keys
     costs tens of ms)."""
     parent, _, leaf = key.rpartition(".")
-    siblings = [k for k in flat.values if k.rpartition(".")[0] == parent]
-    siblings += [n for n in flat.nodes if n.rpartition(".")[0] == parent]
-    match = difflib.get_close_matches(key, siblings, n=1, cutoff=0.75)
+    siblings = [k.rpartition(".")[2] for k in flat.values if k.rpartition(".")[0] == parent]
+    siblings += [n.rpartition(".")[2] for n in flat.nodes if n.rpartition(".")[0] == parent]
+    match = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)
     if match:
-        return match[0]
+        return f"{parent}.{match[0]}" if parent else match[0]
     by_leaf: dict[str, list[str]] = {}
     for existing in flat.values:
         by_leaf.setdefault(existing.rpartition(".")[2], []).append(existing)
@@ -255,6 +255,10 @@ def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | N
         if moved.note and not moved.note.startswith("removed in"):
             detail += f": {moved.note}"
         return KeyIssue(override, "removed", detail, None)
+    if moved is None:
+        issue = _hand_move_issue(override, key, version)
+        if issue is not None:
+            return issue
     try:
         newer = added_later(version).get(key)
     except Exception:  # noqa: BLE001
@@ -262,6 +266,27 @@ def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | N
     if newer is not None:
         return KeyIssue(override, "unknown-key", f"'{key}' is not in verl {version} (added in {newer})", None)
     return None
+
+
+def _hand_move_issue(override: Override, key: str, version: str) -> KeyIssue | None:
+    """A key this config lacks that a hand-written move covers (e.g. a backend-specific move
+    whose old key survives in the other backend's config)."""
+    from generator.schema import load
+    from generator.schema.migrations import _move_for
+    from generator.versions import parse
+
+    found = _move_for(key)
+    if found is None:
+        return None
+    move, target = found
+    if parse(move.since) > parse(version):
+        return None
+    schema = load(version)
+    if target is not None and any(schema.has(target, name) for name in schema.config_names()):
+        detail = f"'{key}' is '{target}' since verl {move.since}"
+        return KeyIssue(override, "renamed", detail + (f": {move.note}" if move.note else ""), target)
+    detail = f"'{key}' was removed in verl {move.since}"
+    return KeyIssue(override, "removed", detail + (f": {move.note}" if move.note else ""), None)
 
 
 def _parse(override: Override) -> tuple[str, str, Any, Any, str | None, bool]:
