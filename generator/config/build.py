@@ -269,8 +269,9 @@ def _migration_issue(override: Override, key: str, version: str) -> KeyIssue | N
 
 
 def _hand_move_issue(override: Override, key: str, version: str) -> KeyIssue | None:
-    """A key this config lacks that a hand-written move covers (e.g. a backend-specific move
-    whose old key survives in the other backend's config)."""
+    """A key this config lacks that a hand-written move covers, typically a backend-specific
+    move whose old key survives in the other backend's config: still an unknown key here, with
+    the move explained (and its target suggested when this release has it)."""
     from generator.schema import load
     from generator.schema.migrations import _move_for
     from generator.versions import parse
@@ -282,11 +283,14 @@ def _hand_move_issue(override: Override, key: str, version: str) -> KeyIssue | N
     if parse(move.since) > parse(version):
         return None
     schema = load(version)
-    if target is not None and any(schema.has(target, name) for name in schema.config_names()):
-        detail = f"'{key}' is '{target}' since verl {move.since}"
-        return KeyIssue(override, "renamed", detail + (f": {move.note}" if move.note else ""), target)
-    detail = f"'{key}' was removed in verl {move.since}"
-    return KeyIssue(override, "removed", detail + (f": {move.note}" if move.note else ""), None)
+    has_target = target is not None and any(schema.has(target, name) for name in schema.config_names())
+    detail = f"'{key}' is not in verl {version} {_backend_hint(move.backend)}"
+    detail += f": since {move.since}, " + (move.note or (f"use '{target}'" if has_target else "no replacement"))
+    return KeyIssue(override, "unknown-key", detail, target if has_target else None)
+
+
+def _backend_hint(backend: str | None) -> str:
+    return f"for {backend}" if backend else ""
 
 
 def _parse(override: Override) -> tuple[str, str, Any, Any, str | None, bool]:
