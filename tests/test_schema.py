@@ -36,7 +36,7 @@ def test_load_is_fast_and_cached() -> None:
             "s=load('0.9.1'); s.has('trainer.nnodes'); print(time.perf_counter()-t)")
     elapsed = float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                                    check=True, cwd=REPO).stdout)
-    assert elapsed < 0.1, elapsed  # ~15 ms on an idle machine; no hydra/omegaconf/yaml import
+    assert elapsed < 0.2, elapsed  # ~15 ms on an idle machine (hydra alone would cost ~300 ms)
     assert load("0.7.0") is load("v0.7.0")
 
 
