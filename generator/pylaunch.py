@@ -1,9 +1,6 @@
 """Reading Python launchers and Hydra entry modules with libcst (imported lazily).
 
-Two jobs:
-- find the `@hydra.main(config_path=..., config_name=...)` of an entry module, so that a recipe
-  entry such as `recipe.dapo.main_dapo` is checked against its own default config;
-- read the override lists a Python launcher builds (`compose(..., overrides=[...])` or a
+Its job: read the override lists a Python launcher builds (`compose(..., overrides=[...])` or a
   subprocess command list `["python3", "-m", "verl.trainer.main_ppo", "key=value", ...]`) with
   byte spans, and set keys in them with the same minimal-edit guarantees as shell scripts.
 
@@ -14,25 +11,24 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence
 
 from generator.errors import InputError
+# Reading `@hydra.main` needs no concrete syntax tree; it lives with the reader (stdlib ast).
+from generator.shell.pyentry import (  # noqa: F401 - re-exported: the launcher API in one place
+    EntryConfig,
+    HydraMain,
+    entry_config,
+    find_entry_file,
+    read_hydra_main,
+)
 from generator.rules.core import KeyEdit, TextEdit
+
+if TYPE_CHECKING:
+    from generator.launch import Invocation, LaunchScript
 
 _OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
 _SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"}
-
-
-@dataclass(frozen=True, slots=True)
-class HydraMain:
-    """What `@hydra.main(...)` says; None for an argument that is absent or not a literal."""
-
-    function: str
-    line: int
-    config_path: str | None
-    config_name: str | None
-    version_base: str | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -124,119 +120,10 @@ def _dotted(node: Any) -> str:
     return ""
 
 
-# --- @hydra.main ----------------------------------------------------------------------------
-
-
-def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
-    """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
-    cst = _cst()
-
-    MetadataWrapper, PositionProvider, _ = _metadata()
-    data = source.encode("utf-8") if isinstance(source, str) else source
-    module = _parse(data, path)
-    wrapper = MetadataWrapper(module)
-    positions = wrapper.resolve(PositionProvider)
-    plain_main_from_hydra = any(
-        isinstance(stmt, cst.SimpleStatementLine)
-        and any(
-            isinstance(small, cst.ImportFrom)
-            and _dotted(small.module) == "hydra"
-            and not isinstance(small.names, cst.ImportStar)
-            and any(alias.name.value == "main" and alias.asname is None for alias in small.names)
-            for small in stmt.body
-        )
-        for stmt in wrapper.module.body
-    )
-    for node in _walk(wrapper.module):
-        if not isinstance(node, cst.FunctionDef):
-            continue
-        for decorator in node.decorators:
-            call = decorator.decorator
-            if not isinstance(call, cst.Call):
-                continue
-            name = _dotted(call.func)
-            if name != "hydra.main" and not (name == "main" and plain_main_from_hydra):
-                continue
-            values: dict[str, str | None] = {}
-            order = ("config_path", "config_name", "version_base")
-            for index, arg in enumerate(call.args):
-                slot = arg.keyword.value if arg.keyword is not None else (
-                    order[index] if index < len(order) else None)
-                if slot in order:
-                    values[slot] = _literal_str(arg.value)
-            return HydraMain(
-                function=node.name.value,
-                line=positions[decorator].start.line,
-                config_path=values.get("config_path"),
-                config_name=values.get("config_name"),
-                version_base=values.get("version_base"),
-            )
-    return None
-
-
 def _walk(node: Any) -> Iterable[Any]:
     yield node
     for child in node.children:
         yield from _walk(child)
-
-
-def find_entry_file(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None,
-                    max_up: int = 6) -> Path | None:
-    """The file of a Hydra entry: `recipe.dapo.main_dapo` → `recipe/dapo/main_dapo.py`, looked up
-    from the script's directory and its parents (scripts run from a repo root or a recipe dir),
-    then from `repo_root`. A file entry (`path/main.py`) is resolved from the same places."""
-    relative = Path(entry) if entry.endswith(".py") else Path(*entry.split(".")).with_suffix(".py")
-    starts: list[Path] = []
-    if script_path is not None:
-        here = Path(script_path).resolve().parent
-        starts.append(here)
-        starts.extend(list(here.parents)[:max_up])
-    if repo_root is not None:
-        starts.append(Path(repo_root).resolve())
-    seen: set[Path] = set()
-    for base in starts:
-        if base in seen:
-            continue
-        seen.add(base)
-        candidate = base / relative
-        if candidate.is_file():
-            return candidate
-        if not entry.endswith(".py"):
-            package_main = base / Path(*entry.split(".")) / "__main__.py"
-            if package_main.is_file():
-                return package_main
-    return None
-
-
-@dataclass(frozen=True, slots=True)
-class EntryConfig:
-    """The default config of an entry module: where its YAML lives and which file is primary."""
-
-    entry_file: Path
-    config_dir: Path | None  # None when config_path is absent or a pkg:// path we cannot see
-    config_name: str | None
-    hydra_main: HydraMain
-
-
-def entry_config(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None
-                 ) -> EntryConfig | None:
-    """`@hydra.main` of the entry found next to the script, with config_path made absolute
-    (Hydra resolves a relative config_path against the entry file's directory)."""
-    entry_file = find_entry_file(entry, script_path, repo_root=repo_root)
-    if entry_file is None:
-        return None
-    try:
-        hydra_main = read_hydra_main(entry_file.read_bytes(), str(entry_file))
-    except (OSError, InputError):
-        return None
-    if hydra_main is None:
-        return None
-    config_dir: Path | None = None
-    raw = hydra_main.config_path
-    if raw is not None and not raw.startswith("pkg://"):
-        raw = raw.removeprefix("file://")
-        config_dir = (entry_file.parent / raw).resolve() if not Path(raw).is_absolute() else Path(raw)
-    return EntryConfig(entry_file, config_dir, hydra_main.config_name, hydra_main)
 
 
 # --- override lists -------------------------------------------------------------------------

@@ -288,3 +288,29 @@ def test_missing_mandatory() -> None:
     named = config_from_overrides(["actor_rollout_ref.rollout.name=vllm"], version="0.7.0")
     assert "actor_rollout_ref.rollout.name" not in missing_mandatory(named)
     assert missing_mandatory(config_from_overrides([], version="0.4.1")) == []
+
+
+def test_recipe_entry_uses_its_own_hydra_main_config_found_next_to_the_script(tmp_path: Path) -> None:
+    # A checkout laid out as verl's: the script runs recipe.demo.main_demo with no --config-name,
+    # so the entry's @hydra.main names the config. Nothing here is imported or executed.
+    entry_dir = tmp_path / "repo" / "recipe" / "demo"
+    (entry_dir / "config").mkdir(parents=True)
+    (entry_dir / "main_demo.py").write_text(
+        "import hydra\n\n@hydra.main(config_path='config', config_name='demo_trainer', version_base=None)\n"
+        "def main(config):\n    raise SystemExit('never run')\n", encoding="utf-8")
+    (entry_dir / "config" / "demo_trainer.yaml").write_text(
+        "defaults:\n  - ppo_trainer\n  - _self_\ndemo:\n  knob: 1\n", encoding="utf-8")
+    scripts = entry_dir / "scripts"
+    scripts.mkdir()
+    invocation = _invocation(["demo.knob=2", "demo.nope=1"], config_name=None, config_path=None,
+                             entry="recipe.demo.main_demo")
+    config = build_config(invocation, version="0.7.0", script_dir=str(scripts))
+    assert not config.approximate and config.notes == []
+    assert config.get("demo.knob") == 2
+    assert _kinds(config) == [("unknown-key", "demo.nope")]
+
+    # Without the entry module beside the script, the PPO defaults stand in and say so.
+    elsewhere = tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    approximate = build_config(invocation, version="0.7.0", script_dir=str(elsewhere))
+    assert approximate.approximate and any("not checked" in note for note in approximate.notes)

@@ -624,6 +624,8 @@ def build_config(
     if raw_name and UNKNOWN_OPEN in raw_name:
         notes.append(f"--config-name {raw_name} is unknown; checked against the PPO defaults")
         raw_name = "?"
+    if entry_config is None and invocation.entry != PPO_ENTRY and script_dir is not None:
+        entry_config = _entry_default_config(invocation.entry, script_dir, config_root)
     entry_dir, entry_name = entry_config if entry_config else (None, None)
     if raw_name is None:
         raw_name = entry_name
@@ -670,7 +672,19 @@ def build_config(
         strict=strict,
     )
     config.notes[:0] = notes
+    config.approximate = not strict
     return config
+
+
+def _entry_default_config(entry: str, script_dir: str, config_root: str | None
+                          ) -> tuple[str | None, str | None] | None:
+    """(config dir, config name) of the entry module's `@hydra.main`, found next to the script."""
+    from generator.shell.pyentry import entry_config
+
+    found = entry_config(entry, Path(script_dir) / "_", repo_root=config_root)
+    if found is None:
+        return None
+    return (str(found.config_dir) if found.config_dir else None, found.config_name)
 
 
 def _synthetic(text: str, key: str, op: str, value: str | None, index: int) -> Override:

@@ -58,6 +58,9 @@ class Config:
     # How the config was chosen when it was not plain (e.g. a recipe config not found next to
     # the script, so the PPO defaults were used); one line each.
     notes: list[str] = field(default_factory=list)
+    # True when the call's own config could not be found and the PPO defaults stood in:
+    # keys those defaults lack were not checked, and rules that read defaults should not decide.
+    approximate: bool = False
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

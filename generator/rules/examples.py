@@ -6,7 +6,6 @@ DP = 8/(TP 2) = 4, G = 64·4 = 256, per-rank mini = 16·4/4 = 16, micro 2 → 8 
 
 from __future__ import annotations
 
-from typing import Any
 
 from generator.config.types import Config
 from generator.rules.core import Example, Rule
@@ -57,43 +56,11 @@ def config_for(overrides: tuple[str, ...] | list[str], *, version: str = DEFAULT
         config = config_for(overrides, version=version, config_name="ppo_trainer",
                             base=tuple(o for o in base if ".megatron." not in o))
         config.notes.append(f"config {config_name} was not found next to the script; checked against the PPO defaults")
+        config.approximate = True
         return config
-    try:
-        from generator.config import config_from_overrides  # type: ignore[attr-defined]
-    except ImportError:
-        try:
-            from generator.config.build import config_from_overrides  # type: ignore[no-redef]
-        except ImportError:
-            return _fallback_config(texts, version=version, config_name=config_name)
+    from generator.config import config_from_overrides
+
     return config_from_overrides(texts, version=version, config_name=config_name)
-
-
-def _fallback_config(texts: list[str], *, version: str, config_name: str) -> Config:
-    """Schema defaults + plain `key=value` overrides + interpolation resolution. Used only until
-    generator.config.config_from_overrides is available; no key checks."""
-    from generator import schema
-    from generator.config.interp import Resolver, Unresolvable
-    from generator.overrides import parse_override
-
-    raw: dict[str, Any] = dict(schema.load(version).defaults(config_name))
-    for text in texts:
-        parsed = parse_override(text)
-        if parsed.op == "~":
-            raw.pop(parsed.key, None)
-        else:
-            raw[parsed.key] = parsed.value
-    resolver = Resolver(raw)
-    values: dict[str, Any] = {}
-    unknown: dict[str, str] = {}
-    for key in raw:
-        try:
-            values[key] = resolver.resolve(key)
-        except (Unresolvable, KeyError) as err:
-            values[key] = raw[key]
-            unknown[key] = str(err)
-    backend = "megatron" if "megatron" in config_name or values.get("actor_rollout_ref.actor.strategy") == "megatron" \
-        else "fsdp"
-    return Config(version=version, schema=config_name, values=values, unknown=unknown, backend=backend)
 
 
 def example_config(rule: Rule, example: Example) -> Config:

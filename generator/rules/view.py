@@ -280,7 +280,9 @@ def is_trainer(ctx: Context) -> bool:
 def fallback_note(config) -> str | None:
     """Why the config only approximates the call's own config (a recipe or SFT config that
     could not be found, so the PPO defaults stand in); None when the config is exact."""
-    for note in getattr(config, "notes", ()) or ():
+    if not config.approximate:
+        return None
+    for note in config.notes:
         if "checked against" in note:
             return note
-    return None
+    return "the call's own config was not found; the PPO defaults stood in"

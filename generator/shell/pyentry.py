@@ -1,0 +1,144 @@
+"""Which config a Hydra entry module starts from: its `@hydra.main(config_path, config_name)`.
+
+A recipe entry such as `recipe.dapo.main_dapo` runs with its own default config unless the
+call names another one. Reading that decorator is part of reading the launch, so it lives with
+the shell reader, below `config/`. The module is parsed with the standard library's `ast`
+(fast, no import of the user's code, nothing executed); editing Python launchers, which needs
+a concrete syntax tree, lives in `generator.pylaunch`.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import InputError
+
+
+@dataclass(frozen=True, slots=True)
+class HydraMain:
+    """What `@hydra.main(...)` says; None for an argument that is absent or not a literal."""
+
+    function: str
+    line: int
+    config_path: str | None
+    config_name: str | None
+    version_base: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class EntryConfig:
+    """The default config of an entry module: where its YAML lives and which file is primary."""
+
+    entry_file: Path
+    config_dir: Path | None  # None when config_path is absent or a pkg:// path we cannot see
+    config_name: str | None
+    hydra_main: HydraMain
+
+
+def _dotted(node: ast.expr) -> str:
+    if isinstance(node, ast.Name):
+        return node.id
+    if isinstance(node, ast.Attribute):
+        return f"{_dotted(node.value)}.{node.attr}"
+    return ""
+
+
+def _literal_str(node: ast.expr) -> str | None:
+    # Adjacent string literals are already joined by the parser; f-strings are JoinedStr.
+    if isinstance(node, ast.Constant) and isinstance(node.value, str):
+        return node.value
+    return None
+
+
+def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
+    """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
+    try:
+        module = ast.parse(source, filename=path or "<python>")
+    except (SyntaxError, ValueError) as err:
+        where = path or "<python>"
+        line = getattr(err, "lineno", None)
+        detail = getattr(err, "msg", None) or str(err)
+        raise InputError(f"{where}: not valid Python (line {line}): {detail}") from None
+    main_from_hydra = any(
+        isinstance(stmt, ast.ImportFrom) and stmt.module == "hydra"
+        and any(alias.name == "main" and alias.asname is None for alias in stmt.names)
+        for stmt in module.body
+    )
+    order = ("config_path", "config_name", "version_base")
+    for node in ast.walk(module):
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            continue
+        for decorator in node.decorator_list:
+            if not isinstance(decorator, ast.Call):
+                continue
+            name = _dotted(decorator.func)
+            if name != "hydra.main" and not (name == "main" and main_from_hydra):
+                continue
+            values: dict[str, str | None] = {}
+            for index, arg in enumerate(decorator.args):
+                if index < len(order):
+                    values[order[index]] = _literal_str(arg)
+            for keyword in decorator.keywords:
+                if keyword.arg in order:
+                    values[keyword.arg] = _literal_str(keyword.value)
+            return HydraMain(
+                function=node.name,
+                line=decorator.lineno,
+                config_path=values.get("config_path"),
+                config_name=values.get("config_name"),
+                version_base=values.get("version_base"),
+            )
+    return None
+
+
+def find_entry_file(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None,
+                    max_up: int = 6) -> Path | None:
+    """The file of a Hydra entry: `recipe.dapo.main_dapo` → `recipe/dapo/main_dapo.py`, looked up
+    from the script's directory and its parents (scripts run from a repo root or a recipe dir),
+    then from `repo_root`. A file entry (`path/main.py`) is resolved from the same places."""
+    if not entry or "<?" in entry:
+        return None
+    relative = Path(entry) if entry.endswith(".py") else Path(*entry.split(".")).with_suffix(".py")
+    starts: list[Path] = []
+    if script_path is not None:
+        here = Path(script_path).resolve().parent
+        starts.append(here)
+        starts.extend(list(here.parents)[:max_up])
+    if repo_root is not None:
+        starts.append(Path(repo_root).resolve())
+    seen: set[Path] = set()
+    for base in starts:
+        if base in seen:
+            continue
+        seen.add(base)
+        candidate = base / relative
+        if candidate.is_file():
+            return candidate
+        if not entry.endswith(".py"):
+            package_main = base / Path(*entry.split(".")) / "__main__.py"
+            if package_main.is_file():
+                return package_main
+    return None
+
+
+def entry_config(entry: str, script_path: str | Path | None, *, repo_root: str | Path | None = None
+                 ) -> EntryConfig | None:
+    """`@hydra.main` of the entry found next to the script, with config_path made absolute
+    (Hydra resolves a relative config_path against the entry file's directory)."""
+    entry_file = find_entry_file(entry, script_path, repo_root=repo_root)
+    if entry_file is None:
+        return None
+    try:
+        hydra_main = read_hydra_main(entry_file.read_bytes(), str(entry_file))
+    except (OSError, InputError):
+        return None
+    if hydra_main is None:
+        return None
+    config_dir: Path | None = None
+    raw = hydra_main.config_path
+    if raw is not None and not raw.startswith("pkg://"):
+        raw = raw.removeprefix("file://")
+        config_dir = (entry_file.parent / raw).resolve() if not Path(raw).is_absolute() else Path(raw)
+    return EntryConfig(entry_file, config_dir, hydra_main.config_name, hydra_main)
