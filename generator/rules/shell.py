@@ -77,17 +77,21 @@ def _backslash_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
                (TextEdit(start + len(stripped), end, ""),))
 
 
-def _glob_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
-    if hazard.span is None:
-        return None
-    word = script.source[hazard.span.start:hazard.span.end].decode("utf-8", "replace")
-    if any(ch in word for ch in "'\"$`\\"):
-        return None
-    return Fix("single-quote the word so bash cannot expand it as a glob",
-               (TextEdit(hazard.span.start, hazard.span.end, f"'{word}'"),))
+def _quote_word_fix(why: str):
+    def fixer(script: LaunchScript, hazard: Hazard) -> Fix | None:
+        if hazard.span is None:
+            return None
+        word = script.source[hazard.span.start:hazard.span.end].decode("utf-8", "replace")
+        if any(ch in word for ch in "'\"$`\\"):
+            return None
+        return Fix(f"single-quote the word so bash cannot {why}",
+                   (TextEdit(hazard.span.start, hazard.span.end, f"'{word}'"),))
+
+    return fixer
 
 
-_FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslash_fix, "unquoted-glob": _glob_fix}
+_FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslash_fix, "unquoted-glob": _quote_word_fix("expand it as a glob"),
+           "brace-expansion": _quote_word_fix("split it by brace expansion")}
 
 
 def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, failing: str, passing: str,
@@ -140,3 +144,8 @@ _hazard_rule("VS706", "orphan-overrides", "override lines not attached to any co
 _hazard_rule("VS707", "parse-error", "bash cannot parse the script", "error",
              "The script has a syntax error; what follows it cannot be read reliably.",
              "python3 -m verl.trainer.main_ppo data.train_files=(\n", _CALL)
+_hazard_rule("VS708", "brace-expansion", "an unquoted {a,b} in a value that bash splits into several arguments", "error",
+             "Bash expands `key={a:1,b:2}` into two words, `key=a:1` and `key=b:2`, before Hydra sees it: the trainer "
+             "gets two overrides of the same key instead of one mapping.",
+             _CALL + "    +trainer.extra={a:1,b:2}\n", _CALL + "    '+trainer.extra={a:1,b:2}'\n",
+             fix_safety="Single-quotes the word (safe when it holds no expansion).")
