@@ -136,10 +136,16 @@ def layout_problems(layout: Layout, model: ModelFacts | None = None) -> list[Lay
             problems.append(LayoutProblem(
                 "VP303", f"{w} GPUs are not divisible by ETP·EP·PP = {etp}·{ep}·{pp} = {etp * ep * pp} "
                          f"({etp_note}); Megatron cannot build the expert grid"))
-    if layout.gpus_per_node and tp > layout.gpus_per_node:
+    per_node = layout.gpus_per_node
+    if per_node and tp > per_node:
         problems.append(LayoutProblem(
-            "VP304", f"TP {tp} is larger than the {layout.gpus_per_node} GPUs of one node: "
+            "VP304", f"TP {tp} is larger than the {per_node} GPUs of one node: "
                      f"tensor-parallel all-reduces would cross nodes"))
+    elif per_node and per_node % tp:
+        # Megatron puts TP ranks next to each other, so groups tile the node only when TP divides it.
+        problems.append(LayoutProblem(
+            "VP304", f"TP {tp} does not divide the {per_node} GPUs of a node: some tensor-parallel "
+                     f"groups straddle two nodes"))
     if model is None:
         return problems
     heads = model.num_attention_heads

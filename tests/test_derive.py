@@ -195,3 +195,11 @@ def test_nearest_micro_divides(m, micro):
     new = derive.nearest_micro(m, micro)
     assert m % new == 0
     assert abs(new - micro) <= abs(m - micro) if micro > m else True
+
+
+def test_tp_group_that_straddles_nodes_is_reported() -> None:
+    from generator.derive import Layout, layout_problems
+
+    straddling = layout_problems(Layout(gpus=12, tp=4, gpus_per_node=6))
+    assert [p.code for p in straddling] == ["VP304"] and "does not divide the 6 GPUs" in straddling[0].message
+    assert layout_problems(Layout(gpus=12, tp=2, gpus_per_node=6)) == []
