@@ -1,6 +1,6 @@
 """Long fuzzing run of `gen show`, `gen check` and `gen fix` (tests/fuzz/ holds the strategies).
 
-    python bench/fuzz.py --examples 10000 [--seed 0] [--show-failures 5]
+    python bench/fuzz.py --examples 10000 [--seed 0] [--show-failures 5] [--save DIR]
 
 Prints how many inputs ran, how long it took, and every distinct failure (with the smallest
 input hypothesis could shrink it to). Exit 0 when none failed, 1 otherwise.
@@ -23,6 +23,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--examples", type=int, default=1000)
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--show-failures", type=int, default=10)
+    parser.add_argument("--save", default=None, help="write each failing input (shortest per kind) here")
     opts = parser.parse_args(argv)
 
     from hypothesis import HealthCheck, Phase, given, seed, settings
@@ -50,6 +51,9 @@ def main(argv: list[str] | None = None) -> int:
                 if kind not in failures:
                     print(f"  new failure at input {count}: {problem[:300]}\n    input: {data[:300]!r}",
                           file=sys.stderr, flush=True)
+                    if opts.save:
+                        Path(opts.save).mkdir(parents=True, exist_ok=True)
+                        (Path(opts.save) / f"first-{len(failures)}.sh").write_bytes(data)
                 if kind not in failures or len(data) < len(failures[kind]):
                     failures[kind] = data
             if count % 1000 == 0:
@@ -67,6 +71,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"... and {len(failures) - index} more")
             break
         print(f"\nFAILURE {kind}\n  input ({len(data)} bytes): {data[:400]!r}")
+    if opts.save and failures:
+        folder = Path(opts.save)
+        folder.mkdir(parents=True, exist_ok=True)
+        for index, (kind, data) in enumerate(sorted(failures.items())):
+            (folder / f"failure-{index}.sh").write_bytes(data)
+            (folder / f"failure-{index}.txt").write_text(kind + "\n")
+        print(f"saved {len(failures)} failing inputs in {folder}")
     return 1 if failures else 0
 
 
