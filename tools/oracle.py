@@ -308,6 +308,15 @@ def _neutral(text: str) -> str:
     return UNKNOWN_RE.sub("unknown", text)
 
 
+def environment_dependent(case: Case) -> str | None:
+    """`${oc.env:X}` is read when verl resolves the config, from the launch environment: the
+    verdict would be about this machine's environment, not the script."""
+    for text in case.overrides:
+        if "${oc.env:" in text:
+            return f"{_override_key(text)} is read from the environment at launch (oc.env)"
+    return None
+
+
 def worker_request(case: Case, model_root: Path) -> dict[str, Any]:
     return {"id": case.ident, "config_name": case.config_name, "config_dir": case.config_dir,
             "config_relative": case.config_relative,
@@ -696,6 +705,10 @@ def run_verl(cases: list[Case], venv: Path, jobs: int, model_root: Path, log_pat
     """Ask verl about every case that has no verdict yet, on `jobs` workers."""
     import queue
 
+    for case in cases:
+        reason = None if case.verl else environment_dependent(case)
+        if reason:
+            case.verl = {"verdict": "undecided", "stage": None, "message": reason}
     todo = [c for c in cases if not c.verl]
     requests = {c.ident: worker_request(c, model_root) for c in todo}
     model_dirs = sorted({Path(r["model_dir"]) for r in requests.values()})

@@ -160,3 +160,11 @@ def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path):
     assert lines == [f"oracle: error: {needle}" + lines[0].split(needle, 1)[1]]
     assert "Traceback" not in proc.stderr
     assert not (tmp_path / "never-built").exists()
+
+
+def test_values_read_from_the_launch_environment_are_not_judged():
+    case = oracle.Case(ident="x", config_name="ppo_trainer",
+                       overrides=["data.train_batch_size=8", "trainer.n_gpus_per_node=${oc.env:GPUS}"])
+    assert "trainer.n_gpus_per_node" in oracle.environment_dependent(case)
+    assert oracle.environment_dependent(oracle.Case(ident="y", config_name="ppo_trainer",
+                                                    overrides=["trainer.n_gpus_per_node=8"])) is None
