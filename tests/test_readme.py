@@ -1,0 +1,21 @@
+"""The README shows what `gen recipe --model qwen2-7b --gpus 8` really writes."""
+
+from __future__ import annotations
+
+import re
+
+from conftest import REPO
+
+
+def test_readme_shows_the_golden_recipe_output() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    shown = re.search(r"<!-- golden:begin -->\n```bash\n(.*?)```\n<!-- golden:end -->", readme, re.S)
+    assert shown is not None, "README lost its recipe output block"
+    golden = (REPO / "tests" / "golden" / "run_qwen2-7b_grpo_megatron.sh").read_text(encoding="utf-8")
+    assert shown.group(1) == golden
+
+
+def test_readme_main_command_is_the_recipe_command() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "pip install . && gen recipe --model qwen2-7b --gpus 8" in readme
+    assert "pip install -e '.[test]' && python -m pytest -q" in readme
