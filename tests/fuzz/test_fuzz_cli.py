@@ -72,3 +72,25 @@ def test_diff_of_a_script_with_itself_is_empty_or_one_line_error(workdir, data):
     else:
         assert result.exit_code == 2
         assert len(result.stderr.strip().splitlines()) == 1 and "internal error" not in result.stderr
+
+
+REGRESSIONS = Path(__file__).resolve().parent / "regressions"
+
+
+@pytest.mark.parametrize("path", sorted(REGRESSIONS.glob("*.sh")), ids=lambda p: p.stem)
+def test_fuzz_regressions(workdir, path):
+    """Inputs the long fuzzing runs (bench/fuzz.py) found. A known open bug is marked xfail
+    (strict: the test fails as soon as the bug is fixed, so the marker gets removed)."""
+    problems = run_one(path.read_bytes(), workdir)
+    if path.stem in KNOWN_OPEN:
+        if problems:
+            pytest.xfail(f"{KNOWN_OPEN[path.stem]}: {problems[0]}")
+        pytest.fail(f"{path.name} passes now: remove it from KNOWN_OPEN")
+    assert problems == []
+
+
+# Found by `python bench/fuzz.py --examples 10000 --seed 8` (owner: generator/fix/).
+KNOWN_OPEN = {
+    "fix-not-idempotent-critic-cp": "gen fix inserts `critic.megatron.context_parallel_size=...` again on every "
+                                    "--write when the actor's CP value is not a number",
+}
