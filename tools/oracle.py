@@ -11,8 +11,15 @@ A long-lived worker (tools/oracle_worker.py) runs inside it and imports verl onc
 process only speaks JSON lines to it.
 
 A case is a Hydra call of `verl.trainer.main_ppo` (config name, optional --config-path,
-override strings). verl's verdict: accept, or reject at stage compose (Hydra refuses the
-overrides) or validate (`validate_config`, what main_ppo runs before it starts any worker).
+override strings). Cases: every live/conditional/loop main_ppo call of the corpus for the
+release (read with verl-gen's shell reader), every rule's documented failing/passing example,
+and N seeded mutations of four valid bases (Megatron GRPO, Megatron PPO with critic, FSDP GRPO,
+FSDP PPO with critic).
+
+verl's verdict: accept, or reject at stage compose (Hydra refuses the overrides) or validate
+(what main_ppo runs before it starts any worker: resolving the config, the worker choice by
+strategy, `validate_config`). "needs-vllm" and "undecided" (a value the reader could not see, or
+one read from the launch environment) are listed and not compared.
 Ours: "verl rejects this at config load" = an error finding of a rule whose stage is "load",
 or a key issue that makes Hydra's compose fail. Each disagreement is printed; the last line is
 `agreement A/N`. Exit 0 when A == N, 1 otherwise, 2 on bad input or a broken oracle.

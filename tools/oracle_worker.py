@@ -89,9 +89,16 @@ def ensure_tokenizer(model_dir: str) -> None:
     """A tiny word-level tokenizer, so tokenizer loading works offline without real weights.
 
     Token ids and vocabulary do not matter to config validation; the files only have to load."""
+    import fcntl
+
     folder = Path(model_dir)
-    if (folder / "tokenizer.json").exists():
-        return
+    with open(folder / ".tokenizer.lock", "w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two workers start together: one writes, the other waits
+        if not (folder / "tokenizer.json").exists():
+            _write_tokenizer(folder)
+
+
+def _write_tokenizer(folder: Path) -> None:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast
 
