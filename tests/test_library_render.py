@@ -167,3 +167,13 @@ def test_recipe_is_clean_on_every_release_it_claims(recipe):
         loud = [f"{f.code} {f.message}" for f in check_config(config, model=model)
                 if f.severity in ("error", "warning")]
         assert loud == [], version
+
+
+def test_recipe_by_name_from_a_user_library(tmp_path):
+    source = LIBRARY.get("verl-qwen2.5-0.5b-ppo-8gpu").path.read_text()
+    (tmp_path / "mine.yaml").write_text(source.replace("name: verl-qwen2.5-0.5b-ppo-8gpu", "name: my-small-ppo"))
+    result = runner.invoke(app, ["recipe", "my-small-ppo", "--library", str(tmp_path), "-o", "-"])
+    assert result.exit_code == 0, result.output
+    assert "# Reproduce: gen recipe my-small-ppo" in result.stdout
+    missing = runner.invoke(app, ["recipe", "my-small-ppo", "-o", "-"])
+    assert missing.exit_code == 2 and "unknown recipe 'my-small-ppo'" in missing.stderr

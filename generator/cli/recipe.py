@@ -143,6 +143,8 @@ def register(app: typer.Typer) -> None:
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+        library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
+                                              "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
     ) -> None:
         """Write a Megatron launch script whose layout, batch sizes and memory are planned and checked."""
         from generator.render import default_filename, generate
@@ -165,7 +167,7 @@ def register(app: typer.Typer) -> None:
                 command = f"gen recipe --from {Path(legacy).name} --launcher {launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
-                spec = _from_library(name, model=model, **options)
+                spec = _from_library(name, model=model, library=library, **options)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
                                    + ([f"--launcher {launcher}"] if launcher != "local" else []))
             else:
