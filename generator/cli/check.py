@@ -9,40 +9,22 @@ from __future__ import annotations
 
 import os
 import sys
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from generator.cli.common import parse_codes as _codes
+from generator.cli.common import parse_pairs as _parse_env
+from generator.cli.common import read_bytes as _read_bytes
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def _parse_env(pairs: list[str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise InputError(f"--env expects NAME=VALUE, got '{pair}'")
-        env[name] = value
-    return env
 
 
-def _codes(values: list[str]) -> tuple[str, ...]:
-    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
 
 
-def _read_bytes(path: str) -> bytes:
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file")
-    if p.is_dir():
-        raise InputError("is a directory")
-    try:
-        return p.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}") from None
 
 
 def read_launch(source: bytes, path: str, env: dict[str, str], args: list[str]):

@@ -7,17 +7,10 @@ from typing import List, Optional
 
 import typer
 
+from generator.cli.common import parse_pairs
 from generator.errors import EXIT_BAD_INPUT, InputError
 
 
-def _pairs(items: list[str], option: str) -> dict[str, str]:
-    env = {}
-    for item in items:
-        name, sep, value = item.partition("=")
-        if not sep or not name:
-            raise InputError(f"{option} expects NAME=VALUE, got '{item}'")
-        env[name] = value
-    return env
 
 
 def register(app: typer.Typer) -> None:
@@ -38,7 +31,7 @@ def register(app: typer.Typer) -> None:
         try:
             if output_format not in ("text", "json"):
                 raise InputError(f"--format must be text or json, not '{output_format}'")
-            result = diff(a, b, version=verl_version, library=library, env=_pairs(env, "--env") or None,
+            result = diff(a, b, version=verl_version, library=library, env=parse_pairs(env, "--env") or None,
                           args=list(arg) or None)
         except InputError as err:
             typer.echo(f"gen: {err}", err=True)

@@ -8,38 +8,27 @@ failure leaves the original). Exit codes: 0 nothing left to fix, 1 error finding
 from __future__ import annotations
 
 import sys
-from pathlib import Path
 from typing import List, Optional
 
 import typer
 
+from generator.cli.common import parse_codes as _codes
+from generator.cli.common import parse_pairs as _parse_env
+from generator.cli.common import read_bytes
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 
 
-def _parse_env(pairs: list[str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise InputError(f"--env expects NAME=VALUE, got '{pair}'")
-        env[name] = value
-    return env
-
-
-def _codes(values: list[str]) -> tuple[str, ...]:
-    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
-
-
 def _read_bytes(path: str) -> bytes:
-    p = Path(path)
-    if not p.exists():
-        raise InputError(f"{path}: no such file")
-    if p.is_dir():
-        raise InputError(f"{path}: is a directory")
     try:
-        return p.read_bytes()
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
+        return read_bytes(path)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+
+
+
+
 
 
 def _err(message: str) -> None:
@@ -103,7 +92,7 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
                 unsafe: bool, env: dict[str, str], args: list[str] | None = None) -> int:
     from generator import schema
     from generator.fix.engine import default_reader
-    from generator.fix.migrate import infer_from_version, migrate_source
+    from generator.fix.migrate import infer_from_version
 
     target, _ = schema.resolve_version(to_version)
     read = default_reader(env or None, args or None)

@@ -15,19 +15,12 @@ from typing import Any, TextIO
 
 import typer
 
+from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 
 FORMATS = ("text", "json", "yaml")
 
 
-def parse_env(pairs: list[str]) -> dict[str, str]:
-    env: dict[str, str] = {}
-    for pair in pairs:
-        name, eq, value = pair.partition("=")
-        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
-            raise InputError(f"--env {pair!r}: expected NAME=VALUE")
-        env[name] = value
-    return env
 
 
 def _read(path: str, env: dict[str, str], args: list[str]) -> Any:

@@ -1,0 +1,37 @@
+"""Argument handling shared by the commands: `--env`/`--arg` pairs, rule-code lists, reading
+a launch file. One place, so every command refuses bad input with the same one-line message."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generator.errors import InputError
+
+
+def parse_pairs(items: list[str], option: str = "--env") -> dict[str, str]:
+    """NAME=VALUE options as a dict; NAME must be a valid shell variable name."""
+    pairs: dict[str, str] = {}
+    for item in items:
+        name, eq, value = item.partition("=")
+        if not eq or not name or not name.replace("_", "a").isalnum() or name[0].isdigit():
+            raise InputError(f"{option} expects NAME=VALUE, got '{item}'")
+        pairs[name] = value
+    return pairs
+
+
+def parse_codes(values: list[str]) -> tuple[str, ...]:
+    """`--select VB1,VK601 --select VS` → ("VB1", "VK601", "VS") (ruff-style prefixes)."""
+    return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
+
+
+def read_bytes(path: str) -> bytes:
+    """The file's bytes; InputError (without the path: callers print it beside the message)."""
+    p = Path(path)
+    if not p.exists():
+        raise InputError("no such file")
+    if p.is_dir():
+        raise InputError("is a directory")
+    try:
+        return p.read_bytes()
+    except OSError as err:
+        raise InputError(f"cannot read: {err.strerror or err}") from None
