@@ -694,7 +694,7 @@ def judge_ours(cases: list[Case], version: str) -> None:
         others: list[str] = []
         for finding in findings:
             rule = registry.get(finding.code)
-            stage = rule.stage if rule else "?"
+            stage = getattr(finding, "stage", None) or (rule.stage if rule else "?")
             text = f"{finding.code} [{finding.severity}/{stage}] {finding.message}"
             if finding.severity == "error" and stage == "load":
                 reasons.append(text)

@@ -248,6 +248,38 @@ def fsdp_critic_micro(ctx: Context) -> Iterator[Finding]:
                       f"by critic.ppo_micro_batch_size_per_gpu {micro}", key=C_MICRO, fix=fix)
 
 
+C_MICRO_GLOBAL = CRITIC + "ppo_micro_batch_size"
+
+
+@rule("VB210", "critic-mini-not-divisible-by-global-micro",
+      "critic.ppo_mini_batch_size not divisible by critic.ppo_micro_batch_size",
+      severity="error", stage="load", verl_ref="A15",
+      why="With the deprecated global critic micro batch (and static batching), verl's critic config asserts "
+          "critic.ppo_mini_batch_size % critic.ppo_micro_batch_size == 0 when it is built at load (it compares "
+          "prompts with responses, but it is what verl checks).",
+      fix_safety="Sets critic.ppo_micro_batch_size to the divisor of the critic mini batch closest to it (safe: "
+                 "the micro batch only splits the work; prefer critic.ppo_micro_batch_size_per_gpu).",
+      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=null",
+                       "critic.ppo_micro_batch_size=12")),
+      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=null",
+                       "critic.ppo_micro_batch_size=8")))
+def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    if view.critic_used is not True or _critic_static(view) is not True:
+        return
+    if not view.is_null(C_MICRO):
+        return  # both keys set: VB204 reports the pair (verl checks that first)
+    mini, micro = view.int(C_MINI), view.int(C_MICRO_GLOBAL)
+    if not mini or not micro or micro <= 0 or mini % micro == 0:
+        return
+    new = derive.nearest_micro(mini, micro)
+    fix = Fix(f"set critic.ppo_micro_batch_size {micro} → {new}", (KeyEdit(C_MICRO_GLOBAL, micro, new),)) \
+        if new and new != micro else None
+    yield ctx_finding(critic_mini_vs_global_micro, view, (C_MICRO_GLOBAL, C_MINI),
+                      f"critic.ppo_mini_batch_size {mini} is not divisible by critic.ppo_micro_batch_size {micro} "
+                      f"({mini} % {micro} = {mini % micro})", key=C_MICRO_GLOBAL, fix=fix)
+
+
 @rule("VB209", "logprob-micro-larger-than-local-batch", "log-prob micro batch larger than the local batch",
       severity="info", stage="silent", verl_ref="§1.5",
       why="The rollout log-prob pass splits the local batch G/DP into micro-batches of "

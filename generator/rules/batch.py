@@ -69,7 +69,9 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
     if view.new_engine or not _static(view, ungated_through="0.5.0"):
         return
     c = Chain(view)
-    if c.pn is None or c.dp is None:
+    # FSDP's minimal batch is the GPU count whatever ulysses SP is, so DP (None when SP does
+    # not divide the GPUs) is only needed on Megatron.
+    if c.pn is None or (c.dp is None and view.backend == "megatron"):
         return
     responses = c.pn[0] * c.pn[1]
     if view.backend == "megatron":

@@ -56,6 +56,16 @@ class Finding:
     line: int | None = None
     key: str | None = None
     fix: Fix | None = None
+    # When verl notices this finding, if it differs from the rule's own stage (e.g. a check verl
+    # skips at load under some setting, so it fails later). None = the rule's stage.
+    stage: Stage | None = None
+
+    def effective_stage(self) -> Stage | None:
+        """This finding's stage, else its rule's (None for a code not in the registry)."""
+        if self.stage is not None:
+            return self.stage
+        registered = REGISTRY.get(self.code)
+        return registered.stage if registered is not None else None
 
     def to_dict(self) -> dict[str, Any]:
         fix = None
@@ -77,6 +87,7 @@ class Finding:
             "key": self.key,
             "message": self.message,
             "fix": fix,
+            "stage": self.effective_stage(),
         }
 
 
@@ -125,8 +136,10 @@ class Rule:
     scope: str = "trainer"
 
     def finding(self, message: str, *, line: int | None = None, key: str | None = None,
-                fix: Fix | None = None, severity: Severity | None = None) -> Finding:
-        return Finding(self.code, severity or self.severity, message, line, key, fix)
+                fix: Fix | None = None, severity: Severity | None = None,
+                stage: Stage | None = None) -> Finding:
+        return Finding(self.code, severity or self.severity, message, line, key, fix,
+                       stage if stage is not None and stage != self.stage else None)
 
 
 REGISTRY: dict[str, Rule] = {}

@@ -64,13 +64,13 @@ _KIND_OF = {"unknown-key": "unknown-key", "plus-on-existing-key": "plus-on-exist
 
 
 def _kind_rule(code: str, name: str, title: str, why: str, failing: tuple[str, ...] = (),
-               severity="error", passing: tuple[str, ...] = (), version: str | None = None):
+               severity="error", passing: tuple[str, ...] = (), version: str | None = None, stage="load"):
     kind = _KIND_OF[name]
 
     def check(ctx: Context) -> Iterator[Finding]:
         yield from _issues(registered, ctx, kind)
 
-    registered = rule(code, name, title, severity=severity, stage="load", verl_ref="§3", backends=_ANY, scope="any",
+    registered = rule(code, name, title, severity=severity, stage=stage, verl_ref="§3", backends=_ANY, scope="any",
                       why=why, fix_safety="Renames are rewritten by `gen migrate`; other key issues need a decision.",
                       failing=Example(failing, version=version), passing=Example(passing, version=version))(check)
     return registered
@@ -96,8 +96,9 @@ _kind_rule("VK606", "override-grammar", "Hydra cannot parse the override",
            "Hydra's override grammar rejects characters such as an unbalanced '}', '<' or a bare '~' in values.",
            ("trainer.experiment_name=run}",))
 _kind_rule("VK607", "bad-value", "value not allowed for this key",
-           "The value is refused by verl's config for this release.",
-           ("actor_rollout_ref.rollout.load_format=dummy_megatron",))
+           "The value is refused by verl for this release. The config loads (no config class checks these "
+           "values); the rollout engine refuses them when the workers start.",
+           ("actor_rollout_ref.rollout.load_format=dummy_megatron",), stage="init")
 
 
 @rule("VK608", "deprecated-val-batch-size", "data.val_batch_size is deprecated",

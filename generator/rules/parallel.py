@@ -4,6 +4,7 @@ planner); this module turns them into findings."""
 
 from __future__ import annotations
 
+import dataclasses
 from functools import lru_cache
 from typing import Iterator
 
@@ -12,6 +13,7 @@ from generator.models_types import ModelFacts
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
 from generator.rules.view import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER, View
+from generator.versions import parse
 
 _SIZE_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
               "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size")
@@ -58,7 +60,20 @@ _MEG = ("megatron",)
       failing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3",)),
       passing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",)))
 def world_divisible(ctx: Context) -> Iterator[Finding]:
-    yield from layout_findings(world_divisible, ctx, with_model=False)
+    # verl's load-time pre-check (A1) is skipped under dynamic bsz from 0.6.0 on; Megatron's own
+    # check (E1) then fails when the workers start.
+    later = "init" if _dynamic_skips_precheck(ctx) else None
+    for finding in layout_findings(world_divisible, ctx, with_model=False):
+        yield dataclasses.replace(finding, stage=later)
+
+
+def _dynamic_skips_precheck(ctx: Context) -> bool:
+    if View(ctx).actor_dynamic is not True:
+        return False
+    try:
+        return parse(ctx.version) >= (0, 6, 0)
+    except ValueError:
+        return True
 
 
 @rule("VP302", "vpp-needs-pp", "virtual pipeline stages without pipeline parallelism",

@@ -3,13 +3,14 @@ F2, F3, G4)."""
 
 from __future__ import annotations
 
+import dataclasses
 from typing import Iterator
 
 from generator import derive
 from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, Stage, rule
 from generator.rules.view import ROLLOUT, View
-from generator.versions import VersionRange
+from generator.versions import VersionRange, parse
 
 TP_R = ROLLOUT + "tensor_model_parallel_size"
 DP_R = ROLLOUT + "data_parallel_size"
@@ -41,6 +42,16 @@ def _layout_rule_findings(the_rule, ctx: Context, keys: tuple[str, ...]) -> Iter
             yield ctx_finding(the_rule, view, keys, problem.message)
 
 
+def _stage_before_070(ctx: Context) -> Stage | None:
+    """verl 0.7.0 builds the rollout config dataclass inside the workers (its checks fail at worker
+    init); 0.6.x built it in validate_config, at load (as documented in verl-rules A25-A27; not
+    re-read from the 0.6 sources). None = the rule's own stage, "init"."""
+    try:
+        return "load" if parse(ctx.version) < (0, 7, 0) else None
+    except ValueError:
+        return None
+
+
 @rule("VR501", "rollout-replica-not-dividing-gpus", "GPUs not divisible by the rollout replica size",
       severity="error", stage="init", verl_ref="C6",
       why="Each rollout replica uses TP·DP·PP GPUs and the workers assert the GPU pool splits into whole replicas.",
@@ -52,7 +63,7 @@ def replica_divides(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR502", "rollout-ep-mismatch", "rollout expert_parallel_size must equal rollout TP·DP",
-      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A25",
+      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A25",
       why="verl's rollout config requires expert_parallel_size = tensor_model_parallel_size · data_parallel_size "
           "whenever it is > 1.",
       fix_safety="Sets rollout.expert_parallel_size to TP·DP (safe).",
@@ -64,11 +75,12 @@ def rollout_ep(ctx: Context) -> Iterator[Finding]:
     for finding in _layout_rule_findings(rollout_ep, ctx, (EP_R,)):
         tp, dp, _pp, ep = sizes
         yield Finding(finding.code, finding.severity, finding.message, finding.line, EP_R,
-                      Fix(f"set rollout.expert_parallel_size={tp * dp}", (KeyEdit(EP_R, ep, tp * dp),)))
+                      Fix(f"set rollout.expert_parallel_size={tp * dp}", (KeyEdit(EP_R, ep, tp * dp),)),
+                      _stage_before_070(ctx))
 
 
 @rule("VR503", "rollout-pipeline-parallel", "rollout pipeline parallelism is not implemented",
-      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A26",
+      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A26",
       why="verl raises NotImplementedError for rollout.pipeline_model_parallel_size > 1 with vLLM or SGLang.",
       fix_safety="Sets it back to 1 (unsafe: the replica gets smaller).",
       failing=Example(("actor_rollout_ref.rollout.pipeline_model_parallel_size=2",)),
@@ -77,7 +89,8 @@ def rollout_pp(ctx: Context) -> Iterator[Finding]:
     for finding in _layout_rule_findings(rollout_pp, ctx, (PP_R,)):
         old = ctx.config.values.get(PP_R)
         yield Finding(finding.code, finding.severity, finding.message, finding.line, PP_R,
-                      Fix("set rollout.pipeline_model_parallel_size=1", (KeyEdit(PP_R, old, 1),), "unsafe"))
+                      Fix("set rollout.pipeline_model_parallel_size=1", (KeyEdit(PP_R, old, 1),), "unsafe"),
+                      _stage_before_070(ctx))
 
 
 @rule("VR504", "rollout-replica-partial-node", "a multi-node rollout replica must span whole nodes",
@@ -164,8 +177,9 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR508", "rollout-mode-sync-removed", "rollout.mode=sync was removed in 0.7.0",
-      severity="error", stage="load", versions=VersionRange("0.7.0", None), verl_ref="A24",
-      why="From 0.7.0 only the async (agent-loop) rollout exists; 'sync' raises at config load.",
+      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="A24",
+      why="From 0.7.0 only the async (agent-loop) rollout exists; 'sync' raises when the workers build the "
+          "rollout config (worker init; the config itself loads).",
       fix_safety="Sets rollout.mode=async (safe: it is the only mode).",
       failing=Example(("actor_rollout_ref.rollout.mode=sync",)),
       passing=Example(("actor_rollout_ref.rollout.mode=async",)))
@@ -195,8 +209,9 @@ def val_temperature(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR510", "rollout-name-missing", "rollout.name is mandatory",
-      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="A27",
-      why="From 0.6.0 rollout.name has no default (???); OmegaConf raises MissingMandatoryValue at load.",
+      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A27",
+      why="From 0.6.0 rollout.name has no default (???); OmegaConf raises MissingMandatoryValue when it is first "
+          "read (0.6.x: at load; 0.7.0: in the workers, at init).",
       fix_safety="Sets rollout.name=vllm (unsafe: pick your engine).",
       failing=Example(("actor_rollout_ref.rollout.name=???",)),
       passing=Example(()))
@@ -207,8 +222,9 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
         return
     value = view.values.get(key)
     if value is None or value == "???":
-        yield ctx_finding(rollout_name, view, (key,), f"{key} is not set (mandatory from verl 0.6.0)", key=key,
-                          fix=Fix("set rollout.name=vllm", (KeyEdit(key, value, "vllm"),), "unsafe"))
+        finding = ctx_finding(rollout_name, view, (key,), f"{key} is not set (mandatory from verl 0.6.0)", key=key,
+                              fix=Fix("set rollout.name=vllm", (KeyEdit(key, value, "vllm"),), "unsafe"))
+        yield dataclasses.replace(finding, stage=_stage_before_070(ctx))
 
 
 @rule("VR511", "prometheus-needs-log-stats", "rollout.prometheus.enable needs disable_log_stats=False",
