@@ -6,7 +6,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.rules.core import Context, Example, Finding, rule
-from generator.rules.view import View, fallback_note, is_trainer
+from generator.rules.view import ACTOR, CRITIC, View, fallback_note, is_trainer
+from generator.versions import VersionRange
 
 _ANY = ("megatron", "fsdp", "unknown")
 # Values with a dedicated rule elsewhere (reported once, there).
@@ -128,3 +129,86 @@ def keys_not_checked(ctx: Context) -> Iterator[Finding]:
     if note:
         line = ctx.invocation.line if ctx.invocation else None
         yield keys_not_checked.finding(f"cannot decide key existence or rely on defaults: {note}", line=line)
+
+
+# Sections verl turns into dataclasses at config load (validate_config): the actor always, the
+# critic when one is used. Hydra's instantiate builds every nested `_target_` node below them too.
+_BUILT_AT_LOAD = (ACTOR.rstrip("."), CRITIC.rstrip("."))
+
+
+def _existing(ctx: Context) -> frozenset[str] | None:
+    """Leaves and inner nodes of the call's config before any override (None: not known)."""
+    from generator.schema import load
+
+    try:
+        defaults = load(ctx.config.version).configs.get(ctx.config.schema)
+    except Exception:  # an unknown schema id: fall back to what the overrides tell
+        return None
+    if defaults is None:
+        return None
+    found: set[str] = set()
+    for key in defaults:
+        found.add(key)
+        cut = key.rfind(".")
+        while cut > 0 and key[:cut] not in found:
+            found.add(key[:cut])
+            cut = key.rfind(".", 0, cut)
+    return frozenset(found)
+
+
+def _existed_without_plus(config, node: str) -> bool:
+    """Whether `node` is in the config other than through a '+'/'++' override ('=' only sets
+    keys that exist, so anything else came from the defaults)."""
+    prefix = node + "."
+    for key, value in config.values.items():
+        if key == node or key.startswith(prefix):
+            source = config.set_by.get(key)
+            if source is None or source.op not in ("+", "++"):
+                return True
+    return False
+
+
+@rule("VK610", "added-key-in-dataclass-section", "a key added with '+' to a section verl builds as a dataclass",
+      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="§3", backends=_ANY,
+      why="From 0.6.0 verl builds the actor (and a used critic) config as dataclasses at load: every node with a "
+          "_target_ (actor, actor.megatron, actor.optim, ...) becomes a dataclass whose fields are fixed, so a key "
+          "added there with '+' fails with TypeError (unexpected keyword argument). Under a mapping field "
+          "(override_transformer_config, engine_kwargs) added keys are fine.",
+      fix_safety="No automatic fix: delete the override, or set a field the section has.",
+      failing=Example(("+actor_rollout_ref.actor.megatron.no_such_field=1",)),
+      passing=Example(("+actor_rollout_ref.actor.megatron.override_transformer_config.no_such_field=1",)))
+def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
+    config = ctx.config
+    if fallback_note(config) or not is_trainer(ctx):
+        return
+    view = View(ctx)
+    roots = [_BUILT_AT_LOAD[0]] + ([_BUILT_AT_LOAD[1]] if view.critic_used is True else [])
+    existing = _existing(ctx)
+    added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++")}
+    for override in sorted(added.values(), key=lambda o: o.line):
+        key = override.key
+        if not key or "<?" in key or key.endswith("._target_"):
+            continue
+        if not any(key.startswith(root + ".") for root in roots):
+            continue
+        was_there = (key in existing) if existing is not None else False
+        if was_there:
+            continue  # '++' on an existing field just sets it
+        # the deepest node that existed before: the first new key is added right under it
+        parts = key.split(".")
+        parent = None
+        for cut in range(len(parts) - 1, 0, -1):
+            node = ".".join(parts[:cut])
+            if (node in existing) if existing is not None else _existed_without_plus(config, node):
+                parent = node
+                break
+        if parent is None or not any(parent == r or parent.startswith(r + ".") for r in roots):
+            continue
+        target = config.values.get(parent + "._target_")
+        if not isinstance(target, str) or not target:
+            continue
+        new_field = parts[len(parent.split("."))]
+        yield added_key_in_dataclass.finding(
+            f"'{override.text}' adds '{new_field}' to {parent}, which verl {ctx.version} builds as "
+            f"{target.rsplit('.', 1)[-1]} at load: TypeError (unexpected keyword argument '{new_field}')",
+            line=override.line, key=key)
