@@ -162,3 +162,44 @@ def test_import_of_a_missing_file(tmp_path):
 def test_import_bad_name(legacy, tmp_path):
     result = runner.invoke(app, ["import", str(legacy), "--name", "Bad Name", "--library", str(tmp_path)])
     assert result.exit_code == 2 and "lower-case" in result.stderr
+
+
+def test_model_folder_under_an_unknown_home_still_names_the_model(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(LEGACY.replace("actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct",
+                                     "actor_rollout_ref.model.path=$HOME/models/Qwen2.5-7B-Instruct"))
+    result = import_cli(script, tmp_path / "lib")
+    assert result.exit_code == 0, result.output
+    recipe = read_recipe(tmp_path / "lib" / "my-7b.yaml")
+    assert recipe.model == "Qwen2.5-7B" and recipe.model_path is None
+    assert "depends on the environment" in result.stderr
+
+
+def test_keys_verl_refuses_are_left_out_with_a_note(tmp_path):
+    script = tmp_path / "run.sh"
+    script.write_text(LEGACY.replace("algorithm.use_kl_in_reward=False \\",
+                                     "algorithm.use_kl_in_reward=False \\\n"
+                                     "    algorithm.filter_groups.enable=True \\\n"
+                                     "    actor_rollout_ref.rollout.mode=sync \\"))
+    result = import_cli(script, tmp_path / "lib")
+    assert result.exit_code == 0, result.output
+    overrides = read_recipe(tmp_path / "lib" / "my-7b.yaml").config.overrides
+    assert "algorithm.filter_groups.enable" not in overrides  # a key of DAPO's own trainer config
+    assert "actor_rollout_ref.rollout.mode" not in overrides  # sync is gone in 0.7.0
+    assert "left out algorithm.filter_groups.enable" in result.stderr
+    assert "left out actor_rollout_ref.rollout.mode" in result.stderr
+    assert overrides["actor_rollout_ref.actor.clip_ratio_c"] == 5.0  # the rest stays
+
+
+def test_a_layout_megatron_cannot_build_is_refused(tmp_path):
+    script = tmp_path / "run.sh"
+    # 8 GPUs with TP 2 x PP 2 leave DP 2, but EP 8 with ETP 1 x PP 2 needs 16 GPUs
+    script.write_text(LEGACY.replace("Qwen/Qwen2.5-7B-Instruct", "Qwen/Qwen3-30B-A3B")
+                      .replace("algorithm.use_kl_in_reward=False \\",
+                               "algorithm.use_kl_in_reward=False \\\n"
+                               "    actor_rollout_ref.actor.megatron.expert_model_parallel_size=8 \\\n"
+                               "    actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1 \\"))
+    result = import_cli(script, tmp_path / "lib")
+    assert result.exit_code == 2
+    assert "does not pass the checks for verl 0.7.0" in result.stderr and "VP303" in result.stderr
+    assert not (tmp_path / "lib" / "my-7b.yaml").exists()

@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import io
 import os
+import re
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -72,9 +73,19 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
         raise InputError(f"{where}: cannot import: only Megatron launches become recipes "
                          f"(this call uses the {config.backend} backend)")
     model_path = config.values.get("actor_rollout_ref.model.path")
-    if not isinstance(model_path, str) or "actor_rollout_ref.model.path" in config.unknown:
+    if not isinstance(model_path, str):
         raise InputError(f"{where}: cannot import: actor_rollout_ref.model.path is not known statically")
-    facts = find_model(model_path)
+    if "actor_rollout_ref.model.path" in config.unknown:
+        # `$HOME/models/Qwen2-7B-Instruct`: the folder name still says which model it is
+        known_tail = re.sub(r"<\?[^>]*>", "", model_path).rstrip("/").rsplit("/", 1)[-1]
+        facts = find_model(known_tail) if known_tail else None
+        if facts is None:
+            raise InputError(f"{where}: cannot import: actor_rollout_ref.model.path is not known statically")
+        notes.append(f"model path '{model_path}' depends on the environment; the recipe uses "
+                     f"{facts.name}'s Hugging Face id (render with --model-path to change it)")
+        model_path = None
+    else:
+        facts = find_model(model_path)
     if facts is None:
         raise InputError(f"{where}: cannot import: model '{model_path}' is not in the registry "
                          "(pass a path to a folder with config.json, or a known model name)")
@@ -141,7 +152,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
         "tags": ["imported"],
         "description": f"{facts.name} {algo.upper()} on {per_node * nodes} GPUs, imported from a launch script",
         "provenance": "",
-        "model_path": model_path,
+        **({"model_path": model_path} if model_path else {}),
         "config": {
             "layout": layout,
             "rollout": {"name": rollout_name,
@@ -223,17 +234,64 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     target_dir = user_library_dir(library)
     target = target_dir / f"{name}.yaml"
     # Validate the structure first (one-line errors name the field), then add the extras.
-    recipe = recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+    try:
+        recipe = recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+    except InputError as err:  # name the script the value came from, not a file not yet written
+        detail = str(err).split(": ", 1)[-1]
+        if detail.startswith("field 'name'"):
+            raise
+        raise InputError(f"{script}: cannot import: the recipe would be invalid: {detail}") from None
     rendered = to_config(recipe, chosen)
     extra, more = _extra_overrides(config, rendered)
     notes += more
+    carried = {k.lstrip("+") for k in extra}
+    for issue in config.key_issues:  # what the script writes but verl `chosen` would refuse
+        if issue.override.key not in carried:
+            notes.append(f"left out {issue.override.text}: {issue.kind} in verl {chosen}")
     if extra:
         mapping["config"]["overrides"] = extra
-        recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+    notes += _keep_what_verl_accepts(mapping, target, chosen, script)
     if target.exists() and not force:
         raise InputError(f"{target}: a recipe with this name exists; pass --force to replace it")
     _write_atomic(target, dump_recipe_yaml(mapping, header=f"Imported from {script}"))
     return target, notes
+
+
+def _keep_what_verl_accepts(mapping: dict[str, Any], target: Path, version: str, script: str) -> list[str]:
+    """The recipe must render: carried-over keys that verl `version` refuses (keys of another
+    trainer's config, removed values) are dropped with a note; a setup that still fails the
+    checks (e.g. a layout Megatron cannot build) is refused, nothing written."""
+    from generator.library.convert import recipe_model, to_config
+    from generator.library.recipe import recipe_from_mapping
+    from generator.rules import check_config
+
+    notes: list[str] = []
+    extra: dict[str, Any] = mapping["config"].get("overrides", {})
+    for _round in range(3):
+        recipe = recipe_from_mapping(mapping, where=str(target), path=target, origin="user")
+        config = to_config(recipe, version)
+        refused: dict[str, str] = {}
+        for issue in config.key_issues:
+            refused[issue.override.key] = f"{issue.kind} in verl {version}"
+        loud = [f for f in check_config(config, model=recipe_model(recipe)) if f.severity in ("error", "warning")]
+        for finding in loud:
+            if finding.key:
+                refused.setdefault(finding.key, f"{finding.code}: {finding.message}")
+        droppable = {k for k in extra if k.lstrip("+") in refused}
+        if not droppable:
+            problems = [f"{f.code} {f.message}" for f in loud if f.severity == "error"]
+            problems += [f"{k}: {why}" for k, why in refused.items() if k not in {x.lstrip('+') for x in extra}
+                         and "in verl" in why]
+            if problems:
+                raise InputError(f"{script}: cannot import: the setup does not pass the checks for verl {version}: "
+                                 + "; ".join(problems[:3]) + " (gen check / gen fix / gen migrate first)")
+            return notes
+        for key in sorted(droppable):
+            notes.append(f"left out {key}={extra[key]!r}: {refused[key.lstrip('+')]}")
+            del extra[key]
+        if not extra:
+            mapping["config"].pop("overrides", None)
+    return notes
 
 
 def dump_recipe_yaml(mapping: dict[str, Any], *, header: str | None = None) -> str:
