@@ -662,13 +662,13 @@ def judge_ours(cases: list[Case], version: str) -> None:
     """`gen check`'s answer to "does verl reject this at config load?" for every case: an
     error finding of a rule whose stage is "load", or a key issue Hydra refuses.
 
-    Corpus calls go through build_config + check_config exactly as `check_script` does, with
-    one addition: the release's repository tree as `config_root`, because the corpus keeps
-    scripts without the config folders that sit next to them in verl's repository."""
+    Corpus calls go through `check_script` itself, with the release's repository tree as
+    `config_root`, because the corpus keeps scripts without the config folders that sit next
+    to them in verl's repository."""
     try:
         from generator.config import build_config, config_from_overrides
         from generator.config.build import is_hydra_rejection
-        from generator.rules import check_config, load_rules
+        from generator.rules import check_config, check_script, load_rules
         from generator.rules.examples import example_config
         from generator.schema import resolve_version
     except ImportError as exc:
@@ -676,10 +676,19 @@ def judge_ours(cases: list[Case], version: str) -> None:
 
     registry = load_rules()
     schema_version, _how = resolve_version(version)
+    checked: dict[tuple[int, str | None], dict[int, tuple[Any, list[Any]]]] = {}
     for case in cases:
-        if case.source is not None:
+        if case.source is not None and case.source[2] is not None:
+            _rel, _file, script, inv, tree = case.source
+            # exactly `gen check`, with the release's repository tree as the folder the script
+            # runs from (the corpus keeps scripts without the config folders beside them)
+            key = (id(script), tree)
+            if key not in checked:
+                checked[key] = {id(i): (c, f) for i, c, f in check_script(script, version=schema_version,
+                                                                          config_root=tree) if i is not None}
+            config, findings = checked[key][id(inv)]
+        elif case.source is not None:  # no shell reader: the corpus's own reading of the call
             rel, file, script, inv, tree = case.source
-            # the script as if it sat in the release's repository tree, where its configs are
             script_dir = os.path.join(tree, os.path.dirname(rel)) if tree else os.path.dirname(str(file))
             config = build_config(inv, version=schema_version, script_dir=script_dir, config_root=tree)
             findings = check_config(config, invocation=inv, script=script)

@@ -17,6 +17,7 @@ Everything is flat: {dotted key: leaf}, with inner mappings implied by the dotte
 from __future__ import annotations
 
 import difflib
+import os
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -529,40 +530,120 @@ def _strip_yaml(name: str) -> str:
     return name[:-5] if name.endswith(".yaml") else name[:-4] if name.endswith(".yml") else name
 
 
-def _candidate_dirs(config_path: str, script_dir: str | None, config_root: str | None) -> list[Path]:
-    """Where `--config-path` may point: absolute, next to the script, or (for paths that start
-    with an unknown like `<?PWD>`) relative to the script's ancestors or `config_root`."""
-    text = config_path
-    if text.startswith("file://"):
-        text = text[len("file://"):]
-    relative = text
+def _plain_path(config_path: str) -> str:
+    return config_path[len("file://"):] if config_path.startswith("file://") else config_path
+
+
+def is_relative_config_path(config_path: str | None) -> bool:
+    """A `--config-path` Hydra resolves against the entry file's folder: not absolute, and not
+    starting with a value the reader could not see (`$PWD/...`, which is absolute at run time)."""
+    if not config_path:
+        return False
+    text = _plain_path(config_path)
+    return UNKNOWN_OPEN not in text and not text.startswith("/")
+
+
+def entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> Path | None:
+    """The folder Hydra resolves a relative `--config-path` against: the directory of the file
+    holding `@hydra.main` (for `python -m a.b.main` and `python a/b/main.py` alike), NOT the
+    working directory. Found as the entry file next to the script or under `config_root`; else,
+    for a module entry, its package folder there (config trees keep the folders without the
+    Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
+    None when unknown."""
+    from generator.shell.pyentry import find_entry_file
+
+    if not entry or UNKNOWN_OPEN in entry:
+        return None
+    script_path = Path(script_dir) / "_" if script_dir else None
+    found = find_entry_file(entry, script_path, repo_root=config_root)
+    if found is not None:
+        return found.parent
+    if entry.endswith(".py") or "." not in entry:
+        return None
+    package = Path(*entry.split(".")[:-1])
+    bases: list[Path] = [Path(config_root)] if config_root else []
+    if script_dir:
+        here = Path(script_dir).resolve()
+        bases += [here, *list(here.parents)[:6]]
+    for base in bases:
+        if (base / package).is_dir():
+            return base / package
+    if entry == PPO_ENTRY:
+        return _installed_verl_trainer()
+    return None
+
+
+_INSTALLED: dict[str, Path | None] = {}
+
+
+def _installed_verl_trainer() -> Path | None:
+    """`verl/trainer/` of the verl importable here, found without importing verl."""
+    if "verl" not in _INSTALLED:
+        import importlib.util
+
+        found = None
+        try:
+            spec = importlib.util.find_spec("verl")
+        except (ImportError, ValueError):
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            if (Path(location) / "trainer").is_dir():
+                found = Path(location) / "trainer"
+                break
+        _INSTALLED["verl"] = found
+    return _INSTALLED["verl"]
+
+
+def _candidate_dirs(config_path: str, script_dir: str | None, config_root: str | None,
+                    entry: str | None = None) -> list[Path]:
+    """Where `--config-path` points: absolute; relative = against the entry file's folder (as
+    Hydra does; nothing when that folder is unknown); or, for paths that start with an unknown
+    like `<?PWD>`, relative to the script's ancestors or `config_root`."""
+    text = _plain_path(config_path)
+    if UNKNOWN_OPEN in text and not text.startswith(UNKNOWN_OPEN):
+        return []
     if text.startswith(UNKNOWN_OPEN):
         end = text.find(">")
-        relative = text[end + 1:].lstrip("/") if end > 0 else text
-    elif UNKNOWN_OPEN in text:
-        return []
-    out: list[Path] = []
-    path = Path(relative)
-    if path.is_absolute() and not text.startswith(UNKNOWN_OPEN):
-        out.append(path)
-    else:
+        relative = Path(text[end + 1:].lstrip("/") if end > 0 else text)
         bases: list[Path] = []
         if config_root:
             bases.append(Path(config_root))
         if script_dir:
             here = Path(script_dir).resolve()
             bases += [here, *here.parents]
-        out += [base / path for base in bases]
-    return out
+        return [base / relative for base in bases]
+    if text.startswith("/"):
+        return [Path(text)]
+    where = entry_dir(entry or "", script_dir, config_root)
+    return [Path(os.path.normpath(where / text))] if where is not None else []
 
 
 def _find_config_dir(invocation: Invocation, name: str, script_dir: str | None, config_root: str | None) -> Path | None:
     if not invocation.config_path:
         return None
-    for directory in _candidate_dirs(invocation.config_path, script_dir, config_root):
+    for directory in _candidate_dirs(invocation.config_path, script_dir, config_root, invocation.entry):
         if (directory / f"{name}.yaml").is_file() or (directory / f"{name}.yml").is_file():
             return directory
     return None
+
+
+def relative_config_path_status(invocation: Invocation, name: str | None, script_dir: str | None,
+                                config_root: str | None) -> tuple[str, str | None] | None:
+    """For a relative `--config-path`: ("found" | "missing" | "unknown", the folder Hydra looks
+    in). None when the call has no relative --config-path."""
+    if not is_relative_config_path(invocation.config_path):
+        return None
+    where = entry_dir(invocation.entry, script_dir, config_root)
+    if where is None:
+        return ("unknown", None)
+    directory = Path(os.path.normpath(where / _plain_path(invocation.config_path or "")))
+    if not directory.is_dir():
+        return ("missing", str(directory))
+    if name and UNKNOWN_OPEN not in name:
+        stem = _strip_yaml(name)
+        if not ((directory / f"{stem}.yaml").is_file() or (directory / f"{stem}.yml").is_file()):
+            return ("missing", str(directory / f"{stem}.yaml"))
+    return ("found", str(directory))
 
 
 _RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
@@ -673,6 +754,9 @@ def build_config(
     )
     config.notes[:0] = notes
     config.approximate = not strict
+    status = relative_config_path_status(invocation, name, script_dir, config_root)
+    if status is not None:
+        config.relative_config_path = (invocation.config_path or "", status[0], status[1])
     return config
 
 

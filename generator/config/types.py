@@ -61,6 +61,10 @@ class Config:
     # True when the call's own config could not be found and the PPO defaults stood in:
     # keys those defaults lack were not checked, and rules that read defaults should not decide.
     approximate: bool = False
+    # A relative --config-path as Hydra resolves it (against the entry file's folder, not the
+    # working directory): (the path as written, "found" | "missing" | "unknown", the folder or
+    # file Hydra looks for, or None when unknown). None when the call has no relative path.
+    relative_config_path: tuple[str, str, str | None] | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

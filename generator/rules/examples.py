@@ -64,9 +64,23 @@ def config_for(overrides: tuple[str, ...] | list[str], *, version: str = DEFAULT
 
 
 def example_config(rule: Rule, example: Example) -> Config:
+    if example.script is not None and rule.scope != "script":
+        return _script_example_config(rule, example)
     config_name = example.config_name or ("ppo_trainer" if rule.backends == ("fsdp",) else "ppo_megatron_trainer")
     base = BASE if "megatron" in config_name else tuple(o for o in BASE if ".megatron." not in o)
     return config_for(example.overrides, version=example_version(rule, example), config_name=config_name, base=base)
+
+
+def _script_example_config(rule: Rule, example: Example) -> Config:
+    """The config of the first trainer call of an example script (rules about how the call is
+    written, e.g. its --config-path). Nothing on disk is consulted beyond verl's own install."""
+    from generator.config import build_config
+
+    script = example_script(example)
+    calls = [inv for inv in script.invocations if inv.branch != "dead"] if script is not None else []
+    if not calls:
+        raise ValueError(f"{rule.code}: the example script has no trainer call")
+    return build_config(calls[0], version=example_version(rule, example))
 
 
 def example_model(example: Example):

@@ -136,6 +136,34 @@ def keys_not_checked(ctx: Context) -> Iterator[Finding]:
 _BUILT_AT_LOAD = (ACTOR.rstrip("."), CRITIC.rstrip("."))
 
 
+# Dataclass fields verl 0.7.0's YAML does not list (so a '+' is needed to set them, and it is
+# accepted), by class name. Measured with dataclasses.fields() on verl 0.7.0's config classes.
+_ENGINE_ONLY = ("infer_max_token_len_per_gpu", "infer_micro_batch_size_per_gpu", "max_token_len_per_gpu",
+                "micro_batch_size_per_gpu", "use_dynamic_bsz", "use_fused_kernels")
+_TOOL_ONLY = ("name",)
+_FIELDS_NOT_IN_YAML: dict[str, frozenset[str]] = {
+    "McoreActorConfig": frozenset({"engine", "global_batch_info", "model_config", "ppo_infer_max_token_len_per_gpu",
+                                   "ppo_infer_micro_batch_size_per_gpu", "profile", "use_rollout_log_probs"}),
+    "FSDPActorConfig": frozenset({"engine", "global_batch_info", "model_config", "ppo_infer_max_token_len_per_gpu",
+                                  "ppo_infer_micro_batch_size_per_gpu", "use_rollout_log_probs"}),
+    "McoreCriticConfig": frozenset({"engine", "model_config", "ppo_infer_max_token_len_per_gpu",
+                                    "ppo_infer_micro_batch_size_per_gpu"}),
+    "FSDPCriticConfig": frozenset({"engine", "model_config", "ppo_infer_max_token_len_per_gpu",
+                                   "ppo_infer_micro_batch_size_per_gpu"}),
+    "McoreEngineConfig": frozenset({"full_determinism", "strategy", *_ENGINE_ONLY}),
+    "FSDPEngineConfig": frozenset({"grad_offload", "mixed_precision", "use_remove_padding", *_ENGINE_ONLY}),
+    "McoreOptimizerConfig": frozenset({"grad_clip"}),
+    "FSDPOptimizerConfig": frozenset({"grad_clip"}),
+    "ProfilerConfig": frozenset({"global_tool_config"}),
+    "NPUToolConfig": frozenset(_TOOL_ONLY),
+    "NsightToolConfig": frozenset(_TOOL_ONLY),
+    "TorchProfilerToolConfig": frozenset({"manual_save", *_TOOL_ONLY}),
+    "TorchMemoryToolConfig": frozenset(_TOOL_ONLY),
+    "FSDPCriticModelCfg": frozenset({"lora"}),
+}
+_FIELDS_MEASURED_ON = "0.7.0"
+
+
 def _existing(ctx: Context) -> frozenset[str] | None:
     """Leaves and inner nodes of the call's config before any override (None: not known)."""
     from generator.schema import load
@@ -208,7 +236,55 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
         if not isinstance(target, str) or not target:
             continue
         new_field = parts[len(parent.split("."))]
+        class_name = target.rsplit(".", 1)[-1]
+        if new_field in _FIELDS_NOT_IN_YAML.get(class_name, ()):
+            continue  # a field of the dataclass that verl's YAML leaves out: '+' is the way to set it
+        measured = ctx.version == _FIELDS_MEASURED_ON
         yield added_key_in_dataclass.finding(
             f"'{override.text}' adds '{new_field}' to {parent}, which verl {ctx.version} builds as "
-            f"{target.rsplit('.', 1)[-1]} at load: TypeError (unexpected keyword argument '{new_field}')",
-            line=override.line, key=key)
+            f"{class_name} at load: TypeError (unexpected keyword argument '{new_field}')"
+            + ("" if measured else f" (fields checked against verl {_FIELDS_MEASURED_ON})"),
+            line=override.line, key=key, severity=None if measured else "warning")
+
+
+_PPO_ENTRY = "verl.trainer.main_ppo"
+
+
+@rule("VK611", "relative-config-path", "relative --config-path is resolved against the entry module, not your "
+      "working directory",
+      severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any",
+      why="Hydra joins a relative --config-path to the folder of the file holding @hydra.main (for "
+          "`python -m verl.trainer.main_ppo`: the installed verl's verl/trainer/), not to the directory the script "
+          "runs from. A folder that is not there fails at compose (MissingConfigException) before any check runs.",
+      fix_safety="No automatic fix: write the path as \"$(pwd)/PATH\" (run from the folder it is relative to) "
+                 "or as an absolute path.",
+      failing=Example((), script="#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=my_configs "
+                                 "--config-name=my_grpo trainer.n_gpus_per_node=8\n"),
+      passing=Example((), script="#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$(pwd)/my_configs\" "
+                                 "--config-name=my_grpo trainer.n_gpus_per_node=8\n"))
+def relative_config_path(ctx: Context) -> Iterator[Finding]:
+    found = ctx.config.relative_config_path
+    if found is None:
+        return
+    path, status, where = found
+    line = ctx.invocation.line if ctx.invocation is not None else None
+    advice = f'write --config-path="$(pwd)/{path}" (from the folder it is relative to) or an absolute path'
+    if status == "missing":
+        yield relative_config_path.finding(
+            f"--config-path {path} is relative, so Hydra looks in the entry module's folder, not your working "
+            f"directory: {where} does not exist; {advice}", line=line)
+        return
+    if status != "unknown" or ctx.config.entry != _PPO_ENTRY:
+        return
+    parts = [p for p in path.removeprefix("file://").split("/") if p not in ("", ".")]
+    if not parts or parts[0] == "config":
+        return  # verl/trainer/config is verl's own config folder
+    if ".." in parts:
+        yield relative_config_path.finding(
+            f"--config-path {path} is relative to verl/trainer/ of the verl that runs (Hydra's rule), not to your "
+            f"working directory; it works only from a verl source checkout; {advice}", line=line,
+            severity="warning")
+        return
+    yield relative_config_path.finding(
+        f"--config-path {path} is relative, so Hydra looks for verl/trainer/{'/'.join(parts)} inside the installed "
+        f"verl (only verl/trainer/config is there), not in your working directory; {advice}", line=line)
