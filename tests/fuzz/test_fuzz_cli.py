@@ -91,6 +91,7 @@ def test_fuzz_regressions(workdir, path):
 
 # Found by `python bench/fuzz.py --examples 10000 --seed 8` (owner: generator/fix/).
 KNOWN_OPEN = {
-    "fix-not-idempotent-critic-cp": "gen fix inserts `critic.megatron.context_parallel_size=...` again on every "
-                                    "--write when the actor's CP value is not a number",
+    "fix-not-idempotent-critic-cp": "gen fix (VP305) inserts `critic.megatron.context_parallel_size=...` after the "
+                                    "call's last line, which is inside an unterminated double quote, so the reader "
+                                    "never sees it and every --write inserts it again",
 }
