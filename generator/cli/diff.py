@@ -16,8 +16,8 @@ from generator.errors import EXIT_BAD_INPUT, InputError
 def register(app: typer.Typer) -> None:
     @app.command("diff")
     def diff_command(
-        a: str = typer.Argument(..., help="a launch script or a recipe name"),
-        b: str = typer.Argument(..., help="a launch script or a recipe name"),
+        a: str = typer.Argument(..., metavar="A", help="a launch script or a recipe name"),
+        b: str = typer.Argument(..., metavar="B", help="a launch script or a recipe name"),
         verl_version: Optional[str] = typer.Option(None, "--verl-version",
                                                    help="compare both under this release's defaults"),
         output_format: str = typer.Option("text", "--format", help="text or json"),
