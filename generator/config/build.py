@@ -544,12 +544,18 @@ def is_relative_config_path(config_path: str | None) -> bool:
 
 
 def entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> Path | None:
+    found = _entry_dir(entry, script_dir, config_root)
+    return found[0] if found is not None else None
+
+
+def _entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> tuple[Path, bool] | None:
     """The folder Hydra resolves a relative `--config-path` against: the directory of the file
     holding `@hydra.main` (for `python -m a.b.main` and `python a/b/main.py` alike), NOT the
     working directory. Found as the entry file next to the script or under `config_root`; else,
     for a module entry, its package folder there (config trees keep the folders without the
     Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
-    None when unknown."""
+    (folder, sure): `sure` is False when only a package folder stood in for a file that was not
+    seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown."""
     from generator.shell.pyentry import find_entry_file
 
     if not entry or UNKNOWN_OPEN in entry:
@@ -557,7 +563,7 @@ def entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> Pa
     script_path = Path(script_dir) / "_" if script_dir else None
     found = find_entry_file(entry, script_path, repo_root=config_root)
     if found is not None:
-        return found.parent
+        return found.parent, True
     if entry.endswith(".py") or "." not in entry:
         return None
     package = Path(*entry.split(".")[:-1])
@@ -567,9 +573,10 @@ def entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> Pa
         bases += [here, *list(here.parents)[:6]]
     for base in bases:
         if (base / package).is_dir():
-            return base / package
+            return base / package, entry == PPO_ENTRY
     if entry == PPO_ENTRY:
-        return _installed_verl_trainer()
+        installed = _installed_verl_trainer()
+        return (installed, True) if installed is not None else None
     return None
 
 
@@ -628,22 +635,24 @@ def _find_config_dir(invocation: Invocation, name: str, script_dir: str | None, 
 
 
 def relative_config_path_status(invocation: Invocation, name: str | None, script_dir: str | None,
-                                config_root: str | None) -> tuple[str, str | None] | None:
-    """For a relative `--config-path`: ("found" | "missing" | "unknown", the folder Hydra looks
-    in). None when the call has no relative --config-path."""
+                                config_root: str | None) -> tuple[str, str | None, bool] | None:
+    """For a relative `--config-path`: ("found" | "missing" | "unknown", the folder (or config
+    file) Hydra looks for, whether the entry's folder is sure). None when the call has no
+    relative --config-path."""
     if not is_relative_config_path(invocation.config_path):
         return None
-    where = entry_dir(invocation.entry, script_dir, config_root)
-    if where is None:
-        return ("unknown", None)
+    found = _entry_dir(invocation.entry, script_dir, config_root)
+    if found is None:
+        return ("unknown", None, False)
+    where, sure = found
     directory = Path(os.path.normpath(where / _plain_path(invocation.config_path or "")))
     if not directory.is_dir():
-        return ("missing", str(directory))
+        return ("missing", str(directory), sure)
     if name and UNKNOWN_OPEN not in name:
         stem = _strip_yaml(name)
         if not ((directory / f"{stem}.yaml").is_file() or (directory / f"{stem}.yml").is_file()):
-            return ("missing", str(directory / f"{stem}.yaml"))
-    return ("found", str(directory))
+            return ("missing", str(directory / f"{stem}.yaml"), sure)
+    return ("found", str(directory), sure)
 
 
 _RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
@@ -756,7 +765,7 @@ def build_config(
     config.approximate = not strict
     status = relative_config_path_status(invocation, name, script_dir, config_root)
     if status is not None:
-        config.relative_config_path = (invocation.config_path or "", status[0], status[1])
+        config.relative_config_path = (invocation.config_path or "", *status)
     return config
 
 

@@ -63,8 +63,9 @@ class Config:
     approximate: bool = False
     # A relative --config-path as Hydra resolves it (against the entry file's folder, not the
     # working directory): (the path as written, "found" | "missing" | "unknown", the folder or
-    # file Hydra looks for, or None when unknown). None when the call has no relative path.
-    relative_config_path: tuple[str, str, str | None] | None = None
+    # file Hydra looks for or None when unknown, whether the entry's folder is sure rather than
+    # inferred from a package folder). None when the call has no relative path.
+    relative_config_path: tuple[str, str, str | None, bool] | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

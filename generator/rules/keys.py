@@ -266,13 +266,15 @@ def relative_config_path(ctx: Context) -> Iterator[Finding]:
     found = ctx.config.relative_config_path
     if found is None:
         return
-    path, status, where = found
+    path, status, where, sure = found
     line = ctx.invocation.line if ctx.invocation is not None else None
     advice = f'write --config-path="$(pwd)/{path}" (from the folder it is relative to) or an absolute path'
     if status == "missing":
+        unsure = "" if sure else f" (assuming {ctx.config.entry}'s file sits in its package folder; it was not seen)"
         yield relative_config_path.finding(
             f"--config-path {path} is relative, so Hydra looks in the entry module's folder, not your working "
-            f"directory: {where} does not exist; {advice}", line=line)
+            f"directory: {where} does not exist{unsure}; {advice}", line=line,
+            severity=None if sure else "warning")
         return
     if status != "unknown" or ctx.config.entry != _PPO_ENTRY:
         return
