@@ -17,7 +17,7 @@ from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
-from generator.rules.core import Finding
+from generator.rules.core import Finding, KeyEdit
 
 MAX_ROUNDS = 3
 
@@ -152,6 +152,21 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                 not_applied[(finding.code, finding.line)] = NotApplied(
                     finding.code, finding.line, "the edit would break the script's syntax; not applied")
             break
+        unseen = [index for index in taken if not _key_edits_reach_a_call(candidates[index][0], new_script)]
+        if unseen:
+            # An edit the reader cannot see in any trainer call (say, a line appended inside an
+            # unterminated quote) would be written again on every run: leave it out.
+            for index in unseen:
+                finding = candidates[index][0]
+                not_applied[(finding.code, finding.line)] = NotApplied(
+                    finding.code, finding.line,
+                    "the edited value would not reach the trainer call (e.g. it lands inside an "
+                    "unterminated quote); not applied")
+            taken = [index for index in taken if index not in unseen]
+            if not taken:
+                break
+            new_source = apply_edits(script.source, [e for index in taken for e in candidates[index][1].edits])
+            new_script = read(new_source, path)
         for index in taken:
             finding, placement = candidates[index]
             not_applied.pop((finding.code, finding.line), None)
@@ -166,6 +181,30 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     still = {(f.code, f.line) for f in result.remaining}
     result.not_applied = [n for key, n in not_applied.items() if key in still]
     return result
+
+
+def _key_edits_reach_a_call(finding: Finding, script: LaunchScript) -> bool:
+    """After the edit, does some call of `script` set each edited key to its new value?"""
+    from generator.overrides import format_value, parse_override
+
+    for edit in finding.fix.edits if finding.fix else ():
+        if not isinstance(edit, KeyEdit):
+            continue
+        wanted = format_value(edit.new)
+        seen = False
+        for invocation in script.invocations:
+            last = None
+            for override in invocation.overrides:
+                if override.key == edit.key:
+                    last = override
+            if last is not None and last.op != "~" and last.resolved:
+                parsed = parse_override(last.text)
+                if parsed.ok and format_value(parsed.value) == wanted:
+                    seen = True
+                    break
+        if not seen:
+            return False
+    return True
 
 
 def remaining_fixable(result: FixResult, *, unsafe: bool = False) -> list[Finding]:

@@ -90,8 +90,4 @@ def test_fuzz_regressions(workdir, path):
 
 
 # Found by `python bench/fuzz.py --examples 10000 --seed 8` (owner: generator/fix/).
-KNOWN_OPEN = {
-    "fix-not-idempotent-critic-cp": "gen fix (VP305) inserts `critic.megatron.context_parallel_size=...` after the "
-                                    "call's last line, which is inside an unterminated double quote, so the reader "
-                                    "never sees it and every --write inserts it again",
-}
+KNOWN_OPEN: dict[str, str] = {}
