@@ -114,7 +114,8 @@ def register(app: typer.Typer) -> None:
         color = fmt == "text" and _use_color()
         _emit(render(reports, fmt, color=color), color)
         bad_file = any(r.error for r in reports)
-        if fmt == "text":
+        if fmt == "text" and not sys.stdout.isatty():
+            # The report already has the line; repeat it on stderr only when stdout is redirected.
             for report in reports:
                 if report.error:
                     print(f"{report.path}: error: {report.error}", file=sys.stderr)
