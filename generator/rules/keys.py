@@ -211,14 +211,13 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
         return
     view = View(ctx)
     roots = [_BUILT_AT_LOAD[0]] + ([_BUILT_AT_LOAD[1]] if view.critic_used is True else [])
+    added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
+             and not o.key.endswith("._target_") and any(o.key.startswith(root + ".") for root in roots)}
+    if not added:
+        return
     existing = _existing(ctx)
-    added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++")}
     for override in sorted(added.values(), key=lambda o: o.line):
         key = override.key
-        if not key or "<?" in key or key.endswith("._target_"):
-            continue
-        if not any(key.startswith(root + ".") for root in roots):
-            continue
         was_there = (key in existing) if existing is not None else False
         if was_there:
             continue  # '++' on an existing field just sets it
