@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from generator.rules import check_config, load_rules
-from generator.rules.examples import example_config, example_model
+from generator.rules import load_rules
+from generator.rules.examples import example_findings
 
 REGISTRY = load_rules()
 CONFIG_RULES = sorted(code for code, r in REGISTRY.items() if r.scope != "script")
@@ -18,8 +18,7 @@ def _findings(code: str, kind: str):
     rule = REGISTRY[code]
     example = getattr(rule, kind)
     assert example is not None, f"{code} has no {kind} example"
-    config = example_config(rule, example)
-    return [f for f in check_config(config, model=example_model(example)) if f.code == code]
+    return example_findings(rule, example)
 
 
 @pytest.mark.parametrize("code", CONFIG_RULES)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 
 from generator.config.types import Config
-from generator.rules.core import Example, Rule
+from generator.rules.core import Example, Finding, Rule
 
 BASE: tuple[str, ...] = (
     "trainer.n_gpus_per_node=8",
@@ -81,6 +81,20 @@ def _script_example_config(rule: Rule, example: Example) -> Config:
     if not calls:
         raise ValueError(f"{rule.code}: the example script has no trainer call")
     return build_config(calls[0], version=example_version(rule, example))
+
+
+def example_findings(rule: Rule, example: Example) -> list[Finding]:
+    """What this rule reports on one of its documented examples (what `gen rule` prints and the
+    tests assert): script rules read the example script; the others check its config."""
+    if example.script is not None and rule.scope == "script":
+        from generator.rules import script_findings
+
+        script = example_script(example)
+        return [f for f in script_findings(script, select=[rule.code]) if f.code == rule.code]
+    from generator.rules import check_config
+
+    config = example_config(rule, example)
+    return [f for f in check_config(config, model=example_model(example), select=[rule.code]) if f.code == rule.code]
 
 
 def example_model(example: Example):
