@@ -35,6 +35,10 @@ class Layout:
     first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
     last_stage_layers: int | None = None
     gpus_per_node: int | None = None
+    # override_transformer_config.account_for_{embedding,loss}_in_pipeline_split: the embedding
+    # and the loss each count as one more layer when the layers are split over PP stages.
+    embedding_in_pipeline_split: bool = False
+    loss_in_pipeline_split: bool = False
 
 
 @dataclass(frozen=True)
@@ -69,14 +73,17 @@ def _stage_layer_problems(layout: Layout, layers: int) -> list[LayoutProblem]:
     if pp <= 1:
         return problems
     if first is None and last is None:
-        if layers % pp:
+        extra = int(layout.embedding_in_pipeline_split) + int(layout.loss_in_pipeline_split)
+        slots = layers + extra
+        counted = f"{layers} layers" if not extra else f"{layers} layers + {extra} (embedding/loss) = {slots}"
+        if slots % pp:
             problems.append(LayoutProblem(
-                "VM805", f"{layers} layers are not divisible by PP {pp} "
-                f"({layers} % {pp} = {layers % pp}); set num_layers_in_first/last_pipeline_stage "
-                f"or choose PP among {_divisors_upto(layers, pp * 2)}"))
-        elif vpp and vpp > 1 and (layers // pp) % vpp:
+                "VM805", f"{counted} are not divisible by PP {pp} "
+                f"({slots} % {pp} = {slots % pp}); set num_layers_in_first/last_pipeline_stage "
+                f"or choose PP among {_divisors_upto(slots, pp * 2)}"))
+        elif vpp and vpp > 1 and (slots // pp) % vpp:
             problems.append(LayoutProblem(
-                "VM807", f"layers per pipeline stage = {layers} / PP {pp} = {layers // pp}, "
+                "VM807", f"layers per pipeline stage = {slots} / PP {pp} = {slots // pp}, "
                 f"not divisible by VPP {vpp}"))
         return problems
     # Uneven split: the given stages take their layers, the middle stages share the rest evenly.

@@ -203,3 +203,17 @@ def test_tp_group_that_straddles_nodes_is_reported() -> None:
     straddling = layout_problems(Layout(gpus=12, tp=4, gpus_per_node=6))
     assert [p.code for p in straddling] == ["VP304"] and "does not divide the 6 GPUs" in straddling[0].message
     assert layout_problems(Layout(gpus=12, tp=2, gpus_per_node=6)) == []
+
+
+def test_embedding_and_loss_count_as_layers_in_the_pipeline_split() -> None:
+    # verl's Qwen3-235B script: 94 layers over PP8 with account_for_embedding/loss_in_pipeline_split.
+    from generator.derive import Layout, layout_problems
+    from generator.models import find_model
+
+    qwen3_235b = find_model("qwen3-235b-a22b")
+    plain = layout_problems(Layout(gpus=32, tp=4, pp=8, ep=4, etp=1), qwen3_235b)
+    assert [p.code for p in plain] == ["VM805"] and "94 % 8 = 6" in plain[0].message
+    counted = Layout(gpus=32, tp=4, pp=8, ep=4, etp=1, embedding_in_pipeline_split=True, loss_in_pipeline_split=True)
+    assert layout_problems(counted, qwen3_235b) == []
+    one_only = Layout(gpus=32, tp=4, pp=8, ep=4, etp=1, embedding_in_pipeline_split=True)
+    assert "94 layers + 1 (embedding/loss) = 95" in layout_problems(one_only, qwen3_235b)[0].message

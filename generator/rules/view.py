@@ -193,7 +193,13 @@ class View:
             optional[name] = None if value is None else as_int(value)
             if value is not None and optional[name] is None:
                 return None
-        return derive.Layout(gpus=gpus, gpus_per_node=self.gpus_per_node, **sizes, **optional)
+        flags = {}
+        for name, key in (("embedding_in_pipeline_split", TRANSFORMER + "account_for_embedding_in_pipeline_split"),
+                          ("loss_in_pipeline_split", TRANSFORMER + "account_for_loss_in_pipeline_split")):
+            if not self.known(key):
+                return None
+            flags[name] = self.values.get(key) is True
+        return derive.Layout(gpus=gpus, gpus_per_node=self.gpus_per_node, **sizes, **optional, **flags)
 
     def ulysses(self, prefix: str = ACTOR) -> int | None:
         value = self.raw(prefix + "ulysses_sequence_parallel_size")
