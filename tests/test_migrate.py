@@ -49,6 +49,8 @@ def test_megatron_recompute_keys_move_and_removed_key_is_reported(tmp_path):
     assert "actor_rollout_ref.model.enable_gradient_checkpointing" not in text
     assert "    actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full \\\n" in text
     assert "    +actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform \\\n" in text
+    # Megatron-core refuses full recompute without a layer count: the migration adds verl's usual 1
+    assert "    actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers=1 \\\n" in text
     # critic.kl_ctrl has no replacement: kept and reported, exit 1
     assert "critic.kl_ctrl.kl_coef=0.001" in text and result.exit_code == 1
     assert "drop it with --unsafe" in result.stderr
@@ -65,7 +67,9 @@ def test_unsafe_drops_the_removed_key_and_the_result_composes(tmp_path, verl_con
     text = path.read_text()
     assert "critic.kl_ctrl" not in text
     original_lines = (FIX / "gc_041.sh").read_text().splitlines()
-    assert len(text.splitlines()) == len(original_lines) - 1  # the whole line went, nothing else
+    # the whole kl_ctrl line went; the only line added is the recompute layer count
+    assert len(text.splitlines()) == len(original_lines) - 1 + 1
+    assert "recompute_num_layers=1" in text
     _compose(verl_config_dir, "ppo_megatron_trainer", _overrides(path))
 
 

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from typing import Any, Callable, Sequence
 
 from generator.fix.edits import apply_edits, select_compatible
-from generator.fix.place import value_edit
+from generator.fix.place import insertion_edit, merge_insertions, value_edit
 from generator.launch import Invocation, LaunchScript, Override
 from generator.rules.core import TextEdit
 from generator.versions import RELEASES, parse
@@ -316,6 +316,35 @@ def _switch_map(old_key: str, new_key: str) -> dict[Any, Any] | None:
     return None
 
 
+# Megatron-core refuses recompute_granularity=full unless recompute_method and
+# recompute_num_layers are set too (TransformerConfig.__post_init__); verl's own scripts pair it
+# with uniform / 1, which is what the old enable_gradient_checkpointing=True did by default.
+_FULL_RECOMPUTE_COMPANIONS = (("recompute_method", "activations_checkpoint_method", "uniform"),
+                              ("recompute_num_layers", "activations_checkpoint_num_layers", 1))
+
+
+def _full_recompute_companions(script: LaunchScript, override: Override, granularity_key: str,
+                               defaults: dict[str, Any], nodes: frozenset[str]) -> tuple[TextEdit, ...] | Refusal:
+    invocation = next((inv for inv in script.invocations if override in inv.overrides), None)
+    if invocation is None:
+        return ()
+    written = {o.key.rsplit(".", 1)[-1] for o in invocation.overrides if o.op != "~"}
+    prefix = granularity_key.rsplit(".", 1)[0]
+    edits: list[TextEdit] = []
+    for name, old_name, value in _FULL_RECOMPUTE_COMPANIONS:
+        if name in written or old_name in written:
+            continue
+        key = f"{prefix}.{name}"
+        op = _target_op("=", key, defaults, nodes)
+        text = f"{'' if op == '=' else op}{key}={value}"
+        insertion, reason = insertion_edit(script, invocation, text)
+        if insertion is None:
+            return Refusal(override.line, override.key,
+                           f"{override.key}: recompute_granularity=full also needs {name}; {reason or 'add it by hand'}")
+        edits.append(insertion)
+    return tuple(merge_insertions(edits))
+
+
 def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: str,
                  defaults: dict[str, Any], nodes: frozenset[str], unsafe: bool) -> Step | Refusal | None:
     note = f" ({rename.note})" if getattr(rename, "note", "") else ""
@@ -366,6 +395,11 @@ def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: st
             return Refusal(override.line, override.key, reason)
         if value is not None:
             edits = (edit, value)
+        if new_value == "full":
+            companions = _full_recompute_companions(script, override, new_key, defaults, nodes)
+            if isinstance(companions, Refusal):
+                return companions
+            edits += companions
         new_key = f"{new_key}={new_value}"
     return Step(override.line, override.key, f"{override.key} → {'' if op == '=' else op}{new_key} "
                 f"(since {rename.since}){note}", edits)

@@ -310,13 +310,13 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
             placement.reason = f"{edit.key} is not set and cannot be added: {reason}"
             return placement
         placement.edits.append(text_edit)
-    placement.edits = _merge_insertions(placement.edits)
+    placement.edits = merge_insertions(placement.edits)
     if not placement.edits and placement.reason is None:
         placement.reason = "already applied"
     return placement
 
 
-def _merge_insertions(edits: list[TextEdit]) -> list[TextEdit]:
+def merge_insertions(edits: list[TextEdit]) -> list[TextEdit]:
     """Several new lines at the same place become one insertion, in the fix's order."""
     merged: list[TextEdit] = []
     for edit in edits:

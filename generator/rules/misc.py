@@ -241,3 +241,41 @@ def kl_twice(ctx: Context) -> Iterator[Finding]:
     if view.bool("algorithm.use_kl_in_reward") and view.bool(ACTOR + "use_kl_loss"):
         yield ctx_finding(kl_twice, view, ("algorithm.use_kl_in_reward", ACTOR + "use_kl_loss"),
                           "use_kl_in_reward=True and use_kl_loss=True: the KL penalty is applied twice")
+
+
+# --- Megatron-core TransformerConfig: full recompute needs a method and a layer count -------------
+
+_OTC = "megatron.override_transformer_config."
+
+
+@rule("VX916", "full-recompute-incomplete", "recompute_granularity=full without recompute_method or recompute_num_layers",
+      severity="error", stage="init", versions=VersionRange("0.5.0", None), backends=_MEG,
+      verl_ref="§3 (recompute keys), mcore TransformerConfig",
+      why="Megatron-core refuses recompute_granularity=full unless recompute_method (uniform or block) and "
+          "recompute_num_layers are set too; the error comes when the workers build the model, after Ray and "
+          "the engines have started.",
+      fix_safety="Sets recompute_method=uniform and recompute_num_layers=1 (what verl's own scripts use; safe: "
+                 "the run could not start without them).",
+      failing=Example(("actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full",)),
+      passing=Example(("actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full",
+                       "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform",
+                       "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers=1")))
+def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
+    view = View(ctx)
+    for role in (ACTOR, REF, CRITIC):
+        granularity_key = role + _OTC + "recompute_granularity"
+        # Report where the user wrote it: a ref that follows the actor's config by interpolation
+        # is repaired with the actor.
+        if not view.explicit(granularity_key) or view.str(granularity_key) != "full":
+            continue
+        missing = [(role + _OTC + name, default) for name, default in (("recompute_method", "uniform"),
+                                                                        ("recompute_num_layers", 1))
+                   if view.known(role + _OTC + name) and view.values.get(role + _OTC + name) is None]
+        if not missing:
+            continue
+        names = " and ".join(key.rsplit(".", 1)[-1] for key, _ in missing)
+        fix = Fix("set " + ", ".join(f"{key.rsplit('.', 1)[-1]}={value}" for key, value in missing),
+                  tuple(KeyEdit(key, None, value) for key, value in missing))
+        yield ctx_finding(full_recompute_incomplete, view, (granularity_key,),
+                          f"{granularity_key}=full needs {names} too (Megatron-core refuses it at model build)",
+                          fix=fix)
