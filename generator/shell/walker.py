@@ -13,7 +13,7 @@ import os
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Callable
 
 from generator.launch import Hazard, Span, unknown_marker
 from generator.shell import arith, patterns
@@ -616,23 +616,27 @@ class Evaluator:
                 clauses.append((c2, b2, "elif " + " ".join(self._cond_text(c) for c in c2)))
             elif child.type == "else_clause":
                 clauses.append(([], [g for g in child.children if g.type != "else"], "else"))
-        self._branches(clauses, flow)
+        arms = [(self._condition(cond_nodes, flow), body, label) for cond_nodes, body, label in clauses]
+        self._branches(arms, flow, clauses[0][2])
 
-    def _branches(self, clauses: list[tuple[list[Any], list[Any], str]], flow: Flow) -> None:
-        """Walk if/elif/else or case arms; `cond == []` means always true (else)."""
+    def _condition(self, cond_nodes: list[Any], flow: Flow) -> Callable[[], bool | None]:
+        # Evaluated only when the arm is reached, as bash does (`[]` is the else arm: true).
+        return lambda: self._decide(cond_nodes, flow) if cond_nodes else True
+
+    def _branches(self, arms: list[tuple[Callable[[], bool | None], list[Any], str]], flow: Flow,
+                  merge_label: str) -> None:
+        """Walk if/elif/else or case arms: the first arm decided true runs, arms decided false are
+        read as dead, and undecided arms run on copies whose outcomes are merged."""
         base = self.state
         outcomes: list[State] = []
         undecided = False
         taken = False
-        for cond_nodes, body, label in clauses:
+        for decide, body, label in arms:
             if taken:
-                self._walk_dead(cond_nodes, body, flow, label)
-                continue
-            value = self._decide(cond_nodes, flow) if cond_nodes else True
-            if flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
                 continue
-            if value is False:
+            value = decide()
+            if value is False or flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
                 continue
             if value is True and not undecided:
@@ -651,7 +655,7 @@ class Evaluator:
         if undecided:
             if not taken:
                 outcomes.append(base)
-            self.state = _merge(outcomes, clauses[0][2])
+            self.state = _merge(outcomes, merge_label)
         else:
             self.state = base
 
@@ -936,10 +940,7 @@ class Evaluator:
         assert fx is not None
         value_node = node.child_by_field_name("value")
         subject = self._operand(value_node) if value_node is not None else None
-        base = self.state
-        outcomes: list[State] = []
-        undecided = False
-        taken = False
+        arms: list[tuple[Callable[[], bool | None], list[Any], str]] = []
         for item in node.children:
             if item.type != "case_item":
                 continue
@@ -956,36 +957,19 @@ class Evaluator:
                 elif c.type not in (";;", ";&", ";;&"):
                     body.append(c)
             label = "case " + "|".join(self._cond_text(p) for p in pats)
-            if taken:
-                self._walk_dead([], body, flow, label)
-                continue
-            matched: bool | None = None
-            if subject is not None:
-                results = [self._pattern(p) for p in pats]
-                if all(r is not None for r in results):
-                    matched = any(patterns.glob_match(r, subject) for r in results)  # type: ignore[arg-type]
-            if matched is False or flow.branch == "dead":
-                self._walk_dead([], body, flow, label)
-                continue
-            if matched is True and not undecided:
-                self.state = base
-                self._statements(body, flow.with_(context=label))
-                base = self.state
-                taken = True
-                continue
-            self.state = base.copy()
-            self._statements(body, flow.with_("conditional", label))
-            outcomes.append(self.state)
-            self.state = base
-            undecided = True
-            if matched is True:
-                taken = True
-        if undecided:
-            if not taken:
-                outcomes.append(base)
-            self.state = _merge(outcomes, "case")
-        else:
-            self.state = base
+            arms.append((self._case_match(pats, subject), body, label))
+        self._branches(arms, flow, "case")
+
+    def _case_match(self, pats: list[Any], subject: str | None) -> Callable[[], bool | None]:
+        def matched() -> bool | None:
+            if subject is None:
+                return None
+            results = [self._pattern(p) for p in pats]
+            if any(r is None for r in results):
+                return None
+            return any(patterns.glob_match(r, subject) for r in results)  # type: ignore[arg-type]
+
+        return matched
 
     def _s_for_statement(self, node: Any, flow: Flow) -> None:
         fx = self.fx
