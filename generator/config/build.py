@@ -24,6 +24,7 @@ from typing import Any, Iterable
 from generator.config.interp import MISSING, BrokenReference, Resolver, Unresolvable, has_interpolation
 from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Invocation, Override, Provenance, Span
+from generator.schema.core import inner_nodes
 
 PPO_CONFIGS = ("ppo_trainer", "ppo_megatron_trainer")
 PPO_ENTRY = "verl.trainer.main_ppo"
@@ -357,7 +358,7 @@ def apply_overrides(
 
     strict=False: `defaults` only stand in for a config we could not read, so a key they lack
     is set without an issue (and `~` on it is ignored); the rest of the checks still apply."""
-    flat = FlatConfig(dict(defaults), nodes if nodes is not None else _nodes_of(defaults))
+    flat = FlatConfig(dict(defaults), nodes if nodes is not None else inner_nodes(defaults))
     config = Config(version=version, schema=config_name, entry=entry, passes_args=passes_args)
     unknown: dict[str, str] = {}
     resolver = Resolver(flat.values, nodes=lambda: flat.nodes, unknown_of=unknown.get)
@@ -498,19 +499,6 @@ def _flatten_value(value: dict[str, Any], prefix: str) -> list[tuple[str, Any]]:
         else:
             out.append((f"{prefix}{key}", sub))
     return out
-
-
-def _nodes_of(values: dict[str, Any]) -> set[str]:
-    found: set[str] = set()
-    for key in values:
-        cut = key.rfind(".")
-        while cut > 0:
-            prefix = key[:cut]
-            if prefix in found:
-                break
-            found.add(prefix)
-            cut = prefix.rfind(".")
-    return found
 
 
 def is_hydra_rejection(issue: KeyIssue) -> bool:
@@ -809,7 +797,6 @@ def overrides_from_dict(values: dict[str, Any], *, version: str, config_name: st
         op = ""
         if not flat.exists(key):
             blocked = flat.blocking_leaf(key)
-            parent = key.rpartition(".")[0]
             open_parent = _under_open_mapping(key)
             if blocked is not None and defaults.get(blocked) in (None, {}):
                 op = "+"

@@ -31,6 +31,20 @@ def _restore(value: Any) -> Any:
     return value
 
 
+def inner_nodes(keys: Iterable[str]) -> frozenset[str]:
+    """The inner (mapping) nodes of a flat dotted config: every proper prefix of its keys."""
+    found: set[str] = set()
+    for key in keys:
+        cut = key.rfind(".")
+        while cut > 0:
+            prefix = key[:cut]
+            if prefix in found:
+                break
+            found.add(prefix)
+            cut = prefix.rfind(".")
+    return frozenset(found)
+
+
 @dataclass
 class Schema:
     """Defaults of each config (`ppo_trainer`, `ppo_megatron_trainer`) as {dotted_key: value}.
@@ -69,16 +83,7 @@ class Schema:
         """Every inner (mapping) node: the proper prefixes of the leaves."""
         cache = self._nodes_cache
         if config_name not in cache:
-            found: set[str] = set()
-            for key in self._config(config_name):
-                cut = key.rfind(".")
-                while cut > 0:
-                    prefix = key[:cut]
-                    if prefix in found:
-                        break
-                    found.add(prefix)
-                    cut = prefix.rfind(".")
-            cache[config_name] = frozenset(found)
+            cache[config_name] = inner_nodes(self._config(config_name))
         return cache[config_name]
 
     @cached_property
