@@ -43,6 +43,29 @@ class _Argv:
         return self.texts[i] if 0 <= i < len(self.texts) else None
 
 
+_ACCELERATE_FLAGS = {"--multi_gpu", "--use_deepspeed", "--no_python", "--no_local_rank"}
+
+
+def _skip_launcher_options(argv: _Argv, i: int, bare_flags: set[str]) -> tuple[int, str, str] | None:
+    """Skip a launcher's own options (torchrun, accelerate launch, deepspeed) from `i`: the index
+    of the program it runs, its text, and "module" when `-m/--module` was given, else "file".
+    Options not in `bare_flags` and written without `=` take the next word as their value."""
+    module_flag = False
+    while True:
+        w = argv.text(i)
+        if w is None:
+            return None
+        if not w.startswith("-"):
+            return i, w, "module" if module_flag else "file"
+        if w in ("-m", "--module"):
+            module_flag = True
+            i += 1
+        elif w in bare_flags or "=" in w:
+            i += 1
+        else:
+            i += 2
+
+
 def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> Invocation | None:
     """An Invocation when `rec` calls a Hydra entry point, else None."""
     argv = _Argv(rec.fields)
@@ -117,26 +140,10 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
                                   and argv.text(i + 2) in ("torch.distributed.run", "torch.distributed.launch")):
             launcher.append("torchrun" if base == "torchrun" else f"{base} -m {argv.text(i + 2)}")
             i += 1 if base == "torchrun" else 3
-            module_flag = False
-            while i < n:
-                w = argv.text(i)
-                if w is None:
-                    return None
-                if not w.startswith("-"):
-                    break
-                if w in ("-m", "--module"):
-                    module_flag = True
-                    i += 1
-                elif w in _TORCHRUN_FLAGS or "=" in w:
-                    i += 1
-                else:
-                    i += 2
-            if i >= n:
+            skipped = _skip_launcher_options(argv, i, _TORCHRUN_FLAGS)
+            if skipped is None:
                 return None
-            entry = argv.text(i)
-            if entry is None:
-                return None
-            kind = "module" if module_flag else "file"
+            i, entry, kind = skipped
             if kind == "file" and not entry.endswith(".py") and re.fullmatch(r"[\w.]+", entry) and "." in entry:
                 kind = "module"
             i += 1
@@ -147,25 +154,10 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
                     return None
                 i += 1
             launcher.append("accelerate launch" if base == "accelerate" else "deepspeed")
-            i += 1
-            module_flag = False
-            while i < n:
-                w = argv.text(i)
-                if w is None:
-                    return None
-                if not w.startswith("-"):
-                    break
-                if w in ("-m", "--module"):
-                    module_flag = True
-                    i += 1
-                elif "=" in w or w in ("--multi_gpu", "--use_deepspeed", "--no_python", "--no_local_rank"):
-                    i += 1
-                else:
-                    i += 2
-            entry = argv.text(i)
-            if entry is None:
+            skipped = _skip_launcher_options(argv, i + 1, _ACCELERATE_FLAGS)
+            if skipped is None:
                 return None
-            kind = "module" if module_flag else "file"
+            i, entry, kind = skipped
             i += 1
             break
         if _PYTHON.match(base):
