@@ -35,6 +35,14 @@ def _err(message: str) -> None:
     print(message, file=sys.stderr)
 
 
+def _file_error(path: str, err: Exception) -> None:
+    """One line for a file that could not be fixed or migrated (it is left unchanged)."""
+    if isinstance(err, InputError):
+        _err(f"error: {err}" if str(err).startswith(path) else f"{path}: error: {err}")
+    else:
+        _err(f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed")
+
+
 def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
             unsafe: bool, verl_version: str | None, env: dict[str, str],
             args: list[str] | None = None) -> int:
@@ -55,12 +63,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
                 from generator.fix.edits import write_atomic
 
                 write_atomic(path, result.fixed)
-        except InputError as err:
-            _err(f"{path}: error: {err}" if not str(err).startswith(path) else f"error: {err}")
-            status = EXIT_BAD_INPUT
-            continue
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
-            _err(f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed")
+            _file_error(path, err)
             status = EXIT_BAD_INPUT
             continue
         if not write and result.changed:
@@ -118,12 +122,8 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
                 from generator.fix.edits import write_atomic
 
                 write_atomic(path, result.fixed)
-        except InputError as err:
-            _err(f"error: {err}" if str(err).startswith(path) else f"{path}: error: {err}")
-            status = EXIT_BAD_INPUT
-            continue
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
-            _err(f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed")
+            _file_error(path, err)
             status = EXIT_BAD_INPUT
             continue
         if not write and result.changed:
