@@ -44,7 +44,7 @@ planner picks the knobs. Nothing here was measured on a GPU.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import lru_cache
 from collections.abc import Callable
 
@@ -393,13 +393,18 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
     and rounding (the search evaluates thousands of settings and shows a handful)."""
     counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
-    worst: dict[str, PhaseMemory] = {}
+    worst: dict[str, tuple[int, PhaseMemory]] = {}
     stages = sorted({0, cand.pp - 1} | {max(range(cand.pp), key=lambda s: counts[s])})
     for stage in stages:
-        for name, phase in _stage_phases(model, cand, work, stage, counts, detail).items():
-            if name not in worst or phase.gib > worst[name].gib:
-                worst[name] = phase
-    return tuple(worst[name] for name in PHASES if name in worst)
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False).items():
+            if name not in worst or phase.gib > worst[name][1].gib:
+                worst[name] = (stage, phase)
+    if not detail:
+        return tuple(worst[name][1] for name in PHASES if name in worst)
+    # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
+    # are the ones `fits` was decided on (a sum of rounded terms can differ by a rounding step).
+    detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
+    return tuple(replace(detailed[worst[name][0]][name], gib=worst[name][1].gib) for name in PHASES if name in worst)
 
 
 # ---------------------------------------------------------------------------------------------

@@ -197,3 +197,16 @@ def test_given_batch_that_only_some_layouts_accept():
     for cand in plan.candidates:
         assert_candidate_obeys_rules(facts, plan, cand)
     assert len({c.ppo_mini_batch_size for c in plan.candidates}) > 1
+
+
+def test_shown_totals_are_the_ones_fit_was_decided_on():
+    # Found by the property test above: summing rounded terms once showed 77.22 GiB against a
+    # 77.21 GiB limit for a candidate the search had (correctly) judged to fit.
+    from generator.models import gpu_spec, resolve_model
+    from generator.plan import plan_layout
+
+    plan = plan_layout(resolve_model("qwen2-7b"), 24, nodes=3, gpu=gpu_spec("h100"),
+                       prompt_len=512, response_len=512, n=5, algo="grpo")
+    assert plan.candidates
+    for cand in plan.candidates:
+        assert cand.fits == all(phase.gib <= cand.limit_gib for phase in cand.memory)
