@@ -1,0 +1,89 @@
+"""Record what `gen` prints for the whole corpus and library, to prove a refactor changed nothing.
+
+    python tools/behaviour_snapshot.py OUT.json            # record
+    python tools/behaviour_snapshot.py OUT.json --compare BEFORE.json   # record, then diff
+
+Each entry is one command line run in-process through typer's test runner: `show --format json`,
+`check --format json` (each corpus script against its own release), `explain` and `fix` on every
+corpus script; `show NAME` and `recipe NAME -o -` for every packaged recipe; `plan` for a few models.
+The file keeps exit code and output per entry; `--compare` names the entries that differ and exits 1.
+Reads only; writes OUT.json. Needs ../shared (or $VERL_GEN_SHARED).
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import json
+import os
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+SHARED = Path(os.environ.get("VERL_GEN_SHARED", ROOT.parent / "shared"))
+TAG_VERSION = {"v0.4.1": "0.4.1", "v0.5.0": "0.5.0", "v0.6.0": "0.6.0", "v0.6.1": "0.6.1", "v0.7.0": "0.7.0",
+               "HEAD": "0.7.0+b178a3c", "verl-recipe@21892b9": "0.7.0+b178a3c",
+               "verl-recipe@48ea0a7": "0.7.0+b178a3c"}
+PLANS = (("qwen2-7b", "8"), ("qwen3-30b-a3b", "16"), ("deepseek-v3", "256"), ("qwen3-235b-a22b", "64"))
+
+
+def _commands() -> list[list[str]]:
+    out: list[list[str]] = []
+    base = SHARED / "corpus" / "scripts"
+    for tag_dir in sorted(p for p in base.iterdir() if p.is_dir()):
+        version = TAG_VERSION[tag_dir.name]
+        for script in sorted(tag_dir.rglob("*.sh")):
+            path = str(script)
+            out.append(["show", path, "--format", "json"])
+            out.append(["check", path, "--format", "json", "--verl-version", version])
+            out.append(["explain", path, "--verl-version", version])
+            out.append(["fix", path, "--verl-version", version])
+    recipes = sorted(p.stem for p in (ROOT / "recipes").rglob("*.yaml"))
+    for name in recipes:
+        out.append(["show", name])
+        out.append(["recipe", name, "-o", "-"])
+    for model, gpus in PLANS:
+        out.append(["plan", "--model", model, "--gpus", gpus, "--format", "json"])
+    return out
+
+
+def record() -> dict[str, dict[str, object]]:
+    os.environ["NO_COLOR"] = "1"
+    os.environ["COLUMNS"] = "200"
+    sys.path.insert(0, str(ROOT))
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    runner = CliRunner()
+    entries: dict[str, dict[str, object]] = {}
+    for argv in _commands():
+        result = runner.invoke(app, argv)
+        output = result.output.replace(str(SHARED), "$SHARED")
+        if result.exception is not None and not isinstance(result.exception, SystemExit):
+            output += f"\n<exception {type(result.exception).__name__}: {result.exception}>"
+        entries[" ".join(argv).replace(str(SHARED), "$SHARED")] = {"exit": result.exit_code, "output": output}
+    return entries
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("out")
+    parser.add_argument("--compare")
+    ns = parser.parse_args()
+    entries = record()
+    Path(ns.out).write_text(json.dumps(entries, indent=0, sort_keys=True))
+    digest = hashlib.sha256(json.dumps(entries, sort_keys=True).encode()).hexdigest()[:16]
+    print(f"{len(entries)} entries, sha256 {digest}")
+    if not ns.compare:
+        return 0
+    before = json.loads(Path(ns.compare).read_text())
+    differing = [k for k in sorted(set(before) | set(entries)) if before.get(k) != entries.get(k)]
+    for key in differing[:40]:
+        print(f"differs: {key}")
+    print(f"{len(differing)} of {len(entries)} entries differ")
+    return 1 if differing else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
