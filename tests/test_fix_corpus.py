@@ -86,7 +86,7 @@ def _memoised(read, check):
 
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_fix_whole_corpus_in_place(corpus_dir, tmp_path, unsafe):
-    from generator.fix.edits import write_atomic
+    from generator.files import keep_final_newline, write_atomic
     from generator.fix.engine import default_checker, default_reader, fix_source, remaining_fixable
     from generator.schema import snapshot_version
 
@@ -122,7 +122,7 @@ def test_fix_whole_corpus_in_place(corpus_dir, tmp_path, unsafe):
         if stray:
             problems.append(f"{tag}/{rel}: lines without findings changed: {sorted(stray)}")
         passed_before = _bash_n(path)
-        write_atomic(path, result.fixed)
+        write_atomic(path, keep_final_newline(original, result.fixed), expected=original)
         if passed_before and not _bash_n(path):
             problems.append(f"{tag}/{rel}: bash -n passed before the fix and fails after")
         second = fix_source(path.read_bytes(), str(path), read=read_cached, check=check, unsafe=unsafe)

@@ -1,23 +1,18 @@
-"""The byte-edit engine: back-to-front splicing, re-quoting per context, atomic writes."""
+"""The byte-edit engine: back-to-front splicing, re-quoting per context (writes: test_files.py)."""
 
 from __future__ import annotations
 
-import os
-import stat
 import subprocess
 
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from generator.errors import InputError
-from generator.fix import edits as edits_mod
 from generator.fix.edits import (
     CannotQuote,
     OverlappingEdits,
     apply_edits,
     requote,
     select_compatible,
-    write_atomic,
 )
 from generator.rules.core import TextEdit
 
@@ -120,90 +115,3 @@ def test_word_split_context_refuses_what_splitting_would_break():
             requote(bad, '"', word_split=True)
 
 
-# --- write_atomic --------------------------------------------------------------------------
-
-
-def test_write_atomic_replaces_content_and_keeps_mode(tmp_path):
-    path = tmp_path / "run.sh"
-    path.write_bytes(b"echo old\n")
-    path.chmod(0o750)
-    write_atomic(path, b"echo new\n")
-    assert path.read_bytes() == b"echo new\n"
-    assert stat.S_IMODE(path.stat().st_mode) == 0o750
-    assert [p.name for p in tmp_path.iterdir()] == ["run.sh"]  # no temp file left behind
-
-
-def test_write_atomic_keeps_the_trailing_newline_state(tmp_path):
-    with_nl = tmp_path / "a.sh"
-    with_nl.write_bytes(b"x=1\n")
-    write_atomic(with_nl, b"x=2")
-    assert with_nl.read_bytes() == b"x=2\n"
-    without = tmp_path / "b.sh"
-    without.write_bytes(b"x=1")
-    write_atomic(without, b"x=2\n")
-    assert without.read_bytes() == b"x=2"
-
-
-def test_write_atomic_follows_symlinks(tmp_path):
-    real = tmp_path / "real.sh"
-    real.write_bytes(b"a\n")
-    link = tmp_path / "link.sh"
-    link.symlink_to(real)
-    write_atomic(link, b"b\n")
-    assert link.is_symlink() and real.read_bytes() == b"b\n"
-
-
-def test_interrupted_write_leaves_the_original_intact(tmp_path, monkeypatch):
-    path = tmp_path / "run.sh"
-    path.write_bytes(b"original\n")
-
-    def crash(fd):
-        raise OSError(5, "Input/output error")
-
-    # Fail after the temporary file was written, just before it would replace the original.
-    monkeypatch.setattr(edits_mod.os, "fsync", crash)
-    with pytest.raises(InputError) as err:
-        write_atomic(path, b"half-written new content\n")
-    assert "original kept" in str(err.value) and "\n" not in str(err.value)
-    assert path.read_bytes() == b"original\n"
-    assert [p.name for p in tmp_path.iterdir()] == ["run.sh"]
-
-
-def test_failure_in_replace_leaves_the_original_intact(tmp_path, monkeypatch):
-    path = tmp_path / "run.sh"
-    path.write_bytes(b"original\n")
-    monkeypatch.setattr(edits_mod.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(28, "No space left")))
-    with pytest.raises(InputError):
-        write_atomic(path, b"new\n")
-    assert path.read_bytes() == b"original\n"
-    assert len(list(tmp_path.iterdir())) == 1
-
-
-def test_read_only_file_is_refused_with_one_line(tmp_path):
-    path = tmp_path / "run.sh"
-    path.write_bytes(b"x\n")
-    path.chmod(0o444)
-    with pytest.raises(InputError) as err:
-        write_atomic(path, b"y\n")
-    assert "read-only" in str(err.value) and "\n" not in str(err.value)
-    assert path.read_bytes() == b"x\n"
-
-
-def test_read_only_directory_is_refused(tmp_path):
-    folder = tmp_path / "ro"
-    folder.mkdir()
-    path = folder / "run.sh"
-    path.write_bytes(b"x\n")
-    folder.chmod(0o555)
-    try:
-        with pytest.raises(InputError) as err:
-            write_atomic(path, b"y\n")
-        assert "read-only" in str(err.value)
-        assert path.read_bytes() == b"x\n"
-    finally:
-        folder.chmod(0o755)
-
-
-def test_missing_file_is_an_input_error(tmp_path):
-    with pytest.raises(InputError):
-        write_atomic(tmp_path / "nope.sh", b"x")

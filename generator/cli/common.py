@@ -3,8 +3,6 @@ a launch file. One place, so every command refuses bad input with the same one-l
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from generator.errors import InputError
 
 
@@ -25,13 +23,8 @@ def parse_codes(values: list[str]) -> tuple[str, ...]:
 
 
 def read_bytes(path: str) -> bytes:
-    """The file's bytes; InputError (without the path: callers print it beside the message)."""
-    p = Path(path)
-    if not p.exists():
-        raise InputError("no such file")
-    if p.is_dir():
-        raise InputError("is a directory")
-    try:
-        return p.read_bytes()
-    except OSError as err:
-        raise InputError(f"cannot read: {err.strerror or err}") from None
+    """The file's bytes (a launch script or Python launcher, `-` for stdin); InputError without
+    the path (callers print it beside the message)."""
+    from generator.files import read_input
+
+    return read_input(path)

@@ -60,9 +60,9 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
                                 unsafe=unsafe)
             if write and result.changed:
-                from generator.fix.edits import write_atomic
+                from generator.files import keep_final_newline, write_atomic
 
-                write_atomic(path, result.fixed)
+                write_atomic(path, keep_final_newline(source, result.fixed), expected=source)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
             _file_error(path, err)
             status = EXIT_BAD_INPUT
@@ -119,9 +119,9 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
             target_schema = schema.load(target)
             result = _migrate_one(source, path, read, start, target, target_schema, unsafe)
             if write and result.changed:
-                from generator.fix.edits import write_atomic
+                from generator.files import keep_final_newline, write_atomic
 
-                write_atomic(path, result.fixed)
+                write_atomic(path, keep_final_newline(source, result.fixed), expected=source)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
             _file_error(path, err)
             status = EXIT_BAD_INPUT

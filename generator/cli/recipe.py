@@ -7,9 +7,7 @@ when it registers a resolver (see `_from_library`).
 
 from __future__ import annotations
 
-import os
 import sys
-import tempfile
 from pathlib import Path
 from typing import Any, Optional
 
@@ -21,25 +19,6 @@ from generator.errors import EXIT_BAD_INPUT, InputError
 def _fail(message: str) -> None:
     typer.echo(f"gen recipe: {message}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def write_atomically(path: Path, text: str, *, force: bool, mode: int = 0o755) -> None:
-    """Write `text` to `path` via a temp file + rename in the same directory (never a partial file)."""
-    if path.exists() and not force:
-        raise InputError(f"{path} exists; pass --force to overwrite it")
-    directory = path.parent if str(path.parent) else Path(".")
-    if not directory.is_dir():
-        raise InputError(f"directory {directory} does not exist")
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=directory)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8", newline="\n") as handle:
-            handle.write(text)
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
 
 
 def build_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: float | None, algo: str,
@@ -180,7 +159,9 @@ def register(app: typer.Typer) -> None:
             if target == "-":
                 sys.stdout.write(rendered.text)
             else:
-                write_atomically(Path(target), rendered.text, force=force)
+                from generator.files import write_atomic
+
+                write_atomic(target, rendered.text, replace=force, mode=0o777)
         except InputError as err:
             _fail(str(err))
             return

@@ -1,7 +1,7 @@
 """Byte-level editing primitives: splice edits back to front, write a value into a quoting
-context, and replace a file atomically.
+context. (Files are written by generator.files.write_atomic.)
 
-Everything here is pure except `write_atomic`. Offsets are byte offsets into the original
+Everything here is pure. Offsets are byte offsets into the original
 UTF-8 text (as recorded by the shell reader), so edits never depend on each other: they are
 sorted and applied from the end of the file, the way pyupgrade does, and earlier offsets stay
 valid while later text changes length.
@@ -9,14 +9,9 @@ valid while later text changes length.
 
 from __future__ import annotations
 
-import os
 import re
-import stat
-import tempfile
-from pathlib import Path
 from typing import Iterable, Sequence
 
-from generator.errors import InputError
 from generator.rules.core import TextEdit
 
 
@@ -139,82 +134,3 @@ def requote(new_text: str, quoting: str, *, word_split: bool = False) -> str:
     return '"' + re.sub(r'([\\"$`])', r"\\\1", new_text) + '"'
 
 
-# --- atomic write --------------------------------------------------------------------------
-
-
-def _writable_bits(mode: int) -> bool:
-    return bool(mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH))
-
-
-def _match_trailing_newline(original: bytes, data: bytes) -> bytes:
-    if original.endswith(b"\n") and not data.endswith(b"\n"):
-        return data + b"\n"
-    if not original.endswith(b"\n") and data.endswith(b"\n") and original:
-        return data.rstrip(b"\n")
-    return data
-
-
-def write_atomic(path: str | os.PathLike[str], data: bytes) -> None:
-    """Replace the file at `path` with `data`, all or nothing.
-
-    The new text goes to a temporary file in the same directory, is flushed to disk, gets the
-    original's mode bits, and then replaces the original with `os.replace` (atomic on POSIX).
-    The original's trailing-newline state is kept. A symlink is followed (the target is
-    replaced, the link stays). Any failure leaves the original untouched and raises
-    InputError with one line. A file without write permission is refused even for root: its
-    owner marked it read-only.
-    """
-    target = Path(os.path.realpath(path))
-    try:
-        st = target.stat()
-        original = target.read_bytes()
-    except FileNotFoundError:
-        raise InputError(f"{path}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{path}: cannot read: {err.strerror or err}") from None
-    if not stat.S_ISREG(st.st_mode):
-        raise InputError(f"{path}: not a regular file")
-    if not _writable_bits(st.st_mode) or not os.access(target, os.W_OK):
-        raise InputError(f"{path}: file is read-only; nothing written")
-    directory = target.parent
-    try:
-        dir_mode = directory.stat().st_mode
-    except OSError as err:
-        raise InputError(f"{path}: cannot stat its directory: {err.strerror or err}") from None
-    if not _writable_bits(dir_mode) or not os.access(directory, os.W_OK):
-        raise InputError(f"{path}: directory {directory} is read-only; nothing written")
-
-    data = _match_trailing_newline(original, data)
-    temp_name: str | None = None
-    try:
-        fd, temp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".gen-tmp", dir=directory)
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temp_name, stat.S_IMODE(st.st_mode))
-        os.replace(temp_name, target)
-        temp_name = None
-        _fsync_dir(directory)
-    except OSError as err:
-        raise InputError(f"{path}: write failed, original kept: {err.strerror or err}") from None
-    finally:
-        if temp_name is not None:
-            try:
-                os.unlink(temp_name)
-            except OSError:
-                pass
-
-
-def _fsync_dir(directory: Path) -> None:
-    """Make the rename durable; best effort (some filesystems refuse O_RDONLY on dirs)."""
-    try:
-        fd = os.open(directory, os.O_RDONLY)
-    except OSError:
-        return
-    try:
-        os.fsync(fd)
-    except OSError:
-        pass
-    finally:
-        os.close(fd)

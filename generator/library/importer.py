@@ -12,14 +12,13 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
-import os
 import re
-import tempfile
 from pathlib import Path
 from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
+from generator.files import write_atomic
 
 ACTOR = "actor_rollout_ref.actor."
 ROLLOUT = "actor_rollout_ref.rollout."
@@ -253,7 +252,11 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     notes += _keep_what_verl_accepts(mapping, target, chosen, script)
     if target.exists() and not force:
         raise InputError(f"{target}: a recipe with this name exists; pass --force to replace it")
-    _write_atomic(target, dump_recipe_yaml(mapping, header=f"Imported from {script}"))
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+    except OSError as err:
+        raise InputError(f"{target.parent}: cannot write the recipe: {err.strerror or err}") from None
+    write_atomic(target, dump_recipe_yaml(mapping, header=f"Imported from {script}"), replace=force)
     return target, notes
 
 
@@ -325,23 +328,3 @@ def dump_recipe_yaml(mapping: dict[str, Any], *, header: str | None = None) -> s
     buffer = io.StringIO()
     yaml.dump(data, buffer)
     return buffer.getvalue()
-
-
-def _write_atomic(path: Path, text: str) -> None:
-    try:
-        path.parent.mkdir(parents=True, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    except OSError as err:
-        raise InputError(f"{path.parent}: cannot write the recipe: {err.strerror or err}") from None
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as handle:
-            handle.write(text)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.replace(tmp, path)
-    except OSError as err:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise InputError(f"{path}: cannot write the recipe: {err.strerror or err}") from None
