@@ -23,6 +23,7 @@ from generator.shell.pyentry import (  # noqa: F401 - re-exported: the launcher 
     read_hydra_main,
 )
 from generator.rules.core import KeyEdit, TextEdit
+from generator.verl import PPO_ENTRY
 
 if TYPE_CHECKING:
     from generator.launch import Invocation, LaunchScript
@@ -313,7 +314,7 @@ def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript
     for lst in read_override_lists(data, path):
         if lst.kind == "list" and lst.entry is None:
             continue
-        entry = lst.entry or "verl.trainer.main_ppo"
+        entry = lst.entry or PPO_ENTRY
         invocation = Invocation(
             line=lst.line, span=Span(lst.start, lst.end, lst.line), entry=entry, entry_kind="module",
             launcher="compose" if lst.kind == "compose" else "subprocess",

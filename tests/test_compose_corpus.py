@@ -27,7 +27,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.config.build import _replace_markers, build_config, is_hydra_rejection
+from generator.config.apply import is_hydra_rejection, replace_markers
+from generator.config.build import build_config
 from generator.launch import Invocation, Override, Provenance, Span
 from generator.schema import snapshot_version
 
@@ -225,7 +226,7 @@ def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir
             skipped.append(f"{call.tag} {call.path}: config name {name} is unknown")
             continue
         name = name[:-5] if name.endswith(".yaml") else name
-        texts = tuple(_replace_markers(o.text) for o in call.invocation.overrides)
+        texts = tuple(replace_markers(o.text) for o in call.invocation.overrides)
         judged.append((call, (call.tag, str(_config_dir(verl_config_dir, call)), name, texts)))
     items = sorted({item for _, item in judged})
     verdicts, composes = _all_verdicts(items, verl_config_dir)

@@ -4,7 +4,7 @@ On a small self-written config with every kind of node verl's configs have (scal
 `{}`, lists, `???`, nested mappings, absolute/relative/oc.select interpolations), each
 override sequence is applied by Hydra's own code (its override parser and
 `ConfigLoaderImpl._apply_overrides_to_config`, the function `compose` runs) and by
-`generator.config.build.apply_overrides`. The rejected overrides and the final resolved
+`generator.config.apply.apply_overrides`. The rejected overrides and the final resolved
 values must match. A few sequences also go through a full `hydra.compose`.
 """
 
@@ -20,7 +20,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.config.build import _synthetic, apply_overrides, is_hydra_rejection
+from generator.config.apply import apply_overrides, is_hydra_rejection
+from generator.config.synthetic import synthetic
 from generator.schema.compose import flatten
 from generator.schema.yamlload import load_yaml_text
 
@@ -99,7 +100,7 @@ def _ours(overrides: list[str]):
     items = []
     for index, text in enumerate(overrides):
         parsed = parse_override(text)
-        items.append(_synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
+        items.append(synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
     config = apply_overrides(_DEFAULTS, items, version="0.7.0", config_name="test")
     rejected = sorted({items.index(i.override) for i in config.key_issues if is_hydra_rejection(i)})
     return rejected, config

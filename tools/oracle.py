@@ -667,7 +667,7 @@ def judge_ours(cases: list[Case], version: str) -> None:
     to them in verl's repository."""
     try:
         from generator.config import build_config, config_from_overrides
-        from generator.config.build import is_hydra_rejection
+        from generator.config.apply import is_hydra_rejection
         from generator.rules import check_config, check_script, load_rules
         from generator.rules.examples import example_config
         from generator.schema import resolve_version

@@ -1,22 +1,32 @@
-"""Effective config of one trainer call (schema defaults + overrides with Hydra semantics)."""
+"""Effective config of one trainer call (schema defaults + overrides with Hydra semantics).
+
+    flat.py       the config being composed and Hydra's structural checks
+    apply.py      overrides applied in order (apply_overrides), interpolations resolved
+    history.py    why a key is missing (renamed, removed, added later; did you mean)
+    locate.py     where a call's --config-path / --config-name point
+    build.py      the config of a call read from a script (build_config)
+    synthetic.py  configs made from override text or {key: value} (config_from_overrides)
+"""
 
 from generator.config.types import Config, KeyIssue
 
-__all__ = [
-    "Config",
-    "KeyIssue",
-    "apply_overrides",
-    "build_config",
-    "config_from_overrides",
-    "is_hydra_rejection",
-    "missing_mandatory",
-    "needed_op",
-]
+# name -> module that defines it; loaded on first use so importing generator.config stays cheap.
+_LAZY = {
+    "apply_overrides": "apply",
+    "is_hydra_rejection": "apply",
+    "build_config": "build",
+    "config_from_overrides": "synthetic",
+    "missing_mandatory": "synthetic",
+    "needed_op": "synthetic",
+}
+
+__all__ = ["Config", "KeyIssue", *_LAZY]
 
 
-def __getattr__(name: str):  # lazy: importing generator.config stays cheap
-    if name in __all__ and name not in ("Config", "KeyIssue"):
-        from generator.config import build
+def __getattr__(name: str):
+    module = _LAZY.get(name)
+    if module is not None:
+        import importlib
 
-        return getattr(build, name)
+        return getattr(importlib.import_module(f"generator.config.{module}"), name)
     raise AttributeError(name)

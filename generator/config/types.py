@@ -7,6 +7,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from generator.launch import Override
+from generator.verl import PPO_ENTRY
 
 Backend = Literal["megatron", "fsdp", "unknown"]
 
@@ -25,7 +26,7 @@ class KeyIssue:
       bad-value         the value is not allowed for this key (e.g. rollout.mode=sync on >= 0.7)
       bad-structure     Hydra cannot merge the value: a list onto a mapping or the reverse, or
                         a mapping value with keys the config does not have
-    `generator.config.build.is_hydra_rejection(issue)` tells which kinds stop Hydra itself.
+    `generator.config.apply.is_hydra_rejection(issue)` tells which kinds stop Hydra itself.
     """
 
     override: Override
@@ -48,7 +49,7 @@ class Config:
 
     version: str
     schema: str  # "ppo_megatron_trainer", "ppo_trainer", or a recipe's config name
-    entry: str = "verl.trainer.main_ppo"
+    entry: str = PPO_ENTRY
     values: dict[str, Any] = field(default_factory=dict)
     set_by: dict[str, Override] = field(default_factory=dict)
     unknown: dict[str, str] = field(default_factory=dict)

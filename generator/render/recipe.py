@@ -19,14 +19,15 @@ from generator.errors import InputError
 from generator.models_types import ModelFacts
 from generator.plan.candidate import Candidate
 from generator.render.quoting import hydra_body, hydra_literal
+from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
 from generator.versions import parse
 
 ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
 ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
 LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
 
-ENTRY_MODULE = "verl.trainer.main_ppo"
-CONFIG_NAME = "ppo_megatron_trainer"
+ENTRY_MODULE = PPO_ENTRY
+CONFIG_NAME = PPO_MEGATRON_CONFIG
 DEFAULT_VERSION = "0.7.0"
 AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
 

@@ -9,10 +9,11 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from generator.errors import InputError
+from generator.verl import PPO_CONFIGS, PPO_MEGATRON_CONFIG
 from generator.versions import parse
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
-DEFAULT_CONFIG = "ppo_megatron_trainer"
+DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
 MANDATORY = "???"
 
 # Schemas read from a config directory at run time (the user's installed verl when its
@@ -140,7 +141,7 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     from generator.schema.yamlload import load_yaml_file
 
     configs: dict[str, dict[str, Any]] = {}
-    for name in ("ppo_trainer", DEFAULT_CONFIG):
+    for name in PPO_CONFIGS:
         generated = config_dir / f"_generated_{name}.yaml"
         try:
             if generated.is_file():

@@ -12,6 +12,7 @@ from generator.launch import Hazard, Invocation, Override, Provenance, Span
 from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.walker import CommandRecord
+from generator.verl import PPO_ENTRY
 
 _PYTHON = re.compile(r"python(?:[0-9][0-9.]*)?\Z")
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -242,7 +243,7 @@ _NOT_HYDRA = {"pip", "venv", "ensurepip", "pytest", "http.server", "json.tool", 
 def _is_hydra_entry(inv: Invocation) -> bool:
     if inv.entry_kind == "module" and inv.entry in _NOT_HYDRA:
         return False
-    if inv.entry_kind == "module" and (inv.entry == "verl.trainer.main_ppo" or _RECIPE_MAIN.match(inv.entry)):
+    if inv.entry_kind == "module" and (inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
         return True
     return bool(inv.overrides) or inv.config_name is not None or inv.config_path is not None
 

@@ -1,0 +1,90 @@
+"""Why a key the config lacks is missing, in the user's terms: renamed or removed in an earlier
+release, moved for one backend only, added in a later release; or which existing key the user
+probably meant ("did you mean").
+"""
+
+from __future__ import annotations
+
+import difflib
+
+from generator.config.flat import FlatConfig
+from generator.config.types import KeyIssue
+from generator.launch import Override
+
+
+def suggest(key: str, flat: FlatConfig) -> str | None:
+    """A "did you mean": the closest key under the same parent, else the one existing key with
+    a close leaf name (compared on leaf names only: matching whole dotted keys over ~900 keys
+    costs tens of ms)."""
+    parent, _, leaf = key.rpartition(".")
+    siblings = [k.rpartition(".")[2] for k in flat.values if k.rpartition(".")[0] == parent]
+    siblings += [n.rpartition(".")[2] for n in flat.nodes if n.rpartition(".")[0] == parent]
+    match = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)
+    if match:
+        return f"{parent}.{match[0]}" if parent else match[0]
+    by_leaf: dict[str, list[str]] = {}
+    for existing in flat.values:
+        by_leaf.setdefault(existing.rpartition(".")[2], []).append(existing)
+    for name in difflib.get_close_matches(leaf, list(by_leaf), n=3, cutoff=0.85):
+        holders = by_leaf[name]
+        if len(holders) == 1:
+            return holders[0]
+        same_top = [h for h in holders if h.split(".")[0] == key.split(".")[0]]
+        if len(same_top) == 1:
+            return same_top[0]
+    return None
+
+
+def migration_issue(override: Override, key: str, version: str) -> KeyIssue | None:
+    from generator.schema.migrations import added_later, history
+
+    try:
+        moved = history(version).get(key)
+    except Exception:  # noqa: BLE001 - explanations are best effort, never fatal
+        moved = None
+    if moved is not None:
+        if moved.new_key:
+            detail = f"'{key}' is '{moved.new_key}' since verl {moved.since}"
+            if moved.note:
+                detail += f": {moved.note}"
+            return KeyIssue(override, "renamed", detail, moved.new_key)
+        detail = f"'{key}' was removed in verl {moved.since}"
+        if moved.note and not moved.note.startswith("removed in"):
+            detail += f": {moved.note}"
+        return KeyIssue(override, "removed", detail, None)
+    if moved is None:
+        issue = _hand_move_issue(override, key, version)
+        if issue is not None:
+            return issue
+    try:
+        newer = added_later(version).get(key)
+    except Exception:  # noqa: BLE001
+        newer = None
+    if newer is not None:
+        return KeyIssue(override, "unknown-key", f"'{key}' is not in verl {version} (added in {newer})", None)
+    return None
+
+
+def _hand_move_issue(override: Override, key: str, version: str) -> KeyIssue | None:
+    """A key this config lacks that a hand-written move covers, typically a backend-specific
+    move whose old key survives in the other backend's config: still an unknown key here, with
+    the move explained (and its target suggested when this release has it)."""
+    from generator.schema import load
+    from generator.schema.migrations import _move_for
+    from generator.versions import parse
+
+    found = _move_for(key)
+    if found is None:
+        return None
+    move, target = found
+    if parse(move.since) > parse(version):
+        return None
+    schema = load(version)
+    has_target = target is not None and any(schema.has(target, name) for name in schema.config_names())
+    detail = f"'{key}' is not in verl {version} {_backend_hint(move.backend)}"
+    detail += f": since {move.since}, " + (move.note or (f"use '{target}'" if has_target else "no replacement"))
+    return KeyIssue(override, "unknown-key", detail, target if has_target else None)
+
+
+def _backend_hint(backend: str | None) -> str:
+    return f"for {backend}" if backend else ""

@@ -1,0 +1,141 @@
+"""Where a trainer call's config lives: the folder Hydra resolves a relative `--config-path`
+against (the entry module's, not the working directory), the candidate folders for the path as
+written, and whether the config named by `--config-name` is there.
+"""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+
+from generator.launch import UNKNOWN_OPEN, Invocation
+from generator.verl import PPO_ENTRY
+
+
+def strip_yaml(name: str) -> str:
+    return name[:-5] if name.endswith(".yaml") else name[:-4] if name.endswith(".yml") else name
+
+
+def _plain_path(config_path: str) -> str:
+    return config_path[len("file://"):] if config_path.startswith("file://") else config_path
+
+
+def is_relative_config_path(config_path: str | None) -> bool:
+    """A `--config-path` Hydra resolves against the entry file's folder: not absolute, and not
+    starting with a value the reader could not see (`$PWD/...`, which is absolute at run time)."""
+    if not config_path:
+        return False
+    text = _plain_path(config_path)
+    return UNKNOWN_OPEN not in text and not text.startswith("/")
+
+
+def entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> Path | None:
+    found = _entry_dir(entry, script_dir, config_root)
+    return found[0] if found is not None else None
+
+
+def _entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> tuple[Path, bool] | None:
+    """The folder Hydra resolves a relative `--config-path` against: the directory of the file
+    holding `@hydra.main` (for `python -m a.b.main` and `python a/b/main.py` alike), NOT the
+    working directory. Found as the entry file next to the script or under `config_root`; else,
+    for a module entry, its package folder there (config trees keep the folders without the
+    Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
+    (folder, sure): `sure` is False when only a package folder stood in for a file that was not
+    seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown."""
+    from generator.shell.pyentry import find_entry_file
+
+    if not entry or UNKNOWN_OPEN in entry:
+        return None
+    script_path = Path(script_dir) / "_" if script_dir else None
+    found = find_entry_file(entry, script_path, repo_root=config_root)
+    if found is not None:
+        return found.parent, True
+    if entry.endswith(".py") or "." not in entry:
+        return None
+    package = Path(*entry.split(".")[:-1])
+    bases: list[Path] = [Path(config_root)] if config_root else []
+    if script_dir:
+        here = Path(script_dir).resolve()
+        bases += [here, *list(here.parents)[:6]]
+    for base in bases:
+        if (base / package).is_dir():
+            return base / package, entry == PPO_ENTRY
+    if entry == PPO_ENTRY:
+        installed = _installed_verl_trainer()
+        return (installed, True) if installed is not None else None
+    return None
+
+
+_INSTALLED: dict[str, Path | None] = {}
+
+
+def _installed_verl_trainer() -> Path | None:
+    """`verl/trainer/` of the verl importable here, found without importing verl."""
+    if "verl" not in _INSTALLED:
+        import importlib.util
+
+        found = None
+        try:
+            spec = importlib.util.find_spec("verl")
+        except (ImportError, ValueError):
+            spec = None
+        for location in (spec.submodule_search_locations or []) if spec is not None else []:
+            if (Path(location) / "trainer").is_dir():
+                found = Path(location) / "trainer"
+                break
+        _INSTALLED["verl"] = found
+    return _INSTALLED["verl"]
+
+
+def _candidate_dirs(config_path: str, script_dir: str | None, config_root: str | None,
+                    entry: str | None = None) -> list[Path]:
+    """Where `--config-path` points: absolute; relative = against the entry file's folder (as
+    Hydra does; nothing when that folder is unknown); or, for paths that start with an unknown
+    like `<?PWD>`, relative to the script's ancestors or `config_root`."""
+    text = _plain_path(config_path)
+    if UNKNOWN_OPEN in text and not text.startswith(UNKNOWN_OPEN):
+        return []
+    if text.startswith(UNKNOWN_OPEN):
+        end = text.find(">")
+        relative = Path(text[end + 1:].lstrip("/") if end > 0 else text)
+        bases: list[Path] = []
+        if config_root:
+            bases.append(Path(config_root))
+        if script_dir:
+            here = Path(script_dir).resolve()
+            bases += [here, *here.parents]
+        return [base / relative for base in bases]
+    if text.startswith("/"):
+        return [Path(text)]
+    where = entry_dir(entry or "", script_dir, config_root)
+    return [Path(os.path.normpath(where / text))] if where is not None else []
+
+
+def find_config_dir(invocation: Invocation, name: str, script_dir: str | None, config_root: str | None) -> Path | None:
+    if not invocation.config_path:
+        return None
+    for directory in _candidate_dirs(invocation.config_path, script_dir, config_root, invocation.entry):
+        if (directory / f"{name}.yaml").is_file() or (directory / f"{name}.yml").is_file():
+            return directory
+    return None
+
+
+def relative_config_path_status(invocation: Invocation, name: str | None, script_dir: str | None,
+                                config_root: str | None) -> tuple[str, str | None, bool] | None:
+    """For a relative `--config-path`: ("found" | "missing" | "unknown", the folder (or config
+    file) Hydra looks for, whether the entry's folder is sure). None when the call has no
+    relative --config-path."""
+    if not is_relative_config_path(invocation.config_path):
+        return None
+    found = _entry_dir(invocation.entry, script_dir, config_root)
+    if found is None:
+        return ("unknown", None, False)
+    where, sure = found
+    directory = Path(os.path.normpath(where / _plain_path(invocation.config_path or "")))
+    if not directory.is_dir():
+        return ("missing", str(directory), sure)
+    if name and UNKNOWN_OPEN not in name:
+        stem = strip_yaml(name)
+        if not ((directory / f"{stem}.yaml").is_file() or (directory / f"{stem}.yml").is_file()):
+            return ("missing", str(directory / f"{stem}.yaml"), sure)
+    return ("found", str(directory), sure)

@@ -1,0 +1,58 @@
+"""Facts about verl itself that several parts of verl-gen need: its trainer entry, the names of
+its PPO configs, the key prefixes of its roles, the mappings it passes through to other
+libraries. One home for each; every module that needs one imports it from here.
+
+Pure data, no imports: anything may depend on this module.
+"""
+
+from __future__ import annotations
+
+# The PPO trainer every verl example launches (`python3 -m verl.trainer.main_ppo`).
+PPO_ENTRY = "verl.trainer.main_ppo"
+
+# verl's two PPO configs (verl/trainer/config/*.yaml): FSDP and Megatron backends.
+PPO_CONFIG = "ppo_trainer"
+PPO_MEGATRON_CONFIG = "ppo_megatron_trainer"
+PPO_CONFIGS = (PPO_CONFIG, PPO_MEGATRON_CONFIG)
+
+# Where a verl checkout or install keeps those configs and its release number, relative to
+# the `verl/` package folder.
+CONFIG_SUBDIR = ("trainer", "config")
+VERSION_FILE = ("version", "version")
+
+# Key prefixes of the roles in a PPO config.
+ACTOR = "actor_rollout_ref.actor."
+ROLLOUT = "actor_rollout_ref.rollout."
+REF = "actor_rollout_ref.ref."
+CRITIC = "critic."
+MEGATRON = ACTOR + "megatron."
+TRANSFORMER = MEGATRON + "override_transformer_config."
+
+# Keys under these mapping names are free-form in verl (passed through to Megatron, vLLM...):
+# a generated config adds unknown sub-keys with `+`, and a key verl's YAML dropped may still
+# work there.
+OPEN_MAPPINGS = (
+    "override_transformer_config",
+    "override_ddp_config",
+    "override_optimizer_config",
+    "override_mcore_model_config",
+    "override_config",
+    "engine_kwargs",
+    "apply_chat_template_kwargs",
+    "mm_processor_kwargs",
+    "ray_kwargs",
+    "kwargs",
+)
+
+# Entries that do not train (generation, evaluation, SFT): only their keys are checked.
+NON_TRAINER_ENTRIES = ("main_generation", "main_eval", "sft_trainer", "fsdp_sft_trainer", "main_generation_server")
+# Recipe entry points that run their own trainer (separate rollout GPUs, streaming batches,
+# distillation, VLA...): verl's PPO batch chain does not describe them, so only keys are checked.
+NON_PPO_RECIPES = ("gkd", "vla", "atropos", "one_step_off", "fully_async", "async_flow", "dance_grpo",
+                   "reward_queue", "dynamo", "transfer_queue", "sft", "eval", "generation")
+
+
+def ppo_config_for(name: str | None) -> str:
+    """The PPO config a config named `name` builds on, judged by its name: the Megatron one
+    when the name says megatron, else the FSDP one."""
+    return PPO_MEGATRON_CONFIG if name and "megatron" in name else PPO_CONFIG
