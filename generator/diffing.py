@@ -18,6 +18,7 @@ from typing import Any, Callable
 
 from generator.config.types import Config
 from generator.errors import InputError
+from generator.verl import PPO_ENTRY
 
 GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
 
@@ -133,7 +134,7 @@ def _script_side(path: str, version: str, *, env: dict[str, str] | None,
     trainer = [inv for inv in script.invocations if inv.branch != "dead"]
     if not trainer:
         raise InputError(f"{path}: no trainer call found (nothing to compare)")
-    preferred = [inv for inv in trainer if inv.entry == "verl.trainer.main_ppo" or ".main_" in inv.entry]
+    preferred = [inv for inv in trainer if inv.entry == PPO_ENTRY or ".main_" in inv.entry]
     invocation = (preferred or trainer)[0]
     notes = []
     if len(trainer) > 1:
@@ -189,10 +190,9 @@ class Derived:
 def derived_numbers(config: Config) -> dict[str, Derived]:
     """The batch/parallel chain of verl-rules.md §1 in the config's numbers (None: not decidable)."""
     from generator import derive
-    from generator.rules.core import Context
-    from generator.rules.view import View
+    from generator.config.reader import ConfigReader
 
-    view = View(Context(config=config))
+    view = ConfigReader(config)
     out: dict[str, Derived] = {}
 
     def put(name: str, value: Any, *inputs: str) -> None:

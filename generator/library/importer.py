@@ -19,6 +19,7 @@ from typing import Any
 from generator.config.types import Config
 from generator.errors import InputError
 from generator.files import write_atomic
+from generator.verl import PPO_ENTRY
 
 ACTOR = "actor_rollout_ref.actor."
 ROLLOUT = "actor_rollout_ref.rollout."
@@ -39,19 +40,19 @@ _ESTIMATOR_TO_ALGO = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_p
 
 
 def _int(config: Config, key: str) -> int | None:
-    from generator.rules.view import as_int
+    from generator.config.reader import as_int
 
     return None if key in config.unknown else as_int(config.values.get(key))
 
 
 def _bool(config: Config, key: str) -> bool:
-    from generator.rules.view import as_bool
+    from generator.config.reader import as_bool
 
     return bool(as_bool(config.values.get(key))) if key not in config.unknown else False
 
 
 def _float(config: Config, key: str) -> float | None:
-    from generator.rules.view import as_float
+    from generator.config.reader import as_float
 
     return None if key in config.unknown else as_float(config.values.get(key))
 
@@ -63,7 +64,7 @@ def _need(value: Any, what: str, where: str) -> Any:
 
 
 def recipe_mapping_from_config(config: Config, *, name: str, where: str,
-                               entry: str = "verl.trainer.main_ppo") -> tuple[dict[str, Any], list[str]]:
+                               entry: str = PPO_ENTRY) -> tuple[dict[str, Any], list[str]]:
     """The structured recipe mapping for one effective Config (overrides not yet filled in)."""
     from generator.models import find_model
 

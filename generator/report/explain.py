@@ -8,11 +8,11 @@ from typing import Any
 
 from generator import derive
 from generator.config.types import Config
-from generator.rules.core import Context
-from generator.rules.view import ACTOR, CRITIC, REF, ROLLOUT, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
 
 
-def _why_unknown(view: View, *keys: str) -> str:
+def _why_unknown(view: ConfigReader, *keys: str) -> str:
     for key in keys:
         if key in view.config.unknown:
             return f"unknown ({key.rsplit('.', 1)[-1]}: {view.config.unknown[key]})"
@@ -21,7 +21,7 @@ def _why_unknown(view: View, *keys: str) -> str:
 
 def explain_config(config: Config) -> list[tuple[str, str]]:
     """(label, equation) rows, in the order of the chain."""
-    view = View(Context(config=config))
+    view = ConfigReader(config)
     rows: list[tuple[str, str]] = []
     add = rows.append
     per_node, nodes, gpus = view.int("trainer.n_gpus_per_node"), view.int("trainer.nnodes"), view.gpus
@@ -90,7 +90,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     return rows + _rollout_rows(view, gpus, responses)
 
 
-def _token_rows(view: View) -> list[tuple[str, str]]:
+def _token_rows(view: ConfigReader) -> list[tuple[str, str]]:
     rows = []
     seq = view.sequence_length()
     caps = [("actor token cap", ACTOR + "ppo_max_token_len_per_gpu", ACTOR + "use_dynamic_bsz", ACTOR),
@@ -114,7 +114,7 @@ def _token_rows(view: View) -> list[tuple[str, str]]:
     return rows
 
 
-def _rollout_rows(view: View, gpus: int | None, responses: int | None = None) -> list[tuple[str, str]]:
+def _rollout_rows(view: ConfigReader, gpus: int | None, responses: int | None = None) -> list[tuple[str, str]]:
     rows = []
     tp = view.int(ROLLOUT + "tensor_model_parallel_size")
     dp_r = view.int(ROLLOUT + "data_parallel_size") or 1

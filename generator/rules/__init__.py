@@ -63,7 +63,7 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
                  ignore: Iterable[str] = ()) -> list[Finding]:
     """Findings for one config, ordered by line then code. Rules outside the config's release or
     backend do not run; batch/layout rules run only for PPO-trainer calls."""
-    from generator.rules.view import fallback_note, is_trainer
+    from generator.config.reader import fallback_note, is_trainer
 
     load_rules()
     ctx = Context(config=config, invocation=invocation, script=script, model=model)

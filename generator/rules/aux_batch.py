@@ -10,7 +10,8 @@ from generator import derive
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
 from generator.rules.fixes import mini_fix
-from generator.rules.view import ACTOR, CRITIC, REF, ROLLOUT, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
 
 LP_MICRO = ROLLOUT + "log_prob_micro_batch_size_per_gpu"
 LP_MICRO_GLOBAL = ROLLOUT + "log_prob_micro_batch_size"
@@ -21,7 +22,7 @@ C_MICRO = CRITIC + "ppo_micro_batch_size_per_gpu"
 C_MICRO_GLOBAL = CRITIC + "ppo_micro_batch_size"
 
 
-def _pair_findings(the_rule, view: View, per_gpu: str, global_key: str, role: str,
+def _pair_findings(the_rule, view: ConfigReader, per_gpu: str, global_key: str, role: str,
                    suggestion: int | None) -> Iterator[Finding]:
     """Exactly one of a (deprecated global, per-GPU) micro pair must be set."""
     if not view.known(per_gpu) or not view.known(global_key):
@@ -50,7 +51,7 @@ def _pair_findings(the_rule, view: View, per_gpu: str, global_key: str, role: st
       failing=Example(("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null",)),
       passing=Example(()))
 def rollout_pair(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False:
         return
     yield from _pair_findings(rollout_pair, view, LP_MICRO, LP_MICRO_GLOBAL, "actor_rollout_ref.rollout",
@@ -66,7 +67,7 @@ def rollout_pair(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.ref.log_prob_micro_batch_size=16")),
       passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
 def ref_pair(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False or view.ref_used is not True:
         return
     yield from _pair_findings(ref_pair, view, REF_MICRO, REF_MICRO_GLOBAL, "actor_rollout_ref.ref",
@@ -83,7 +84,7 @@ def ref_pair(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null")),
       passing=Example(("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.use_dynamic_bsz=True")))
 def megatron_ref_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine or view.ref_used is not True or view.actor_dynamic is not True:
         return  # static batching: VB202 already reports it at load
     if view.is_null(REF_MICRO) and view.is_null(REF_MICRO_GLOBAL):
@@ -95,7 +96,7 @@ def megatron_ref_micro(ctx: Context) -> Iterator[Finding]:
                                   (KeyEdit(REF_MICRO, None, value),)))
 
 
-def _critic_static(view: View) -> bool | None:
+def _critic_static(view: ConfigReader) -> bool | None:
     dynamic = view.bool(CRITIC + "use_dynamic_bsz")
     return None if dynamic is None else not dynamic
 
@@ -109,7 +110,7 @@ def _critic_static(view: View) -> bool | None:
       failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=16")),
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=4")))
 def critic_pair(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
         return
     if not view.known(C_MICRO) or not view.known(C_MICRO_GLOBAL):
@@ -145,7 +146,7 @@ def critic_pair(ctx: Context) -> Iterator[Finding]:
       passing=Example(("algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_dynamic_bsz=True",
                        "critic.ppo_micro_batch_size_per_gpu=2")))
 def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True or _critic_static(view) is not False:
         return
     if view.is_null(C_MICRO):
@@ -156,7 +157,7 @@ def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
                           fix=Fix(f"set critic.ppo_micro_batch_size_per_gpu={value}", (KeyEdit(C_MICRO, None, value),)))
 
 
-def _critic_chain(view: View) -> tuple[derive.BatchChain, tuple[int, int], int, int] | None:
+def _critic_chain(view: ConfigReader) -> tuple[derive.BatchChain, tuple[int, int], int, int] | None:
     pn, dp = view.prompts_and_n(), view.dp(CRITIC)
     mini = view.int(C_MINI)
     if pn is None or dp is None or not mini or mini <= 0:
@@ -177,7 +178,7 @@ def _critic_chain(view: View) -> tuple[derive.BatchChain, tuple[int, int], int, 
                        "critic.ppo_mini_batch_size=24")),
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
 def critic_chain(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True:
         return
     found = _critic_chain(view)
@@ -209,7 +210,7 @@ def critic_chain(ctx: Context) -> Iterator[Finding]:
                        "critic.ppo_mini_batch_size=128")),
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
 def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
         return
     pn, mini = view.prompts_and_n(), view.int(C_MINI)
@@ -229,7 +230,7 @@ def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
       failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=3")),
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
 def fsdp_critic_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
         return
     found = _critic_chain(view)
@@ -264,7 +265,7 @@ C_MICRO_GLOBAL = CRITIC + "ppo_micro_batch_size"
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=null",
                        "critic.ppo_micro_batch_size=8")))
 def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
         return
     if not view.is_null(C_MICRO):
@@ -289,7 +290,7 @@ def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=128",)),
       passing=Example(()))
 def logprob_micro_large(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is not False:
         return
     pn, dp, micro = view.prompts_and_n(), view.dp(), view.int(LP_MICRO)

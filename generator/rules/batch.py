@@ -8,7 +8,8 @@ from typing import Iterator
 from generator import derive
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
 from generator.rules.fixes import MICRO, MINI, divisor_fix, micro_fix, mini_fix
-from generator.rules.view import ACTOR, ROLLOUT, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, ROLLOUT
 from generator.versions import VersionRange
 
 MICRO_GLOBAL = ACTOR + "ppo_micro_batch_size"
@@ -20,7 +21,7 @@ N_KEY = ROLLOUT + "n"
 class Chain:
     """The actor chain of one config, or None fields when not decidable."""
 
-    def __init__(self, view: View) -> None:
+    def __init__(self, view: ConfigReader) -> None:
         self.view = view
         self.pn = view.prompts_and_n()
         self.dp = view.dp()
@@ -43,7 +44,7 @@ class Chain:
                 f"{c.responses_per_prompt} / {c.dp} = {shown}")
 
 
-def _static(view: View, *, ungated_through: str | None = None) -> bool | None:
+def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool | None:
     """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6)."""
     dynamic = view.actor_dynamic
     if dynamic is None:
@@ -65,7 +66,7 @@ def _static(view: View, *, ungated_through: str | None = None) -> bool | None:
                        "actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=64")),
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
 def minimal_batch(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine or not _static(view, ungated_through="0.5.0"):
         return
     c = Chain(view)
@@ -100,7 +101,7 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
                       key=MICRO if view.backend == "megatron" else P_KEY, fix=fix)
 
 
-def ctx_finding(the_rule, view: View, keys: tuple[str, ...], message: str, *, key: str | None = None,
+def ctx_finding(the_rule, view: ConfigReader, keys: tuple[str, ...], message: str, *, key: str | None = None,
                 fix: Fix | None = None, severity=None) -> Finding:
     return the_rule.finding(message, line=view.line(*keys), key=key or keys[0], fix=fix, severity=severity)
 
@@ -115,7 +116,7 @@ def ctx_finding(the_rule, view: View, keys: tuple[str, ...], message: str, *, ke
       failing=Example(("data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=16")),
       passing=Example(("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=16")))
 def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not _static(view):
         return
     c = Chain(view)
@@ -137,7 +138,7 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_mini_batch_size=10")),
       passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=4")))
 def step_not_divisible(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.auto_padding:
         return
     c = Chain(view)
@@ -162,7 +163,7 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
                        "data.train_batch_size=64")),
       passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
 def mini_zero(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine:
         return  # VB116 reports the exact-division assert of the new engine
     c = Chain(view)
@@ -181,7 +182,7 @@ def mini_zero(ctx: Context) -> Iterator[Finding]:
                        "data.train_batch_size=40", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1")),
       passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
 def mini_floored(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine:
         return
     c = Chain(view)
@@ -208,7 +209,7 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_mini_batch_size=20",
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2")))
 def local_not_divisible(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine:
         return
     c = Chain(view)
@@ -242,7 +243,7 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                       config_name="ppo_trainer"),
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
 def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     c = Chain(view)
     ch = c.chain
     if ch is None or not c.micro or c.micro <= 0 or ch.per_rank_mini_batch == 0:
@@ -279,7 +280,7 @@ def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size=8",)),
       passing=Example(()))
 def both_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
         return
     if view.is_set(MICRO_GLOBAL) and view.is_set(MICRO):
@@ -300,7 +301,7 @@ def both_micro(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",)),
       passing=Example(()))
 def missing_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     dynamic = view.actor_dynamic
     if dynamic is None:
         return
@@ -346,7 +347,7 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_micro_batch_size=8",
                        "actor_rollout_ref.actor.ppo_mini_batch_size=16"), config_name="ppo_trainer"))
 def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
         return
     mini, micro = view.int(MINI), view.int(MICRO_GLOBAL)
@@ -366,7 +367,7 @@ def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
                        "actor_rollout_ref.actor.ppo_micro_batch_size=8"), config_name="ppo_trainer"))
 def global_micro_small(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
         return
     micro, gpus = view.int(MICRO_GLOBAL), view.gpus
@@ -379,7 +380,7 @@ def global_micro_small(ctx: Context) -> Iterator[Finding]:
 
 # --- D1 / G8 / G7 -----------------------------------------------------------------------------
 
-def _rollout_mode(view: View) -> str | None:
+def _rollout_mode(view: ConfigReader) -> str | None:
     mode = view.raw(ROLLOUT + "mode")
     if mode is None and view.known(ROLLOUT + "mode"):
         return "sync" if VersionRange(None, "0.4.1").contains(view.version) else None
@@ -395,7 +396,7 @@ def _rollout_mode(view: View) -> str | None:
                        "actor_rollout_ref.actor.ppo_mini_batch_size=30")),
       passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=2")))
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "async" or view.auto_padding:
         return
     pn = view.prompts_and_n()
@@ -422,7 +423,7 @@ def agent_chunks(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), version="0.6.1"),
       passing=Example(("actor_rollout_ref.rollout.mode=sync",), version="0.6.1"))
 def sync_dispatch(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "sync":
         return
     pn, gpus = view.prompts_and_n(), view.gpus
@@ -457,7 +458,7 @@ def sync_dispatch(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_mini_batch_size=15"), version="0.6.1"),
       passing=Example(("data.train_batch_size=32",), version="0.6.1"))
 def balance_world(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool("trainer.balance_batch") is not True:
         return
     pn, gpus = view.prompts_and_n(), view.gpus
@@ -482,7 +483,7 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_micro_batch_size=8", "actor_rollout_ref.actor.use_dynamic_bsz=True")),
       passing=Example(()))
 def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine or not view.is_set(MICRO_GLOBAL):
         return
     if view.is_null(ROLLOUT + "log_prob_micro_batch_size"):
@@ -500,7 +501,7 @@ def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.rollout.n=1", "data.train_batch_size=40")),
       passing=Example(("trainer.use_legacy_worker_impl=disable",)))
 def engine_mini(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not view.new_engine:
         return
     c = Chain(view)
@@ -526,7 +527,7 @@ _CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI
       failing=Example(("trainer.n_gpus_per_node=${oc.env:GPUS}",), note="an input from the environment"),
       passing=Example(()))
 def chain_undecided(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     unknown = [(key, ctx.config.unknown[key]) for key in _CHAIN_INPUTS if key in ctx.config.unknown]
     if not unknown:
         return

@@ -10,7 +10,8 @@ from generator import derive
 from generator.rules.batch import Chain, ctx_finding
 from generator.rules.core import Context, Example, Finding, rule
 from generator.rules.fixes import token_cap_fix
-from generator.rules.view import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
 from generator.versions import VersionRange
 
 
@@ -22,7 +23,7 @@ _INHERITS = {
 }
 
 
-def _caps(view: View) -> list[tuple[str, str, str, str]]:
+def _caps(view: ConfigReader) -> list[tuple[str, str, str, str]]:
     """(role, cap key, dynamic-flag key, SP prefix) of every token cap in use."""
     caps = [("actor update", ACTOR + "ppo_max_token_len_per_gpu", ACTOR + "use_dynamic_bsz", ACTOR)]
     if view.bool("algorithm.rollout_correction.bypass_mode") is not True:
@@ -48,7 +49,7 @@ def _caps(view: View) -> list[tuple[str, str, str, str]]:
       passing=Example(("actor_rollout_ref.actor.use_dynamic_bsz=True",
                        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096")))
 def token_cap(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine:
         return  # unpadded nested tensors: the bound is the longest actual sequence
     seq = view.sequence_length()
@@ -74,7 +75,7 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
                           fix=token_cap_fix(cap_key, cap, seq, split))
 
 
-def _vpp(view: View) -> tuple[int, int] | None:
+def _vpp(view: ConfigReader) -> tuple[int, int] | None:
     layout = view.actor_layout()
     if layout is None or not layout.vpp or layout.vpp <= 1 or layout.pp <= 1:
         return None
@@ -97,7 +98,7 @@ def _vpp(view: View) -> tuple[int, int] | None:
                        "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4")))
 def vpp_micro(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
     if pp_group is None:
         return
@@ -140,7 +141,7 @@ def vpp_micro(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.use_dynamic_bsz=True",
                        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192")))
 def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
     if pp_group is None or view.actor_dynamic is not True:
         return
@@ -168,7 +169,7 @@ def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192",
                        "critic.ppo_max_token_len_per_gpu=8192")))
 def critic_cap(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not view.critic_used or view.bool(CRITIC + "use_dynamic_bsz") is not True:
         return
     actor_key, critic_key = ACTOR + "ppo_max_token_len_per_gpu", CRITIC + "ppo_max_token_len_per_gpu"
@@ -191,7 +192,7 @@ def critic_cap(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=False")),
       passing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.use_dynamic_bsz=True")))
 def engine_dynamic(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if not view.new_engine:
         return
     actor, lp = view.actor_dynamic, view.bool(ROLLOUT + "log_prob_use_dynamic_bsz")

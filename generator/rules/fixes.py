@@ -8,13 +8,14 @@ import math
 
 from generator import derive
 from generator.rules.core import Fix, KeyEdit
-from generator.rules.view import ACTOR, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR
 
 MINI = ACTOR + "ppo_mini_batch_size"
 MICRO = ACTOR + "ppo_micro_batch_size_per_gpu"
 
 
-def mini_fix(view: View, *, prompts: int, n: int, dp: int, mini: int, micro: int | None,
+def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, micro: int | None,
              key: str = MINI, micro_key: str = MICRO) -> Fix | None:
     """Move the mini batch (prompts) to the nearest value whose chain divides evenly; when the
     micro batch then no longer divides the per-rank mini batch, move it too."""

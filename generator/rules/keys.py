@@ -6,8 +6,10 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.rules.core import Context, Example, Finding, rule
-from generator.rules.view import ACTOR, CRITIC, View, fallback_note, is_trainer
+from generator.config.reader import ConfigReader, fallback_note, is_trainer
+from generator.verl import ACTOR, CRITIC
 from generator.versions import VersionRange
+from generator.verl import PPO_ENTRY
 
 _ANY = ("megatron", "fsdp", "unknown")
 # Values with a dedicated rule elsewhere (reported once, there).
@@ -109,7 +111,7 @@ _kind_rule("VK607", "bad-value", "value not allowed for this key",
       fix_safety="No automatic fix.",
       failing=Example(("data.val_batch_size=512",)), passing=Example(()))
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
         yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
                                      line=view.line("data.val_batch_size"), key="data.val_batch_size")
@@ -209,7 +211,7 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     config = ctx.config
     if fallback_note(config) or not is_trainer(ctx):
         return
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     roots = [_BUILT_AT_LOAD[0]] + ([_BUILT_AT_LOAD[1]] if view.critic_used is True else [])
     added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
              and not o.key.endswith("._target_") and any(o.key.startswith(root + ".") for root in roots)}
@@ -246,9 +248,6 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             line=override.line, key=key, severity=None if measured else "warning")
 
 
-_PPO_ENTRY = "verl.trainer.main_ppo"
-
-
 @rule("VK611", "relative-config-path", "relative --config-path is resolved against the entry module, not your "
       "working directory",
       severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any",
@@ -275,7 +274,7 @@ def relative_config_path(ctx: Context) -> Iterator[Finding]:
             f"directory: {where} does not exist{unsure}; {advice}", line=line,
             severity=None if sure else "warning")
         return
-    if status != "unknown" or ctx.config.entry != _PPO_ENTRY:
+    if status != "unknown" or ctx.config.entry != PPO_ENTRY:
         return
     parts = [p for p in path.removeprefix("file://").split("/") if p not in ("", ".")]
     if not parts or parts[0] == "config":

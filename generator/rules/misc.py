@@ -6,7 +6,8 @@ from typing import Iterator
 
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
-from generator.rules.view import ACTOR, CRITIC, MEGATRON, REF, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, CRITIC, MEGATRON, REF
 from generator.versions import VersionRange
 
 _MEG = ("megatron",)
@@ -19,7 +20,7 @@ _MEG = ("megatron",)
       fix_safety="Sets data.filter_overlong_prompts=True (unsafe: drops long prompts from the dataset).",
       failing=Example(("data.filter_overlong_prompts=False",)), passing=Example(()))
 def filter_overlong(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = "data.filter_overlong_prompts"
     if view.bool(key) is False:
         yield ctx_finding(filter_overlong, view, (key,), "data.filter_overlong_prompts=False: prompts longer than "
@@ -33,7 +34,7 @@ def filter_overlong(ctx: Context) -> Iterator[Finding]:
       fix_safety="Sets it to True (safe).",
       failing=Example(("actor_rollout_ref.hybrid_engine=False",)), passing=Example(()))
 def hybrid_engine(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = "actor_rollout_ref.hybrid_engine"
     entry = ctx.config.entry or ""
     if any(word in entry for word in ("off_policy", "async", "one_step")):
@@ -49,7 +50,7 @@ def hybrid_engine(ctx: Context) -> Iterator[Finding]:
       fix_safety="Sets it to 1 (unsafe: use context_parallel_size for long sequences).",
       failing=Example(("+actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",)), passing=Example(()))
 def ulysses_megatron(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     for prefix in (ACTOR, CRITIC):
         key = prefix + "ulysses_sequence_parallel_size"
         value = view.int(key)
@@ -65,7 +66,7 @@ def ulysses_megatron(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.actor.shuffle=True", "actor_rollout_ref.actor.data_loader_seed=null")),
       passing=Example(("actor_rollout_ref.actor.shuffle=True",)))
 def shuffle_seed(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     for prefix, role in ((ACTOR, "actor"), (CRITIC, "critic")):
         if prefix == CRITIC and not view.critic_used:
             continue
@@ -83,7 +84,7 @@ def shuffle_seed(ctx: Context) -> Iterator[Finding]:
       fix_safety="No automatic fix.",
       failing=Example(("actor_rollout_ref.actor.megatron.dtype=float32",)), passing=Example(()))
 def megatron_dtype(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
         key = prefix + "dtype"
         value = view.str(key)
@@ -99,7 +100,7 @@ def megatron_dtype(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1")),
       passing=Example(("actor_rollout_ref.actor.megatron.sequence_parallel=True",)))
 def sequence_parallel(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = MEGATRON + "sequence_parallel"
     layout = view.actor_layout()
     if layout and layout.tp == 1 and view.explicit(key) and view.bool(key) is True:
@@ -112,7 +113,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
       fix_safety="No automatic fix; use param_offload to move gradient buffers.",
       failing=Example(("actor_rollout_ref.actor.megatron.grad_offload=True",)), passing=Example(()))
 def grad_offload(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
         key = prefix + "grad_offload"
         if view.explicit(key) and view.bool(key) is True:
@@ -126,7 +127,7 @@ def grad_offload(ctx: Context) -> Iterator[Finding]:
       fix_safety="No automatic fix.",
       failing=Example(("actor_rollout_ref.actor.loss_agg_mode=mean",)), passing=Example(()))
 def loss_agg(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = ACTOR + "loss_agg_mode"
     value = view.str(key)
     allowed = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
@@ -141,7 +142,7 @@ def loss_agg(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.actor.megatron.dtype=float16", "actor_rollout_ref.actor.megatron.use_mbridge=False")),
       passing=Example(("actor_rollout_ref.actor.megatron.dtype=float16",)))
 def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.str(MEGATRON + "dtype") == "float16" and view.bool(MEGATRON + "use_mbridge") is False:
         key = MEGATRON + "use_mbridge"
         yield ctx_finding(fp16_mbridge, view, (key, MEGATRON + "dtype"), "megatron.dtype=float16 with use_mbridge=False",
@@ -156,7 +157,7 @@ def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
                        "critic.ppo_micro_batch_size_per_gpu=2")),
       passing=Example(("trainer.use_legacy_worker_impl=disable",)))
 def engine_critic(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.new_engine and view.critic_used and view.str(CRITIC + "strategy") in ("megatron", None):
         yield ctx_finding(engine_critic, view, ("trainer.use_legacy_worker_impl",),
                           "use_legacy_worker_impl=disable with a Megatron critic (GAE) is not implemented")
@@ -169,7 +170,7 @@ def engine_critic(ctx: Context) -> Iterator[Finding]:
       failing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.megatron.use_mbridge=False")),
       passing=Example(("trainer.use_legacy_worker_impl=disable",)))
 def engine_mbridge(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = MEGATRON + "use_mbridge"
     if view.new_engine and view.bool(key) is False:
         yield ctx_finding(engine_mbridge, view, (key,), "use_legacy_worker_impl=disable needs use_mbridge=True",
@@ -182,7 +183,7 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
       fix_safety="No automatic fix.",
       failing=Example(("actor_rollout_ref.actor.router_replay.mode=R1",)), passing=Example(()))
 def router_replay(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = ACTOR + "router_replay.mode"
     value = view.str(key)
     if value is not None and value not in ("disabled", "R2", "R3"):
@@ -199,7 +200,7 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
                        "actor_rollout_ref.model.use_remove_padding=True"), config_name="ppo_trainer"))
 def ulysses_padding(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     pairs = [("actor", ACTOR + "ulysses_sequence_parallel_size", "actor_rollout_ref.model.use_remove_padding")]
     if view.critic_used:
         pairs.append(("critic", CRITIC + "ulysses_sequence_parallel_size", CRITIC + "model.use_remove_padding"))
@@ -218,7 +219,7 @@ def ulysses_padding(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.model.lora_rank=1024",), config_name="ppo_trainer"),
       passing=Example(("actor_rollout_ref.model.lora_rank=64",), config_name="ppo_trainer"))
 def lora_rank(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.str("actor_rollout_ref.rollout.name") not in ("vllm", None):
         return
     for key in ("actor_rollout_ref.model.lora_rank", "actor_rollout_ref.model.lora.rank"):
@@ -237,7 +238,7 @@ def lora_rank(ctx: Context) -> Iterator[Finding]:
       failing=Example(("algorithm.use_kl_in_reward=True", "actor_rollout_ref.actor.use_kl_loss=True")),
       passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
 def kl_twice(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool("algorithm.use_kl_in_reward") and view.bool(ACTOR + "use_kl_loss"):
         yield ctx_finding(kl_twice, view, ("algorithm.use_kl_in_reward", ACTOR + "use_kl_loss"),
                           "use_kl_in_reward=True and use_kl_loss=True: the KL penalty is applied twice")
@@ -261,7 +262,7 @@ _OTC = "megatron.override_transformer_config."
                        "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform",
                        "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers=1")))
 def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     for role in (ACTOR, REF, CRITIC):
         granularity_key = role + _OTC + "recompute_granularity"
         # Report where the user wrote it: a ref that follows the actor's config by interpolation

@@ -10,7 +10,8 @@ from generator import derive
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, rule
 from generator.rules.parallel import layout_findings
-from generator.rules.view import ROLLOUT, View
+from generator.config.reader import ConfigReader
+from generator.verl import ROLLOUT
 
 _MEG = ("megatron",)
 
@@ -73,7 +74,7 @@ _layout_rule("VM807", "stage-layers-not-divisible-by-vpp", "layers per pipeline 
       failing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=8",), note="model Qwen2.5-7B"),
       passing=Example((), note="model Qwen2.5-7B"))
 def rollout_heads(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     tp, gpus = view.int(ROLLOUT + "tensor_model_parallel_size"), view.gpus
     if ctx.model is None or not tp or tp <= 0 or gpus is None:
         return
@@ -90,7 +91,7 @@ def rollout_heads(ctx: Context) -> Iterator[Finding]:
       failing=Example(("data.max_prompt_length=16384", "data.max_response_length=20000"), note="model Qwen2.5-7B"),
       passing=Example((), note="model Qwen2.5-7B"))
 def sequence_context(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     seq = view.sequence_length()
     if ctx.model is None or seq is None:
         return
@@ -110,7 +111,7 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=4",),
                       note="model Qwen2.5-7B", config_name="ppo_trainer"))
 def ulysses_heads(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     model = ctx.model
     sp = view.ulysses()
     if model is None or not sp or sp <= 1:

@@ -12,7 +12,8 @@ from generator import derive
 from generator.models_types import ModelFacts
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
-from generator.rules.view import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER, View
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
 from generator.versions import parse
 
 _SIZE_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
@@ -39,7 +40,7 @@ def _problems(layout: derive.Layout, model: ModelFacts | None) -> tuple[derive.L
 
 
 def layout_findings(the_rule, ctx: Context, *, with_model: bool) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     layout = view.actor_layout()
     if layout is None or (with_model and ctx.model is None):
         return
@@ -68,7 +69,7 @@ def world_divisible(ctx: Context) -> Iterator[Finding]:
 
 
 def _dynamic_skips_precheck(ctx: Context) -> bool:
-    if View(ctx).actor_dynamic is not True:
+    if ConfigReader.of(ctx).actor_dynamic is not True:
         return False
     try:
         return parse(ctx.version) >= (0, 6, 0)
@@ -116,7 +117,7 @@ def tp_in_node(ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(tp_in_node, ctx, with_model=False)
 
 
-def _differs(view: View, prefix: str, interpolated: bool) -> list[tuple[str, object, object]]:
+def _differs(view: ConfigReader, prefix: str, interpolated: bool) -> list[tuple[str, object, object]]:
     out = []
     for name in _SIZE_KEYS:
         mine, actor = prefix + "megatron." + name, MEGATRON + name
@@ -141,7 +142,7 @@ def _differs(view: View, prefix: str, interpolated: bool) -> list[tuple[str, obj
       passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
                        "critic.megatron.tensor_model_parallel_size=2")))
 def critic_layout(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.critic_used is not True or view.str(CRITIC + "strategy") not in (None, "megatron"):
         return
     diffs = _differs(view, CRITIC, interpolated=False)
@@ -163,7 +164,7 @@ def critic_layout(ctx: Context) -> Iterator[Finding]:
                        "actor_rollout_ref.ref.megatron.tensor_model_parallel_size=4")),
       passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
 def ref_layout(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.ref_used is not True:
         return
     diffs = _differs(view, REF, interpolated=True)
@@ -182,7 +183,7 @@ def ref_layout(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=3",)),
       passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",)))
 def fsdp_mesh(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     gpus = view.gpus
     if gpus is None:
         return

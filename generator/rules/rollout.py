@@ -9,7 +9,8 @@ from typing import Iterator
 from generator import derive
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, Stage, rule
-from generator.rules.view import ROLLOUT, View
+from generator.config.reader import ConfigReader
+from generator.verl import ROLLOUT
 from generator.versions import VersionRange, parse
 
 TP_R = ROLLOUT + "tensor_model_parallel_size"
@@ -18,7 +19,7 @@ PP_R = ROLLOUT + "pipeline_model_parallel_size"
 EP_R = ROLLOUT + "expert_parallel_size"
 
 
-def _rollout_sizes(view: View) -> tuple[int, int, int, int] | None:
+def _rollout_sizes(view: ConfigReader) -> tuple[int, int, int, int] | None:
     sizes = []
     for key in (TP_R, DP_R, PP_R, EP_R):
         if not view.known(key):
@@ -31,7 +32,7 @@ def _rollout_sizes(view: View) -> tuple[int, int, int, int] | None:
 
 
 def _layout_rule_findings(the_rule, ctx: Context, keys: tuple[str, ...]) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     sizes, gpus = _rollout_sizes(view), view.gpus
     if sizes is None or gpus is None:
         return
@@ -70,7 +71,7 @@ def replica_divides(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.expert_parallel_size=4",)),
       passing=Example(("actor_rollout_ref.rollout.expert_parallel_size=2",)))
 def rollout_ep(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     sizes = _rollout_sizes(view)
     for finding in _layout_rule_findings(rollout_ep, ctx, (EP_R,)):
         tp, dp, _pp, ep = sizes
@@ -113,7 +114,7 @@ def replica_nodes(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=1.5",)),
       passing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=0.6",)))
 def gpu_memory(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     value = view.float(ROLLOUT + "gpu_memory_utilization")
     if value is None or 0 < value <= 1:
         return
@@ -130,7 +131,7 @@ def gpu_memory(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=False",), note="model Qwen2.5-7B"),
       passing=Example((), note="model Qwen2.5-7B"))
 def batched_tokens(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not False or view.str(ROLLOUT + "name") not in (None, "vllm"):
         return
     tokens = view.int(ROLLOUT + "max_num_batched_tokens")
@@ -159,7 +160,7 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync"),
                       version="0.6.1"))
 def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not True or view.str(ROLLOUT + "name") not in (None, "vllm"):
         return
     from generator.rules.batch import _rollout_mode
@@ -184,7 +185,7 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.mode=sync",)),
       passing=Example(("actor_rollout_ref.rollout.mode=async",)))
 def mode_sync(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = ROLLOUT + "mode"
     if view.str(key) == "sync":
         yield ctx_finding(mode_sync, view, (key,), f"rollout.mode=sync is not accepted by verl {view.version}",
@@ -198,7 +199,7 @@ def mode_sync(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True", "actor_rollout_ref.rollout.temperature=0")),
       passing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True",)))
 def val_temperature(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "val_kwargs.do_sample") is not True:
         return
     temperature = view.float(ROLLOUT + "temperature")
@@ -216,7 +217,7 @@ def val_temperature(ctx: Context) -> Iterator[Finding]:
       failing=Example(("actor_rollout_ref.rollout.name=???",)),
       passing=Example(()))
 def rollout_name(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = ROLLOUT + "name"
     if not view.known(key):
         return
@@ -235,7 +236,7 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.rollout.prometheus.enable=True",
                        "actor_rollout_ref.rollout.disable_log_stats=False")))
 def prometheus(ctx: Context) -> Iterator[Finding]:
-    view = View(ctx)
+    view = ConfigReader.of(ctx)
     key = ROLLOUT + "disable_log_stats"
     if view.bool(ROLLOUT + "prometheus.enable") is True and view.bool(key) is True:
         yield ctx_finding(prometheus, view, (ROLLOUT + "prometheus.enable", key),

@@ -1,27 +1,40 @@
-"""Typed, unknown-aware reads of a Config for the rules, plus the derived quantities every
-family needs (DP, the actor layout, which roles exist). A rule decides only on known values:
-every accessor returns None when the value is unset, unknown, or not of the expected type.
+"""Typed, unknown-aware reads of one trainer call's Config, plus the derived quantities every
+rule family, report and importer needs (DP, the actor layout, which roles exist). A reader
+decides only on known values: every accessor returns None when the value is unset, unknown, or
+not of the expected type.
 """
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Protocol
 
 from generator import derive
-from generator.rules.core import Context
+from generator.config.types import Config
+from generator.launch import Invocation, LaunchScript
+from generator.verl import (
+    ACTOR,
+    CRITIC,
+    MEGATRON,
+    NON_PPO_RECIPES,
+    NON_TRAINER_ENTRIES,
+    PPO_ENTRY,
+    ROLLOUT,
+    TRANSFORMER,
+)
 
-ACTOR = "actor_rollout_ref.actor."
-ROLLOUT = "actor_rollout_ref.rollout."
-REF = "actor_rollout_ref.ref."
-CRITIC = "critic."
-MEGATRON = ACTOR + "megatron."
-TRANSFORMER = MEGATRON + "override_transformer_config."
 
-NON_TRAINER_ENTRIES = ("main_generation", "main_eval", "sft_trainer", "fsdp_sft_trainer", "main_generation_server")
-# Recipe entry points that run their own trainer (separate rollout GPUs, streaming batches,
-# distillation, VLA...): verl's PPO batch chain does not describe them, so only keys are checked.
-NON_PPO_RECIPES = ("gkd", "vla", "atropos", "one_step_off", "fully_async", "async_flow", "dance_grpo",
-                   "reward_queue", "dynamo", "transfer_queue", "sft", "eval", "generation")
+class TrainerCall(Protocol):
+    """What a reader needs of a call: its config, and the script and invocation when it was
+    read from one (None for generated configs). The rules' Context is one."""
+
+    @property
+    def config(self) -> Config: ...
+
+    @property
+    def invocation(self) -> Invocation | None: ...
+
+    @property
+    def script(self) -> LaunchScript | None: ...
 
 
 def as_int(value: Any) -> int | None:
@@ -59,15 +72,21 @@ def as_float(value: Any) -> float | None:
     return None
 
 
-class View:
-    """Read helpers over one Context. Cheap to build; rules build one each."""
+class ConfigReader:
+    """Read helpers over one call's Config. Cheap to build; rules build one each."""
 
-    __slots__ = ("ctx", "config", "values")
+    __slots__ = ("config", "invocation", "script", "values")
 
-    def __init__(self, ctx: Context) -> None:
-        self.ctx = ctx
-        self.config = ctx.config
-        self.values = ctx.config.values
+    def __init__(self, config: Config, invocation: Invocation | None = None,
+                 script: LaunchScript | None = None) -> None:
+        self.config = config
+        self.invocation = invocation
+        self.script = script
+        self.values = config.values
+
+    @classmethod
+    def of(cls, call: TrainerCall) -> "ConfigReader":
+        return cls(call.config, call.invocation, call.script)
 
     # --- raw reads ------------------------------------------------------------------------
     def known(self, key: str) -> bool:
@@ -107,7 +126,7 @@ class View:
             line = self.config.line_of(key)
             if line is not None:
                 return line
-        return self.ctx.invocation.line if self.ctx.invocation else None
+        return self.invocation.line if self.invocation else None
 
     # --- launch facts ---------------------------------------------------------------------
     @property
@@ -136,9 +155,9 @@ class View:
 
     @property
     def auto_padding(self) -> bool:
-        env = dict(self.ctx.script.assumed_env) if self.ctx.script else {}
-        if self.ctx.invocation:
-            env.update(self.ctx.invocation.env)
+        env = dict(self.script.assumed_env) if self.script else {}
+        if self.invocation:
+            env.update(self.invocation.env)
         return env.get("VERL_AUTO_PADDING", "").strip() in ("1", "true", "True")
 
     # --- roles ----------------------------------------------------------------------------
@@ -267,23 +286,23 @@ class View:
         return prompt + response
 
 
-def is_trainer(ctx: Context) -> bool:
+def is_trainer(call: TrainerCall) -> bool:
     """PPO-trainer calls get the batch and layout rules; generation/eval/SFT calls get key checks."""
-    entry = ctx.config.entry or ""
+    entry = call.config.entry or ""
     if any(entry.endswith(name) or f".{name}" in entry for name in NON_TRAINER_ENTRIES):
         return False
-    if entry != "verl.trainer.main_ppo" and any(marker in entry for marker in NON_PPO_RECIPES):
+    if entry != PPO_ENTRY and any(marker in entry for marker in NON_PPO_RECIPES):
         return False
-    inv = ctx.invocation
+    inv = call.invocation
     if inv is not None and inv.config_name and "<?" in inv.config_name:
         return False  # the config itself comes from an argument: nothing about it is known
-    if "sft" in (ctx.config.schema or "") or "generation" in (ctx.config.schema or ""):
+    if "sft" in (call.config.schema or "") or "generation" in (call.config.schema or ""):
         return False
-    values = ctx.config.values
+    values = call.config.values
     return "data.train_batch_size" in values and ROLLOUT + "n" in values
 
 
-def fallback_note(config) -> str | None:
+def fallback_note(config: Config) -> str | None:
     """Why the config only approximates the call's own config (a recipe or SFT config that
     could not be found, so the PPO defaults stand in); None when the config is exact."""
     if not config.approximate:
