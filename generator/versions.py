@@ -1,18 +1,13 @@
 """verl release numbers and the ranges rules apply to.
 
 Releases compare as tuples of ints. Rules state the first and last release they apply to;
-`None` means open-ended.
+`None` means open-ended. The releases verl-gen knows are those with a packaged schema
+(generator.schema.packaged_releases).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-
-# Releases we ship a schema for, oldest first (see tools/build_schemas.py).
-RELEASES: tuple[str, ...] = (
-    "0.4.1", "0.5.0", "0.6.0", "0.6.1", "0.7.0", "0.7.1", "0.8.0", "0.9.0", "0.9.1",
-)
-
 
 def parse(version: str) -> tuple[int, ...]:
     """'0.7.0' -> (0, 7, 0); 'v0.6.1' and '0.7.0.dev1+abc' are accepted (the suffix is dropped)."""

@@ -15,19 +15,22 @@ import pytest
 from generator import schema as schema_pkg
 from generator.errors import InputError
 from generator.schema import (
-    HEAD_SCHEMA, available, load, removed_values, renames, resolve_version, snapshot_version,
+    HEAD_SCHEMA, available, load, packaged_releases, removed_values, renames, resolve_version, snapshot_version,
 )
 from generator.schema.compose import compose, flatten
 from generator.schema.migrations import MOVES, bad_value
 from generator.schema.yamlload import load_yaml_file
-from generator.versions import RELEASES, parse
+from generator.versions import parse
 
 REPO = Path(__file__).resolve().parent.parent
 
 
 def test_every_release_and_head_is_packaged() -> None:
-    assert set(RELEASES) <= set(available())
-    assert HEAD_SCHEMA in available()
+    # The releases are the plain ids among the packaged schema files, oldest first.
+    releases = packaged_releases()
+    assert releases[0] == "0.4.1" and {"0.7.0", "0.9.1"} <= set(releases)
+    assert releases == sorted(releases, key=parse) and all("+" not in r for r in releases)
+    assert set(available()) == set(releases) | {HEAD_SCHEMA}
     assert available() == sorted(available(), key=lambda v: (parse(v), "+" in v))
 
 
@@ -175,7 +178,7 @@ def test_explicit_version(monkeypatch: pytest.MonkeyPatch) -> None:
 
 def test_newest_packaged_without_verl(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_verl(monkeypatch)
-    assert resolve_version(None) == (RELEASES[-1], "newest packaged")
+    assert resolve_version(None) == (packaged_releases()[-1], "newest packaged")
 
 
 def test_installed_packaged_release(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

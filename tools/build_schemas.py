@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """Build the packaged verl config schemas in generator/schema/data/ from verl's own YAML.
 
-    python tools/build_schemas.py                      # every release in generator.versions.RELEASES
+    python tools/build_schemas.py                      # every packaged release (generator.schema.packaged_releases)
     python tools/build_schemas.py --release 0.7.0      # one release (repeatable)
     python tools/build_schemas.py --from-dir /work/shared/verl-config/HEAD/verl/trainer/config \
         --id 0.7.0+b178a3c --source "verl b178a3c (corpus snapshot HEAD)"
@@ -36,7 +36,7 @@ sys.path.insert(0, str(REPO))
 
 from generator.schema.compose import compose, flatten  # noqa: E402
 from generator.schema.yamlload import load_yaml_text  # noqa: E402
-from generator.versions import RELEASES  # noqa: E402
+from generator.schema.releases import packaged_releases  # noqa: E402
 
 CONFIG_NAMES = ("ppo_trainer", "ppo_megatron_trainer")
 OUT_DIR = REPO / "generator" / "schema" / "data"
@@ -125,7 +125,7 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory() as tmp:
         wheel_dir = args.wheel_dir or Path(tmp) / "wheels"
         wheel_dir.mkdir(parents=True, exist_ok=True)
-        for version in args.release or list(RELEASES):
+        for version in args.release or packaged_releases():
             wheel = download_wheel(version, wheel_dir)
             scratch = Path(tmp) / f"x-{version}"
             trees = trees_from_wheel(wheel, scratch)

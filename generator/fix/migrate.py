@@ -18,10 +18,11 @@ from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
 from generator.launch import Invocation, LaunchScript, Override
 from generator.rules.core import TextEdit
-from generator.versions import RELEASES, parse
+from generator.verl import PPO_CONFIG, PPO_CONFIGS, ppo_config_for
+from generator.versions import parse
 
 _KEY_CHAR = re.compile(r"[\w.\-@/]")
-DEFAULT_SCHEMA = "ppo_trainer"
+DEFAULT_SCHEMA = PPO_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -61,9 +62,9 @@ def schema_name(invocation: Invocation) -> str:
     """The packaged schema a call's keys are checked against (recipe configs extend the PPO one)."""
     name = (invocation.config_name or "").strip("'\"")
     name = name.rsplit("/", 1)[-1].removesuffix(".yaml")
-    if name in ("ppo_trainer", "ppo_megatron_trainer"):
+    if name in PPO_CONFIGS:
         return name
-    return "ppo_megatron_trainer" if "megatron" in name else DEFAULT_SCHEMA
+    return ppo_config_for(name)
 
 
 def migration_table(from_version: str, to_version: str) -> list[Any]:
@@ -96,12 +97,17 @@ class StaleRename:
 
 
 def infer_from_version(script: LaunchScript, *, has: Callable[[str, str, str], bool],
-                       releases: Sequence[str] = RELEASES) -> str | None:
-    """The smallest release whose schema has every key the script sets with plain `key=`."""
+                       releases: Sequence[str] | None = None) -> str | None:
+    """The smallest release whose schema has every key the script sets with plain `key=`
+    (among `releases`, by default every packaged one)."""
     wanted = [(o.key, schema_name(inv)) for inv in script.invocations for o in inv.overrides
               if o.key and o.op == "=" and inv.branch != "dead"]
     if not wanted:
         return None
+    if releases is None:
+        from generator.schema import packaged_releases
+
+        releases = packaged_releases()
     for release in sorted(releases, key=parse):
         try:
             if all(has(release, key, name) for key, name in wanted):

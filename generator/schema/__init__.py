@@ -20,7 +20,7 @@ from generator.schema.migrations import (
     removed_values,
     renames,
 )
-from generator.schema.versions import resolve_version, snapshot_version, HEAD_SCHEMA, SNAPSHOTS
+from generator.schema.releases import HEAD_SCHEMA, SNAPSHOTS, packaged_releases, resolve_version, snapshot_version
 
 __all__ = [
     "DEFAULT_CONFIG",
@@ -31,6 +31,7 @@ __all__ = [
     "ValueChange",
     "available",
     "load",
+    "packaged_releases",
     "register_dir",
     "removed_values",
     "renames",

@@ -1,5 +1,6 @@
-"""Which verl release to check against: --verl-version, else the installed verl, else the
-newest packaged schema. Also maps corpus snapshot names to schema ids."""
+"""The verl releases verl-gen knows (one per packaged schema file) and which one to check
+against: --verl-version, else the installed verl, else the newest packaged schema. Also maps
+corpus snapshot names to schema ids."""
 
 from __future__ import annotations
 
@@ -39,14 +40,15 @@ def snapshot_version(tag: str) -> str:
     raise InputError(f"unknown corpus snapshot '{tag}'; known: {', '.join(SNAPSHOTS)}")
 
 
-def _releases() -> list[str]:
-    """Packaged plain releases (no +build ids), oldest first."""
+def packaged_releases() -> list[str]:
+    """The releases with a packaged schema (plain ids, no +build), oldest first. The schema
+    files under schema/data/ are the one list of releases."""
     return sorted((v for v in _packaged_ids() if "+" not in v), key=_sort_key)
 
 
 def nearest_older(version: str) -> str | None:
     target = parse(version)
-    older = [r for r in _releases() if parse(r) <= target]
+    older = [r for r in packaged_releases() if parse(r) <= target]
     return older[-1] if older else None
 
 
@@ -124,5 +126,5 @@ def resolve_version(explicit: str | None = None) -> tuple[str, str]:
         if older is not None:
             return older, f"installed verl {version} at {package} (not packaged; using nearest older release {older})"
 
-    releases = _releases()
+    releases = packaged_releases()
     return releases[-1], "newest packaged"
