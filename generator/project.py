@@ -1,0 +1,176 @@
+"""The project configuration: settings a project keeps beside its launch scripts, so that every
+`gen` command judges them the same way without repeating options.
+
+Where it is found: going up from the script's folder, the first folder that holds a
+`.verl-gen.toml`, or a `pyproject.toml` with a `[tool.verl-gen]` table (a `.verl-gen.toml`
+wins in the same folder; a `pyproject.toml` without the table is passed over).
+
+Format (`[tool.verl-gen]` in pyproject.toml; in .verl-gen.toml the same keys at the top level):
+
+    [tool.verl-gen]
+    verl-version = "0.4.1"               # the verl release the project runs
+    config-dirs = ["configs"]            # folders of the project's own verl config YAML
+                                         # (relative to this file), searched before verl/
+    select = ["VB", "VK601"]             # only these rule codes or prefixes
+    ignore = ["VX9"]                     # never these
+    gpu = "h100"                         # GPU name for memory checks
+    args = ["--train_batch_size", "32"]  # the scripts' positional arguments ($1 $2 ...)
+
+    [tool.verl-gen.env]                  # environment the scripts are assumed to run with
+    MODEL_PATH = "Qwen/Qwen2.5-7B"
+
+Every key is optional; an unknown key or a value of the wrong type is an InputError naming the
+file and the key (exit 2). Options given on the command line win over these settings.
+"""
+
+from __future__ import annotations
+
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Mapping
+
+from generator.errors import InputError
+from generator.files import read_text_input
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - Python 3.10
+    import tomli as tomllib
+
+PROJECT_FILE = ".verl-gen.toml"
+PYPROJECT = "pyproject.toml"
+TABLE = ("tool", "verl-gen")
+# A project file is a few lines; anything larger is not one (and is not read whole).
+MAX_BYTES = 1 << 20
+# How many folders above the script are searched (a checkout is rarely deeper).
+MAX_LEVELS = 12
+
+_STRING_LISTS = ("config-dirs", "select", "ignore", "args")
+_STRINGS = ("verl-version", "gpu")
+_KNOWN = (*_STRINGS, *_STRING_LISTS, "env")
+
+
+@dataclass(frozen=True)
+class ProjectSettings:
+    """The settings of one project file; `path` None means no file was found (all defaults)."""
+
+    path: Path | None = None
+    verl_version: str | None = None
+    config_dirs: tuple[Path, ...] = ()
+    select: tuple[str, ...] = ()
+    ignore: tuple[str, ...] = ()
+    gpu: str | None = None
+    args: tuple[str, ...] = ()
+    env_items: tuple[tuple[str, str], ...] = field(default=())
+
+    @property
+    def env(self) -> dict[str, str]:
+        return dict(self.env_items)
+
+    @property
+    def root(self) -> Path | None:
+        """The folder of the project file (relative settings are relative to it)."""
+        return self.path.parent if self.path is not None else None
+
+    def describe(self) -> str:
+        """How a report names the file: '[tool.verl-gen] in /p/pyproject.toml' or the path."""
+        if self.path is None:
+            return "no project configuration"
+        if self.path.name == PYPROJECT:
+            return f"[tool.verl-gen] in {self.path}"
+        return str(self.path)
+
+
+NO_PROJECT = ProjectSettings()
+
+
+def find_project_file(start: str | Path) -> Path | None:
+    """The project file that applies to a script in folder `start` (or to the file `start`)."""
+    here = Path(start).resolve()
+    if not here.is_dir():
+        here = here.parent
+    for folder in [here, *here.parents][:MAX_LEVELS]:
+        candidate = folder / PROJECT_FILE
+        if candidate.is_file():
+            return candidate
+        candidate = folder / PYPROJECT
+        if candidate.is_file() and _table(candidate, _read_toml(candidate)) is not None:
+            return candidate
+    return None
+
+
+def load_project(start: str | Path) -> ProjectSettings:
+    """The settings that apply to a script in folder `start`; NO_PROJECT when there is no file."""
+    path = find_project_file(start)
+    if path is None:
+        return NO_PROJECT
+    table = _table(path, _read_toml(path))
+    return settings_from_table(path, table or {})
+
+
+def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSettings:
+    """Validate one `[tool.verl-gen]` table read from `path`."""
+    where = f"{path}"
+    for key in table:
+        if key not in _KNOWN:
+            raise InputError(f"{where}: unknown setting '{key}'; known: {', '.join(_KNOWN)}")
+    strings: dict[str, str | None] = {}
+    for key in _STRINGS:
+        value = table.get(key)
+        if value is not None and not isinstance(value, str):
+            raise InputError(f"{where}: '{key}' must be a string, got {type(value).__name__}")
+        strings[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    lists: dict[str, tuple[str, ...]] = {}
+    for key in _STRING_LISTS:
+        value = table.get(key, [])
+        if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+            raise InputError(f"{where}: '{key}' must be a list of strings")
+        lists[key] = tuple(value)
+    env = table.get("env", {})
+    if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
+        raise InputError(f"{where}: 'env' must be a table of NAME = \"value\"")
+    env_items = tuple((str(k), _env_text(v)) for k, v in env.items())
+    base = path.parent
+    return ProjectSettings(
+        path=path,
+        verl_version=strings["verl-version"],
+        config_dirs=tuple((base / d).resolve() for d in lists["config-dirs"]),
+        select=tuple(c.strip().upper() for c in lists["select"] if c.strip()),
+        ignore=tuple(c.strip().upper() for c in lists["ignore"] if c.strip()),
+        gpu=strings["gpu"],
+        args=lists["args"],
+        env_items=env_items,
+    )
+
+
+def _env_text(value: object) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def _read_toml(path: Path) -> dict[str, object]:
+    try:
+        text = read_text_input(path, limit=MAX_BYTES, what="project file")
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as err:
+        raise InputError(f"{path}: not valid TOML ({err})") from None
+
+
+def _table(path: Path, document: dict[str, object]) -> dict[str, object] | None:
+    """The verl-gen settings of a parsed file: `[tool.verl-gen]` of a pyproject.toml (None when
+    absent); the whole document of a .verl-gen.toml (a `[tool.verl-gen]` table there too)."""
+    node: object = document
+    for part in TABLE:
+        node = node.get(part) if isinstance(node, dict) else None
+    if node is not None and not isinstance(node, dict):
+        raise InputError(f"{path}: [tool.verl-gen] must be a table")
+    if path.name == PYPROJECT:
+        return node
+    if node is not None:
+        return node
+    return document
