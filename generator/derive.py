@@ -14,7 +14,7 @@ import math
 from dataclasses import dataclass
 from typing import Literal
 
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 
 # ---------------------------------------------------------------------------------------------
 # Parallel layout (§1.2, §2 E-table)

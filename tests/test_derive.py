@@ -7,7 +7,7 @@ import pytest
 
 from generator import derive
 from generator.derive import Layout, batch_chain, layout_problems, rollout_problems
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 
 QWEN7B = ModelFacts(name="Qwen2.5-7B", hidden_size=3584, num_layers=28, num_attention_heads=28,
                     num_kv_heads=4, head_dim=128, ffn_hidden_size=18944, vocab_size=152064,
@@ -208,7 +208,7 @@ def test_tp_group_that_straddles_nodes_is_reported() -> None:
 def test_embedding_and_loss_count_as_layers_in_the_pipeline_split() -> None:
     # verl's Qwen3-235B script: 94 layers over PP8 with account_for_embedding/loss_in_pipeline_split.
     from generator.derive import Layout, layout_problems
-    from generator.models import find_model
+    from generator.model import find_model
 
     qwen3_235b = find_model("qwen3-235b-a22b")
     plain = layout_problems(Layout(gpus=32, tp=4, pp=8, ep=4, etp=1), qwen3_235b)

@@ -6,9 +6,9 @@ from dataclasses import replace
 
 import pytest
 
-from generator.memory import (GIB, MOE_ACTIVATION_FACTOR, OVERHEAD_GIB, Workload, dense_layer_activation_bytes,
+from generator.plan.memory import (GIB, MOE_ACTIVATION_FACTOR, OVERHEAD_GIB, Workload, dense_layer_activation_bytes,
                               moe_layer_activation_bytes, phase_memory, stage_layer_counts, stage_params)
-from generator.models import find_model
+from generator.model import find_model
 from generator.plan.candidate import Candidate, Offload
 
 
@@ -198,7 +198,7 @@ def test_llama_stage_params_by_hand():
 
 
 def test_mla_attention_params_by_hand():
-    from generator.models import attention_params
+    from generator.model import attention_params
 
     dsv3 = find_model("deepseek-v3")  # q_lora 1536, kv_lora 512, rope 64, nope 128, v 128, 128 heads
     q = 7168 * 1536 + 1536 * 128 * (128 + 64)
@@ -208,7 +208,7 @@ def test_mla_attention_params_by_hand():
 
 
 def test_roles_follow_the_algorithm():
-    from generator.memory import algo_roles
+    from generator.plan.memory import algo_roles
 
     assert algo_roles("grpo") == (True, False)
     assert algo_roles("ppo") == (False, True)

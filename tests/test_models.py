@@ -7,8 +7,9 @@ import json
 import pytest
 
 from generator.errors import InputError
-from generator.models import (find_model, gpu_spec, kv_cache_bytes_per_token, list_models, load_model_config,
-                              model_slug, resolve_model, total_params)
+from generator.hardware import gpu_spec
+from generator.model import (find_model, kv_cache_bytes_per_token, list_models, load_model_config, model_slug,
+                              resolve_model, total_params)
 
 
 @pytest.mark.parametrize("typed, expected", [

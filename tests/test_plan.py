@@ -15,7 +15,8 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
 from generator.errors import InputError
-from generator.models import find_model, gpu_spec
+from generator.hardware import gpu_spec
+from generator.model import find_model
 from generator.plan import batch_sizes, plan_layout
 from generator.plan.search import AGENT_NUM_WORKERS
 
@@ -171,7 +172,7 @@ def test_cli_answers_within_a_second():
 def test_chosen_gmu_is_the_largest_that_fits(model, gpus, gpu):
     from dataclasses import replace
 
-    from generator.memory import Workload, algo_roles, phase_memory
+    from generator.plan.memory import Workload, algo_roles, phase_memory
     from generator.plan.search import GMU_STEPS
 
     facts = find_model(model)
@@ -202,7 +203,8 @@ def test_given_batch_that_only_some_layouts_accept():
 def test_shown_totals_are_the_ones_fit_was_decided_on():
     # Found by the property test above: summing rounded terms once showed 77.22 GiB against a
     # 77.21 GiB limit for a candidate the search had (correctly) judged to fit.
-    from generator.models import gpu_spec, resolve_model
+    from generator.hardware import gpu_spec
+    from generator.model import resolve_model
     from generator.plan import plan_layout
 
     plan = plan_layout(resolve_model("qwen2-7b"), 24, nodes=3, gpu=gpu_spec("h100"),

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from generator.errors import InputError
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.render.recipe import (
     RecipeSpec,

@@ -24,7 +24,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.render import default_filename, generate
 from generator.render.recipe import ALGORITHMS, LAUNCHERS, RecipeSpec, recipe_overrides
@@ -76,7 +76,7 @@ def _hand_cases() -> list[Case]:
 def _planned_cases() -> list[Case]:
     try:
         from generator.cli.recipe import build_spec
-        from generator.models import list_models, model_slug
+        from generator.model import list_models, model_slug
         from generator.plan import plan_layout  # noqa: F401
     except ImportError:
         return []

@@ -56,7 +56,8 @@ def recipe_name(model: str, algo: str, gpus: int) -> str:
 
 def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dict[str, Any] | None:
     from generator import derive
-    from generator.models import gpu_spec, resolve_model
+    from generator.hardware import gpu_spec
+    from generator.model import resolve_model
     from generator.plan import plan_layout
 
     model = resolve_model(model_name)

@@ -182,7 +182,7 @@ FALLBACK_MODEL = {"name": "Qwen2-7B", "hidden_size": 3584, "num_layers": 28, "nu
 def _model_facts(model_path: str | None) -> dict[str, Any]:
     if model_path:
         try:
-            from generator.models import find_model  # verl-gen's registry
+            from generator.model import find_model  # verl-gen's registry
         except ImportError:
             find_model = None
         if find_model is not None:

@@ -47,7 +47,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
 
     chosen, _how = resolve_version(version)
     if model_config:
-        from generator.models import load_model_config
+        from generator.model import load_model_config
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
     reports = []

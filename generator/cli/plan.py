@@ -128,7 +128,8 @@ def register(app: typer.Typer) -> None:
         output_format: str = typer.Option("text", "--format", help="text|json"),
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
-        from generator.models import gpu_spec, resolve_model
+        from generator.hardware import gpu_spec
+        from generator.model import resolve_model
         from generator.plan import plan_layout
         from generator.plan.search import default_n
 

@@ -27,7 +27,8 @@ def build_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: f
                n: int | None, train_batch_size: int | None, project_name: str | None,
                experiment_name: str | None) -> Any:
     """Options -> RecipeSpec, with the layout and batch sizes the planner chooses."""
-    from generator.models import gpu_spec, model_slug, resolve_model
+    from generator.hardware import gpu_spec
+    from generator.model import model_slug, resolve_model
     from generator.render.recipe import ALGORITHMS, DEFAULT_VERSION, RecipeSpec
 
     if algo not in ALGORITHMS:

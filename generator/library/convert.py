@@ -13,12 +13,12 @@ from typing import Any
 
 from generator.errors import InputError
 from generator.library.recipe import Recipe
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, PhaseMemory
 
 
 def recipe_model(recipe: Recipe) -> ModelFacts:
-    from generator.models import find_model
+    from generator.model import find_model
 
     facts = find_model(recipe.model)
     if facts is None:
@@ -28,7 +28,7 @@ def recipe_model(recipe: Recipe) -> ModelFacts:
 
 
 def recipe_gpu(recipe: Recipe):
-    from generator.models import gpu_spec
+    from generator.hardware import gpu_spec
 
     try:
         return gpu_spec(recipe.gpu)
@@ -63,7 +63,7 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
 
 def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
     """Predicted per-GPU memory of each phase (worst pipeline stage) and the usable limit."""
-    from generator import memory
+    from generator.plan import memory
 
     model = recipe_model(recipe)
     gpu = recipe_gpu(recipe)
@@ -104,7 +104,7 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
     """A RecipeSpec that renders this recipe. With `gpus` other than the recipe's, the planner
     re-plans the layout for the new count (batch sizes, lengths and n stay) and the notes say
     what changed; `spec_fields` pass through (launcher, model_path, train_files, ...)."""
-    from generator.models import model_slug
+    from generator.model import model_slug
     from generator.render.recipe import RecipeSpec
 
     model = recipe_model(recipe)

@@ -66,7 +66,7 @@ def _need(value: Any, what: str, where: str) -> Any:
 def recipe_mapping_from_config(config: Config, *, name: str, where: str,
                                entry: str = PPO_ENTRY) -> tuple[dict[str, Any], list[str]]:
     """The structured recipe mapping for one effective Config (overrides not yet filled in)."""
-    from generator.models import find_model
+    from generator.model import find_model
 
     notes: list[str] = []
     if config.backend != "megatron":
@@ -224,7 +224,7 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
     mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
     if gpu is not None:
-        from generator.models import gpu_spec
+        from generator.hardware import gpu_spec
 
         mapping["gpu"] = gpu_spec(gpu).name
         more = [note for note in more if not note.startswith("gpu type")]

@@ -189,7 +189,7 @@ def matches(recipe: Recipe, *, model: str | None = None, gpus: int | None = None
 
 
 def _registry_name(model: str) -> str | None:
-    from generator.models import find_model
+    from generator.model import find_model
 
     try:
         facts = find_model(model)

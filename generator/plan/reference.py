@@ -9,8 +9,9 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
-from generator.models import GpuSpec, gpu_spec, resolve_model
-from generator.models_types import ModelFacts
+from generator.hardware import GpuSpec, gpu_spec
+from generator.model import resolve_model
+from generator.model.facts import ModelFacts
 from generator.plan.candidate import Plan
 
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")

@@ -1,7 +1,7 @@
 """Layout search: enumerate Megatron layouts, keep the valid ones, size each, rank them.
 
 Validity comes from `generator.derive` (the same predicates the rules use); memory from
-`generator.memory`. For every valid layout the knobs are chosen by a fixed ladder — the order
+`generator.plan.memory`. For every valid layout the knobs are chosen by a fixed ladder — the order
 memory-model.md §2.7 gives — stopping at the first rung where every phase fits:
   1. nothing offloaded; 2. param (+grad, +ref) offload; 3. + optimizer offload;
   4. + Megatron CPU optimizer at 50 %, then 100 %; 5. + full recompute;
@@ -21,10 +21,11 @@ from dataclasses import dataclass, replace
 
 from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
 from generator.errors import InputError
-from generator.memory import ENGINE_TERMS, Workload, algo_roles, engine_memory, phase_memory, usable_gib
-from generator.models import GpuSpec, total_params
-from generator.models_types import ModelFacts
+from generator.hardware import GpuSpec
+from generator.model import ModelFacts, total_params
 from generator.plan.candidate import Candidate, Offload, Plan
+from generator.plan.memory import (ENGINE_TERMS, GIB, Workload, algo_roles, engine_memory, phase_memory,
+                                   stage_layer_counts, stage_params, usable_gib)
 
 AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (verl-rules D1)
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
@@ -383,8 +384,6 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
 
 def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> float:
     """bf16 weights + fp32 grads of the heaviest stage: no knob lowers these in the update."""
-    from generator.memory import GIB, stage_layer_counts, stage_params
-
     probe = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp)
     counts = stage_layer_counts(model.num_layers, layout.pp, layout.first_stage_layers, layout.last_stage_layers)
     heaviest = max(stage_params(model, probe, stage, counts).total for stage in {0, layout.pp - 1})

@@ -177,7 +177,8 @@ def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any
 def spec_from_script(path: str, *, version: str, model: str | None = None, launcher: str = "local",
                      gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
     from generator.config import build_config
-    from generator.models import find_model, gpu_spec, model_slug, resolve_model
+    from generator.hardware import gpu_spec
+    from generator.model import find_model, model_slug, resolve_model
     from generator.shell import read_file
 
     try:

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from generator.errors import InputError
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate
 from generator.render.quoting import hydra_body, hydra_literal
 from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG

@@ -17,7 +17,7 @@ from typing import Iterable
 
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.rules.core import REGISTRY, Context, Finding, Rule, selected
 
 _FAMILIES = ("batch", "aux_batch", "parallel", "dynamic", "rollout", "keys", "shell", "model", "misc")
@@ -95,20 +95,18 @@ def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore:
 def _model_for(config: Config, model_config: str | None, cache: dict) -> ModelFacts | None:
     """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
     directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
-    try:
-        from generator import models
-    except ImportError:  # pragma: no cover - models.py ships with the package
-        return None
+    from generator.model import find_model, load_model_config
+
     if model_config:
         if model_config not in cache:
-            cache[model_config] = models.load_model_config(model_config)
+            cache[model_config] = load_model_config(model_config)
         return cache[model_config]
     path = config.values.get("actor_rollout_ref.model.path")
     if not isinstance(path, str) or "actor_rollout_ref.model.path" in config.unknown or not path:
         return None
     if path not in cache:
         try:
-            cache[path] = models.find_model(path)
+            cache[path] = find_model(path)
         except Exception:  # a broken local config.json must not stop the check
             cache[path] = None
     return cache[path]

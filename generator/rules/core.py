@@ -13,7 +13,7 @@ from typing import Any, Callable, Iterable, Literal
 
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.versions import ALL, VersionRange
 
 Severity = Literal["error", "warning", "info"]

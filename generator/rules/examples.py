@@ -102,7 +102,7 @@ def example_model(example: Example):
     note = example.note or ""
     if not note.startswith("model "):
         return None
-    from generator.models import find_model
+    from generator.model import find_model
 
     return find_model(note.split(" ", 1)[1].strip())
 

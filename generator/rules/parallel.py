@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from generator import derive
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
 from generator.rules.batch import ctx_finding
 from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
 from generator.config.reader import ConfigReader

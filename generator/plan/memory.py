@@ -48,8 +48,9 @@ from dataclasses import dataclass, replace
 from functools import lru_cache
 from collections.abc import Callable
 
-from generator.models import dense_layer_params, is_moe_layer, moe_layer_params
-from generator.models_types import ModelFacts
+from generator.model.facts import ModelFacts
+from generator.model.params import (dense_layer_params, is_moe_layer, kv_cache_bytes_per_token, moe_layer_params,
+                                    total_params)
 from generator.plan.candidate import Candidate, MemoryTerm, PhaseMemory
 
 GIB = float(2**30)
@@ -430,8 +431,6 @@ class EngineMemory:
 
 @lru_cache(maxsize=256)
 def _total_params(model: ModelFacts) -> int:
-    from generator.models import total_params
-
     return total_params(model)
 
 
@@ -449,8 +448,6 @@ def _engine_fixed_bytes(model: ModelFacts, cand: Candidate, work: Workload) -> t
 def engine_memory(model: ModelFacts, cand: Candidate, work: Workload, *, responses_per_step: int,
                   total_params: int | None = None) -> EngineMemory:
     """vLLM: weights 2·N/rollout_tp, a profiling-run activation peak, and the KV cache in the rest."""
-    from generator.models import kv_cache_bytes_per_token
-
     rtp = cand.rollout_tp
     budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
     weights, activation = _engine_fixed_bytes(model, cand, work)

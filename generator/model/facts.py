@@ -1,6 +1,7 @@
 """Architecture facts of a model, as the rules and the planner need them.
 
-Filled from the packaged registry (`generator.models`) or from any Hugging Face config.json.
+Filled from the packaged registry (`generator.model.registry`) or from any Hugging Face config.json
+(`generator.model.config_json`).
 """
 
 from __future__ import annotations

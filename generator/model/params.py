@@ -1,0 +1,77 @@
+"""Parameter counts of a model, split the way Megatron shards them (Hugging Face layout), and the
+rollout engine's KV cache per token (memory-model.md §1.3)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.model.facts import ModelFacts
+
+@dataclass(frozen=True, slots=True)
+class LayerParams:
+    """Parameters of one decoder layer, split by how Megatron shards them."""
+
+    tp_sharded: int  # attention projections, dense MLP, shared expert: divided by TP
+    replicated: int  # norms, router, shared-expert gate: whole on every TP rank
+    experts: int  # routed experts: divided by EP·ETP
+
+
+def attention_params(m: ModelFacts) -> tuple[int, int]:
+    """(TP-sharded, replicated) parameters of one attention block, norms excluded."""
+    h = m.hidden_size
+    if m.is_mla:
+        heads, rope = m.num_attention_heads, m.qk_rope_head_dim or 0
+        nope, v = m.qk_nope_head_dim or 0, m.v_head_dim or 0
+        q_lora = m.q_lora_rank
+        q = (h * q_lora + q_lora * heads * (nope + rope)) if q_lora else h * heads * (nope + rope)
+        kv = h * ((m.kv_lora_rank or 0) + rope) + (m.kv_lora_rank or 0) * heads * (nope + v)
+        o = heads * v * h
+        norms = (q_lora or 0) + (m.kv_lora_rank or 0)  # q_a / kv_a layernorms
+        return q + kv + o, norms
+    q_width = m.num_attention_heads * m.head_dim
+    kv_width = m.num_kv_heads * m.head_dim
+    sharded = h * q_width + 2 * h * kv_width + q_width * h
+    if m.qkv_bias:
+        sharded += q_width + 2 * kv_width
+    replicated = 2 * m.head_dim if m.qk_norm else 0
+    return sharded, replicated
+
+
+def dense_layer_params(m: ModelFacts) -> LayerParams:
+    attn, attn_rep = attention_params(m)
+    return LayerParams(attn + 3 * m.hidden_size * m.ffn_hidden_size, attn_rep + 2 * m.hidden_size, 0)
+
+
+def moe_layer_params(m: ModelFacts) -> LayerParams:
+    h, experts = m.hidden_size, m.num_experts or 0
+    attn, attn_rep = attention_params(m)
+    shared = 3 * h * m.shared_expert_ffn_hidden_size
+    router = h * experts + (experts if m.router_bias else 0) + (h if m.shared_expert_gate else 0)
+    routed = experts * 3 * h * (m.expert_ffn_hidden_size or 0)
+    return LayerParams(attn + shared, attn_rep + router + 2 * h, routed)
+
+
+def is_moe_layer(m: ModelFacts, index: int) -> bool:
+    return m.is_moe and index >= m.first_k_dense_layers
+
+
+def total_params(m: ModelFacts, *, active: bool = False) -> int:
+    """All parameters (HF layout, vision tower included); `active` counts k experts, not E."""
+    embed = m.vocab_size * m.hidden_size * (1 if m.tie_word_embeddings else 2)
+    total = embed + m.hidden_size + m.vision_params
+    dense, moe = dense_layer_params(m), (moe_layer_params(m) if m.is_moe else None)
+    for index in range(m.num_layers):
+        layer = moe if (moe is not None and is_moe_layer(m, index)) else dense
+        experts = layer.experts
+        if active and m.num_experts:
+            experts = experts // m.num_experts * (m.experts_per_token or 0)
+        total += layer.tp_sharded + layer.replicated + experts
+    return total
+
+
+def kv_cache_bytes_per_token(m: ModelFacts, rollout_tp: int = 1) -> float:
+    """vLLM KV cache per token on one rollout rank (bf16)."""
+    if m.is_mla:  # latent cache, replicated on every TP rank
+        return m.num_layers * ((m.kv_lora_rank or 0) + (m.qk_rope_head_dim or 0)) * 2
+    heads_per_rank = max(m.num_kv_heads / rollout_tp, 1)  # vLLM replicates KV heads beyond g
+    return 2 * m.num_layers * heads_per_rank * m.head_dim * 2

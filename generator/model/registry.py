@@ -1,0 +1,202 @@
+"""The packaged model registry and name matching; a path to a config.json is read instead.
+
+Names are matched the way users type them: case-insensitive, with or without the vendor
+(`Qwen/`), with or without `-Instruct`/`-Chat`/`-Base`/date suffixes, and with `.`, `_`, `-`
+treated alike — except between two digits, where a separator is kept so that `Qwen2.5-7B`
+(`qwen2-5-7b`) and `Qwen2-57B` (`qwen2-57b`) stay different models.
+
+A path (a model directory holding `config.json`, or a config.json file) is read when it
+exists; otherwise its last component is matched against the registry, so
+`/models/Qwen2.5-7B-Instruct` works on a machine that has no such directory.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from dataclasses import dataclass
+from functools import lru_cache
+from pathlib import Path
+
+from generator.errors import InputError
+from generator.model.config_json import load_model_config
+from generator.model.facts import ModelFacts
+
+# Trailing name parts that do not change the architecture.
+_NEUTRAL_SUFFIXES = frozenset(
+    {"instruct", "chat", "base", "2507", "0324", "0528", "hf", "fp8", "awq", "gptq", "int4", "int8",
+     "bf16", "it", "thinking"}
+)
+_VERSION_SUFFIX = re.compile(r"[-_. ]v\d+(?:[._]\d+)*$")  # Mixtral-8x7B-Instruct-v0.1
+_HF_CACHE_DIR = re.compile(r"^models--[^-]+(?:-[^-]+)*?--")  # models--Qwen--Qwen2-7B
+
+
+def _tokens(name: str) -> list[str]:
+    base = name.strip().rstrip("/").replace("\\", "/").split("/")[-1].lower()
+    base = _HF_CACHE_DIR.sub("", base)
+    base = _VERSION_SUFFIX.sub("", base)
+    parts = [p for p in re.split(r"[-_.\s]+", base) if p]
+    while len(parts) > 1 and parts[-1] in _NEUTRAL_SUFFIXES:
+        parts.pop()
+    if len(parts) > 1 and parts[0] == "meta" and parts[1].startswith("llama"):
+        parts.pop(0)
+    return parts
+
+
+def name_key(name: str) -> str:
+    """The form two names are compared in (see the module docstring)."""
+    out = ""
+    for part in _tokens(name):
+        if out and out[-1].isdigit() and part[0].isdigit():
+            out += "-"
+        out += part
+    return out
+
+
+def _flavour(name: str) -> str | None:
+    """'instruct' / 'base' when the typed name says which config it means, else None."""
+    lowered = name.lower()
+    if "instruct" in lowered or "chat" in lowered or re.search(r"(^|[-_])it($|[-_])", lowered):
+        return "instruct"
+    if re.search(r"(^|[-_/])base($|[-_])", lowered):
+        return "base"
+    return None
+
+
+# ---------------------------------------------------------------------------------------------
+# Registry
+
+
+@dataclass(frozen=True, slots=True)
+class _Entry:
+    facts: ModelFacts
+    max_position: dict[str, int]  # flavour -> max_position_embeddings
+    keys: tuple[str, ...]
+
+
+def _load_yaml(path: Path) -> dict:
+    import yaml  # PyYAML (a dependency of omegaconf); the C loader keeps start-up fast
+
+    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
+    with path.open(encoding="utf-8") as handle:
+        return yaml.load(handle, Loader=loader)
+
+
+def _entry_from_yaml(raw: dict) -> _Entry:
+    moe = raw.get("moe") or {}
+    mla = raw.get("mla") or {}
+    max_pos = raw["max_position_embeddings"]
+    max_position = dict(max_pos) if isinstance(max_pos, dict) else {"any": int(max_pos)}
+    if "chat" in max_position and "instruct" not in max_position:
+        max_position["instruct"] = max_position["chat"]
+    facts = ModelFacts(
+        name=raw["name"],
+        hidden_size=raw["hidden_size"],
+        num_layers=raw["num_layers"],
+        num_attention_heads=raw["num_attention_heads"],
+        num_kv_heads=raw["num_kv_heads"],
+        head_dim=raw["head_dim"],
+        ffn_hidden_size=raw["ffn_hidden_size"],
+        vocab_size=raw["vocab_size"],
+        # Conservative when the typed name does not say base or instruct.
+        max_position_embeddings=min(max_position.values()),
+        tie_word_embeddings=bool(raw.get("tie_word_embeddings", False)),
+        qkv_bias=bool(raw.get("qkv_bias", False)),
+        qk_norm=bool(raw.get("qk_norm", False)),
+        num_experts=moe.get("num_experts"),
+        experts_per_token=moe.get("experts_per_token"),
+        expert_ffn_hidden_size=moe.get("expert_ffn_hidden_size"),
+        shared_expert_ffn_hidden_size=moe.get("shared_expert_ffn_hidden_size", 0) or 0,
+        first_k_dense_layers=moe.get("first_k_dense_layers", 0) or 0,
+        q_lora_rank=mla.get("q_lora_rank"),
+        kv_lora_rank=mla.get("kv_lora_rank"),
+        qk_rope_head_dim=mla.get("qk_rope_head_dim"),
+        qk_nope_head_dim=mla.get("qk_nope_head_dim"),
+        v_head_dim=mla.get("v_head_dim"),
+        hf_ids=tuple(raw.get("hf_ids", ())),
+        model_type=raw.get("model_type", ""),
+        shared_expert_gate=bool(moe.get("shared_expert_gate", False)),
+        router_bias=bool(moe.get("router_bias", False)),
+        vision_params=int(raw.get("vision_params", 0) or 0),
+    )
+    names = [raw["name"], *raw.get("hf_ids", ()), *raw.get("aliases", ())]
+    keys = tuple(dict.fromkeys(name_key(n) for n in names))
+    return _Entry(facts, max_position, keys)
+
+
+@lru_cache(maxsize=1)
+def _registry() -> tuple[_Entry, ...]:
+    from generator.resources import data_dir
+
+    raw = _load_yaml(data_dir() / "models.yaml")
+    return tuple(_entry_from_yaml(item) for item in raw["models"])
+
+
+@lru_cache(maxsize=1)
+def _by_key() -> dict[str, _Entry]:
+    table: dict[str, _Entry] = {}
+    for entry in _registry():
+        for key in entry.keys:
+            table.setdefault(key, entry)
+    return table
+
+
+def list_models() -> list[ModelFacts]:
+    return [entry.facts for entry in _registry()]
+
+
+def model_slug(facts: ModelFacts) -> str:
+    """File-name form in verl's style: `Qwen2.5-7B` -> `qwen2_5-7b`."""
+    slug = facts.name.split("/")[-1].lower().replace(".", "_")
+    return re.sub(r"[^a-z0-9_-]+", "-", slug).strip("-") or "model"
+
+
+def _registry_match(name: str) -> ModelFacts | None:
+    entry = _by_key().get(name_key(name))
+    if entry is None:
+        return None
+    flavour = _flavour(name)
+    if flavour and flavour in entry.max_position:
+        from dataclasses import replace
+
+        return replace(entry.facts, max_position_embeddings=entry.max_position[flavour])
+    return entry.facts
+
+
+def _config_path(name_or_path: str) -> Path | None:
+    path = Path(name_or_path).expanduser()
+    try:
+        if path.is_dir() and (path / "config.json").is_file():
+            return path / "config.json"
+        if path.is_file() and path.suffix == ".json":
+            return path
+    except OSError:
+        return None
+    return None
+
+
+def find_model(name_or_path: str) -> ModelFacts | None:
+    """Facts for a name, hub id, model directory or config.json; None when nothing matches."""
+    if not name_or_path or not name_or_path.strip():
+        return None
+    config = _config_path(name_or_path)
+    if config is not None:
+        try:
+            return load_model_config(config)
+        except InputError:
+            pass  # an unreadable local config: fall back to the name
+    return _registry_match(name_or_path)
+
+
+def resolve_model(name_or_path: str) -> ModelFacts:
+    """Like find_model, but an unknown name is an InputError that lists close names."""
+    config = _config_path(name_or_path)
+    if config is not None:
+        return load_model_config(config)
+    facts = _registry_match(name_or_path)
+    if facts is not None:
+        return facts
+    known = {name_key(e.facts.name): e.facts.name for e in _registry()}
+    close = difflib.get_close_matches(name_key(name_or_path), list(known), n=3, cutoff=0.5)
+    hint = ", ".join(known[k] for k in close) if close else ", ".join(e.facts.name for e in _registry()[:5]) + ", …"
+    raise InputError(f"unknown model '{name_or_path}'; close names: {hint} (or pass a directory with config.json)")
