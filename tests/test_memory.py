@@ -6,10 +6,12 @@ from dataclasses import replace
 
 import pytest
 
-from generator.plan.memory import (GIB, MOE_ACTIVATION_FACTOR, OVERHEAD_GIB, Workload, dense_layer_activation_bytes,
-                              moe_layer_activation_bytes, phase_memory, stage_layer_counts, stage_params)
 from generator.model import find_model
+from generator.plan.activations import MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, moe_layer_activation_bytes
 from generator.plan.candidate import Candidate, Offload
+from generator.plan.memory import OVERHEAD_GIB, phase_memory
+from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.workload import GIB, Workload
 
 
 def terms(phase):
@@ -208,7 +210,7 @@ def test_mla_attention_params_by_hand():
 
 
 def test_roles_follow_the_algorithm():
-    from generator.plan.memory import algo_roles
+    from generator.plan.workload import algo_roles
 
     assert algo_roles("grpo") == (True, False)
     assert algo_roles("ppo") == (False, True)

@@ -172,7 +172,8 @@ def test_cli_answers_within_a_second():
 def test_chosen_gmu_is_the_largest_that_fits(model, gpus, gpu):
     from dataclasses import replace
 
-    from generator.plan.memory import Workload, algo_roles, phase_memory
+    from generator.plan.memory import phase_memory
+    from generator.plan.workload import Workload, algo_roles
     from generator.plan.search import GMU_STEPS
 
     facts = find_model(model)

@@ -63,21 +63,22 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
 
 def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
     """Predicted per-GPU memory of each phase (worst pipeline stage) and the usable limit."""
-    from generator.plan import memory
+    from generator.plan.memory import phase_memory, usable_gib
+    from generator.plan.workload import Workload, algo_roles
 
     model = recipe_model(recipe)
     gpu = recipe_gpu(recipe)
-    has_ref, has_critic = memory.algo_roles(recipe.algorithm)
+    has_ref, has_critic = algo_roles(recipe.algorithm)
     extra = recipe.config.overrides
     batched = extra.get("actor_rollout_ref.rollout.max_num_batched_tokens")
-    work = memory.Workload(
+    work = Workload(
         gpus=recipe.gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=recipe.config.prompt_len,
         response_len=recipe.config.response_len, per_rank_mini_batch=per_rank_mini_batch(recipe) or 1,
         has_ref=has_ref, has_critic=has_critic,
         **({"max_num_batched_tokens": int(batched)} if isinstance(batched, int) else {}),
     )
-    phases = memory.phase_memory(model, recipe_candidate(recipe), work)
-    return phases, memory.usable_gib(gpu.memory_gib)
+    phases = phase_memory(model, recipe_candidate(recipe), work)
+    return phases, usable_gib(gpu.memory_gib)
 
 
 # --------------------------------------------------------------------------- rendering

@@ -43,194 +43,23 @@ planner picks the knobs. Nothing here was measured on a GPU.
 
 from __future__ import annotations
 
-import math
-from dataclasses import dataclass, replace
-from functools import lru_cache
 from collections.abc import Callable
+from dataclasses import replace
 
 from generator.model.facts import ModelFacts
-from generator.model.params import (dense_layer_params, is_moe_layer, kv_cache_bytes_per_token, moe_layer_params,
-                                    total_params)
+from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
+                                        micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.plan.candidate import Candidate, MemoryTerm, PhaseMemory
+from generator.plan.engine import engine_fixed_bytes
+from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.workload import GIB, Workload
 
-GIB = float(2**30)
-MOE_ACTIVATION_FACTOR = 0.5
-DYNAMIC_FILL = 1.0
+
 OVERHEAD_GIB = 4.0
 EXPERT_PARALLEL_OVERHEAD_GIB = 2.0
 FIT_FRACTION = 0.97
-VLLM_MAX_NUM_SEQS = 1024
 
 PHASES = ("update", "log_prob", "ref_log_prob", "rollout")
-ENGINE_TERMS = ("rollout-weights", "rollout-activations", "kv-cache")  # together: gmu × GPU memory
-
-
-def algo_roles(algo: str) -> tuple[bool, bool]:
-    """(has_ref, has_critic) as `gen recipe` configures each algorithm: verl builds the reference
-    model only for a KL term (GRPO and REINFORCE++ use a KL loss, RLOO a KL reward; PPO, DAPO
-    and GSPO none), and only PPO trains a critic. Unknown names keep a reference (conservative)."""
-    algo = algo.lower()
-    if algo in ("ppo", "gae"):
-        return False, True
-    if algo in ("dapo", "gspo"):
-        return False, False
-    return True, False
-
-
-@dataclass(frozen=True, slots=True)
-class Workload:
-    """What the step runs, besides the layout and knobs a Candidate holds."""
-
-    gpus: int
-    gpu_memory_gib: float
-    prompt_len: int
-    response_len: int
-    per_rank_mini_batch: int = 1  # responses per DP rank per optimizer step (sets M in 1F1B)
-    has_ref: bool = True
-    has_critic: bool = False
-    entropy_in_update: bool = False  # entropy_coeff != 0
-    max_num_batched_tokens: int = 8192
-
-    @property
-    def seq_len(self) -> int:
-        return self.prompt_len + self.response_len
-
-
-# ---------------------------------------------------------------------------------------------
-# Pipeline stages
-
-
-def stage_layer_counts(layers: int, pp: int, first: int | None = None, last: int | None = None) -> list[int]:
-    """Layers on each pipeline stage (even split, or given first/last with the rest shared).
-    Callers validate with derive.layout_problems; a remainder lands on the last stages here."""
-    if pp <= 1:
-        return [layers]
-    counts = [0] * pp
-    middle = list(range(pp))
-    rest = layers
-    if first is not None:
-        counts[0] = first
-        middle.remove(0)
-        rest -= first
-    if last is not None:
-        counts[-1] = last
-        middle.remove(pp - 1)
-        rest -= last
-    if middle:
-        base, extra = divmod(max(rest, 0), len(middle))
-        for i, stage in enumerate(middle):
-            counts[stage] = base + (1 if i >= len(middle) - extra else 0)
-    return counts
-
-
-@dataclass(frozen=True, slots=True)
-class StageParams:
-    """Parameters one GPU of a pipeline stage holds, split by how they are sharded/optimised."""
-
-    dense: float  # TP-sharded + replicated parameters on this rank (optimizer sharded over DP·CP)
-    experts: float  # routed-expert parameters on this rank (optimizer sharded over EDP)
-    dense_layers: int
-    moe_layers: int
-
-    @property
-    def total(self) -> float:
-        return self.dense + self.experts
-
-
-def stage_params(model: ModelFacts, cand: Candidate, stage: int, counts: list[int]) -> StageParams:
-    etp = cand.tp if cand.etp is None else cand.etp
-    return _stage_params(model, cand.tp, cand.ep, etp, stage, tuple(counts))
-
-
-@lru_cache(maxsize=4096)
-def _stage_params(model: ModelFacts, t: int, ep: int, etp: int, stage: int, counts: tuple[int, ...]) -> StageParams:
-    pp = len(counts)
-    start = sum(counts[:stage])
-    dense_layer = dense_layer_params(model)
-    moe_layer = moe_layer_params(model) if model.is_moe else None
-    dense = experts = 0.0
-    n_dense = n_moe = 0
-    for index in range(start, start + counts[stage]):
-        if moe_layer is not None and is_moe_layer(model, index):
-            layer, n_moe = moe_layer, n_moe + 1
-        else:
-            layer, n_dense = dense_layer, n_dense + 1
-        dense += layer.tp_sharded / t + layer.replicated
-        experts += layer.experts / (ep * etp)
-    embedding = model.vocab_size * model.hidden_size / t
-    if stage == 0:
-        dense += embedding + model.vision_params / t
-    if stage == pp - 1:
-        # The output layer; with PP > 1 Megatron keeps a copy of tied embeddings on the last stage too.
-        if not model.tie_word_embeddings or pp > 1:
-            dense += embedding
-        dense += model.hidden_size  # final norm
-    return StageParams(dense, experts, n_dense, n_moe)
-
-
-# ---------------------------------------------------------------------------------------------
-# Activations
-
-
-def attention_activation_bytes(model: ModelFacts) -> float:
-    """Bytes per token kept by one attention block (pre-TP), layer norm included."""
-    h = model.hidden_size
-    if model.is_mla:
-        heads = model.num_attention_heads
-        qk = heads * ((model.qk_nope_head_dim or 0) + (model.qk_rope_head_dim or 0))
-        v = heads * (model.v_head_dim or 0)
-        latent = (model.q_lora_rank or 0) + (model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)
-        return 4 * h + 2 * (2 * qk + 2 * v) + 4 * latent
-    q = model.num_attention_heads * model.head_dim
-    kv = model.num_kv_heads * model.head_dim
-    total = 4 * h + 4 * q + 4 * kv
-    if model.qk_norm:
-        total += 2 * q + 2 * kv
-    return total
-
-
-def dense_layer_activation_bytes(model: ModelFacts) -> float:
-    """Per token, dense layer: attention + pre-MLP norm (4h) + SwiGLU (6f)."""
-    return attention_activation_bytes(model) + 4 * model.hidden_size + 6 * model.ffn_hidden_size
-
-
-def moe_layer_activation_bytes(model: ModelFacts, moe_factor: float = MOE_ACTIVATION_FACTOR) -> tuple[float, float]:
-    """Per token, MoE layer: (non-expert part, routed-expert part at `moe_factor`)."""
-    h, k = model.hidden_size, model.experts_per_token or 0
-    non_expert = (attention_activation_bytes(model) + 4 * h + 6 * model.shared_expert_ffn_hidden_size
-                  + 8 * (model.num_experts or 0))
-    routed = moe_factor * k * (4 * h + 6 * (model.expert_ffn_hidden_size or 0))
-    return non_expert, routed
-
-
-def _in_flight(cand: Candidate, stage: int, micro_batches: int) -> float:
-    """Micro-batches whose activations a stage holds at its peak (1F1B warm-up, VPP factor)."""
-    pp = cand.pp
-    count = max(1, min(pp - stage, micro_batches))
-    if cand.vpp and cand.vpp > 1 and pp > 1:
-        count *= 1 + (pp - 1) / (pp * cand.vpp)
-    return count
-
-
-def _tokens_per_micro(cand: Candidate, work: Workload, *, log_prob: bool) -> float:
-    """Tokens of one micro-batch on one GPU (after the CP split)."""
-    if cand.use_dynamic_bsz:
-        budget = (cand.log_prob_token_budget if log_prob else cand.token_budget) or cand.token_budget or work.seq_len
-        # The cap is budget·CP over the CP group: each rank gets `budget` tokens.
-        return max(budget, math.ceil(work.seq_len / cand.cp)) * DYNAMIC_FILL
-    micro = (cand.log_prob_micro_batch_per_gpu or cand.micro_batch_per_gpu) if log_prob else cand.micro_batch_per_gpu
-    return micro * work.seq_len / cand.cp
-
-
-def _micro_batches_per_step(cand: Candidate, work: Workload) -> int:
-    if cand.use_dynamic_bsz:
-        budget = (cand.token_budget or work.seq_len) * cand.cp
-        return max(1, math.ceil(work.per_rank_mini_batch * work.seq_len / budget))
-    return max(1, math.ceil(work.per_rank_mini_batch / max(1, cand.micro_batch_per_gpu)))
-
-
-# ---------------------------------------------------------------------------------------------
-# Phases
 
 
 def _gib(value: float) -> float:
@@ -272,9 +101,9 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     vocab_shard = model.vocab_size / t
 
     # Activations of the update on this stage.
-    tokens = _tokens_per_micro(cand, work, log_prob=False)
-    micro_batches = _micro_batches_per_step(cand, work)
-    in_flight = _in_flight(cand, stage, micro_batches)
+    tokens = tokens_per_micro(cand, work, log_prob=False)
+    micro_batches = micro_batches_per_step(cand, work)
+    in_flight = in_flight_micro_batches(cand, stage, micro_batches)
     dense_act = dense_layer_activation_bytes(model)
     moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
     per_token_stack = (params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
@@ -316,7 +145,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     update_terms.append(_term_here("overhead", overhead, "CUDA context, NCCL/DeepEP buffers, fragmentation"))
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
-    lp_tokens = _tokens_per_micro(cand, work, log_prob=True)
+    lp_tokens = tokens_per_micro(cand, work, log_prob=True)
     forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
     resident_grads = 0.0 if off.param else grads
     resident_opt = 0.0 if off.optimizer else optimizer_gpu
@@ -370,7 +199,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         rollout_terms.append(_term_here("critic", resident_critic))
     # The engine claims gmu·total at start-up and splits it into weights, a profiling-run peak
     # and the KV cache; when the first two exceed the claim vLLM refuses to start.
-    engine_weights, engine_activations = _engine_fixed_bytes(model, cand, work)
+    engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     kv_cache = engine_budget - engine_weights - engine_activations
     claim = lambda: f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"  # noqa: E731
     rollout_terms.append(_term_here("rollout-weights", engine_weights,
@@ -406,62 +235,6 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     # are the ones `fits` was decided on (a sum of rounded terms can differ by a rounding step).
     detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=worst[name][1].gib) for name in PHASES if name in worst)
-
-
-# ---------------------------------------------------------------------------------------------
-# The rollout engine's own budget
-
-
-@dataclass(frozen=True, slots=True)
-class EngineMemory:
-    """How the rollout engine spends its gmu·total budget on one GPU."""
-
-    budget_gib: float
-    weights_gib: float
-    activation_gib: float
-    kv_cache_gib: float
-    kv_tokens: int  # tokens of KV cache on one replica
-    batch_tokens: int  # tokens the rollout batch needs on one replica
-    resident_fraction: float  # share of the rollout batch that fits in KV at once
-
-    @property
-    def fits(self) -> bool:
-        return self.kv_cache_gib > 0
-
-
-@lru_cache(maxsize=256)
-def _total_params(model: ModelFacts) -> int:
-    return total_params(model)
-
-
-def _engine_fixed_bytes(model: ModelFacts, cand: Candidate, work: Workload) -> tuple[float, float]:
-    """(weights, profiling-run activation peak) of the rollout engine on one GPU."""
-    rtp = cand.rollout_tp
-    weights = 2 * _total_params(model) / rtp  # experts are split by the rollout TP too
-    width = max(model.ffn_hidden_size if not model.is_moe else
-                (model.experts_per_token or 1) * (model.expert_ffn_hidden_size or 0), model.hidden_size)
-    tokens = max(work.max_num_batched_tokens, work.seq_len)
-    activation = tokens * (8 * model.hidden_size + 6 * width) / rtp + VLLM_MAX_NUM_SEQS * model.vocab_size * 4 / rtp
-    return weights, activation
-
-
-def engine_memory(model: ModelFacts, cand: Candidate, work: Workload, *, responses_per_step: int,
-                  total_params: int | None = None) -> EngineMemory:
-    """vLLM: weights 2·N/rollout_tp, a profiling-run activation peak, and the KV cache in the rest."""
-    rtp = cand.rollout_tp
-    budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
-    weights, activation = _engine_fixed_bytes(model, cand, work)
-    kv = budget - weights - activation
-    per_token = kv_cache_bytes_per_token(model, rtp)
-    kv_tokens = int(max(kv, 0) / per_token)
-    replicas = max(1, work.gpus // rtp)
-    batch_tokens = math.ceil(responses_per_step / replicas) * work.seq_len
-    return EngineMemory(
-        budget_gib=round(_gib(budget), 2), weights_gib=round(_gib(weights), 2),
-        activation_gib=round(_gib(activation), 2), kv_cache_gib=round(_gib(kv), 2),
-        kv_tokens=kv_tokens, batch_tokens=batch_tokens,
-        resident_fraction=min(1.0, kv_tokens / batch_tokens) if batch_tokens else 1.0,
-    )
 
 
 def usable_gib(gpu_memory_gib: float) -> float:

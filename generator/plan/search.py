@@ -24,8 +24,10 @@ from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.plan.candidate import Candidate, Offload, Plan
-from generator.plan.memory import (ENGINE_TERMS, GIB, Workload, algo_roles, engine_memory, phase_memory,
-                                   stage_layer_counts, stage_params, usable_gib)
+from generator.plan.engine import ENGINE_TERMS, engine_memory
+from generator.plan.memory import phase_memory, usable_gib
+from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.workload import GIB, Workload, algo_roles
 
 AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (verl-rules D1)
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)

@@ -1,0 +1,78 @@
+"""Pipeline stages: how many layers each stage holds and the parameters one GPU of a stage keeps."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from functools import lru_cache
+
+from generator.model.facts import ModelFacts
+from generator.model.params import dense_layer_params, is_moe_layer, moe_layer_params
+from generator.plan.candidate import Candidate
+
+
+def stage_layer_counts(layers: int, pp: int, first: int | None = None, last: int | None = None) -> list[int]:
+    """Layers on each pipeline stage (even split, or given first/last with the rest shared).
+    Callers validate with derive.layout_problems; a remainder lands on the last stages here."""
+    if pp <= 1:
+        return [layers]
+    counts = [0] * pp
+    middle = list(range(pp))
+    rest = layers
+    if first is not None:
+        counts[0] = first
+        middle.remove(0)
+        rest -= first
+    if last is not None:
+        counts[-1] = last
+        middle.remove(pp - 1)
+        rest -= last
+    if middle:
+        base, extra = divmod(max(rest, 0), len(middle))
+        for i, stage in enumerate(middle):
+            counts[stage] = base + (1 if i >= len(middle) - extra else 0)
+    return counts
+
+
+@dataclass(frozen=True, slots=True)
+class StageParams:
+    """Parameters one GPU of a pipeline stage holds, split by how they are sharded/optimised."""
+
+    dense: float  # TP-sharded + replicated parameters on this rank (optimizer sharded over DP·CP)
+    experts: float  # routed-expert parameters on this rank (optimizer sharded over EDP)
+    dense_layers: int
+    moe_layers: int
+
+    @property
+    def total(self) -> float:
+        return self.dense + self.experts
+
+
+def stage_params(model: ModelFacts, cand: Candidate, stage: int, counts: list[int]) -> StageParams:
+    etp = cand.tp if cand.etp is None else cand.etp
+    return _stage_params(model, cand.tp, cand.ep, etp, stage, tuple(counts))
+
+
+@lru_cache(maxsize=4096)
+def _stage_params(model: ModelFacts, t: int, ep: int, etp: int, stage: int, counts: tuple[int, ...]) -> StageParams:
+    pp = len(counts)
+    start = sum(counts[:stage])
+    dense_layer = dense_layer_params(model)
+    moe_layer = moe_layer_params(model) if model.is_moe else None
+    dense = experts = 0.0
+    n_dense = n_moe = 0
+    for index in range(start, start + counts[stage]):
+        if moe_layer is not None and is_moe_layer(model, index):
+            layer, n_moe = moe_layer, n_moe + 1
+        else:
+            layer, n_dense = dense_layer, n_dense + 1
+        dense += layer.tp_sharded / t + layer.replicated
+        experts += layer.experts / (ep * etp)
+    embedding = model.vocab_size * model.hidden_size / t
+    if stage == 0:
+        dense += embedding + model.vision_params / t
+    if stage == pp - 1:
+        # The output layer; with PP > 1 Megatron keeps a copy of tied embeddings on the last stage too.
+        if not model.tie_word_embeddings or pp > 1:
+            dense += embedding
+        dense += model.hidden_size  # final norm
+    return StageParams(dense, experts, n_dense, n_moe)

@@ -1,0 +1,38 @@
+"""What one verl step runs (besides the layout and knobs a Candidate holds), and the unit memory is counted in."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+GIB = float(2**30)
+
+
+def algo_roles(algo: str) -> tuple[bool, bool]:
+    """(has_ref, has_critic) as `gen recipe` configures each algorithm: verl builds the reference
+    model only for a KL term (GRPO and REINFORCE++ use a KL loss, RLOO a KL reward; PPO, DAPO
+    and GSPO none), and only PPO trains a critic. Unknown names keep a reference (conservative)."""
+    algo = algo.lower()
+    if algo in ("ppo", "gae"):
+        return False, True
+    if algo in ("dapo", "gspo"):
+        return False, False
+    return True, False
+
+
+@dataclass(frozen=True, slots=True)
+class Workload:
+    """What the step runs, besides the layout and knobs a Candidate holds."""
+
+    gpus: int
+    gpu_memory_gib: float
+    prompt_len: int
+    response_len: int
+    per_rank_mini_batch: int = 1  # responses per DP rank per optimizer step (sets M in 1F1B)
+    has_ref: bool = True
+    has_critic: bool = False
+    entropy_in_update: bool = False  # entropy_coeff != 0
+    max_num_batched_tokens: int = 8192
+
+    @property
+    def seq_len(self) -> int:
+        return self.prompt_len + self.response_len
