@@ -14,7 +14,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
@@ -313,7 +313,7 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
         for source in left.inputs:
             if source in changed_derived:
                 d = changed_derived[source]
-                because.append(f"{d.name} {_derived_text(d.a)} → {_derived_text(d.b)}")
+                because.append(f"{d.name} {derived_text(d.a)} → {derived_text(d.b)}")
             elif source in changed_keys:
                 c = changed_keys[source]
                 because.append(f"{_short_key(source)} {show_value(c.a)} → {show_value(c.b)}")
@@ -323,17 +323,7 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
     return DiffResult(a=a, b=b, version=version, changes=changes, derived=derived)
 
 
-def _change_text(a: Any, b: Any, limit: int = 160) -> str:
-    """`a → b`; for two mappings only the entries that differ, so a nested config stays readable."""
-    if isinstance(a, dict) and isinstance(b, dict):
-        parts = [f"{k}: {show_value(a.get(k, MISSING))} → {show_value(b.get(k, MISSING))}"
-                 for k in sorted(set(a) | set(b), key=str) if not same_value(a.get(k, MISSING), b.get(k, MISSING))]
-        return "{" + ", ".join(parts) + "}"
-    text = f"{show_value(a)} → {show_value(b)}"
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-def _derived_text(value: Any) -> str:
+def derived_text(value: Any) -> str:
     return "n/a" if value is None else show_value(value)
 
 
@@ -374,34 +364,3 @@ def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | N
     result = compare(side_a, side_b, chosen)
     result.version_how = how
     return result
-
-
-# --------------------------------------------------------------------------- text
-
-
-def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
-    write(f"A: {result.a.label} ({result.a.kind})\n")
-    write(f"B: {result.b.label} ({result.b.kind})\n")
-    how = f"; version from {result.version_how}" if result.version_how else ""
-    write(f"compared as verl {result.version} sees them (release defaults applied{how})\n")
-    if not result.changes and not result.derived:
-        write("\nno differences\n")
-    for group in GROUPS:
-        rows = [c for c in result.changes if c.group == group]
-        if not rows:
-            continue
-        write(f"\n{group}\n")
-        width = max(len(c.key) for c in rows)
-        for c in rows:
-            implied = "  (follows: set on neither side)" if c.implied else ""
-            write(f"  {c.key.ljust(width)}  {_change_text(c.a, c.b)}{implied}\n")
-    if result.derived:
-        write("\nderived numbers\n")
-        width = max(len(d.name) for d in result.derived)
-        for d in result.derived:
-            because = f"  ({'; '.join(d.because)})" if d.because else ""
-            write(f"  {d.name.ljust(width)}  {_derived_text(d.a)} → {_derived_text(d.b)}{because}\n")
-    if result.notes:
-        write("\nnotes\n")
-        for note in result.notes:
-            write(f"  {note}\n")

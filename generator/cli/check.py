@@ -21,12 +21,6 @@ from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 FORMATS = ("text", "json", "sarif", "github")
 
 
-
-
-
-
-
-
 def read_launch(source: bytes, path: str, env: dict[str, str], args: list[str]):
     """LaunchScript of a shell script, or of a Python launcher (`*.py`)."""
     if path.endswith(".py"):
@@ -128,19 +122,12 @@ def register(app: typer.Typer) -> None:
         """List every rule: code, severity, stage, verl releases, title."""
         from generator.rules import load_rules
 
-        registry = load_rules()
-        if fmt == "json":
-            import json
+        from generator.report.rule_doc import rules_json, rules_text
 
-            data = [{"code": r.code, "name": r.name, "title": r.title, "severity": r.severity, "stage": r.stage,
-                     "versions": str(r.versions), "backends": list(r.backends), "verl_ref": r.verl_ref}
-                    for _, r in sorted(registry.items())]
-            sys.stdout.write(json.dumps(data, indent=2) + "\n")
-            return
-        if fmt != "text":
+        if fmt not in ("text", "json"):
             _fail(f"--format must be text or json, got '{fmt}'")
-        for _, r in sorted(registry.items()):
-            sys.stdout.write(f"{r.code}  {r.severity:<7} {r.stage:<7} {str(r.versions):<14} {r.title}\n")
+        registry = load_rules()
+        sys.stdout.write(rules_json(registry) if fmt == "json" else rules_text(registry))
 
     @app.command("rule")
     def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:

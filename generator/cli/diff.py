@@ -26,7 +26,8 @@ def register(app: typer.Typer) -> None:
         arg: List[str] = typer.Option([], "--arg", help="assume this script argument"),
     ) -> None:
         """Show what differs between two launches: keys (grouped) and the derived numbers."""
-        from generator.diffing import diff, render_text
+        from generator.diffing import diff
+        from generator.report.diff import render_text
 
         try:
             if output_format not in ("text", "json"):

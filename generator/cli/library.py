@@ -48,8 +48,8 @@ def register(app: typer.Typer) -> None:
         if not found:
             typer.echo("no recipes match", err=True)
             return
-        from generator.library.show import list_rows
-        from generator.library.view import print_table
+        from generator.report.recipes import list_rows
+        from generator.report.tables import print_table
 
         headers, rows = list_rows(found)
         print_table(headers, rows, stream=sys.stdout, optional=("TAGS", "VERL", "MODEL"))

@@ -88,12 +88,13 @@ def _files(paths: list[str] | None) -> Any:
 
 
 def _from_library(name: str, **options: Any) -> Any:
-    """A packaged recipe NAME -> RecipeSpec (the library helper provides `spec_for_cli`)."""
-    try:
-        from generator.library import spec_for_cli  # type: ignore[attr-defined]
-    except ImportError:
-        raise InputError(f"packaged recipes are not available in this build (asked for '{name}')") from None
-    return spec_for_cli(name, **options)
+    """A packaged recipe NAME -> RecipeSpec; the library's notes (what a re-plan changed) go to stderr."""
+    from generator.library import spec_for_cli
+
+    spec, notes = spec_for_cli(name, **options)
+    for note in notes:
+        typer.echo(f"note: {note}", err=True)
+    return spec
 
 
 def register(app: typer.Typer) -> None:

@@ -40,75 +40,10 @@ def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
     return read_file(path, env=env or None, args=args or None)
 
 
-def _span(span: Any) -> dict | None:
-    return None if span is None else {"start": span.start, "end": span.end, "line": span.line}
-
-
-def _hazard_dict(h: Any) -> dict:
-    return {"line": h.line, "kind": h.kind, "message": h.message, "span": _span(h.span)}
-
-
-def _invocation_hazards(inv: Any, script: Any) -> list[Any]:
-    """The file's hazards that concern this call: on its lines, at one of its words, or just
-    after it (a comment or a stray backslash that cut it short, the orphaned rest)."""
-    first = inv.span.line
-    last = script.line_of(inv.span.end) if hasattr(script, "line_of") else first
-    lines = {ov.word.line for ov in inv.overrides} | {ov.line for ov in inv.overrides}
-    return [h for h in script.hazards if first <= h.line <= last + 2 or h.line in lines]
-
-
-def script_dict(path: str, script: Any) -> dict:
-    invocations = []
-    for inv in script.invocations:
-        invocations.append({
-            "line": inv.line,
-            "entry": inv.entry,
-            "entry_kind": inv.entry_kind,
-            "launcher": inv.launcher,
-            "config_path": inv.config_path,
-            "config_name": inv.config_name,
-            "branch": inv.branch,
-            "context": list(inv.context),
-            "passes_args": inv.passes_args,
-            "env": dict(inv.env),
-            "redirects": list(inv.redirects),
-            "other_args": list(inv.other_args),
-            "overrides": [
-                {
-                    "key": ov.key,
-                    "op": ov.op,
-                    "value": ov.value,
-                    "text": ov.text,
-                    "line": ov.line,
-                    "source": ov.provenance.source,
-                    "variable": ov.provenance.variable,
-                    "span": _span(ov.provenance.span),
-                    # the file holding `span` when it is not this script (a sourced file)
-                    "span_path": ov.provenance.path if ov.provenance.path not in (None, script.path) else None,
-                    "quoting": ov.provenance.quoting,
-                    "resolved": ov.resolved,
-                    "unknowns": list(ov.unknowns),
-                }
-                for ov in inv.overrides
-            ],
-            "hazards": [_hazard_dict(h) for h in _invocation_hazards(inv, script)],
-        })
-    return {
-        "path": path,
-        "error": None,
-        "invocations": invocations,
-        "hazards": [_hazard_dict(h) for h in script.hazards],
-        "assumed_env": dict(script.assumed_env),
-        "assumed_args": list(script.assumed_args),
-    }
-
-
-def _error_dict(path: str, message: str) -> dict:
-    return {"path": path, "error": message, "invocations": [], "hazards": []}
-
-
 def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:
     """One dict per path; a file that cannot be read gets a one-line `error` instead."""
+    from generator.report.show import error_dict, script_dict
+
     out = []
     for path in paths:
         try:
@@ -116,61 +51,13 @@ def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict
         except InputError as err:
             message = str(err)
             prefix = f"{path}: "
-            out.append(_error_dict(path, message.removeprefix(prefix)))
+            out.append(error_dict(path, message.removeprefix(prefix)))
         except RecursionError:
-            out.append(_error_dict(path, "the script nests too deeply to read"))
+            out.append(error_dict(path, "the script nests too deeply to read"))
         except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
             text = " ".join(str(err).split())[:200]
-            out.append(_error_dict(path, f"internal error while reading ({type(err).__name__}: {text})"))
+            out.append(error_dict(path, f"internal error while reading ({type(err).__name__}: {text})"))
     return out
-
-
-def _render_text(files: list[dict], stream: TextIO) -> None:
-    from rich.console import Console
-    from rich.markup import escape
-
-    console = Console(file=stream, highlight=False, soft_wrap=True)
-    for n, f in enumerate(files):
-        if n:
-            console.print()
-        if f["error"]:
-            continue
-        console.print(f"[bold]{escape(f['path'])}[/bold]")
-        if not f["invocations"]:
-            console.print("  no Hydra entry-point call found")
-        for inv in f["invocations"]:
-            extras = []
-            if inv["config_name"]:
-                extras.append(f"--config-name {inv['config_name']}")
-            if inv["config_path"]:
-                extras.append(f"--config-path {inv['config_path']}")
-            branch = "" if inv["branch"] == "live" else f" [yellow]({inv['branch']})[/yellow]"
-            console.print(f"  line {inv['line']}: [cyan]{escape(inv['launcher'])} {escape(inv['entry'])}[/cyan]"
-                          f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
-            if inv["context"]:
-                console.print(f"    [dim]{escape(' / '.join(inv['context']))}[/dim]")
-            if inv["passes_args"]:
-                console.print("    [dim]passes the script's arguments on (\"$@\"): a run can override anything[/dim]")
-            width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
-            for ov in inv["overrides"]:
-                prefix = "" if ov["op"] == "=" else ov["op"]
-                value = "" if ov["value"] is None else ov["value"]
-                shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
-                tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
-                where = ov["span"]
-                if ov["span_path"] and where is not None:
-                    tag += f", set at {os.path.basename(ov['span_path'])}:{where['line']}"
-                elif where is not None and where["line"] != ov["line"]:
-                    tag += f", set at line {where['line']}"  # where a fix would edit the value
-                style = "yellow" if not ov["resolved"] else ""
-                body = f"[{style}]{escape(shown)}[/{style}]" if style else escape(shown)
-                console.print(f"    {str(ov['line']).rjust(width)}  {body}  [dim]\\[{escape(tag)}][/dim]")
-                for why in ov["unknowns"]:
-                    console.print(f"    {' ' * width}    [yellow]? {escape(why)}[/yellow]")
-            for other in inv["other_args"]:
-                console.print(f"    {' ' * width}  [dim]arg {escape(other)}[/dim]")
-        for hz in f["hazards"]:
-            console.print(f"  [red]! line {hz['line']} {escape(hz['kind'])}:[/red] {escape(hz['message'])}")
 
 
 def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str, str] | None = None,
@@ -197,7 +84,9 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
         yaml.default_flow_style = False
         yaml.dump({"files": files}, stream)
     else:
-        _render_text(files, stream)
+        from generator.report.show import render_scripts_text
+
+        render_scripts_text(files, stream)
     if output_format == "text":
         for f in failed:
             err_stream.write(f"gen show: {f['path']}: {f['error']}\n")
@@ -231,7 +120,7 @@ def register(app: typer.Typer) -> None:
             if len(targets) == 1 and _is_recipe_name(targets[0]):
                 if output_format == "yaml":
                     raise InputError("--format yaml is for scripts; use text or json for a recipe")
-                from generator.library.show import show_recipe
+                from generator.report.recipes import show_recipe
 
                 show_recipe(targets[0], library=library, output_format=output_format)
                 raise typer.Exit(EXIT_OK)

@@ -3,7 +3,6 @@ renderer's spec and to an effective Config. See recipe.py for the file format.""
 
 from __future__ import annotations
 
-import sys
 from typing import Any
 
 from generator.errors import InputError
@@ -15,9 +14,9 @@ _PLANNING_ONLY = ("model", "n", "train_batch_size", "gpu_mem")
 
 
 def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = None, nodes: int | None = None,
-                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> Any:
-    """`gen recipe NAME [--gpus N] ...` -> a RecipeSpec. With another GPU count the layout is
-    re-planned and what changed is explained on stderr."""
+                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> tuple[Any, list[str]]:
+    """`gen recipe NAME [--gpus N] ...` -> (a RecipeSpec, notes). With another GPU count the layout
+    is re-planned and the notes say what changed."""
     from generator.library.convert import to_spec
 
     recipe = load_library(library).get(name)
@@ -40,9 +39,7 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
             raise InputError(f"--{key.replace('_', '-')} {value} is not used with a recipe name ('{name}' sets "
                              f"{recipe_value})")
     result = to_spec(recipe, gpus, version=verl_version, nodes=nodes if gpus is not None else None, **passthrough)
-    for note in result.notes:
-        print(f"note: {note}", file=sys.stderr)
-    return result.spec
+    return result.spec, list(result.notes)
 
 
 __all__ = ["Library", "Recipe", "load_library", "read_recipe", "recipe_from_mapping", "recipe_to_mapping",

@@ -1,7 +1,9 @@
-"""`gen rule CODE`: one rule documented ruff-style, with the finding its failing example really
+"""`gen rules` (the list) and `gen rule CODE`: one rule documented ruff-style, with the finding its failing example really
 produces (computed by running the rule, never written by hand)."""
 
 from __future__ import annotations
+
+from typing import Mapping
 
 from generator.rules.core import Example, Finding, Rule
 
@@ -56,3 +58,19 @@ def rule_doc(rule: Rule) -> str:
 
         out += ["## Base setup of the examples (8 GPUs, DP 4, G = 64·4 = 256)"] + ["    " + o for o in BASE] + [""]
     return "\n".join(out)
+
+
+def rules_text(registry: Mapping[str, Rule]) -> str:
+    """`gen rules`: one line per rule, by code."""
+    return "".join(f"{r.code}  {r.severity:<7} {r.stage:<7} {str(r.versions):<14} {r.title}\n"
+                   for _, r in sorted(registry.items()))
+
+
+def rules_json(registry: Mapping[str, Rule]) -> str:
+    """`gen rules --format json`."""
+    import json
+
+    data = [{"code": r.code, "name": r.name, "title": r.title, "severity": r.severity, "stage": r.stage,
+             "versions": str(r.versions), "backends": list(r.backends), "verl_ref": r.verl_ref}
+            for _, r in sorted(registry.items())]
+    return json.dumps(data, indent=2) + "\n"

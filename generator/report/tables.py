@@ -1,4 +1,4 @@
-"""Text output of the library commands: a rich table on a terminal, plain columns elsewhere.
+"""Tables and titled sections for the library commands (`gen list`, `gen show NAME`): a rich table on a terminal, plain columns elsewhere.
 
 On a terminal (or with FORCE_COLOR) the table has a box and colour; NO_COLOR keeps the box and
 drops the colour; piped output (not a terminal) is plain aligned text with no box-drawing

@@ -1,0 +1,122 @@
+"""What `gen show FILE` prints: each trainer call's overrides with where every value was written,
+and the shell hazards, as a JSON-ready dict per file and as text."""
+
+from __future__ import annotations
+
+import os
+from typing import Any, TextIO
+
+
+def _span(span: Any) -> dict | None:
+    return None if span is None else {"start": span.start, "end": span.end, "line": span.line}
+
+
+def _hazard_dict(h: Any) -> dict:
+    return {"line": h.line, "kind": h.kind, "message": h.message, "span": _span(h.span)}
+
+
+def _invocation_hazards(inv: Any, script: Any) -> list[Any]:
+    """The file's hazards that concern this call: on its lines, at one of its words, or just
+    after it (a comment or a stray backslash that cut it short, the orphaned rest)."""
+    first = inv.span.line
+    last = script.line_of(inv.span.end) if hasattr(script, "line_of") else first
+    lines = {ov.word.line for ov in inv.overrides} | {ov.line for ov in inv.overrides}
+    return [h for h in script.hazards if first <= h.line <= last + 2 or h.line in lines]
+
+
+def script_dict(path: str, script: Any) -> dict:
+    invocations = []
+    for inv in script.invocations:
+        invocations.append({
+            "line": inv.line,
+            "entry": inv.entry,
+            "entry_kind": inv.entry_kind,
+            "launcher": inv.launcher,
+            "config_path": inv.config_path,
+            "config_name": inv.config_name,
+            "branch": inv.branch,
+            "context": list(inv.context),
+            "passes_args": inv.passes_args,
+            "env": dict(inv.env),
+            "redirects": list(inv.redirects),
+            "other_args": list(inv.other_args),
+            "overrides": [
+                {
+                    "key": ov.key,
+                    "op": ov.op,
+                    "value": ov.value,
+                    "text": ov.text,
+                    "line": ov.line,
+                    "source": ov.provenance.source,
+                    "variable": ov.provenance.variable,
+                    "span": _span(ov.provenance.span),
+                    # the file holding `span` when it is not this script (a sourced file)
+                    "span_path": ov.provenance.path if ov.provenance.path not in (None, script.path) else None,
+                    "quoting": ov.provenance.quoting,
+                    "resolved": ov.resolved,
+                    "unknowns": list(ov.unknowns),
+                }
+                for ov in inv.overrides
+            ],
+            "hazards": [_hazard_dict(h) for h in _invocation_hazards(inv, script)],
+        })
+    return {
+        "path": path,
+        "error": None,
+        "invocations": invocations,
+        "hazards": [_hazard_dict(h) for h in script.hazards],
+        "assumed_env": dict(script.assumed_env),
+        "assumed_args": list(script.assumed_args),
+    }
+
+
+def error_dict(path: str, message: str) -> dict:
+    return {"path": path, "error": message, "invocations": [], "hazards": []}
+
+
+def render_scripts_text(files: list[dict], stream: TextIO) -> None:
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=stream, highlight=False, soft_wrap=True)
+    for n, f in enumerate(files):
+        if n:
+            console.print()
+        if f["error"]:
+            continue
+        console.print(f"[bold]{escape(f['path'])}[/bold]")
+        if not f["invocations"]:
+            console.print("  no Hydra entry-point call found")
+        for inv in f["invocations"]:
+            extras = []
+            if inv["config_name"]:
+                extras.append(f"--config-name {inv['config_name']}")
+            if inv["config_path"]:
+                extras.append(f"--config-path {inv['config_path']}")
+            branch = "" if inv["branch"] == "live" else f" [yellow]({inv['branch']})[/yellow]"
+            console.print(f"  line {inv['line']}: [cyan]{escape(inv['launcher'])} {escape(inv['entry'])}[/cyan]"
+                          f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
+            if inv["context"]:
+                console.print(f"    [dim]{escape(' / '.join(inv['context']))}[/dim]")
+            if inv["passes_args"]:
+                console.print("    [dim]passes the script's arguments on (\"$@\"): a run can override anything[/dim]")
+            width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
+            for ov in inv["overrides"]:
+                prefix = "" if ov["op"] == "=" else ov["op"]
+                value = "" if ov["value"] is None else ov["value"]
+                shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
+                tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
+                where = ov["span"]
+                if ov["span_path"] and where is not None:
+                    tag += f", set at {os.path.basename(ov['span_path'])}:{where['line']}"
+                elif where is not None and where["line"] != ov["line"]:
+                    tag += f", set at line {where['line']}"  # where a fix would edit the value
+                style = "yellow" if not ov["resolved"] else ""
+                body = f"[{style}]{escape(shown)}[/{style}]" if style else escape(shown)
+                console.print(f"    {str(ov['line']).rjust(width)}  {body}  [dim]\\[{escape(tag)}][/dim]")
+                for why in ov["unknowns"]:
+                    console.print(f"    {' ' * width}    [yellow]? {escape(why)}[/yellow]")
+            for other in inv["other_args"]:
+                console.print(f"    {' ' * width}  [dim]arg {escape(other)}[/dim]")
+        for hz in f["hazards"]:
+            console.print(f"  [red]! line {hz['line']} {escape(hz['kind'])}:[/red] {escape(hz['message'])}")
