@@ -7,6 +7,8 @@ Exit codes (every command):
      an invalid option value; nothing was written
 """
 
+from generator.safe_text import printable
+
 EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
@@ -16,5 +18,5 @@ class InputError(Exception):
     """A problem with what the user gave us. `str(err)` is the one-line message."""
 
     def __init__(self, message: str) -> None:
-        # Keep it to one line: the CLI prints it after the file name.
-        super().__init__(" ".join(message.split()))
+        # Keep it to one line, safe for a terminal: the CLI prints it after the file name.
+        super().__init__(printable(" ".join(message.split())))

@@ -234,7 +234,7 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, expected: b
     payload = data.encode("utf-8") if isinstance(data, str) else bytes(data)
     name = os.fspath(path)
     if not name or name.endswith(os.sep) or os.path.basename(os.path.normpath(name)) in ("", ".", ".."):
-        raise InputError(f"{name or path!r}: is a directory, not a file name")
+        raise InputError(f"{name or '(empty name)'}: is a directory, not a file name")
     try:
         target = Path(os.path.realpath(name))
     except (OSError, ValueError) as err:

@@ -30,7 +30,8 @@ def test_text_plain_and_coloured():
 def test_json_shape():
     data = json.loads(render_json(REPORTS))
     assert data["files"][0]["findings"][0]["invocation_line"] == 3
-    assert data["files"][1] == {"path": "b.sh", "error": "no such file", "verl_version": None, "findings": []}
+    assert data["files"][1] == {"path": "b.sh", "error": "no such file", "verl_version": None, "incomplete": None,
+                                "findings": []}
 
 
 def test_sarif_notes_unreadable_files():

@@ -9,14 +9,16 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, Optional
+from typing import List, NoReturn, Optional
 
 import typer
 
 from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
 from generator.cli.common import read_bytes as _read_bytes
+from generator.cli.common import check_codes, refuse_non_script, without_path
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.report.terminal import one_line, printable, use_color
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -48,24 +50,26 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     for path in paths:
         report = FileReport(path=path, verl_version=chosen)
         try:
+            refuse_non_script(path)
             source = _read_bytes(path)
             script = read_launch(source, path, env, args)
+            broken = [h.line for h in script.hazards if h.kind == "parse-error"]
+            if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
+                report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
             for invocation, _config, findings in check_script(script, version=chosen, select=select, ignore=ignore,
                                                               model_config=model_config, config_root=os.getcwd()):
                 line = invocation.line if invocation else None
                 report.findings.extend(Located(f, line) for f in findings)
         except InputError as err:
-            report.error = str(err)
+            report.error = without_path(str(err), path)
         except UnicodeDecodeError:
             report.error = "not UTF-8 text"
+        except RecursionError:
+            report.error = "the script nests too deeply to read"
         except Exception as err:  # one line, never a traceback; other files are still checked
             report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
         reports.append(report)
     return reports
-
-
-def _use_color() -> bool:
-    return sys.stdout.isatty() and not os.environ.get("NO_COLOR")
 
 
 def _emit(text: str, color: bool) -> None:
@@ -77,9 +81,24 @@ def _emit(text: str, color: bool) -> None:
         sys.stdout.write(text)
 
 
-def _fail(message: str) -> None:
-    print(f"error: {message}", file=sys.stderr)
+def _fail(message: str, fmt: str = "text") -> NoReturn:
+    """A failure of the whole run: one line on stderr, and for a machine-readable format a
+    document that says so on stdout (a consumer must not read silence as "no findings")."""
+    from generator.report import render_failure
+
+    print(one_line(f"error: {message}"), file=sys.stderr)
+    sys.stdout.write(render_failure(message, fmt))
     raise typer.Exit(EXIT_BAD_INPUT)
+
+
+def _rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
+    """--select/--ignore as code tuples; an unknown code or prefix is bad input (exit 2)."""
+    if not select and not ignore:
+        return (), ()
+    from generator.rules import load_rules
+
+    known = load_rules().keys()
+    return (check_codes(_codes(select), known, "--select"), check_codes(_codes(ignore), known, "--ignore"))
 
 
 def register(app: typer.Typer) -> None:
@@ -101,18 +120,20 @@ def register(app: typer.Typer) -> None:
         if fmt not in FORMATS:
             _fail(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
         try:
-            reports = check_paths(files, version=verl_version, select=_codes(select), ignore=_codes(ignore),
+            chosen_select, chosen_ignore = _rule_codes(select, ignore)
+            reports = check_paths(files, version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config)
         except InputError as err:
-            _fail(str(err))
-        color = fmt == "text" and _use_color()
+            _fail(str(err), fmt)
+        color = fmt == "text" and use_color(sys.stdout)
         _emit(render(reports, fmt, color=color), color)
-        bad_file = any(r.error for r in reports)
+        bad_file = any(r.bad_input for r in reports)
         if fmt == "text" and not sys.stdout.isatty():
             # The report already has the line; repeat it on stderr only when stdout is redirected.
             for report in reports:
-                if report.error:
-                    print(f"{report.path}: error: {report.error}", file=sys.stderr)
+                for problem in (report.error, report.incomplete):
+                    if problem:
+                        print(one_line(f"{report.path}: error: {problem}"), file=sys.stderr)
         if bad_file:
             raise typer.Exit(EXIT_BAD_INPUT)
         raise typer.Exit(EXIT_FINDINGS if any(r.failed for r in reports) else EXIT_OK)
@@ -163,21 +184,31 @@ def register(app: typer.Typer) -> None:
             _fail(str(err))
         for path in files:
             try:
+                refuse_non_script(path)
                 script = read_launch(_read_bytes(path), path, env_map, list(arg))
+                broken = [h.line for h in script.hazards if h.kind == "parse-error"]
+                if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
+                    print(one_line(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)"),
+                          file=sys.stderr)
+                    status = EXIT_BAD_INPUT
                 calls = [inv for inv in script.invocations if inv.branch != "dead"]
                 if not calls:
-                    sys.stdout.write(f"{path}: no trainer call found\n")
+                    sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
                 script_dir = os.path.dirname(os.path.abspath(path))
                 for invocation in calls:
                     config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd())
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, verl {config.version}, "
                               f"{config.backend}{branch})")
-                    sys.stdout.write(render_explain(header, explain_config(config)))
+                    sys.stdout.write(printable(render_explain(header, explain_config(config))))
             except InputError as err:
-                print(f"{path}: error: {err}", file=sys.stderr)
+                print(one_line(f"{path}: error: {without_path(str(err), path)}"), file=sys.stderr)
+                status = EXIT_BAD_INPUT
+            except RecursionError:
+                print(one_line(f"{path}: error: the script nests too deeply to read"), file=sys.stderr)
                 status = EXIT_BAD_INPUT
             except Exception as err:
-                print(f"{path}: error: internal error ({type(err).__name__}: {err})", file=sys.stderr)
+                print(one_line(f"{path}: error: internal error ({type(err).__name__}: {' '.join(str(err).split())})"),
+                      file=sys.stderr)
                 status = EXIT_BAD_INPUT
         raise typer.Exit(status)

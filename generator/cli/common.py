@@ -3,6 +3,9 @@ a launch file. One place, so every command refuses bad input with the same one-l
 
 from __future__ import annotations
 
+import os
+from typing import Iterable
+
 from generator.errors import InputError
 
 
@@ -28,3 +31,34 @@ def read_bytes(path: str) -> bytes:
     from generator.files import read_input
 
     return read_input(path)
+
+
+# Files people pass by mistake: a config or data file is not a launch script (checking it would
+# find no trainer call and pass silently).
+_NOT_SCRIPTS = {".yaml": "a YAML file", ".yml": "a YAML file", ".json": "a JSON file", ".toml": "a TOML file",
+                ".parquet": "a Parquet file", ".txt": "a text file", ".md": "a Markdown file",
+                ".ipynb": "a notebook", ".cfg": "a config file", ".ini": "a config file"}
+
+
+def refuse_non_script(path: str) -> None:
+    """InputError for a path that names a config or data file rather than a launch script."""
+    suffix = os.path.splitext(path)[1].lower()
+    if suffix in _NOT_SCRIPTS:
+        raise InputError(f"{_NOT_SCRIPTS[suffix]}, not a launch script (.sh) or Python launcher (.py)")
+
+
+def without_path(message: str, path: str) -> str:
+    """A reader's message without the `path: ` it starts with (the caller prints the path once)."""
+    return message[len(path) + 2:] if message.startswith(f"{path}: ") else message
+
+
+def check_codes(codes: tuple[str, ...], known: Iterable[str], option: str) -> tuple[str, ...]:
+    """`codes` when each is a rule code or a prefix of one; InputError naming the first that is
+    not (a typo like VB1O6 would otherwise select nothing and pass every script)."""
+    known = tuple(known)
+    for code in codes:
+        if not any(k.startswith(code) for k in known):
+            close = sorted(k for k in known if k[:2] == code[:2])[:6]
+            hint = f" (known codes starting {code[:2]}: {', '.join(close)}, ...)" if close else ""
+            raise InputError(f"{option}: unknown rule code '{code}'{hint}; `gen rules` lists them")
+    return codes

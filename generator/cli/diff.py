@@ -9,6 +9,7 @@ import typer
 
 from generator.cli.common import parse_pairs
 from generator.errors import EXIT_BAD_INPUT, InputError
+from generator.safe_text import printable
 
 
 
@@ -43,4 +44,4 @@ def register(app: typer.Typer) -> None:
         if output_format == "json":
             typer.echo(json.dumps(result.to_json(), indent=2, default=str))
         else:
-            render_text(result, lambda text: typer.echo(text, nl=False))
+            render_text(result, lambda text: typer.echo(printable(text), nl=False))

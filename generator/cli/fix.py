@@ -12,10 +12,10 @@ from typing import List, Optional
 
 import typer
 
-from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
-from generator.cli.common import read_bytes
+from generator.cli.common import read_bytes, refuse_non_script
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.safe_text import one_line, printable
 
 
 def _read_bytes(path: str) -> bytes:
@@ -31,8 +31,18 @@ def _read_bytes(path: str) -> bytes:
 
 
 
+# The rule that reports a bash syntax error (rules/shell.py, hazard "parse-error").
+PARSE_ERROR_CODE = "VS707"
+
+
+def _out(diff_text: str) -> None:
+    """A diff is for `patch` when piped (bytes as they are); on a terminal the script's control
+    characters are shown as escapes instead of being obeyed."""
+    sys.stdout.write(printable(diff_text) if sys.stdout.isatty() else diff_text)
+
+
 def _err(message: str) -> None:
-    print(message, file=sys.stderr)
+    print(one_line(message), file=sys.stderr)
 
 
 def _file_error(path: str, err: Exception) -> None:
@@ -56,6 +66,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
     fixed_count = files_changed = refused_count = 0
     for path in paths:
         try:
+            refuse_non_script(path)
             source = _read_bytes(path)
             result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
                                 unsafe=unsafe)
@@ -68,7 +79,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             status = EXIT_BAD_INPUT
             continue
         if not write and result.changed:
-            sys.stdout.write(unified_diff(result, path))
+            _out(unified_diff(result, path))
         for applied in result.applied:
             where = f"{path}:{applied.line}" if applied.line else path
             verb = "fixed" if write else "would fix"
@@ -79,6 +90,10 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
         fixed_count += len(result.applied)
         files_changed += result.changed
         refused_count += len(result.not_applied)
+        broken = [f.line for f in result.remaining if f.code == PARSE_ERROR_CODE]
+        if broken:  # the same exit code for a syntax error as every other command: bad input
+            _err(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)")
+            status = EXIT_BAD_INPUT
         errors = result.errors_left
         if errors:
             _err(f"{path}: {errors} error finding(s) remain (see `gen check {path}`)")
@@ -107,6 +122,7 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
 
     for path in paths:
         try:
+            refuse_non_script(path)
             source = _read_bytes(path)
             script = read(source, path)
             if from_version is not None:
@@ -129,7 +145,7 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
         if not write and result.changed:
             from generator.fix.engine import FixResult, unified_diff
 
-            sys.stdout.write(unified_diff(FixResult(path, result.original, result.fixed), path))
+            _out(unified_diff(FixResult(path, result.original, result.fixed), path))
         _err(f"{path}: {start} → {target}: {len(result.applied)} change(s)")
         for step in result.applied:
             _err(f"{path}:{step.line}: {'migrated' if write else 'would migrate'} {step.description}")
@@ -171,7 +187,10 @@ def register(app: typer.Typer) -> None:
         try:
             if diff and write:
                 raise InputError("--diff and --write exclude each other")
-            code = run_fix(files, write=write, select=_codes(select), ignore=_codes(ignore),
+            from generator.cli.check import _rule_codes
+
+            chosen_select, chosen_ignore = _rule_codes(select, ignore)
+            code = run_fix(files, write=write, select=chosen_select, ignore=chosen_ignore,
                            unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg)
         except InputError as err:
             _err(f"error: {err}")

@@ -24,20 +24,14 @@ FORMATS = ("text", "json", "yaml")
 
 
 def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
-    if path.endswith(".py"):
-        from generator.pylaunch import read_launcher
+    from generator.cli.check import read_launch
+    from generator.cli.common import read_bytes, refuse_non_script, without_path
 
-        if not os.path.isfile(path):
-            raise InputError(f"{path}: no such file" if not os.path.exists(path) else f"{path}: not a file")
-        try:
-            with open(path, "rb") as handle:
-                data = handle.read()
-        except OSError as err:
-            raise InputError(f"{path}: cannot read ({err.strerror or err})") from None
-        return read_launcher(data, path)
-    from generator.shell import read_file
-
-    return read_file(path, env=env or None, args=args or None)
+    try:
+        refuse_non_script(path)
+        return read_launch(read_bytes(path), path, env, args)
+    except InputError as err:  # collect() prints the path once, beside the reason
+        raise InputError(f"{path}: {without_path(str(err), path)}") from None
 
 
 def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:

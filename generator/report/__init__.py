@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.rules.core import Finding
+from generator.safe_text import one_line, printable
 
 
 @dataclass
@@ -26,10 +27,16 @@ class FileReport:
     error: str | None = None  # one-line reason the file could not be checked
     verl_version: str | None = None
     findings: list[Located] = field(default_factory=list)
+    # Read, but not completely (a bash syntax error): the findings stand, the input is bad.
+    incomplete: str | None = None
 
     @property
     def failed(self) -> bool:
         return self.error is not None or any(l.finding.severity == "error" for l in self.findings)
+
+    @property
+    def bad_input(self) -> bool:
+        return self.error is not None or self.incomplete is not None
 
 
 def summary(reports: Iterable[FileReport]) -> dict[str, int]:
@@ -48,10 +55,11 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def _text_line(path: str, located: Located) -> tuple[str, str, str]:
+    """(where, code, rest) of one finding, with user-written text made safe for a terminal."""
     f = located.finding
-    where = f"{path}:{f.line}" if f.line else path
+    where = one_line(f"{path}:{f.line}" if f.line else path)
     fixable = " [*]" if f.fix is not None else ""
-    return where, f.code, f"{f.severity}: {f.message}{fixable}"
+    return where, f.code, one_line(f"{f.severity}: {f.message}{fixable}")
 
 
 def render_text(reports: list[FileReport], *, color: bool = False) -> str:
@@ -59,7 +67,7 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
     lines: list[str] = []
     for report in reports:
         if report.error:
-            lines.append(f"{report.path}: error: {report.error}")
+            lines.append(one_line(f"{report.path}: error: {report.error}"))
             continue
         for located in report.findings:
             where, code, rest = _text_line(report.path, located)
@@ -70,6 +78,8 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
                 lines.append(f"[bold]{escape(where)}[/bold]: [{style}]{code}[/{style}] {escape(rest)}")
             else:
                 lines.append(f"{where}: {code} {rest}")
+        if report.incomplete:
+            lines.append(one_line(f"{report.path}: error: {report.incomplete}"))
     s = summary(reports)
     fixable = sum(1 for r in reports for l in r.findings if l.finding.fix is not None)
     tail = (f"{s['files']} file{'s' if s['files'] != 1 else ''} checked: {s['errors']} error(s), "
@@ -91,7 +101,7 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
             item["invocation_line"] = located.invocation_line
             findings.append(item)
         files.append({"path": report.path, "error": report.error, "verl_version": report.verl_version,
-                      "findings": findings})
+                      "incomplete": report.incomplete, "findings": findings})
     return {"files": files, "summary": summary(reports)}
 
 
@@ -101,11 +111,36 @@ def render_json(reports: list[FileReport]) -> str:
 
 # --- SARIF 2.1.0 ------------------------------------------------------------------------------
 
+JSON_SCHEMA_VERSION = 1  # docs/json.md; raised when a field changes meaning or goes away
+
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 
 
-def render_sarif(reports: list[FileReport], *, tool_version: str = "0") -> str:
+def _sarif_driver(tool_version: str | None, rules: list[dict[str, Any]]) -> dict[str, Any]:
+    """The tool: its own package version and, when the package declares one, its own home page
+    (never verl's: findings are ours, not verl's)."""
+    from generator import __version__, project_url
+
+    driver: dict[str, Any] = {"name": "verl-gen", "version": tool_version or __version__}
+    url = project_url()
+    if url:
+        driver["informationUri"] = url
+    driver["rules"] = rules
+    return driver
+
+
+def artifact_uri(path: str) -> str:
+    """A SARIF artifactLocation.uri: a relative path stays relative (GitHub code scanning
+    resolves it against the repository), percent-encoded; an absolute one becomes a file: URI."""
+    from urllib.parse import quote
+
+    if path.startswith("/"):
+        return "file://" + quote(path, safe="/")
+    return quote(path.replace("\\", "/"), safe="/")
+
+
+def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) -> str:
     from generator.rules import load_rules
 
     registry = load_rules()
@@ -132,7 +167,7 @@ def render_sarif(reports: list[FileReport], *, tool_version: str = "0") -> str:
             continue
         for located in report.findings:
             f = located.finding
-            location: dict[str, Any] = {"artifactLocation": {"uri": report.path}}
+            location: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(report.path)}}
             if f.line:
                 location["region"] = {"startLine": f.line}
             result: dict[str, Any] = {
@@ -143,8 +178,7 @@ def render_sarif(reports: list[FileReport], *, tool_version: str = "0") -> str:
                 result["properties"] = {"key": f.key}
             results.append(result)
     run: dict[str, Any] = {
-        "tool": {"driver": {"name": "verl-gen", "version": tool_version,
-                            "informationUri": "https://github.com/volcengine/verl", "rules": rules}},
+        "tool": {"driver": _sarif_driver(tool_version, rules)},
         "results": results,
     }
     if notifications:
@@ -158,7 +192,7 @@ _GH_LEVEL = {"error": "error", "warning": "warning", "info": "notice"}
 
 
 def _gh_escape(text: str, *, prop: bool = False) -> str:
-    text = text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
+    text = printable(text).replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
     if prop:
         text = text.replace(":", "%3A").replace(",", "%2C")
     return text
@@ -179,6 +213,23 @@ def render_github(reports: list[FileReport]) -> str:
     return "\n".join(lines) + ("\n" if lines else "")
 
 
+def render_failure(message: str, fmt: str) -> str:
+    """The document a machine-readable format gets when the whole run failed (bad option value,
+    unknown model): the consumer learns why instead of reading nothing. Text gets nothing here
+    (the CLI prints the message on stderr)."""
+    if fmt == "json":
+        return json.dumps({"schema_version": JSON_SCHEMA_VERSION, "error": message, "files": [],
+                           "summary": summary([])}, indent=2) + "\n"
+    if fmt == "sarif":
+        run = json.loads(render_sarif([]))["runs"][0]
+        run["invocations"] = [{"executionSuccessful": False,
+                               "toolExecutionNotifications": [{"level": "error", "message": {"text": message}}]}]
+        return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+    if fmt == "github":
+        return f"::error title=gen check::{_gh_escape(message)}\n"
+    return ""
+
+
 def render(reports: list[FileReport], fmt: str, *, color: bool = False) -> str:
     if fmt == "json":
         return render_json(reports)
@@ -189,5 +240,5 @@ def render(reports: list[FileReport], fmt: str, *, color: bool = False) -> str:
     return render_text(reports, color=color)
 
 
-__all__ = ["FileReport", "Located", "render", "render_text", "render_json", "render_sarif", "render_github",
+__all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "render_json", "render_sarif", "render_github",
            "summary", "to_json_obj"]

@@ -6,6 +6,8 @@ from __future__ import annotations
 import os
 from typing import Any, TextIO
 
+from generator.safe_text import one_line
+
 
 def _span(span: Any) -> dict | None:
     return None if span is None else {"start": span.start, "end": span.end, "line": span.line}
@@ -76,7 +78,10 @@ def error_dict(path: str, message: str) -> dict:
 
 def render_scripts_text(files: list[dict], stream: TextIO) -> None:
     from rich.console import Console
-    from rich.markup import escape
+    from rich.markup import escape as markup_escape
+
+    def escape(text: str) -> str:  # user-written text: no markup, no control characters
+        return markup_escape(one_line(text))
 
     console = Console(file=stream, highlight=False, soft_wrap=True)
     for n, f in enumerate(files):

@@ -10,6 +10,8 @@ from __future__ import annotations
 import sys
 from typing import Sequence, TextIO
 
+from generator.safe_text import one_line
+
 
 def _console(stream: TextIO):
     from rich.console import Console
@@ -23,6 +25,7 @@ def is_terminal(stream: TextIO | None = None) -> bool:
 
 def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     """Columns padded with spaces; the last column is not padded (no trailing blanks)."""
+    rows = [[one_line(cell) for cell in row] for row in rows]
     widths = [len(h) for h in headers]
     for row in rows:
         for i, cell in enumerate(row):
@@ -39,6 +42,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     """On a terminal narrower than the table, the `optional` columns are dropped (in the order
     given) until it fits; a row is never folded over several lines."""
     stream = stream or sys.stdout
+    rows = [[one_line(cell) for cell in row] for row in rows]
     console = _console(stream)
     if not console.is_terminal:
         if title:
@@ -68,6 +72,8 @@ def print_sections(sections: Sequence[tuple[str, Sequence[tuple[str, str]]]], *,
     """Titled blocks of `label  value` lines (used by `gen show NAME`)."""
     stream = stream or sys.stdout
     console = _console(stream)
+    sections = [(one_line(title), [(one_line(label), one_line(value)) for label, value in pairs])
+                for title, pairs in sections]
     for index, (title, pairs) in enumerate(sections):
         if index:
             stream.write("\n") if not console.is_terminal else console.print()

@@ -18,26 +18,15 @@ MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
 
 def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
               args: list[str] | None = None) -> LaunchScript:
-    """Read a script from disk; InputError (one line) when it is not a readable text file."""
+    """Read a script from disk; InputError (one line) when it is not a readable text file.
+    generator.files.read_input refuses FIFOs and devices before opening them and caps the size."""
+    from generator.files import read_input
+
     name = os.fspath(path)
-    if not os.path.exists(name):
-        raise InputError(f"{name}: no such file")
-    if os.path.isdir(name):
-        raise InputError(f"{name}: is a directory, not a script")
     try:
-        size = os.path.getsize(name)
-        if size > MAX_SCRIPT_BYTES:
-            raise InputError(f"{name}: {size / 1e6:.1f} MB is too large for a launch script (limit 8 MB)")
-        with open(name, "rb") as handle:
-            data = handle.read(MAX_SCRIPT_BYTES + 1)
-    except PermissionError:
-        raise InputError(f"{name}: permission denied") from None
-    except IsADirectoryError:
-        raise InputError(f"{name}: is a directory, not a script") from None
-    except OSError as err:
-        raise InputError(f"{name}: cannot read ({err.strerror or err})") from None
-    if len(data) > MAX_SCRIPT_BYTES:
-        raise InputError(f"{name}: too large for a launch script (limit 8 MB)")
+        data = read_input(name, limit=MAX_SCRIPT_BYTES)
+    except InputError as err:
+        raise InputError(f"{name}: {err}") from None
     return read_script(data, name, env=env, args=args)
 
 

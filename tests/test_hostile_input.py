@@ -1,0 +1,311 @@
+"""Hostile and broken input at the command line (issue 13): bounded, one line, exit 2 — never a
+crash, a hang or a silent pass. Each test makes its own input."""
+
+from __future__ import annotations
+
+import json
+import os
+import stat
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator import files as files_mod
+from generator.cli import app
+
+CALL = (
+    "python3 -m verl.trainer.main_ppo --config-name ppo_megatron_trainer \\\n"
+    "    trainer.n_gpus_per_node=8 \\\n"
+    "    data.train_batch_size=60 \\\n"
+    "    actor_rollout_ref.rollout.n=4 \\\n"
+    "    actor_rollout_ref.actor.ppo_mini_batch_size={mini} \\\n"
+    "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\\n"
+    "    trainer.experiment_name={name} \\\n"
+    "    actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2\n"
+)
+
+
+def script(tmp_path: Path, mini: int = 24, name: str = "run", filename: str = "run.sh") -> Path:
+    path = tmp_path / filename
+    path.write_text("#!/bin/bash\n" + CALL.format(mini=mini, name=name))
+    return path
+
+
+def run(*args: str):
+    return CliRunner().invoke(app, list(args))
+
+
+def gen(*args: str, timeout: int = 60) -> subprocess.CompletedProcess[str]:
+    """The real command line in a child process (a hang becomes a test failure, not a stuck suite)."""
+    env = dict(os.environ, NO_COLOR="1")
+    return subprocess.run([sys.executable, "-m", "generator", *args], capture_output=True, text=True,
+                          timeout=timeout, env=env, check=False)
+
+
+def one_error_line(text: str) -> str:
+    lines = [line for line in text.splitlines() if line.strip()]
+    assert len(lines) == 1, lines
+    assert "Traceback" not in text
+    return lines[0]
+
+
+# --- reading -----------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("command", ["check", "show", "fix", "explain"])
+def test_a_fifo_is_refused_without_hanging(tmp_path, command):
+    fifo = tmp_path / "pipe.sh"
+    os.mkfifo(fifo)
+    done = gen(command, str(fifo), timeout=30)
+    assert done.returncode == 2
+    assert "FIFO" in done.stderr + done.stdout and "Traceback" not in done.stderr
+
+
+def test_diff_refuses_a_fifo_without_hanging(tmp_path):
+    fifo = tmp_path / "pipe.sh"
+    os.mkfifo(fifo)
+    done = gen("diff", str(fifo), str(script(tmp_path)), timeout=30)
+    assert done.returncode == 2 and "FIFO" in done.stderr
+
+
+def test_check_dev_zero_is_refused_at_once():
+    done = gen("check", "/dev/zero", timeout=30)
+    assert done.returncode == 2
+    assert one_error_line(done.stderr) == "/dev/zero: error: is a device, not a regular file"
+
+
+def test_check_refuses_a_file_over_the_cap_before_reading(tmp_path):
+    big = tmp_path / "big.sh"
+    with open(big, "wb") as handle:  # sparse: no data blocks, 2 GiB of size
+        handle.truncate(2 * 1024 ** 3)
+    result = run("check", str(big))
+    assert result.exit_code == 2
+    assert f"{big}: error: 2048.0 MB is too large for a launch script (limit 8 MB)" in result.stdout
+
+
+def test_stdin_is_read_as_dash(tmp_path):
+    result = CliRunner().invoke(app, ["check", "-", "--format", "json"],
+                                input="python3 -m verl.trainer.main_ppo data.train_batch_size=oops\n")
+    assert json.loads(result.stdout)["files"][0]["path"] == "-"
+
+
+@pytest.mark.parametrize("name", ["config.yaml", "model.json", "settings.toml"])
+def test_check_refuses_a_config_file(tmp_path, name):
+    path = tmp_path / name
+    path.write_text("data:\n  train_batch_size: 8\n")
+    result = run("check", str(path))
+    assert result.exit_code == 2
+    assert "not a launch script" in result.stdout
+
+
+def test_binary_file_names_the_path_once(tmp_path):
+    path = tmp_path / "x.sh"
+    path.write_bytes(b"\0\1\2")
+    result = run("check", str(path))
+    assert result.exit_code == 2
+    assert f"{path}: error: binary file (contains NUL bytes), not a shell script" in result.stdout
+    assert result.stdout.count(str(path)) == 1
+
+
+@pytest.mark.parametrize("command", ["check", "explain", "fix", "show"])
+def test_a_syntax_error_is_exit_2_in_every_command(tmp_path, command):
+    path = tmp_path / "broken.sh"
+    path.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8\nif [[ ; then ( fi\n")
+    result = run(command, str(path))
+    assert result.exit_code == 2
+    assert "bash syntax error at line 2 (the rest was read)" in result.output
+
+
+@pytest.mark.parametrize("command", ["check", "fix"])
+@pytest.mark.parametrize("option", ["--select", "--ignore"])
+def test_unknown_rule_codes_are_bad_input(tmp_path, command, option):
+    result = run(command, str(script(tmp_path)), option, "VB1O6")
+    assert result.exit_code == 2
+    assert "unknown rule code 'VB1O6'" in one_error_line(result.output)
+
+
+def test_known_prefixes_still_select(tmp_path):
+    result = run("check", str(script(tmp_path)), "--select", "VB,vb1")
+    assert result.exit_code == 1
+
+
+# --- machine-readable formats when the run fails --------------------------------------------------
+
+
+def test_json_error_document_on_a_global_failure(tmp_path):
+    result = run("check", str(script(tmp_path)), "--format", "json", "--verl-version", "not-a-version")
+    assert result.exit_code == 2
+    doc = json.loads(result.stdout)
+    assert doc["error"] and doc["files"] == [] and doc["schema_version"] == 1
+
+
+def test_sarif_error_document_on_a_global_failure(tmp_path):
+    result = run("check", str(script(tmp_path)), "--format", "sarif", "--model-config", str(tmp_path / "none.json"))
+    assert result.exit_code == 2
+    run_ = json.loads(result.stdout)["runs"][0]
+    invocation = run_["invocations"][0]
+    assert invocation["executionSuccessful"] is False
+    assert invocation["toolExecutionNotifications"][0]["message"]["text"]
+
+
+def test_github_error_annotation_on_a_global_failure(tmp_path):
+    result = run("check", str(script(tmp_path)), "--format", "github", "--select", "NOPE")
+    assert result.exit_code == 2
+    assert result.stdout.startswith("::error title=gen check::--select: unknown rule code 'NOPE'")
+
+
+def test_sarif_uri_is_percent_encoded(tmp_path, monkeypatch):
+    folder = tmp_path / "my scripts%"
+    folder.mkdir()
+    script(folder)
+    monkeypatch.chdir(tmp_path)
+    result = run("check", "my scripts%/run.sh", "--format", "sarif")
+    uris = {r["locations"][0]["physicalLocation"]["artifactLocation"]["uri"]
+            for r in json.loads(result.stdout)["runs"][0]["results"]}
+    assert uris == {"my%20scripts%25/run.sh"}
+
+
+def test_sarif_names_the_tool_not_verl(tmp_path):
+    from generator import __version__
+
+    driver = json.loads(run("check", str(script(tmp_path)), "--format", "sarif").stdout)["runs"][0]["tool"]["driver"]
+    assert driver["version"] == __version__
+    assert "verl-project/verl" not in driver.get("informationUri", "")
+    assert "volcengine/verl" not in driver.get("informationUri", "")
+
+
+# --- terminal escapes ----------------------------------------------------------------------------
+
+
+ESC_VALUE = "'run\x1b]0;pwned\x07\x1b[2J'"
+
+
+def test_escape_sequences_in_script_values_are_shown_not_obeyed(tmp_path):
+    path = script(tmp_path, mini=24, name=ESC_VALUE)
+    for command in ("check", "show", "explain"):
+        result = run(command, str(path))
+        assert "\x1b" not in result.output and "\x07" not in result.output, command
+    shown = run("show", str(path)).output
+    assert "\\x1b]0;pwned\\x07" in shown
+
+
+def test_escape_sequences_in_a_file_name_are_shown_not_obeyed(tmp_path):
+    path = script(tmp_path, filename="a\x1b[31mb.sh")
+    result = run("check", str(path))
+    assert "\x1b" not in result.output and "a\\x1b[31mb.sh" in result.output
+
+
+def test_escape_sequences_in_a_recipe_description(tmp_path):
+    library = tmp_path / "lib"
+    library.mkdir()
+    import yaml
+
+    source = Path(__file__).resolve().parent.parent / "recipes"
+    recipe = yaml.safe_load(sorted(source.rglob("*.yaml"))[0].read_text())
+    recipe.update(name="evil", description="about \x1b[31mred\x07")
+    (library / "evil.yaml").write_text(yaml.safe_dump(recipe))
+    shown = run("show", "evil", "--library", str(library))
+    listed = run("list", "--library", str(library))
+    for result in (shown, listed):
+        assert "\x1b" not in result.output and "\x07" not in result.output
+    assert "\\x1b[31mred\\x07" in shown.output
+
+
+# --- writing -------------------------------------------------------------------------------------
+
+
+RECIPE = ("recipe", "--model", "qwen2-7b", "--gpus", "8")
+
+
+@pytest.mark.parametrize("target", [".", "/", "somedir"])
+def test_recipe_output_onto_a_directory_is_one_line(tmp_path, monkeypatch, target):
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "somedir").mkdir()
+    result = run(*RECIPE, "-o", target, "--force")
+    assert result.exit_code == 2
+    assert "is a directory" in one_error_line(result.output)
+
+
+def test_recipe_output_with_a_300_character_name(tmp_path):
+    result = run(*RECIPE, "-o", str(tmp_path / ("r" * 300 + ".sh")))
+    assert result.exit_code == 2
+    assert "too long" in one_error_line(result.output)
+    assert list(tmp_path.iterdir()) == []
+
+
+def test_recipe_output_on_a_full_disk(tmp_path, monkeypatch):
+    def full(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setattr(files_mod.os, "fsync", full)
+    result = run(*RECIPE, "-o", str(tmp_path / "run.sh"))
+    assert result.exit_code == 2
+    assert "No space left on device" in one_error_line(result.output)
+    assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.parametrize("kind", ["fifo", "device-link"])
+def test_recipe_output_never_replaces_a_special_file(tmp_path, kind):
+    target = tmp_path / "out.sh"
+    if kind == "fifo":
+        os.mkfifo(target)
+    else:
+        target.symlink_to("/dev/null")
+    result = run(*RECIPE, "-o", str(target), "--force")
+    assert result.exit_code == 2
+    assert "nothing written" in one_error_line(result.output)
+    if kind == "fifo":
+        assert stat.S_ISFIFO(os.lstat(target).st_mode)
+    else:
+        assert target.is_symlink()
+
+
+def test_recipe_output_refuses_a_read_only_file_even_with_force(tmp_path):
+    target = tmp_path / "run.sh"
+    target.write_text("mine\n")
+    target.chmod(0o444)
+    result = run(*RECIPE, "-o", str(target), "--force")
+    assert result.exit_code == 2
+    assert "read-only" in one_error_line(result.output)
+    assert target.read_text() == "mine\n"
+
+
+def test_fix_write_refuses_a_file_changed_while_it_ran(tmp_path, monkeypatch):
+    path = script(tmp_path, mini=24)
+    from generator.fix import engine
+
+    real = engine.fix_source
+
+    def fix_then_someone_edits(*args, **kwargs):
+        result = real(*args, **kwargs)
+        path.write_text(path.read_text() + "# edited meanwhile\n")
+        return result
+
+    monkeypatch.setattr(engine, "fix_source", fix_then_someone_edits)
+    result = run("fix", str(path), "--write", "--unsafe")
+    assert result.exit_code == 2
+    assert "changed since it was read" in result.output
+    assert path.read_text().endswith("# edited meanwhile\n")
+
+
+def test_fix_write_refuses_to_split_hard_links(tmp_path):
+    path = script(tmp_path, mini=24)
+    os.link(path, tmp_path / "same.sh")
+    before = path.read_bytes()
+    result = run("fix", str(path), "--write", "--unsafe")
+    assert result.exit_code == 2 and "hard links" in result.output
+    assert path.read_bytes() == before == (tmp_path / "same.sh").read_bytes()
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's owner needs root")
+def test_fix_write_keeps_owner_and_group(tmp_path):
+    path = script(tmp_path, mini=24)
+    os.chown(path, 65534, 65534)
+    os.chmod(tmp_path, 0o777)
+    result = run("fix", str(path), "--write", "--unsafe")
+    assert "fixed" in result.output
+    st = path.stat()
+    assert (st.st_uid, st.st_gid) == (65534, 65534)
