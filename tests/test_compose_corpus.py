@@ -29,8 +29,9 @@ import pytest
 
 from generator.config.apply import is_hydra_rejection, replace_markers
 from generator.config.build import build_config
-from generator.launch import Invocation, Override, Provenance, Span
+from generator.launch import Invocation
 from generator.schema import snapshot_version
+from generator.shell import read_file
 
 ENTRY = "verl.trainer.main_ppo"
 
@@ -42,35 +43,7 @@ class Call:
     invocation: Invocation
 
 
-def _from_invocations_jsonl(corpus: Path) -> list[Call]:
-    """The independent reading's calls (used until/unless our shell reader is available)."""
-    calls = []
-    for line in (corpus / "INVOCATIONS.jsonl").read_text(encoding="utf-8").splitlines():
-        record = json.loads(line)
-        if record["entry"] != ENTRY:
-            continue
-        overrides = []
-        for index, item in enumerate(record["overrides"]):
-            op = item["prefix"] or "="
-            value = item["value"]
-            text = item["prefix"] + item["key"] + ("" if op == "~" and value == "" else "=" + value)
-            unknowns = ("value depends on an unknown",) if "<?" in value else ()
-            overrides.append(Override(text=text, key=item["key"], op=op, value=value, line=index + 1,
-                                      word=Span(0, 0, 1), provenance=Provenance("literal", None),
-                                      unknowns=unknowns))
-        invocation = Invocation(line=record["line"], span=Span(0, 0, record["line"]), entry=ENTRY,
-                                entry_kind="module", launcher=record["launcher"],
-                                config_path=record["config_path"], config_name=record["config_name"],
-                                branch="live", passes_args=False, overrides=overrides)
-        calls.append(Call(record["tag"], record["path"], invocation))
-    return calls
-
-
-def _from_our_reader(corpus: Path) -> list[Call] | None:
-    try:
-        from generator.shell import read_file  # type: ignore[attr-defined]
-    except ImportError:
-        return None
+def _from_our_reader(corpus: Path) -> list[Call]:
     scripts = []
     for line in (corpus / "INVOCATIONS.jsonl").read_text(encoding="utf-8").splitlines():
         record = json.loads(line)
@@ -212,12 +185,7 @@ def _all_verdicts(items: list[tuple[str, str, str, tuple[str, ...]]], verl_confi
 
 
 def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir: Path) -> None:
-    pytest.importorskip("hydra")
     calls = _from_our_reader(corpus_dir)
-    reader = "generator.shell"
-    if calls is None:
-        calls = _from_invocations_jsonl(corpus_dir)
-        reader = "INVOCATIONS.jsonl"
     judged: list[tuple[Call, tuple[str, str, str, tuple[str, ...]]]] = []
     skipped: list[str] = []
     for call in calls:
@@ -251,7 +219,7 @@ def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir
                 f"we flag {[(i.kind, i.override.text) for i in config.key_issues if is_hydra_rejection(i)]}"
             )
     total = agree + len(disagreements)
-    print(f"\ncompose-corpus ({reader}): {len(calls)} calls, {len(items)} distinct, judged {total}, "
+    print(f"\ncompose-corpus: {len(calls)} calls, {len(items)} distinct, judged {total}, "
           f"agree {agree}, skipped {len(skipped)}, hydra composes {composes}")
     for line in skipped:
         print("  skipped:", line)

@@ -25,8 +25,6 @@ from generator.config.synthetic import synthetic
 from generator.schema.compose import flatten
 from generator.schema.yamlload import load_yaml_text
 
-hydra = pytest.importorskip("hydra")
-
 CONFIG_YAML = """
 trainer:
   nnodes: 1

@@ -16,7 +16,6 @@ from pathlib import Path
 
 import pytest
 
-pytestmark = pytest.mark.corpus
 
 
 def _index(corpus_dir: Path) -> list[tuple[str, str]]:

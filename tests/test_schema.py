@@ -111,7 +111,6 @@ def _write_tree(root: Path) -> None:
 
 
 def test_compose_matches_hydra_on_a_small_tree(tmp_path: Path) -> None:
-    pytest.importorskip("hydra")
     import logging
 
     from hydra import compose as hydra_compose

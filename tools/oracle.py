@@ -41,6 +41,18 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator
 
 REPO = Path(__file__).resolve().parent.parent
+if str(REPO) not in sys.path:  # run as a script from a checkout: the project is importable
+    sys.path.insert(0, str(REPO))
+
+from generator.config import config_from_overrides  # noqa: E402
+from generator.config.apply import is_hydra_rejection  # noqa: E402
+from generator.model import find_model  # noqa: E402
+from generator.rules import check_config, check_script, load_rules  # noqa: E402
+from generator.rules.examples import BASE as EXAMPLE_BASE  # noqa: E402
+from generator.rules.examples import example_config, example_version  # noqa: E402
+from generator.schema import resolve_version  # noqa: E402
+from generator.shell import read_file  # noqa: E402
+
 WORKER = Path(__file__).resolve().parent / "oracle_worker.py"
 CACHE_ROOT = Path(os.environ.get("VERL_GEN_CACHE", Path.home() / ".cache" / "verl-gen"))
 OFFLINE_ENV = {"HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "HF_DATASETS_OFFLINE": "1",
@@ -171,8 +183,8 @@ def registry_reachable(timeout: float = 60.0) -> bool:
 
 # ------------------------------------------------------------------------------ model folders
 
-# Qwen2-7B from data/models.yaml: the stand-in when verl-gen's model registry is unavailable or
-# does not know the script's model. No config-load check reads these numbers; the folder only
+# Qwen2-7B from data/models.yaml: the stand-in when verl-gen's model registry does not know the
+# script's model. No config-load check reads these numbers; the folder only
 # has to load as a Hugging Face model config.
 FALLBACK_MODEL = {"name": "Qwen2-7B", "hidden_size": 3584, "num_layers": 28, "num_attention_heads": 28,
                   "num_kv_heads": 4, "ffn_hidden_size": 18944, "vocab_size": 152064,
@@ -180,19 +192,10 @@ FALLBACK_MODEL = {"name": "Qwen2-7B", "hidden_size": 3584, "num_layers": 28, "nu
 
 
 def _model_facts(model_path: str | None) -> dict[str, Any]:
-    if model_path:
-        try:
-            from generator.model import find_model  # verl-gen's registry
-        except ImportError:
-            find_model = None
-        if find_model is not None:
-            try:
-                facts = find_model(model_path)
-            except Exception:
-                facts = None
-            if facts is not None:
-                return {key: getattr(facts, key) for key in FALLBACK_MODEL}
-    return dict(FALLBACK_MODEL)
+    facts = find_model(model_path) if model_path else None
+    if facts is None:
+        return dict(FALLBACK_MODEL)
+    return {key: getattr(facts, key) for key in FALLBACK_MODEL}
 
 
 def model_dir_for(root: Path, model_path: str | None) -> Path:
@@ -289,7 +292,7 @@ class Case:
     unknown_keys: list[str] = field(default_factory=list)
     model_path: str | None = None
     example: tuple[Any, Any] | None = None  # rule examples: (Rule, Example)
-    # corpus calls: (path in release, file, LaunchScript or None, Invocation, release tree or None)
+    # corpus calls: (path in release, file, LaunchScript, Invocation, release tree or None)
     source: tuple[Any, ...] | None = None
     # Ours, filled before the worker is asked:
     our_reject: bool | None = None
@@ -392,64 +395,18 @@ def resolve_config_dir(config_path: str | None, script_rel: str, snapshot_root: 
     return False
 
 
-def _invocations_from_index(corpus: Path) -> dict[tuple[str, str], list[Any]]:
-    """Trainer calls as the corpus's own independent reading (INVOCATIONS.jsonl) recorded them,
-    as verl-gen Invocation objects. Used only while verl-gen's shell reader is unavailable."""
-    from generator.launch import Invocation, Override, Provenance, Span
-
-    table: dict[tuple[str, str], list[Any]] = {}
-    path = corpus / "INVOCATIONS.jsonl"
-    if not path.exists():
-        raise OracleError(f"{path} not found and verl-gen's shell reader is not available")
-    for raw in path.read_text().splitlines():
-        record = json.loads(raw)
-        overrides = []
-        for item in record["overrides"]:
-            prefix, key, value = item["prefix"], item["key"], item["value"]
-            op = prefix if prefix in ("+", "++") else ("~" if prefix == "~" else "=")
-            text = f"{prefix}{key}" + ("" if value is None else f"={value}")
-            unknowns = ("unresolved in INVOCATIONS.jsonl",) if "<?" in text else ()
-            overrides.append(Override(text=text, key=key, op=op, value=value, line=record["line"],
-                                      word=Span(0, 0, record["line"]),
-                                      provenance=Provenance(source="literal", span=None), unknowns=unknowns))
-        branch = {"live": "live", "dead": "dead", "loop": "loop"}.get(record["mode"], "conditional")
-        invocation = Invocation(line=record["line"], span=Span(0, 0, record["line"]), entry=record["entry"],
-                                entry_kind="module", launcher=record["launcher"],
-                                config_path=record["config_path"], config_name=record["config_name"],
-                                branch=branch, passes_args=bool(record["passthrough_args"]),
-                                overrides=overrides)
-        table.setdefault((record["tag"], record["path"]), []).append(invocation)
-    return table
-
-
 def corpus_cases(corpus: Path, version: str, config_tree: Path | None) -> tuple[list[Case], list[str]]:
-    """Every live, conditional or loop main_ppo call of the release, read with verl-gen's reader
-    (or, until it is available, taken from the corpus's INVOCATIONS.jsonl)."""
-    try:
-        from generator.shell import read_file
-    except ImportError:
-        read_file = None
-    index = _invocations_from_index(corpus) if read_file is None else {}
-    occurrences = {}
-    for line in (corpus / "OCCURRENCES.tsv").read_text().splitlines()[1:] if (corpus / "OCCURRENCES.tsv").exists() else []:
-        cols = line.split("\t")
-        if len(cols) >= 5:
-            occurrences[(cols[0], cols[1])] = (cols[3], cols[4])
+    """Every live, conditional or loop main_ppo call of the release, read with verl-gen's reader."""
     cases: list[Case] = []
     notes: list[str] = []
     snapshot_root = config_tree or Path("/nonexistent")
     for rel, file in release_scripts(corpus, version):
-        script = None
-        if read_file is not None:
-            try:
-                script = read_file(str(file))
-            except Exception as exc:  # the reader's own error is a finding of ours, not verl's
-                notes.append(f"corpus:{rel}: not read: {exc}")
-                continue
-            invocations = script.invocations
-        else:
-            invocations = index.get(occurrences.get((f"v{version}", rel), ("", "")), [])
-        for inv in invocations:
+        try:
+            script = read_file(str(file))
+        except Exception as exc:  # the reader's own error is a finding of ours, not verl's
+            notes.append(f"corpus:{rel}: not read: {exc}")
+            continue
+        for inv in script.invocations:
             if inv.entry != TRAINER or inv.branch == "dead":
                 continue
             case = Case(ident=f"corpus:{rel}:{inv.line}", config_name=inv.config_name or "ppo_trainer",
@@ -629,11 +586,6 @@ def rule_example_cases(version: str) -> list[Case]:
     """Every rule's documented failing and passing example (the overrides `gen rule CODE`
     shows), for the rules that apply to this release. These probe each rule's stage label:
     a "load" rule's failing example must be one verl rejects at config load."""
-    try:
-        from generator.rules import load_rules
-        from generator.rules.examples import BASE as EXAMPLE_BASE, example_version
-    except ImportError:
-        return []
     cases = []
     for code, rule in sorted(load_rules().items()):
         if getattr(rule, "scope", "trainer") == "script":
@@ -665,20 +617,11 @@ def judge_ours(cases: list[Case], version: str) -> None:
     Corpus calls go through `check_script` itself, with the release's repository tree as
     `config_root`, because the corpus keeps scripts without the config folders that sit next
     to them in verl's repository."""
-    try:
-        from generator.config import build_config, config_from_overrides
-        from generator.config.apply import is_hydra_rejection
-        from generator.rules import check_config, check_script, load_rules
-        from generator.rules.examples import example_config
-        from generator.schema import resolve_version
-    except ImportError as exc:
-        raise OracleError(f"gen check's Python API is not available ({exc}); use --verl-only") from None
-
     registry = load_rules()
     schema_version, _how = resolve_version(version)
     checked: dict[tuple[int, str | None], dict[int, tuple[Any, list[Any]]]] = {}
     for case in cases:
-        if case.source is not None and case.source[2] is not None:
+        if case.source is not None:
             _rel, _file, script, inv, tree = case.source
             # exactly `gen check`, with the release's repository tree as the folder the script
             # runs from (the corpus keeps scripts without the config folders beside them)
@@ -687,11 +630,6 @@ def judge_ours(cases: list[Case], version: str) -> None:
                 checked[key] = {id(i): (c, f) for i, c, f in check_script(script, version=schema_version,
                                                                           config_root=tree) if i is not None}
             config, findings = checked[key][id(inv)]
-        elif case.source is not None:  # no shell reader: the corpus's own reading of the call
-            rel, file, script, inv, tree = case.source
-            script_dir = os.path.join(tree, os.path.dirname(rel)) if tree else os.path.dirname(str(file))
-            config = build_config(inv, version=schema_version, script_dir=script_dir, config_root=tree)
-            findings = check_config(config, invocation=inv, script=script)
         elif case.example is not None:  # exactly what `gen rule CODE` checks
             config = example_config(*case.example)
             findings = check_config(config)

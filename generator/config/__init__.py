@@ -8,7 +8,14 @@
     synthetic.py  configs made from override text or {key: value} (config_from_overrides)
 """
 
+from typing import TYPE_CHECKING
+
 from generator.config.types import Config, KeyIssue
+
+if TYPE_CHECKING:  # the type checker sees the real functions; at run time they load on first use
+    from generator.config.apply import apply_overrides, is_hydra_rejection
+    from generator.config.build import build_config
+    from generator.config.synthetic import config_from_overrides, missing_mandatory, needed_op
 
 # name -> module that defines it; loaded on first use so importing generator.config stays cheap.
 _LAZY = {
@@ -23,7 +30,7 @@ _LAZY = {
 __all__ = ["Config", "KeyIssue", *_LAZY]
 
 
-def __getattr__(name: str):
+def __getattr__(name: str) -> object:
     module = _LAZY.get(name)
     if module is not None:
         import importlib
