@@ -11,7 +11,7 @@ from itertools import pairwise
 from generator.launch import Hazard, Invocation, Override, Provenance, Span
 from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
-from generator.shell.walker import CommandRecord
+from generator.shell.context import CommandRecord
 from generator.verl import PPO_ENTRY
 
 _PYTHON = re.compile(r"python(?:[0-9][0-9.]*)?\Z")

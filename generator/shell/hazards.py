@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import Any
 
 from generator.launch import Hazard, Span
-from generator.shell.words import (
+from generator.shell.scan import (
     WordError,
     find_backtick,
     find_close_quote,

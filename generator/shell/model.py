@@ -18,6 +18,11 @@ def as_text(latin: str) -> str:
         return latin
 
 
+def label_text(text: str, limit: int = 60) -> str:
+    text = "_".join(text.split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
 def from_text(text: str) -> str:
     """Real text (from --env/--arg) → the bytes-as-latin-1 form used inside the evaluator."""
     return text.encode("utf-8").decode("latin-1")
@@ -100,10 +105,6 @@ class Var:
     unknown: str | None = None  # reason
     label: str = ""  # marker label when unknown
     exported: bool = False
-
-    @property
-    def is_array(self) -> bool:
-        return self.elems is not None
 
 
 def pieces_text(pieces: list[Piece]) -> str:

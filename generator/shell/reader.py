@@ -10,8 +10,10 @@ from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import has_unquoted_glob, text_hazards
 from generator.shell.model import as_text
-from generator.shell.walker import MAX_SOURCE_BYTES, Evaluator, line_starts_of
-from generator.shell.words import brace_words
+from generator.shell.builtins import MAX_SOURCE_BYTES
+from generator.shell.context import line_starts_of
+from generator.shell.walker import Evaluator
+from generator.shell.braces import brace_words
 
 MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
 

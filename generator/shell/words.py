@@ -1,5 +1,6 @@
 """Static expansion of one shell word: quotes, escapes, `$'…'`, parameter expansion in all its
-forms, `$(( ))`, arrays, positional parameters, tilde, and word splitting.
+forms, `$(( ))`, arrays, positional parameters and tilde (lexing in scan.py, brace expansion
+in braces.py, word splitting in fields.py).
 
 It works on the source text itself (not on tree-sitter's sub-nodes), which sidesteps the
 grammar's known mis-parses inside words (deps-and-oracle §1c) and keeps every byte offset.
@@ -14,14 +15,10 @@ from typing import TYPE_CHECKING
 
 from generator.launch import unknown_marker
 from generator.shell import arith, patterns
-from generator.shell.model import (
-    Field,
-    Group,
-    Piece,
-    Var,
-    has_unknown,
-    pieces_text,
-)
+from generator.shell.braces import brace_words
+from generator.shell.fields import split_fields
+from generator.shell.model import Field, Group, Piece, Var, has_unknown, label_text, pieces_text
+from generator.shell.scan import WordError, find_backtick, find_close_quote, find_dollar_close, split_words
 
 if TYPE_CHECKING:  # pragma: no cover
     from generator.shell.model import State
@@ -32,239 +29,9 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAM = re.compile(r"(?P<pre>[#!])?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])")
 _OPS = ("://", ":-", ":=", ":+", ":?", "//", "/#", "/%", "##", "%%", "^^", ",,",
         "-", "=", "+", "?", "/", "#", "%", "^", ",", ":", "@")
-_IFS = re.compile(r"[ \t\n]+")
 _DQ_ESCAPABLE = '$`"\\\n'
 _ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E": "\x1b",
          "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
-
-
-def _label_text(text: str, limit: int = 60) -> str:
-    text = "_".join(text.split())
-    return text if len(text) <= limit else text[: limit - 1] + "…"
-
-
-class WordError(ValueError):
-    """A word whose quotes or braces do not close (reported as a parse error)."""
-
-
-def find_close_quote(s: str, i: int, end: int, quote: str) -> int:
-    """Index of the closing quote for an opening quote at i-1 (double quotes honour escapes
-    and nested `$(…)`/`${…}`)."""
-    if quote == "'":
-        j = s.find("'", i, end)
-        if j < 0:
-            raise WordError("unterminated single quote")
-        return j
-    j = i
-    while j < end:
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == '"':
-            return j
-        if c == "$" and j + 1 < end and s[j + 1] in "({":
-            j = find_dollar_close(s, j + 2, end, s[j + 1]) + 1
-            continue
-        if c == "`":
-            k = find_backtick(s, j + 1, end)
-            j = k + 1
-            continue
-        j += 1
-    raise WordError("unterminated double quote")
-
-
-def find_backtick(s: str, i: int, end: int) -> int:
-    j = i
-    while j < end:
-        if s[j] == "\\":
-            j += 2
-            continue
-        if s[j] == "`":
-            return j
-        j += 1
-    raise WordError("unterminated backtick")
-
-
-def find_dollar_close(s: str, i: int, end: int, opener: str) -> int:
-    """Index of the `}` or `)` closing `${`/`$(` whose body starts at i."""
-    closer = "}" if opener == "{" else ")"
-    depth = 1
-    j = i
-    while j < end:
-        c = s[j]
-        if c == "\\":
-            j += 2
-            continue
-        if c == "'" and opener == "(":
-            j = find_close_quote(s, j + 1, end, "'") + 1
-            continue
-        if c == '"':
-            j = find_close_quote(s, j + 1, end, '"') + 1
-            continue
-        if c == "$" and j + 1 < end and s[j + 1] in "({":
-            j = find_dollar_close(s, j + 2, end, s[j + 1]) + 1
-            continue
-        if c == "`":
-            j = find_backtick(s, j + 1, end) + 1
-            continue
-        if opener == "(" and c == "#" and (j == i or s[j - 1] in " \t\n;"):
-            nl = s.find("\n", j, end)
-            j = end if nl < 0 else nl
-            continue
-        if c == opener or (opener == "{" and c == "{" ):
-            depth += 1
-        elif c == closer:
-            depth -= 1
-            if depth == 0:
-                return j
-        j += 1
-    raise WordError(f"unterminated $({opener}")
-
-
-def split_words(s: str, a: int, b: int) -> list[tuple[int, int]] | None:
-    """Word ranges of a simple command in s[a:b]; None if it has operators (|, ;, &, <, >)."""
-    words: list[tuple[int, int]] = []
-    i = a
-    start = -1
-    try:
-        while i < b:
-            c = s[i]
-            if c in " \t\n":
-                if start >= 0:
-                    words.append((start, i))
-                    start = -1
-                i += 1
-                continue
-            if c in "|;&<>()#" and start < 0 or c in "|;&<>":
-                return None
-            if start < 0:
-                start = i
-            if c == "\\":
-                i += 2
-            elif c in "'\"":
-                i = find_close_quote(s, i + 1, b, c) + 1
-            elif c == "$" and i + 1 < b and s[i + 1] in "({":
-                i = find_dollar_close(s, i + 2, b, s[i + 1]) + 1
-            elif c == "`":
-                i = find_backtick(s, i + 1, b) + 1
-            else:
-                i += 1
-    except WordError:
-        return None
-    if start >= 0:
-        words.append((start, min(i, b)))
-    return words
-
-
-_MAX_BRACE_WORDS = 256
-
-
-def _skip_quoted(s: str, j: int, end: int) -> int | None:
-    """If s[j] opens a quote or an expansion, the index just after it closes; else None."""
-    c = s[j]
-    if c == "\\":
-        return j + 2
-    if c in "'\"":
-        return find_close_quote(s, j + 1, end, c) + 1
-    if c == "$" and j + 1 < end and s[j + 1] in "({":
-        return find_dollar_close(s, j + 2, end, s[j + 1]) + 1
-    if c == "$" and j + 1 < end and s[j + 1] == "'":
-        k = j + 2
-        while k < end and s[k] != "'":
-            k += 2 if s[k] == "\\" else 1
-        return k + 1
-    if c == "`":
-        return find_backtick(s, j + 1, end) + 1
-    return None
-
-
-_SEQUENCE = re.compile(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?\Z|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
-
-
-def _sequence(body: str) -> list[str] | None:
-    """`{1..3}`, `{0..10..2}`, `{a..e}`: the words bash generates, or None."""
-    m = _SEQUENCE.match(body)
-    if not m:
-        return None
-    if m.group(1) is not None:
-        first, last = int(m.group(1)), int(m.group(2))
-        step = abs(int(m.group(3) or 1)) or 1
-        width = max(len(m.group(1)), len(m.group(2))) if re.match(r"-?0\d", m.group(1) + " ") or re.match(
-            r"-?0\d", m.group(2) + " ") else 0
-        values = range(first, last + 1, step) if first <= last else range(first, last - 1, -step)
-        if len(values) > _MAX_BRACE_WORDS:
-            return None
-        return [str(v).zfill(width) if width else str(v) for v in values]
-    first_c, last_c = ord(m.group(4)), ord(m.group(5))
-    step = abs(int(m.group(6) or 1)) or 1
-    codes = range(first_c, last_c + 1, step) if first_c <= last_c else range(first_c, last_c - 1, -step)
-    return [chr(c) for c in codes]
-
-
-def _brace_group(s: str, a: int, b: int) -> tuple[int, list[tuple[int, int]] | list[str], int] | None:
-    """The first unquoted `{x,y,…}` in s[a:b]: (open index, alternative ranges, close index);
-    for a sequence `{1..3}` the alternatives are the generated texts."""
-    i = a
-    while i < b:
-        skipped = _skip_quoted(s, i, b)
-        if skipped is not None:
-            i = skipped
-            continue
-        if s[i] != "{":
-            i += 1
-            continue
-        depth, j, commas = 1, i + 1, []
-        while j < b:
-            skipped = _skip_quoted(s, j, b)
-            if skipped is not None:
-                j = skipped
-                continue
-            c = s[j]
-            if c == "{":
-                depth += 1
-            elif c == "}":
-                depth -= 1
-                if depth == 0:
-                    break
-            elif c == "," and depth == 1:
-                commas.append(j)
-            j += 1
-        if j < b and commas:
-            bounds = [i, *commas, j]
-            return i, [(bounds[k] + 1, bounds[k + 1]) for k in range(len(bounds) - 1)], j
-        if j < b and (i == a or s[i - 1] != "$"):
-            generated = _sequence(s[i + 1 : j])
-            if generated is not None:
-                return i, generated, j
-        i += 1
-    return None
-
-
-def brace_words(s: str, a: int, b: int) -> list[list[tuple[int, int] | str]] | None:
-    """Bash brace expansion of the word s[a:b] (`x.{a,b}=1` → two words), each word as the
-    source ranges it is made of; None when the word has no brace expansion.
-    (Sequences such as `{1..3}` are left literal.)"""
-    try:
-        group = _brace_group(s, a, b)
-    except WordError:
-        return None
-    if group is None:
-        return None
-    open_at, alternatives, close_at = group
-    suffixes = brace_words(s, close_at + 1, b) or [[(close_at + 1, b)]]
-    out: list[list[tuple[int, int] | str]] = []
-    for alternative in alternatives:
-        if isinstance(alternative, str):
-            expanded: list[list[tuple[int, int] | str]] = [[alternative]]
-        else:
-            expanded = brace_words(s, *alternative) or [[alternative]]  # type: ignore[list-item]
-        for alt in expanded:
-            for suffix in suffixes:
-                out.append([(a, open_at), *alt, *suffix])
-                if len(out) > _MAX_BRACE_WORDS:
-                    return out
-    return out
 
 
 class Expander:
@@ -405,7 +172,7 @@ class Expander:
                 return emulated
         if cmd in ("pwd", "pwd -P", "pwd -L"):
             return self._unknown("PWD", "the working directory when the script runs", a, b, dq=dq)
-        return self._unknown(f"cmd:{_label_text(cmd)}", f"output of `{_label_text(cmd, 80)}` (never run)",
+        return self._unknown(f"cmd:{label_text(cmd)}", f"output of `{label_text(cmd, 80)}` (never run)",
                              a, b, dq=dq)
 
     def _pure_command(self, a: int, b: int, ea: int, eb: int, dq: bool) -> Piece | None:
@@ -513,7 +280,7 @@ class Expander:
     def _arith(self, a: int, b: int, ea: int, eb: int, dq: bool) -> Piece:
         inner = self.expand(a, b, dq=True)
         text = pieces_text(inner)
-        label = f"arith:{_label_text(self.src[a:b].strip())}"
+        label = f"arith:{label_text(self.src[a:b].strip())}"
         if has_unknown(inner):
             reasons = "; ".join(p.unknown for p in inner if p.unknown)  # type: ignore[misc]
             return self._unknown(label, f"arithmetic on unknown values ({reasons})", ea, eb, dq=dq)
@@ -730,87 +497,3 @@ def def_group(variable: str | None, pieces: list[Piece], a: int, b: int, outer_q
     if one_quote:
         return Group(variable, text, first.qa + 1, first.qb - 1, first.q, path)  # type: ignore[operator]
     return Group(variable, text, a, b, outer_quote, path)
-
-
-def _may_glob(p: Piece) -> bool:
-    return (p.split or (p.q == "" and p.exact)) and not p.unknown and ("*" in p.text or "?" in p.text)
-
-
-def _mark_glob(f: Field) -> None:
-    """An unquoted `*` or `?` makes bash replace the word with matching file names: what the
-    call receives depends on the filesystem, so the value (after `key=`) becomes unknown.
-    (Unquoted `[...]` stays literal: it matches a file only in contrived cases, and the
-    reader reports it as the unquoted-glob hazard instead.)"""
-    if not any(_may_glob(p) for p in f.pieces):
-        return
-    text = pieces_text(f.pieces)
-    key, eq, _value = text.partition("=")
-    keep = (key + eq) if eq and _NAME_OR_KEY.fullmatch(key.lstrip("+~")) else ""
-    label = f"glob:{_label_text(text[len(keep):])}"
-    reason = f"bash replaces `{text[len(keep):]}` with the names of matching files (depends on the filesystem)"
-    first = f.pieces[0]
-    head = [Piece(keep, first.a, first.a, False, "", None, None, first.path)] if keep else []
-    f.pieces = head + [Piece(unknown_marker(label), first.a, f.pieces[-1].b, False, "", None, None, first.path,
-                             unknown=reason)]
-
-
-_NAME_OR_KEY = re.compile(r"[A-Za-z_$][A-Za-z0-9_\-$./]*")
-
-
-def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None) -> list[Field]:
-    """Bash word splitting (default IFS) and empty-word removal, keeping piece provenance."""
-    fields: list[Field] = []
-    cur: list[Piece] = []
-    present = False  # the current field exists even if empty (quoted "" or literal text)
-    split_happened = False
-
-    def close(force: bool = False) -> None:
-        nonlocal cur, present
-        if cur and (present or any(p.text for p in cur)) or force:
-            fields.append(Field(cur, word_a, word_b, path))
-        cur = []
-        present = False
-
-    for p in pieces:
-        if p.kind == "break":
-            close(force=present)
-            continue
-        if p.kind == "vanish":
-            continue
-        if p.split and not p.unknown and _IFS.search(p.text):
-            split_happened = True
-            parts = _IFS.split(p.text)
-            offset = 0
-            positions = []
-            for m in _IFS.finditer(p.text):
-                positions.append((m.start(), m.end()))
-            starts = [0] + [e for _, e in positions]
-            for n, part in enumerate(parts):
-                if n > 0:
-                    close()
-                if part:
-                    offset = starts[n]
-                    sub_a = p.a + offset if (p.exact and p.a is not None) else p.a
-                    sub_b = sub_a + len(part) if (p.exact and sub_a is not None) else p.b
-                    cur.append(p.copy(text=part, a=sub_a, b=sub_b, was_split=True))
-            continue
-        if p.text or not p.split:
-            if not p.split:
-                present = True
-            cur.append(p)
-    close()
-    for f in fields:
-        _mark_glob(f)
-        if any(p.elem is not None for p in f.pieces):
-            elem = next(p.elem for p in f.pieces if p.elem is not None)
-            f.origin, f.word_a, f.word_b, f.path = "array", elem[0], elem[1], elem[2]
-        elif split_happened and all(p.split for p in f.pieces):
-            f.origin = "string"
-            sp = [p for p in f.pieces if p.a is not None and p.b is not None]
-            if sp:
-                # The word inside the string: from its first piece to the last piece written
-                # after it in the same file (pieces of nested variables live elsewhere).
-                head = sp[0]
-                tail = max((p.b for p in sp if p.path == head.path and p.a >= head.a), default=head.b)
-                f.word_a, f.word_b, f.path = head.a, tail, head.path  # type: ignore[assignment]
-    return fields

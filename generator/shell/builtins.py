@@ -1,0 +1,143 @@
+"""Builtins that change the evaluator's state rather than run a program: `source`, `cd`,
+`set --`, `shift`, `exit`, `read`, `export`…, and calls of the script's own functions."""
+
+from __future__ import annotations
+
+import os
+import re
+from typing import Any
+
+from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
+from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown
+from generator.shell.parse import parse_bytes
+from generator.shell.words import Expander
+
+MAX_SOURCE_BYTES = 8 * 1024 * 1024
+# The unknown marker of `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like.
+_SCRIPT_DIR = re.compile(r"<\?cmd:(?:cd_)?\W*(?:\$\()?dirname_\W*\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)\W*(?:_&&_pwd)?(?:_-P)?>")
+_MAX_CALL_DEPTH = 8
+
+
+class Builtins(EvaluatorParts):
+    """State-changing builtins and function calls (mixed into walker.Evaluator)."""
+
+    def _builtin(self, name: str, fields: list[Field], node: Any, flow: Flow, env: dict[str, str]) -> bool:
+        fx = self.fx
+        assert fx is not None
+        args = fields[1:]
+        if name in ("source", "."):
+            if args:
+                self._source(args[0], flow)
+            return True
+        if name == "cd":
+            target = args[0] if args else None
+            if target is None or target.unknowns:
+                self.state.cwd = None
+            elif self.state.cwd is not None:
+                t = as_text(target.text)
+                self.state.cwd = t if t.startswith("/") else os.path.normpath(os.path.join(self.state.cwd or ".", t))
+            return True
+        if name == "set":
+            if args and args[0].text == "--":
+                self.state.args = [list(f.pieces) for f in args[1:]]
+                self.state.args_label = None
+                self.state.args_known = True
+            return True
+        if name == "shift":
+            count = 1
+            if args and args[0].text.isdigit():
+                count = int(args[0].text)
+            if self.state.args_label is None:
+                self.state.args = self.state.args[count:]
+            return True
+        if name in ("exit",):
+            if flow.branch == "live" and flow.depth == 0:
+                self.state.exited = True
+            return True
+        if name == "read":
+            for f in args:
+                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.text):
+                    self._set(f.text, Var(unknown=f"read from input by `read {f.text}`", label=f"read:{f.text}"))
+            return True
+        if name in ("export", "local", "declare", "typeset", "readonly"):
+            # Only reached when tree-sitter did not parse it as a declaration.
+            for f in args:
+                m = ASSIGN.match(f.text)
+                if m:
+                    value = f.text[m.end():]
+                    self._set(m.group(1), Var(pieces=[Piece(value, split=False)],
+                                              group=Group(m.group(1), value, None, None)))
+            return True
+        if name in ("true", "false", ":", "return", "break", "continue", "shopt", "trap", "wait",
+                    "umask", "ulimit", "alias", "unalias", "hash", "pushd", "popd"):
+            if name in ("pushd",):
+                self.state.cwd = None
+            return True
+        return False
+
+    def _source(self, target: Field, flow: Flow) -> None:
+        fx = self.fx
+        assert fx is not None
+        label = f"`source {as_text(target.text)}`"
+        rel = as_text(target.text)
+        script_dir = _SCRIPT_DIR.match(rel)
+        if script_dir and self.base_dir is not None and not has_unknown(target.pieces[1:]):
+            # `source "$(dirname "$0")/common.sh"`: relative to the script's own directory
+            rel = os.path.join(self.base_dir, rel[script_dir.end():].lstrip("/"))
+        elif target.unknowns or self.base_dir is None or self.state.cwd is None:
+            self.state.unknown_sources.append(label + " (path not known statically)")
+            return
+        path = rel if os.path.isabs(rel) else os.path.normpath(os.path.join(self.base_dir, self.state.cwd or "", rel))
+        if path in self._sourcing or len(self._sourcing) > 4:
+            return
+        try:
+            if not os.path.isfile(path) or os.path.getsize(path) > MAX_SOURCE_BYTES:
+                raise OSError("not a readable file")
+            with open(path, "rb") as handle:
+                data = handle.read()
+            if b"\0" in data:
+                raise OSError("binary file")
+            data.decode("utf-8")
+        except (OSError, UnicodeDecodeError):
+            self.state.unknown_sources.append(label + " (file not found)")
+            return
+        self._sourcing.append(path)
+        try:
+            tree = parse_bytes(data)
+            src = (data + b"\n\n").decode("latin-1")
+            sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
+            sub.expander = Expander(src, path, self)
+            self._collect_assigned(src)
+            outer = self.fx
+            self.fx = sub
+            try:
+                self.walk(tree.root_node, flow.with_(context=label))
+            finally:
+                self.fx = outer
+        finally:
+            self._sourcing.pop()
+
+    def _call_function(self, name: str, fields: list[Field], flow: Flow, passes_args: bool) -> None:
+        if flow.depth >= _MAX_CALL_DEPTH:
+            return
+        body, fx = self.state.functions[name]
+        saved_args, saved_label, saved_fx = self.state.args, self.state.args_label, self.fx
+        self.state.args = [list(f.pieces) for f in fields[1:]]
+        self.state.args_label = None
+        saved_known, saved_from_script = self.state.args_known, self.state.args_from_script
+        self.state.args_known = True
+        self.state.args_from_script = passes_args  # `run "$@"` hands the script's arguments on
+        self._local_frames.append({})
+        self.fx = fx
+        try:
+            inner = Flow(flow.branch, flow.context + (f"in function {as_text(name)}",), flow.depth + 1)
+            self.walk(body, inner)
+        finally:
+            frame = self._local_frames.pop()
+            for var_name, old in frame.items():
+                if old is None:
+                    self.state.vars.pop(var_name, None)
+                else:
+                    self.state.vars[var_name] = old
+            self.state.args, self.state.args_label, self.fx = saved_args, saved_label, saved_fx
+            self.state.args_known, self.state.args_from_script = saved_known, saved_from_script

@@ -1,0 +1,415 @@
+"""Conditions: `if`/`elif`/`else`, `case`, `&&`/`||` lists, `test`/`[ ]`/`[[ ]]`/`(( ))`.
+A condition decided true or false picks its branch (the others are walked as `dead`); an
+undecided one walks every branch on a copy of the state and merges the outcomes."""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Callable
+
+from generator.shell import arith, patterns
+from generator.shell.context import EvaluatorParts, Flow, squash
+from generator.shell.model import State, as_text, has_unknown, pieces_text
+from generator.shell.scan import WordError
+from generator.shell.scope import merge_states
+
+
+class Conditions(EvaluatorParts):
+    """Branch selection (mixed into walker.Evaluator)."""
+
+    def _cond_text(self, node: Any) -> str:
+        fx = self.fx
+        assert fx is not None
+        return as_text(squash(fx.src[node.start_byte : node.end_byte]))
+
+    def _s_if_statement(self, node: Any, flow: Flow) -> None:
+        clauses: list[tuple[list[Any], list[Any], str]] = []
+        cond: list[Any] = []
+        body: list[Any] = []
+        phase = "if"
+        label = ""
+        for child in node.children:
+            t = child.type
+            if t in ("if", "then", "fi"):
+                if t == "then":
+                    phase = "then"
+                continue
+            if t in ("elif_clause", "else_clause"):
+                continue
+            if phase == "if":
+                if child.is_named:
+                    cond.append(child)
+            else:
+                body.append(child)
+        label = "if " + " ".join(self._cond_text(c) for c in cond)
+        clauses.append((cond, body, label))
+        for child in node.children:
+            if child.type == "elif_clause":
+                c2: list[Any] = []
+                b2: list[Any] = []
+                ph = "elif"
+                for g in child.children:
+                    if g.type in ("elif",):
+                        continue
+                    if g.type == "then":
+                        ph = "then"
+                        continue
+                    (c2 if ph == "elif" else b2).append(g)
+                c2 = [g for g in c2 if g.is_named]
+                clauses.append((c2, b2, "elif " + " ".join(self._cond_text(c) for c in c2)))
+            elif child.type == "else_clause":
+                clauses.append(([], [g for g in child.children if g.type != "else"], "else"))
+        arms = [(self._condition(cond_nodes, flow), body, label) for cond_nodes, body, label in clauses]
+        self._branches(arms, flow, clauses[0][2])
+
+    def _condition(self, cond_nodes: list[Any], flow: Flow) -> Callable[[], bool | None]:
+        # Evaluated only when the arm is reached, as bash does (`[]` is the else arm: true).
+        return lambda: self._decide(cond_nodes, flow) if cond_nodes else True
+
+    def _branches(self, arms: list[tuple[Callable[[], bool | None], list[Any], str]], flow: Flow,
+                  merge_label: str) -> None:
+        """Walk if/elif/else or case arms: the first arm decided true runs, arms decided false are
+        read as dead, and undecided arms run on copies whose outcomes are merged."""
+        base = self.state
+        outcomes: list[State] = []
+        undecided = False
+        taken = False
+        for decide, body, label in arms:
+            if taken:
+                self._walk_dead([], body, flow, label)
+                continue
+            value = decide()
+            if value is False or flow.branch == "dead":
+                self._walk_dead([], body, flow, label)
+                continue
+            if value is True and not undecided:
+                self.state = base
+                self._statements(body, flow.with_(context=label))
+                base = self.state
+                taken = True
+                continue
+            self.state = base.copy()
+            self._statements(body, flow.with_("conditional", label))
+            outcomes.append(self.state)
+            self.state = base
+            undecided = True
+            if value is True:
+                taken = True
+        if undecided:
+            if not taken:
+                outcomes.append(base)
+            self.state = merge_states(outcomes, merge_label)
+        else:
+            self.state = base
+
+    def _walk_dead(self, cond_nodes: list[Any], body: list[Any], flow: Flow, label: str) -> None:
+        saved = self.state
+        self.state = saved.copy()
+        self.state.exited = False
+        try:
+            self._statements(body, flow.with_("dead", label))
+        finally:
+            self.state = saved
+
+    def _decide(self, nodes: list[Any], flow: Flow) -> bool | None:
+        """The truth of a condition list (the last command decides), or None if unknown."""
+        result: bool | None = None
+        for node in nodes:
+            if node.type in (";", "\n", "&", "comment"):
+                continue
+            result = self._truth(node, flow)
+        return result
+
+    def _truth(self, node: Any, flow: Flow) -> bool | None:
+        t = node.type
+        fx = self.fx
+        assert fx is not None
+        if t == "test_command":
+            inner = [c for c in node.children if c.is_named]
+            if not inner:
+                return False
+            first = node.children[0].type if node.children else ""
+            if first == "((":
+                return self._arith_truth(node)
+            return self._test_expr(inner[0], double=first == "[[")
+        if t == "negated_command":
+            inner = [c for c in node.children if c.is_named]
+            value = self._truth(inner[0], flow) if inner else None
+            return None if value is None else not value
+        if t == "list":
+            parts = [c for c in node.children]
+            left = self._truth(parts[0], flow)
+            op = parts[1].type if len(parts) > 1 else ""
+            right_node = parts[2] if len(parts) > 2 else None
+            if right_node is None:
+                return left
+            if op == "&&":
+                if left is False:
+                    return False
+                right = self._truth(right_node, flow)
+                if left is True:
+                    return right
+                return False if right is False else None
+            if op == "||":
+                if left is True:
+                    return True
+                right = self._truth(right_node, flow)
+                if left is False:
+                    return right
+                return True if right is True else None
+            return None
+        if t == "compound_statement" and node.children and node.children[0].type == "((":
+            return self._arith_truth(node)
+        if t == "command":
+            name = node.child_by_field_name("name")
+            text = fx.src[name.start_byte : name.end_byte] if name is not None else ""
+            if text in ("true", ":") and len(node.children) == 1:
+                return True
+            if text == "false" and len(node.children) == 1:
+                return False
+            if text in ("test", "["):
+                return self._test_command(node)
+        if t == "variable_assignment":
+            self.walk(node, flow)
+            return True
+        # Anything else runs as a command whose status we cannot know.
+        self.walk(node, flow)
+        return None
+
+    def _test_command(self, node: Any) -> bool | None:
+        """`test …` / `[ … ]` written as a plain command: the 1-, 2- and 3-argument forms."""
+        fx = self.fx
+        assert fx is not None
+        args: list[str] = []
+        for child in node.children_by_field_name("argument"):
+            try:
+                fields = fx.expander.fields(child.start_byte, child.end_byte)
+            except WordError:
+                return None
+            for f in fields:
+                if f.unknowns:
+                    return None
+                args.append(f.text)
+        if args and args[-1] == "]":
+            args = args[:-1]
+        negate = False
+        if len(args) >= 2 and args[0] == "!":
+            negate, args = True, args[1:]
+        result: bool | None = None
+        if len(args) == 1:
+            result = args[0] != ""
+        elif len(args) == 2 and args[0] in ("-z", "-n"):
+            result = (args[1] == "") if args[0] == "-z" else (args[1] != "")
+        elif len(args) == 3:
+            a, op, b = args
+            if op in ("=", "=="):
+                result = a == b
+            elif op == "!=":
+                result = a != b
+            elif op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
+                try:
+                    x, y = int(a), int(b)
+                except ValueError:
+                    return None
+                result = {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y,
+                          "-ge": x >= y}[op]
+        if result is None:
+            return None
+        return not result if negate else result
+
+    def _arith_truth(self, node: Any) -> bool | None:
+        fx = self.fx
+        assert fx is not None
+        try:
+            pieces = fx.expander.expand(node.start_byte + 2, node.end_byte - 2, dq=True)
+            if has_unknown(pieces):
+                return None
+            return arith.evaluate(pieces_text(pieces), self.arith_lookup) != 0
+        except (arith.ArithError, WordError, ValueError, RecursionError):
+            return None
+
+    def _operand(self, node: Any) -> str | None:
+        fx = self.fx
+        assert fx is not None
+        try:
+            pieces = fx.expander.word(node.start_byte, node.end_byte)
+        except WordError:
+            return None
+        if has_unknown(pieces):
+            return None
+        return pieces_text(pieces)
+
+    def _pattern(self, node: Any) -> str | None:
+        """A [[ == ]] right side or case pattern: unquoted glob chars are live."""
+        fx = self.fx
+        assert fx is not None
+        try:
+            pieces = fx.expander.expand(node.start_byte, node.end_byte)
+        except WordError:
+            return None
+        if has_unknown(pieces):
+            return None
+        out = []
+        for p in pieces:
+            if p.kind:
+                continue
+            if p.q in ("'", '"', "$'", "\\"):
+                out.append("".join("\\" + ch for ch in p.text))
+            else:
+                out.append(p.text)
+        return "".join(out)
+
+    def _test_expr(self, node: Any, double: bool) -> bool | None:
+        t = node.type
+        fx = self.fx
+        assert fx is not None
+        if t == "parenthesized_expression":
+            inner = [c for c in node.children if c.is_named]
+            return self._test_expr(inner[0], double) if inner else None
+        if t == "unary_expression":
+            op_node = node.child_by_field_name("operator") or node.children[0]
+            op = fx.src[op_node.start_byte : op_node.end_byte]
+            rest = [c for c in node.children if c is not op_node and c.id != op_node.id]
+            operand = rest[-1] if rest else None
+            if op == "!":
+                value = self._test_expr(operand, double) if operand is not None else None
+                return None if value is None else not value
+            text = self._operand(operand) if operand is not None else ""
+            if op == "-v":
+                return None if text is None else self.param_state(text, None) != "unset"
+            if text is None:
+                return None
+            if op == "-z":
+                return text == ""
+            if op == "-n":
+                return text != ""
+            return None  # file tests and the like need the filesystem
+        if t == "binary_expression":
+            op_node = node.child_by_field_name("operator")
+            left = node.child_by_field_name("left")
+            right = node.child_by_field_name("right")
+            if op_node is None:
+                kids = node.children
+                if len(kids) == 3:
+                    left, op_node, right = kids
+                else:
+                    return None
+            op = fx.src[op_node.start_byte : op_node.end_byte]
+            if op in ("&&", "-a", "||", "-o"):
+                lv = self._test_expr(left, double) if left is not None else None
+                if op in ("&&", "-a"):
+                    if lv is False:
+                        return False
+                    rv = self._test_expr(right, double) if right is not None else None
+                    return rv if lv is True else (False if rv is False else None)
+                if lv is True:
+                    return True
+                rv = self._test_expr(right, double) if right is not None else None
+                return rv if lv is False else (True if rv is True else None)
+            if left is None or right is None:
+                return None
+            lt = self._operand(left)
+            if lt is None:
+                return None
+            if op in ("==", "=", "!=") and double:
+                pattern = self._pattern(right)
+                if pattern is None:
+                    return None
+                matched = patterns.glob_match(pattern, lt)
+                return matched if op != "!=" else not matched
+            rt = self._operand(right)
+            if rt is None:
+                return None
+            if op in ("==", "="):
+                return lt == rt
+            if op == "!=":
+                return lt != rt
+            if op == "=~":
+                try:
+                    return re.search(rt, lt) is not None
+                except re.error:
+                    return None
+            if op in ("<", ">"):
+                return lt < rt if op == "<" else lt > rt
+            if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
+                try:
+                    x, y = int(lt.strip()), int(rt.strip())
+                except ValueError:
+                    return None
+                return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y,
+                        "-gt": x > y, "-ge": x >= y}[op]
+            return None
+        text = self._operand(node)
+        return None if text is None else text != ""
+
+    def _s_list(self, node: Any, flow: Flow) -> None:
+        kids = node.children
+        if len(kids) < 3:
+            self._statements(kids, flow)
+            return
+        left, op, right = kids[0], kids[1].type, kids[2]
+        if left.type in ("test_command", "negated_command", "list") or (
+            left.type == "command" and self._is_true_false(left)
+        ):
+            value = self._truth(left, flow)
+        else:
+            self.walk(left, flow)
+            value = True if op == "&&" else None  # commands are assumed to succeed
+            if op == "||":
+                value = True
+        runs_right = value if op == "&&" else (None if value is None else not value)
+        label = f"{'if' if op == '&&' else 'unless'} {self._cond_text(left)}"
+        if runs_right is False:
+            self._walk_dead([], [right], flow, label)
+        elif runs_right is True:
+            self.walk(right, flow)
+        else:
+            base = self.state
+            self.state = base.copy()
+            self.walk(right, flow.with_("conditional", label))
+            self.state = merge_states([self.state, base], label)
+
+    def _is_true_false(self, node: Any) -> bool:
+        fx = self.fx
+        assert fx is not None
+        name = node.child_by_field_name("name")
+        return name is not None and fx.src[name.start_byte : name.end_byte] in ("true", "false", ":")
+
+    def _s_negated_command(self, node: Any, flow: Flow) -> None:
+        self._statements(node.children, flow)
+
+    def _s_case_statement(self, node: Any, flow: Flow) -> None:
+        fx = self.fx
+        assert fx is not None
+        value_node = node.child_by_field_name("value")
+        subject = self._operand(value_node) if value_node is not None else None
+        arms: list[tuple[Callable[[], bool | None], list[Any], str]] = []
+        for item in node.children:
+            if item.type != "case_item":
+                continue
+            pats: list[Any] = []
+            body: list[Any] = []
+            seen_paren = False
+            for c in item.children:
+                if c.type == ")" and not seen_paren:
+                    seen_paren = True
+                    continue
+                if not seen_paren:
+                    if c.is_named:
+                        pats.append(c)
+                elif c.type not in (";;", ";&", ";;&"):
+                    body.append(c)
+            label = "case " + "|".join(self._cond_text(p) for p in pats)
+            arms.append((self._case_match(pats, subject), body, label))
+        self._branches(arms, flow, "case")
+
+    def _case_match(self, pats: list[Any], subject: str | None) -> Callable[[], bool | None]:
+        def matched() -> bool | None:
+            if subject is None:
+                return None
+            results = [self._pattern(p) for p in pats]
+            if any(r is None for r in results):
+                return None
+            return any(patterns.glob_match(r, subject) for r in results)  # type: ignore[arg-type]
+
+        return matched

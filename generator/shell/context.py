@@ -1,0 +1,124 @@
+"""What the evaluator's parts share: the file being walked, the flow a statement runs in, the
+recorded commands, and the evaluator's state declared once for the modules that each hold a
+part of its methods (scope, conditions, builtins, statements)."""
+
+from __future__ import annotations
+
+import re
+from bisect import bisect_right
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from generator.launch import Hazard, Span
+from generator.shell.model import Field, State, Var
+
+if TYPE_CHECKING:  # pragma: no cover
+    from generator.shell.words import Expander
+
+# NAME=, NAME[index]=, NAME+=: bash decides an assignment by the word's text.
+ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
+
+
+@dataclass
+class FileCtx:
+    path: str | None
+    src: str  # latin-1
+    line_starts: list[int]
+    expander: Expander
+
+    def line_of(self, offset: int) -> int:
+        return bisect_right(self.line_starts, offset)
+
+    def span(self, a: int, b: int) -> Span:
+        return Span(a, b, self.line_of(a))
+
+
+@dataclass(frozen=True)
+class Flow:
+    branch: str = "live"  # live | conditional | loop | dead
+    context: tuple[str, ...] = ()
+    depth: int = 0
+
+    def with_(self, branch: str | None = None, context: str | None = None) -> Flow:
+        order = {"live": 0, "loop": 1, "conditional": 2, "dead": 3}
+        new_branch = self.branch
+        if branch is not None and order[branch] > order[self.branch]:
+            new_branch = branch
+        ctx = self.context + ((context,) if context else ())
+        return Flow(new_branch, ctx, self.depth)
+
+
+@dataclass
+class CommandRecord:
+    """One simple command bash would run, with its arguments as bash would pass them."""
+
+    fields: list[Field]
+    env: dict[str, str]
+    span: Span
+    path: str | None
+    branch: str
+    context: tuple[str, ...]
+    passes_args: bool
+    redirects: list[str] = field(default_factory=list)
+    words: list[tuple[int, int]] = field(default_factory=list)  # source ranges of the words
+
+
+def line_starts_of(src: str) -> list[int]:
+    starts = [0]
+    find = src.find
+    i = find("\n")
+    while i >= 0:
+        starts.append(i + 1)
+        i = find("\n", i + 1)
+    return starts
+
+
+def squash(text: str, limit: int = 70) -> str:
+    text = " ".join(text.replace("\\\n", " ").split())
+    return text if len(text) <= limit else text[: limit - 1] + "…"
+
+
+def merged_ranges(nodes: list[Any]) -> list[tuple[int, int, str]]:
+    """Word ranges of sibling nodes, merging neighbours with no gap between them: bash sees one
+    word there (tree-sitter-bash#315 splits `$A/x-$B/y` into two siblings)."""
+    out: list[tuple[int, int, str]] = []
+    for child in nodes:
+        a, b, kind = child.start_byte, child.end_byte, child.type
+        if out and out[-1][1] == a and kind != "array":
+            pa, _pb, pkind = out[-1]
+            out[-1] = (pa, b, pkind)
+            continue
+        out.append((a, b, kind))
+    return out
+
+
+class EvaluatorParts:
+    """The evaluator's state and the methods its parts call on each other (see walker.Evaluator,
+    which combines scope.Scope, conditions.Conditions and builtins.Builtins)."""
+
+    base_dir: str | None
+    env: dict[str, str]
+    state: State
+    records: list[CommandRecord]
+    hazards: list[Hazard]
+    saw_args: bool
+    assigned_names: set[str]
+    fx: FileCtx | None
+    _local_frames: list[dict[str, Var | None]]
+    _sourcing: list[str]
+    _arith_depth: int
+    _loop_budget: int
+
+    if TYPE_CHECKING:  # pragma: no cover - implemented by the parts
+        def walk(self, node: Any, flow: Flow) -> None: ...
+        def _statements(self, children: list[Any], flow: Flow) -> None: ...
+        def _collect_assigned(self, src: str) -> None: ...
+        def _walk_dead(self, cond_nodes: list[Any], body: list[Any], flow: Flow, label: str) -> None: ...
+        def _truth(self, node: Any, flow: Flow) -> bool | None: ...
+        def _set(self, name: str, var: Var) -> None: ...
+        def _local(self, name: str) -> None: ...
+        def get_var(self, name: str) -> Var | None: ...
+        def param_state(self, name: str, index: str | None) -> str: ...
+        def arith_lookup(self, name: str) -> int: ...
+        def _index_value(self, index: str) -> int | None: ...
+        def _positional_fields(self) -> list[Field]: ...

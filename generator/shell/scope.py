@@ -1,0 +1,415 @@
+"""Variables: how a name expands (scalars, arrays, positional and special parameters), how
+assignments and declarations change them, and how the states of alternative branches merge."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from generator.launch import unknown_marker
+from generator.shell import arith
+from generator.shell.context import ASSIGN, EvaluatorParts, Flow, merged_ranges
+from generator.shell.model import BREAK, Elem, Field, Group, Piece, State, Var, as_text, has_unknown, pieces_text
+from generator.shell.scan import WordError
+from generator.shell.words import def_group
+
+
+class Scope(EvaluatorParts):
+    """The evaluator's variables (mixed into walker.Evaluator)."""
+
+    def get_var(self, name: str) -> Var | None:
+        var = self.state.vars.get(name)
+        if var is not None:
+            return var
+        if name in self.env:
+            text = self.env[name]
+            return Var(pieces=[Piece(text, split=False)], group=Group(name, text, None, None))
+        return None
+
+    def _unset_reason(self, name: str) -> str:
+        reason = f"${name} is not set by the script (an environment variable?)"
+        if self.state.unknown_sources:
+            reason += "; it may be set by " + ", ".join(self.state.unknown_sources)
+        return reason
+
+    def lookup_pieces(self, name: str, a: int, b: int, *, dq: bool, index: str | None = None,
+                      tilde: bool = False) -> list[Piece]:
+        fx = self.fx
+        path = fx.path if fx else None
+        quote = '"' if dq else ""
+        if index is None and (name.isdigit() or name in ("@", "*", "#", "?", "$", "!", "-")):
+            return self.special_pieces(name, a, b, dq)
+        var = self.get_var(name)
+        if var is None:
+            label = f"unset:{name}"
+            return [Piece(unknown_marker(label), a, b, False, quote, None, None, path,
+                          unknown=self._unset_reason(name))]
+        if var.unknown:
+            return [Piece(unknown_marker(var.label), a, b, False, quote, None, None, path,
+                          unknown=var.unknown, group=var.group)]
+        if var.elems is not None:
+            return self._array_pieces(var, name, index, a, b, dq)
+        if index not in (None, "0", "@", "*"):
+            idx = self._index_value(index)
+            if idx != 0:
+                return [Piece("", a, b, False, quote, None, None, path, kind="vanish")]
+        value = var.pieces or []
+        group = var.group
+        if group is None:
+            return [p.copy(split=not dq) for p in value]
+        return [p.copy(split=not dq, group=group, inner=p.group if p.group is not group else p.inner)
+                for p in value]
+
+    def _index_value(self, index: str) -> int | None:
+        try:
+            return arith.evaluate(index, self.arith_lookup)
+        except (arith.ArithError, ValueError, RecursionError):
+            return None
+
+    def _array_pieces(self, var: Var, name: str, index: str | None, a: int, b: int, dq: bool) -> list[Piece]:
+        elems = var.elems or []
+        path = self.fx.path if self.fx else None
+        quote = '"' if dq else ""
+        if index in ("@", "*"):
+            out: list[Piece] = []
+            for n, el in enumerate(e for e in elems if e.present):
+                if n:
+                    out.append(BREAK if (index == "@" or not dq) else Piece(" ", split=False))
+                elem = (el.a, el.b, el.path) if el.a is not None else None
+                if not el.pieces:
+                    out.append(Piece("", el.a, el.a, True, quote, None, None, el.path, split=False, elem=elem))
+                for p in el.pieces:
+                    out.append(p.copy(split=not dq, elem=elem))
+            if not elems:
+                out.append(Piece("", a, b, False, quote, None, None, path, kind="vanish"))
+            return out
+        idx = 0 if index is None else self._index_value(index)
+        if idx is None:
+            return [Piece(unknown_marker(f"index:{name}"), a, b, False, quote, None, None, path,
+                          unknown=f"index `{index}` of {name} is unknown")]
+        if idx < 0:
+            idx += len(elems)
+        if 0 <= idx < len(elems) and elems[idx].present:
+            el = elems[idx]
+            group = def_group(name, el.pieces, el.a or 0, el.b or 0, "", el.path)
+            return [p.copy(split=not dq, group=group) for p in el.pieces]
+        return [Piece("", a, b, False, quote, None, None, path, kind="vanish")]
+
+    def special_pieces(self, ch: str, a: int, b: int, dq: bool) -> list[Piece]:
+        path = self.fx.path if self.fx else None
+        quote = '"' if dq else ""
+        st = self.state
+        if ch in ("@", "*"):
+            return self.positional_pieces(a, b, dq, 1, None, star=ch == "*")
+        if ch.isdigit():
+            n = int(ch)
+            if n == 0:
+                return [Piece(unknown_marker("$0"), a, b, False, quote, None, None, path,
+                              unknown="$0: the path the script was started with")]
+            if st.args_label is None and n <= len(st.args):
+                return [p.copy(split=not dq) for p in st.args[n - 1]]
+            why = (f"argument ${n} of {st.args_label}" if st.args_label
+                   else f"the script's argument ${n} (give it with --arg)")
+            return [Piece(unknown_marker(f"${n}"), a, b, False, quote, None, None, path, unknown=why)]
+        if ch == "#":
+            if st.args_label is None and st.args_known:
+                return [Piece(str(len(st.args)), a, b, False, quote, None, None, path, split=not dq)]
+            return [Piece(unknown_marker("$#"), a, b, False, quote, None, None, path, unknown="number of arguments")]
+        what = {"?": "exit status of the last command", "$": "process id", "!": "id of the last background job",
+                "-": "shell option flags"}[ch]
+        return [Piece(unknown_marker(f"${ch}"), a, b, False, quote, None, None, path, unknown=what)]
+
+    def positional_pieces(self, a: int, b: int, dq: bool, offset: int, length: int | None,
+                          star: bool = False) -> list[Piece]:
+        if self.state.args_from_script:
+            self.saw_args = True
+        path = self.fx.path if self.fx else None
+        quote = '"' if dq else ""
+        st = self.state
+        if st.args_label is not None:
+            return [Piece(unknown_marker("$@"), a, b, False, quote, None, None, path,
+                          unknown=f"the arguments of {st.args_label}")]
+        args = st.args if offset == 0 else st.args[max(offset - 1, 0):]
+        if length is not None:
+            args = args[: max(length, 0)]
+        if not args:
+            return [Piece("", a, b, False, quote, None, None, path, kind="vanish")]
+        out: list[Piece] = []
+        for n, arg in enumerate(args):
+            if n:
+                out.append(Piece(" ", split=False) if (star and dq) else BREAK)
+            out.extend(p.copy(split=not dq) for p in arg)
+        return out
+
+    def param_state(self, name: str, index: str | None) -> str:
+        st = self.state
+        if name.isdigit():
+            n = int(name)
+            if n == 0:
+                return "unknown"
+            if st.args_label is not None:
+                return "unknown"
+            if n > len(st.args):
+                return "unset"
+            return "null" if pieces_text(st.args[n - 1]) == "" else "set"
+        if name in ("@", "*"):
+            if st.args_label is not None:
+                return "unknown"
+            return "set" if st.args else "unset"
+        var = self.get_var(name)
+        if var is None:
+            return "unset"
+        if var.unknown:
+            return "unknown"
+        if var.elems is not None:
+            if index in ("@", "*"):
+                return "set" if var.elems else "unset"
+            idx = 0 if index is None else self._index_value(index)
+            if idx is None:
+                return "unknown"
+            if not (0 <= idx < len(var.elems)):
+                return "unset"
+            value = var.elems[idx].pieces
+        else:
+            value = var.pieces or []
+        if value and all(p.unknown for p in value):
+            return "unknown"
+        return "set" if pieces_text(value) else "null"
+
+    def assign_scalar(self, name: str, pieces: list[Piece], group: Group | None) -> None:
+        self._set(name, Var(pieces=pieces, group=group))
+
+    def arith_lookup(self, name: str) -> int:
+        var = self.get_var(name)
+        if var is None or var.unknown:
+            raise arith.ArithError(f"{name} is not known")
+        value = var.elems[0].pieces if (var.elems is not None and var.elems) else (var.pieces or [])
+        if has_unknown(value):
+            raise arith.ArithError(f"{name} is not known")
+        text = pieces_text(value).strip()
+        if not text:
+            return 0
+        if re.fullmatch(r"[+-]?[0-9]+", text):
+            return int(text)
+        if self._arith_depth > 10:
+            raise arith.ArithError("arithmetic nests too deeply")
+        self._arith_depth += 1
+        try:
+            return arith.evaluate(text, self.arith_lookup)
+        finally:
+            self._arith_depth -= 1
+
+    def _set(self, name: str, var: Var) -> None:
+        old = self.state.vars.get(name)
+        if old is not None and old.exported:
+            var.exported = True
+        self.state.vars[name] = var
+
+    def _local(self, name: str) -> None:
+        if self._local_frames and name not in self._local_frames[-1]:
+            self._local_frames[-1][name] = self.state.vars.get(name)
+
+    # -- assignments and declarations ---------------------------------------------------------
+
+    def _s_variable_assignment(self, node: Any, flow: Flow) -> None:
+        self._assign_node(node, node.end_byte)
+
+    def _s_variable_assignments(self, node: Any, flow: Flow) -> None:
+        for child in node.children:
+            if child.type == "variable_assignment":
+                self._assign_node(child, child.end_byte)
+
+    def _assign_node(self, node: Any, end: int, *, local: bool = False, export: bool = False,
+                     as_array: bool = False) -> None:
+        fx = self.fx
+        assert fx is not None
+        m = ASSIGN.match(fx.src, node.start_byte, end)
+        if not m:
+            return
+        name, index, plus = m.group(1), m.group(2), m.group(3) == "+"
+        self.assigned_names.add(name)
+        if local:
+            self._local(name)
+        value_node = node.child_by_field_name("value")
+        va = m.end()
+        if value_node is not None and value_node.type == "array" and value_node.end_byte == end:
+            elems = self._array_elems(value_node)
+            old = self.state.vars.get(name)
+            if plus and old is not None and not old.unknown:
+                base = old.elems if old.elems is not None else (
+                    [Elem(old.pieces or [], None, None, None)] if old.pieces is not None else [])
+                elems = list(base) + elems
+            self._set(name, Var(elems=elems, exported=export))
+            return
+        pieces = self._expand_assign_value(va, end)
+        if index is not None:
+            self._assign_index(name, index[1:-1], pieces, va, end, plus)
+            return
+        old = self.get_var(name)
+        if plus and old is not None and not old.unknown and old.elems is None:
+            joined = (old.pieces or []) + pieces
+            group = Group(name, pieces_text(joined), None, None, "", fx.path)
+            if not old.pieces:
+                group = def_group(name, pieces, va, end, "", fx.path)
+            self._set(name, Var(pieces=joined, group=group, exported=export))
+            return
+        if plus and old is not None and old.elems is not None:
+            self._set(name, Var(elems=old.elems + [Elem(pieces, va, end, fx.path)], exported=export))
+            return
+        if plus and old is not None and old.unknown:
+            self._set(name, Var(unknown=old.unknown, label=old.label, exported=export))
+            return
+        group = def_group(name, pieces, va, end, "", fx.path)
+        if len(pieces) == 1 and pieces[0].unknown:
+            # X=$(cmd) or X=$UNSET: the variable is unknown; its definition is still editable
+            p = pieces[0]
+            self._set(name, Var(unknown=p.unknown, label=p.text[2:-1], exported=export,
+                                group=Group(name, p.text, va, end, "", fx.path)))
+            return
+        self._set(name, Var(pieces=pieces, group=group, exported=export))
+
+    def _expand_assign_value(self, a: int, b: int) -> list[Piece]:
+        fx = self.fx
+        assert fx is not None
+        try:
+            pieces = fx.expander.word(a, b, assign=True)
+        except WordError as err:
+            return [Piece(unknown_marker("parse-error"), a, b, path=fx.path, unknown=str(err))]
+        return [p.copy(split=False, elem=None) for p in pieces]
+
+    def _assign_index(self, name: str, index: str, pieces: list[Piece], a: int, b: int, plus: bool) -> None:
+        fx = self.fx
+        assert fx is not None
+        var = self.state.vars.get(name)
+        idx = self._index_value(index)
+        if var is not None and var.unknown:
+            return
+        elems = list(var.elems) if (var is not None and var.elems is not None) else (
+            [Elem(var.pieces or [], None, None, None)] if (var is not None and var.pieces is not None) else [])
+        if idx is None or idx < 0 or idx > 4096:
+            self._set(name, Var(unknown=f"element {index} of {name} is set with an unknown index",
+                                label=f"index:{name}"))
+            return
+        while len(elems) <= idx:
+            elems.append(Elem([], None, None, None, present=False))
+        elems[idx] = Elem((elems[idx].pieces + pieces) if plus else pieces, a, b, fx.path)
+        self._set(name, Var(elems=elems))
+
+    def _array_elems(self, array_node: Any) -> list[Elem]:
+        fx = self.fx
+        assert fx is not None
+        ranges = merged_ranges([c for c in array_node.children if c.type not in ("(", ")", "comment")])
+        elems: list[Elem] = []
+        for a, b, _t in ranges:
+            try:
+                fields = fx.expander.fields(a, b)
+            except WordError as err:
+                fields = [Field([Piece(unknown_marker("parse-error"), a, b, path=fx.path, unknown=str(err))],
+                                a, b, fx.path)]
+            for f in fields:
+                if f.origin == "string":
+                    elems.append(Elem([p.copy(split=False) for p in f.pieces], f.word_a, f.word_b, f.path))
+                else:
+                    elems.append(Elem([p.copy(split=False) for p in f.pieces], a, b, fx.path))
+        return elems
+
+    def _assign_text(self, a: int, b: int) -> None:
+        fx = self.fx
+        assert fx is not None
+        m = ASSIGN.match(fx.src, a, b)
+        if not m:
+            return
+        name = m.group(1)
+        self.assigned_names.add(name)
+        pieces = self._expand_assign_value(m.end(), b)
+        if m.group(2):
+            self._assign_index(name, m.group(2)[1:-1], pieces, m.end(), b, bool(m.group(3)))
+            return
+        self._set(name, Var(pieces=pieces, group=def_group(name, pieces, m.end(), b, "", fx.path)))
+
+    def _s_declaration_command(self, node: Any, flow: Flow) -> None:
+        keyword = node.children[0].type if node.children else ""
+        local = keyword in ("local",) or (keyword in ("declare", "typeset") and self._local_frames)
+        export = keyword == "export"
+        fx = self.fx
+        assert fx is not None
+        as_array = False
+        for child in node.children[1:]:
+            text = fx.src[child.start_byte : child.end_byte]
+            if child.type == "word" and text.startswith("-"):
+                as_array = as_array or "a" in text or "A" in text
+                export = export or "x" in text
+                continue
+            if child.type == "variable_assignment":
+                self._assign_node(child, child.end_byte, local=local, export=export)
+            elif child.type == "variable_name":
+                name = text
+                self.assigned_names.add(name)
+                if local:
+                    self._local(name)
+                    if name not in self.state.vars or self._local_frames:
+                        self.state.vars[name] = Var(pieces=[], group=Group(name, "", None, None))
+                elif as_array and name not in self.state.vars:
+                    self.state.vars[name] = Var(elems=[])
+                elif export and name in self.state.vars:
+                    self.state.vars[name].exported = True
+
+    def _s_unset_command(self, node: Any, flow: Flow) -> None:
+        fx = self.fx
+        assert fx is not None
+        for child in node.children[1:]:
+            name = fx.src[child.start_byte : child.end_byte]
+            if child.type == "variable_name" or ASSIGN.match(name + "=") or re.fullmatch(r"\w+", name):
+                self.state.vars.pop(name, None)
+
+
+def merge_states(states: list[State], label: str) -> State:
+    """Join the states at the end of alternative branches: a variable that differs between
+    them becomes unknown (one of several values)."""
+    if len(states) == 1:
+        return states[0]
+    first = states[0]
+    merged = first.copy()
+    names = set()
+    for st in states:
+        names.update(st.vars)
+    for name in names:
+        values = [st.vars.get(name) for st in states]
+        if all(v is values[0] for v in values):
+            continue
+        if all(v is not None and _same_value(v, values[0]) for v in values):  # type: ignore[arg-type]
+            merged.vars[name] = values[0]  # type: ignore[assignment]
+            continue
+        texts = sorted({_describe(v) for v in values})
+        merged.vars[name] = Var(unknown=f"${name} depends on `{as_text(label)}`: one of {', '.join(texts)}",
+                                label=f"either:{name}")
+    for st in states[1:]:
+        merged.functions.update(st.functions)
+        for src in st.unknown_sources:
+            if src not in merged.unknown_sources:
+                merged.unknown_sources.append(src)
+    merged.exited = all(st.exited for st in states)
+    if any(st.cwd != first.cwd for st in states):
+        merged.cwd = None
+    return merged
+
+
+def _same_value(a: Var, b: Var) -> bool:
+    if a.unknown or b.unknown:
+        return a.unknown == b.unknown and a.label == b.label
+    if (a.elems is None) != (b.elems is None):
+        return False
+    if a.elems is not None and b.elems is not None:
+        return [pieces_text(e.pieces) for e in a.elems] == [pieces_text(e.pieces) for e in b.elems]
+    return pieces_text(a.pieces or []) == pieces_text(b.pieces or [])
+
+
+def _describe(v: Var | None) -> str:
+    if v is None:
+        return "unset"
+    if v.unknown:
+        return "unknown"
+    if v.elems is not None:
+        return "(" + " ".join(as_text(pieces_text(e.pieces)) for e in v.elems)[:40] + ")"
+    text = as_text(pieces_text(v.pieces or []))
+    return repr(text if len(text) <= 40 else text[:39] + "…")
