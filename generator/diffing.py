@@ -128,9 +128,9 @@ class Side:
 def _script_side(path: str, version: str, *, env: dict[str, str] | None,
                  args: list[str] | None) -> Side:
     from generator.config import build_config
-    from generator.shell import read_file
+    from generator.shell import read_launch
 
-    script = read_file(path, env=env, args=args)
+    script = read_launch(path, env=env, args=args)
     trainer = [inv for inv in script.invocations if inv.branch != "dead"]
     if not trainer:
         raise InputError(f"{path}: no trainer call found (nothing to compare)")

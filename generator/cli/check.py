@@ -23,15 +23,6 @@ from generator.report.terminal import one_line, printable, use_color
 FORMATS = ("text", "json", "sarif", "github")
 
 
-def read_launch(source: bytes, path: str, env: dict[str, str], args: list[str]):
-    """LaunchScript of a shell script, or of a Python launcher (`*.py`)."""
-    if path.endswith(".py"):
-        from generator.pylaunch import read_launcher
-
-        return read_launcher(source, path)
-    from generator.shell import read_script
-
-    return read_script(source, path, env=env or None, args=args or None)
 
 
 def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
@@ -40,6 +31,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     from generator.report import FileReport, Located
     from generator.rules import check_script
     from generator.schema import resolve_version
+    from generator.shell import read_launch
 
     chosen, _how = resolve_version(version)
     if model_config:
@@ -52,7 +44,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         try:
             refuse_non_script(path)
             source = _read_bytes(path)
-            script = read_launch(source, path, env, args)
+            script = read_launch(path, source=source, env=env, args=args)
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
@@ -175,6 +167,7 @@ def register(app: typer.Typer) -> None:
         from generator.config import build_config
         from generator.report.explain import explain_config, render_explain
         from generator.schema import resolve_version
+        from generator.shell import read_launch
 
         status = EXIT_OK
         try:
@@ -185,7 +178,7 @@ def register(app: typer.Typer) -> None:
         for path in files:
             try:
                 refuse_non_script(path)
-                script = read_launch(_read_bytes(path), path, env_map, list(arg))
+                script = read_launch(path, source=_read_bytes(path), env=env_map, args=list(arg))
                 broken = [h.line for h in script.hazards if h.kind == "parse-error"]
                 if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
                     print(one_line(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)"),

@@ -24,12 +24,12 @@ FORMATS = ("text", "json", "yaml")
 
 
 def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
-    from generator.cli.check import read_launch
     from generator.cli.common import read_bytes, refuse_non_script, without_path
+    from generator.shell import read_launch
 
     try:
         refuse_non_script(path)
-        return read_launch(read_bytes(path), path, env, args)
+        return read_launch(path, source=read_bytes(path), env=env, args=args)
     except InputError as err:  # collect() prints the path once, beside the reason
         raise InputError(f"{path}: {without_path(str(err), path)}") from None
 

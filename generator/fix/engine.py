@@ -76,13 +76,9 @@ def _wanted(finding: Finding, select: Sequence[str], ignore: Sequence[str]) -> b
 def default_reader(env: dict[str, str] | None = None,
                    args: list[str] | None = None) -> Reader:
     def read(source: bytes, path: str | None) -> LaunchScript:
-        if path is not None and path.endswith(".py"):
-            from generator.pylaunch import read_launcher
+        from generator.shell import read_launch
 
-            return read_launcher(source, path)
-        from generator.shell import read_script
-
-        return read_script(source, path, env=env, args=args)
+        return read_launch(path, source=source, env=env, args=args)
 
     return read
 

@@ -212,10 +212,10 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     from generator.library.recipe import recipe_from_mapping
     from generator.library.store import user_library_dir
     from generator.schema import resolve_version
-    from generator.shell import read_file
+    from generator.shell import read_launch
 
     chosen, _how = resolve_version(version)
-    parsed = read_file(script)
+    parsed = read_launch(script)
     calls = [inv for inv in parsed.invocations if inv.branch != "dead"]
     if not calls:
         raise InputError(f"{script}: cannot import: no trainer call found")

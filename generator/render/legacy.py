@@ -179,10 +179,10 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     from generator.config import build_config
     from generator.hardware import gpu_spec
     from generator.model import find_model, model_slug, resolve_model
-    from generator.shell import read_file
+    from generator.shell import read_launch
 
     try:
-        script = read_file(path)
+        script = read_launch(path)
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}") from None
     calls = [inv for inv in script.invocations if inv.branch != "dead" and inv.entry.endswith("main_ppo")]

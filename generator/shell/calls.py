@@ -3,7 +3,6 @@ override's value is and where it was written."""
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Callable
 from itertools import pairwise
@@ -12,195 +11,23 @@ from generator.launch import Hazard, Invocation, Override, Provenance, Span
 from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
+from generator.shell.launchers import Argv, find_entry
 from generator.verl import PPO_ENTRY
 
-_PYTHON = re.compile(r"python(?:[0-9][0-9.]*)?\Z")
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
-_PY_FLAGS_WITH_VALUE = ("-X", "-W", "-Q")
-_TORCHRUN_FLAGS = {"--standalone", "--no_python", "--no-python", "--run_path", "--run-path", "--module", "-m",
-                   "--no-rdzv-conf", "--redirects-all"}
-_PROGRAMS = ("python", "torchrun", "accelerate", "deepspeed", "ray")
-_SIMPLE_PREFIXES = {"nohup", "exec", "time", "command", "builtin", "nice", "caffeinate"}
-_SCAN_WRAPPERS = {"srun", "numactl", "mpirun", "mpiexec", "taskset", "stdbuf", "setsid", "sudo", "xargs"}
-_LAUNCHER_WRAPPERS = {"srun", "mpirun", "mpiexec"}
 _CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name",
                  "--config-dir": "dir", "-cd": "dir"}
-_HYDRA_ENTRY_HINT = re.compile(r"(?:^|\.)(?:main|train|trainer)\w*\Z")
-
-
-def _is_program(word: str) -> bool:
-    base = os.path.basename(word)
-    return bool(_PYTHON.match(base)) or base in ("torchrun", "accelerate", "deepspeed", "ray")
-
-
-class _Argv:
-    def __init__(self, fields: list[Field]) -> None:
-        self.fields = fields
-        # Unknown parts stay as `<?…>` markers: an option like `--nproc_per_node=<?$1>` is
-        # still recognisably an option.
-        self.texts: list[str | None] = [as_text(f.text) for f in fields]
-
-    def text(self, i: int) -> str | None:
-        return self.texts[i] if 0 <= i < len(self.texts) else None
-
-
-_ACCELERATE_FLAGS = {"--multi_gpu", "--use_deepspeed", "--no_python", "--no_local_rank"}
-
-
-def _skip_launcher_options(argv: _Argv, i: int, bare_flags: set[str]) -> tuple[int, str, str] | None:
-    """Skip a launcher's own options (torchrun, accelerate launch, deepspeed) from `i`: the index
-    of the program it runs, its text, and "module" when `-m/--module` was given, else "file".
-    Options not in `bare_flags` and written without `=` take the next word as their value."""
-    module_flag = False
-    while True:
-        w = argv.text(i)
-        if w is None:
-            return None
-        if not w.startswith("-"):
-            return i, w, "module" if module_flag else "file"
-        if w in ("-m", "--module"):
-            module_flag = True
-            i += 1
-        elif w in bare_flags or "=" in w:
-            i += 1
-        else:
-            i += 2
 
 
 def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> Invocation | None:
     """An Invocation when `rec` calls a Hydra entry point, else None."""
-    argv = _Argv(rec.fields)
     env = dict(rec.env)
     launcher: list[str] = []
-    i = 0
-    n = len(argv.fields)
-    entry: str | None = None
-    kind = "module"
-    while i < n:
-        word = argv.text(i)
-        if word is None:
-            return None
-        if argv.fields[i].unknowns:
-            # `$PYTHON -m pkg.mod …` with $PYTHON unknown is still a Python module call.
-            if argv.text(i + 1) == "-m" and i + 2 < n and not argv.fields[i + 2].unknowns:
-                entry, kind = argv.text(i + 2), "module"
-                launcher.append(f"{word} -m")
-                i += 3
-                break
-            return None
-        base = os.path.basename(word)
-        if base == "env":
-            i += 1
-            while i < n:
-                w = argv.text(i) or ""
-                if w in ("-u", "--unset", "-C", "--chdir"):
-                    i += 2
-                elif w in ("-i", "-", "--ignore-environment", "-0", "--null") or w.startswith("--unset="):
-                    i += 1
-                elif re.match(r"[A-Za-z_][A-Za-z0-9_]*=", w):
-                    key, _, value = w.partition("=")
-                    env[key] = value
-                    i += 1
-                else:
-                    break
-            continue
-        if base in _SIMPLE_PREFIXES:
-            i += 1
-            while i < n and (argv.text(i) or "").startswith("-"):
-                w = argv.text(i) or ""
-                i += 2 if (base == "nice" and w == "-n") else 1
-            continue
-        if base == "timeout":
-            i += 1
-            while i < n and (argv.text(i) or "").startswith("-"):
-                w = argv.text(i) or ""
-                i += 2 if w in ("-s", "-k", "--signal", "--kill-after") else 1
-            i += 1  # the duration
-            continue
-        if base in _SCAN_WRAPPERS:
-            if base in _LAUNCHER_WRAPPERS:
-                launcher.append(base)
-            j = i + 1
-            while j < n and not _is_program(argv.text(j) or ""):
-                j += 1
-            if j >= n:
-                return None
-            i = j
-            continue
-        if base == "ray":
-            if argv.text(i + 1) != "job" or argv.text(i + 2) != "submit":
-                return None
-            try:
-                dashdash = argv.texts.index("--", i + 3)
-            except ValueError:
-                return None
-            launcher.append("ray job submit")
-            i = dashdash + 1
-            continue
-        if base == "torchrun" or (_PYTHON.match(base) and argv.text(i + 1) == "-m"
-                                  and argv.text(i + 2) in ("torch.distributed.run", "torch.distributed.launch")):
-            launcher.append("torchrun" if base == "torchrun" else f"{base} -m {argv.text(i + 2)}")
-            i += 1 if base == "torchrun" else 3
-            skipped = _skip_launcher_options(argv, i, _TORCHRUN_FLAGS)
-            if skipped is None:
-                return None
-            i, entry, kind = skipped
-            if kind == "file" and not entry.endswith(".py") and re.fullmatch(r"[\w.]+", entry) and "." in entry:
-                kind = "module"
-            i += 1
-            break
-        if base in ("accelerate", "deepspeed"):
-            if base == "accelerate":
-                if argv.text(i + 1) != "launch":
-                    return None
-                i += 1
-            launcher.append("accelerate launch" if base == "accelerate" else "deepspeed")
-            skipped = _skip_launcher_options(argv, i + 1, _ACCELERATE_FLAGS)
-            if skipped is None:
-                return None
-            i, entry, kind = skipped
-            i += 1
-            break
-        if _PYTHON.match(base):
-            i += 1
-            module: str | None = None
-            while i < n:
-                w = argv.text(i)
-                if w is None:
-                    return None
-                if w == "-m":
-                    module = argv.text(i + 1)
-                    i += 2
-                    break
-                if w.startswith("-m") and len(w) > 2:
-                    module = w[2:]
-                    i += 1
-                    break
-                if w in ("-c", "-") or w.startswith("-c"):
-                    return None
-                if w in _PY_FLAGS_WITH_VALUE:
-                    i += 2
-                    continue
-                if w.startswith("-"):
-                    i += 1
-                    continue
-                break
-            if module is not None:
-                entry, kind = module, "module"
-                launcher.append(f"{base} -m")
-            else:
-                if i >= n:
-                    return None
-                entry = argv.text(i)
-                if entry is None:
-                    return None
-                kind = "file"
-                launcher.append(base)
-                i += 1
-            break
+    found = find_entry(Argv(rec.fields), launcher, env)
+    if found is None:
         return None
-    if entry is None:
-        return None
+    launcher.append(found.launcher)
+    entry, kind, i = found.entry, found.kind, found.next
     rest = rec.fields[i:]
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]

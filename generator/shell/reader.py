@@ -1,4 +1,5 @@
-"""read_script / read_file: a launch script → generator.launch.LaunchScript."""
+"""read_launch (and the shell readers under it, read_file / read_script): a launch script →
+generator.launch.LaunchScript."""
 
 from __future__ import annotations
 
@@ -18,18 +19,40 @@ from generator.shell.braces import brace_words
 MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
 
 
+def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | None = None,
+                env: dict[str, str] | None = None, args: list[str] | None = None) -> LaunchScript:
+    """The one reader entry of every command: a Python launcher (`*.py`) or a shell script,
+    read from `source` when the caller already holds its bytes, else from `path` on disk.
+    `env`/`args` are the environment and script arguments to assume (shell scripts only).
+    Raises InputError (one line) when the file cannot be read or is not text."""
+    name = os.fspath(path) if path is not None else None
+    if source is None:
+        if name is None:
+            raise InputError("no script given")
+        source = _read_bytes(name)
+    if name is not None and name.endswith(".py"):
+        from generator.pylaunch import read_launcher
+
+        return read_launcher(source, name)
+    return read_script(source, name, env=env, args=args)
+
+
 def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
               args: list[str] | None = None) -> LaunchScript:
-    """Read a script from disk; InputError (one line) when it is not a readable text file.
-    generator.files.read_input refuses FIFOs and devices before opening them and caps the size."""
+    """Read a shell script from disk (see read_launch, which also reads Python launchers)."""
+    name = os.fspath(path)
+    return read_script(_read_bytes(name), name, env=env, args=args)
+
+
+def _read_bytes(name: str) -> bytes:
+    """A launch file's bytes. generator.files.read_input refuses FIFOs and devices before
+    opening them and caps the size; InputError (one line, naming the file) otherwise."""
     from generator.files import read_input
 
-    name = os.fspath(path)
     try:
-        data = read_input(name, limit=MAX_SCRIPT_BYTES)
+        return read_input(name, limit=MAX_SCRIPT_BYTES)
     except InputError as err:
         raise InputError(f"{name}: {err}") from None
-    return read_script(data, name, env=env, args=args)
 
 
 def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, str] | None = None,
