@@ -253,13 +253,17 @@ class BatchChain:
 
 
 def batch_chain(*, prompts: int, n: int, mini: int, dp: int, micro: int | None = None,
-                epochs: int = 1, path: Path = "megatron") -> BatchChain:
+                epochs: int = 1, path: Path = "megatron", dynamic_bsz: bool = False) -> BatchChain:
     """The §1.3 (Megatron legacy), §1.4 (FSDP; pass DP_f = W/SP) or §1.8 (new engine) chain.
 
+    Under dynamic bsz the micro batch is ignored: token budgets, not μ, cut the per-rank mini
+    batch into micro-batches, so there is no static accumulation count.
     Raises ValueError for non-positive P, n, M or DP (callers decide first).
     """
     if min(prompts, n, mini, dp) <= 0:
         raise ValueError("prompts, n, mini and dp must be positive")
+    if dynamic_bsz:
+        micro = None
     responses = prompts * n
     per_rank_mini = (mini * n) // dp
     floored = (mini * n) % dp != 0
@@ -292,11 +296,6 @@ def minimal_batch(dp: int, micro: int | None, gpus: int, backend: str) -> int | 
     if backend == "megatron":
         return dp * micro if micro else None
     return gpus
-
-
-def forward_micro_batches(local_batch: int, micro: int) -> int:
-    """Static log-prob/ref/values forward passes per rank: ceil(B/μ_lp)."""
-    return math.ceil(local_batch / micro)
 
 
 def token_cap(per_gpu_tokens: int, cp_or_sp: int = 1) -> int:
@@ -373,8 +372,3 @@ def nearest_micro(per_rank_mini: int, micro: int) -> int | None:
     if per_rank_mini <= 0:
         return None
     return nearest(micro, _divisors_upto(per_rank_mini, per_rank_mini))
-
-
-def nearest_multiple_at_least(value: int, floor: int, multiple: int = 1024) -> int:
-    """Smallest multiple of `multiple` that is ≥ floor (token caps are round numbers)."""
-    return max(value, math.ceil(floor / multiple) * multiple)

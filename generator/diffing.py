@@ -181,22 +181,23 @@ def load_side(arg: str, *, version: str, library: str | None = None, env: dict[s
 
 
 @dataclass(frozen=True)
-class Derived:
+class DerivedNumber:
     name: str
     value: Any
     inputs: tuple[str, ...]  # config keys and other derived names it is computed from
 
 
-def derived_numbers(config: Config) -> dict[str, Derived]:
+def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
     """The batch/parallel chain of verl-rules.md §1 in the config's numbers (None: not decidable)."""
     from generator import derive
+    from generator.config.derived import actor_batch
     from generator.config.reader import ConfigReader
 
     view = ConfigReader(config)
-    out: dict[str, Derived] = {}
+    out: dict[str, DerivedNumber] = {}
 
     def put(name: str, value: Any, *inputs: str) -> None:
-        out[name] = Derived(name, value, inputs)
+        out[name] = DerivedNumber(name, value, inputs)
 
     gpus = view.gpus
     put("GPUs", gpus, "trainer.n_gpus_per_node", "trainer.nnodes")
@@ -208,15 +209,8 @@ def derived_numbers(config: Config) -> dict[str, Derived]:
         put("EDP", derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp),
             "GPUs", MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
             MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size")
-    chain = None
-    prompts_n = view.prompts_and_n()
-    mini = view.int(ACTOR + "ppo_mini_batch_size")
-    dynamic = view.actor_dynamic
-    micro = None if dynamic else view.int(ACTOR + "ppo_micro_batch_size_per_gpu")
-    epochs = view.int(ACTOR + "ppo_epochs") or 1
-    if prompts_n and mini and mini > 0 and dp:
-        chain = derive.batch_chain(prompts=prompts_n[0], n=prompts_n[1], mini=mini, dp=dp, micro=micro,
-                                   epochs=epochs, path=view.path())
+    batch = actor_batch(view)
+    chain, dynamic = batch.chain, batch.dynamic
     batch_keys = ("data.train_batch_size", "data.gen_batch_size", ROLLOUT + "n")
     put("responses per step", chain.responses_per_step if chain else None, *batch_keys)
     put("per-rank mini batch", chain.per_rank_mini_batch if chain else None,

@@ -22,7 +22,7 @@ from generator.shell.pyentry import (  # noqa: F401 - re-exported: the launcher 
     find_entry_file,
     read_hydra_main,
 )
-from generator.rules.core import KeyEdit, TextEdit
+from generator.edits import KeyEdit, TextEdit
 from generator.verl import PPO_ENTRY
 
 if TYPE_CHECKING:

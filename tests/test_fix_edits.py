@@ -14,7 +14,7 @@ from generator.fix.edits import (
     requote,
     select_compatible,
 )
-from generator.rules.core import TextEdit
+from generator.edits import TextEdit
 
 
 # --- apply_edits ---------------------------------------------------------------------------

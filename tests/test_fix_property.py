@@ -9,10 +9,11 @@ import subprocess
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from generator.edits import KeyEdit
 from generator.fix.edits import apply_edits
 from generator.fix.place import place_fix
 from generator.fix.values import hydra_text
-from generator.rules.core import Fix, KeyEdit
+from generator.rules.core import Fix
 
 KEY = "actor_rollout_ref.actor.ppo_mini_batch_size"
 

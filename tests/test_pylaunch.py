@@ -12,7 +12,7 @@ from generator.pylaunch import (
     read_hydra_main,
     read_override_lists,
 )
-from generator.rules.core import KeyEdit
+from generator.edits import KeyEdit
 
 MAIN_DAPO = '''\
 import hydra

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import json
 
+from generator.edits import KeyEdit
 from generator.report import FileReport, Located, render_github, render_json, render_sarif, render_text, summary
-from generator.rules.core import Finding, Fix, KeyEdit
+from generator.rules.core import Finding, Fix
 
 F1 = Finding("VB106", "error", "local batch 60 % 24 = 12", 10, "k", Fix("d", (KeyEdit("k", 24, 20),), "unsafe"))
 F2 = Finding("VX901", "info", "filter off", None)

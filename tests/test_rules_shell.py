@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
+from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript, Span
 from generator.rules import script_findings
-from generator.rules.core import TextEdit
 
 
 def apply(source: bytes, edits) -> bytes:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from generator.rules.core import TextEdit
+from generator.edits import TextEdit
 
 
 class OverlappingEdits(ValueError):

@@ -10,14 +10,15 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Sequence
 
 from generator.config.types import Config
+from generator.edits import KeyEdit
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
-from generator.rules.core import Finding, KeyEdit
+from generator.rules.core import Finding
 
 MAX_ROUNDS = 3
 
@@ -52,7 +53,6 @@ class FixResult:
     applied: list[Applied] = field(default_factory=list)
     not_applied: list[NotApplied] = field(default_factory=list)
     remaining: list[Finding] = field(default_factory=list)  # findings of the fixed script
-    rounds: int = 0
 
     @property
     def changed(self) -> bool:
@@ -100,7 +100,7 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     script = read(source, path)
     results = check(script)
     not_applied: dict[tuple[str, int | None], NotApplied] = {}
-    for round_number in range(1, max_rounds + 1):
+    for _ in range(max_rounds):
         candidates: list[tuple[Finding, Placement]] = []
         hazard_lines_claimed: set[int] = set()
         for invocation, config, findings in results:
@@ -170,7 +170,6 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                                           placement.applicability, tuple(placement.notes)))
         script = new_script
         results = check(script)
-        result.rounds = round_number
     result.fixed = script.source
     result.remaining = [f for _, _, findings in results for f in findings]
     # Only report refusals for findings that are still there after fixing.
@@ -224,14 +223,3 @@ def unified_diff(result: FixResult, path_label: str | None = None) -> str:
     for line in lines:
         out.append(line if line.endswith("\n") else line + "\n\\ No newline at end of file\n")
     return "".join(out)
-
-
-def summarize(results: Iterable[FixResult]) -> dict[str, int]:
-    counts = {"files": 0, "changed": 0, "applied": 0, "not_applied": 0, "errors_left": 0}
-    for r in results:
-        counts["files"] += 1
-        counts["changed"] += r.changed
-        counts["applied"] += len(r.applied)
-        counts["not_applied"] += len(r.not_applied)
-        counts["errors_left"] += r.errors_left
-    return counts

@@ -11,8 +11,9 @@ from __future__ import annotations
 
 import re
 
+from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
-from generator.rules.core import Fix, TextEdit
+from generator.rules.core import Fix
 
 _BACKSLASH_SPACE_COMMENT = re.compile(rb"\\([ \t]+)(#.*)$")
 

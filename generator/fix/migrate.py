@@ -17,7 +17,7 @@ from typing import Any, Callable, Sequence
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
 from generator.launch import Invocation, LaunchScript, Override
-from generator.rules.core import TextEdit
+from generator.edits import TextEdit
 from generator.verl import PPO_CONFIG, PPO_CONFIGS, ppo_config_for
 from generator.versions import parse
 

@@ -14,10 +14,11 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.config.types import Config
+from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import CannotQuote, requote
 from generator.fix.values import hydra_text
 from generator.launch import Invocation, LaunchScript, Override, Span
-from generator.rules.core import Applicability, Fix, KeyEdit, TextEdit
+from generator.rules.core import Applicability, Fix
 
 
 @dataclass(slots=True)

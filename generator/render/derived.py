@@ -15,7 +15,7 @@ from generator.render.recipe import AGENT_LOOP_WORKERS, Recipe
 
 
 @dataclass(frozen=True, slots=True)
-class Derived:
+class HeaderNumbers:
     dp: int
     chain: derive.BatchChain
     lines: tuple[str, ...]  # comment lines (without "# ")
@@ -26,15 +26,15 @@ def _fmt_gib(value: float) -> str:
     return f"{value:.1f}"
 
 
-def derive_numbers(recipe: Recipe) -> Derived:
+def derive_numbers(recipe: Recipe) -> HeaderNumbers:
     spec = recipe.spec
     c = spec.layout
     dp = derive.data_parallel_size(spec.gpus, c.tp, c.pp, c.cp)
     if dp is None:
         raise InputError(f"{spec.gpus} GPUs are not divisible by TP*PP*CP = {c.tp}*{c.pp}*{c.cp}")
-    micro = None if c.use_dynamic_bsz else c.micro_batch_per_gpu
     chain = derive.batch_chain(prompts=spec.train_batch_size, n=spec.n, mini=spec.ppo_mini_batch_size,
-                               dp=dp, micro=micro, epochs=spec.ppo_epochs)
+                               dp=dp, micro=c.micro_batch_per_gpu, epochs=spec.ppo_epochs,
+                               dynamic_bsz=c.use_dynamic_bsz)
     lines: list[str] = []
     mp = f"{c.tp}*{c.pp}*{c.cp}"
     lines.append(f"DP = GPUs / (TP*PP*CP) = {spec.gpus} / ({mp}) = {dp}")
@@ -83,4 +83,4 @@ def derive_numbers(recipe: Recipe) -> Derived:
                f"{spec.ppo_mini_batch_size} -> {chain.per_rank_mini_batch} per rank"
                + (f", {chain.optimizer_updates_per_step} updates/step" if chain.optimizer_updates_per_step else "")
                + (f"; memory {memory} GiB ({fit})" if memory else ""))
-    return Derived(dp, chain, tuple(lines), summary)
+    return HeaderNumbers(dp, chain, tuple(lines), summary)

@@ -151,7 +151,7 @@ def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any
     from generator.config import config_from_overrides
     from generator.overrides import format_value
     from generator.rules import check_config
-    from generator.rules.core import KeyEdit
+    from generator.edits import KeyEdit
 
     rank = {"error": 0, "warning": 1}
     for _round in range(8):

@@ -235,12 +235,6 @@ def _algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
     raise InputError(f"unknown algorithm '{algo}'")
 
 
-def uses_ref(algo_keys: AlgorithmKeys) -> bool:
-    """verl builds a ref worker only when a KL term needs it (use_kl_loss or use_kl_in_reward)."""
-    return any(s.value is True and s.key.endswith(("use_kl_loss", "use_kl_in_reward"))
-               for s in algo_keys.actor + algo_keys.algorithm)
-
-
 # ---------------------------------------------------------------------------------------------
 # building the recipe
 

@@ -7,7 +7,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from generator.render.derived import Derived
+from generator.render.derived import HeaderNumbers
 from generator.render.quoting import hydra_literal, shell_word, shq
 from generator.render.recipe import CONFIG_NAME, ENTRY_MODULE, Knob, Recipe, Setting
 from generator.resources import templates_dir
@@ -115,7 +115,7 @@ class View:
         return json.dumps({"env_vars": {name: value for name, value, _ in self.recipe.env}})
 
 
-def render_text(view: View, derived: Derived) -> str:
+def render_text(view: View, derived: HeaderNumbers) -> str:
     template = environment().get_template(f"recipe/{view.recipe.spec.launcher}.sh.j2")
     text = template.render(r=view, d=derived)
     # The import line of each template leaves one empty line before the shebang.

@@ -7,6 +7,7 @@ import math
 from typing import Any
 
 from generator import derive
+from generator.config.derived import actor_batch
 from generator.config.types import Config
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
@@ -47,18 +48,15 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     else:
         sp = view.ulysses() or 1
         add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}" if dp else _why_unknown(view, "trainer.n_gpus_per_node")))
-    pn = view.prompts_and_n()
-    if pn is None:
+    batch = actor_batch(view)
+    if batch.prompts_and_n is None:
         add(("responses/step G", _why_unknown(view, "data.train_batch_size", ROLLOUT + "n")))
         return rows + _rollout_rows(view, gpus)
-    prompts, n = pn
+    prompts, n = batch.prompts_and_n
     responses = prompts * n
     add(("responses/step G", f"train_batch_size·n = {prompts}·{n} = {responses}"))
-    mini, micro = view.int(ACTOR + "ppo_mini_batch_size"), view.int(ACTOR + "ppo_micro_batch_size_per_gpu")
-    epochs = view.int(ACTOR + "ppo_epochs") or 1
-    if dp and mini and mini > 0:
-        chain = derive.batch_chain(prompts=prompts, n=n, mini=mini, dp=dp, micro=micro if micro and micro > 0 else None,
-                                   epochs=epochs, path=view.path())
+    mini, micro, epochs, chain = batch.mini, batch.micro, batch.epochs, batch.chain
+    if chain is not None and mini is not None:
         exact = mini * n / dp
         add(("per-rank mini m", f"ppo_mini_batch_size·n / DP = {mini}·{n} / {dp} = "
                                 + (f"{exact:.2f} → floored to {chain.per_rank_mini_batch}" if chain.floored
@@ -76,7 +74,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
             add(("mini-batches/epoch K", f"B / m = {chain.local_batch} / {chain.per_rank_mini_batch}: "
                                          f"remainder {chain.mini_batch_remainder} (Megatron asserts)"))
         add(("responses per update", f"m·DP = {chain.per_rank_mini_batch}·{dp} = {chain.effective_responses_per_update}"))
-        if view.actor_dynamic:
+        if batch.dynamic:
             add(("grad accumulation A", "dynamic: ceil(local tokens / token cap), at most m"))
         elif chain.grad_accum_steps is not None:
             tail = f" (last micro-batch {chain.micro_remainder})" if chain.micro_remainder else ""

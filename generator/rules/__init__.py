@@ -6,13 +6,15 @@ Entry points:
                                 hazards of the script as (None, None, findings)
 
 Rule families live in one module each (batch, aux_batch, parallel, dynamic, rollout, keys,
-shell, model, misc) and register themselves with `@rule` on import.
+shell, model, misc) and register themselves with `@rule` on import; `load_rules` finds them
+with pkgutil.
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import pkgutil
 from typing import Iterable
 
 from generator.config.types import Config
@@ -20,18 +22,18 @@ from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.rules.core import REGISTRY, Context, Finding, Rule, selected
 
-_FAMILIES = ("batch", "aux_batch", "parallel", "dynamic", "rollout", "keys", "shell", "model", "misc")
 _loaded = False
 
 
 def load_rules() -> dict[str, Rule]:
-    """Import every family once; returns the registry."""
+    """Import every module of this package once (each family registers its rules on import, so a
+    new family needs no list to be edited); returns the registry."""
     global _loaded
     if not _loaded:
         from importlib import import_module
 
-        for family in _FAMILIES:
-            import_module(f"generator.rules.{family}")
+        for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
+            import_module(f"{__name__}.{module.name}")
         _loaded = True
     return REGISTRY
 

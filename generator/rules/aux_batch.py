@@ -7,8 +7,8 @@ import math
 from typing import Iterator
 
 from generator import derive
-from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.edits import KeyEdit
+from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT

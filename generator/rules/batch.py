@@ -3,45 +3,20 @@ C10, C11, C15, D1-D4, G6-G8)."""
 
 from __future__ import annotations
 
+import math
 from typing import Iterator
 
-from generator import derive
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
-from generator.rules.fixes import MICRO, MINI, divisor_fix, micro_fix, mini_fix
+from generator.config.derived import actor_batch
 from generator.config.reader import ConfigReader
+from generator.edits import KeyEdit
+from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
+from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix
 from generator.verl import ACTOR, ROLLOUT
 from generator.versions import VersionRange
 
 MICRO_GLOBAL = ACTOR + "ppo_micro_batch_size"
-EPOCHS = ACTOR + "ppo_epochs"
 P_KEY = "data.train_batch_size"
 N_KEY = ROLLOUT + "n"
-
-
-class Chain:
-    """The actor chain of one config, or None fields when not decidable."""
-
-    def __init__(self, view: ConfigReader) -> None:
-        self.view = view
-        self.pn = view.prompts_and_n()
-        self.dp = view.dp()
-        self.mini = view.int(MINI)
-        self.micro = view.int(MICRO)
-        self.epochs = view.int(EPOCHS) or 1
-        self.chain: derive.BatchChain | None = None
-        if self.pn and self.dp and self.mini and self.mini > 0:
-            self.chain = derive.batch_chain(prompts=self.pn[0], n=self.pn[1], mini=self.mini, dp=self.dp,
-                                            micro=self.micro if self.micro and self.micro > 0 else None,
-                                            epochs=self.epochs, path=view.path())
-
-    def per_rank_equation(self) -> str:
-        c = self.chain
-        assert c is not None
-        exact = c.mini_batch_prompts * c.responses_per_prompt / c.dp
-        exact_text = f"{exact:.2f}".rstrip("0").rstrip(".")
-        shown = f"{exact_text}, floored to {c.per_rank_mini_batch}" if c.floored else f"{c.per_rank_mini_batch}"
-        return (f"per-rank mini batch = ppo_mini_batch_size·n / DP = {c.mini_batch_prompts}·"
-                f"{c.responses_per_prompt} / {c.dp} = {shown}")
 
 
 def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool | None:
@@ -69,7 +44,7 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or not _static(view, ungated_through="0.5.0"):
         return
-    c = Chain(view)
+    c = actor_batch(view)
     # FSDP's minimal batch is the GPU count whatever ulysses SP is, so DP (None when SP does
     # not divide the GPUs) is only needed on Megatron.
     if c.pn is None or (c.dp is None and view.backend == "megatron"):
@@ -90,7 +65,6 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
         local = responses // c.dp if responses % c.dp == 0 else None
         per_rank = c.chain.per_rank_mini_batch if c.chain else 0
         if local:
-            import math
             target = math.gcd(local, per_rank) if per_rank > 0 else local
             fix = divisor_fix(MICRO, c.micro, target,
                               f"divides the local batch {local}" + (f" and the per-rank mini batch {per_rank}"
@@ -99,11 +73,6 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
                       f"responses per step = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
                       f"divisible by {what} ({responses} % {minimal} = {responses % minimal})",
                       key=MICRO if view.backend == "megatron" else P_KEY, fix=fix)
-
-
-def ctx_finding(the_rule, view: ConfigReader, keys: tuple[str, ...], message: str, *, key: str | None = None,
-                fix: Fix | None = None, severity=None) -> Finding:
-    return the_rule.finding(message, line=view.line(*keys), key=key or keys[0], fix=fix, severity=severity)
 
 
 # --- A6 ---------------------------------------------------------------------------------------
@@ -119,10 +88,10 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view):
         return
-    c = Chain(view)
+    c = actor_batch(view)
     if c.pn is None or c.mini is None or c.mini <= c.pn[0]:
         return
-    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro) if c.dp else None
+    fix = actor_mini_fix(view, c)
     yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY),
                       f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)", fix=fix)
 
@@ -141,7 +110,7 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.auto_padding:
         return
-    c = Chain(view)
+    c = actor_batch(view)
     if c.pn is None or c.dp is None:
         return
     responses = c.pn[0] * c.pn[1]
@@ -166,10 +135,10 @@ def mini_zero(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
         return  # VB116 reports the exact-division assert of the new engine
-    c = Chain(view)
+    c = actor_batch(view)
     if c.chain is None or c.chain.per_rank_mini_batch > 0:
         return
-    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    fix = actor_mini_fix(view, c)
     yield ctx_finding(mini_zero, view, (MINI, N_KEY), f"{c.per_rank_equation()}: no sample per rank", fix=fix)
 
 
@@ -185,12 +154,12 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
         return
-    c = Chain(view)
+    c = actor_batch(view)
     if c.chain is None or not c.chain.floored or c.chain.per_rank_mini_batch == 0:
         return
     ch = c.chain
     asked = ch.mini_batch_prompts * ch.responses_per_prompt
-    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    fix = actor_mini_fix(view, c)
     yield ctx_finding(mini_floored, view, (MINI, N_KEY),
                       f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
                       f"responses, not {asked}", fix=fix)
@@ -212,13 +181,13 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
         return
-    c = Chain(view)
+    c = actor_batch(view)
     ch = c.chain
     if ch is None or ch.local_batch is None or ch.per_rank_mini_batch == 0 or ch.mini_batch_remainder == 0:
         return
     local = (f"local batch = G/DP = {ch.responses_per_step}/{ch.dp} = {ch.local_batch}, not divisible by "
              f"{c.per_rank_equation()} ({ch.local_batch} % {ch.per_rank_mini_batch} = {ch.mini_batch_remainder})")
-    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    fix = actor_mini_fix(view, c)
     if view.backend == "megatron":
         yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), local + ": make_iterator asserts", fix=fix)
     else:
@@ -244,7 +213,7 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
       passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
 def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    c = Chain(view)
+    c = actor_batch(view)
     ch = c.chain
     if ch is None or not c.micro or c.micro <= 0 or ch.per_rank_mini_batch == 0:
         return
@@ -504,10 +473,10 @@ def engine_mini(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:
         return
-    c = Chain(view)
+    c = actor_batch(view)
     if c.chain is None or not c.chain.floored:
         return
-    fix = mini_fix(view, prompts=c.pn[0], n=c.pn[1], dp=c.dp, mini=c.mini, micro=c.micro)
+    fix = actor_mini_fix(view, c)
     yield ctx_finding(engine_mini, view, (MINI, N_KEY),
                       f"ppo_mini_batch_size·n = {c.mini}·{c.pn[1]} = {c.mini * c.pn[1]}, not divisible by "
                       f"{view.dp_equation()}", fix=fix)

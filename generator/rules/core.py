@@ -8,10 +8,11 @@ written) or text edits (byte spans, for shell hazards). Rules never print and ne
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Literal
+from dataclasses import dataclass
+from typing import Any, Callable, Iterable, Literal, Protocol
 
 from generator.config.types import Config
+from generator.edits import KeyEdit, TextEdit
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.versions import ALL, VersionRange
@@ -21,24 +22,6 @@ Applicability = Literal["safe", "unsafe"]
 # When verl (or Megatron, vLLM) would notice: config load, trainer/worker init, first step;
 # "silent" = never noticed, the run just does something else; "shell" = bash itself.
 Stage = Literal["load", "init", "runtime", "silent", "shell", "static"]
-
-
-@dataclass(frozen=True, slots=True)
-class KeyEdit:
-    """Set `key` to `new` (Python value, rendered as Hydra text by the fixer)."""
-
-    key: str
-    old: Any
-    new: Any
-
-
-@dataclass(frozen=True, slots=True)
-class TextEdit:
-    """Replace bytes [start, end) of the script with `replacement` (structural fixes)."""
-
-    start: int
-    end: int
-    replacement: str
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,6 +156,14 @@ def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rul
     return chosen
 
 
-@dataclass
-class RunResult:
-    findings: list[Finding] = field(default_factory=list)
+class KeyLines(Protocol):
+    """Anything that can say on which script line the first of some keys is written."""
+
+    def line(self, *keys: str) -> int | None: ...
+
+
+def ctx_finding(the_rule: Rule, view: KeyLines, keys: tuple[str, ...], message: str, *, key: str | None = None,
+                fix: Fix | None = None, severity: Severity | None = None) -> Finding:
+    """A finding of `the_rule` placed on the line of the first of `keys` the script writes;
+    `key` (default: the first of `keys`) is the one a fix or a report names."""
+    return the_rule.finding(message, line=view.line(*keys), key=key or keys[0], fix=fix, severity=severity)

@@ -7,8 +7,8 @@ import math
 from typing import Iterator
 
 from generator import derive
-from generator.rules.batch import Chain, ctx_finding
-from generator.rules.core import Context, Example, Finding, rule
+from generator.config.derived import actor_batch
+from generator.rules.core import Context, Example, Finding, ctx_finding, rule
 from generator.rules.fixes import token_cap_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
@@ -103,7 +103,7 @@ def vpp_micro(ctx: Context) -> Iterator[Finding]:
     if pp_group is None:
         return
     pp, group = pp_group
-    c = Chain(view)
+    c = actor_batch(view)
     if c.chain is None or c.chain.local_batch is None:
         return
     local = c.chain.local_batch
@@ -146,7 +146,7 @@ def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
     if pp_group is None or view.actor_dynamic is not True:
         return
     pp, group = pp_group
-    c = Chain(view)
+    c = actor_batch(view)
     if c.chain is None or c.chain.per_rank_mini_batch == 0:
         return
     rows = c.chain.per_rank_mini_batch

@@ -7,7 +7,9 @@ from __future__ import annotations
 import math
 
 from generator import derive
-from generator.rules.core import Fix, KeyEdit
+from generator.config.derived import ActorBatch
+from generator.edits import KeyEdit
+from generator.rules.core import Fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR
 
@@ -42,6 +44,14 @@ def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, mi
         edits=tuple(edits),
         applicability="unsafe",  # a different mini batch changes the number of optimizer updates
     )
+
+
+def actor_mini_fix(view: ConfigReader, batch: ActorBatch) -> Fix | None:
+    """`mini_fix` for the actor's own chain; None when P, n, DP or the mini batch is unknown."""
+    if batch.prompts_and_n is None or batch.dp is None or batch.mini is None:
+        return None
+    prompts, n = batch.prompts_and_n
+    return mini_fix(view, prompts=prompts, n=n, dp=batch.dp, mini=batch.mini, micro=batch.micro)
 
 
 def _label(key: str) -> str:

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.edits import KeyEdit
+from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF
 from generator.versions import VersionRange

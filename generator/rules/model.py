@@ -7,8 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator import derive
-from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, rule
+from generator.rules.core import Context, Example, Finding, ctx_finding, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT

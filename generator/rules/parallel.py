@@ -9,9 +9,9 @@ from functools import lru_cache
 from typing import Iterator
 
 from generator import derive
+from generator.edits import KeyEdit
 from generator.model.facts import ModelFacts
-from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, rule
+from generator.rules.core import Context, Example, Finding, Fix, Rule, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
 from generator.versions import parse
@@ -132,6 +132,20 @@ def _differs(view: ConfigReader, prefix: str, interpolated: bool) -> list[tuple[
     return out
 
 
+def _layout_differs(the_rule: Rule, view: ConfigReader, role: str, prefix: str, *,
+                    interpolated: bool) -> Iterator[Finding]:
+    """One finding when a colocated role's Megatron sizes differ from the actor's (it runs on the
+    actor's process groups anyway); the fix copies the actor's sizes."""
+    diffs = _differs(view, prefix, interpolated=interpolated)
+    if not diffs:
+        return
+    shown = ", ".join(f"{k.rsplit('.', 1)[-1]} {o} vs actor {a}" for k, o, a in diffs)
+    yield ctx_finding(the_rule, view, tuple(k for k, _, _ in diffs),
+                      f"{role}.megatron differs from the actor: {shown}; the {role} runs on the actor's layout",
+                      fix=Fix(f"set {role}.megatron sizes equal to the actor's",
+                              tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
+
+
 @rule("VP305", "critic-layout-differs", "critic Megatron sizes differ from the actor's",
       severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG,
       why="The critic is colocated with the actor and reuses the actor's Megatron process groups, so "
@@ -145,14 +159,7 @@ def critic_layout(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or view.str(CRITIC + "strategy") not in (None, "megatron"):
         return
-    diffs = _differs(view, CRITIC, interpolated=False)
-    if not diffs:
-        return
-    shown = ", ".join(f"{k.rsplit('.', 1)[-1]} {o} vs actor {a}" for k, o, a in diffs)
-    yield ctx_finding(critic_layout, view, tuple(k for k, _, _ in diffs),
-                      f"critic.megatron differs from the actor: {shown}; the critic runs on the actor's layout",
-                      fix=Fix("set critic.megatron sizes equal to the actor's",
-                              tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
+    yield from _layout_differs(critic_layout, view, "critic", CRITIC, interpolated=False)
 
 
 @rule("VP306", "ref-layout-differs", "ref Megatron sizes overridden away from the actor's",
@@ -167,13 +174,7 @@ def ref_layout(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.ref_used is not True:
         return
-    diffs = _differs(view, REF, interpolated=True)
-    if not diffs:
-        return
-    shown = ", ".join(f"{k.rsplit('.', 1)[-1]} {o} vs actor {a}" for k, o, a in diffs)
-    yield ctx_finding(ref_layout, view, tuple(k for k, _, _ in diffs),
-                      f"ref.megatron differs from the actor: {shown}; the ref runs on the actor's layout",
-                      fix=Fix("set ref.megatron sizes equal to the actor's", tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
+    yield from _layout_differs(ref_layout, view, "ref", REF, interpolated=True)
 
 
 @rule("VP307", "fsdp-mesh-not-divisible", "FSDP: GPUs not divisible by fsdp_size or ulysses SP",

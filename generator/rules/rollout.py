@@ -7,8 +7,8 @@ import dataclasses
 from typing import Iterator
 
 from generator import derive
-from generator.rules.batch import ctx_finding
-from generator.rules.core import Context, Example, Finding, Fix, KeyEdit, Stage, rule
+from generator.edits import KeyEdit
+from generator.rules.core import Context, Example, Finding, Fix, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
 from generator.versions import VersionRange, parse

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
+from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
-from generator.rules.core import Context, Example, Finding, Fix, TextEdit, rule
+from generator.rules.core import Context, Example, Finding, Fix, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 

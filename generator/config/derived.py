@@ -1,0 +1,64 @@
+"""The actor's batch chain as read from one effective config — its one home.
+
+Which keys feed `derive.batch_chain` is a decision of its own: P is data.gen_batch_size when
+set, else data.train_batch_size; the epochs default to 1; a micro batch ≤ 0 counts as unset;
+under dynamic bsz the micro batch does not shape the update (token budgets do), so the chain
+ignores it. The rules, `gen explain`, `gen diff` and `gen show` all format this one object, so
+they cannot disagree.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator import derive
+from generator.config.reader import ConfigReader
+from generator.verl import ACTOR
+
+MINI_KEY = ACTOR + "ppo_mini_batch_size"
+MICRO_KEY = ACTOR + "ppo_micro_batch_size_per_gpu"
+EPOCHS_KEY = ACTOR + "ppo_epochs"
+
+
+@dataclass(frozen=True)
+class ActorBatch:
+    """The actor's batch inputs of one config and, when every input is known, its chain."""
+
+    prompts_and_n: tuple[int, int] | None  # (P, n), both positive
+    dp: int | None
+    mini: int | None  # ppo_mini_batch_size as set (prompts)
+    micro: int | None  # ppo_micro_batch_size_per_gpu as set (may be ≤ 0 or unused under dynamic bsz)
+    epochs: int
+    dynamic: bool | None  # actor.use_dynamic_bsz (None: unknown)
+    chain: derive.BatchChain | None
+
+    # Short names the batch rules use in their arithmetic.
+    @property
+    def pn(self) -> tuple[int, int] | None:
+        return self.prompts_and_n
+
+    def per_rank_equation(self) -> str:
+        """'per-rank mini batch = ppo_mini_batch_size·n / DP = 16·4 / 8 = 8' in the user's numbers."""
+        c = self.chain
+        assert c is not None
+        exact = c.mini_batch_prompts * c.responses_per_prompt / c.dp
+        exact_text = f"{exact:.2f}".rstrip("0").rstrip(".")
+        shown = f"{exact_text}, floored to {c.per_rank_mini_batch}" if c.floored else f"{c.per_rank_mini_batch}"
+        return (f"per-rank mini batch = ppo_mini_batch_size·n / DP = {c.mini_batch_prompts}·"
+                f"{c.responses_per_prompt} / {c.dp} = {shown}")
+
+
+def actor_batch(view: ConfigReader) -> ActorBatch:
+    """Read the actor's batch chain from a config reader (None fields where undecidable)."""
+    pn = view.prompts_and_n()
+    dp = view.dp()
+    mini = view.int(MINI_KEY)
+    micro = view.int(MICRO_KEY)
+    epochs = view.int(EPOCHS_KEY) or 1
+    dynamic = view.actor_dynamic
+    chain = None
+    if pn and dp and mini and mini > 0:
+        chain = derive.batch_chain(prompts=pn[0], n=pn[1], mini=mini, dp=dp,
+                                   micro=micro if micro and micro > 0 else None, epochs=epochs,
+                                   path=view.path(), dynamic_bsz=dynamic is True)
+    return ActorBatch(pn, dp, mini, micro, epochs, dynamic, chain)
