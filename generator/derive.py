@@ -1,9 +1,9 @@
-"""The batch and parallel arithmetic of verl (docs/verl-rules.md §1), as pure functions.
+"""The batch and parallel arithmetic of verl (docs/batch-chain.md), as pure functions.
 
 No I/O, no config lookups: every function takes plain ints so the planner, the rules and
 `gen explain` share one source of truth. Messages are written in the caller's own numbers.
 
-Symbols (verl-rules.md §1.1): W GPUs, P prompts per step, n responses per prompt,
+Symbols (docs/batch-chain.md#symbols): W GPUs, P prompts per step, n responses per prompt,
 G = P·n responses per step, M mini batch (prompts), μ micro batch (responses per GPU),
 E PPO epochs, DP data-parallel size.
 """

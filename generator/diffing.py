@@ -188,7 +188,7 @@ class DerivedNumber:
 
 
 def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
-    """The batch/parallel chain of verl-rules.md §1 in the config's numbers (None: not decidable)."""
+    """The batch/parallel chain (docs/batch-chain.md) in the config's numbers (None: not decidable)."""
     from generator import derive
     from generator.config.derived import actor_batch
     from generator.config.reader import ConfigReader

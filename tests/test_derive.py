@@ -1,4 +1,4 @@
-"""derive.py: the §1 chain of docs/verl-rules.md, the worked examples of §1.11, and the layout
+"""derive.py: the chain of docs/batch-chain.md, its worked examples, and the layout
 predicates the planner shares with the rules."""
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ full recompute keeps only each layer's input plus one layer's working set; logit
 8·T·V/TP bytes in the update, 12·T·V/TP in the old-log-prob pass (entropy), 6·T·V/TP for the
 reference — nothing with fused kernels.
 
-What each offload flag frees (verl v0.7.0, memory-model.md §0 and verl-rules.md §4):
+What each offload flag frees (verl v0.7.0, memory-model.md §0 and docs/rules/cross-checks.md#offload-keys):
 `param` frees the bf16 weights *and* the grad buffer outside the update; `grad` frees nothing
 by itself; `optimizer` frees the Adam state outside the update; none of them lowers the update
 peak. Only Megatron's CPU optimizer (fraction f) moves f of the optimizer state off the GPU

@@ -29,7 +29,7 @@ from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload, algo_roles
 
-AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (verl-rules D1)
+AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (D1 in docs/verl-checks.md)
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
 MIN_GMU = 0.3
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first

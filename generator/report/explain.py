@@ -1,5 +1,5 @@
 """`gen explain`: the numbers verl derives from one trainer call, with the equations in the
-user's own numbers (docs/verl-rules.md §1). Pure: Config in, lines out."""
+user's own numbers (docs/batch-chain.md). Pure: Config in, lines out."""
 
 from __future__ import annotations
 

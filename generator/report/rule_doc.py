@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Mapping
 
-from generator.rules.core import Example, Finding, Rule
+from generator.rules.core import Example, Finding, Rule, doc_page
 
 
 def _run_example(rule: Rule, example: Example) -> tuple[list[Finding], str | None]:
@@ -30,7 +30,9 @@ def _example_text(example: Example) -> list[str]:
 def rule_doc(rule: Rule) -> str:
     out = [f"{rule.code} {rule.name}: {rule.title}", "",
            f"Severity: {rule.severity}    When verl notices: {rule.stage}    verl releases: {rule.versions}",
-           f"Backends: {', '.join(rule.backends)}" + (f"    verl-rules.md: {rule.verl_ref}" if rule.verl_ref else ""),
+           f"Backends: {', '.join(rule.backends)}"
+           + (f"    verl's checks: {rule.verl_ref} (docs/verl-checks.md)" if rule.verl_ref else ""),
+           f"Documentation: {doc_page(rule.code)}" if doc_page(rule.code) else "",
            "", "## Why is this bad?", rule.why or rule.title, ""]
     if rule.failing is not None:
         out += ["## Example (fails)"] + _example_text(rule.failing)

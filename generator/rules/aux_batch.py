@@ -1,5 +1,5 @@
 """VB2xx — the other batch chains: rollout log-prob, reference policy and critic
-(docs/verl-rules.md §1.5-1.7; A10, A11, A14, A16, C3, C12, D4, D5, D6)."""
+(docs/batch-chain.md#log-prob-reference-and-critic; A10, A11, A14, A16, C3, C12, D4, D5, D6)."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""VB1xx — the actor's batch chain (docs/verl-rules.md §1.3, §1.4, §1.8, §1.12; A2-A8, C1, C2,
+"""VB1xx — the actor's batch chain (docs/batch-chain.md; A2-A8, C1, C2,
 C10, C11, C15, D1-D4, G6-G8)."""
 
 from __future__ import annotations
@@ -173,7 +173,7 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
       failing=Example(("trainer.n_gpus_per_node=8", "data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
                        "actor_rollout_ref.actor.ppo_mini_batch_size=24",
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"),
-                      note="verl-rules.md §1.11 example 2"),
+                      note="docs/batch-chain.md#worked-examples, the second example"),
       passing=Example(("data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
                        "actor_rollout_ref.actor.ppo_mini_batch_size=20",
                        "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2")))

@@ -109,7 +109,7 @@ class Rule:
     stage: Stage
     versions: VersionRange
     check: Callable[[Context], Iterable[Finding]]
-    verl_ref: str = ""  # ids in docs/verl-rules.md, e.g. "A2, D4"
+    verl_ref: str = ""  # ids in docs/verl-checks.md, e.g. "A2, D4"
     why: str = ""  # "Why is this bad?" for `gen rule CODE`
     fix_safety: str = ""
     failing: Example | None = None
@@ -123,6 +123,26 @@ class Rule:
                 stage: Stage | None = None) -> Finding:
         return Finding(self.code, severity or self.severity, message, line, key, fix,
                        stage if stage is not None and stage != self.stage else None)
+
+
+# Each family's page in the project's docs (path from the repository root, title): every rule's
+# reason, the verl source it follows and its fix. tests/test_rule_docs.py keeps them complete.
+FAMILY_PAGES: dict[str, tuple[str, str]] = {
+    "VB": ("docs/rules/batch.md", "batch chain: actor, log-prob, reference, critic"),
+    "VP": ("docs/rules/parallel.md", "parallel layout"),
+    "VD": ("docs/rules/dynamic.md", "dynamic batch size and micro-batch schedules"),
+    "VK": ("docs/rules/keys.md", "config keys and releases"),
+    "VR": ("docs/rules/rollout.md", "rollout engine"),
+    "VM": ("docs/rules/model.md", "model shape and memory"),
+    "VS": ("docs/rules/shell.md", "shell"),
+    "VX": ("docs/rules/cross-checks.md", "cross-checks"),
+}
+
+
+def doc_page(code: str) -> str | None:
+    """'docs/rules/batch.md#vb101' for a rule code; None for a family without a page."""
+    page = FAMILY_PAGES.get(code[:2])
+    return f"{page[0]}#{code.lower()}" if page else None
 
 
 REGISTRY: dict[str, Rule] = {}

@@ -1,5 +1,5 @@
 """VD4xx — dynamic batch size (token caps) and the interleaved-pipeline micro-batch rules
-(docs/verl-rules.md §1.9; D7, D8, D9/E13, H9, C16)."""
+(docs/batch-chain.md#dynamic-batch-size; D7, D8, D9/E13, H9, C16)."""
 
 from __future__ import annotations
 

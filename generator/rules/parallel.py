@@ -1,4 +1,4 @@
-"""VP3xx — the Megatron parallel layout (docs/verl-rules.md §1.2, E1-E3, H4) and the FSDP mesh
+"""VP3xx — the Megatron parallel layout (docs/batch-chain.md#parallel-layout; E1-E3, H4) and the FSDP mesh
 (C13). The divisibility predicates live in generator.derive.layout_problems (shared with the
 planner); this module turns them into findings."""
 

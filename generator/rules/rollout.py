@@ -1,4 +1,4 @@
-"""VR5xx — the rollout engine (docs/verl-rules.md §1.2 rollout layout; C6, A24-A27, A20, D11,
+"""VR5xx — the rollout engine (docs/batch-chain.md#parallel-layout; C6, A24-A27, A20, D11,
 F2, F3, G4)."""
 
 from __future__ import annotations
@@ -45,7 +45,7 @@ def _layout_rule_findings(the_rule, ctx: Context, keys: tuple[str, ...]) -> Iter
 
 def _stage_before_070(ctx: Context) -> Stage | None:
     """verl 0.7.0 builds the rollout config dataclass inside the workers (its checks fail at worker
-    init); 0.6.x built it in validate_config, at load (as documented in verl-rules A25-A27; not
+    init); 0.6.x built it in validate_config, at load (A25-A27 in docs/verl-checks.md; not
     re-read from the 0.6 sources). None = the rule's own stage, "init"."""
     try:
         return "load" if parse(ctx.version) < (0, 7, 0) else None

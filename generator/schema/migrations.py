@@ -2,7 +2,7 @@
 
 Two sources, merged:
   * derived: a key present in the older packaged schema and absent from the newer one;
-  * hand-written moves (`MOVES`, facts from verl's release history, docs/verl-rules.md §3):
+  * hand-written moves (`MOVES`, facts from verl's release history, docs/rules/keys.md#where-the-keys-come-from):
     where the key went. Prefix moves end in "." and map every key below them.
 A move is only reported with its new key when that key exists in the target release; else the
 key is reported as removed, with the move's note.

@@ -72,7 +72,7 @@ BASE = ["algorithm.adv_estimator=grpo", "data.train_batch_size=1024", "actor_rol
     # a critic (GAE) loads its model config: the stand-in folder must satisfy it
     (["algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=4", "critic.ppo_mini_batch_size=256"],
      "accept", None, ""),
-    # verl-rules A14: setting only the deprecated critic key makes both non-null via interpolation
+    # A14 (docs/verl-checks.md): setting only the deprecated critic key makes both non-null via interpolation
     (["algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=32"], "reject", "validate", "[critic]"),
 ])
 def test_worker_reports_verls_own_verdict(worker, changes, verdict, stage, needle):
@@ -145,7 +145,7 @@ FORMER_DISAGREEMENTS = [
      [f"{A}use_dynamic_bsz=True", f"{A}megatron.tensor_model_parallel_size=3"], "accept", {"VP301": "init"}),
     ("world-divisibility-static", MEGATRON_BASE, [f"{A}megatron.tensor_model_parallel_size=3"], "reject",
      {"VP301": "load"}),
-    # 4. verl-rules A15: critic mini % deprecated global critic micro
+    # 4. A15 (docs/verl-checks.md): critic mini % deprecated global critic micro
     ("critic-mini-vs-global-micro", CRITIC,
      ["critic.ppo_micro_batch_size_per_gpu=null", "critic.ppo_micro_batch_size=128"], "reject", {"VB210": "load"}),
     # 5. a key added with '+' right under a section verl builds as a dataclass at load
