@@ -167,8 +167,9 @@ def test_explicit_version(monkeypatch: pytest.MonkeyPatch) -> None:
     _no_verl(monkeypatch)
     assert resolve_version("0.6.1") == ("0.6.1", "--verl-version")
     assert resolve_version("v0.7.0") == ("0.7.0", "--verl-version")
-    version, how = resolve_version("0.7.5")
-    assert version == "0.7.1" and "nearest older" in how
+    for unknown in ("0.7.5", "9.9", "0.7"):  # not packaged: an error, never a silent stand-in
+        with pytest.raises(InputError, match=f"unknown verl release '{unknown}'"):
+            resolve_version(unknown)
     with pytest.raises(InputError):
         resolve_version("banana")
     with pytest.raises(InputError):

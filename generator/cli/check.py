@@ -26,21 +26,24 @@ FORMATS = ("text", "json", "sarif", "github")
 
 
 def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
-                env: dict[str, str], args: list[str], model_config: str | None):
-    """FileReports for every path (never raises for a single bad file)."""
+                env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None):
+    """FileReports for every path (never raises for a single bad file). Which verl each file is
+    judged against is resolved per file (generator.schema.resolution)."""
+    from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
-    from generator.schema import resolve_version
+    from generator.schema.resolution import known_release, resolve, script_keys
     from generator.shell import read_launch
 
-    chosen, _how = resolve_version(version)
+    if version is not None and version.strip():
+        known_release(version, "--verl-version")  # fail early, once, with a one-line InputError
     if model_config:
         from generator.model import load_model_config
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
     reports = []
     for path in paths:
-        report = FileReport(path=path, verl_version=chosen)
+        report = FileReport(path=path)
         try:
             refuse_non_script(path)
             source = _read_bytes(path)
@@ -48,8 +51,13 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-            for invocation, _config, findings in check_script(script, version=chosen, select=select, ignore=ignore,
-                                                              model_config=model_config, config_root=os.getcwd()):
+            resolution = resolve(path, version=version, config_dir=config_dir, project=load_project(path),
+                                 keys=lambda: script_keys(script.invocations))
+            report.resolution = resolution
+            report.verl_version = resolution.base_release
+            for invocation, _config, findings in check_script(script, select=select, ignore=ignore,
+                                                              model_config=model_config, config_root=os.getcwd(),
+                                                              resolution=resolution):
                 line = invocation.line if invocation else None
                 report.findings.extend(Located(f, line) for f in findings)
         except InputError as err:
@@ -101,6 +109,8 @@ def register(app: typer.Typer) -> None:
         select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Check against this verl release."),
+        config_dir: Optional[str] = typer.Option(None, "--config-dir",
+                                                 help="Folder of the verl config YAML the scripts run with."),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument ($1, $2, ...)."),
         model_config: Optional[str] = typer.Option(None, "--model-config",
@@ -114,7 +124,8 @@ def register(app: typer.Typer) -> None:
         try:
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
             reports = check_paths(files, version=verl_version, select=chosen_select, ignore=chosen_ignore,
-                                  env=_parse_env(env), args=list(arg), model_config=model_config)
+                                  env=_parse_env(env), args=list(arg), model_config=model_config,
+                                  config_dir=config_dir)
         except InputError as err:
             _fail(str(err), fmt)
         color = fmt == "text" and use_color(sys.stdout)
@@ -165,13 +176,15 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.config import build_config
+        from generator.project import load_project
         from generator.report.explain import explain_config, render_explain
-        from generator.schema import resolve_version
+        from generator.schema.resolution import known_release, resolve, script_keys
         from generator.shell import read_launch
 
         status = EXIT_OK
         try:
-            chosen, _how = resolve_version(verl_version)
+            if verl_version is not None and verl_version.strip():
+                known_release(verl_version, "--verl-version")
             env_map = _parse_env(env)
         except InputError as err:
             _fail(str(err))
@@ -184,6 +197,9 @@ def register(app: typer.Typer) -> None:
                     print(one_line(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)"),
                           file=sys.stderr)
                     status = EXIT_BAD_INPUT
+                resolution = resolve(path, version=verl_version, project=load_project(path),
+                                     keys=lambda: script_keys(script.invocations))
+                chosen = resolution.release
                 calls = [inv for inv in script.invocations if inv.branch != "dead"]
                 if not calls:
                     sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
@@ -191,8 +207,8 @@ def register(app: typer.Typer) -> None:
                 for invocation in calls:
                     config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd())
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
-                    header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, verl {config.version}, "
-                              f"{config.backend}{branch})")
+                    header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
+                              f"verl {resolution.base_release}, {config.backend}{branch})")
                     sys.stdout.write(printable(render_explain(header, explain_config(config))))
             except InputError as err:
                 print(one_line(f"{path}: error: {without_path(str(err), path)}"), file=sys.stderr)

@@ -57,17 +57,24 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             unsafe: bool, verl_version: str | None, env: dict[str, str],
             args: list[str] | None = None) -> int:
     from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
-    from generator.schema import resolve_version
+    from generator.project import load_project
+    from generator.schema.resolution import known_release, resolve, script_keys
 
-    version, _how = resolve_version(verl_version)
+    if verl_version is not None and verl_version.strip():
+        known_release(verl_version, "--verl-version")  # fail early, once
     read = default_reader(env or None, args or None)
-    check = default_checker(version)
+    releases: list[str] = []  # the verl each file was judged against, as `gen check` chooses it
     status = EXIT_OK
     fixed_count = files_changed = refused_count = 0
     for path in paths:
         try:
             refuse_non_script(path)
             source = _read_bytes(path)
+            resolution = resolve(path, version=verl_version, project=load_project(path),
+                                 keys=lambda: script_keys(read(source, path).invocations))
+            if resolution.base_release not in releases:
+                releases.append(resolution.base_release)
+            check = default_checker(resolution.release, resolution=resolution)
             result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
                                 unsafe=unsafe)
             if write and result.changed:
@@ -100,7 +107,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             if status == EXIT_OK:
                 status = EXIT_FINDINGS
     verb = "fixed" if write else "would fix"
-    summary = f"{verb} {fixed_count} finding(s) in {files_changed} of {len(paths)} file(s) (verl {version})"
+    summary = f"{verb} {fixed_count} finding(s) in {files_changed} of {len(paths)} file(s) (verl {', '.join(releases) or '-'})"
     if refused_count:
         summary += f"; {refused_count} fix(es) not applied"
     _err(summary)

@@ -4,10 +4,13 @@ library), judged by one rule engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from generator.launch import Override
 from generator.verl import PPO_ENTRY
+
+if TYPE_CHECKING:
+    from generator.schema.resolution import Resolution
 
 Backend = Literal["megatron", "fsdp", "unknown"]
 
@@ -67,6 +70,9 @@ class Config:
     # file Hydra looks for or None when unknown, whether the entry's folder is sure rather than
     # inferred from a package folder). None when the call has no relative path.
     relative_config_path: tuple[str, str, str | None, bool] | None = None
+    # Which verl release and config the call was judged against, and why (None for configs
+    # built without a script: recipes, library entries, tests).
+    resolution: Resolution | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import Callable, Sequence
+from typing import TYPE_CHECKING, Callable, Sequence
 
 from generator.config.types import Config
 from generator.edits import KeyEdit
@@ -19,6 +19,9 @@ from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.rules.core import Finding
+
+if TYPE_CHECKING:
+    from generator.schema.resolution import Resolution
 
 MAX_ROUNDS = 3
 
@@ -83,11 +86,14 @@ def default_reader(env: dict[str, str] | None = None,
     return read
 
 
-def default_checker(version: str, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Checker:
+def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = (),
+                    resolution: Resolution | None = None) -> Checker:
+    """check_script against `resolution` (which verl, chosen once per file), else `version`."""
     from generator.rules import check_script
 
     def check(script: LaunchScript) -> CheckResults:
-        return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore))
+        return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore),
+                            resolution=resolution)
 
     return check
 

@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import json
 from dataclasses import dataclass, field
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 from generator.rules.core import Finding
 from generator.safe_text import one_line, printable
+
+if TYPE_CHECKING:
+    from generator.schema.resolution import Resolution
 
 
 @dataclass
@@ -29,6 +32,8 @@ class FileReport:
     findings: list[Located] = field(default_factory=list)
     # Read, but not completely (a bash syntax error): the findings stand, the input is bad.
     incomplete: str | None = None
+    # Which verl release and config the file was judged against, and why.
+    resolution: Resolution | None = None
 
     @property
     def failed(self) -> bool:
@@ -80,6 +85,12 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
                 lines.append(f"{where}: {code} {rest}")
         if report.incomplete:
             lines.append(one_line(f"{report.path}: error: {report.incomplete}"))
+    for text in _resolution_lines(reports):
+        if color:
+            from rich.markup import escape
+
+            text = escape(text)
+        lines.append(one_line(text))
     s = summary(reports)
     fixable = sum(1 for r in reports for l in r.findings if l.finding.fix is not None)
     tail = (f"{s['files']} file{'s' if s['files'] != 1 else ''} checked: {s['errors']} error(s), "
@@ -88,6 +99,17 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
         tail += f"; {fixable} fixable with `gen fix` ([*])"
     lines.append(tail)
     return "\n".join(lines) + "\n"
+
+
+def _resolution_lines(reports: list[FileReport]) -> list[str]:
+    """'checked against verl X (config: ...; chosen: ...)': once when every file shares it,
+    else one line per file."""
+    judged = [(r.path, r.resolution.summary()) for r in reports if r.resolution is not None and not r.error]
+    if not judged:
+        return []
+    if len({text for _, text in judged}) == 1:
+        return [f"checked against {judged[0][1]}"]
+    return [f"{path}: checked against {text}" for path, text in judged]
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -101,7 +123,9 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
             item["invocation_line"] = located.invocation_line
             findings.append(item)
         files.append({"path": report.path, "error": report.error, "verl_version": report.verl_version,
-                      "incomplete": report.incomplete, "findings": findings})
+                      "incomplete": report.incomplete,
+                      "resolution": report.resolution.as_dict() if report.resolution else None,
+                      "findings": findings})
     return {"files": files, "summary": summary(reports)}
 
 
@@ -181,6 +205,9 @@ def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) 
         "tool": {"driver": _sarif_driver(tool_version, rules)},
         "results": results,
     }
+    judged = [{"path": r.path, **r.resolution.as_dict()} for r in reports if r.resolution is not None]
+    if judged:
+        run["properties"] = {"verl": judged}
     if notifications:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notifications}]
     return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"

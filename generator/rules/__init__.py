@@ -15,12 +15,15 @@ from __future__ import annotations
 import dataclasses
 import os
 import pkgutil
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.rules.core import REGISTRY, Context, Finding, Rule, selected
+
+if TYPE_CHECKING:
+    from generator.schema.resolution import Resolution
 
 _loaded = False
 
@@ -125,18 +128,23 @@ def _scope_note(invocation: Invocation) -> str:
 
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
                  ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
+                 resolution: Resolution | None = None,
                  ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
     """Check every live, conditional or loop call of a read script (dead branches are skipped).
 
     The first element, when the script has shell hazards, is (None, None, hazard findings).
     `config_root` is where `$PWD`-relative config paths start (the directory the script is run
-    from, usually the repository root).
+    from, usually the repository root). `resolution` says which verl to judge against; without
+    it, it is resolved for the script (generator.schema.resolution) with `version` as
+    `--verl-version`. Each call's Config carries it.
     Raises InputError for an unknown --verl-version or an unreadable --model-config.
     """
     from generator.config import build_config
-    from generator.schema import resolve_version
+    from generator.schema.resolution import resolve, script_keys
 
-    chosen, _how = resolve_version(version)
+    if resolution is None:
+        resolution = resolve(script.path, version=version, keys=lambda: script_keys(script.invocations))
+    chosen = resolution.release
     results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
     hazards = script_findings(script, select=select, ignore=ignore)
     if hazards:
@@ -150,6 +158,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
             config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root)
         else:
             config = build_config(invocation, version=chosen, script_dir=script_dir)
+        config.resolution = resolution
         model = _model_for(config, model_config, cache)
         findings = check_config(config, model=model, invocation=invocation, script=script,
                                 select=select, ignore=ignore)

@@ -116,8 +116,11 @@ def _sort_key(version: str) -> tuple:
 
 
 def available() -> list[str]:
-    """Schema ids packaged with verl-gen (plus any registered from a directory), oldest first."""
-    return sorted(set(_packaged_ids()) | set(_REGISTERED_DIRS), key=_sort_key)
+    """Schema ids packaged with verl-gen (plus any registered from a directory and listed),
+    oldest first. A project's own config tree is registered unlisted: it is not a release
+    other releases are compared with (migrations, --verl-version), only the schema of its
+    project's scripts."""
+    return sorted(set(_packaged_ids()) | (set(_REGISTERED_DIRS) - _UNLISTED), key=_sort_key)
 
 
 def normalize(version: str) -> str:
@@ -125,8 +128,14 @@ def normalize(version: str) -> str:
     return text[1:] if text[:1] in ("v", "V") and text[1:2].isdigit() else text
 
 
-def register_dir(version: str, config_dir: str | Path, source: str | None = None) -> None:
-    """Make `load(version)` read verl's YAML from `config_dir` (e.g. an installed verl)."""
+def register_dir(version: str, config_dir: str | Path, source: str | None = None, *, listed: bool = True) -> None:
+    """Make `load(version)` read verl's YAML from `config_dir` (e.g. an installed verl);
+    `listed=False` keeps it out of `available()`. Registering the same folder again keeps
+    what was already read from it."""
+    if not listed:
+        _UNLISTED.add(version)
+    if _REGISTERED_DIRS.get(version) == Path(config_dir):
+        return
     _REGISTERED_DIRS[version] = Path(config_dir)
     _CACHE.pop(version, None)
     if source:
@@ -134,6 +143,7 @@ def register_dir(version: str, config_dir: str | Path, source: str | None = None
 
 
 _DIR_SOURCES: dict[str, str] = {}
+_UNLISTED: set[str] = set()
 
 
 def _from_dir(version: str, config_dir: Path) -> Schema:

@@ -52,7 +52,7 @@ def nearest_older(version: str) -> str | None:
     return older[-1] if older else None
 
 
-def _installed_verl() -> tuple[str, Path] | None:
+def installed_verl() -> tuple[str, Path] | None:
     """(version, package dir) of the verl importable here, found without importing it."""
     try:
         spec = importlib.util.find_spec("verl")
@@ -66,17 +66,20 @@ def _installed_verl() -> tuple[str, Path] | None:
     if not locations:
         return None
     package = Path(locations[0])
-    version = _read_version(package)
+    version = read_version(package)
     return (version, package) if version else None
 
 
-def _read_version(package: Path) -> str | None:
-    version_file = package / "version" / "version"
+def read_version(package: Path) -> str | None:
+    """The release a verl package says it is: its `version/version` file (one short line; a
+    file that is not a small regular text file is ignored), else a dist-info beside it."""
+    from generator.files import read_text_input
+
     try:
-        text = version_file.read_text(encoding="utf-8").strip()
-        if text:
+        text = read_text_input(package / "version" / "version", limit=256, what="version file").strip()
+        if text and "\n" not in text:
             return text
-    except OSError:
+    except InputError:
         pass
     # A dist-info next to the package: verl-X.dist-info/METADATA
     for meta in sorted(package.parent.glob("verl-*.dist-info/METADATA")):
@@ -95,18 +98,9 @@ def resolve_version(explicit: str | None = None) -> tuple[str, str]:
         wanted = normalize(explicit)
         if wanted in available():
             return wanted, "--verl-version"
-        try:
-            parse(wanted)
-        except ValueError:
-            raise InputError(f"--verl-version '{explicit}' is not a version; known: {', '.join(available())}") from None
-        older = nearest_older(wanted)
-        if older is None:
-            raise InputError(
-                f"verl {wanted} is older than every packaged schema; known: {', '.join(available())}"
-            )
-        return older, f"--verl-version {wanted} (not packaged; using nearest older release {older})"
+        raise InputError(f"--verl-version: unknown verl release '{explicit}'; known: {', '.join(available())}")
 
-    installed = _installed_verl()
+    installed = installed_verl()
     if installed is not None:
         version, package = installed
         version_id = normalize(version)

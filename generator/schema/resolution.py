@@ -1,0 +1,280 @@
+"""Which verl release and which config a script's trainer calls are judged against, and why.
+
+One answer per script, in this order (the first that applies wins):
+
+  1. explicit options: `--verl-version` (a packaged release, else exit 2) and `--config-dir`
+     (a folder of verl config YAML: it becomes the schema);
+  2. the project configuration (generator.project): `verl-version`, `config-dirs`;
+  3. the project's own verl, found going up from the script: a vendored or submodule `verl/`
+     package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
+     `version/version`, else inferred from the script's keys);
+  4. the verl installed in the active Python environment (found without importing it);
+  5. otherwise the release is inferred from the script's keys (the oldest packaged release
+     whose schema has every key the script sets without `+`), and the report says so.
+
+A config tree read from the project is registered as a schema id `<release>+project.<hash>`:
+its keys and defaults come from composing that YAML, never from a packaged schema of another
+release, while version-gated rules read the release before the `+`.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Callable, Iterable, Sequence
+
+from generator.errors import InputError
+from generator.launch import UNKNOWN_OPEN, Invocation
+from generator.project import NO_PROJECT, ProjectSettings
+from generator.schema.core import Schema, available, load, normalize, register_dir
+from generator.schema.releases import installed_verl, packaged_releases, read_version
+from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
+from generator.versions import parse
+
+# How many folders above the script are searched for the project's verl.
+MAX_LEVELS = 12
+# Where a verl package sits in a project folder: vendored (`verl/`) or a git submodule that
+# holds verl's repository (`verl/verl/`, or any submodule path with a `verl/` package).
+_PACKAGE_PLACES = (("verl",), ("verl", "verl"))
+
+# (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
+KeyUses = Sequence[tuple[str, str]]
+
+
+@dataclass(frozen=True)
+class Resolution:
+    """The verl a script is judged against.
+
+    release        the schema id configs are built with (a packaged id, or a registered
+                   `<release>+project.<hash>` for a config tree read from the project)
+    config_source  where keys and defaults come from, for the report
+    reason         why this verl was chosen, for the report
+    config_dir     the config folder read, when the schema is not a packaged one
+    inferred       True when the release was guessed from the script's keys
+    """
+
+    release: str
+    config_source: str
+    reason: str
+    config_dir: Path | None = None
+    inferred: bool = False
+
+    @property
+    def base_release(self) -> str:
+        """The plain release version-gated rules use ('0.4.1' for '0.4.1+project.ab12cd')."""
+        return self.release.split("+project.", 1)[0]
+
+    def summary(self) -> str:
+        """One line for a text report: 'verl 0.4.1 (config: ...; chosen: ...)'."""
+        return f"verl {self.base_release} (config: {self.config_source}; chosen: {self.reason})"
+
+    def as_dict(self) -> dict[str, object]:
+        return {"release": self.base_release, "schema": self.release, "config_source": self.config_source,
+                "reason": self.reason, "config_dir": str(self.config_dir) if self.config_dir else None,
+                "inferred": self.inferred}
+
+
+def known_release(text: str, where: str) -> str:
+    """The packaged schema id for `text`; InputError naming `where` when it is not one."""
+    wanted = normalize(text)
+    if wanted in available():
+        return wanted
+    raise InputError(f"{where}: unknown verl release '{text}'; known: {', '.join(available())}")
+
+
+def resolve(
+    script_path: str | None,
+    *,
+    version: str | None = None,
+    config_dir: str | None = None,
+    project: ProjectSettings = NO_PROJECT,
+    keys: Callable[[], KeyUses] = lambda: (),
+) -> Resolution:
+    """The Resolution for a script at `script_path` (None: text without a file)."""
+    explicit = known_release(version, "--verl-version") if version and version.strip() else None
+    if config_dir:
+        folder = Path(config_dir)
+        if not _has_ppo_config(folder):
+            raise InputError(f"--config-dir {config_dir}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
+        return _from_config_dir(folder, explicit, "--config-dir", keys)
+    if explicit is not None:
+        return Resolution(explicit, f"packaged schema {explicit}", "--verl-version")
+
+    if project.path is not None:
+        where = project.describe()
+        pinned = known_release(project.verl_version, where) if project.verl_version else None
+        for folder in project.config_dirs:
+            if _has_ppo_config(folder):
+                return _from_config_dir(folder, pinned, f"config-dirs of {where}", keys)
+        if pinned is not None:
+            return Resolution(pinned, f"packaged schema {pinned}", f"verl-version of {where}")
+
+    if script_path is not None:
+        package = find_project_verl(script_path)
+        if package is not None:
+            return _from_package(package, keys)
+
+    installed = installed_verl()
+    if installed is not None:
+        found = _from_installed(*installed)
+        if found is not None:
+            return found
+
+    release, how = infer_release(keys())
+    return Resolution(release, f"packaged schema {release}", how, inferred=True)
+
+
+def find_project_verl(script_path: str) -> Path | None:
+    """The `verl/` package of the project a script belongs to: going up from the script's
+    folder, the first folder with a vendored `verl/trainer/config/` (or a submodule's
+    `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
+    stops at the folder holding `.git`."""
+    here = Path(script_path).absolute().parent
+    for folder in [here, *here.parents][:MAX_LEVELS]:
+        for place in _PACKAGE_PLACES:
+            package = folder.joinpath(*place)
+            if _has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+                return package
+        for submodule in _submodule_paths(folder):
+            package = folder / submodule / "verl"
+            if _has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+                return package
+        if (folder / ".git").exists():
+            break
+    return None
+
+
+def infer_release(keys: KeyUses) -> tuple[str, str]:
+    """(release, how) from the keys a script sets with plain `key=`: the oldest packaged
+    release whose schema has every one; else the one that has the most (newest on a tie)."""
+    releases = packaged_releases()
+    if not keys:
+        return releases[-1], "inferred: the script sets no key that tells releases apart (newest packaged)"
+    best, best_count = releases[-1], -1
+    for release in releases:
+        schema = load(release)
+        count = sum(1 for key, name in keys if _schema_has(schema, key, name))
+        if count == len(keys):
+            return release, f"inferred from the script's keys (oldest release with all {count})"
+        if count >= best_count:
+            best, best_count = release, count
+    return best, f"inferred from the script's keys ({best_count} of {len(keys)} known in {best}, the most of any release)"
+
+
+# --- helpers ---------------------------------------------------------------------------------
+
+
+def _schema_has(schema: Schema, key: str, name: str) -> bool:
+    config = name if name in schema.configs else PPO_CONFIGS[0]
+    return schema.has(key, config)
+
+
+def _has_ppo_config(folder: Path) -> bool:
+    return any((folder / f"{prefix}{name}.yaml").is_file() for name in PPO_CONFIGS
+               for prefix in ("", "_generated_"))
+
+
+def _submodule_paths(folder: Path) -> list[str]:
+    """Paths of the git submodules declared in `folder/.gitmodules` (read as text, bounded)."""
+    modules = folder / ".gitmodules"
+    try:
+        if not modules.is_file() or modules.stat().st_size > 65536:
+            return []
+        text = modules.read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    out = []
+    for line in text.splitlines():
+        name, sep, value = line.partition("=")
+        if sep and name.strip() == "path" and value.strip() and ".." not in value:
+            out.append(value.strip())
+    return out
+
+
+def _project_schema_id(release: str, config_dir: Path) -> str:
+    digest = hashlib.sha256(str(config_dir.resolve()).encode()).hexdigest()[:8]
+    return f"{release}+project.{digest}"
+
+
+def _register(release: str, config_dir: Path, source: str) -> str:
+    schema_id = _project_schema_id(release, config_dir)
+    register_dir(schema_id, config_dir, source=source, listed=False)
+    return schema_id
+
+
+def _base_of(text: str | None) -> str | None:
+    """'0.4.1.dev' -> '0.4.1'; None when the text is not a version."""
+    if not text:
+        return None
+    try:
+        return ".".join(str(p) for p in parse(text))
+    except ValueError:
+        return None
+
+
+def _from_config_dir(folder: Path, release: str | None, why: str, keys: Callable[[], KeyUses]) -> Resolution:
+    """A config tree given by the user: its YAML is the schema; the release is the one given,
+    else the version file of the verl package it sits in, else inferred."""
+    folder = folder.resolve()
+    reason = why
+    if release is None:
+        package = folder.parent.parent if folder.parts[-2:] == CONFIG_SUBDIR else None
+        release = _base_of(read_version(package)) if package is not None else None
+        if release is not None:
+            reason = f"{why} (release from {package}/version/version)"
+    inferred = False
+    if release is None:
+        release, how = infer_release(keys())
+        reason, inferred = f"{why}; release {how}", True
+    schema_id = _register(release, folder, f"verl config YAML at {folder}")
+    return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred)
+
+
+def _from_package(package: Path, keys: Callable[[], KeyUses]) -> Resolution:
+    """The project's own verl: its config YAML is the schema."""
+    folder = package.joinpath(*CONFIG_SUBDIR)
+    version_text = read_version(package)
+    release = _base_of(version_text)
+    if release is not None:
+        reason = f"the project's verl at {package} (version file: {version_text})"
+        inferred = False
+    else:
+        release, how = infer_release(keys())
+        reason, inferred = f"the project's verl at {package} (no version file; release {how})", True
+    schema_id = _register(release, folder, f"the project's verl config YAML at {folder}")
+    return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred)
+
+
+def _from_installed(version: str, package: Path) -> Resolution | None:
+    version_id = normalize(version)
+    reason = f"installed verl {version} at {package}"
+    if version_id in available():
+        return Resolution(version_id, f"packaged schema {version_id}", reason)
+    folder = package.joinpath(*CONFIG_SUBDIR)
+    base = _base_of(version_id)
+    if _has_ppo_config(folder) and base is not None:
+        schema_id = _register(base, folder, f"installed verl {version} at {package}")
+        return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder)
+    if base is not None and base in available():
+        return Resolution(base, f"packaged schema {base}", reason)
+    older = [r for r in packaged_releases() if base is not None and parse(r) <= parse(base)]
+    if older:
+        return Resolution(older[-1], f"packaged schema {older[-1]}",
+                          f"{reason} (not packaged; nearest older release)")
+    return None
+
+
+def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
+    """(key, config name) of every plain `key=` override in the PPO calls that may run: the
+    evidence infer_release weighs."""
+    out: list[tuple[str, str]] = []
+    for inv in invocations:
+        name = (inv.config_name or "").strip("'\"").rsplit("/", 1)[-1].removesuffix(".yaml")
+        if inv.branch == "dead" or (inv.entry != PPO_ENTRY and name not in PPO_CONFIGS):
+            continue  # generation, SFT and recipe configs have keys of their own
+        name = name if name in PPO_CONFIGS else ppo_config_for(name)
+        for override in inv.overrides:
+            if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
+                out.append((override.key, name))
+    return out

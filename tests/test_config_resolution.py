@@ -1,0 +1,190 @@
+"""Which verl and which config a script is judged against, in the documented order: explicit
+options, the project configuration, the project's own verl (vendored or submodule), the
+installed verl, else inferred from the script's keys. Fixture projects: tests/fixtures/projects/.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.errors import InputError
+from generator.schema.resolution import Resolution, find_project_verl, resolve, script_keys
+from generator.shell import read_script
+
+PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
+REPO = Path(__file__).resolve().parent.parent
+FORK_KEYS = ("actor_rollout_ref.rollout.n_agent", "algorithm.grpo_clip")
+
+
+@pytest.fixture(autouse=True)
+def _no_installed_verl(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The test environment must not leak an installed verl into the order under test."""
+    monkeypatch.setattr("generator.schema.resolution.installed_verl", lambda: None)
+
+
+def _check_json(*argv: str) -> tuple[int, dict]:
+    result = CliRunner().invoke(app, ["check", *argv, "--format", "json"])
+    return result.exit_code, json.loads(result.output)
+
+
+def _codes_and_keys(doc: dict) -> list[tuple[str, str | None]]:
+    return [(f["code"], f.get("key")) for f in doc["files"][0]["findings"]]
+
+
+def _copy(name: str, tmp_path: Path) -> Path:
+    target = tmp_path / name
+    shutil.copytree(PROJECTS / name, target)
+    return target
+
+
+def test_vendored_fork_is_the_schema_and_its_version_file_the_release() -> None:
+    script = PROJECTS / "vendored_fork" / "scripts" / "train_agent.sh"
+    code, doc = _check_json(str(script))
+    resolution = doc["files"][0]["resolution"]
+    assert resolution["release"] == "0.4.1" and doc["files"][0]["verl_version"] == "0.4.1"
+    assert resolution["config_dir"] == str(PROJECTS / "vendored_fork" / "verl" / "trainer" / "config")
+    assert "the project's verl" in resolution["reason"] and "0.4.1.dev" in resolution["reason"]
+    assert resolution["inferred"] is False
+    assert code == 0 and not any(key in FORK_KEYS for _, key in _codes_and_keys(doc))
+
+
+def test_the_same_fork_script_against_a_packaged_release_refuses_the_fork_keys() -> None:
+    # What the resolution prevents: judging a fork by upstream's schema of its release.
+    script = PROJECTS / "vendored_fork" / "scripts" / "train_agent.sh"
+    code, doc = _check_json(str(script), "--verl-version", "0.4.1")
+    assert doc["files"][0]["resolution"]["reason"] == "--verl-version"
+    unknown = {key for c, key in _codes_and_keys(doc) if c == "VK601"}
+    assert set(FORK_KEYS) <= unknown and code == 1
+
+
+def test_a_typo_is_still_an_unknown_key_of_the_fork(tmp_path: Path) -> None:
+    project = _copy("vendored_fork", tmp_path)
+    script = project / "scripts" / "typo.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.n_agnet=2 "
+                      "actor_rollout_ref.rollout.n_agent=2\n")
+    code, doc = _check_json(str(script))
+    found = [(c, key) for c, key in _codes_and_keys(doc) if c == "VK601"]
+    assert found == [("VK601", "actor_rollout_ref.rollout.n_agnet")] and code == 1
+    message = next(f["message"] for f in doc["files"][0]["findings"] if f["code"] == "VK601")
+    assert "n_agent" in message  # the fork's own key is the "did you mean"
+
+
+def test_git_submodule_layout() -> None:
+    script = PROJECTS / "submodule" / "examples" / "run_grpo.sh"
+    package = find_project_verl(str(script))
+    assert package == PROJECTS / "submodule" / "third_party" / "verl" / "verl"
+    resolution = resolve(str(script))
+    assert resolution.base_release == "0.5.0" and resolution.release.startswith("0.5.0+project.")
+    assert resolution.config_dir == package / "trainer" / "config"
+
+
+def test_project_file_pins_the_release(tmp_path: Path) -> None:
+    script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
+    code, doc = _check_json(str(script))
+    resolution = doc["files"][0]["resolution"]
+    assert resolution["release"] == resolution["schema"] == "0.6.1"
+    assert resolution["reason"] == f"verl-version of [tool.verl-gen] in {PROJECTS / 'toml_project' / 'pyproject.toml'}"
+    assert resolution["config_source"] == "packaged schema 0.6.1"
+
+
+def test_project_file_config_dirs_are_the_schema() -> None:
+    script = PROJECTS / "toml_configdir" / "jobs" / "run.sh"
+    resolution = resolve(str(script), project=_project(str(script)))
+    assert resolution.base_release == "0.4.1"
+    assert resolution.config_dir == (PROJECTS / "toml_configdir" / "conf").resolve()
+    assert resolution.reason.startswith("config-dirs of ")
+
+
+def test_order_explicit_then_project_then_fork(tmp_path: Path) -> None:
+    project = _copy("vendored_fork", tmp_path)
+    script = str(project / "scripts" / "train_agent.sh")
+    assert resolve(script).config_dir == project / "verl" / "trainer" / "config"
+    (project / ".verl-gen.toml").write_text('verl-version = "0.6.1"\n')
+    code, doc = _check_json(script)
+    assert doc["files"][0]["resolution"]["schema"] == "0.6.1"  # the project file beats the fork
+    code, doc = _check_json(script, "--verl-version", "0.7.0")
+    assert doc["files"][0]["resolution"]["schema"] == "0.7.0"  # the option beats both
+    config_dir = str(project / "verl" / "trainer" / "config")
+    code, doc = _check_json(script, "--config-dir", config_dir)
+    assert doc["files"][0]["resolution"]["config_dir"] == config_dir
+    assert doc["files"][0]["resolution"]["release"] == "0.4.1"  # from the version file beside it
+
+
+def test_fork_without_a_version_file_infers_its_base_release(tmp_path: Path) -> None:
+    project = _copy("vendored_fork", tmp_path)
+    (project / "verl" / "version" / "version").unlink()
+    resolution = resolve(str(project / "scripts" / "train_agent.sh"),
+                         keys=lambda: [("actor_rollout_ref.rollout.n", "ppo_trainer")])
+    assert resolution.inferred and "no version file" in resolution.reason
+    assert resolution.config_dir == project / "verl" / "trainer" / "config"
+
+
+def test_no_verl_anywhere_infers_the_release_and_says_so(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    # rollout.agent.* exists from 0.5.0 on: the oldest release with every key is 0.5.0.
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8 "
+                      "actor_rollout_ref.rollout.agent.agent_loop_config_path=loops.yaml\n")
+    parsed = read_script(script.read_bytes(), str(script))
+    resolution = resolve(str(script), keys=lambda: script_keys(parsed.invocations))
+    assert resolution.inferred and resolution.reason.startswith("inferred from the script's keys")
+    assert resolution.release == "0.5.0" and resolution.config_dir is None
+    result = CliRunner().invoke(app, ["check", str(script)])
+    assert f"checked against {resolution.summary()}" in result.output
+
+
+@pytest.mark.parametrize("version", ["9.9", "0.7", "banana", "0.7.5"])
+def test_unknown_verl_version_is_one_line_exit_2(version: str, tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8\n")
+    result = subprocess.run([sys.executable, "-m", "generator", "check", str(script), "--verl-version", version],
+                            capture_output=True, text=True, cwd=REPO, timeout=60)
+    assert result.returncode == 2
+    assert result.stderr.strip().splitlines() == [
+        f"error: --verl-version: unknown verl release '{version}'; known: " + result.stderr.split("known: ")[1].strip()]
+    with pytest.raises(InputError):
+        resolve(str(script), version=version)
+
+
+def test_config_dir_without_a_ppo_config_is_refused(tmp_path: Path) -> None:
+    with pytest.raises(InputError, match="no ppo_trainer.yaml"):
+        resolve(None, config_dir=str(tmp_path))
+
+
+def test_installed_verl_in_a_subprocess() -> None:
+    script = PROJECTS / "installed" / "scripts" / "run_ppo.sh"
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(PROJECTS / "installed" / "site"), str(REPO)]))
+    result = subprocess.run([sys.executable, "-m", "generator", "check", str(script), "--format", "json"],
+                            capture_output=True, text=True, cwd=REPO, env=env, timeout=60)
+    resolution = json.loads(result.stdout)["files"][0]["resolution"]
+    assert resolution["schema"] == "0.7.0"
+    assert resolution["reason"] == f"installed verl 0.7.0 at {PROJECTS / 'installed' / 'site' / 'verl'}"
+
+
+def test_sarif_and_text_name_the_resolution() -> None:
+    script = str(PROJECTS / "toml_project" / "scripts" / "run_ppo.sh")
+    sarif = json.loads(CliRunner().invoke(app, ["check", script, "--format", "sarif"]).output)
+    verl = sarif["runs"][0]["properties"]["verl"]
+    assert verl == [{"path": script, **resolve(script, project=_project(script)).as_dict()}]
+    text = CliRunner().invoke(app, ["check", script]).output
+    assert "checked against verl 0.6.1 (config: packaged schema 0.6.1; chosen: verl-version of" in text
+
+
+def _project(script: str):
+    from generator.project import load_project
+
+    return load_project(script)
+
+
+def test_resolution_summary_and_base_release() -> None:
+    res = Resolution("0.4.1+project.abcd1234", "verl config YAML at /p", "the project's verl at /p")
+    assert res.base_release == "0.4.1"
+    assert res.summary() == "verl 0.4.1 (config: verl config YAML at /p; chosen: the project's verl at /p)"
