@@ -56,3 +56,15 @@ def ppo_config_for(name: str | None) -> str:
     """The PPO config a config named `name` builds on, judged by its name: the Megatron one
     when the name says megatron, else the FSDP one."""
     return PPO_MEGATRON_CONFIG if name and "megatron" in name else PPO_CONFIG
+
+
+# The algorithms `gen recipe` renders (and a library recipe may name). GPG is not one: a
+# recipe runs it as GRPO with verl's GPG keys among its overrides (see the verl-*-gpg recipe).
+ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
+
+# algorithm.adv_estimator -> the recipe algorithm it starts from. GRPO's estimator also runs
+# DAPO and GSPO, which differ in the actor's loss keys (see generator.script.algorithms).
+ESTIMATOR_ALGORITHM: dict[str, str] = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo",
+                                       "reinforce_plus_plus": "reinforce_plus_plus"}
+
+ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")

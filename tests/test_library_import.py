@@ -226,3 +226,21 @@ def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_d
     assert len(user) == imported
     for recipe in user:
         generate(to_spec(recipe).spec, filename="run.sh")  # raises if the rules are not clean
+
+
+@pytest.mark.parametrize("extra, algo", [
+    ("actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "gspo"),
+    ("actor_rollout_ref.actor.clip_ratio_low=0.2 actor_rollout_ref.actor.clip_ratio_high=0.28", "dapo"),
+    ("actor_rollout_ref.actor.clip_ratio_low=0.1 actor_rollout_ref.actor.clip_ratio_high=0.1", "grpo"),
+])
+def test_import_and_recipe_from_name_the_same_algorithm(tmp_path, extra, algo):
+    """`gen import` and `gen recipe --from` read the algorithm by one rule (GSPO is GRPO's
+    estimator with the gspo loss; DAPO decouples the clip range)."""
+    script = tmp_path / "run.sh"
+    script.write_text(LEGACY.replace("$EXTRA", extra))
+    assert import_cli(script, tmp_path / "lib").exit_code == 0
+    assert read_recipe(tmp_path / "lib" / "my-7b.yaml").algorithm == algo
+    result = runner.invoke(app, ["recipe", "--from", str(script), "-o", "-", "--verl-version", "0.7.0"])
+    assert result.exit_code == 0, result.output
+    assert "algorithm.adv_estimator=grpo" in result.stdout
+    assert f"# Qwen2.5-7B {algo.upper()} on 8 GPUs" in result.stdout

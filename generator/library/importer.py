@@ -36,9 +36,6 @@ _RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project
                           "actor_rollout_ref.model.path", "critic.model.path", "trainer.resume_mode",
                           "trainer.log_val_generations", "hydra.", "ray_kwargs.", "ray_init.")
 
-_ESTIMATOR_TO_ALGO = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo", "reinforce_plus_plus": "reinforce_plus_plus"}
-
-
 def _int(config: Config, key: str) -> int | None:
     from generator.config.reader import as_int
 
@@ -91,12 +88,12 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
                          "(pass a path to a folder with config.json, or a known model name)")
     per_node = _need(_int(config, "trainer.n_gpus_per_node"), "trainer.n_gpus_per_node", where)
     nodes = _need(_int(config, "trainer.nnodes"), "trainer.nnodes", where)
-    estimator = config.values.get("algorithm.adv_estimator")
-    algo = _ESTIMATOR_TO_ALGO.get(str(estimator))
+    from generator.script.algorithms import algorithm_of
+
+    algo = algorithm_of(config, entry)
     if algo is None:
+        estimator = config.values.get("algorithm.adv_estimator")
         raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{estimator}' has no recipe algorithm")
-    if algo == "grpo" and ("dapo" in entry or _float(config, ACTOR + "clip_ratio_high") not in (None, 0.2)):
-        algo = "dapo"
     layout: dict[str, Any] = {}
     for field_name, key in (("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
                             ("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):

@@ -78,19 +78,14 @@ def _int(config: Any, key: str, default: int | None = None) -> int | None:
 
 
 def _algorithm(config: Any) -> str:
-    estimator = _value(config, "algorithm.adv_estimator")
-    if estimator == "gae":
-        return "ppo"
-    if estimator in ("rloo", "reinforce_plus_plus"):
-        return estimator
-    if estimator == "grpo":
-        if _value(config, A + "policy_loss.loss_mode") == "gspo":
-            return "gspo"
-        if _value(config, A + "clip_ratio_high") != _value(config, A + "clip_ratio_low"):
-            return "dapo"
-        return "grpo"
-    raise InputError(f"algorithm.adv_estimator={estimator!r} is not one `gen recipe` renders "
-                     "(grpo, gae, rloo, reinforce_plus_plus)")
+    from generator.script.algorithms import algorithm_of
+
+    algo = algorithm_of(config)
+    if algo is None:
+        estimator = _value(config, "algorithm.adv_estimator")
+        raise InputError(f"algorithm.adv_estimator={estimator!r} is not one `gen recipe` renders "
+                         "(grpo, gae, rloo, reinforce_plus_plus)")
+    return algo
 
 
 def _candidate(config: Any) -> Candidate:
