@@ -18,7 +18,6 @@ from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
-from generator.verl import PPO_ENTRY
 
 GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
 
@@ -128,17 +127,16 @@ class Side:
 def _script_side(path: str, version: str, *, env: dict[str, str] | None,
                  args: list[str] | None) -> Side:
     from generator.config import build_config
+    from generator.script.extract import trainer_call
     from generator.shell import read_launch
 
-    script = read_launch(path, env=env, args=args)
-    trainer = [inv for inv in script.invocations if inv.branch != "dead"]
-    if not trainer:
+    call = trainer_call(read_launch(path, env=env, args=args))
+    if call is None:
         raise InputError(f"{path}: no trainer call found (nothing to compare)")
-    preferred = [inv for inv in trainer if inv.entry == PPO_ENTRY or ".main_" in inv.entry]
-    invocation = (preferred or trainer)[0]
+    invocation = call.invocation
     notes = []
-    if len(trainer) > 1:
-        notes.append(f"{path}: {len(trainer)} trainer calls; comparing the one at line {invocation.line}")
+    if call.live_calls > 1:
+        notes.append(f"{path}: {call.live_calls} trainer calls; comparing the one at line {invocation.line}")
     config = build_config(invocation, version=version, script_dir=str(Path(path).resolve().parent))
     values = dict(config.values)
     # Keys this release does not know still differ between the scripts: keep what was written.

@@ -12,21 +12,15 @@ from __future__ import annotations
 
 import datetime as _dt
 import io
-import re
 from pathlib import Path
 from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
 from generator.files import write_atomic
-from generator.verl import PPO_ENTRY
+from generator.verl import PPO_ENTRY, ROLLOUT_ENGINES
 
 ACTOR = "actor_rollout_ref.actor."
-ROLLOUT = "actor_rollout_ref.rollout."
-REF = "actor_rollout_ref.ref."
-MEGATRON = ACTOR + "megatron."
-TRANSFORMER = MEGATRON + "override_transformer_config."
-OPTIM_OVERRIDE = ACTOR + "optim.override_optimizer_config."
 
 # Per-run values: a recipe is a setup, not one person's run.
 _RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project_name", "trainer.experiment_name",
@@ -35,24 +29,6 @@ _RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project
                           "trainer.total_training_steps", "trainer.n_gpus_per_node", "trainer.nnodes",
                           "actor_rollout_ref.model.path", "critic.model.path", "trainer.resume_mode",
                           "trainer.log_val_generations", "hydra.", "ray_kwargs.", "ray_init.")
-
-def _int(config: Config, key: str) -> int | None:
-    from generator.config.reader import as_int
-
-    return None if key in config.unknown else as_int(config.values.get(key))
-
-
-def _bool(config: Config, key: str) -> bool:
-    from generator.config.reader import as_bool
-
-    return bool(as_bool(config.values.get(key))) if key not in config.unknown else False
-
-
-def _float(config: Config, key: str) -> float | None:
-    from generator.config.reader import as_float
-
-    return None if key in config.unknown else as_float(config.values.get(key))
-
 
 def _need(value: Any, what: str, where: str) -> Any:
     if value is None:
@@ -64,18 +40,19 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
                                entry: str = PPO_ENTRY) -> tuple[dict[str, Any], list[str]]:
     """The structured recipe mapping for one effective Config (overrides not yet filled in)."""
     from generator.model import find_model
+    from generator.script.extract import find_setup_model, setup_from_config
 
     notes: list[str] = []
     if config.backend != "megatron":
         raise InputError(f"{where}: cannot import: only Megatron launches become recipes "
                          f"(this call uses the {config.backend} backend)")
-    model_path = config.values.get("actor_rollout_ref.model.path")
-    if not isinstance(model_path, str):
+    setup = setup_from_config(config, entry=entry)
+    model_path = setup.model_path
+    if model_path is None:
         raise InputError(f"{where}: cannot import: actor_rollout_ref.model.path is not known statically")
-    if "actor_rollout_ref.model.path" in config.unknown:
+    if not setup.model_path_known:
         # `$HOME/models/Qwen2-7B-Instruct`: the folder name still says which model it is
-        known_tail = re.sub(r"<\?[^>]*>", "", model_path).rstrip("/").rsplit("/", 1)[-1]
-        facts = find_model(known_tail) if known_tail else None
+        facts = find_setup_model(setup)
         if facts is None:
             raise InputError(f"{where}: cannot import: actor_rollout_ref.model.path is not known statically")
         notes.append(f"model path '{model_path}' depends on the environment; the recipe uses "
@@ -86,57 +63,37 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
     if facts is None:
         raise InputError(f"{where}: cannot import: model '{model_path}' is not in the registry "
                          "(pass a path to a folder with config.json, or a known model name)")
-    per_node = _need(_int(config, "trainer.n_gpus_per_node"), "trainer.n_gpus_per_node", where)
-    nodes = _need(_int(config, "trainer.nnodes"), "trainer.nnodes", where)
-    from generator.script.algorithms import algorithm_of
-
-    algo = algorithm_of(config, entry)
+    per_node = _need(setup.per_node, "trainer.n_gpus_per_node", where)
+    nodes = _need(setup.nodes, "trainer.nnodes", where)
+    algo = setup.algorithm
     if algo is None:
-        estimator = config.values.get("algorithm.adv_estimator")
-        raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{estimator}' has no recipe algorithm")
-    layout: dict[str, Any] = {}
-    for field_name, key in (("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
-                            ("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):
-        layout[field_name] = _int(config, MEGATRON + key) or 1
-    for field_name, key in (("etp", MEGATRON + "expert_tensor_parallel_size"),
-                            ("vpp", MEGATRON + "virtual_pipeline_model_parallel_size"),
-                            ("first_stage_layers", TRANSFORMER + "num_layers_in_first_pipeline_stage"),
-                            ("last_stage_layers", TRANSFORMER + "num_layers_in_last_pipeline_stage")):
-        value = _int(config, key)
+        raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{setup.estimator}' has no recipe algorithm")
+    lay = setup.layout
+    layout: dict[str, Any] = {"tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep}
+    for field_name in ("etp", "vpp", "first_stage_layers", "last_stage_layers"):
+        value = getattr(lay, field_name)
         if value is not None:
             layout[field_name] = value
-    dynamic = _bool(config, ACTOR + "use_dynamic_bsz")
     batch: dict[str, Any] = {
-        "train_batch_size": _need(_int(config, "data.train_batch_size"), "data.train_batch_size", where),
-        "ppo_mini_batch_size": _need(_int(config, ACTOR + "ppo_mini_batch_size"),
-                                     ACTOR + "ppo_mini_batch_size", where),
-        "micro_batch_per_gpu": _int(config, ACTOR + "ppo_micro_batch_size_per_gpu") or 1,
+        "train_batch_size": _need(setup.train_batch_size, "data.train_batch_size", where),
+        "ppo_mini_batch_size": _need(setup.ppo_mini_batch_size, ACTOR + "ppo_mini_batch_size", where),
+        "micro_batch_per_gpu": lay.micro_batch_per_gpu,
     }
-    log_prob_micro = _int(config, ROLLOUT + "log_prob_micro_batch_size_per_gpu")
-    if log_prob_micro is not None:
-        batch["log_prob_micro_batch_per_gpu"] = log_prob_micro
-    batch["use_dynamic_bsz"] = dynamic
-    if dynamic:
-        batch["token_budget"] = _need(_int(config, ACTOR + "ppo_max_token_len_per_gpu"),
-                                      ACTOR + "ppo_max_token_len_per_gpu", where)
-        log_prob_cap = _int(config, ROLLOUT + "log_prob_max_token_len_per_gpu")
-        if log_prob_cap is not None:
-            batch["log_prob_token_budget"] = log_prob_cap
-    cpu_optimizer = _bool(config, OPTIM_OVERRIDE + "optimizer_cpu_offload")
-    offload: dict[str, Any] = {
-        "param": _bool(config, MEGATRON + "param_offload"),
-        "grad": _bool(config, MEGATRON + "grad_offload"),
-        "optimizer": _bool(config, MEGATRON + "optimizer_offload"),
-        "cpu_optimizer": cpu_optimizer,
-    }
-    if cpu_optimizer:
-        offload["cpu_optimizer_fraction"] = _float(config, OPTIM_OVERRIDE + "optimizer_offload_fraction") or 1.0
-    granularity = config.values.get(TRANSFORMER + "recompute_granularity")
-    rollout_name = str(config.values.get(ROLLOUT + "name") or "vllm")
-    if rollout_name not in ("vllm", "sglang"):
+    if setup.log_prob_micro_batch_per_gpu is not None:
+        batch["log_prob_micro_batch_per_gpu"] = setup.log_prob_micro_batch_per_gpu
+    batch["use_dynamic_bsz"] = lay.use_dynamic_bsz
+    if lay.use_dynamic_bsz:
+        batch["token_budget"] = _need(setup.token_budget, ACTOR + "ppo_max_token_len_per_gpu", where)
+        if setup.log_prob_token_budget is not None:
+            batch["log_prob_token_budget"] = setup.log_prob_token_budget
+    offload: dict[str, Any] = {"param": lay.offload.param, "grad": lay.offload.grad,
+                               "optimizer": lay.offload.optimizer, "cpu_optimizer": lay.offload.cpu_optimizer}
+    if lay.offload.cpu_optimizer:
+        offload["cpu_optimizer_fraction"] = lay.offload.cpu_optimizer_fraction
+    rollout_name = setup.rollout_name
+    if rollout_name not in ROLLOUT_ENGINES:
         notes.append(f"rollout engine '{rollout_name}' is not one a recipe renders; using vllm")
         rollout_name = "vllm"
-    gmu = _float(config, ROLLOUT + "gpu_memory_utilization") or 0.5
     mapping: dict[str, Any] = {
         "name": name,
         "model": facts.name,
@@ -152,15 +109,13 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
         **({"model_path": model_path} if model_path else {}),
         "config": {
             "layout": layout,
-            "rollout": {"name": rollout_name,
-                        "tp": _int(config, ROLLOUT + "tensor_model_parallel_size") or layout["tp"],
-                        "gpu_memory_utilization": gmu, "n": _int(config, ROLLOUT + "n") or 1},
+            "rollout": {"name": rollout_name, "tp": lay.rollout_tp,
+                        "gpu_memory_utilization": lay.gpu_memory_utilization, "n": setup.n or 1},
             "batch": batch,
-            "lengths": {"prompt": _need(_int(config, "data.max_prompt_length"), "data.max_prompt_length", where),
-                        "response": _need(_int(config, "data.max_response_length"),
-                                          "data.max_response_length", where)},
+            "lengths": {"prompt": _need(setup.prompt_len, "data.max_prompt_length", where),
+                        "response": _need(setup.response_len, "data.max_response_length", where)},
             "offload": offload,
-            "recompute": granularity == "full",
+            "recompute": lay.recompute,
         },
     }
     notes.append("gpu type is not written in a launch script; 'h100' assumed (edit the recipe's 'gpu' field)")
@@ -209,15 +164,16 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     from generator.library.recipe import recipe_from_mapping
     from generator.library.store import user_library_dir
     from generator.schema import resolve_version
+    from generator.script.extract import trainer_call
     from generator.shell import read_launch
 
     chosen, _how = resolve_version(version)
-    parsed = read_launch(script)
-    calls = [inv for inv in parsed.invocations if inv.branch != "dead"]
-    if not calls:
+    call = trainer_call(read_launch(script))
+    if call is None:
         raise InputError(f"{script}: cannot import: no trainer call found")
-    invocation = calls[0]
-    notes = [f"{script}: {len(calls)} trainer calls; imported the one at line {invocation.line}"] if len(calls) > 1 else []
+    invocation = call.invocation
+    notes = [f"{script}: {call.live_calls} trainer calls; imported the one at line {invocation.line}"] \
+        if call.live_calls > 1 else []
     config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
     mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
     if gpu is not None:

@@ -15,15 +15,11 @@ from typing import Any
 
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
-from generator.plan.candidate import Candidate, Offload
 from generator.render.quoting import shell_word
 from generator.render.recipe import CONFIG_NAME, HydraText, RecipeSpec, build_recipe
 
 A = "actor_rollout_ref.actor."
 M = A + "megatron."
-OTC = M + "override_transformer_config."
-OPT = A + "optim.override_optimizer_config."
-R = "actor_rollout_ref.rollout."
 
 
 @dataclass
@@ -61,56 +57,6 @@ def environment_text(hydra_text: str, key: str) -> HydraText:
         return HydraText(hydra_text, '"' + shell + '"', f"from the legacy script's {key}")
     shown = "".join(f"<{label}>" if marker else piece for marker, label in pieces for piece in [label])
     return HydraText(hydra_text, None, f"the legacy script computed {key} at run time ({shown})")
-
-
-def _value(config: Any, key: str) -> Any:
-    value = config.values.get(key)
-    if isinstance(value, str) and value.startswith("${"):
-        return None  # an interpolation the resolver left: treat as unset
-    return value
-
-
-def _int(config: Any, key: str, default: int | None = None) -> int | None:
-    value = _value(config, key)
-    if isinstance(value, bool) or not isinstance(value, int):
-        return default
-    return value
-
-
-def _algorithm(config: Any) -> str:
-    from generator.script.algorithms import algorithm_of
-
-    algo = algorithm_of(config)
-    if algo is None:
-        estimator = _value(config, "algorithm.adv_estimator")
-        raise InputError(f"algorithm.adv_estimator={estimator!r} is not one `gen recipe` renders "
-                         "(grpo, gae, rloo, reinforce_plus_plus)")
-    return algo
-
-
-def _candidate(config: Any) -> Candidate:
-    micro = _int(config, A + "ppo_micro_batch_size_per_gpu") or 1
-    dynamic = bool(_value(config, A + "use_dynamic_bsz"))
-    token_budget = _int(config, A + "ppo_max_token_len_per_gpu") if dynamic else None
-    log_prob_budget = _int(config, R + "log_prob_max_token_len_per_gpu") if dynamic else None
-    cpu_optimizer = bool(_value(config, OPT + "optimizer_cpu_offload"))
-    fraction = _value(config, OPT + "optimizer_offload_fraction")
-    return Candidate(
-        tp=_int(config, M + "tensor_model_parallel_size", 1), pp=_int(config, M + "pipeline_model_parallel_size", 1),
-        cp=_int(config, M + "context_parallel_size", 1), ep=_int(config, M + "expert_model_parallel_size", 1),
-        etp=_int(config, M + "expert_tensor_parallel_size"), vpp=_int(config, M + "virtual_pipeline_model_parallel_size"),
-        first_stage_layers=_int(config, OTC + "num_layers_in_first_pipeline_stage"),
-        last_stage_layers=_int(config, OTC + "num_layers_in_last_pipeline_stage"),
-        rollout_tp=_int(config, R + "tensor_model_parallel_size", 1), micro_batch_per_gpu=micro,
-        log_prob_micro_batch_per_gpu=_int(config, R + "log_prob_micro_batch_size_per_gpu") or micro,
-        use_dynamic_bsz=dynamic, token_budget=token_budget, log_prob_token_budget=log_prob_budget or token_budget,
-        offload=Offload(param=bool(_value(config, M + "param_offload")),
-                        optimizer=bool(_value(config, M + "optimizer_offload")), cpu_optimizer=cpu_optimizer,
-                        cpu_optimizer_fraction=float(fraction) if isinstance(fraction, (int, float)) else 0.0),
-        recompute=_value(config, OTC + "recompute_granularity") == "full",
-        gpu_memory_utilization=float(_value(config, R + "gpu_memory_utilization") or 0.5),
-        why=("layout and batch sizes kept from the legacy script",),
-    )
 
 
 _SHARED_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
@@ -173,50 +119,54 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
                      gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
     from generator.config import build_config
     from generator.hardware import gpu_spec
-    from generator.model import find_model, model_slug, resolve_model
+    from generator.model import model_slug, resolve_model
+    from generator.script.extract import find_setup_model, setup_from_config, trainer_call
     from generator.shell import read_launch
 
     try:
         script = read_launch(path)
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror or err}") from None
-    calls = [inv for inv in script.invocations if inv.branch != "dead" and inv.entry.endswith("main_ppo")]
-    if not calls:
+    call = trainer_call(script)
+    if call is None or not call.invocation.entry.endswith("main_ppo"):
         raise InputError(f"{path} has no verl.trainer.main_ppo call to re-render")
     notes: list[str] = []
-    if len(calls) > 1:
-        notes.append(f"re-rendered the first of {len(calls)} trainer calls (line {calls[0].line})")
-    config = build_config(calls[0], version=version)
+    if call.live_calls > 1:
+        notes.append(f"re-rendered the first of {call.live_calls} trainer calls (line {call.invocation.line})")
+    config = build_config(call.invocation, version=version)
     if config.backend != "megatron":
         raise InputError(f"{path} does not use the Megatron backend (gen recipe renders Megatron scripts)")
     dropped = {issue.override.key for issue in config.key_issues}
     for issue in config.key_issues:
         notes.append(f"dropped {issue.override.text!r}: {issue.kind} in verl {version}")
-    facts = resolve_model(model) if model else None
-    model_path = config.values.get("actor_rollout_ref.model.path")
-    if facts is None and isinstance(model_path, str):
-        # an unknown prefix ($HOME/models/...) still leaves the directory's name to match
-        facts = find_model(model_path.rsplit(UNKNOWN_CLOSE, 1)[-1].lstrip("/") or model_path)
+    facts = resolve_model(model) if model else find_setup_model(setup_from_config(config))
     if facts is None:
+        model_path = config.values.get("actor_rollout_ref.model.path")
         raise InputError(f"cannot tell the model from actor_rollout_ref.model.path={model_path!r}; pass --model")
     config = _apply_fixes(config, facts, version, notes)
+    setup = setup_from_config(config)
     gpus = config.gpus
-    nodes = _int(config, "trainer.nnodes", 1) or 1
     if gpus is None:
         raise InputError("trainer.n_gpus_per_node and trainer.nnodes must be known numbers to re-render")
     device = gpu_spec(gpu, gpu_mem)
+    if setup.algorithm is None:
+        raise InputError(f"algorithm.adv_estimator={setup.estimator!r} is not one `gen recipe` renders "
+                         "(grpo, gae, rloo, reinforce_plus_plus)")
+
+    def given(value: int | None, default: int) -> int:
+        return default if value is None else value  # unknown in the script: the recipe's default
+
     spec = RecipeSpec(
-        model=facts, layout=_candidate(config), gpus=gpus, nodes=nodes, gpu_name=device.name,
-        gpu_memory_gib=device.memory_gib, algo=_algorithm(config),
-        rollout=str(_value(config, R + "name") or "vllm"), launcher=launcher, version=version,
-        model_path=_user_value(config, "actor_rollout_ref.model.path"),
+        model=facts, layout=setup.layout, gpus=gpus, nodes=given(setup.nodes, 1) or 1, gpu_name=device.name,
+        gpu_memory_gib=device.memory_gib, algo=setup.algorithm, rollout=setup.rollout_name, launcher=launcher,
+        version=version, model_path=_user_value(config, "actor_rollout_ref.model.path"),
         train_files=_user_value(config, "data.train_files"), val_files=_user_value(config, "data.val_files"),
-        prompt_len=_int(config, "data.max_prompt_length", 1024), response_len=_int(config, "data.max_response_length", 1024),
-        n=_int(config, R + "n", 1), train_batch_size=_int(config, "data.train_batch_size", 1024),
-        ppo_mini_batch_size=_int(config, A + "ppo_mini_batch_size", 256),
+        prompt_len=given(setup.prompt_len, 1024), response_len=given(setup.response_len, 1024),
+        n=given(setup.n, 1), train_batch_size=given(setup.train_batch_size, 1024),
+        ppo_mini_batch_size=given(setup.ppo_mini_batch_size, 256),
         project_name=_user_value(config, "trainer.project_name"),
         experiment_name=_user_value(config, "trainer.experiment_name"), model_slug=model_slug(facts),
-        total_epochs=_int(config, "trainer.total_epochs", 15), ppo_epochs=_int(config, A + "ppo_epochs", 1),
+        total_epochs=given(setup.total_epochs, 15), ppo_epochs=given(setup.ppo_epochs, 1),
     )
     # Everything else the script set explicitly is kept, in the script's order.
     recipe_values = {s.key: s.value for s in build_recipe(spec).settings}

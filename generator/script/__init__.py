@@ -1,3 +1,3 @@
 """From a launch script to the training setup it describes, shared by `gen recipe --from`,
-`gen import` and `gen diff`: `extract` picks the trainer call and reads its setup,
-`algorithms` says which recipe algorithm a config runs."""
+`gen import` and `gen diff`: `extract` picks the trainer call (`trainer_call`) and reads its
+setup (`setup_from_config`), `algorithms` says which recipe algorithm a config runs."""
