@@ -259,8 +259,15 @@ def _dict_key(key: Any) -> str:
     raise ValueError(f"cannot write {key!r} as a Hydra dict key (plain words only)")
 
 
-def format_value(value: Any) -> str:
-    """Hydra override text for a Python value: `parse_override("k=" + format_value(v)).value == v`."""
+def format_value(value: Any, *, spelling: str | None = None, short_floats: bool = False) -> str:
+    """Hydra override text for a Python value: `parse_override("k=" + format_value(v)).value == v`.
+
+    spelling      the text the user wrote for this value; kept when it reads back as the same
+                  value (`1e-6` stays `1e-6`, `True` stays `True`)
+    short_floats  write small floats as `1e-6` rather than Python's `1e-06` (generated scripts)
+    """
+    if spelling is not None and _reads_back(spelling, value):
+        return spelling
     if value is None:
         return "null"
     if isinstance(value, bool):
@@ -272,21 +279,37 @@ def format_value(value: Any) -> str:
             return "nan"
         if math.isinf(value):
             return "inf" if value > 0 else "-inf"
-        text = repr(value)
-        return text
+        return _short_float(value) if short_floats else repr(value)
     if isinstance(value, str):
         ok, parsed = _fast_value(value)
         if ok and parsed == value and isinstance(parsed, str) and value:
             return value
         return _quote(value)
     if isinstance(value, (list, tuple)):
-        return "[" + ",".join(format_value(item) for item in value) + "]"
+        return "[" + ",".join(format_value(item, short_floats=short_floats) for item in value) + "]"
     if isinstance(value, dict):
         parts = []
         for k, v in value.items():
-            parts.append(f"{_dict_key(k)}:{format_value(v)}")
+            parts.append(f"{_dict_key(k)}:{format_value(v, short_floats=short_floats)}")
         return "{" + ",".join(parts) + "}"
     raise TypeError(f"cannot write a {type(value).__name__} as a Hydra override value")
+
+
+def _short_float(value: float) -> str:
+    """1e-06 -> '1e-6', 0.0003 -> '3e-4' (below 1e-3, the fewest digits that read back as the
+    same float); other floats as Python writes them (0.5, 1e+20)."""
+    if value != 0 and abs(value) < 1e-3:
+        text = next(t for t in (f"{value:.{digits}e}" for digits in range(17)) if float(t) == value)
+        mantissa, exponent = text.split("e")
+        if "." in mantissa:
+            mantissa = mantissa.rstrip("0").rstrip(".")
+        return f"{mantissa}e{int(exponent)}"
+    return repr(value)
+
+
+def _reads_back(text: str, value: Any) -> bool:
+    parsed = parse_override("k=" + text)
+    return not parsed.error and type(parsed.value) is type(value) and parsed.value == value
 
 
 def format_override(key: str, value: Any, op: Op = "=") -> str:

@@ -8,7 +8,8 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.render.quoting import hydra_body, hydra_literal, shq
+from generator.overrides import format_value
+from generator.render.quoting import hydra_body, shq
 
 HOSTILE = [
     "/models/Qwen2 7B",
@@ -54,10 +55,21 @@ def test_shq_is_one_bash_word(raw: str, tmp_path) -> None:
     assert not (tmp_path / "owned").exists()
 
 
-def test_hydra_literal_writes_what_hydra_reads() -> None:
+def test_generated_values_are_short_and_read_back_exactly() -> None:
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
     parser = OverridesParser.create()
-    for value in (True, False, None, 0, 4, 1e-6, 3e-4, 0.28, 0.6, 10.0, ["console"], "low_var_kl", "token-mean"):
-        parsed = parser.parse_overrides([f"k={hydra_literal(value)}"])[0].value()
-        assert parsed == value, (value, hydra_literal(value))
+    for value in (True, False, None, 0, 4, 1e-6, 3e-4, 1.2345678901e-5, 0.28, 0.6, 10.0, ["console"],
+                  "low_var_kl", "token-mean"):
+        text = format_value(value, short_floats=True)
+        parsed = parser.parse_overrides([f"k={text}"])[0].value()
+        assert parsed == value and type(parsed) is type(value), (value, text)
+    assert (format_value(1e-6, short_floats=True), format_value(3e-4, short_floats=True)) == ("1e-6", "3e-4")
+    assert format_value(1e-6) == "1e-06"
+
+
+def test_format_value_keeps_the_users_spelling_when_it_reads_back() -> None:
+    assert format_value(1e-6, spelling="1e-6") == "1e-6"
+    assert format_value(True, spelling="true") == "true"
+    assert format_value(2e-6, spelling="1e-6") == "2e-06"  # another value: the spelling is not used
+    assert format_value(1, spelling="1.0") == "1"  # a float spelling of an int is another type

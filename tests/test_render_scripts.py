@@ -29,9 +29,10 @@ from generator.model import list_models, model_slug
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.render import default_filename, generate
-from generator.render.recipe import ALGORITHMS, LAUNCHERS, RecipeSpec, recipe_overrides
+from generator.render.recipe import LAUNCHERS, RecipeSpec, recipe_overrides
 from generator.rules import check_script
 from generator.shell import read_script
+from generator.verl import ALGORITHMS
 
 TRAINER = "verl.trainer.main_ppo"
 GPU_COUNTS = (1, 2, 4, 8, 16, 24, 32, 64, 96, 128, 256, 512)

@@ -29,7 +29,8 @@ def build_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: f
     """Options -> RecipeSpec, with the layout and batch sizes the planner chooses."""
     from generator.hardware import gpu_spec
     from generator.model import model_slug, resolve_model
-    from generator.render.recipe import ALGORITHMS, DEFAULT_VERSION, RecipeSpec
+    from generator.render.recipe import DEFAULT_VERSION, RecipeSpec
+    from generator.verl import ALGORITHMS
 
     if algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm '{algo}'; choose one of {', '.join(ALGORITHMS)}")

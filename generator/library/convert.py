@@ -225,7 +225,8 @@ def _merge(words: list[str], extra: list[str]) -> list[str]:
 def to_config(recipe: Recipe, version: str | None = None):
     """The effective Config (release defaults + the recipe's overrides) for rules and diff."""
     from generator.config import config_from_overrides
+    from generator.verl import PPO_MEGATRON_CONFIG
 
     chosen, _ = _choose_version(recipe, version)
     return config_from_overrides(to_overrides(recipe, chosen), version=chosen,
-                                 config_name="ppo_megatron_trainer")
+                                 config_name=PPO_MEGATRON_CONFIG)

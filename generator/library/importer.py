@@ -18,9 +18,7 @@ from typing import Any
 from generator.config.types import Config
 from generator.errors import InputError
 from generator.files import write_atomic
-from generator.verl import PPO_ENTRY, ROLLOUT_ENGINES
-
-ACTOR = "actor_rollout_ref.actor."
+from generator.verl import ACTOR, PPO_ENTRY, ROLLOUT_ENGINES
 
 # Per-run values: a recipe is a setup, not one person's run.
 _RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project_name", "trainer.experiment_name",

@@ -17,10 +17,9 @@ from typing import Any, Mapping
 
 from generator.errors import InputError
 from generator.plan.candidate import Offload
+from generator.verl import ALGORITHMS, ROLLOUT_ENGINES
 from generator.versions import parse as parse_version
 
-ALGORITHMS = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus", "gpg")
-ROLLOUT_ENGINES = ("vllm", "sglang")
 BACKENDS = ("megatron",)
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 

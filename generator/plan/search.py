@@ -28,12 +28,12 @@ from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload, algo_roles
+from generator.verl import ALGORITHMS
 
 AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (D1 in docs/verl-checks.md)
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
 MIN_GMU = 0.3
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
-ALGOS = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 MAX_PP = 16
 EFFICIENT_MICRO_TOKENS = 4096
@@ -474,8 +474,8 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
         raise InputError(f"prompt and response lengths must be positive, got {prompt_len}/{response_len}")
     if n < 1:
         raise InputError(f"--n must be ≥ 1, got {n}")
-    if algo not in ALGOS:
-        raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGOS)}")
+    if algo not in ALGORITHMS:
+        raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGORITHMS)}")
     if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:
         raise InputError(f"{algo} compares responses within a group: --n must be ≥ 2, got {n}")
     if prompt_len + response_len > model.max_position_embeddings:

@@ -12,17 +12,15 @@ from typing import Any
 
 from generator.errors import InputError
 from generator.render.recipe import (
-    ALGORITHMS,
-    CONFIG_NAME,
     LAUNCHERS,
-    ROLLOUT_ENGINES,
     Recipe,
     RecipeSpec,
     build_recipe,
     recipe_overrides,
 )
+from generator.verl import PPO_MEGATRON_CONFIG
 
-__all__ = ["ALGORITHMS", "LAUNCHERS", "ROLLOUT_ENGINES", "Rendered", "RecipeSpec", "Recipe", "build_recipe",
+__all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "Recipe", "build_recipe",
            "recipe_overrides", "render_recipe", "generate", "render", "validate", "default_filename"]
 
 
@@ -46,7 +44,7 @@ def validate(recipe: Recipe) -> list[Any]:
     from generator.config import config_from_overrides
     from generator.rules import check_config
 
-    config = config_from_overrides(recipe_overrides(recipe), version=recipe.spec.version, config_name=CONFIG_NAME)
+    config = config_from_overrides(recipe_overrides(recipe), version=recipe.spec.version, config_name=PPO_MEGATRON_CONFIG)
     problems = [f"{issue.kind} {issue.override.key}" for issue in config.key_issues]
     findings = check_config(config, model=recipe.spec.model)
     problems += [f"{f.code} {f.message}" for f in findings if f.severity in ("error", "warning")]

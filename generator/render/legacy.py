@@ -16,7 +16,8 @@ from typing import Any
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
-from generator.render.recipe import CONFIG_NAME, HydraText, RecipeSpec, build_recipe
+from generator.render.recipe import HydraText, RecipeSpec, build_recipe
+from generator.verl import PPO_MEGATRON_CONFIG
 
 A = "actor_rollout_ref.actor."
 M = A + "megatron."
@@ -106,7 +107,7 @@ def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any
         notes.append(f"{finding.code}: {finding.fix.description}")
         words = [o.text for o in config.set_by.values() if o.key not in edits]
         words += [f"{key}={format_value(value)}" for key, value in edits.items()]
-        fixed = config_from_overrides(words, version=version, config_name=CONFIG_NAME)
+        fixed = config_from_overrides(words, version=version, config_name=PPO_MEGATRON_CONFIG)
         fixed.set_by = {**config.set_by, **{k: v for k, v in fixed.set_by.items() if k in edits}}
         for key, reason in config.unknown.items():
             if key not in edits:

@@ -42,28 +42,3 @@ def hydra_body(raw: str) -> str:
     body = _BACKSLASHES_BEFORE_QUOTE_OR_END.sub(lambda m: m.group(1) * 2, raw)
     body = body.replace("'", "\\'")
     return body.replace("${", "\\${")
-
-
-def hydra_literal(value: object) -> str:
-    """Hydra override text for a value the generator itself chose (numbers, flags, names)."""
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return "True" if value else "False"
-    if isinstance(value, int):
-        return str(value)
-    if isinstance(value, float):
-        return _float_text(value)
-    if isinstance(value, (list, tuple)):
-        return "[" + ",".join(hydra_literal(item) for item in value) + "]"
-    return str(value)
-
-
-def _float_text(value: float) -> str:
-    """Short, Hydra-readable float text: 1e-06 -> '1e-6', 0.5 -> '0.5'."""
-    if value != 0 and abs(value) < 1e-3:
-        mantissa, exponent = f"{value:e}".split("e")
-        mantissa = mantissa.rstrip("0").rstrip(".")
-        return f"{mantissa}e{int(exponent)}"
-    text = repr(value)
-    return text

@@ -18,16 +18,13 @@ from typing import Any, Literal
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate
-from generator.render.quoting import hydra_body, hydra_literal
-from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
+from generator.overrides import format_value
+from generator.render.quoting import hydra_body
+from generator.verl import ALGORITHMS, PPO_ENTRY, PPO_MEGATRON_CONFIG, ROLLOUT_ENGINES
 from generator.versions import parse
 
-ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
-ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
 LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
 
-ENTRY_MODULE = PPO_ENTRY
-CONFIG_NAME = PPO_MEGATRON_CONFIG
 DEFAULT_VERSION = "0.7.0"
 AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
 
@@ -179,7 +176,7 @@ def schema_has(version: str, key: str) -> bool:
     from generator.schema import load
 
     try:
-        return load(version).has(key, CONFIG_NAME)
+        return load(version).has(key, PPO_MEGATRON_CONFIG)
     except InputError:
         return False
 
@@ -464,7 +461,7 @@ def _dapo_extras(recipe: Recipe, spec: RecipeSpec) -> None:
     if extras:
         recipe.groups.append(Group("dapo", tuple(extras)))
     if missing:
-        recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {ENTRY_MODULE}'s config in verl "
+        recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {PPO_ENTRY}'s config in verl "
                             f"{version}; they belong to the DAPO recipe's own trainer, so this script runs "
                             "DAPO's clipping and loss without them.")
 
@@ -549,13 +546,13 @@ def knob_hydra_text(knob: Knob) -> str:
         return knob.value.hydra
     if knob.kind in ("text", "shell"):
         return "'" + hydra_body(str(knob.value)) + "'"
-    return hydra_literal(knob.value)
+    return format_value(knob.value, short_floats=True)
 
 
 def setting_hydra_text(recipe: Recipe, setting: Setting) -> str:
     if setting.knob is not None:
         return knob_hydra_text(recipe.knob(setting.knob))
-    return hydra_literal(setting.value)
+    return format_value(setting.value, short_floats=True)
 
 
 def recipe_overrides(recipe: Recipe) -> list[str]:

@@ -7,10 +7,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+from generator.overrides import format_value
 from generator.render.derived import HeaderNumbers
-from generator.render.quoting import hydra_literal, shell_word, shq
-from generator.render.recipe import CONFIG_NAME, ENTRY_MODULE, Knob, Recipe, Setting
+from generator.render.quoting import shell_word, shq
+from generator.render.recipe import Knob, Recipe, Setting
 from generator.resources import templates_dir
+from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
 
 
 def comment(text: object) -> str:
@@ -36,7 +38,7 @@ def knob_default_text(knob: Knob) -> str:
         from generator.render.quoting import hydra_body
 
         return shell_word(hydra_body(str(knob.value)))
-    return shq(hydra_literal(knob.value))
+    return shq(format_value(knob.value, short_floats=True))
 
 
 def knob_assignment(knob: Knob) -> str:
@@ -62,7 +64,7 @@ def override_word(setting: Setting, recipe: Recipe) -> str:
         if knob.kind in ("text", "shell"):
             return f"{key}=\"'${{{knob.name}}}'\""
         return f'{key}="${{{knob.name}}}"'  # numbers, flags and Hydra text (lists) pass as they are
-    return f"{key}={shq(hydra_literal(setting.value))}"
+    return f"{key}={shq(format_value(setting.value, short_floats=True))}"
 
 
 @lru_cache(maxsize=1)
@@ -104,11 +106,11 @@ class View:
 
     @property
     def entry(self) -> str:
-        return ENTRY_MODULE
+        return PPO_ENTRY
 
     @property
     def config_name(self) -> str:
-        return CONFIG_NAME
+        return PPO_MEGATRON_CONFIG
 
     @property
     def runtime_env_json(self) -> str:

@@ -17,7 +17,7 @@ from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.script.algorithms import algorithm_of
-from generator.verl import ACTOR, MEGATRON, ROLLOUT, TRANSFORMER
+from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 
 OPTIM_OVERRIDE = ACTOR + "optim.override_optimizer_config."
 MODEL_PATH = "actor_rollout_ref.model.path"
@@ -38,7 +38,7 @@ def trainer_call(script: LaunchScript) -> PickedCall | None:
     live = [inv for inv in script.invocations if inv.branch != "dead"]
     if not live:
         return None
-    trainers = [inv for inv in live if inv.entry == "verl.trainer.main_ppo" or ".main_" in inv.entry]
+    trainers = [inv for inv in live if inv.entry == PPO_ENTRY or ".main_" in inv.entry]
     return PickedCall((trainers or live)[0], len(live))
 
 
@@ -96,7 +96,7 @@ def _float(config: Config, key: str) -> float | None:
     return None if key in config.unknown else as_float(config.values.get(key))
 
 
-def setup_from_config(config: Config, *, entry: str = "verl.trainer.main_ppo") -> Setup:
+def setup_from_config(config: Config, *, entry: str = PPO_ENTRY) -> Setup:
     """The setup one effective config describes (see `Setup`)."""
     dynamic = _bool(config, ACTOR + "use_dynamic_bsz")
     micro = _int(config, ACTOR + "ppo_micro_batch_size_per_gpu")
