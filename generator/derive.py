@@ -11,7 +11,7 @@ E PPO epochs, DP data-parallel size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from typing import Literal
 
 from generator.model.facts import ModelFacts
@@ -21,11 +21,11 @@ from generator.model.facts import ModelFacts
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Layout:
-    """The actor's Megatron layout on `gpus` GPUs (trainer.n_gpus_per_node · nnodes)."""
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    """How Megatron splits the actor: the one layout type the rules (Layout), the planner
+    (Candidate) and the recipe library share."""
 
-    gpus: int
     tp: int = 1
     pp: int = 1
     cp: int = 1
@@ -34,6 +34,20 @@ class Layout:
     vpp: int | None = None
     first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
     last_stage_layers: int | None = None
+
+    def sizes(self) -> dict[str, int | None]:
+        """These fields as keyword arguments, to build another Parallelism type from this one."""
+        return {name: getattr(self, name) for name in PARALLELISM_FIELDS}
+
+
+PARALLELISM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Parallelism))
+
+
+@dataclass(frozen=True, kw_only=True)
+class Layout(Parallelism):
+    """The actor's Megatron layout on `gpus` GPUs (trainer.n_gpus_per_node · nnodes)."""
+
+    gpus: int
     gpus_per_node: int | None = None
     # override_transformer_config.account_for_{embedding,loss}_in_pipeline_split: the embedding
     # and the loss each count as one more layer when the layers are split over PP stages.

@@ -41,9 +41,7 @@ def recipe_candidate(recipe: Recipe) -> Candidate:
     cfg = recipe.config
     lay = cfg.layout
     return Candidate(
-        tp=lay.tp, pp=lay.pp, cp=lay.cp, ep=lay.ep, etp=lay.etp, vpp=lay.vpp,
-        first_stage_layers=lay.first_stage_layers, last_stage_layers=lay.last_stage_layers,
-        rollout_tp=cfg.rollout_tp, micro_batch_per_gpu=cfg.micro_batch_per_gpu,
+        **lay.sizes(), rollout_tp=cfg.rollout_tp, micro_batch_per_gpu=cfg.micro_batch_per_gpu,
         use_dynamic_bsz=cfg.use_dynamic_bsz, token_budget=cfg.token_budget,
         log_prob_token_budget=cfg.log_prob_token_budget,
         log_prob_micro_batch_per_gpu=cfg.log_prob_micro_batch_per_gpu, offload=cfg.offload,

@@ -67,11 +67,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
     if algo is None:
         raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{setup.estimator}' has no recipe algorithm")
     lay = setup.layout
-    layout: dict[str, Any] = {"tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep}
-    for field_name in ("etp", "vpp", "first_stage_layers", "last_stage_layers"):
-        value = getattr(lay, field_name)
-        if value is not None:
-            layout[field_name] = value
+    layout: dict[str, Any] = {name: size for name, size in lay.sizes().items() if size is not None}
     batch: dict[str, Any] = {
         "train_batch_size": _need(setup.train_batch_size, "data.train_batch_size", where),
         "ppo_mini_batch_size": _need(setup.ppo_mini_batch_size, ACTOR + "ppo_mini_batch_size", where),

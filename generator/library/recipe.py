@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Mapping
 
+from generator.derive import Parallelism
 from generator.errors import InputError
 from generator.plan.candidate import Offload
 from generator.verl import ALGORITHMS, ROLLOUT_ENGINES
@@ -25,20 +26,8 @@ NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
 
 
 @dataclass(frozen=True, slots=True)
-class RecipeLayout:
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    etp: int | None = None  # None = Megatron's default (ETP = TP)
-    vpp: int | None = None
-    first_stage_layers: int | None = None
-    last_stage_layers: int | None = None
-
-
-@dataclass(frozen=True, slots=True)
 class RecipeConfig:
-    layout: RecipeLayout
+    layout: Parallelism
     rollout_name: str = "vllm"
     rollout_tp: int = 1
     gpu_memory_utilization: float = 0.5
@@ -231,7 +220,7 @@ def recipe_from_mapping(data: Any, *, where: str, path: Path | None = None,
 
     cfg = top.sub("config")
     lay = cfg.sub("layout")
-    layout = RecipeLayout(
+    layout = Parallelism(
         tp=lay.int("tp", 1), pp=lay.int("pp", 1), cp=lay.int("cp", 1), ep=lay.int("ep", 1),
         etp=lay.int("etp"), vpp=lay.int("vpp"),
         first_stage_layers=lay.int("first_stage_layers"), last_stage_layers=lay.int("last_stage_layers"),

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from generator.derive import Parallelism
+
 
 @dataclass(frozen=True, slots=True)
 class Offload:
@@ -29,15 +31,9 @@ class PhaseMemory:
 
 
 @dataclass(frozen=True, slots=True)
-class Candidate:
-    tp: int
-    pp: int
-    cp: int = 1
-    ep: int = 1
-    etp: int | None = None  # None = Megatron's default (ETP = TP)
-    vpp: int | None = None
-    first_stage_layers: int | None = None  # uneven PP
-    last_stage_layers: int | None = None
+class Candidate(Parallelism):
+    """A layout (the Parallelism fields) with the knobs sized for it and its memory."""
+
     rollout_tp: int = 1
     micro_batch_per_gpu: int = 1
     use_dynamic_bsz: bool = False

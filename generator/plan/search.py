@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
+from generator.derive import Layout, Parallelism, layout_problems, rollout_problems, vpp_micro_batch_problem
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
@@ -184,7 +184,7 @@ def _layouts(model: ModelFacts, s: _Setting) -> list[Layout]:
     return out
 
 
-def describe_layout(layout: Layout | Candidate) -> str:
+def describe_layout(layout: Parallelism) -> str:
     parts = [f"TP{layout.tp}", f"PP{layout.pp}"]
     if layout.vpp and layout.vpp > 1:
         parts.append(f"VPP{layout.vpp}")
@@ -292,9 +292,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     rollout_tp = fixed_rollout_tp or _rollout_tp(model, s, params, max(GMU_STEPS))
     if rollout_tp is None:
         return None, "no rollout TP divides the attention heads and the GPUs"
-    base = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
-                     first_stage_layers=layout.first_stage_layers, last_stage_layers=layout.last_stage_layers,
-                     rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
+    base = Candidate(**layout.sizes(), rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
     dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ)
     fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
                                               "log_prob_token_budget", "offload", "recompute",
@@ -434,7 +432,7 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
 # Ranking and the entry point
 
 
-def _bubble(c: Candidate | Layout) -> float:
+def _bubble(c: Parallelism) -> float:
     """Pipeline-bubble fraction proxy: (PP−1)/(PP·VPP)."""
     return (c.pp - 1) / (c.pp * (c.vpp or 1))
 
@@ -444,7 +442,7 @@ def micro_tokens(c: Candidate, seq_len: int) -> int:
     return (c.token_budget or seq_len) * c.cp if c.use_dynamic_bsz else c.micro_batch_per_gpu * seq_len
 
 
-def _expert_tp(layout: Layout | Candidate, moe: bool) -> int:
+def _expert_tp(layout: Parallelism, moe: bool) -> int:
     return (layout.tp if layout.etp is None else layout.etp) if moe else 0  # expert GEMMs split over TP are small
 
 
