@@ -1,6 +1,6 @@
 """Render Megatron launch scripts (run_*.sh) from a recipe.
 
-    spec -> build_recipe -> Recipe (keys + knobs) -> rules must be clean -> Jinja -> text
+    spec -> build_recipe -> ScriptSettings (keys + knobs) -> rules must be clean -> Jinja -> text
 
 `render_recipe(spec)` (text) and `generate(spec)` (text + summary) are the whole path; `gen recipe` and the recipe library call it.
 """
@@ -13,21 +13,21 @@ from typing import Any
 from generator.errors import InputError
 from generator.render.recipe import (
     LAUNCHERS,
-    Recipe,
+    ScriptSettings,
     RecipeSpec,
     build_recipe,
     recipe_overrides,
 )
 from generator.verl import PPO_MEGATRON_CONFIG
 
-__all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "Recipe", "build_recipe",
+__all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "ScriptSettings", "build_recipe",
            "recipe_overrides", "render_recipe", "generate", "render", "validate", "default_filename"]
 
 
 @dataclass
 class Rendered:
     text: str
-    recipe: Recipe
+    recipe: ScriptSettings
     summary: str
     findings: list[Any] = field(default_factory=list)  # info-level findings the rules still had
 
@@ -36,7 +36,7 @@ def default_filename(spec: RecipeSpec) -> str:
     return f"run_{spec.model_slug}_{spec.algo}_megatron.sh"
 
 
-def validate(recipe: Recipe) -> list[Any]:
+def validate(recipe: ScriptSettings) -> list[Any]:
     """Judge the recipe's config with the project's rules; raise InputError on an error or warning.
 
     Returns the remaining (info) findings.
@@ -67,7 +67,7 @@ def _command(spec: RecipeSpec, filename: str) -> str:
     return " ".join(parts)
 
 
-def render(recipe: Recipe, *, filename: str | None = None, command: str | None = None) -> Rendered:
+def render(recipe: ScriptSettings, *, filename: str | None = None, command: str | None = None) -> Rendered:
     """Format a built recipe with its launcher's template (no checks)."""
     from generator.render.derived import derive_numbers
     from generator.render.recipe import _algorithm_keys

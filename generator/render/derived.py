@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from generator import derive
 from generator.errors import InputError
-from generator.render.recipe import AGENT_LOOP_WORKERS, Recipe
+from generator.render.recipe import AGENT_LOOP_WORKERS, ScriptSettings
 
 
 @dataclass(frozen=True, slots=True)
@@ -26,7 +26,7 @@ def _fmt_gib(value: float) -> str:
     return f"{value:.1f}"
 
 
-def derive_numbers(recipe: Recipe) -> HeaderNumbers:
+def derive_numbers(recipe: ScriptSettings) -> HeaderNumbers:
     spec = recipe.spec
     c = spec.layout
     dp = derive.data_parallel_size(spec.gpus, c.tp, c.pp, c.cp)

@@ -2,9 +2,9 @@
 
 This is the single place that knows the keys of a recipe. `build_recipe(spec)` turns a
 `RecipeSpec` (model, chosen layout, algorithm, rollout engine, launcher, verl release, paths,
-lengths, batch sizes, names) into a `Recipe`: the knob block (env-overridable variables at
+lengths, batch sizes, names) into a `ScriptSettings`: the knob block (env-overridable variables at
 the top of the script) and ordered override groups (data, model, actor, rollout, ref,
-critic, algorithm, trainer). Templates only format a `Recipe`; the rules judge the overrides
+critic, algorithm, trainer). Templates only format a `ScriptSettings`; the rules judge the overrides
 `recipe_overrides()` yields, with every knob at its default.
 
 Pure: no I/O, no printing.
@@ -77,7 +77,7 @@ class Setting:
 
 
 @dataclass(frozen=True, slots=True)
-class Group:
+class SettingGroup:
     name: str
     settings: tuple[Setting, ...]
 
@@ -119,10 +119,10 @@ class RecipeSpec:
 
 
 @dataclass
-class Recipe:
+class ScriptSettings:
     spec: RecipeSpec
     knobs: list[Knob] = field(default_factory=list)
-    groups: list[Group] = field(default_factory=list)
+    groups: list[SettingGroup] = field(default_factory=list)
     env: list[tuple[str, str, str]] = field(default_factory=list)  # (name, value, why)
     notes: list[str] = field(default_factory=list)  # things verl cannot express in this release
 
@@ -288,7 +288,7 @@ def _cpu_optimizer_settings(prefix: str, c: Candidate) -> list[Setting]:
             Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction or 1.0, add=True)]
 
 
-def build_recipe(spec: RecipeSpec) -> Recipe:
+def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     check_spec(spec)
     c = spec.layout
     version = spec.version
@@ -302,7 +302,7 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
     micro = c.micro_batch_per_gpu
     log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
 
-    recipe = Recipe(spec)
+    recipe = ScriptSettings(spec)
     recipe.notes.extend(spec.notes)
     k = recipe.knobs
     k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
@@ -432,7 +432,7 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
     for name, settings in (("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
                            ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
         if settings:
-            recipe.groups.append(Group(name, tuple(_fill_knob_values(recipe, settings))))
+            recipe.groups.append(SettingGroup(name, tuple(_fill_knob_values(recipe, settings))))
 
     if spec.extra_overrides:
         _apply_extra_overrides(recipe, spec.extra_overrides)
@@ -442,7 +442,7 @@ def build_recipe(spec: RecipeSpec) -> Recipe:
     return recipe
 
 
-def _dapo_extras(recipe: Recipe, spec: RecipeSpec) -> None:
+def _dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
     """Dynamic sampling and the overlong buffer, only where the release's trainer config has them."""
     version = spec.version
     extras: list[Setting] = []
@@ -459,14 +459,14 @@ def _dapo_extras(recipe: Recipe, spec: RecipeSpec) -> None:
     else:
         missing.append("the overlong buffer (reward_model.overlong_buffer)")
     if extras:
-        recipe.groups.append(Group("dapo", tuple(extras)))
+        recipe.groups.append(SettingGroup("dapo", tuple(extras)))
     if missing:
         recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {PPO_ENTRY}'s config in verl "
                             f"{version}; they belong to the DAPO recipe's own trainer, so this script runs "
                             "DAPO's clipping and loss without them.")
 
 
-def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -> None:
+def _apply_extra_overrides(recipe: ScriptSettings, extra: tuple[tuple[str, Any], ...]) -> None:
     knob_values: dict[str, Any] = {}
     added: list[Setting] = []
     for raw_key, value in extra:
@@ -480,7 +480,7 @@ def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -
                     knob_values[old.knob] = value
                 settings = list(group.settings)
                 settings[hit] = replace(old, value=value)
-                recipe.groups[gi] = Group(group.name, tuple(settings))
+                recipe.groups[gi] = SettingGroup(group.name, tuple(settings))
                 break
         else:
             if isinstance(value, HydraText):
@@ -494,12 +494,12 @@ def _apply_extra_overrides(recipe: Recipe, extra: tuple[tuple[str, Any], ...]) -
         recipe.knobs[:] = [replace(k, value=knob_values[k.name], kind=_kind_of(knob_values[k.name], k.kind))
                            if k.name in knob_values else k for k in recipe.knobs]
         for gi, group in enumerate(recipe.groups):
-            recipe.groups[gi] = Group(group.name, tuple(_fill_knob_values(recipe, list(group.settings))))
+            recipe.groups[gi] = SettingGroup(group.name, tuple(_fill_knob_values(recipe, list(group.settings))))
     if added:
-        recipe.groups.append(Group("extra", tuple(added)))
+        recipe.groups.append(SettingGroup("extra", tuple(added)))
 
 
-def _free_knob_name(recipe: Recipe, key: str) -> str:
+def _free_knob_name(recipe: ScriptSettings, key: str) -> str:
     base = "".join(ch if ch.isalnum() else "_" for ch in key.rsplit(".", 1)[-1]).upper()
     taken = {k.name for k in recipe.knobs}
     name, index = base, 2
@@ -522,7 +522,7 @@ def _kind_of(value: Any, previous: KnobKind) -> KnobKind:
     return "text"
 
 
-def _fill_knob_values(recipe: Recipe, settings: list[Setting]) -> list[Setting]:
+def _fill_knob_values(recipe: ScriptSettings, settings: list[Setting]) -> list[Setting]:
     """A setting bound to a knob takes the knob's value, so one number lives in one place."""
     names = {knob.name: knob for knob in recipe.knobs}
     out = []
@@ -549,18 +549,18 @@ def knob_hydra_text(knob: Knob) -> str:
     return format_value(knob.value, short_floats=True)
 
 
-def setting_hydra_text(recipe: Recipe, setting: Setting) -> str:
+def setting_hydra_text(recipe: ScriptSettings, setting: Setting) -> str:
     if setting.knob is not None:
         return knob_hydra_text(recipe.knob(setting.knob))
     return format_value(setting.value, short_floats=True)
 
 
-def recipe_overrides(recipe: Recipe) -> list[str]:
+def recipe_overrides(recipe: ScriptSettings) -> list[str]:
     """The override words the trainer receives with every knob at its default (HOME unexpanded)."""
     return [("+" if s.add else "") + s.key + "=" + setting_hydra_text(recipe, s) for s in recipe.settings]
 
 
-def recipe_values(recipe: Recipe) -> dict[str, Any]:
+def recipe_values(recipe: ScriptSettings) -> dict[str, Any]:
     """key -> Python value with every knob at its default (for config_from_overrides)."""
     return {("+" if s.add else "") + s.key: (s.value.hydra if isinstance(s.value, HydraText) else s.value)
             for s in recipe.settings}

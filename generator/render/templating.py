@@ -10,7 +10,7 @@ from typing import Any
 from generator.overrides import format_value
 from generator.render.derived import HeaderNumbers
 from generator.render.quoting import shell_word, shq
-from generator.render.recipe import Knob, Recipe, Setting
+from generator.render.recipe import Knob, ScriptSettings, Setting
 from generator.resources import templates_dir
 from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
 
@@ -57,7 +57,7 @@ def knob_lines(knobs: list[Knob]) -> list[str]:
             for a, k in zip(assignments, knobs)]
 
 
-def override_word(setting: Setting, recipe: Recipe) -> str:
+def override_word(setting: Setting, recipe: ScriptSettings) -> str:
     key = ("+" if setting.add else "") + setting.key
     if setting.knob is not None:
         knob = recipe.knob(setting.knob)
@@ -90,7 +90,7 @@ def environment() -> Any:
 class View:
     """What a template sees: the recipe plus the few strings it prints verbatim."""
 
-    recipe: Recipe
+    recipe: ScriptSettings
     title: str
     blurb: str
     command: str
