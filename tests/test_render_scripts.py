@@ -23,11 +23,11 @@ from pathlib import Path
 
 import pytest
 
-from generator.cli.recipe import build_spec
 from generator.errors import InputError
 from generator.model import list_models, model_slug
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
+from generator.plan.spec import planned_spec
 from generator.render import default_filename, generate
 from generator.render.recipe import LAUNCHERS, RecipeSpec, recipe_overrides
 from generator.rules import check_script
@@ -86,10 +86,10 @@ def _planned_cases() -> list[Case]:
         for gpus in GPU_COUNTS:
             nodes = max(1, gpus // 8)
             try:
-                spec = build_spec(model=slug, gpus=gpus, nodes=nodes, gpu=None, gpu_mem=None, algo="grpo",
-                                  rollout="vllm", launcher="local", verl_version=None, model_path=None,
-                                  train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
-                                  train_batch_size=None, project_name=None, experiment_name=None)
+                spec = planned_spec(model=slug, gpus=gpus, nodes=nodes, gpu=None, gpu_mem=None, algo="grpo",
+                                    rollout="vllm", launcher="local", verl_version=None, model_path=None,
+                                    train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
+                                    train_batch_size=None, project_name=None, experiment_name=None)
             except InputError:
                 continue
             smallest = smallest or gpus
@@ -99,10 +99,10 @@ def _planned_cases() -> list[Case]:
         for algo in ALGORITHMS[1:]:
             nodes = max(1, smallest // 8)
             try:
-                spec = build_spec(model=slug, gpus=smallest, nodes=nodes, gpu=None, gpu_mem=None, algo=algo,
-                                  rollout="vllm", launcher="local", verl_version=None, model_path=None,
-                                  train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
-                                  train_batch_size=None, project_name=None, experiment_name=None)
+                spec = planned_spec(model=slug, gpus=smallest, nodes=nodes, gpu=None, gpu_mem=None, algo=algo,
+                                    rollout="vllm", launcher="local", verl_version=None, model_path=None,
+                                    train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
+                                    train_batch_size=None, project_name=None, experiment_name=None)
             except InputError:
                 continue
             cases.append(Case(f"{slug}-{algo}-{smallest}", spec, ("v0.7.0",)))

@@ -1,8 +1,7 @@
 """`gen recipe`: plan a layout, check the config, and write a Megatron run_*.sh.
 
-The command is thin: options -> RecipeSpec (via the planner) -> generator.render.generate ->
-an atomic write. The packaged-recipe form (`gen recipe NAME`) is handled by the library
-when it registers a resolver (see `_from_library`).
+The command is thin: options -> RecipeSpec (generator.plan.spec for --model, the library for a
+recipe NAME, generator.render.legacy for --from) -> generator.render.generate -> an atomic write.
 """
 
 from __future__ import annotations
@@ -19,57 +18,6 @@ from generator.errors import EXIT_BAD_INPUT, InputError
 def _fail(message: str) -> None:
     typer.echo(f"gen recipe: {message}", err=True)
     raise typer.Exit(EXIT_BAD_INPUT)
-
-
-def build_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: float | None, algo: str,
-               rollout: str, launcher: str, verl_version: str | None, model_path: str | None,
-               train_files: str | None, val_files: str | None, prompt_len: int, response_len: int,
-               n: int | None, train_batch_size: int | None, project_name: str | None,
-               experiment_name: str | None) -> Any:
-    """Options -> RecipeSpec, with the layout and batch sizes the planner chooses."""
-    from generator.hardware import gpu_spec
-    from generator.model import model_slug, resolve_model
-    from generator.render.recipe import DEFAULT_VERSION, RecipeSpec
-    from generator.verl import ALGORITHMS
-
-    if algo not in ALGORITHMS:
-        raise InputError(f"unknown algorithm '{algo}'; choose one of {', '.join(ALGORITHMS)}")
-    if gpus < 1:
-        raise InputError(f"--gpus must be at least 1, got {gpus}")
-    if nodes < 1 or gpus % nodes:
-        raise InputError(f"{gpus} GPUs cannot be split evenly over {nodes} node(s)")
-    if n is None:
-        n = 1 if algo == "ppo" else 5
-    facts = resolve_model(model)
-    device = gpu_spec(gpu, gpu_mem)
-    version = verl_version or DEFAULT_VERSION
-    if verl_version is not None:
-        from generator.versions import parse
-
-        try:
-            parse(verl_version)
-        except ValueError:
-            raise InputError(f"not a verl version: '{verl_version}'") from None
-
-    from generator.plan import plan_layout
-
-    plan = plan_layout(facts, gpus, nodes=nodes, gpu=device, prompt_len=prompt_len, response_len=response_len,
-                       n=n, algo=algo, train_batch_size=train_batch_size)
-    best = plan.best
-    if best is None:
-        reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
-        raise InputError(f"no Megatron layout of {facts.name} fits {gpus} x {device.name}: {reasons}")
-    train_bs = getattr(plan, "train_batch_size", None) or train_batch_size
-    mini = getattr(plan, "ppo_mini_batch_size", None)
-    if train_bs is None or mini is None:
-        raise InputError("the planner did not choose batch sizes for this layout")
-    return RecipeSpec(
-        model=facts, layout=best, gpus=gpus, nodes=nodes, gpu_name=device.name, gpu_memory_gib=device.memory_gib,
-        algo=algo, rollout=rollout, launcher=launcher, version=version, model_path=model_path,
-        train_files=train_files, val_files=val_files, prompt_len=prompt_len, response_len=response_len, n=n,
-        train_batch_size=train_bs, ppo_mini_batch_size=mini, project_name=project_name,
-        experiment_name=experiment_name, model_slug=model_slug(facts),
-    )
 
 
 def _files(paths: list[str] | None) -> Any:
@@ -155,7 +103,9 @@ def register(app: typer.Typer) -> None:
             else:
                 if model is None or gpus is None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
-                spec = build_spec(model=model, **options)
+                from generator.plan.spec import planned_spec
+
+                spec = planned_spec(model=model, **options)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)

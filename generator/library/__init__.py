@@ -43,4 +43,4 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
 
 
 __all__ = ["Library", "Recipe", "load_library", "read_recipe", "recipe_from_mapping", "recipe_to_mapping",
-           "spec_for_cli", "user_library_dir"]
+           "recipe_spec", "user_library_dir"]
