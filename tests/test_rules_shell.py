@@ -61,3 +61,16 @@ def test_hazards_without_fix_and_select():
     assert finding.code == "VS704" and finding.severity == "warning" and finding.fix is None
     assert finding.message == "set twice: 64 then 128"
     assert script_findings(script, ignore=["VS"]) == []
+
+
+def test_backslash_space_before_a_comment_is_fixable_in_check():
+    # `\  # note`: deleting the spaces would leave `\#` (an escaped '#', passed as an argument),
+    # so the one backslash fixer moves the comment above the command; `gen check` offers it too.
+    source = ("python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\  # note\n"
+              "    actor_rollout_ref.rollout.n=4\n")
+    script = script_with(source, "backslash-space", "\\  # note")
+    (finding,) = script_findings(script)
+    assert finding.code == "VS702" and finding.fix is not None
+    assert apply(script.source, finding.fix.edits).decode() == (
+        "# note\npython3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n"
+        "    actor_rollout_ref.rollout.n=4\n")

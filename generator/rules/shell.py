@@ -3,6 +3,7 @@ structural text fixes where a safe one exists."""
 
 from __future__ import annotations
 
+import re
 from typing import Iterator
 
 from generator.edits import TextEdit
@@ -67,15 +68,51 @@ def _comment_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
                (TextEdit(target, target, f"{indent}{comment}\n"), TextEdit(start, min(end + 1, len(source)), "")))
 
 
+_BACKSLASH_SPACE_COMMENT = re.compile(rb"\\([ \t]+)(#.*)$")
+
+
 def _backslash_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    """The one repair of a backslash followed by whitespace: delete the whitespace; when a
+    trailing comment follows (`key=v \\  # note`), deleting it would leave `\\#`, an escaped `#`
+    that bash passes as an argument, so the comment moves above the command instead."""
     source = script.source
     start, end = _line_bounds(source, _hazard_offset(script, hazard))
     line = source[start:end]
     stripped = line.rstrip(b" \t\r")
-    if not stripped.endswith(b"\\") or len(stripped) == len(line):
-        return None
-    return Fix("delete the whitespace after the trailing backslash",
-               (TextEdit(start + len(stripped), end, ""),))
+    if stripped.endswith(b"\\") and len(stripped) < len(line):
+        return Fix("delete the whitespace after the trailing backslash",
+                   (TextEdit(start + len(stripped), end, ""),))
+    match = _BACKSLASH_SPACE_COMMENT.search(line)
+    if match is None or b"'" in line[: match.start()] or b'"' in line[: match.start()]:
+        return None  # no trailing comment, or quotes we would have to reason about: leave it
+    comment = match.group(2).rstrip().decode("utf-8", "replace")
+    first_start = _continued_from(source, start)
+    first_text = source[first_start:_line_bounds(source, first_start)[1]]
+    indent = first_text[: len(first_text) - len(first_text.lstrip(b" \t"))].decode()
+    return Fix(f"line {hazard.line}: move the trailing comment above the command so the backslash "
+               "ends the line and continues the command",
+               (TextEdit(first_start, first_start, f"{indent}{comment}\n"),
+                TextEdit(start + match.start() + 1, end, "")),
+               applicability="safe")
+
+
+def _continued_from(source: bytes, line_start: int) -> int:
+    """Start of the first line of the backslash-continued command holding the line at `line_start`."""
+    start = line_start
+    while start > 0:
+        prev_start, prev_end = _line_bounds(source, start - 1)
+        prev = source[prev_start:prev_end]
+        if not (prev.endswith(b"\\") and not prev.endswith(b"\\\\")):
+            break
+        start = prev_start
+    return start
+
+
+def hazard_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    """The structural repair of a shell hazard, when one exists (used by the rules below and by
+    the fix engine for findings that came without one)."""
+    fixer = _FIXERS.get(hazard.kind)
+    return fixer(script, hazard) if fixer else None
 
 
 def _quote_word_fix(why: str):
@@ -104,9 +141,7 @@ def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, fail
         for hazard in script.hazards:
             if hazard.kind != kind:
                 continue
-            fixer = _FIXERS.get(kind)
-            fix = fixer(script, hazard) if fixer else None
-            yield registered.finding(hazard.message, line=hazard.line, fix=fix)
+            yield registered.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
 
     registered = rule(code, kind, title, severity=severity, stage="shell", verl_ref="corpus-report §2.3",
                       backends=_SCRIPT, scope="script", why=why, fix_safety=fix_safety,
