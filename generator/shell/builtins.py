@@ -41,7 +41,6 @@ class Builtins(EvaluatorParts):
             if args and args[0].text == "--":
                 self.state.args = [list(f.pieces) for f in args[1:]]
                 self.state.args_label = None
-                self.state.args_known = True
             return True
         if name == "shift":
             count = 1
@@ -51,7 +50,7 @@ class Builtins(EvaluatorParts):
                 self.state.args = self.state.args[count:]
             return True
         if name in ("exit",):
-            if flow.branch == "live" and flow.depth == 0:
+            if flow.branch in ("live", "loop") and flow.depth == 0:  # a merged loop copy never exits its base
                 self.state.exited = True
             return True
         if name == "read":
@@ -68,7 +67,11 @@ class Builtins(EvaluatorParts):
                     self._set(m.group(1), Var(pieces=[Piece(value, split=False)],
                                               group=Group(m.group(1), value, None, None)))
             return True
-        if name in ("true", "false", ":", "return", "break", "continue", "shopt", "trap", "wait",
+        if name == "break":
+            if flow.branch in ("live", "loop"):
+                self._break_requested = True
+            return True
+        if name in ("true", "false", ":", "return", "continue", "shopt", "trap", "wait",
                     "umask", "ulimit", "alias", "unalias", "hash", "pushd", "popd"):
             if name in ("pushd",):
                 self.state.cwd = None
@@ -124,8 +127,7 @@ class Builtins(EvaluatorParts):
         saved_args, saved_label, saved_fx = self.state.args, self.state.args_label, self.fx
         self.state.args = [list(f.pieces) for f in fields[1:]]
         self.state.args_label = None
-        saved_known, saved_from_script = self.state.args_known, self.state.args_from_script
-        self.state.args_known = True
+        saved_from_script = self.state.args_from_script
         self.state.args_from_script = passes_args  # `run "$@"` hands the script's arguments on
         self._local_frames.append({})
         self.fx = fx
@@ -140,4 +142,4 @@ class Builtins(EvaluatorParts):
                 else:
                     self.state.vars[var_name] = old
             self.state.args, self.state.args_label, self.fx = saved_args, saved_label, saved_fx
-            self.state.args_known, self.state.args_from_script = saved_known, saved_from_script
+            self.state.args_from_script = saved_from_script

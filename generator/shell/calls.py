@@ -12,6 +12,7 @@ from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
+from generator.shell.pyentry import entry_config
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -26,7 +27,8 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     found = find_entry(Argv(rec.fields), launcher, env)
     if found is None:
         return None
-    launcher.append(found.launcher)
+    if found.launcher:
+        launcher.append(found.launcher)
     entry, kind, i = found.entry, found.kind, found.next
     rest = rec.fields[i:]
     inv = Invocation(
@@ -58,7 +60,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
         else:
             inv.other_args.append(text)
         j += 1
-    if not _is_hydra_entry(inv):
+    if not _is_hydra_entry(inv, rec.path):
         return None
     return inv
 
@@ -67,12 +69,16 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
 _NOT_HYDRA = {"pip", "venv", "ensurepip", "pytest", "http.server", "json.tool", "build", "twine", "uv"}
 
 
-def _is_hydra_entry(inv: Invocation) -> bool:
+def _is_hydra_entry(inv: Invocation, script_path: str | None) -> bool:
+    """verl's trainer or a recipe main by name; any entry given overrides or a config; else an
+    entry whose module file, found beside the script or above it, is decorated `@hydra.main`."""
     if inv.entry_kind == "module" and inv.entry in _NOT_HYDRA:
         return False
     if inv.entry_kind == "module" and (inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
         return True
-    return bool(inv.overrides) or inv.config_name is not None or inv.config_path is not None
+    if inv.overrides or inv.config_name is not None or inv.config_path is not None:
+        return True
+    return script_path is not None and entry_config(inv.entry, script_path) is not None
 
 
 def _split_at_equals(pieces: list[Piece]) -> tuple[list[Piece], list[Piece], Piece | None, int]:

@@ -13,6 +13,9 @@ from generator.shell.model import State, as_text, has_unknown, pieces_text
 from generator.shell.scan import WordError
 from generator.shell.scope import merge_states
 
+# A condition about emptiness or the number of arguments: `-z`, `-n`, `-v`, `$#`, `""`.
+_EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
+
 
 class Conditions(EvaluatorParts):
     """Branch selection (mixed into walker.Evaluator)."""
@@ -78,7 +81,10 @@ class Conditions(EvaluatorParts):
             if taken:
                 self._walk_dead([], body, flow, label)
                 continue
-            value = decide()
+            value, reads = self._tracking_defaults(decide)
+            if value is not False and flow.branch != "dead" and self._guard(reads, body, flow, label):
+                base = self.state
+                continue
             if value is False or flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
                 continue
@@ -101,6 +107,48 @@ class Conditions(EvaluatorParts):
             self.state = merge_states(outcomes, merge_label)
         else:
             self.state = base
+
+    def _tracking_defaults(self, decide: Callable[[], bool | None]) -> tuple[bool | None, list[str]]:
+        """Decide a condition, noting the unset names (variables, arguments, `$#`) it read."""
+        outer = self._default_reads
+        self._default_reads = []
+        try:
+            value = decide()
+            return value, self._default_reads
+        finally:
+            self._default_reads = outer
+
+    def _guard(self, reads: list[str], body: list[Any], flow: Flow, label: str) -> bool:
+        """A guard (`[ -z "$MODEL_PATH" ] && exit 1`, `if [ $# -lt 2 ]; then usage; exit 1; fi`)
+        is an assertion that the run provides what it tests: the names become required unknowns
+        and the exiting branch is read as not taken, so the rest of the script is still read."""
+        if not reads or not _EMPTINESS.search(label) or not self._exits(body):
+            return False
+        for name in reads:
+            self.require(name, f"the script exits at `{label}` otherwise")
+        self._walk_dead([], body, flow, label)
+        return True
+
+    def _exits(self, nodes: list[Any], src: str | None = None, depth: int = 0) -> bool:
+        """Does running these statements reach `exit` (directly or in a function they call)?"""
+        fx = self.fx
+        assert fx is not None
+        text_of = src if src is not None else fx.src
+        stack = list(nodes)
+        while stack:
+            node = stack.pop()
+            if node.type in ("function_definition", "subshell", "command_substitution"):
+                continue
+            if node.type == "command":
+                name = node.child_by_field_name("name")
+                word = text_of[name.start_byte : name.end_byte] if name is not None else ""
+                if word == "exit":
+                    return True
+                called = self.state.functions.get(word)
+                if called is not None and depth < 2 and self._exits([called[0]], called[1].src, depth + 1):
+                    return True
+            stack.extend(node.children)
+        return False
 
     def _walk_dead(self, cond_nodes: list[Any], body: list[Any], flow: Flow, label: str) -> None:
         saved = self.state
@@ -348,10 +396,11 @@ class Conditions(EvaluatorParts):
             self._statements(kids, flow)
             return
         left, op, right = kids[0], kids[1].type, kids[2]
+        reads: list[str] = []
         if left.type in ("test_command", "negated_command", "list") or (
             left.type == "command" and self._is_true_false(left)
         ):
-            value = self._truth(left, flow)
+            value, reads = self._tracking_defaults(lambda: self._truth(left, flow))
         else:
             self.walk(left, flow)
             value = True if op == "&&" else None  # commands are assumed to succeed
@@ -359,6 +408,8 @@ class Conditions(EvaluatorParts):
                 value = True
         runs_right = value if op == "&&" else (None if value is None else not value)
         label = f"{'if' if op == '&&' else 'unless'} {self._cond_text(left)}"
+        if runs_right is not False and flow.branch != "dead" and self._guard(reads, [right], flow, label):
+            return
         if runs_right is False:
             self._walk_dead([], [right], flow, label)
         elif runs_right is True:

@@ -32,6 +32,7 @@ class Wrapper:
     until:         skip through this word (`ray job submit … -- python …`)
     assignments:   NAME=value words set the environment of the call (`env`)
     launcher:      recorded as part of the call's launcher
+    runs_python:   it runs Python itself: `uv run -m pkg.main`, `uv run train.py`
     """
 
     options: str = "any"
@@ -42,8 +43,12 @@ class Wrapper:
     until: str | None = None
     assignments: bool = False
     launcher: str | None = None
+    runs_python: bool = False
 
 
+_CONDA_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
+_ENV_RUN = {tool: Wrapper(subcommand=("run",), launcher=f"{tool} run", value_options=_CONDA_VALUE_OPTIONS)
+            for tool in ("conda", "mamba", "micromamba")}
 _PLAIN = Wrapper()
 _SCAN = Wrapper(options="scan")
 WRAPPERS: dict[str, Wrapper] = {
@@ -57,6 +62,17 @@ WRAPPERS: dict[str, Wrapper] = {
     "mpirun": Wrapper(options="scan", launcher="mpirun"),
     "mpiexec": Wrapper(options="scan", launcher="mpiexec"),
     "ray": Wrapper(options="none", subcommand=("job", "submit"), until="--", launcher="ray job submit"),
+    # Environment managers: `<tool> run [its options] command …`.
+    "uv": Wrapper(subcommand=("run",), launcher="uv run", runs_python=True, value_options=frozenset({
+        "--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory",
+        "--env-file", "--extra", "--group", "--only-group", "--no-group", "--package", "--index", "--index-url",
+        "--default-index", "--extra-index-url", "--find-links", "-f", "--config-file", "--cache-dir",
+        "--python-preference", "--prerelease", "--resolution", "--link-mode", "--color"})),
+    "conda": _ENV_RUN["conda"], "mamba": _ENV_RUN["mamba"], "micromamba": _ENV_RUN["micromamba"],
+    "pixi": Wrapper(subcommand=("run",), launcher="pixi run",
+                    value_options=frozenset({"-e", "--environment", "--manifest-path", "--color"})),
+    "poetry": Wrapper(subcommand=("run",), launcher="poetry run",
+                      value_options=frozenset({"-C", "--directory", "-P", "--project"})),
 }
 
 
@@ -103,6 +119,8 @@ def skip_wrapper(argv: Argv, i: int, wrapper: Wrapper, env: dict[str, str]) -> i
     while i < n:
         w = argv.texts[i]
         option = w.split("=", 1)[0]
+        if wrapper.runs_python and w in ("-m", "--module"):
+            break
         if w in wrapper.value_options:
             i += 2
         elif wrapper.options == "any" and w.startswith("-"):
@@ -192,6 +210,17 @@ def _python(argv: Argv, i: int, base: str) -> Entry | None:
     return None
 
 
+def _python_of(argv: Argv, i: int) -> Entry | None:
+    """`uv run -m pkg.main …` / `uv run train.py …`: the wrapper runs Python on it itself."""
+    w = argv.text(i)
+    if w in ("-m", "--module"):
+        module = argv.text(i + 1)
+        return None if module is None or not argv.known(i + 1) else Entry(module, "module", "-m", i + 2)
+    if w is not None and w.endswith(".py") and argv.known(i):
+        return Entry(w, "file", "", i + 1)
+    return None
+
+
 def find_entry(argv: Argv, launcher: list[str], env: dict[str, str]) -> Entry | None:
     """Step over the wrappers of a command line to the Python entry it runs; the launchers on
     the way are appended to `launcher`, `env VAR=x` assignments go into `env`."""
@@ -212,6 +241,10 @@ def find_entry(argv: Argv, launcher: list[str], env: dict[str, str]) -> Entry | 
             if wrapper.launcher:
                 launcher.append(wrapper.launcher)
             i = nxt
+            if wrapper.runs_python:
+                direct = _python_of(argv, i)
+                if direct is not None:
+                    return direct
             continue
         if base == "torchrun" or (PYTHON.match(base) and argv.text(i + 1) == "-m"
                                   and argv.text(i + 2) in _TORCH_RUN_MODULES):

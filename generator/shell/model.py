@@ -142,7 +142,6 @@ class State:
     vars: dict[str, Var] = field(default_factory=dict)
     args: list[list[Piece]] = field(default_factory=list)
     args_label: str | None = None  # set when the positional args are unknown (inside a function)
-    args_known: bool = True  # False at script level when no --arg was given: $# is unknown
     args_from_script: bool = True  # the positional args are (or carry) the script's own "$@"
     functions: dict[str, Any] = field(default_factory=dict)
     cwd: str | None = ""  # relative to the script's directory; None = unknown
@@ -154,7 +153,6 @@ class State:
             vars=dict(self.vars),
             args=list(self.args),
             args_label=self.args_label,
-            args_known=self.args_known,
             args_from_script=self.args_from_script,
             functions=dict(self.functions),
             cwd=self.cwd,

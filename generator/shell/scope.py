@@ -41,6 +41,7 @@ class Scope(EvaluatorParts):
             return self.special_pieces(name, a, b, dq)
         var = self.get_var(name)
         if var is None:
+            self._read_default(name)
             label = f"unset:{name}"
             return [Piece(unknown_marker(label), a, b, False, quote, None, None, path,
                           unknown=self._unset_reason(name))]
@@ -108,11 +109,15 @@ class Scope(EvaluatorParts):
                               unknown="$0: the path the script was started with")]
             if st.args_label is None and n <= len(st.args):
                 return [p.copy(split=not dq) for p in st.args[n - 1]]
+            if st.args_label is None:
+                self._read_default(f"${n}")
             why = (f"argument ${n} of {st.args_label}" if st.args_label
                    else f"the script's argument ${n} (give it with --arg)")
             return [Piece(unknown_marker(f"${n}"), a, b, False, quote, None, None, path, unknown=why)]
         if ch == "#":
-            if st.args_label is None and st.args_known:
+            if st.args_label is None:
+                if not self._args_given and st.args_from_script:
+                    self._read_default("$#")
                 return [Piece(str(len(st.args)), a, b, False, quote, None, None, path, split=not dq)]
             return [Piece(unknown_marker("$#"), a, b, False, quote, None, None, path, unknown="number of arguments")]
         what = {"?": "exit status of the last command", "$": "process id", "!": "id of the last background job",
@@ -150,6 +155,7 @@ class Scope(EvaluatorParts):
             if st.args_label is not None:
                 return "unknown"
             if n > len(st.args):
+                self._read_default(f"${n}")
                 return "unset"
             return "null" if pieces_text(st.args[n - 1]) == "" else "set"
         if name in ("@", "*"):
@@ -158,6 +164,7 @@ class Scope(EvaluatorParts):
             return "set" if st.args else "unset"
         var = self.get_var(name)
         if var is None:
+            self._read_default(name)
             return "unset"
         if var.unknown:
             return "unknown"
@@ -175,6 +182,20 @@ class Scope(EvaluatorParts):
         if value and all(p.unknown for p in value):
             return "unknown"
         return "set" if pieces_text(value) else "null"
+
+    def _read_default(self, name: str) -> None:
+        """Note that a condition being decided read a value the script never set (an unset
+        variable, a missing argument, `$#` of no arguments): see conditions.Conditions._guard."""
+        if self._default_reads is not None and name not in self._default_reads:
+            self._default_reads.append(name)
+
+    def require(self, name: str, why: str) -> None:
+        """`name` must be set for the script to go on (`${X:?}`, a guard that exits when it is
+        empty): an unknown the run provides, `<?required:NAME>`; for an argument, all of them."""
+        if name.startswith("$"):
+            self.state.args_label = f"the script ({why})"
+            return
+        self._set(name, Var(unknown=f"${name} must be set: {why}", label=f"required:{name}"))
 
     def assign_scalar(self, name: str, pieces: list[Piece], group: Group | None) -> None:
         self._set(name, Var(pieces=pieces, group=group))
@@ -219,8 +240,7 @@ class Scope(EvaluatorParts):
             if child.type == "variable_assignment":
                 self._assign_node(child, child.end_byte)
 
-    def _assign_node(self, node: Any, end: int, *, local: bool = False, export: bool = False,
-                     as_array: bool = False) -> None:
+    def _assign_node(self, node: Any, end: int, *, local: bool = False, export: bool = False) -> None:
         fx = self.fx
         assert fx is not None
         m = ASSIGN.match(fx.src, node.start_byte, end)

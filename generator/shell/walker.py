@@ -36,7 +36,9 @@ class Evaluator(Scope, Conditions, Builtins):
     def __init__(self, *, base_dir: str | None, env: dict[str, str], args: list[str]) -> None:
         self.base_dir = base_dir
         self.env = {k: from_text(v) for k, v in env.items()}
-        self.state = State(args=[[Piece(from_text(a), split=False)] for a in args], args_known=bool(args))
+        # A script runs with the arguments given by --arg and no others: `$#` is their number
+        # and `$1…` beyond them are unset, so argument-parsing loops are decided.
+        self.state = State(args=[[Piece(from_text(a), split=False)] for a in args])
         self.records: list[CommandRecord] = []
         self.hazards: list[Hazard] = []
         self.saw_args = False
@@ -45,6 +47,9 @@ class Evaluator(Scope, Conditions, Builtins):
         self._sourcing: list[str] = []
         self._arith_depth = 0
         self._loop_budget = 256  # loop-body walks with a known item, across the whole script
+        self._break_requested = False
+        self._default_reads: list[str] | None = None
+        self._args_given = bool(args)
         self.fx: FileCtx | None = None
 
     def run_file(self, data: bytes, path: str | None) -> Any:
@@ -197,17 +202,31 @@ class Evaluator(Scope, Conditions, Builtins):
         return [Field(list(arg), 0, 0, None) for arg in st.args]
 
     def _s_while_statement(self, node: Any, flow: Flow) -> None:
+        """`while`/`until`: unrolled while its condition stays decided (an argument-parsing loop
+        over known arguments runs exactly as bash would run it); once undecided, the rest is one
+        walk of the body whose changes merge with the state before it."""
         cond = node.child_by_field_name("condition")
-        label = "while " + (self._cond_text(cond) if cond is not None else "")
-        first = node.children[0].type if node.children else "while"
-        if cond is not None and first == "while":
-            value = self._truth(cond, flow) if cond.type in ("test_command", "command") else None
-            if value is False:
-                body = node.child_by_field_name("body")
+        body = node.child_by_field_name("body")
+        keyword = node.children[0].type if node.children else "while"
+        until = keyword == "until"
+        label = f"{keyword} " + (self._cond_text(cond) if cond is not None else "")
+        for _ in range(_MAX_LOOP_ITEMS):
+            if cond is None or cond.type not in ("test_command", "command", "list", "negated_command"):
+                break
+            value = self._truth(cond, flow)
+            if value is None or self._loop_budget <= 0:
+                break
+            if value is until:  # the loop ends (or never starts)
                 if body is not None:
                     self._walk_dead([], [body], flow, label)
                 return
-        body = node.child_by_field_name("body")
+            self._loop_budget -= 1
+            before = _progress_key(self.state)
+            self._break_requested = False
+            if body is not None:
+                self.walk(body, flow.with_("loop", label))
+            if self.state.exited or self._break_requested or _progress_key(self.state) == before:
+                return  # left by `break`/`exit`, or it would spin without changing anything
         base = self.state
         self.state = base.copy()
         if body is not None:
@@ -350,3 +369,18 @@ def _with_escaped_spaces(src: str, ranges: list[tuple[int, int, str]]) -> list[t
         gap_end = ranges[n + 1][0] if n + 1 < len(ranges) else len(src)
         out.extend(_escaped_spaces(src, rng[1], gap_end))
     return out
+
+
+def _progress_key(state: State) -> tuple[object, ...]:
+    """What a loop iteration can change that its condition may read: the arguments and the
+    variables' values (a `while true` loop that changes neither would spin forever)."""
+    def value(var: Var) -> object:
+        if var.unknown:
+            return var.label
+        if var.elems is not None:
+            return tuple(pieces_text(e.pieces) for e in var.elems)
+        return pieces_text(var.pieces or [])
+
+    return (tuple(pieces_text(a) for a in state.args), state.args_label,
+            tuple(sorted((name, value(var)) for name, var in state.vars.items())))
+

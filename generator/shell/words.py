@@ -358,6 +358,10 @@ class Expander:
             if not use_default:
                 return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
             if op in (":?", "?"):
+                # `: ${X:?msg}` stops the script unless X is set: an assertion, not a dead end.
+                if _NAME.fullmatch(name):
+                    host.require(name, f"`${{{name}{op}…}}` stops the script otherwise")
+                    return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
                 return [self._unknown(f"unset:{name}", f"${name} must be set (`${{{name}{op}…}}`)", ea, eb, dq=dq)]
             operand = self._operand(oa, ob, dq)
             group = def_group(name, operand, oa, ob, '"' if dq else "", self.path)
@@ -474,6 +478,7 @@ class ExpansionHost:
     get_var: Callable[[str], Var | None]
     param_state: Callable[[str, str | None], str]
     assign_scalar: Callable[[str, list[Piece], Group | None], None]
+    require: Callable[[str, str], None]
     arith_lookup: Callable[[str], int]
 
 
