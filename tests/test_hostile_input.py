@@ -83,7 +83,7 @@ def test_check_refuses_a_file_over_the_cap_before_reading(tmp_path):
         handle.truncate(2 * 1024 ** 3)
     result = run("check", str(big))
     assert result.exit_code == 2
-    assert f"{big}: error: 2048.0 MB is too large for a launch script (limit 8 MB)" in result.stdout
+    assert f"{big}: error: 2048.0 MB is too large for a launch script (limit 1 MB)" in result.stdout
 
 
 def test_stdin_is_read_as_dash(tmp_path):
@@ -309,3 +309,11 @@ def test_fix_write_keeps_owner_and_group(tmp_path):
     assert "fixed" in result.output
     st = path.stat()
     assert (st.st_uid, st.st_gid) == (65534, 65534)
+
+
+def test_thousands_of_trainer_calls_are_refused(tmp_path):
+    path = tmp_path / "calls.sh"
+    path.write_text("".join(f"python3 -m verl.trainer.main_ppo data.train_batch_size={i}\n" for i in range(300)))
+    result = run("check", str(path))
+    assert result.exit_code == 2
+    assert "300 trainer calls; more than 256" in result.stdout

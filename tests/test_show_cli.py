@@ -94,7 +94,7 @@ def test_bad_files_error_per_file_and_exit_2(tmp_path: Path, fixtures_dir: Path)
     errors = [f["error"] for f in files]
     assert errors[:5] == ["no such file", "is a directory",
                           "binary file (contains NUL bytes), not a shell script", "not valid UTF-8 text (line 1)",
-                          "50.0 MB is too large for a launch script (limit 8 MB)"]
+                          "50.0 MB is too large for a launch script (limit 1 MB)"]
     assert errors[5] is None and any(h["kind"] == "parse-error" for h in files[5]["hazards"])
     assert errors[6] is None and files[6]["invocations"]
 

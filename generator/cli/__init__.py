@@ -16,13 +16,27 @@ app = typer.Typer(
     name="gen",
     help="Write, check and repair verl launch scripts (Megatron first).",
     no_args_is_help=True,
-    add_completion=False,
+    add_completion=True,  # --install-completion / --show-completion (typer's, for bash/zsh/fish)
     pretty_exceptions_enable=False,
     context_settings={"help_option_names": ["-h", "--help"]},
 )
 
 # Order is the order `gen --help` lists them in.
 _COMMAND_MODULES = ("recipe", "plan", "check", "fix", "show", "library", "diff")
+
+
+def _version(value: bool) -> None:
+    if value:
+        from generator import __version__
+
+        typer.echo(f"verl-gen {__version__}")
+        raise typer.Exit(0)
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
+                                       help="Print the version and exit.")) -> None:
+    """Write, check and repair verl launch scripts (Megatron first)."""
 
 
 def _register_all() -> None:

@@ -16,7 +16,7 @@ import typer
 from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
 from generator.cli.common import read_bytes as _read_bytes
-from generator.cli.common import check_codes, refuse_non_script, without_path
+from generator.cli.common import check_codes, refuse_non_script, refuse_too_many_calls, without_path
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.report.terminal import one_line, printable, use_color
 
@@ -48,6 +48,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             refuse_non_script(path)
             source = _read_bytes(path)
             script = read_launch(path, source=source, env=env, args=args)
+            refuse_too_many_calls(len(script.invocations))
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
@@ -192,6 +193,7 @@ def register(app: typer.Typer) -> None:
             try:
                 refuse_non_script(path)
                 script = read_launch(path, source=_read_bytes(path), env=env_map, args=list(arg))
+                refuse_too_many_calls(len(script.invocations))
                 broken = [h.line for h in script.hazards if h.kind == "parse-error"]
                 if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
                     print(one_line(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)"),

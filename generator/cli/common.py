@@ -62,3 +62,14 @@ def check_codes(codes: tuple[str, ...], known: Iterable[str], option: str) -> tu
             hint = f" (known codes starting {code[:2]}: {', '.join(close)}, ...)" if close else ""
             raise InputError(f"{option}: unknown rule code '{code}'{hint}; `gen rules` lists them")
     return codes
+
+
+# More trainer calls than any real launcher has (loops are unrolled to at most 16 items): each
+# call is composed and checked, so an input made of thousands of calls would cost gigabytes.
+MAX_TRAINER_CALLS = 256
+
+
+def refuse_too_many_calls(count: int) -> None:
+    """InputError when a script holds more trainer calls than a launcher plausibly has."""
+    if count > MAX_TRAINER_CALLS:
+        raise InputError(f"{count} trainer calls; more than {MAX_TRAINER_CALLS} is not a launch script gen checks")

@@ -50,7 +50,7 @@ def _read_bytes(name: str) -> bytes:
     from generator.files import read_input
 
     try:
-        return read_input(name, limit=MAX_SCRIPT_BYTES)
+        return read_input(name)  # the project's cap for a launch script (generator.files)
     except InputError as err:
         raise InputError(f"{name}: {err}") from None
 

@@ -1,0 +1,118 @@
+"""Peak memory of `gen check` on the largest launch script it accepts (issue 13: under 500 MB).
+
+    python bench/check_memory.py            # every shape at the size cap
+    python bench/check_memory.py --mib 1    # smaller inputs (a quick look)
+
+Writes scripts just under generator.files.SCRIPT_LIMIT in several shapes (assignments, one call
+with many overrides, many short commands, many trainer calls, comments), runs `gen check` on
+each in a fresh process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1
+when a shape goes over the budget. The inputs are generated here; nothing is downloaded.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import resource
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+from typing import Callable, Iterator
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+
+from generator.files import MIB, SCRIPT_LIMIT  # noqa: E402
+
+BUDGET_MIB = 500
+CALL = "python3 -m verl.trainer.main_ppo"
+
+
+def _assignments() -> Iterator[str]:
+    i = 0
+    while True:
+        yield f"VAR_{i}=value_{i}\n"
+        i += 1
+
+
+def _one_long_call() -> Iterator[str]:
+    yield f"{CALL} \\\n"
+    i = 0
+    while True:
+        yield f"    +extra.k{i}=v{i} \\\n"
+        i += 1
+
+
+def _short_commands() -> Iterator[str]:
+    while True:
+        yield "echo a; true\n"
+
+
+def _many_calls() -> Iterator[str]:
+    i = 0
+    while True:
+        yield f"{CALL} data.train_batch_size={i % 64 + 1} trainer.n_gpus_per_node=8\n"
+        i += 1
+
+
+def _comments() -> Iterator[str]:
+    while True:
+        yield "# " + "x" * 76 + "\n"
+
+
+SHAPES: dict[str, Callable[[], Iterator[str]]] = {
+    "assignments": _assignments, "one-long-call": _one_long_call, "short-commands": _short_commands,
+    "many-calls": _many_calls, "comments": _comments,
+}
+
+
+def build(shape: str, size: int) -> str:
+    """A script of the shape, at most `size` bytes, ending in one trainer call."""
+    tail = f"{CALL} trainer.n_gpus_per_node=8\n"
+    parts, used = [], len(tail)
+    for line in SHAPES[shape]():
+        if used + len(line) > size:
+            break
+        parts.append(line)
+        used += len(line)
+    return "".join(parts) + tail
+
+
+def measure(path: Path, timeout: float) -> tuple[float, float, int]:
+    """(peak MiB, seconds, exit code) of `gen check path` in a fresh child process."""
+    probe = ("import resource, subprocess, sys\n"
+             "code = subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL).returncode\n"
+             "print(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss, code)\n")
+    start = time.monotonic()
+    done = subprocess.run([sys.executable, "-c", probe, sys.executable, "-m", "generator", "check", str(path)],
+                          capture_output=True, text=True, timeout=timeout, cwd=ROOT, check=True)
+    seconds = time.monotonic() - start
+    kib, code = done.stdout.split()
+    return int(kib) / 1024, seconds, int(code)
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--mib", type=float, default=None, help="input size (default: the cap)")
+    parser.add_argument("--shape", action="append", choices=sorted(SHAPES), help="only these shapes")
+    parser.add_argument("--timeout", type=float, default=900)
+    opts = parser.parse_args()
+    size = int(opts.mib * MIB) if opts.mib else SCRIPT_LIMIT
+    worst = 0.0
+    _ = resource  # the probe uses it in the child
+    with tempfile.TemporaryDirectory() as folder:
+        for shape in opts.shape or SHAPES:
+            path = Path(folder) / f"{shape}.sh"
+            path.write_text(build(shape, size))
+            peak, seconds, code = measure(path, opts.timeout)
+            worst = max(worst, peak)
+            print(f"{shape:15} {os.path.getsize(path) / MIB:5.2f} MiB  peak {peak:6.0f} MiB  {seconds:6.1f} s  "
+                  f"exit {code}", flush=True)
+    print(f"worst peak {worst:.0f} MiB (budget {BUDGET_MIB} MiB)")
+    return 1 if worst > BUDGET_MIB else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
