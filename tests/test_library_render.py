@@ -13,6 +13,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.library.convert import to_config, to_overrides, to_spec
 from generator.library.store import load_library
+from generator.plan.memory import PHASES
 
 LIBRARY = load_library()
 RECIPES = LIBRARY.sorted()
@@ -126,11 +127,11 @@ def test_show_recipe_text_and_json():
     assert re.search(r"^\s+DP\s+2$", out, re.M)
     assert re.search(r"^\s+per-rank mini batch\s+640$", out, re.M)
     assert re.search(r"^\s+optimizer updates per step\s+4$", out, re.M)
-    for phase in ("update", "log_prob", "ref_log_prob", "rollout"):
+    for phase in PHASES:
         assert re.search(rf"^\s+{phase}\s+[0-9.]+ GiB of", out, re.M)
     data = json.loads(runner.invoke(app, ["show", "verl-qwen2-7b-grpo-8gpu", "--format", "json"]).stdout)
     assert data["derived"]["DP"] == 2 and data["memory"]["limit_gib"] > 0
-    assert {p["phase"] for p in data["memory"]["phases"]} == {"update", "log_prob", "ref_log_prob", "rollout"}
+    assert {p["phase"] for p in data["memory"]["phases"]} == set(PHASES)
 
 
 def test_show_unknown_name_is_one_line_exit_2():

@@ -15,6 +15,7 @@ from generator.errors import InputError
 from generator.library.recipe import Recipe
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, PhaseMemory
+from generator.plan.memory import MemorySetup
 
 
 def recipe_model(recipe: Recipe) -> ModelFacts:
@@ -59,12 +60,10 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
     return max(1, recipe.config.ppo_mini_batch_size * recipe.config.n // dp)
 
 
-def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
-    """Predicted per-GPU memory of each phase (worst pipeline stage) and the usable limit."""
-    from generator.plan.memory import phase_memory, usable_gib
+def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
+    """The recipe's model, layout, knobs and workload, as the memory model evaluates them."""
     from generator.plan.workload import Workload, algo_roles
 
-    model = recipe_model(recipe)
     gpu = recipe_gpu(recipe)
     has_ref, has_critic = algo_roles(recipe.algorithm)
     extra = recipe.config.overrides
@@ -75,8 +74,16 @@ def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
         has_ref=has_ref, has_critic=has_critic,
         **({"max_num_batched_tokens": int(batched)} if isinstance(batched, int) else {}),
     )
-    phases = phase_memory(model, recipe_candidate(recipe), work)
-    return phases, usable_gib(gpu.memory_gib)
+    return MemorySetup(recipe_model(recipe), recipe_candidate(recipe), work)
+
+
+def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
+    """Predicted per-GPU memory of each phase (worst pipeline stage) and the usable limit."""
+    from generator.plan.memory import phase_memory, usable_gib
+
+    setup = recipe_memory_setup(recipe)
+    phases = phase_memory(setup.model, setup.candidate, setup.workload)
+    return phases, usable_gib(setup.workload.gpu_memory_gib)
 
 
 # --------------------------------------------------------------------------- rendering

@@ -51,6 +51,7 @@ class Candidate(Parallelism):
     use_fused_kernels: bool = False  # actor_rollout_ref.model.use_fused_kernels (no [T, V] logits)
     warnings: tuple[str, ...] = ()  # throughput notes (e.g. KV cache holds part of the rollout batch)
     ppo_mini_batch_size: int | None = None  # prompts; the Plan's value, or this layout's when DPs differ
+    enforce_eager: bool = False  # rollout.enforce_eager; False (verl's default) keeps vLLM's CUDA graphs
 
     def phase(self, name: str) -> PhaseMemory | None:
         return next((p for p in self.memory if p.phase == name), None)

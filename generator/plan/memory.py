@@ -1,69 +1,60 @@
-"""Per-GPU memory of one verl step with the Megatron actor, phase by phase (pure arithmetic).
+"""Per-GPU memory of one verl step with the Megatron actor, phase by phase and stage by stage
+(pure arithmetic). The formulas and every calibration point, with its public source, are in
+docs/memory-model.md; the points live in data/memory_calibration.yaml and each is a test.
 
-Phases (verl's hybrid engine, memory-model.md §2.6): `rollout` (vLLM/SGLang generating, with
-whatever Megatron state is not offloaded), `log_prob` (old log-probs with entropy), `ref_log_prob`
-and `update` (forward/backward over every micro-batch, then the optimizer step). Each phase is
-computed for every pipeline stage and the worst stage is reported; every term is named.
+Phases (verl's hybrid engine): `update` (forward/backward over every micro-batch),
+`optimizer_step` (the step after the last backward: activations freed, Adam's working copies
+allocated), `log_prob` (old log-probs with entropy), `ref_log_prob`, `rollout` (the engine's
+gmu·total claim next to whatever Megatron state is not offloaded) and `weight_sync` (actor bf16
+weights loaded next to the engine's weights while they are pushed). Every phase is computed on
+every pipeline stage; a stage's layers (dense or MoE), its embedding and output layer, and its
+micro-batches in flight make the difference. The verdict is the maximum over stages and phases.
 
-Formulas (memory-model.md §2): bf16 weights 2 B/param, fp32 main grads 4 B/param, fp32
-master + Adam m, v 12 B/param sharded by the distributed optimizer over DP·CP (experts over the
-expert-DP group); activations per token and layer from the Megatron/TE tensors kept for
-backward (flash attention, SwiGLU, GQA, qk-norm, MLA), divided by TP (sequence parallel) and CP;
-1F1B keeps `min(PP − stage, M)` micro-batches in flight, VPP multiplies by 1 + (PP−1)/(PP·VPP);
-full recompute keeps only each layer's input plus one layer's working set; logits cost
-8·T·V/TP bytes in the update, 12·T·V/TP in the old-log-prob pass (entropy), 6·T·V/TP for the
-reference — nothing with fused kernels.
+What each offload flag frees (verl v0.7.0 megatron_workers; docs/rules/cross-checks.md#offload-keys):
+`param` frees the bf16 weights and the grad buffer outside the update; `grad` frees nothing by
+itself; `optimizer` frees the Adam state outside the update; none of them lowers the update peak.
+Only Megatron's CPU optimizer (fraction f) keeps f of the optimizer state, and its step, off the
+GPU. The reference model's weights follow the actor's param offload; a PPO critic (same layout
+as the actor) is assumed to mirror the actor's param/optimizer offload. With
+`rollout.enforce_eager` false (verl's default since 0.6) the engine's CUDA graphs sit outside
+gpu_memory_utilization and stay on the GPU in every phase.
 
-What each offload flag frees (verl v0.7.0, memory-model.md §0 and docs/rules/cross-checks.md#offload-keys):
-`param` frees the bf16 weights *and* the grad buffer outside the update; `grad` frees nothing
-by itself; `optimizer` frees the Adam state outside the update; none of them lowers the update
-peak. Only Megatron's CPU optimizer (fraction f) moves f of the optimizer state off the GPU
-during the update too. The reference model's weights follow the actor's param offload; a PPO
-critic (same layout as the actor) is assumed to mirror the actor's param/optimizer offload.
-
-Calibration against the layouts verl ships (memory-model.md §2.9 and §3; the rows live in
-data/verl_layouts.yaml, the checks in tests/test_plan_verl.py, the table in bench/plan.py):
-- MOE_ACTIVATION_FACTOR = 0.5: the routed-expert activation tensors are counted at half.
-  At 1.0, Qwen3-30B-A3B on 8×H20 (dynamic 10240 tokens, no recompute) predicts ~67 GiB of
-  activations and ~113 GiB in the update, yet verl's dpsk.md lists it running at MFU 0.40.
-  The factor stands for fused permute/unpermute kernels and packed micro-batches that are
-  rarely full; with it that row predicts 91 of 92.7 GiB.
+Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a GPU):
 - OVERHEAD_GIB = 4 per GPU, + 2 with expert parallelism (CUDA context, NCCL/DeepEP buffers,
-  fragmentation). DeepSeek-V3 on 96 H20 (gmu 0.6) then peaks in the rollout phase at
-  57.4 + 6 = 63.4 GiB, against the 66 GB (61.5 GiB) dpsk.md measured.
-- FIT_FRACTION = 0.97: the usable share of the GPU total. Qwen2-7B GRPO on 8×80 GB (TP2 PP2,
-  no offload, gmu 0.6: 76.6 GiB) is the tightest shipped dense row and fits.
-- DYNAMIC_FILL = 1.0: a dynamic micro-batch is assumed full (conservative).
-Rows that still exceed the GPU as shipped, and why, are listed in tests/test_plan_verl.py
-(SHIPPED_OVER_LIMIT): Qwen3-235B at 64/128 GPUs with a lowered CPU-optimizer fraction
-(activations), a DeepSeek-V3 DAPO recipe without recompute, and three PPO examples whose
-colocated critic verl does not offload (on an assumed 80 GB GPU). Their layouts fit once the
-planner picks the knobs. Nothing here was measured on a GPU.
+  fragmentation): DeepSeek-V3 on 96 H20 then peaks near the 66 GB verl's dpsk.md measured.
+- FIT_FRACTION = 0.97 of the GPU total is usable.
+- STEP_TEMP_BYTES = 8 per parameter of the GPU's optimizer shard at the optimizer step: Adam's
+  fp32 working copies (torch's multi-tensor Adam allocates sqrt(v) over the whole shard) and the
+  m and v the first step creates next to the allocator's cached blocks. verl issue #3124
+  (Qwen2.5-32B, 8×H20, TP8 = DP 1, all offload) fails inside optimizer.step at 2k/6k and at 1k/2k
+  alike — the step does not depend on the lengths; at 4 B it would fit by ~2 GiB.
+- CUDA_GRAPH_GIB = 1 per GPU: vLLM's own capture logs (0.2 GiB for a 1B model; its warning
+  says 1–3 GiB in the older engine).
+- MOE_ACTIVATION_FACTOR (plan/activations.py) = 0.5 for the routed-expert tensors.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable
-from dataclasses import replace
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, replace
 
 from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.plan.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.engine import engine_fixed_bytes
-from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.stages import StageParams, stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload
-
 
 OVERHEAD_GIB = 4.0
 EXPERT_PARALLEL_OVERHEAD_GIB = 2.0
 FIT_FRACTION = 0.97
+STEP_TEMP_BYTES = 5.5
+CUDA_GRAPH_GIB = 1.0
+ENGINE_COUNTED_OVERHEAD_GIB = 1.0  # the part of OVERHEAD_GIB vLLM's own claim already holds
+SYNC_BUCKET_BYTES = 512 * 2**20  # rollout.update_weights_bucket_megabytes (verl 0.7.0 default)
 
-PHASES = ("update", "log_prob", "ref_log_prob", "rollout")
-
-
-def _gib(value: float) -> float:
-    return value / GIB
+PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "weight_sync")
 
 
 def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: bool = True) -> MemoryTerm:
@@ -73,42 +64,92 @@ def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: 
     return MemoryTerm(name, round(nbytes / GIB, 2), note() if callable(note) else note)
 
 
+def _phase(name: str, terms: Iterable[MemoryTerm]) -> PhaseMemory:
+    kept = tuple(terms)
+    return PhaseMemory(name, round(sum(t.gib for t in kept), 2), kept)
+
+
 def overhead_gib(cand: Candidate) -> float:
     return OVERHEAD_GIB + (EXPERT_PARALLEL_OVERHEAD_GIB if cand.ep > 1 else 0.0)
 
 
+def cuda_graph_gib(cand: Candidate) -> float:
+    return 0.0 if cand.enforce_eager else CUDA_GRAPH_GIB
+
+
+def usable_gib(gpu_memory_gib: float, headroom_gib: float = 0.0) -> float:
+    """What the phases may use: FIT_FRACTION of the GPU, less the headroom the user asks to keep."""
+    return round(gpu_memory_gib * FIT_FRACTION - headroom_gib, 2)
+
+
+@dataclass(frozen=True, slots=True)
+class _Sizes:
+    """Byte sizes one GPU of a stage holds, shared by the phases."""
+
+    params: StageParams
+    dp: int
+    edp: int
+    cpu_fraction: float
+    weights: float
+    grads: float
+    optimizer_gpu: float
+    optimizer_cpu: float
+
+
+def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, counts: list[int]) -> _Sizes:
+    params = stage_params(model, cand, stage, counts)
+    dp = max(1, work.gpus // (cand.tp * cand.pp * cand.cp))
+    etp = cand.tp if cand.etp is None else cand.etp
+    edp = max(1, work.gpus // (etp * cand.ep * cand.pp))
+    cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
+    # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
+    optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)
+    return _Sizes(params, dp, edp, cpu_fraction, 2 * params.total, 4 * params.total,
+                  optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
+
+
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
                   counts: list[int], detail: bool = True) -> dict[str, PhaseMemory]:
-    def _term_here(name: str, nbytes: float, note: str | Callable[[], str] = "") -> MemoryTerm:
+    def term(name: str, nbytes: float, note: str | Callable[[], str] = "") -> MemoryTerm:
         return _term(name, nbytes, note, detail)
 
-    t, pp, cp = cand.tp, cand.pp, cand.cp
+    t, pp = cand.tp, cand.pp
     off = cand.offload
-    params = stage_params(model, cand, stage, counts)
-    dp = max(1, work.gpus // (t * pp * cp))
+    z = _sizes(model, cand, work, stage, counts)
+    params, weights, grads = z.params, z.weights, z.grads
     etp = t if cand.etp is None else cand.etp
-    edp = max(1, work.gpus // (etp * cand.ep * pp))
-    cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
-    weights = 2 * params.total
-    grads = 4 * params.total
-    # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
-    optimizer_full = 12 * (params.dense / (dp * cp) + params.experts / edp)
-    optimizer_gpu = optimizer_full * (1 - cpu_fraction)
     ref_weights = weights if work.has_ref else 0.0
-    critic_state = (weights + grads + optimizer_gpu) if work.has_critic else 0.0
-    overhead = overhead_gib(cand) * GIB
+    critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
+    overhead = term("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
+    graphs = term("cuda-graphs", cuda_graph_gib(cand) * GIB,
+                  "rollout.enforce_eager=True" if cand.enforce_eager else
+                  "vLLM CUDA graphs: outside gpu_memory_utilization, kept in every phase")
     last = stage == pp - 1
     vocab_shard = model.vocab_size / t
 
+    def optimizer_note() -> str:
+        return (f"fp32 master+Adam over DP·CP={z.dp * cand.cp}" + (f", experts over EDP={z.edp}" if params.experts else "")
+                + (f"; {z.cpu_fraction:.0%} on CPU (Megatron CPU optimizer)" if z.cpu_fraction else ""))
+
+    trainer_state = [
+        term("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
+        term("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
+        term("optimizer", z.optimizer_gpu, optimizer_note),
+    ]
+    beside_update = []
+    if ref_weights and not off.param:
+        beside_update.append(term("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
+    if critic_state and not off.param:
+        beside_update.append(term("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
+
     # Activations of the update on this stage.
     tokens = tokens_per_micro(cand, work, log_prob=False)
-    micro_batches = micro_batches_per_step(cand, work)
-    in_flight = in_flight_micro_batches(cand, stage, micro_batches)
+    in_flight = in_flight_micro_batches(cand, stage, micro_batches_per_step(cand, work))
     dense_act = dense_layer_activation_bytes(model)
     moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
-    per_token_stack = (params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
     # Routed-expert tensors: tokens are SP-split (÷TP) before dispatch, expert widths split by ETP.
-    per_token_stack += params.moe_layers * moe_routed / (t * etp)
+    per_token_stack = ((params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
+                       + params.moe_layers * moe_routed / (t * etp))
     if cand.recompute:
         kept_per_token = (params.dense_layers + params.moe_layers) * 2 * model.hidden_size / t
         one_layer = max(dense_act / t if params.dense_layers else 0.0,
@@ -127,105 +168,219 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     update_logits = 0.0
     if last and not cand.use_fused_kernels:
         update_logits = (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
+    phases = {"update": _phase("update", [
+        *trainer_state,
+        term("activations", activations, act_note),
+        term("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
+             ("last stage, 8·T·V/TP" if last else "not on this stage")),
+        *beside_update, graphs, overhead])}
 
-    update_terms = [
-        _term_here("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
-        _term_here("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
-        _term_here("optimizer", optimizer_gpu,
-              lambda: f"fp32 master+Adam over DP·CP={dp * cp}" + (f", experts over EDP={edp}" if params.experts else "")
-              + (f"; {cpu_fraction:.0%} on CPU (Megatron CPU optimizer)" if cpu_fraction else "")),
-        _term_here("activations", activations, act_note),
-        _term_here("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
-              ("last stage, 8·T·V/TP" if last else "not on this stage")),
-    ]
-    if ref_weights and not off.param:
-        update_terms.append(_term_here("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
-    if critic_state and not off.param:
-        update_terms.append(_term_here("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
-    update_terms.append(_term_here("overhead", overhead, "CUDA context, NCCL/DeepEP buffers, fragmentation"))
+    step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
+    phases["optimizer_step"] = _phase("optimizer_step", [
+        *trainer_state,
+        term("step-temporaries", step_temp,
+             lambda: f"Adam working copies, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer shard"
+             if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
+        *beside_update, graphs, overhead])
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
     lp_tokens = tokens_per_micro(cand, work, log_prob=True)
     forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
-    resident_grads = 0.0 if off.param else grads
-    resident_opt = 0.0 if off.optimizer else optimizer_gpu
-    resident_ref = 0.0 if (off.param or not work.has_ref) else ref_weights
-    resident_critic = 0.0
-    if work.has_critic:
-        resident_critic = (0.0 if off.param else weights + grads) + (0.0 if off.optimizer else optimizer_gpu)
+    resident_grads = term("grads", 0.0 if off.param else grads,
+                          "offloaded with params" if off.param else "grad buffer stays")
+    resident_opt = term("optimizer", 0.0 if off.optimizer else z.optimizer_gpu,
+                        "offloaded" if off.optimizer else "stays on GPU")
+    resident_ref = term("ref-weights", 0.0 if (off.param or not work.has_ref) else ref_weights,
+                        "offloaded" if off.param else "stays on GPU")
+    resident_critic = term("critic", ((0.0 if off.param else weights + grads)
+                                      + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0)
+    with_ref = [resident_ref] if work.has_ref else []
+    with_critic = [resident_critic] if work.has_critic else []
 
-    def forward_phase(name: str, logit_bytes_per: int, note: str, model_weights: float, other: list[MemoryTerm]):
+    def forward_phase(name: str, logit_bytes_per: int, note: str, model_weights: float,
+                      other: list[MemoryTerm]) -> PhaseMemory:
         logits = 0.0 if (cand.use_fused_kernels or not last) else logit_bytes_per * lp_tokens * vocab_shard
-        terms = [
-            _term_here("weights", model_weights, note),
-            *other,
-            _term_here("activations", forward_set, lambda: f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
-            _term_here("logits", logits, "fused kernels" if cand.use_fused_kernels else
-                  (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
-            _term_here("overhead", overhead),
-        ]
-        return PhaseMemory(name, round(_gib(sum(x.gib for x in terms) * GIB), 2), tuple(terms))
+        return _phase(name, [
+            term("weights", model_weights, note), *other,
+            term("activations", forward_set, lambda: f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
+            term("logits", logits, "fused kernels" if cand.use_fused_kernels else
+                 (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
+            graphs, overhead])
 
-    lp_other = [
-        _term_here("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
-        _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
-    ]
+    phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
+                                       [resident_grads, resident_opt, *with_ref, *with_critic])
     if work.has_ref:
-        lp_other.append(_term_here("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
-    if work.has_critic:
-        lp_other.append(_term_here("critic", resident_critic))
-    log_prob = forward_phase("log_prob", 12, "actor, loaded for the pass", weights, lp_other)
-    phases = {"log_prob": log_prob}
-    if work.has_ref:
-        ref_other = [
-            _term_here("actor-weights", 0.0 if off.param else weights + grads,
-                  "offloaded" if off.param else "actor weights+grads stay"),
-            _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
-        ]
-        if work.has_critic:
-            ref_other.append(_term_here("critic", resident_critic))
-        phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, ref_other)
+        phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, [
+            term("actor-weights", 0.0 if off.param else weights + grads,
+                 "offloaded" if off.param else "actor weights+grads stay"),
+            resident_opt, *with_critic])
 
-    # Rollout: Megatron state still resident + the engine's gmu·total claim.
+    # Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
+    # weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
+    # exceed the claim).
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
-    rollout_terms = [
-        _term_here("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
-        _term_here("grads", resident_grads, "offloaded with params" if off.param else "grad buffer stays"),
-        _term_here("optimizer", resident_opt, "offloaded" if off.optimizer else "stays on GPU"),
-    ]
-    if work.has_ref:
-        rollout_terms.append(_term_here("ref-weights", resident_ref, "offloaded" if off.param else "stays on GPU"))
-    if work.has_critic:
-        rollout_terms.append(_term_here("critic", resident_critic))
-    # The engine claims gmu·total at start-up and splits it into weights, a profiling-run peak
-    # and the KV cache; when the first two exceed the claim vLLM refuses to start.
     engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     kv_cache = engine_budget - engine_weights - engine_activations
-    claim = lambda: f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"  # noqa: E731
-    rollout_terms.append(_term_here("rollout-weights", engine_weights,
-                                    lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}"))
-    rollout_terms.append(_term_here("rollout-activations", engine_activations,
-                                    lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} "
-                                            "tokens"))
-    rollout_terms.append(_term_here("kv-cache", max(kv_cache, 0.0),
-                                    "the rest of the claim" if kv_cache > 0 else
-                                    "none: weights and activations exceed the claim; vLLM will not start"))
-    rollout_terms.append(_term_here("overhead", overhead))
-    phases["rollout"] = PhaseMemory("rollout", round(sum(x.gib for x in rollout_terms), 2), tuple(rollout_terms))
 
-    update_total = sum(x.gib for x in update_terms)
-    phases["update"] = PhaseMemory("update", round(update_total, 2), tuple(update_terms))
-    return phases
+    def claim() -> str:
+        return f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"
+    rollout_weights = term("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}")
+    phases["rollout"] = _phase("rollout", [
+        term("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
+        resident_grads, resident_opt, *with_ref, *with_critic, rollout_weights,
+        term("rollout-activations", engine_activations,
+             lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"),
+        term("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
+             "none: weights and activations exceed the claim; vLLM will not start"),
+        graphs, term("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
+                     "less the non-torch memory vLLM counts inside its claim")])
+
+    # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
+    # bucket, into the engine's weights before its KV cache is resumed.
+    phases["weight_sync"] = _phase("weight_sync", [
+        term("actor-weights", weights, "bf16, loaded for the sync"),
+        resident_grads, resident_opt, *with_ref, *with_critic,
+        term("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
+        term("sync-bucket", SYNC_BUCKET_BYTES, "update_weights_bucket_megabytes"),
+        graphs, overhead])
+    return {name: phases[name] for name in PHASES if name in phases}
+
+
+# ---------------------------------------------------------------------------------------------
+# Every stage, the verdict, host RAM
+
+
+@dataclass(frozen=True, slots=True)
+class StageMemory:
+    stage: int
+    dense_layers: int
+    moe_layers: int
+    phases: tuple[PhaseMemory, ...]
+
+    @property
+    def layers(self) -> int:
+        return self.dense_layers + self.moe_layers
+
+    @property
+    def peak(self) -> PhaseMemory:
+        return max(self.phases, key=lambda p: p.gib)
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryReport:
+    """Every phase on every pipeline stage of one GPU, the usable limit, host RAM per node."""
+
+    gpu_memory_gib: float
+    usable_gib: float
+    headroom_gib: float
+    stages: tuple[StageMemory, ...]
+    host_ram_per_node_gib: float
+    host_terms: tuple[MemoryTerm, ...]
+
+    @property
+    def peak_stage(self) -> int:
+        return max(self.stages, key=lambda s: s.peak.gib).stage
+
+    @property
+    def peak(self) -> PhaseMemory:
+        return self.stages[self.peak_stage].peak
+
+    @property
+    def peak_gib(self) -> float:
+        return self.peak.gib
+
+    @property
+    def peak_phase(self) -> str:
+        return self.peak.phase
+
+    @property
+    def fits(self) -> bool:
+        return self.peak_gib <= self.usable_gib
+
+    def worst_phases(self) -> tuple[PhaseMemory, ...]:
+        """Each phase on its worst stage, in PHASES order."""
+        out = []
+        for name in PHASES:
+            found = [p for s in self.stages for p in s.phases if p.phase == name]
+            if found:
+                out.append(max(found, key=lambda p: p.gib))
+        return tuple(out)
+
+
+def _host_ram_terms(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int],
+                    detail: bool) -> tuple[MemoryTerm, ...]:
+    """CPU memory the offloads take, averaged per node: each GPU's offloaded bytes times the
+    GPUs holding that stage (gpus / PP), over the nodes. Megatron's CPU optimizer keeps fp32
+    master, m, v and an fp32 grad copy (16 B) for its fraction of the shard."""
+    gpus_per_stage = work.gpus / cand.pp
+    nodes = max(1.0, work.gpus / work.gpus_per_node)
+    off = cand.offload
+    weights = params = optimizer = cpu_optimizer = 0.0
+    for stage in range(cand.pp):
+        z = _sizes(model, cand, work, stage, counts)
+        copies = (1 + (1 if work.has_ref else 0) + (1 if work.has_critic else 0)) if off.param else 0
+        weights += copies * z.weights * gpus_per_stage
+        params += z.params.total * gpus_per_stage
+        if off.optimizer:
+            optimizer += z.optimizer_gpu * (2 if work.has_critic else 1) * gpus_per_stage
+        cpu_optimizer += z.optimizer_cpu * 16 / 12 * (2 if work.has_critic else 1) * gpus_per_stage
+    return (
+        _term("offloaded-weights", weights / nodes, "bf16 actor (+ref, +critic) weights, param_offload", detail),
+        _term("offloaded-optimizer", optimizer / nodes, "Adam state, optimizer_offload", detail),
+        _term("cpu-optimizer", cpu_optimizer / nodes, "fp32 master, m, v and grads of the CPU fraction", detail),
+    )
+
+
+def stage_counts(model: ModelFacts, cand: Candidate) -> list[int]:
+    return stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
+
+
+@dataclass(frozen=True, slots=True)
+class MemorySetup:
+    """Everything the memory of one trainer call depends on."""
+
+    model: ModelFacts
+    candidate: Candidate  # layout and memory knobs
+    workload: Workload  # GPUs, lengths, batch, roles
+    headroom_gib: float = 0.0  # memory the user wants kept free below the usable limit
+
+
+def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
+    """Every phase on every pipeline stage; the verdict is the maximum over all of them."""
+    model, cand, work, headroom_gib = setup.model, setup.candidate, setup.workload, setup.headroom_gib
+    counts = stage_counts(model, cand)
+    stages = []
+    for stage in range(cand.pp):
+        params = stage_params(model, cand, stage, counts)
+        phases = _stage_phases(model, cand, work, stage, counts, False)
+        if detail:  # totals from the unrounded terms, as the search decides fit on them
+            shown = _stage_phases(model, cand, work, stage, counts, True)
+            phases = {name: replace(shown[name], gib=phase.gib) for name, phase in phases.items()}
+        stages.append(StageMemory(stage, params.dense_layers, params.moe_layers, tuple(phases.values())))
+    host = _host_ram_terms(model, cand, work, counts, detail)
+    return MemoryReport(work.gpu_memory_gib, usable_gib(work.gpu_memory_gib, headroom_gib), headroom_gib,
+                        tuple(stages), round(sum(t.gib for t in host), 1), host)
+
+
+def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> list[int]:
+    """One stage of each kind: stages with the same parameters, the same place (first, last) and
+    the same micro-batches in flight have the same memory in every phase."""
+    micro_batches = micro_batches_per_step(cand, work)
+    seen: dict[tuple, int] = {}
+    for stage in range(cand.pp):
+        key = (stage_params(model, cand, stage, counts), stage == 0, stage == cand.pp - 1,
+               in_flight_micro_batches(cand, stage, micro_batches))
+        seen.setdefault(key, stage)
+    return sorted(seen.values())
 
 
 def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
                  ) -> tuple[PhaseMemory, ...]:
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
     and rounding (the search evaluates thousands of settings and shows a handful)."""
-    counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
+    counts = stage_counts(model, cand)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
-    stages = sorted({0, cand.pp - 1} | {max(range(cand.pp), key=lambda s: counts[s])})
-    for stage in stages:
+    for stage in _distinct_stages(model, cand, work, counts):
         for name, phase in _stage_phases(model, cand, work, stage, counts, False).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
@@ -234,8 +389,5 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
     # are the ones `fits` was decided on (a sum of rounded terms can differ by a rounding step).
     detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
-    return tuple(replace(detailed[worst[name][0]][name], gib=worst[name][1].gib) for name in PHASES if name in worst)
-
-
-def usable_gib(gpu_memory_gib: float) -> float:
-    return round(gpu_memory_gib * FIT_FRACTION, 2)
+    return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
+                 for name in PHASES if name in worst)

@@ -13,6 +13,8 @@ from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Plan
+from generator.plan.memory import MemorySetup
+from generator.plan.workload import Workload, algo_roles
 
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 
@@ -54,6 +56,7 @@ class VerlLayout:
             "recompute": bool(r.get("recompute", False)),
             "gpu_memory_utilization": r["gmu"],
             "use_fused_kernels": bool(r.get("fused", False)),
+            "enforce_eager": bool(r.get("eager", False)),
         }
         if out["use_dynamic_bsz"]:
             out["token_budget"] = r["budget"]
@@ -74,6 +77,19 @@ class VerlLayout:
 
         return plan_layout(self.model, self.row["gpus"], fixed={**self.layout(), **self.knobs()},
                            **self.workload(), top=1)
+
+    def memory_setup(self) -> MemorySetup:
+        """verl's layout with the script's own knobs, as the memory model evaluates it (the
+        batch and workload the planner derives for the row)."""
+        r = self.row
+        cand = self.evaluate_as_shipped().candidates[0]
+        has_ref, has_critic = algo_roles(r["algo"])
+        dp = r["gpus"] // cand.model_parallel_size
+        mini = cand.ppo_mini_batch_size or r["mini"]
+        work = Workload(gpus=r["gpus"], gpu_memory_gib=self.gpu.memory_gib, prompt_len=r["prompt"],
+                        response_len=r["response"], per_rank_mini_batch=mini * r["n"] // dp, has_ref=has_ref,
+                        has_critic=has_critic, max_num_batched_tokens=max(8192, r["prompt"] + r["response"]))
+        return MemorySetup(self.model, cand, work)
 
     def evaluate_layout(self) -> Plan:
         from generator.plan.search import plan_layout

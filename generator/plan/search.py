@@ -296,7 +296,8 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ)
     fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
                                               "log_prob_token_budget", "offload", "recompute",
-                                              "gpu_memory_utilization", "use_fused_kernels") if k in overrides}
+                                              "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
+                  if k in overrides}
     if "offload" in fixed_knobs and isinstance(fixed_knobs["offload"], dict):
         fixed_knobs["offload"] = Offload(**fixed_knobs["offload"])
     if {"offload", "gpu_memory_utilization"} <= fixed_knobs.keys() and (

@@ -33,6 +33,19 @@ def stage_layer_counts(layers: int, pp: int, first: int | None = None, last: int
     return counts
 
 
+def accounted_stage_sizes(layers: int, pp: int, embedding: bool, loss: bool) -> tuple[int | None, int | None]:
+    """(first, last) stage layers under Megatron's account_for_embedding_in_pipeline_split and
+    account_for_loss_in_pipeline_split: the embedding and the loss each take one layer's slot, the
+    layers + slots split evenly over the stages, so the first (last) stage holds one layer fewer.
+    None where the flag is off. Qwen3-235B: (94 + 2) / 8 = 12 → 11 layers first and last.
+    (With VPP the slots split over PP·VPP chunks; the first and last stage still lose one layer.)
+    Callers validate the split with derive.layout_problems."""
+    if pp <= 1 or not (embedding or loss):
+        return None, None
+    per_stage = (layers + int(embedding) + int(loss)) // pp
+    return (per_stage - 1 if embedding else None), (per_stage - 1 if loss else None)
+
+
 @dataclass(frozen=True, slots=True)
 class StageParams:
     """Parameters one GPU of a pipeline stage holds, split by how they are sharded/optimised."""

@@ -32,6 +32,7 @@ class Workload:
     has_critic: bool = False
     entropy_in_update: bool = False  # entropy_coeff != 0
     max_num_batched_tokens: int = 8192
+    gpus_per_node: int = 8  # for host RAM per node
 
     @property
     def seq_len(self) -> int:
