@@ -14,7 +14,7 @@
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.75
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
 #   offload: param+grad
-#   predicted memory per GPU (GiB): update 62.9, log_prob 31.2, ref_log_prob 26.8, rollout 74.3; limit 77.2 (h100, 79.6 GiB)
+#   predicted memory per GPU (GiB): update 63.9, optimizer_step 41.8, log_prob 32.2, ref_log_prob 27.8, rollout 74.3, weight_sync 37.4; limit 77.2 (h100, 79.6 GiB)
 #   why: DP 4 (= 8 GPUs / TP·PP·CP 2·1·1); per-rank mini batch 256·5/4 = 320
 #   why: memory relief: param+grad
 #   why: peak 74.3 GiB in rollout of 77.2 GiB usable

@@ -14,7 +14,7 @@
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.65
 #   agent loop: G / num_workers = 1024 / 8 = 128 responses per worker
 #   offload: param+grad
-#   predicted memory per GPU (GiB): update 57.5, log_prob 39.9, rollout 77.0; limit 77.2 (h100, 79.6 GiB)
+#   predicted memory per GPU (GiB): update 58.5, optimizer_step 41.8, log_prob 40.9, rollout 77.0, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
 #   why: DP 4 (= 8 GPUs / TP·PP·CP 2·1·1); per-rank mini batch 256·1/4 = 64
 #   why: memory relief: param+grad
 #   why: peak 77.0 GiB in rollout of 77.2 GiB usable
