@@ -1,5 +1,5 @@
 """Parameter counts of a model, split the way Megatron shards them (Hugging Face layout), and the
-rollout engine's KV cache per token (memory-model.md §1.3)."""
+rollout engine's KV cache per token (docs/memory-model.md#terms)."""
 
 from __future__ import annotations
 

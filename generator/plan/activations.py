@@ -1,5 +1,5 @@
 """Activation bytes per token of each layer kind, and how many tokens and micro-batches a stage holds
-(memory-model.md §2.2–2.3)."""
+(docs/memory-model.md#terms)."""
 
 from __future__ import annotations
 

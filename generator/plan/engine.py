@@ -1,5 +1,5 @@
 """The rollout engine's own budget: gmu × GPU memory split into weights, a profiling-run activation
-peak and the KV cache (memory-model.md §2.5)."""
+peak and the KV cache (docs/memory-model.md#terms)."""
 
 from __future__ import annotations
 

@@ -2,7 +2,7 @@
 
 Validity comes from `generator.derive` (the same predicates the rules use); memory from
 `generator.plan.memory`. For every valid layout the knobs are chosen by a fixed ladder — the order
-memory-model.md §2.7 gives — stopping at the first rung where every phase fits:
+docs/memory-model.md#knobs-in-order-of-cost gives — stopping at the first rung where every phase fits:
   1. nothing offloaded; 2. param (+grad, +ref) offload; 3. + optimizer offload;
   4. + Megatron CPU optimizer at 50 %, then 100 %; 5. + full recompute;
 and on each rung the largest micro batch / token budget that fits, then the largest
