@@ -111,9 +111,11 @@ def test_several_data_files_become_a_hydra_list(tmp_path: Path) -> None:
 
     from hydra.core.override_parser.overrides_parser import OverridesParser
 
-    files = ["/data/a.parquet", "/data/b c.parquet"]
+    from omegaconf import OmegaConf
+
+    files = ["/data/a.parquet", "/data/b c.parquet", "/data/${oc.env:HOME}.parquet"]
     result = gen("--model", "qwen2-7b", "--gpus", "8", "--train-files", files[0], "--train-files", files[1],
-                 "-o", str(tmp_path / "run.sh"))
+                 "--train-files", files[2], "-o", str(tmp_path / "run.sh"))
     assert result.exit_code == 0, result.stderr
     stub = tmp_path / "python3"
     stub.write_text('#!/bin/bash\nprintf \'%s\\0\' "$@" > "$STUB_LOG"\n')
@@ -122,7 +124,8 @@ def test_several_data_files_become_a_hydra_list(tmp_path: Path) -> None:
                    env={"PATH": f"{tmp_path}:/usr/bin:/bin", "HOME": "/h", "STUB_LOG": str(tmp_path / "argv")})
     argv = (tmp_path / "argv").read_bytes().decode().split("\0")[:-1]
     word = next(a for a in argv if a.startswith("data.train_files="))
-    assert OverridesParser.create().parse_overrides([word])[0].value() == files
+    parsed = OverridesParser.create().parse_overrides([word])[0].value()
+    assert list(OmegaConf.create({"files": parsed}).files) == files  # resolved: no ${...} runs
 
 
 def test_golden_scripts_are_shellcheck_clean_even_at_style_level(shellcheck: str) -> None:

@@ -26,13 +26,13 @@ def _files(paths: list[str] | None) -> Any:
         return None
     if len(paths) == 1:
         return paths[0]
-    from generator.overrides import format_value
-    from generator.render.quoting import shell_word
+    from generator.render.quoting import hydra_body, shell_word
     from generator.render.recipe import HydraText
 
     if any(not p or "\x00" in p for p in paths):
         raise InputError("--train-files/--val-files must be non-empty paths")
-    hydra = format_value(list(paths))
+    # each element quoted as a knob's text is, so OmegaConf resolves no `${` in a file name
+    hydra = "[" + ",".join("'" + hydra_body(p) + "'" for p in paths) + "]"
     return HydraText(hydra, shell_word(hydra), f"{len(paths)} parquet files (a Hydra list)")
 
 

@@ -17,6 +17,7 @@ import re
 import shlex
 
 _BACKSLASHES_BEFORE_QUOTE_OR_END = re.compile(r"(\\+)(?='|\Z)")
+_BACKSLASHES_BEFORE_INTERPOLATION = re.compile(r"(\\*)\$\{")
 
 
 def shq(value: object) -> str:
@@ -36,9 +37,11 @@ def hydra_body(raw: str) -> str:
     """The text to put between Hydra single quotes so that Hydra (and OmegaConf) read `raw`.
 
     Hydra's quoted strings treat a backslash as an escape only in front of a quote (or a run
-    of backslashes in front of one, or at the very end); OmegaConf would resolve `${...}`
-    inside any string, so `${` becomes `\\${`.
+    of backslashes in front of one, or at the very end). OmegaConf then resolves `${...}`
+    inside any string: `\\${` is a literal `${`, but `\\\\${` is a literal backslash followed
+    by a live interpolation, so a user's `run\\${oc.env:SECRET}` would leak the secret. Each
+    backslash right before `${` is therefore doubled, then the `${` escaped.
     """
     body = _BACKSLASHES_BEFORE_QUOTE_OR_END.sub(lambda m: m.group(1) * 2, raw)
     body = body.replace("'", "\\'")
-    return body.replace("${", "\\${")
+    return _BACKSLASHES_BEFORE_INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", body)
