@@ -355,19 +355,29 @@ def vpp_micro_batch_problem(micro_batches: int, pp: int, group: int | None = Non
 
 def valid_minis(prompts: int, n: int, dp: int, path: Path = "megatron") -> list[int]:
     """Mini batches M (prompts) with M ≤ P, M·n % DP == 0 and the local batch split evenly
-    (P % M == 0 makes every mini-batch the same size on every backend)."""
-    out = []
-    for mini in range(1, prompts + 1):
-        if (mini * n) % dp:
-            continue
-        per_rank = mini * n // dp
-        local, rem = divmod(prompts * n, dp)
-        if rem or per_rank == 0 or local % per_rank:
-            continue
-        if path == "fsdp" and prompts % mini:
-            continue
-        out.append(mini)
-    return out
+    (P % M == 0 makes every mini-batch the same size on every backend).
+
+    With DP | P·n and DP | M·n, the local batch P·n/DP splits into per-rank minis M·n/DP
+    exactly when M | P: so these are the divisors of P whose M·n DP divides, found in √P
+    steps (a train batch of 10^10 prompts stays arithmetic). `path` no longer changes the
+    answer (FSDP's own P % M == 0 is implied) and is kept for the callers."""
+    if prompts <= 0 or dp <= 0 or (prompts * n) % dp:
+        return []
+    return [mini for mini in divisors(prompts) if (mini * n) % dp == 0]
+
+
+def divisors(value: int) -> list[int]:
+    """The divisors of `value` (≥ 1), ascending, in √value steps."""
+    small: list[int] = []
+    large: list[int] = []
+    factor = 1
+    while factor * factor <= value:
+        if value % factor == 0:
+            small.append(factor)
+            if factor != value // factor:
+                large.append(value // factor)
+        factor += 1
+    return small + large[::-1]
 
 
 def nearest(value: int, candidates: list[int]) -> int | None:
@@ -385,4 +395,4 @@ def nearest_micro(per_rank_mini: int, micro: int) -> int | None:
     """The divisor of the per-rank mini batch closest to the user's micro batch."""
     if per_rank_mini <= 0:
         return None
-    return nearest(micro, _divisors_upto(per_rank_mini, per_rank_mini))
+    return nearest(micro, divisors(per_rank_mini))

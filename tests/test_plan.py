@@ -213,3 +213,52 @@ def test_shown_totals_are_the_ones_fit_was_decided_on():
     assert plan.candidates
     for cand in plan.candidates:
         assert cand.fits == all(phase.gib <= cand.limit_gib for phase in cand.memory)
+
+
+def _minis_by_definition(prompts: int, n: int, dp: int) -> list[int]:
+    out = []
+    for mini in range(1, prompts + 1):
+        local, rem = divmod(prompts * n, dp)
+        if (mini * n) % dp or rem:
+            continue
+        per_rank = mini * n // dp
+        if per_rank and local % per_rank == 0:
+            out.append(mini)
+    return out
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.integers(1, 600), st.integers(1, 16), st.integers(1, 64))
+def test_valid_minis_by_divisors_equals_the_definition(prompts: int, n: int, dp: int) -> None:
+    from generator.derive import valid_minis
+
+    assert valid_minis(prompts, n, dp) == _minis_by_definition(prompts, n, dp)
+
+
+@pytest.mark.parametrize("argv", [
+    ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--train-batch-size", "10000000000", "-o", "-"],
+    ["plan", "--model", "qwen2-7b", "--gpus", "7", "--train-batch-size", "9999999992"],
+])
+def test_huge_batch_sizes_are_arithmetic_not_enumeration(argv: list[str]) -> None:
+    start = time.perf_counter()
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert time.perf_counter() - start < 20  # enumerating 10^10 mini batches took > 120 s
+
+
+def test_a_batch_size_beyond_any_run_is_one_line_exit_2() -> None:
+    result = runner.invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--train-batch-size",
+                                 str(10**13), "-o", "-"])
+    assert result.exit_code == 2
+    assert "more prompts per step than any run holds" in result.output and "Traceback" not in result.output
+
+
+def test_check_of_a_huge_batch_is_arithmetic(tmp_path) -> None:
+    script = tmp_path / "big.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer "
+                      "data.train_batch_size=10000000000 actor_rollout_ref.actor.ppo_mini_batch_size=3 "
+                      "trainer.n_gpus_per_node=8 actor_rollout_ref.rollout.n=5\n")
+    start = time.perf_counter()
+    result = runner.invoke(app, ["check", str(script), "--verl-version", "0.7.0"])
+    assert result.exit_code == 1, result.output
+    assert time.perf_counter() - start < 20

@@ -19,7 +19,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from generator.derive import Layout, Parallelism, layout_problems, rollout_problems, vpp_micro_batch_problem
+from generator.derive import Layout, Parallelism, divisors, layout_problems, rollout_problems, vpp_micro_batch_problem
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
@@ -38,6 +38,7 @@ DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 MAX_PP = 16
 EFFICIENT_MICRO_TOKENS = 4096
 ROLLOUT_WEIGHT_SHARE = 0.6
+MAX_TRAIN_BATCH_SIZE = 10**12  # keeps the divisor search (√P steps) under a second
 MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
 
 # (param, optimizer, cpu-optimizer fraction, recompute)
@@ -88,12 +89,15 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
     prompts = train_batch_size
     if prompts <= 0:
         raise InputError(f"--train-batch-size must be positive, got {prompts}")
+    if prompts > MAX_TRAIN_BATCH_SIZE:
+        raise InputError(f"--train-batch-size {prompts} is more prompts per step than any run holds "
+                         f"(at most {MAX_TRAIN_BATCH_SIZE:.0e})")
     if (prompts * n) % AGENT_NUM_WORKERS:
         raise InputError(
             f"train_batch_size·n = {prompts}·{n} = {prompts * n} is not divisible by "
             f"rollout.agent.num_workers {AGENT_NUM_WORKERS}; choose a multiple of "
             f"{AGENT_NUM_WORKERS // math.gcd(AGENT_NUM_WORKERS, n)} prompts")
-    minis = [m for m in range(unit, prompts + 1, unit) if prompts % m == 0]
+    minis = [unit * d for d in divisors(prompts // unit)] if prompts % unit == 0 else []
     if minis:
         from generator.derive import nearest
 
@@ -102,11 +106,14 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
 
 
 def _mini_for(prompts: int, n: int, dp: int, mini: int) -> int | None:
+    """The mini batch for one DP: `mini` when the batch sizes were decided for every layout,
+    else the divisor M of the prompts per step with M·n divisible by DP (every rank gets whole,
+    equal mini batches; derive.valid_minis) closest to a quarter of the step."""
     if mini:
         return mini
-    from generator.derive import nearest, valid_minis
+    from generator.derive import nearest
 
-    options = [m for m in valid_minis(prompts, n, dp) if prompts % m == 0]
+    options = [m for m in divisors(prompts) if (m * n) % dp == 0]
     return nearest(max(1, prompts // 4), options)  # about 4 optimizer updates per step
 
 
