@@ -244,3 +244,28 @@ def test_import_and_recipe_from_name_the_same_algorithm(tmp_path, extra, algo):
     assert result.exit_code == 0, result.output
     assert "algorithm.adv_estimator=grpo" in result.stdout
     assert f"# Qwen2.5-7B {algo.upper()} on 8 GPUs" in result.stdout
+
+
+@pytest.mark.parametrize("name, words", [
+    ("..", "must start with a letter or a digit"),
+    (".hidden", "must start with a letter or a digit"),
+    ("-rf", "must start with a letter or a digit"),
+    ("a..b", "may not contain '..'"),
+    ("a" * 251, "at most 250 characters"),
+    ("Upper", "only lower-case letters"),
+])
+def test_import_refuses_names_that_make_bad_file_names(legacy, tmp_path, name, words):
+    library = tmp_path / "lib"
+    result = runner.invoke(app, ["import", str(legacy), "--name", name, "--library", str(library),
+                                 "--verl-version", "0.7.0"])
+    assert result.exit_code == 2
+    assert words in result.output and len(result.output.strip().splitlines()) == 1
+    assert not library.exists() or list(library.iterdir()) == []
+
+
+def test_import_accepts_the_longest_name(legacy, tmp_path):
+    library = tmp_path / "lib"
+    result = runner.invoke(app, ["import", str(legacy), "--name", "a" * 250, "--library", str(library),
+                                 "--verl-version", "0.7.0"])
+    assert result.exit_code == 0, result.output
+    assert (library / ("a" * 250 + ".yaml")).is_file()

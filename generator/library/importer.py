@@ -155,12 +155,15 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     """Write `<library>/<name>.yaml` from the script; return its path and notes for the user."""
     from generator.config import build_config
     from generator.library.convert import to_config
-    from generator.library.recipe import recipe_from_mapping
+    from generator.library.recipe import name_problem, recipe_from_mapping
     from generator.library.store import user_library_dir
     from generator.schema import resolve_version
     from generator.script.extract import trainer_call
     from generator.shell import read_launch
 
+    problem = name_problem(name)
+    if problem:  # before reading anything: nothing is written under a name that is refused
+        raise InputError(f"--name: {problem}")
     chosen, _how = resolve_version(version)
     call = trainer_call(read_launch(script))
     if call is None:

@@ -23,6 +23,24 @@ from generator.versions import parse as parse_version
 
 BACKENDS = ("megatron",)
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
+MAX_NAME_LENGTH = 250  # with ".yaml", the longest file name most file systems allow (255)
+
+
+def name_problem(name: str) -> str | None:
+    """Why `name` cannot name a recipe (its file is `<name>.yaml` in a library folder), or None.
+    A name starts with a letter or digit: `.hidden` would hide the file and `-rf` reads as an
+    option to the shell tools a user runs on it; `..` never names a file on its own."""
+    if not name:
+        return "a recipe name cannot be empty"
+    if set(name) - NAME_CHARS:
+        return f"'{name}' may use only lower-case letters, digits, '-', '_' and '.'"
+    if not name[0].isalnum():
+        return f"'{name}' must start with a letter or a digit"
+    if ".." in name:
+        return f"'{name}' may not contain '..'"
+    if len(name) > MAX_NAME_LENGTH:
+        return f"a recipe name has at most {MAX_NAME_LENGTH} characters (this one has {len(name)})"
+    return None
 
 
 @dataclass(frozen=True, slots=True)
@@ -196,8 +214,9 @@ def recipe_from_mapping(data: Any, *, where: str, path: Path | None = None,
     top = _Fields(where, data)
     name = top.str("name", required=True)
     assert name is not None
-    if set(name) - NAME_CHARS:
-        raise top.error("name", f"'{name}' may use only lower-case letters, digits, '-', '_' and '.'")
+    problem = name_problem(name)
+    if problem:
+        raise top.error("name", problem)
     model = top.str("model", required=True)
     algorithm = top.str("algorithm", required=True, choices=ALGORITHMS)
     gpus = top.int("gpus", required=True)
