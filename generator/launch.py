@@ -86,7 +86,9 @@ class Hazard:
 
     kind: comment-in-continuation | backslash-space | empty-expansion | duplicate-key |
           unquoted-glob | orphan-overrides | parse-error | brace-expansion (an unquoted
-          `{a,b}` that bash splits into several arguments, e.g. a Hydra dict `k={a:1,b:2}`)
+          `{a,b}` that bash splits into several arguments, e.g. a Hydra dict `k={a:1,b:2}`) |
+          crlf | split-assignment | stray-argument | unterminated-quote | placeholder-value |
+          unset-in-value | env-in-value | unused-option (rules VS710-VS717 in rules/shell.py)
     """
 
     kind: str

@@ -16,6 +16,11 @@ if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
 
 
+# Warnings that still fail `gen check` (exit 1): VS709, no trainer call was read, so nothing
+# was checked; a script must never pass silently.
+FAILS_CHECK = frozenset({"VS709"})
+
+
 @dataclass
 class Located:
     """A finding with the line of the trainer call it belongs to (None for script-level ones)."""
@@ -37,7 +42,8 @@ class FileReport:
 
     @property
     def failed(self) -> bool:
-        return self.error is not None or any(l.finding.severity == "error" for l in self.findings)
+        return self.error is not None or any(l.finding.severity == "error" or l.finding.code in FAILS_CHECK
+                                             for l in self.findings)
 
     @property
     def bad_input(self) -> bool:

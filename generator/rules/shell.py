@@ -185,3 +185,77 @@ _hazard_rule("VS708", "brace-expansion", "an unquoted {a,b} in a value that bash
              "gets two overrides of the same key instead of one mapping.",
              _CALL + "    +trainer.extra={a:1,b:2}\n", _CALL + "    '+trainer.extra={a:1,b:2}'\n",
              fix_safety="Single-quotes the word (safe when it holds no expansion).")
+
+
+def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    source = script.source
+    edits = tuple(TextEdit(m.start(), m.start() + 1, "") for m in re.finditer(rb"\r(?=\n)", source))
+    return Fix("convert the file to LF line endings (delete the CR before each newline)", edits) if edits else None
+
+
+_FIXERS["crlf"] = _strip_crs
+
+
+@rule("VS709", "no-trainer-call", "no trainer call was read in the script", severity="warning", stage="shell",
+      verl_ref="", backends=_SCRIPT, scope="script",
+      why="A script whose trainer call the reader cannot find is not checked at all; passing it silently would "
+          "hide every mistake in it. The launcher may be one the reader does not know, the call may sit in "
+          "another file, or the script may not launch training.",
+      fix_safety="No automatic fix.",
+      failing=Example((), script="python3 prepare_data.py --out /data\n"),
+      passing=Example((), script=_CALL + "    actor_rollout_ref.rollout.n=4\n"))
+def no_trainer_call(ctx: Context) -> Iterator[Finding]:
+    script = ctx.script
+    if script is None or any(inv.branch != "dead" for inv in script.invocations):
+        return
+    if script.invocations:
+        first = script.invocations[0]
+        why = (f"the call at line {first.line} is never reached"
+               + (f" ({first.context[-1]})" if first.context else ""))
+    else:
+        why = "no command runs verl's trainer or a Hydra entry point"
+    yield no_trainer_call.finding(f"no trainer call was read, so nothing in this script was checked: {why}",
+                                  line=script.invocations[0].line if script.invocations else None)
+
+
+_hazard_rule("VS710", "crlf", "Windows (CRLF) line endings", "error",
+             "Bash does not treat CR as whitespace: a line-continuation backslash followed by CR escapes the CR, "
+             "so the command ends there and the overrides on the next lines never reach the trainer; the last "
+             "word of every line also ends in a CR.",
+             _CALL.replace("\n", "\r\n") + "    actor_rollout_ref.rollout.n=4\r\n",
+             _CALL + "    actor_rollout_ref.rollout.n=4\n",
+             fix_safety="Deletes the CR before each newline (safe: bash never needs it).")
+_hazard_rule("VS711", "split-assignment", "a space around `=` splits an override into two words", "error",
+             "`key= value` passes `key=` (an empty value) and a stray `value`; `key =value` passes `key` and `=value`. "
+             "Hydra refuses the stray word and verl never starts.",
+             _CALL + "    actor_rollout_ref.rollout.n= 4\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
+_hazard_rule("VS712", "stray-argument", "a word among the overrides that is not `key=value`", "error",
+             "verl's trainer takes only Hydra overrides and Hydra's own options: a bare word or an unknown `-x` "
+             "stops it with a command-line error before training.",
+             _CALL + "    --verbose\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
+_hazard_rule("VS713", "unterminated-quote", "a quote that is never closed", "error",
+             "Bash reads to the end of the file looking for the closing quote and then refuses the whole script "
+             "with a syntax error: nothing in it runs.",
+             _CALL + "    trainer.project_name=\"verl\n", _CALL + "    trainer.project_name=\"verl\"\n")
+_hazard_rule("VS714", "placeholder-value", "a placeholder left as a value", "warning",
+             "Values such as `<path_to_model>`, `TO_BE_FILLED` or `xxx` are meant to be replaced; verl receives the "
+             "text itself and fails later (a path not found, a number that is not one).",
+             _CALL + "    actor_rollout_ref.model.path=TO_BE_FILLED\n",
+             _CALL + "    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct\n")
+_hazard_rule("VS715", "unset-in-value", "a value built on a variable the script never sets", "warning",
+             "`$ckpt_dir/run1` with `ckpt_dir` never assigned expands to `/run1`: the run writes or reads somewhere "
+             "else than intended, without any error.",
+             _CALL + "    trainer.default_local_dir=$ckpt_dir/run1\n",
+             "ckpt_dir=/data/ckpt\n" + _CALL + "    trainer.default_local_dir=$ckpt_dir/run1\n")
+_hazard_rule("VS716", "env-in-value", "a value built on an environment variable the script does not set", "info",
+             "An upper-case variable such as `$DATA_ROOT` is usually meant to come from the environment; when it "
+             "is not set, the value silently loses that part (`$DATA_ROOT/train.parquet` becomes `/train.parquet`).",
+             _CALL + "    data.train_files=$DATA_ROOT/train.parquet\n",
+             "DATA_ROOT=${DATA_ROOT:-$HOME/data}\n" + _CALL + "    data.train_files=$DATA_ROOT/train.parquet\n")
+_hazard_rule("VS717", "unused-option", "an option parsed from the script's arguments but never used", "warning",
+             "The argument loop accepts the option and stores its value in a variable no command reads: a user "
+             "who passes it believes it took effect.",
+             "while [[ $# -gt 0 ]]; do case $1 in --lr) LR=$2; shift 2;; *) shift;; esac; done\n"
+             + _CALL + "    actor_rollout_ref.rollout.n=4\n",
+             "while [[ $# -gt 0 ]]; do case $1 in --lr) LR=$2; shift 2;; *) shift;; esac; done\n"
+             + _CALL + "    actor_rollout_ref.actor.optim.lr=${LR:-1e-6}\n")

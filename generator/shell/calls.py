@@ -187,8 +187,66 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int]) -> Overri
                     provenance=prov, unknowns=unknowns)
 
 
+# Options Hydra's own command line accepts besides overrides (hydra/_internal/utils.py get_args_parser).
+_HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve", "--package", "-p",
+                "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i",
+                "--experimental-rerun"}
+_HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
+# A value left as a placeholder for the user to fill in.
+_PLACEHOLDER = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me)\Z")
+# Environment variables a run normally has: a value built on them is not a forgotten variable.
+_ENVIRONMENT = {"HOME", "PWD", "USER", "PATH", "TMPDIR", "HOSTNAME", "SLURM_JOB_ID", "SLURM_PROCID",
+                "CUDA_VISIBLE_DEVICES", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
+
+
+def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str | None, int], int]
+                     ) -> list[Hazard]:
+    """Words among a Hydra trainer's overrides that are not overrides: `key= value` and
+    `key =value` (a space around `=` makes two words), a bare word or an unknown option."""
+    if inv.entry_kind != "module" or not (inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
+        return []
+    found = find_entry(Argv(rec.fields), [], {})
+    if found is None:
+        return []
+    rest = rec.fields[found.next:]
+    texts = [as_text(f.text) for f in rest]
+    out: list[Hazard] = []
+    j = 0
+    while j < len(rest):
+        text, f = texts[j], rest[j]
+        nxt = texts[j + 1] if j + 1 < len(rest) else None
+        flag = text.split("=", 1)[0]
+        if flag in _CONFIG_FLAGS or flag in _HYDRA_FLAGS:
+            j += 2 if ("=" not in text and (flag in _HYDRA_FLAGS_WITH_VALUE or flag in _CONFIG_FLAGS)) else 1
+            continue
+        if f.unknowns or not text.strip():  # `\ ` words are the backslash-space hazard's
+            j += 1
+            continue
+        line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+        span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+        if text.endswith("=") and looks_like_override(text) and nxt is not None and not looks_like_override(nxt):
+            out.append(Hazard("split-assignment", line,
+                              f"`{text} {nxt}`: the space after `=` makes two words: Hydra sets {text[:-1]} to "
+                              f"empty and then stops at the stray argument `{nxt}`; remove the space", span))
+            j += 2
+            continue
+        if not looks_like_override(text) and nxt is not None and nxt.startswith("=") and len(nxt) > 1:
+            out.append(Hazard("split-assignment", line,
+                              f"`{text} {nxt}`: the space before `=` makes two words, neither of them an "
+                              "override Hydra accepts; remove the space", span))
+            j += 2
+            continue
+        if not looks_like_override(text):
+            what = "an option Hydra does not know" if text.startswith("-") else "a word that is not `key=value`"
+            out.append(Hazard("stray-argument", line,
+                              f"`{text[:60]}` among the overrides of the call at line {inv.line} is {what}: "
+                              "verl stops before training with a Hydra command-line error", span))
+        j += 1
+    return out
+
+
 def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
-    """duplicate-key and empty-expansion hazards of one call."""
+    """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
     for ov in inv.overrides:
@@ -209,7 +267,38 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                     "empty-expansion", ov.word.line,
                     f"${name} is never set in the script, so bash passes `{ov.key}=` with an empty value",
                     ov.provenance.span or ov.word))
+            partial = _partly_unset(ov.value, assigned)
+            if partial is not None:
+                # An upper-case name is usually meant to come from the environment; a lower-case
+                # one never set anywhere is a forgotten or misspelt variable.
+                kind = "env-in-value" if partial.isupper() else "unset-in-value"
+                out.append(Hazard(
+                    kind, ov.word.line,
+                    f"{ov.key}={ov.value}: ${partial} is never set in the script; unless the environment sets it, "
+                    f"bash passes `{ov.key}={_without_markers(ov.value)}`", ov.provenance.span or ov.word))
+        elif ov.value is not None and _PLACEHOLDER.match(ov.value.strip("'\"")):
+            out.append(Hazard(
+                "placeholder-value", ov.word.line,
+                f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
+                f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
     return out
+
+
+_UNSET_MARKER = re.compile(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>")
+
+
+def _partly_unset(value: str, assigned: set[str]) -> str | None:
+    """The name of a never-assigned variable a value is partly built from (`$CKPT_DIR/run1`)."""
+    if not _without_markers(value).strip("/'\"") or "<?" in _without_markers(value):
+        return None  # wholly unknown (empty-expansion's case) or other unknowns in it
+    for m in _UNSET_MARKER.finditer(value):
+        if m.group(1) not in assigned and m.group(1) not in _ENVIRONMENT:
+            return m.group(1)
+    return None
+
+
+def _without_markers(value: str) -> str:
+    return _UNSET_MARKER.sub("", value)
 
 
 def orphan_hazard(rec: CommandRecord) -> Hazard | None:

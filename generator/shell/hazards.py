@@ -8,7 +8,7 @@ import re
 from collections.abc import Callable
 from typing import Any
 
-from generator.launch import Hazard, Span
+from generator.launch import Hazard, Invocation, Span
 from generator.shell.scan import (
     WordError,
     find_backtick,
@@ -91,6 +91,47 @@ def text_hazards(src: str, tree: Any, line_of: Callable[[int], int]) -> list[Haz
             f"line {line} ends with a backslash followed by spaces: it escapes a space, not the newline, "
             "so the command ends here and the next lines run as a separate command",
             Span(m.start(1), m.end(1), line)))
+    return out
+
+
+def crlf_hazard(src: str, invocations: list[Invocation], line_of: Callable[[int], int]) -> Hazard | None:
+    """Windows line endings: bash keeps the CR as part of the last word of each line, and a
+    `\\` before CR escapes the CR, not the newline, so every continued command ends there."""
+    first_cr = src.find("\r\n")
+    if first_cr < 0:
+        return None
+    continued = src.find("\\\r\n")
+    if continued < 0:
+        line = line_of(first_cr)
+        return Hazard("crlf", line, f"the file has Windows (CRLF) line endings from line {line} on: bash keeps the "
+                      "CR as the last character of each line's last word (`key=4\\r`); convert it to LF",
+                      Span(first_cr, first_cr + 1, line))
+    line = line_of(continued)
+    cut = [ov.key or ov.text for inv in invocations if inv.line <= line <= line_of(inv.span.end)
+           for ov in inv.overrides if ov.word.line > line]
+    lost = (f": the overrides after it ({', '.join(cut[:4])}{', …' if len(cut) > 4 else ''}) never reach the "
+            "trainer and bash runs their lines as separate commands") if cut else ""
+    return Hazard("crlf", line, f"line {line} ends with `\\` + CR (Windows line endings): the backslash escapes the "
+                  f"CR, not the newline, so the command ends at line {line}{lost}; convert the file to LF",
+                  Span(continued + 1, continued + 2, line))
+
+
+_OPTION_ARM = re.compile(r"(?:^|[\s(|])(-{1,2}[A-Za-z][\w-]*)[^)\n]*\)[ \t]*"
+                         r"([A-Za-z_][A-Za-z0-9_]*)=\"?\$\{?2\}?\"?", re.M)
+
+
+def unused_option_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazard]:
+    """`--lr) LR=$2; shift 2;;` in an argument-parsing `case` whose variable the script never
+    reads: the option is accepted and its value silently ignored."""
+    out = []
+    for m in _OPTION_ARM.finditer(src):
+        option, name = m.group(1), m.group(2)
+        if re.search(r"\$(?:" + name + r"\b|\{[#!]?" + name + r"\b)", src):
+            continue
+        line = line_of(m.start(2))
+        out.append(Hazard("unused-option", line, f"option {option} is parsed into ${name} (line {line}), which the "
+                          f"script never reads: a value given with {option} is silently ignored",
+                          Span(m.start(2), m.end(), line)))
     return out
 
 

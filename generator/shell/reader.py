@@ -8,8 +8,8 @@ from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
-from generator.shell.calls import orphan_hazard, override_hazards, recognise
-from generator.shell.hazards import has_unquoted_glob, text_hazards
+from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
+from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
 from generator.shell.model import as_text
 from generator.shell.builtins import MAX_SOURCE_BYTES
 from generator.shell.context import line_starts_of
@@ -94,6 +94,7 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     script = LaunchScript(path=path, source=data, assumed_env=env, assumed_args=args)
     hazards: list[Hazard] = list(ev.hazards)
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
+    hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
     for rec in ev.records:
         inv = recognise(rec, line_of)
         if inv is None:
@@ -103,6 +104,8 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
             continue
         script.invocations.append(inv)
         hazards.extend(override_hazards(inv, ev.assigned_names))
+        if rec.branch != "dead":
+            hazards.extend(argument_hazards(rec, inv, line_of))
         braced: set[int] = set()
         for ov in inv.overrides:
             if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
@@ -119,6 +122,9 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
                     "unquoted-glob", ov.word.line,
                     f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "
                     "it if a matching file exists; quote the value", ov.word))
+    crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
+    if crlf is not None:
+        hazards.append(crlf)
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
         key = (hz.kind, hz.line, hz.message)

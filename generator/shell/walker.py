@@ -326,6 +326,13 @@ class Evaluator(Scope, Conditions, Builtins):
             except WordError as err:
                 fields.append(Field([Piece(unknown_marker("parse-error"), a, b, path=fx.path,
                                            unknown=str(err))], a, b, fx.path))
+                if str(err).startswith("unterminated") and flow.branch != "dead":
+                    line = fx.line_of(a)
+                    self.hazards.append(Hazard(
+                        "unterminated-quote", line,
+                        f"the {str(err).removeprefix('unterminated ')} opened in `{as_text(squash(fx.src[a:b], 40))}` "
+                        f"(line {line}) is never closed: bash stops with a syntax error at the end of the file "
+                        "and runs nothing of it", fx.span(a, b)))
         passes_args = self.saw_args
         self.saw_args = False
         if not fields:
