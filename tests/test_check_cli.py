@@ -103,7 +103,8 @@ def test_rules_lists_every_code():
     from generator.rules import load_rules
 
     data = json.loads(run("rules", "--format", "json").stdout)
-    assert {r["code"] for r in data} == set(load_rules())
+    assert data["schema_version"] == 1
+    assert {r["code"] for r in data["rules"]} == set(load_rules())
     text = run("rules").stdout
     assert any(l.startswith("VB106  error   runtime") for l in text.splitlines())
 

@@ -183,7 +183,9 @@ runner = CliRunner()
 def test_list_json_fields():
     result = runner.invoke(app, ["list", "--format", "json", "--model", "deepseek-v3"])
     assert result.exit_code == 0
-    rows = json.loads(result.stdout)
+    document = json.loads(result.stdout)
+    assert document["schema_version"] == 1
+    rows = document["recipes"]
     assert {"name", "model", "algo", "gpus", "nodes", "gpu", "verl_versions"} <= set(rows[0])
     names = {r["name"] for r in rows}
     assert "verl-deepseek-v3-grpo-96xh20" in names
@@ -235,7 +237,7 @@ def test_list_includes_user_recipes_and_warns_about_broken_ones(tmp_path):
     write(tmp_path, "broken.yaml", "gpus: [\n")
     result = runner.invoke(app, ["list", "--library", str(tmp_path), "--format", "json", "--model", "my-recipe"])
     assert result.exit_code == 0
-    assert [r["name"] for r in json.loads(result.stdout)] == ["my-recipe"]
+    assert [r["name"] for r in json.loads(result.stdout)["recipes"]] == ["my-recipe"]
     assert "broken.yaml" in result.stderr
 
 

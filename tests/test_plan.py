@@ -132,7 +132,7 @@ def test_cli_json_shape():
                 "token_budget", "gpu_memory_utilization", "fits", "why"):
         assert key in first
     assert set(first["offload"]) >= {"param", "grad", "optimizer", "cpu_optimizer"}
-    assert set(first["memory_gib"]) == {"update", "log_prob", "rollout", "limit"}
+    assert set(first["memory_gib"]) == {"update", "log_prob", "old_log_prob", "ref_log_prob", "rollout", "limit"}
     assert max(v for k, v in first["memory_gib"].items() if k != "limit") <= first["memory_gib"]["limit"]
     assert all({"layout", "reason"} == set(r) for r in data["rejected"])
 

@@ -174,36 +174,44 @@ def register(app: typer.Typer) -> None:
         verl_version: Optional[str] = typer.Option(None, "--verl-version"),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
+        fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.config import build_config
         from generator.project import load_project
         from generator.report.explain import explain_config, render_explain
+        from generator.report.documents import explain_call_json, explain_json
         from generator.schema.resolution import known_release, resolve, script_keys
         from generator.shell import read_launch
 
         status = EXIT_OK
+        documents: list[dict[str, object]] = []  # --format json: one per file
         try:
+            if fmt not in ("text", "json"):
+                raise InputError(f"--format must be text or json, got '{fmt}'")
             if verl_version is not None and verl_version.strip():
                 known_release(verl_version, "--verl-version")
             env_map = _parse_env(env)
         except InputError as err:
-            _fail(str(err))
+            _fail(str(err), "json" if fmt == "json" else "text")
         for path in files:
+            explained: list[dict[str, object]] = []
+            document: dict[str, object] = {"path": path, "error": None, "incomplete": None, "calls": explained}
+            documents.append(document)
             try:
                 refuse_non_script(path)
                 script = read_launch(path, source=_read_bytes(path), env=env_map, args=list(arg))
                 refuse_too_many_calls(len(script.invocations))
                 broken = [h.line for h in script.hazards if h.kind == "parse-error"]
                 if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
-                    print(one_line(f"{path}: error: bash syntax error at line {broken[0]} (the rest was read)"),
-                          file=sys.stderr)
+                    document["incomplete"] = f"bash syntax error at line {broken[0]} (the rest was read)"
+                    print(one_line(f"{path}: error: {document['incomplete']}"), file=sys.stderr)
                     status = EXIT_BAD_INPUT
                 resolution = resolve(path, version=verl_version, project=load_project(path),
                                      keys=lambda: script_keys(script.invocations))
                 chosen = resolution.release
                 calls = [inv for inv in script.invocations if inv.branch != "dead"]
-                if not calls:
+                if not calls and fmt == "text":
                     sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
                 script_dir = os.path.dirname(os.path.abspath(path))
                 for invocation in calls:
@@ -211,15 +219,20 @@ def register(app: typer.Typer) -> None:
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                               f"verl {resolution.base_release}, {config.backend}{branch})")
-                    sys.stdout.write(printable(render_explain(header, explain_config(config))))
+                    rows = explain_config(config)
+                    if fmt == "json":
+                        explained.append(explain_call_json(invocation, config, resolution.base_release, rows))
+                    else:
+                        sys.stdout.write(printable(render_explain(header, rows)))
             except InputError as err:
-                print(one_line(f"{path}: error: {without_path(str(err), path)}"), file=sys.stderr)
-                status = EXIT_BAD_INPUT
+                document["error"] = without_path(str(err), path)
             except RecursionError:
-                print(one_line(f"{path}: error: the script nests too deeply to read"), file=sys.stderr)
-                status = EXIT_BAD_INPUT
+                document["error"] = "the script nests too deeply to read"
             except Exception as err:
-                print(one_line(f"{path}: error: internal error ({type(err).__name__}: {' '.join(str(err).split())})"),
-                      file=sys.stderr)
+                document["error"] = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
+            if document["error"]:
+                print(one_line(f"{path}: error: {document['error']}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT
+        if fmt == "json":
+            sys.stdout.write(explain_json(documents))
         raise typer.Exit(status)

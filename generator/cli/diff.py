@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 from typing import List, Optional
 
 import typer
@@ -42,6 +41,8 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"gen: internal error ({type(err).__name__}: {' '.join(str(err).split())})", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         if output_format == "json":
-            typer.echo(json.dumps(result.to_json(), indent=2, default=str))
+            from generator.report.documents import dumps
+
+            typer.echo(dumps(result.to_json()), nl=False)
         else:
             render_text(result, lambda text: typer.echo(printable(text), nl=False))

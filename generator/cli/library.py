@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import json
 import sys
 from typing import Optional
 
@@ -43,7 +42,9 @@ def register(app: typer.Typer) -> None:
             typer.echo(f"gen: warning: skipped {error}", err=True)
         found = lib.search(model=model, gpus=gpus, algo=algo, tag=tag)
         if output_format == "json":
-            typer.echo(json.dumps([r.summary() for r in found], indent=2))
+            from generator.report.documents import dumps
+
+            typer.echo(dumps({"recipes": [r.summary() for r in found]}), nl=False)
             return
         if not found:
             typer.echo("no recipes match", err=True)

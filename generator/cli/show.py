@@ -17,6 +17,7 @@ import typer
 
 from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from generator.report.documents import JSON_SCHEMA_VERSION
 
 FORMATS = ("text", "json", "yaml")
 
@@ -70,13 +71,14 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     for f, h in broken:
         first_broken.setdefault(f["path"], h)
     if output_format == "json":
-        stream.write(json.dumps({"files": files}, indent=2, ensure_ascii=False) + "\n")
+        stream.write(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "files": files}, indent=2,
+                                ensure_ascii=False) + "\n")
     elif output_format == "yaml":
         from ruamel.yaml import YAML
 
         yaml = YAML(typ="safe", pure=True)
         yaml.default_flow_style = False
-        yaml.dump({"files": files}, stream)
+        yaml.dump({"schema_version": JSON_SCHEMA_VERSION, "files": files}, stream)
     else:
         from generator.report.show import render_scripts_text
 

@@ -9,6 +9,7 @@ import json
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
+from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.rules.core import Finding
 from generator.safe_text import one_line, printable
 
@@ -132,7 +133,7 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
                       "incomplete": report.incomplete,
                       "resolution": report.resolution.as_dict() if report.resolution else None,
                       "findings": findings})
-    return {"files": files, "summary": summary(reports)}
+    return {"schema_version": JSON_SCHEMA_VERSION, "files": files, "summary": summary(reports)}
 
 
 def render_json(reports: list[FileReport]) -> str:
@@ -140,8 +141,6 @@ def render_json(reports: list[FileReport]) -> str:
 
 
 # --- SARIF 2.1.0 ------------------------------------------------------------------------------
-
-JSON_SCHEMA_VERSION = 1  # docs/json.md; raised when a field changes meaning or goes away
 
 _SARIF_LEVEL = {"error": "error", "warning": "warning", "info": "note"}
 SARIF_SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"

@@ -7,6 +7,8 @@ from __future__ import annotations
 
 from typing import Any, TextIO
 
+from generator.report.documents import JSON_SCHEMA_VERSION
+
 
 def candidate_dict(c: Any) -> dict[str, Any]:
     phases = {p.phase: p.gib for p in c.memory}
@@ -25,8 +27,11 @@ def candidate_dict(c: Any) -> dict[str, Any]:
         "recompute": c.recompute,
         "use_fused_kernels": c.use_fused_kernels,
         "gpu_memory_utilization": c.gpu_memory_utilization,
+        # "log_prob" is the larger of the two log-prob phases (what the table shows), kept for
+        # readers of schema 1; "old_log_prob"/"ref_log_prob" are each phase on its own.
         "memory_gib": {"update": phases.get("update"),
                        "log_prob": max(phases.get("log_prob", 0.0), phases.get("ref_log_prob", 0.0)),
+                       "old_log_prob": phases.get("log_prob"), "ref_log_prob": phases.get("ref_log_prob"),
                        "rollout": phases.get("rollout"), "limit": c.limit_gib},
         "memory_terms": {p.phase: [{"name": t.name, "gib": t.gib, "note": t.note} for t in p.terms]
                          for p in c.memory},
@@ -38,6 +43,7 @@ def candidate_dict(c: Any) -> dict[str, Any]:
 
 def plan_dict(plan: Any) -> dict[str, Any]:
     return {
+        "schema_version": JSON_SCHEMA_VERSION,
         "model": plan.model, "gpus": plan.gpus, "nodes": plan.nodes, "gpu": plan.gpu,
         "gpu_memory_gib": plan.gpu_memory_gib, "algo": plan.algo, "n": plan.n,
         "prompt_len": plan.prompt_len, "response_len": plan.response_len,

@@ -110,7 +110,6 @@ def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[
 
 def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream=None) -> None:
     """`gen show NAME`: print a recipe (text or json). Raises InputError for an unknown name."""
-    import json
     import sys
 
     from generator.library.show import recipe_report
@@ -121,6 +120,8 @@ def show_recipe(name: str, *, library: str | None = None, output_format: str = "
     report = recipe_report(recipe)
     stream = stream or sys.stdout
     if output_format == "json":
-        stream.write(json.dumps(report, indent=2) + "\n")
+        from generator.report.documents import dumps
+
+        stream.write(dumps(report))
         return
     print_sections(recipe_sections(recipe, report), stream=stream)

@@ -69,10 +69,10 @@ def rules_text(registry: Mapping[str, Rule]) -> str:
 
 
 def rules_json(registry: Mapping[str, Rule]) -> str:
-    """`gen rules --format json`."""
-    import json
+    """`gen rules --format json`: {schema_version, rules: [...]}."""
+    from generator.report.documents import dumps
 
     data = [{"code": r.code, "name": r.name, "title": r.title, "severity": r.severity, "stage": r.stage,
              "versions": str(r.versions), "backends": list(r.backends), "verl_ref": r.verl_ref}
             for _, r in sorted(registry.items())]
-    return json.dumps(data, indent=2) + "\n"
+    return dumps({"rules": data})
