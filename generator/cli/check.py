@@ -175,6 +175,13 @@ def register(app: typer.Typer) -> None:
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+        memory: bool = typer.Option(False, "--memory", help="Also predict memory per GPU: every phase on every "
+                                    "pipeline stage, each term named, against the usable limit."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type for --memory: h100 (default), h20, h200, ..."),
+        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
+        model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
+                                            "(default: the script's actor_rollout_ref.model.path)."),
+        headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.config import build_config
@@ -182,16 +189,21 @@ def register(app: typer.Typer) -> None:
         from generator.report.explain import explain_config, render_explain
         from generator.report.documents import explain_call_json, explain_json
         from generator.schema.resolution import known_release, resolve, script_keys
+        from generator.plan.script_setup import call_memory, memory_options
+        from generator.report.memory import call_memory_dict, call_memory_text
         from generator.shell import read_launch
 
         status = EXIT_OK
         documents: list[dict[str, object]] = []  # --format json: one per file
+        over = False
         try:
             if fmt not in ("text", "json"):
                 raise InputError(f"--format must be text or json, got '{fmt}'")
             if verl_version is not None and verl_version.strip():
                 known_release(verl_version, "--verl-version")
             env_map = _parse_env(env)
+            wanted = memory or gpu is not None or gpu_mem is not None or model is not None
+            memory_args = memory_options(gpu, gpu_mem, model, headroom) if wanted else None
         except InputError as err:
             _fail(str(err), "json" if fmt == "json" else "text")
         for path in files:
@@ -220,10 +232,18 @@ def register(app: typer.Typer) -> None:
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                               f"verl {resolution.base_release}, {config.backend}{branch})")
                     rows = explain_config(config)
+                    predicted = call_memory(config, memory_args) if memory_args else None
+                    over = over or (predicted is not None and predicted.over)
                     if fmt == "json":
-                        explained.append(explain_call_json(invocation, config, resolution.base_release, rows))
+                        call = explain_call_json(invocation, config, resolution.base_release, rows)
+                        if predicted is not None:
+                            call["memory"] = call_memory_dict(predicted)
+                            call["memory_problems"] = list(predicted.problems)
+                        explained.append(call)
                     else:
                         sys.stdout.write(printable(render_explain(header, rows)))
+                        if predicted is not None:
+                            sys.stdout.write(printable(call_memory_text(predicted)))
             except InputError as err:
                 document["error"] = without_path(str(err), path)
             except RecursionError:
@@ -235,4 +255,6 @@ def register(app: typer.Typer) -> None:
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             sys.stdout.write(explain_json(documents))
+        if status == EXIT_OK and over:
+            status = EXIT_FINDINGS  # a predicted OOM is a finding
         raise typer.Exit(status)

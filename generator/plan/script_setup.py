@@ -1,0 +1,193 @@
+"""The memory setup of one trainer call read from its Config: the layout, every memory knob the
+script sets (or verl's default for it), the workload, the model and the GPU.
+
+Used by `gen explain --memory` (and `gen check --gpu`). When a value the model needs is unknown
+(an unset variable, a value computed at run time), the call cannot be evaluated: the reasons
+name the keys.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.config.reader import ConfigReader
+from generator.config.types import Config
+from generator.hardware import GpuSpec, gpu_spec
+from generator.model import find_model, resolve_model
+from generator.model.facts import ModelFacts
+from generator.plan.candidate import Candidate, Offload
+from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
+from generator.plan.stages import accounted_stage_sizes
+from generator.plan.workload import Workload
+from generator.verl import ACTOR, MEGATRON, REF, ROLLOUT, TRANSFORMER
+
+MODEL_PATH = "actor_rollout_ref.model.path"
+OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."
+VLLM_MAX_NUM_BATCHED_TOKENS = 8192  # verl's rollout.max_num_batched_tokens default
+
+
+@dataclass(frozen=True, slots=True)
+class ScriptSetup:
+    """A call's memory setup, or why there is none."""
+
+    setup: MemorySetup | None
+    problems: tuple[str, ...] = ()  # unknown or unreadable values, in the user's key names
+    model_source: str = ""  # where the model facts came from
+
+
+class _Reads:
+    """Typed reads that collect a problem for every required value that is not known."""
+
+    def __init__(self, reader: ConfigReader) -> None:
+        self.reader = reader
+        self.problems: list[str] = []
+
+    def _missing(self, key: str, kind: str) -> None:
+        why = self.reader.config.unknown.get(key)
+        self.problems.append(f"{key} is not a known {kind}" + (f" ({why})" if why else ""))
+
+    def int(self, key: str, default: int | None = None, *, required: bool = True) -> int | None:
+        if self.reader.is_null(key):
+            return default
+        value = self.reader.int(key)
+        if value is None and required:
+            self._missing(key, "integer")
+        return value if value is not None else default
+
+    def float(self, key: str, default: float) -> float:
+        if self.reader.is_null(key):
+            return default
+        value = self.reader.float(key)
+        if value is None:
+            self._missing(key, "number")
+            return default
+        return value
+
+    def bool(self, key: str, default: bool = False) -> bool:
+        if self.reader.is_null(key):
+            return default
+        value = self.reader.bool(key)
+        if value is None:
+            self._missing(key, "true/false value")
+            return default
+        return value
+
+
+def _model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
+    if model is not None:
+        return model, "--model", None
+    path = reader.str(MODEL_PATH)
+    if not path:
+        return None, "", f"{MODEL_PATH} is not known; pass --model NAME or a config.json"
+    found = find_model(path)
+    if found is None:
+        return None, "", f"model '{path}' is not in the registry; pass --model NAME or a config.json"
+    return found, MODEL_PATH, None
+
+
+def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
+                      headroom_gib: float = 0.0) -> ScriptSetup:
+    """The call's MemorySetup on `gpu`, or the reasons it cannot be evaluated."""
+    reader = ConfigReader(config)
+    if reader.backend != "megatron":
+        return ScriptSetup(None, ("the memory model covers the Megatron actor; this call uses "
+                                  f"{reader.backend}",))
+    facts, source, problem = _model(reader, model)
+    reads = _Reads(reader)
+    layout = reader.actor_layout()
+    gpus = reader.gpus
+    if gpus is None:
+        reads.problems.append("trainer.n_gpus_per_node · trainer.nnodes is not known")
+    if layout is None:
+        reads.problems.append("the actor's Megatron layout (tensor/pipeline/context/expert sizes) is not known")
+    pn = reader.prompts_and_n()
+    if pn is None:
+        reads.problems.append("data.train_batch_size or rollout.n is not known")
+    prompt = reads.int("data.max_prompt_length")
+    response = reads.int("data.max_response_length")
+    mini = reads.int(ACTOR + "ppo_mini_batch_size")
+    dynamic = reads.bool(ACTOR + "use_dynamic_bsz")
+    micro = reads.int(ACTOR + "ppo_micro_batch_size_per_gpu", required=not dynamic)
+    budget = reads.int(ACTOR + "ppo_max_token_len_per_gpu", required=dynamic)
+    lp_micro = reads.int(ROLLOUT + "log_prob_micro_batch_size_per_gpu", required=False)
+    lp_budget = reads.int(ROLLOUT + "log_prob_max_token_len_per_gpu", required=False)
+    ref_lp_budget = reads.int(REF + "log_prob_max_token_len_per_gpu", required=False)
+    offload = Offload(
+        param=reads.bool(MEGATRON + "param_offload"),
+        grad=reads.bool(MEGATRON + "grad_offload"),
+        optimizer=reads.bool(MEGATRON + "optimizer_offload"),
+        cpu_optimizer=reads.bool(OPTIMIZER_OVERRIDES + "optimizer_cpu_offload"),
+        # Megatron's OptimizerConfig defaults the fraction to 0 (nothing moves) when unset.
+        cpu_optimizer_fraction=reads.float(OPTIMIZER_OVERRIDES + "optimizer_offload_fraction", 0.0),
+    )
+    recompute = reader.str(TRANSFORMER + "recompute_granularity") == "full"
+    fused = reads.bool("actor_rollout_ref.model.use_fused_kernels")
+    rollout_tp = reads.int(ROLLOUT + "tensor_model_parallel_size", 1)
+    gmu = reads.float(ROLLOUT + "gpu_memory_utilization", 0.5)
+    eager = reads.bool(ROLLOUT + "enforce_eager")
+    batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
+    entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
+    has_ref, has_critic = reader.ref_used, reader.critic_used
+    problems = ([problem] if problem else []) + reads.problems
+    if problems or facts is None or layout is None or gpus is None or pn is None:
+        return ScriptSetup(None, tuple(problems), source)
+    assert prompt is not None and response is not None and mini is not None  # else a problem was recorded
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    if first is None and last is None:
+        first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
+                                            layout.loss_in_pipeline_split)
+    cand = Candidate(
+        tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
+        first_stage_layers=first, last_stage_layers=last, rollout_tp=rollout_tp or 1,
+        micro_batch_per_gpu=micro or 1, use_dynamic_bsz=dynamic, token_budget=budget,
+        log_prob_token_budget=lp_budget or ref_lp_budget or budget, log_prob_micro_batch_per_gpu=lp_micro,
+        offload=offload, recompute=recompute, gpu_memory_utilization=gmu, use_fused_kernels=fused,
+        enforce_eager=eager, ppo_mini_batch_size=mini,
+    )
+    prompts, n = pn
+    dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
+    work = Workload(gpus=gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=prompt, response_len=response,
+                    per_rank_mini_batch=max(1, mini * n // dp), has_ref=has_ref is not False,
+                    has_critic=bool(has_critic), entropy_in_update=entropy != 0,
+                    max_num_batched_tokens=batched or VLLM_MAX_NUM_BATCHED_TOKENS,
+                    gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node)
+    del prompts  # the per-rank mini batch, not the step's prompts, sets the micro-batches in flight
+    return ScriptSetup(MemorySetup(facts, cand, work, headroom_gib), (), source)
+
+
+# ---------------------------------------------------------------------------------------------
+# `gen explain --memory`
+
+
+@dataclass(frozen=True, slots=True)
+class MemoryOptions:
+    gpu: GpuSpec
+    model: ModelFacts | None  # None: the script's model path
+    headroom_gib: float = 0.0
+
+
+def memory_options(gpu: str | None, gpu_mem: float | None, model: str | None, headroom_gib: float) -> MemoryOptions:
+    """The command line's memory options; an unknown GPU or model is an InputError."""
+    return MemoryOptions(gpu_spec(gpu, gpu_mem), resolve_model(model) if model else None, headroom_gib)
+
+
+@dataclass(frozen=True, slots=True)
+class CallMemory:
+    """The memory of one trainer call, or why it could not be predicted."""
+
+    gpu: GpuSpec
+    report: MemoryReport | None
+    problems: tuple[str, ...] = ()
+    model: str = ""
+    model_source: str = ""
+
+    @property
+    def over(self) -> bool:
+        return self.report is not None and not self.report.fits
+
+
+def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
+    found = setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
+    if found.setup is None:
+        return CallMemory(options.gpu, None, found.problems)
+    return CallMemory(options.gpu, evaluate_memory(found.setup), (), found.setup.model.name, found.model_source)
