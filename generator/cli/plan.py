@@ -8,10 +8,23 @@ from __future__ import annotations
 
 import json
 import sys
+from typing import Any, Optional
 
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
+
+
+def _write_chart(path: str, plan: Any) -> None:
+    """--chart FILE.svg|.html: the memory picture of the chosen layout (else the closest one)."""
+    from generator.files import write_atomic
+    from generator.report.charts import chart_for
+
+    shown = plan.best or (plan.candidates[0] if plan.candidates else None)
+    if shown is None:
+        raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
+    title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
+    write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title))
 
 
 def register(app: typer.Typer) -> None:
@@ -38,6 +51,8 @@ def register(app: typer.Typer) -> None:
         last_stage_layers: int | None = typer.Option(None, "--last-stage-layers"),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
+        wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
+        chart: Optional[str] = typer.Option(None, "--chart", help="Also write the memory chart: FILE.svg or FILE.html."),
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
         from generator.hardware import gpu_spec
@@ -63,15 +78,22 @@ def register(app: typer.Typer) -> None:
                 layout_text, reason = plan.rejected[0]
                 if "does not fit" not in reason:
                     raise InputError(f"layout {layout_text} is invalid for {facts.name}: {reason}")
+            if chart is not None:
+                _write_chart(chart, plan)
         except InputError as err:
             typer.echo(f"gen plan: {err}", err=True)
+            if output_format == "json":
+                from generator.report.documents import dumps
+
+                sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan import plan_dict, render_text
+        from generator.report.terminal import use_color
 
         if output_format == "json":
             json.dump(plan_dict(plan), sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            render_text(plan, sys.stdout)
+            render_text(plan, sys.stdout, wide=wide, color=use_color(sys.stdout))
         if plan.chosen is None:
             raise typer.Exit(EXIT_FINDINGS)

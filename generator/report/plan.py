@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
+from generator.safe_text import one_line
 
 
 def candidate_dict(c: Any) -> dict[str, Any]:
@@ -64,39 +65,110 @@ def _offload_text(c: Any) -> str:
     return "+".join(parts) or "none"
 
 
-def render_text(plan: Any, out: TextIO) -> None:
-    from rich.console import Console
-    from rich.table import Table
-
+def _row(index: int, plan: Any, c: Any) -> list[str]:
     from generator.plan.search import describe_layout
 
-    console = Console(file=out, highlight=False, soft_wrap=True, width=160 if not out.isatty() else None)
-    console.print(f"{plan.model} on {plan.gpus}×{plan.gpu} ({plan.gpu_memory_gib:g} GiB), {plan.algo} n={plan.n}, "
-                  f"prompt/response {plan.prompt_len}/{plan.response_len}, "
-                  f"train_batch_size {plan.train_batch_size}, ppo_mini_batch_size {plan.ppo_mini_batch_size}")
-    table = Table(show_lines=False)
-    for column in ("#", "layout", "rollout TP", "batching", "offload", "gmu", "update", "log-prob", "rollout",
-                   "usable", "fits"):
-        table.add_column(column)
+    phases = {p.phase: p.gib for p in c.memory}
+    batching = (f"dyn {c.token_budget}/{c.log_prob_token_budget}" if c.use_dynamic_bsz
+                else f"micro {c.micro_batch_per_gpu}")
+    return ["*" if index == plan.chosen else str(index), describe_layout(c), str(c.rollout_tp), batching,
+            _offload_text(c), f"{c.gpu_memory_utilization:g}", f"{phases.get('update', 0):.1f}",
+            f"{max(phases.get('log_prob', 0), phases.get('ref_log_prob', 0)):.1f}",
+            f"{phases.get('rollout', 0):.1f}", f"{c.limit_gib:.1f}", "yes" if c.fits else "NO"]
+
+
+WIDE_COLUMNS = ("#", "layout", "rollout TP", "batching", "offload", "gmu", "update", "log-prob", "rollout",
+                "usable", "fits")
+
+
+def _stacked(plan: Any) -> list[str]:
+    """The candidates for an 80-column terminal: three short lines each instead of 11 columns."""
+    lines = []
     for index, c in enumerate(plan.candidates):
-        phases = {p.phase: p.gib for p in c.memory}
-        batching = (f"dyn {c.token_budget}/{c.log_prob_token_budget}" if c.use_dynamic_bsz
-                    else f"micro {c.micro_batch_per_gpu}")
-        table.add_row("*" if index == plan.chosen else str(index), describe_layout(c), str(c.rollout_tp), batching,
-                      _offload_text(c), f"{c.gpu_memory_utilization:g}", f"{phases.get('update', 0):.1f}",
-                      f"{max(phases.get('log_prob', 0), phases.get('ref_log_prob', 0)):.1f}",
-                      f"{phases.get('rollout', 0):.1f}", f"{c.limit_gib:.1f}", "yes" if c.fits else "NO")
-    console.print(table)
+        mark, layout, rtp, batching, offload, gmu, update, log_prob, rollout, usable, fits = _row(index, plan, c)
+        lines.append(f"{mark:>2}  {layout}")
+        lines.append(f"    rollout TP{rtp}, gmu {gmu}; {batching}; offload {offload}")
+        lines.append(f"    GiB: update {update}, log-prob {log_prob}, rollout {rollout} of {usable} usable: "
+                     + ("fits" if c.fits else "does NOT fit"))
+    return lines
+
+
+def render_text(plan: Any, out: TextIO, *, wide: bool = False, color: bool = False, width: int = 80) -> None:
+    """`gen plan` as text: the candidates (stacked to fit 80 columns, or one table row each with
+    `wide`), why the first was chosen, its memory per phase term by term, and a bar per phase.
+    Without `color` the output is plain ASCII text: no box drawing, no escape codes."""
+    import textwrap
+
+    from generator.report.charts import terminal_bars
+    from generator.report.tables import plain_table
+
+    header = (f"{plan.model} on {plan.gpus}x{plan.gpu} ({plan.gpu_memory_gib:g} GiB), {plan.algo} n={plan.n}, "
+              f"prompt/response {plan.prompt_len}/{plan.response_len}, "
+              f"train_batch_size {plan.train_batch_size}, ppo_mini_batch_size {plan.ppo_mini_batch_size}")
+    lines = textwrap.wrap(one_line(header), width=width) or [""]
+    rows = [_row(index, plan, c) for index, c in enumerate(plan.candidates)]
+    table_text = None
+    if wide and color:
+        table_text = _rich_table(rows)
+    elif wide:
+        lines += plain_table(WIDE_COLUMNS, rows).splitlines()
+    else:
+        lines += _stacked(plan)
     shown = plan.best or (plan.candidates[0] if plan.candidates else None)
+    tail: list[str] = []
+    bar_lines: list[str] = []  # rich markup when `color`
     if shown is None:
-        console.print("no layout fits; closest misses:")
-        for layout, reason in plan.rejected[:8]:
-            console.print(f"  {layout}: {reason}")
+        tail.append("no layout fits; closest misses:")
+        tail += [f"  {layout}: {reason}" for layout, reason in plan.rejected[:8]]
+    else:
+        for label, items in (("why: ", shown.why), ("note: ", shown.warnings)):
+            for item in items:
+                tail += textwrap.wrap(one_line(item), width=width, initial_indent=label,
+                                      subsequent_indent=" " * len(label))
+        label_width = max((len(p.phase) for p in shown.memory), default=0)
+        for phase in shown.memory:
+            terms = [f"{t.name} {t.gib:.1f}" for t in phase.terms if t.gib]
+            tail += _wrap_items(terms, f"{phase.phase:>{label_width}}: {phase.gib:6.1f} GiB = ", width)
+        bar_width = max(20, width - label_width - 26)
+        bar_lines = ["", *terminal_bars(shown.memory, shown.limit_gib, width=bar_width, color=color,
+                                        line_width=width)]
+    if not color:
+        out.write("\n".join([*lines, *tail, *bar_lines]) + "\n")
         return
-    for line in shown.why:
-        console.print(f"why: {line}")
-    for line in shown.warnings:
-        console.print(f"note: {line}")
-    for phase in shown.memory:
-        terms = ", ".join(f"{t.name} {t.gib:.1f}" for t in phase.terms if t.gib)
-        console.print(f"{phase.phase:>12}: {phase.gib:6.1f} GiB = {terms}")
+    from rich.console import Console
+    from rich.markup import escape
+
+    console = Console(file=out, highlight=False, soft_wrap=True)
+    for line in lines:
+        console.print(escape(line))
+    if table_text is not None:
+        console.print(table_text)
+    for line in tail:
+        console.print(escape(line))
+    for line in bar_lines:
+        console.print(line)
+
+
+def _wrap_items(items: list[str], lead: str, width: int) -> list[str]:
+    """`lead` then the items joined by ", ", continued under the first item; an item is never split."""
+    lines, current = [], lead
+    for number, item in enumerate(items):
+        piece = item + ("," if number < len(items) - 1 else "")
+        if current.strip() and current != lead and len(current) + 1 + len(piece) > width:
+            lines.append(current)
+            current = " " * len(lead) + piece
+        else:
+            current += ("" if current == lead else " ") + piece
+    lines.append(current)
+    return lines
+
+
+def _rich_table(rows: list[list[str]]) -> Any:
+    from rich.table import Table
+
+    table = Table(show_lines=False)
+    for column in WIDE_COLUMNS:
+        table.add_column(column)
+    for row in rows:
+        table.add_row(*row)
+    return table

@@ -1,0 +1,223 @@
+"""The memory picture (issue 14): terminal bars, the SVG/HTML chart, and what headless Chromium
+draws from it; `gen plan` readable at 80 columns, plain when piped, honest NO_COLOR."""
+
+from __future__ import annotations
+
+import io
+import os
+import shutil
+import struct
+import subprocess
+import zlib
+from dataclasses import dataclass
+from pathlib import Path
+from xml.etree import ElementTree
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app
+from generator.report.charts import LIMIT_COLOUR, PALETTE, html_chart, svg_chart, terminal_bars
+from generator.report.terminal import use_color
+
+
+@dataclass(frozen=True)
+class Term:
+    name: str
+    gib: float
+
+
+@dataclass(frozen=True)
+class Phase:
+    phase: str
+    gib: float
+    terms: tuple[Term, ...]
+
+
+PHASES = (
+    Phase("update", 60.0, (Term("weights", 10.0), Term("grads", 20.0), Term("activations", 30.0))),
+    Phase("rollout", 90.0, (Term("weights", 10.0), Term("kv-cache", 80.0))),
+)
+LIMIT = 80.0
+
+
+# --- terminal ----------------------------------------------------------------------------------
+
+
+def test_terminal_bars_are_proportional_and_mark_the_limit():
+    lines = terminal_bars(PHASES, LIMIT, width=40)
+    update, rollout = lines[0], lines[1]
+    bar = update[update.index("[") + 1:update.index("]")]
+    scale = 40 / (90 * 1.05)  # the widest of limit and peaks, plus 5 %
+    assert bar.count("w") == round(10 * scale) and bar.count("g") == round(30 * scale) - round(10 * scale)
+    assert bar.index("|") == round(LIMIT * scale)
+    assert "!" in rollout and "over by 10.0" in rollout and "fits" in update
+    assert all(line.isascii() for line in lines)
+    assert "w=weights" in "\n".join(lines) and "k=kv-cache" in "\n".join(lines)
+
+
+def test_a_term_keeps_its_letter_and_colour_in_every_phase():
+    lines = terminal_bars(PHASES, LIMIT, width=40)
+    assert lines[1][lines[1].index("[") + 1] == "w"  # weights again, same letter
+    coloured = terminal_bars(PHASES, LIMIT, width=40, color=True)
+    assert coloured[0].count("[blue]█[/]") == lines[0].count("w")
+
+
+# --- SVG -----------------------------------------------------------------------------------------
+
+
+def _rects(svg: str) -> list[ElementTree.Element]:
+    root = ElementTree.fromstring(svg)
+    return [e for e in root.iter("{http://www.w3.org/2000/svg}rect") if e.get("class") == "term"]
+
+
+def test_svg_segments_are_proportional_to_gib_and_coloured_per_term():
+    rects = _rects(svg_chart(PHASES, LIMIT))
+    assert [(r.get("data-phase"), r.get("data-term")) for r in rects] == [
+        ("update", "weights"), ("update", "grads"), ("update", "activations"), ("rollout", "weights"),
+        ("rollout", "kv-cache")]
+    per_gib = {round(float(r.get("width")) / float(r.get("data-gib")), 3) for r in rects}
+    assert len(per_gib) == 1
+    fills = {r.get("data-term"): r.get("fill") for r in rects}
+    assert fills == {"weights": PALETTE[0], "grads": PALETTE[1], "activations": PALETTE[2], "kv-cache": PALETTE[3]}
+
+
+def test_html_holds_the_chart_and_the_numbers():
+    page = html_chart(PHASES, LIMIT, title="<t>")
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page and "&lt;t&gt;" in page
+    assert "<td>kv-cache</td><td>80.0</td>" in page
+
+
+# --- gen plan -------------------------------------------------------------------------------------
+
+
+def test_plan_text_fits_80_columns_and_is_plain_when_piped():
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8"])
+    assert result.exit_code == 0
+    lines = result.stdout.splitlines()
+    assert max(len(line) for line in lines) <= 80
+    assert not any(ch in result.stdout for ch in "│┃─━┏┓┗┛╭╮╰╯┡┩")
+    assert "\x1b" not in result.stdout
+    assert any(line.lstrip().startswith("update [") for line in lines)
+
+
+def test_plan_wide_is_one_row_per_candidate():
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--wide", "--top", "3"])
+    rows = [line for line in result.stdout.splitlines() if line[:1] in ("*", "1", "2")]
+    assert len(rows) == 3 and all("micro" in row or "dyn" in row for row in rows)
+
+
+class _Tty(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+def test_no_color_is_honest(monkeypatch):
+    monkeypatch.setenv("NO_COLOR", "1")
+    assert use_color(_Tty()) is False
+    monkeypatch.setenv("NO_COLOR", "")
+    assert use_color(_Tty()) is True  # no-color.org: an empty value does not count
+    assert use_color(io.StringIO()) is False
+
+
+def test_plan_writes_the_chart(tmp_path):
+    target = tmp_path / "memory.svg"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--chart", str(target)])
+    assert result.exit_code == 0, result.output
+    rects = _rects(target.read_text())
+    assert {r.get("data-phase") for r in rects} >= {"update", "rollout"}
+    bad = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--chart", str(tmp_path / "m.png")])
+    assert bad.exit_code == 2 and "must end in .svg or .html" in bad.output
+
+
+# --- what Chromium draws -----------------------------------------------------------------------------
+
+
+def _chromium() -> str | None:
+    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
+
+
+def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
+    """(width, height, rows of RGB(A) bytes) of an 8-bit non-interlaced PNG (what Chromium writes)."""
+    assert data[:8] == b"\x89PNG\r\n\x1a\n"
+    pos, chunks = 8, {}
+    idat = b""
+    while pos < len(data):
+        length, kind = struct.unpack(">I4s", data[pos:pos + 8])
+        body = data[pos + 8:pos + 8 + length]
+        if kind == b"IDAT":
+            idat += body
+        else:
+            chunks[kind] = body
+        pos += 12 + length
+    width, height, depth, colour, _, _, interlace = struct.unpack(">IIBBBBB", chunks[b"IHDR"])
+    assert depth == 8 and interlace == 0 and colour in (2, 6)
+    bpp = 3 if colour == 2 else 4
+    raw = zlib.decompress(idat)
+    stride = width * bpp
+    rows, previous = [], bytearray(stride)
+    for y in range(height):
+        kind, line = raw[y * (stride + 1)], bytearray(raw[y * (stride + 1) + 1:(y + 1) * (stride + 1)])
+        for i in range(stride):
+            left = line[i - bpp] if i >= bpp else 0
+            up, corner = previous[i], previous[i - bpp] if i >= bpp else 0
+            if kind == 1:
+                line[i] = (line[i] + left) & 0xFF
+            elif kind == 2:
+                line[i] = (line[i] + up) & 0xFF
+            elif kind == 3:
+                line[i] = (line[i] + (left + up) // 2) & 0xFF
+            elif kind == 4:
+                p = left + up - corner
+                pa, pb, pc = abs(p - left), abs(p - up), abs(p - corner)
+                line[i] = (line[i] + (left if pa <= pb and pa <= pc else up if pb <= pc else corner)) & 0xFF
+        rows.append(bytes(line))
+        previous = line
+    return width, height, rows
+
+
+def _rgb(hex_colour: str) -> tuple[int, int, int]:
+    return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
+
+
+@pytest.mark.parametrize("kind", ["svg", "html"])
+def test_chromium_draws_the_bars(tmp_path, kind):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed (Debian: apt-get install chromium)")
+    svg = svg_chart(PHASES, LIMIT)
+    page = tmp_path / f"chart.{kind}"
+    page.write_text(svg if kind == "svg" else html_chart(PHASES, LIMIT))
+    root = ElementTree.fromstring(svg)
+    width, height = int(root.get("width")), int(root.get("height"))
+    shot = tmp_path / "shot.png"
+    subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--hide-scrollbars",
+                    "--force-device-scale-factor=1", f"--window-size={width},{height + 200}",
+                    f"--screenshot={shot}", page.as_uri()],
+                   capture_output=True, timeout=120, check=False, env=dict(os.environ, HOME=str(tmp_path)))
+    assert shot.exists(), "chromium wrote no screenshot"
+    _w, _h, rows = _png_pixels(shot.read_bytes())
+    bpp = len(rows[0]) // _w
+
+    def pixel(x: float, y: float) -> tuple[int, int, int]:
+        row = rows[int(y)]
+        return tuple(row[int(x) * bpp:int(x) * bpp + 3])  # type: ignore[return-value]
+
+    def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+        return all(abs(p - q) <= 12 for p, q in zip(a, b))
+
+    ends = {}
+    for rect in _rects(svg):
+        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+        # Each segment is drawn in its term's colour, as wide as its GiB (checked at its middle).
+        assert near(pixel(x + w / 2, y + h / 2), _rgb(rect.get("fill"))), (rect.get("data-term"), pixel(x + w / 2, y + h / 2))
+        ends[rect.get("data-phase")] = (x + w, y + h / 2)
+    # Past the end of the shorter bar the page is blank (the bar is as long as its total).
+    x_end, y_mid = ends["update"]
+    assert near(pixel(x_end + 3, y_mid - 8), (255, 255, 255))
+    # The usable limit is a red line at its GiB.
+    line = next(e for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "limit")
+    lx = float(line.get("x1"))
+    assert near(pixel(lx, float(line.get("y2")) - 4), _rgb(LIMIT_COLOUR))
+    update_y = ends["update"][1]
+    assert not near(pixel(lx + 6, update_y - 8), _rgb(LIMIT_COLOUR))
