@@ -7,6 +7,10 @@ use: `group@package: option`, relative groups (`../optim@optim: megatron`), conf
 prefixes, and `null` options. It does not run Hydra (that costs ~250 ms per call).
 
 Values stay nested dicts here; `flatten` turns them into the dotted form the schema uses.
+
+Bounded: one composition loads at most MAX_LOADS config files (a defaults list that fans out,
+10 entries per level over 5 levels, would otherwise load 100,000 and take minutes); past it,
+an InputError (one line, exit 2), as for a YAML file that is too large or an alias bomb.
 """
 
 from __future__ import annotations
@@ -15,7 +19,11 @@ import copy
 from pathlib import Path
 from typing import Any, Callable
 
+from generator.errors import InputError
 from generator.schema.yamlload import load_yaml_file
+
+# verl's ppo_megatron_trainer loads about 30 files; recipes a few more.
+MAX_LOADS = 500
 
 # Called with a config name ("ppo_megatron_trainer") that is not in the directory; returns
 # the nested config to use instead, or None when it is unknown too.
@@ -24,6 +32,25 @@ Fallback = Callable[[str], "dict[str, Any] | None"]
 
 class ComposeError(Exception):
     pass
+
+
+class _Budget:
+    """Config files loaded so far in one composition, and each file's parsed YAML (a file used
+    by several defaults entries is read and parsed once)."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.loads = 0
+        self.parsed: dict[Path, Any] = {}
+
+    def load(self, path: Path) -> Any:
+        self.loads += 1
+        if self.loads > MAX_LOADS:
+            raise InputError(f"{self.root}: the defaults lists expand to more than {MAX_LOADS} config loads "
+                             "(refused; Hydra would compose every one)")
+        if path not in self.parsed:
+            self.parsed[path] = load_yaml_file(path)
+        return copy.deepcopy(self.parsed[path])
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
@@ -99,7 +126,7 @@ def compose(config_dir: str | Path, config_name: str, fallback: Fallback | None 
     """The nested config Hydra would compose for `config_name` in `config_dir` (no overrides)."""
     root = Path(config_dir)
     name = config_name[:-5] if config_name.endswith(".yaml") else config_name
-    return _load(root, "", name, "", fallback, depth=0, primary=True)
+    return _load(root, "", name, "", fallback, _Budget(root), depth=0, primary=True)
 
 
 def _find(root: Path, group: str, name: str) -> Path | None:
@@ -115,6 +142,7 @@ def _load(
     name: str,
     package: str,
     fallback: Fallback | None,
+    budget: _Budget,
     depth: int,
     primary: bool = False,
 ) -> dict[str, Any]:
@@ -127,7 +155,7 @@ def _load(
             if found is not None:
                 return _place(package, copy.deepcopy(found))
         raise ComposeError(f"config '{(group + '/' if group else '') + name}' not found in {root}")
-    data = load_yaml_file(path) or {}
+    data = budget.load(path) or {}
     if not isinstance(data, dict):
         raise ComposeError(f"{path} is not a mapping")
     defaults = data.pop("defaults", None) or []
@@ -158,5 +186,5 @@ def _load(
             raise ComposeError(f"unsupported defaults entry {entry!r} in {path}")
         if optional and _find(root, target_group, target_name) is None:
             continue
-        merge(result, _load(root, target_group, target_name, child_package, fallback, depth + 1))
+        merge(result, _load(root, target_group, target_name, child_package, fallback, budget, depth + 1))
     return result

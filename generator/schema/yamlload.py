@@ -1,7 +1,12 @@
-"""YAML loading that reads scalars the way OmegaConf (and so Hydra and verl) reads them.
+"""YAML loading that reads scalars the way OmegaConf (and so Hydra and verl) reads them, with
+bounds for hostile input.
 
 PyYAML alone follows YAML 1.1 and reads `1e-6` as a string; OmegaConf adds a float rule so
 that it is a float. Config values must match what verl sees, so we use the same rule.
+
+Bounds: a file is size-checked before it is read (generator.files), and the document is
+refused when its aliases would expand it past MAX_EXPANDED_NODES nodes (an 899-byte "billion
+laughs" file expands to gigabytes once merged or flattened); both are one-line InputErrors.
 """
 
 from __future__ import annotations
@@ -10,6 +15,11 @@ import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
+
+from generator.errors import InputError
+
+# verl's largest composed config has ~1,500 nodes; a real one never comes near this.
+MAX_EXPANDED_NODES = 200_000
 
 # Floats as OmegaConf accepts them: 1.0, 1e-6, .5, 1_000.0, +inf, .nan (case-insensitive).
 _FLOAT = re.compile(
@@ -22,6 +32,10 @@ _FLOAT = re.compile(
     )$""",
     re.X,
 )
+
+
+class InvalidYaml(ValueError):
+    """The text is not YAML (callers that fall back on a bad config catch ValueError)."""
 
 
 @lru_cache(maxsize=1)
@@ -41,11 +55,60 @@ def _loader() -> type:
     return Loader
 
 
-def load_yaml_text(text: str) -> Any:
+def load_yaml_text(text: str, where: str = "YAML") -> Any:
+    """The document in `text`. InputError when its aliases expand it past the bound;
+    InvalidYaml (a ValueError) when it is not YAML."""
     import yaml
 
-    return yaml.load(text, Loader=_loader())  # noqa: S506 - SafeLoader subclass
+    loader = _loader()(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None
+        expanded = _expanded_size(node, {}, set())
+        if expanded > MAX_EXPANDED_NODES:
+            raise InputError(f"{where}: aliases expand it to more than {MAX_EXPANDED_NODES} nodes (refused)")
+        return loader.construct_document(node)
+    except yaml.YAMLError as err:
+        raise InvalidYaml(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
+    finally:
+        loader.dispose()
+
+
+def _expanded_size(node: Any, sizes: dict[int, int], open_nodes: set[int]) -> int:
+    """Nodes in the document once every alias is expanded, counted without expanding it: each
+    node's size is computed once (an alias reuses the node object). Stops early past the bound.
+    A node that contains itself (a recursive alias) expands without end."""
+    key = id(node)
+    if key in sizes:
+        return sizes[key]
+    if key in open_nodes:
+        return MAX_EXPANDED_NODES + 1
+    value = node.value
+    if not isinstance(value, list):
+        sizes[key] = 1
+        return 1
+    open_nodes.add(key)
+    total = 1
+    for item in value:
+        children = item if isinstance(item, tuple) else (item,)
+        for child in children:
+            total += _expanded_size(child, sizes, open_nodes)
+            if total > MAX_EXPANDED_NODES:
+                break
+        if total > MAX_EXPANDED_NODES:
+            break
+    open_nodes.discard(key)
+    sizes[key] = total
+    return total
 
 
 def load_yaml_file(path: str | Path) -> Any:
-    return load_yaml_text(Path(path).read_text(encoding="utf-8"))
+    """A YAML config file: a regular file of at most DATA_LIMIT bytes (checked before reading)."""
+    from generator.files import DATA_LIMIT, read_text_input
+
+    try:
+        text = read_text_input(path, limit=DATA_LIMIT, what="YAML config")
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    return load_yaml_text(text, str(path))
