@@ -188,3 +188,33 @@ def test_resolution_summary_and_base_release() -> None:
     res = Resolution("0.4.1+project.abcd1234", "verl config YAML at /p", "the project's verl at /p")
     assert res.base_release == "0.4.1"
     assert res.summary() == "verl 0.4.1 (config: verl config YAML at /p; chosen: the project's verl at /p)"
+
+
+def test_unreadable_fork_config_stands_in_and_skips_default_rules(tmp_path: Path) -> None:
+    project = _copy("vendored_fork", tmp_path)
+    config = project / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
+    config.write_text("defaults:\n  - {actor: dp, extra: 1}\n")  # a defaults entry no composer reads
+    code, doc = _check_json(str(project / "scripts" / "train_agent.sh"))
+    resolution = doc["files"][0]["resolution"]
+    assert resolution["schema"] == "0.4.1" and resolution["release"] == "0.4.1"
+    assert resolution["config_source"].startswith("packaged schema 0.4.1, standing in for verl config YAML at")
+    assert str(config.parent) in resolution["stand_in"] and "could not be read" in resolution["reason"]
+    codes = [c for c, _ in _codes_and_keys(doc)]
+    # Keys the stand-in lacks are not judged; rules that read defaults say once why they did not run.
+    assert "VK601" not in codes and codes.count("VK609") == 1
+    assert not {"VB109", "VB201", "VB204"} & set(codes) and code == 0
+
+
+def test_own_ppo_trainer_under_config_path_is_the_schema(tmp_path: Path) -> None:
+    # A project's --config-path with its own ppo_trainer.yaml: its keys, not the packaged ones.
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "ppo_trainer.yaml").write_text("data:\n  train_batch_size: 8\n  my_sampler: uniform\n"
+                                           "actor_rollout_ref:\n  rollout:\n    n: 1\n")
+    script = tmp_path / "run.sh"
+    script.write_text(f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=ppo_trainer "
+                      "data.my_sampler=weighted data.train_batch_sise=16\n")
+    result = CliRunner().invoke(app, ["check", str(script), "--verl-version", "0.7.0", "--select", "VK"])
+    unknown = [line for line in result.output.splitlines() if "VK601" in line]
+    assert len(unknown) == 1 and "data.train_batch_sise" in unknown[0], result.output
+    assert "did you mean data.train_batch_size?" in unknown[0]

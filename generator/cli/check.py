@@ -227,7 +227,8 @@ def register(app: typer.Typer) -> None:
                     sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
                 script_dir = os.path.dirname(os.path.abspath(path))
                 for invocation in calls:
-                    config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd())
+                    config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd(),
+                                          stand_in=resolution.stand_in)
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                               f"verl {resolution.base_release}, {config.backend}{branch})")

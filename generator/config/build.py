@@ -52,6 +52,7 @@ def build_config(
     script_dir: str | None = None,
     config_root: str | None = None,
     entry_config: tuple[str | None, str | None] | None = None,
+    stand_in: str | None = None,
 ) -> Config:
     """The effective config of one trainer call under verl `version` (a schema id).
 
@@ -63,7 +64,9 @@ def build_config(
                   no `--config-path` / `--config-name`
 
     When the call's config cannot be found, the PPO defaults stand in and keys they lack are
-    not reported (the real config may define them); `Config.notes` says so.
+    not reported (the real config may define them); `Config.notes` says so. `stand_in` (why)
+    says the same of the whole release: `version` only stands in for a config that could not
+    be read, so every call is approximate.
     """
     from generator.schema import load
     from generator.schema.compose import ComposeError
@@ -87,15 +90,13 @@ def build_config(
     nodes = None
     schema_name = name or PPO_CONFIG
     strict = True
-    if name in PPO_CONFIGS and name in schema.configs:
+    directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir) if name else None
+    if stand_in is not None and directory is None:
+        notes.append(f"verl {version} stands in for {stand_in}")
+    elif directory is None and name in PPO_CONFIGS and name in schema.configs:
         defaults = schema.configs[name]
         nodes = schema.nodes(name)
     elif name is not None:
-        directory = find_config_dir(invocation, name, script_dir, config_root)
-        if directory is None and invocation.config_path is None and entry_dir:
-            candidate = Path(entry_dir)
-            if (candidate / f"{name}.yaml").is_file():
-                directory = candidate
         if directory is not None:
             try:
                 defaults, _base = _compose_recipe(directory, name, version)
@@ -108,6 +109,8 @@ def build_config(
     if defaults is None:
         strict = False
         fallback_name = ppo_config_for(name)
+        if fallback_name not in schema.configs:  # a fork's config tree may have only one of the two
+            fallback_name = next(iter(schema.configs))
         defaults = schema.configs[fallback_name]
         nodes = schema.nodes(fallback_name)
         notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
@@ -127,6 +130,19 @@ def build_config(
     if status is not None:
         config.relative_config_path = (invocation.config_path or "", *status)
     return config
+
+
+def _own_config_dir(invocation: Invocation, name: str, script_dir: str | None, config_root: str | None,
+                    entry_dir: str | None) -> Path | None:
+    """The folder holding the call's own `name.yaml`, as Hydra finds it: its `--config-path`,
+    else the entry module's `@hydra.main(config_path=...)`. A project that points there at its
+    own `ppo_trainer.yaml` is judged by that file, not by the packaged one of the same name."""
+    directory = find_config_dir(invocation, name, script_dir, config_root)
+    if directory is None and invocation.config_path is None and entry_dir:
+        candidate = Path(entry_dir)
+        if (candidate / f"{name}.yaml").is_file():
+            directory = candidate
+    return directory
 
 
 def _entry_default_config(entry: str, script_dir: str, config_root: str | None

@@ -154,10 +154,8 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     for invocation in script.invocations:
         if invocation.branch == "dead":
             continue
-        if config_root is not None:
-            config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root)
-        else:
-            config = build_config(invocation, version=chosen, script_dir=script_dir)
+        config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
+                              stand_in=resolution.stand_in)
         config.resolution = resolution
         model = _model_for(config, model_config, cache)
         findings = check_config(config, model=model, invocation=invocation, script=script,

@@ -146,6 +146,11 @@ _DIR_SOURCES: dict[str, str] = {}
 _UNLISTED: set[str] = set()
 
 
+class UnreadableConfig(InputError):
+    """A config folder whose YAML could not be read or composed (not YAML, a defaults entry
+    this composer does not handle...). Bounds on hostile input stay plain InputErrors."""
+
+
 def _from_dir(version: str, config_dir: Path) -> Schema:
     from generator.schema.compose import ComposeError, compose, flatten
     from generator.schema.yamlload import load_yaml_file
@@ -159,9 +164,9 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
             elif (config_dir / f"{name}.yaml").is_file():
                 configs[name] = flatten(compose(config_dir, name))
         except (OSError, ValueError, ComposeError) as err:
-            raise InputError(f"cannot read verl config {name} in {config_dir}: {err}") from None
+            raise UnreadableConfig(f"cannot read verl config {name} in {config_dir}: {err}") from None
     if not configs:
-        raise InputError(f"no verl PPO config found in {config_dir}")
+        raise UnreadableConfig(f"no verl PPO config found in {config_dir}")
     mandatory = {n: sorted(k for k, v in c.items() if v == MANDATORY) for n, c in configs.items()}
     return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
 

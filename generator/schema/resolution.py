@@ -27,7 +27,7 @@ from typing import Callable, Iterable, Sequence
 from generator.errors import InputError
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.project import NO_PROJECT, ProjectSettings
-from generator.schema.core import Schema, available, load, normalize, register_dir
+from generator.schema.core import Schema, UnreadableConfig, available, load, normalize, register_dir
 from generator.schema.releases import installed_verl, packaged_releases, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
 from generator.versions import parse
@@ -52,6 +52,9 @@ class Resolution:
     reason         why this verl was chosen, for the report
     config_dir     the config folder read, when the schema is not a packaged one
     inferred       True when the release was guessed from the script's keys
+    stand_in       why the project's own config is unknown, when it could not be read and a
+                   packaged schema stands in (its defaults are then not trusted: rules that
+                   depend on a default are skipped, with one info finding per call)
     """
 
     release: str
@@ -59,6 +62,7 @@ class Resolution:
     reason: str
     config_dir: Path | None = None
     inferred: bool = False
+    stand_in: str | None = None
 
     @property
     def base_release(self) -> str:
@@ -72,7 +76,7 @@ class Resolution:
     def as_dict(self) -> dict[str, object]:
         return {"release": self.base_release, "schema": self.release, "config_source": self.config_source,
                 "reason": self.reason, "config_dir": str(self.config_dir) if self.config_dir else None,
-                "inferred": self.inferred}
+                "inferred": self.inferred, "stand_in": self.stand_in}
 
 
 def known_release(text: str, where: str) -> str:
@@ -228,7 +232,7 @@ def _from_config_dir(folder: Path, release: str | None, why: str, keys: Callable
         release, how = infer_release(keys())
         reason, inferred = f"{why}; release {how}", True
     schema_id = _register(release, folder, f"verl config YAML at {folder}")
-    return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred)
+    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred))
 
 
 def _from_package(package: Path, keys: Callable[[], KeyUses]) -> Resolution:
@@ -243,7 +247,22 @@ def _from_package(package: Path, keys: Callable[[], KeyUses]) -> Resolution:
         release, how = infer_release(keys())
         reason, inferred = f"the project's verl at {package} (no version file; release {how})", True
     schema_id = _register(release, folder, f"the project's verl config YAML at {folder}")
-    return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred)
+    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred))
+
+
+def _readable(found: Resolution) -> Resolution:
+    """`found` when its config folder composes; else the nearest packaged release stands in
+    for it, marked so that the checks do not trust its defaults."""
+    try:
+        load(found.release)
+    except UnreadableConfig as err:
+        base = found.base_release
+        older = [r for r in packaged_releases() if parse(r) <= parse(base)]
+        stand_in = base if base in available() else older[-1] if older else packaged_releases()[0]
+        return Resolution(stand_in, f"packaged schema {stand_in}, standing in for {found.config_source}",
+                          f"{found.reason}; its config could not be read", found.config_dir, found.inferred,
+                          stand_in=f"the config at {found.config_dir} ({err})")
+    return found
 
 
 def _from_installed(version: str, package: Path) -> Resolution | None:
