@@ -10,7 +10,6 @@ import struct
 import subprocess
 import zlib
 from dataclasses import dataclass
-from pathlib import Path
 from xml.etree import ElementTree
 
 import pytest
@@ -221,3 +220,17 @@ def test_chromium_draws_the_bars(tmp_path, kind):
     assert near(pixel(lx, float(line.get("y2")) - 4), _rgb(LIMIT_COLOUR))
     update_y = ends["update"][1]
     assert not near(pixel(lx + 6, update_y - 8), _rgb(LIMIT_COLOUR))
+
+
+def test_explain_memory_draws_bars_and_writes_the_chart(tmp_path):
+    script = tmp_path / "run.sh"
+    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "-o", str(script)])
+    assert made.exit_code == 0, made.output
+    chart = tmp_path / "memory.html"
+    result = CliRunner().invoke(app, ["explain", str(script), "--memory", "--chart", str(chart)])
+    assert result.exit_code == 0, result.output
+    bars = [line for line in result.stdout.splitlines() if "GiB fits" in line and "[" in line]
+    assert bars and all(line.isascii() for line in bars)
+    assert any(line.lstrip().startswith("rollout [") for line in bars)
+    page = chart.read_text()
+    assert page.startswith("<!DOCTYPE html>") and 'data-phase="rollout"' in page

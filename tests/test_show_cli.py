@@ -87,12 +87,14 @@ def test_bad_files_error_per_file_and_exit_2(tmp_path: Path, fixtures_dir: Path)
     broken = tmp_path / "broken.sh"
     broken.write_text("python3 -m verl.trainer.main_ppo a.b=1\nif [[ ; then ( fi\n")
     good = shell_fixture(fixtures_dir, "loop_array.sh")
-    paths = [str(tmp_path / "missing.sh"), str(tmp_path), str(binary), str(latin), str(big), str(broken), good]
+    fifo = tmp_path / "pipe.sh"
+    os.mkfifo(fifo)
+    paths = [str(tmp_path / "missing.sh"), str(fifo), str(binary), str(latin), str(big), str(broken), good]
     result = runner.invoke(app, ["show", "--format", "json", *paths])
     assert result.exit_code == 2
     files = json.loads(result.stdout)["files"]
     errors = [f["error"] for f in files]
-    assert errors[:5] == ["no such file", "is a directory",
+    assert errors[:5] == ["no such file", "is a FIFO (named pipe), not a regular file",
                           "binary file (contains NUL bytes), not a shell script", "not valid UTF-8 text (line 1)",
                           "50.0 MB is too large for a launch script (limit 1 MB)"]
     assert errors[5] is None and any(h["kind"] == "parse-error" for h in files[5]["hazards"])

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import List, NoReturn, Optional
+from typing import Any, List, NoReturn, Optional
 
 import typer
 
@@ -102,10 +102,31 @@ def _rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], 
     return (check_codes(_codes(select), known, "--select"), check_codes(_codes(ignore), known, "--ignore"))
 
 
+def _print_memory_bars(predicted: Any) -> None:
+    """A stacked bar per phase (each phase on its worst pipeline stage) under the memory text."""
+    from generator.report.charts import terminal_bars, worst_stage_phases
+
+    if predicted.report is None:
+        return
+    color = use_color(sys.stdout)
+    lines = terminal_bars(worst_stage_phases(predicted.report.stages), predicted.report.usable_gib, color=color)
+    text = "\n".join(["", *lines]) + "\n"
+    _emit(text, color)
+
+
+def _write_memory_chart(path: str, report: Any, where: str) -> None:
+    from generator.files import write_atomic
+    from generator.report.charts import chart_for, worst_stage_phases
+
+    title = f"{where}: memory per GPU by phase (worst pipeline stage)"
+    write_atomic(path, chart_for(path, worst_stage_phases(report.stages), report.usable_gib, title=title))
+
+
 def register(app: typer.Typer) -> None:
     @app.command("check")
     def check(
-        files: List[str] = typer.Argument(..., help="Launch scripts (.sh) or Python launchers (.py)."),
+        files: List[str] = typer.Argument(..., help="Launch scripts (.sh), Python launchers (.py), folders "
+                                          "(searched for both, honouring .gitignore), or - for stdin."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json | sarif | github"),
         select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
@@ -123,8 +144,10 @@ def register(app: typer.Typer) -> None:
         if fmt not in FORMATS:
             _fail(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
         try:
+            from generator.discover import expand_paths
+
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
-            reports = check_paths(files, version=verl_version, select=chosen_select, ignore=chosen_ignore,
+            reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config,
                                   config_dir=config_dir)
         except InputError as err:
@@ -170,7 +193,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("explain")
     def explain(
-        files: List[str] = typer.Argument(..., help="Launch scripts to explain."),
+        files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version"),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
@@ -182,6 +205,8 @@ def register(app: typer.Typer) -> None:
         model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
                                             "(default: the script's actor_rollout_ref.model.path)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
+        chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of the first call: "
+                                            "FILE.svg or FILE.html (implies --memory)."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.config import build_config
@@ -203,9 +228,13 @@ def register(app: typer.Typer) -> None:
                 known_release(verl_version, "--verl-version")
             env_map = _parse_env(env)
             wanted = memory or gpu is not None or gpu_mem is not None or model is not None
-            memory_args = memory_options(gpu, gpu_mem, model, headroom) if wanted else None
+            memory_args = memory_options(gpu, gpu_mem, model, headroom) if wanted or chart else None
+            from generator.discover import expand_paths
+
+            files = expand_paths(files)
         except InputError as err:
             _fail(str(err), "json" if fmt == "json" else "text")
+        charted = False
         for path in files:
             explained: list[dict[str, object]] = []
             document: dict[str, object] = {"path": path, "error": None, "incomplete": None, "calls": explained}
@@ -245,6 +274,10 @@ def register(app: typer.Typer) -> None:
                         sys.stdout.write(printable(render_explain(header, rows)))
                         if predicted is not None:
                             sys.stdout.write(printable(call_memory_text(predicted)))
+                            _print_memory_bars(predicted)
+                    if chart and not charted and predicted is not None and predicted.report is not None:
+                        _write_memory_chart(chart, predicted.report, f"{path}:{invocation.line}")
+                        charted = True
             except InputError as err:
                 document["error"] = without_path(str(err), path)
             except RecursionError:
@@ -256,6 +289,10 @@ def register(app: typer.Typer) -> None:
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             sys.stdout.write(explain_json(documents))
+        if chart and not charted:
+            print(one_line(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written"),
+                  file=sys.stderr)
+            status = EXIT_BAD_INPUT
         if status == EXIT_OK and over:
             status = EXIT_FINDINGS  # a predicted OOM is a finding
         raise typer.Exit(status)

@@ -180,7 +180,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("fix")
     def fix_command(
-        files: List[str] = typer.Argument(..., help="Launch scripts to repair."),
+        files: List[str] = typer.Argument(..., help="Launch scripts to repair, or folders of them."),
         diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
         write: bool = typer.Option(False, "--write", help="Write the fixes to the files (atomically)."),
         select: List[str] = typer.Option([], "--select", help="Only these rule codes or prefixes (VB,VS701)."),
@@ -197,7 +197,9 @@ def register(app: typer.Typer) -> None:
             from generator.cli.check import _rule_codes
 
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
-            code = run_fix(files, write=write, select=chosen_select, ignore=chosen_ignore,
+            from generator.discover import expand_paths
+
+            code = run_fix(expand_paths(files), write=write, select=chosen_select, ignore=chosen_ignore,
                            unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg)
         except InputError as err:
             _err(f"error: {err}")
@@ -220,7 +222,9 @@ def register(app: typer.Typer) -> None:
         try:
             if diff and write:
                 raise InputError("--diff and --write exclude each other")
-            code = run_migrate(files, to_version=to, from_version=from_, write=write, unsafe=unsafe,
+            from generator.discover import expand_paths
+
+            code = run_migrate(expand_paths(files), to_version=to, from_version=from_, write=write, unsafe=unsafe,
                                env=_parse_env(env), args=arg)
         except InputError as err:
             _err(f"error: {err}")

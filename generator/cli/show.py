@@ -92,7 +92,8 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
 
 
 def _is_recipe_name(target: str) -> bool:
-    return not os.path.exists(target) and "/" not in target and not target.endswith((".sh", ".py", ".bash"))
+    return (target != "-" and not os.path.exists(target) and "/" not in target
+            and not target.endswith((".sh", ".py", ".bash")))
 
 
 def register(app: typer.Typer) -> None:
@@ -123,5 +124,12 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             typer.echo(f"gen show: {err}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
-        code = show_scripts(list(targets), output_format=output_format, env=assumed_env, args=list(arg))
+        try:
+            from generator.discover import expand_paths
+
+            paths = expand_paths(list(targets))
+        except InputError as err:
+            typer.echo(f"gen show: {err}", err=True)
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        code = show_scripts(paths, output_format=output_format, env=assumed_env, args=list(arg))
         raise typer.Exit(code)

@@ -80,6 +80,33 @@ def _scale(bar_list: Sequence[Bar], limit: float) -> float:
     return max([limit, *(b.gib for b in bar_list)]) * 1.05 or 1.0
 
 
+@dataclass(frozen=True)
+class _Worst:
+    phase: str
+    gib: float
+    terms: tuple[TermLike, ...]
+
+
+class StageLike(Protocol):
+    stage: int
+
+    @property
+    def phases(self) -> Sequence[PhaseLike]: ...
+
+
+def worst_stage_phases(stages: Sequence[StageLike]) -> list[PhaseLike]:
+    """Each phase on the pipeline stage where it is largest (named `phase (stage N)` when the
+    pipeline has several stages), in the order the phases first appear."""
+    best: dict[str, tuple[PhaseLike, int]] = {}
+    for stage in stages:
+        for phase in stage.phases:
+            if phase.phase not in best or phase.gib > best[phase.phase][0].gib:
+                best[phase.phase] = (phase, stage.stage)
+    several = len(stages) > 1
+    return [_Worst(f"{name} (stage {number})" if several else name, phase.gib, tuple(phase.terms))
+            for name, (phase, number) in best.items()]
+
+
 # --- terminal -------------------------------------------------------------------------------
 
 
@@ -209,4 +236,5 @@ def chart_for(path: str, phases: Sequence[PhaseLike], limit: float, *, title: st
     raise InputError(f"--chart {path}: the file name must end in .svg or .html")
 
 
-__all__ = ["PALETTE", "LIMIT_COLOUR", "bars", "chart_for", "html_chart", "svg_chart", "terminal_bars"]
+__all__ = ["PALETTE", "LIMIT_COLOUR", "bars", "chart_for", "html_chart", "svg_chart", "terminal_bars",
+           "worst_stage_phases"]

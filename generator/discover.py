@@ -1,0 +1,164 @@
+"""Which files a directory argument stands for: `gen check examples/` like `ruff check .`.
+
+A directory is walked (sorted, symlinked folders not followed) for shell scripts (`*.sh`,
+`*.bash`) and Python files (`*.py`) that launch a verl trainer — a file whose text names one
+(`main_ppo`, `verl.trainer`, a `recipe.….main…` module). Helper scripts in the same folders
+(data preparation, installs) are passed over rather than reported as "no trainer call"; a file
+named explicitly on the command line is always checked. Skipped: `.gitignore`d paths (the
+patterns of every `.gitignore` from the walked directory down: `*`, `**`, `?`, `[…]`, a leading
+or inner `/` anchoring to the file's folder, a trailing `/` for folders, `!` to re-include),
+version-control and environment folders (`.git`, `.venv`, `venv`, `node_modules`, `__pycache__`,
+`.tox`), and anything that is not a regular file. `-` (stdin) and plain files pass through.
+"""
+
+from __future__ import annotations
+
+import fnmatch
+import os
+import re
+import stat
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.errors import InputError
+from generator.files import SCRIPT_LIMIT
+
+SUFFIXES = (".sh", ".bash", ".py")
+SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
+                       ".mypy_cache", ".pytest_cache"})
+# A launcher names the trainer it starts; a file that names none is not a launch script.
+_LAUNCHES = re.compile(rb"main_ppo|verl[./]trainer|recipe[./][\w./]*main")
+# A directory argument must not turn into an unbounded run.
+MAX_FILES = 10_000
+
+
+@dataclass(frozen=True)
+class _Rule:
+    pattern: str
+    negate: bool
+    dir_only: bool
+    anchored: bool
+    base: str  # the folder of the .gitignore, relative to the walk root ('' at the root)
+
+    def matches(self, rel: str, is_dir: bool) -> bool:
+        if self.dir_only and not is_dir:
+            return False
+        if self.base:
+            if not rel.startswith(self.base + "/"):
+                return False
+            rel = rel[len(self.base) + 1:]
+        if self.anchored:
+            return _glob(self.pattern, rel)
+        return _glob(self.pattern, rel.rsplit("/", 1)[-1]) or _glob("**/" + self.pattern, rel)
+
+
+def _glob(pattern: str, path: str) -> bool:
+    """fnmatch where `*` stays inside one folder and `**` crosses folders."""
+    regex = []
+    i = 0
+    while i < len(pattern):
+        if pattern.startswith("**/", i):
+            regex.append("(?:.*/)?")
+            i += 3
+        elif pattern.startswith("**", i):
+            regex.append(".*")
+            i += 2
+        elif pattern[i] == "*":
+            regex.append("[^/]*")
+            i += 1
+        elif pattern[i] == "?":
+            regex.append("[^/]")
+            i += 1
+        else:
+            j = pattern.find("]", i + 1) if pattern[i] == "[" else -1
+            if j > 0:
+                regex.append(fnmatch.translate(pattern[i:j + 1])[4:-3])
+                i = j + 1
+            else:
+                regex.append(re.escape(pattern[i]))
+                i += 1
+    return re.fullmatch("".join(regex), path) is not None
+
+
+def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
+    try:
+        text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
+    except OSError:
+        return []
+    rules = []
+    for raw in text.splitlines()[:10_000]:
+        line = raw.rstrip()
+        if not line or line.startswith("#"):
+            continue
+        negate = line.startswith("!")
+        line = line[1:] if negate else line
+        if line.startswith("\\"):
+            line = line[1:]
+        dir_only = line.endswith("/")
+        line = line.rstrip("/")
+        anchored = "/" in line
+        rules.append(_Rule(line.lstrip("/"), negate, dir_only, anchored, base))
+    return rules
+
+
+def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
+    ignored = False
+    for rule in rules:  # the last matching pattern decides, as in git
+        if rule.matches(rel, is_dir):
+            ignored = not rule.negate
+    return ignored
+
+
+def _launches(path: Path) -> bool:
+    try:
+        with open(path, "rb") as handle:
+            return _LAUNCHES.search(handle.read(SCRIPT_LIMIT)) is not None
+    except OSError:
+        return False
+
+
+def _walk(root: Path) -> list[str]:
+    found: list[str] = []
+    stack: list[tuple[Path, str, list[_Rule]]] = [(root, "", _read_gitignore(root, ""))]
+    while stack:
+        folder, rel_folder, rules = stack.pop()
+        try:
+            entries = sorted(os.scandir(folder), key=lambda e: e.name)
+        except OSError:
+            continue
+        subfolders = []
+        for entry in entries:
+            rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
+            try:
+                mode = entry.stat(follow_symlinks=False).st_mode
+            except OSError:
+                continue
+            if stat.S_ISDIR(mode):
+                if entry.name not in SKIP_DIRS and not _ignored(rules, rel, True):
+                    subfolders.append((Path(entry.path), rel))
+            elif (stat.S_ISREG(mode) and entry.name.endswith(SUFFIXES) and not _ignored(rules, rel, False)
+                  and _launches(Path(entry.path))):
+                found.append(os.path.normpath(entry.path))
+                if len(found) > MAX_FILES:
+                    raise InputError(f"{root}: more than {MAX_FILES} launch scripts; name a smaller folder")
+        for path, rel in reversed(subfolders):
+            stack.append((path, rel, rules + _read_gitignore(path, rel)))
+    return found
+
+
+def expand_paths(paths: list[str]) -> list[str]:
+    """The paths with every directory replaced by the launch scripts inside it (in path order);
+    files, `-` and paths that do not exist pass through (the reader reports those)."""
+    out: list[str] = []
+    for path in paths:
+        if path != "-" and os.path.isdir(path):
+            found = _walk(Path(path))
+            if not found:
+                raise InputError(f"{path}: no launch scripts found (shell or Python files that name a verl trainer)")
+            out.extend(found)
+        else:
+            out.append(path)
+    return out
+
+
+__all__ = ["MAX_FILES", "SKIP_DIRS", "expand_paths"]
