@@ -218,3 +218,9 @@ def test_own_ppo_trainer_under_config_path_is_the_schema(tmp_path: Path) -> None
     unknown = [line for line in result.output.splitlines() if "VK601" in line]
     assert len(unknown) == 1 and "data.train_batch_sise" in unknown[0], result.output
     assert "did you mean data.train_batch_size?" in unknown[0]
+    # The report names the call's own config beside the script's release.
+    assert f"run.sh:1: this call checked against verl 0.7.0 (config: ppo_trainer.yaml at {conf}, over packaged " \
+        "schema 0.7.0; chosen: --verl-version)" in result.output
+    code, doc = _check_json(str(script), "--verl-version", "0.7.0")
+    (call,) = doc["files"][0]["call_resolutions"]
+    assert call["line"] == 1 and call["config_dir"] == str(conf) and call["release"] == "0.7.0"

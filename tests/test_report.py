@@ -32,7 +32,7 @@ def test_json_shape():
     data = json.loads(render_json(REPORTS))
     assert data["files"][0]["findings"][0]["invocation_line"] == 3
     assert data["files"][1] == {"path": "b.sh", "error": "no such file", "verl_version": None, "incomplete": None,
-                                "resolution": None, "findings": []}
+                                "resolution": None, "call_resolutions": [], "findings": []}
 
 
 def test_sarif_notes_unreadable_files():

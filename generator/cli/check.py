@@ -56,10 +56,12 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                                  keys=lambda: script_keys(script.invocations))
             report.resolution = resolution
             report.verl_version = resolution.base_release
-            for invocation, _config, findings in check_script(script, select=select, ignore=ignore,
-                                                              model_config=model_config, config_root=os.getcwd(),
-                                                              resolution=resolution):
+            for invocation, config, findings in check_script(script, select=select, ignore=ignore,
+                                                             model_config=model_config, config_root=os.getcwd(),
+                                                             resolution=resolution):
                 line = invocation.line if invocation else None
+                if config is not None and config.resolution not in (None, resolution) and line is not None:
+                    report.call_resolutions.append((line, config.resolution))
                 report.findings.extend(Located(f, line) for f in findings)
         except InputError as err:
             report.error = without_path(str(err), path)

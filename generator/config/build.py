@@ -91,6 +91,7 @@ def build_config(
     schema_name = name or PPO_CONFIG
     strict = True
     directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir) if name else None
+    composed_from: Path | None = None
     if stand_in is not None and directory is None:
         notes.append(f"verl {version} stands in for {stand_in}")
     elif directory is None and name in PPO_CONFIGS and name in schema.configs:
@@ -100,6 +101,7 @@ def build_config(
         if directory is not None:
             try:
                 defaults, _base = _compose_recipe(directory, name, version)
+                composed_from = directory
             except (ComposeError, OSError, ValueError) as err:
                 notes.append(f"config {name}: {' '.join(str(err).split())}")
         else:
@@ -126,6 +128,7 @@ def build_config(
     )
     config.notes[:0] = notes
     config.approximate = not strict
+    config.config_dir = str(composed_from) if composed_from is not None else None
     status = relative_config_path_status(invocation, name, script_dir, config_root)
     if status is not None:
         config.relative_config_path = (invocation.config_path or "", *status)

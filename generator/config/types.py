@@ -73,6 +73,9 @@ class Config:
     # Which verl release and config the call was judged against, and why (None for configs
     # built without a script: recipes, library entries, tests).
     resolution: Resolution | None = None
+    # The folder the call's own config was composed from (its --config-path or @hydra.main
+    # folder), when it was not the release's PPO config.
+    config_dir: str | None = None
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

@@ -38,8 +38,10 @@ class FileReport:
     findings: list[Located] = field(default_factory=list)
     # Read, but not completely (a bash syntax error): the findings stand, the input is bad.
     incomplete: str | None = None
-    # Which verl release and config the file was judged against, and why.
+    # Which verl release and config the file was judged against, and why; and (line,
+    # resolution) for each call that composed a config of its own instead.
     resolution: Resolution | None = None
+    call_resolutions: list[tuple[int, Resolution]] = field(default_factory=list)
 
     @property
     def failed(self) -> bool:
@@ -112,11 +114,13 @@ def _resolution_lines(reports: list[FileReport]) -> list[str]:
     """'checked against verl X (config: ...; chosen: ...)': once when every file shares it,
     else one line per file."""
     judged = [(r.path, r.resolution.summary()) for r in reports if r.resolution is not None and not r.error]
+    own = [f"{r.path}:{line}: this call checked against {res.summary()}"
+           for r in reports if not r.error for line, res in r.call_resolutions]
     if not judged:
-        return []
+        return own
     if len({text for _, text in judged}) == 1:
-        return [f"checked against {judged[0][1]}"]
-    return [f"{path}: checked against {text}" for path, text in judged]
+        return [f"checked against {judged[0][1]}", *own]
+    return [f"{path}: checked against {text}" for path, text in judged] + own
 
 
 # --- JSON -------------------------------------------------------------------------------------
@@ -132,6 +136,7 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
         files.append({"path": report.path, "error": report.error, "verl_version": report.verl_version,
                       "incomplete": report.incomplete,
                       "resolution": report.resolution.as_dict() if report.resolution else None,
+                      "call_resolutions": [{"line": line, **res.as_dict()} for line, res in report.call_resolutions],
                       "findings": findings})
     return {"schema_version": JSON_SCHEMA_VERSION, "files": files, "summary": summary(reports)}
 

@@ -156,7 +156,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
             continue
         config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
                               stand_in=resolution.stand_in)
-        config.resolution = resolution
+        config.resolution = resolution.for_call(config.schema, config.config_dir)
         model = _model_for(config, model_config, cache)
         findings = check_config(config, model=model, invocation=invocation, script=script,
                                 select=select, ignore=ignore)

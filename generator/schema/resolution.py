@@ -20,7 +20,7 @@ release, while version-gated rules read the release before the `+`.
 from __future__ import annotations
 
 import hashlib
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
@@ -68,6 +68,14 @@ class Resolution:
     def base_release(self) -> str:
         """The plain release version-gated rules use ('0.4.1' for '0.4.1+project.ab12cd')."""
         return self.release.split("+project.", 1)[0]
+
+    def for_call(self, config_name: str, config_dir: str | None) -> "Resolution":
+        """This resolution as one call sees it: a call that composes its own config (its
+        --config-path, or its entry's @hydra.main folder) takes keys and defaults from there."""
+        if config_dir is None or (self.config_dir is not None and Path(config_dir) == self.config_dir):
+            return self
+        source = f"{config_name}.yaml at {config_dir}, over {self.config_source}"
+        return replace(self, config_source=source, config_dir=Path(config_dir))
 
     def summary(self) -> str:
         """One line for a text report: 'verl 0.4.1 (config: ...; chosen: ...)'."""
