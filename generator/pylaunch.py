@@ -23,6 +23,7 @@ from generator.shell.pyentry import (  # noqa: F401 - re-exported: the launcher 
     read_hydra_main,
 )
 from generator.edits import KeyEdit, TextEdit
+from generator.shell.pysource import Chunk, chunks_with_strings
 from generator.verl import PPO_ENTRY
 
 if TYPE_CHECKING:
@@ -64,14 +65,15 @@ class PyOverrideList:
     config_path: str | None = None
 
 
-def _parse(source: bytes, path: str | None):
+def _parse(source: bytes, path: str | None, first_line: int = 1):
     cst = _cst()
 
     try:
         return cst.parse_module(source)
     except cst.ParserSyntaxError as err:
         where = path or "<python>"
-        raise InputError(f"{where}: not valid Python (line {err.raw_line}): {err.message}") from None
+        line = err.raw_line + first_line - 1
+        raise InputError(f"{where}: not valid Python (line {line}): {err.message}") from None
 
 
 def _cst() -> Any:
@@ -122,9 +124,12 @@ def _dotted(node: Any) -> str:
 
 
 def _walk(node: Any) -> Iterable[Any]:
-    yield node
-    for child in node.children:
-        yield from _walk(child)
+    """Every node under `node`, parents first (an explicit stack: no recursion limit)."""
+    stack = [node]
+    while stack:
+        current = stack.pop()
+        yield current
+        stack.extend(reversed(current.children))
 
 
 # --- override lists -------------------------------------------------------------------------
@@ -143,12 +148,23 @@ def _looks_like_override(text: str) -> re.Match[str] | None:
 def read_override_lists(source: bytes | str, path: str | None = None) -> list[PyOverrideList]:
     """Every list literal holding Hydra override strings: arguments of `compose(...)`
     (`overrides=[...]`), subprocess command lists, and plain lists of overrides assigned to a name.
-    A list counts when at least one element is an override-looking string literal."""
+    A list counts when at least one element is an override-looking string literal.
+    The file is checked (depth, syntax) first, and only the top-level statements holding an
+    override-looking string are parsed into a concrete syntax tree (see shell/pysource.py)."""
+    data = source.encode("utf-8") if isinstance(source, str) else source
+    found: list[PyOverrideList] = []
+    for chunk in chunks_with_strings(data, path, lambda text: _looks_like_override(text) is not None):
+        found.extend(_override_lists_in(chunk, path))
+    return found
+
+
+def _override_lists_in(chunk: Chunk, path: str | None) -> list[PyOverrideList]:
+    """read_override_lists on one chunk of the file; spans and lines are the file's."""
     cst = _cst()
 
     MetadataWrapper, PositionProvider, ByteSpanPositionProvider = _metadata()
-    data = source.encode("utf-8") if isinstance(source, str) else source
-    module = _parse(data, path)
+    module = _parse(chunk.text, path, chunk.line)
+    base, line0 = chunk.start, chunk.line - 1
     wrapper = MetadataWrapper(module)
     spans = wrapper.resolve(ByteSpanPositionProvider)
     positions = wrapper.resolve(PositionProvider)
@@ -179,14 +195,14 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
         if not isinstance(node, cst.List):
             continue
         span = spans[node]
-        result = PyOverrideList(kind=kinds.get(id(node), "list"), line=positions[node].start.line,
-                                start=span.start, end=span.start + span.length,
+        result = PyOverrideList(kind=kinds.get(id(node), "list"), line=positions[node].start.line + line0,
+                                start=span.start + base, end=span.start + base + span.length,
                                 config_name=compose_names.get(id(node)))
         strings = [_literal_str(el.value) for el in node.elements]
         for index, (element, text) in enumerate(zip(node.elements, strings)):
             el_span = spans[element.value]
-            result.element_starts.append(el_span.start)
-            result.element_ends.append(el_span.start + el_span.length)
+            result.element_starts.append(el_span.start + base)
+            result.element_ends.append(el_span.start + base + el_span.length)
             if text == "-m" and index + 1 < len(strings) and strings[index + 1]:
                 result.entry = strings[index + 1]
             for flag, slot in (("--config-name", "config_name"), ("--config-path", "config_path")):
@@ -203,12 +219,12 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
             literal = element.value
             quote = literal.quote
             prefix = literal.prefix
-            start = el_span.start
+            start = el_span.start + base
             content_start = start + len(prefix.encode()) + len(quote)
             content_end = start + el_span.length - len(quote)
             result.overrides.append(PyOverride(
                 text=text, op=op_prefix or "=", key=key, value=value,
-                line=positions[element.value].start.line,
+                line=positions[element.value].start.line + line0,
                 span=TextEdit(start, start + el_span.length, ""),
                 content_start=content_start, content_end=content_end, prefix=prefix, quote=quote,
             ))

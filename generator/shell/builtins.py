@@ -7,12 +7,15 @@ import os
 import re
 from typing import Any
 
+from generator.errors import InputError
+from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
 from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown
 from generator.shell.parse import parse_bytes
 from generator.shell.words import Expander
 
-MAX_SOURCE_BYTES = 8 * 1024 * 1024
+# All files read through `source` together, like one launch script (files.SCRIPT_LIMIT).
+SOURCE_BUDGET = SCRIPT_LIMIT
 # The unknown marker of `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like.
 _SCRIPT_DIR = re.compile(r"<\?cmd:(?:cd_)?\W*(?:\$\()?dirname_\W*\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)\W*(?:_&&_pwd)?(?:_-P)?>")
 _MAX_CALL_DEPTH = 8
@@ -93,24 +96,12 @@ class Builtins(EvaluatorParts):
         path = rel if os.path.isabs(rel) else os.path.normpath(os.path.join(self.base_dir, self.state.cwd or "", rel))
         if path in self._sourcing or len(self._sourcing) > 4:
             return
-        try:
-            if not os.path.isfile(path) or os.path.getsize(path) > MAX_SOURCE_BYTES:
-                raise OSError("not a readable file")
-            with open(path, "rb") as handle:
-                data = handle.read()
-            if b"\0" in data:
-                raise OSError("binary file")
-            data.decode("utf-8")
-        except (OSError, UnicodeDecodeError):
-            self.state.unknown_sources.append(label + " (file not found)")
+        parsed = self._parsed_source(path, label)
+        if parsed is None:
             return
+        tree, sub = parsed
         self._sourcing.append(path)
         try:
-            tree = parse_bytes(data)
-            src = (data + b"\n\n").decode("latin-1")
-            sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
-            sub.expander = Expander(src, path, self)
-            self._collect_assigned(src)
             outer = self.fx
             self.fx = sub
             try:
@@ -119,6 +110,48 @@ class Builtins(EvaluatorParts):
                 self.fx = outer
         finally:
             self._sourcing.pop()
+
+    def _parsed_source(self, path: str, label: str) -> tuple[Any, FileCtx] | None:
+        """A sourced file's syntax tree and context: read and parsed once however often it is
+        sourced, each walk of it charged to the budget for all sourcing together; None (and the
+        reason noted as an unknown source) when it cannot be read or the budget is spent."""
+        cached = self._source_trees.get(path)
+        if cached is None:
+            data = self._read_sourced(path, label)
+            if data is None:
+                return None
+            src = (data + b"\n\n").decode("latin-1")
+            sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
+            sub.expander = Expander(src, path, self)
+            cached = self._source_trees[path] = (parse_bytes(data), sub)
+            self.sourced[path] = sub
+            self._collect_assigned(src)
+        size = len(cached[1].src) - 2
+        if self._sourced_bytes + size > SOURCE_BUDGET:
+            self.state.unknown_sources.append(
+                f"{label} (not read: sourcing reads more than {SOURCE_BUDGET // (1024 * 1024)} MB in total)")
+            return None
+        self._sourced_bytes += size
+        return cached
+
+    def _read_sourced(self, path: str, label: str) -> bytes | None:
+        """A sourced file's bytes through the project's input layer (regular files only, size
+        capped); None (and the reason noted as an unknown source) when it cannot be read."""
+        from generator.files import read_input
+
+        try:
+            data = read_input(path, limit=SOURCE_BUDGET, what="sourced file")
+            if b"\0" in data:
+                raise InputError("binary file")
+            data.decode("utf-8")
+        except InputError as err:
+            why = "file not found" if str(err) == "no such file" else f"not read: {err}"
+            self.state.unknown_sources.append(f"{label} ({why})")
+            return None
+        except UnicodeDecodeError:
+            self.state.unknown_sources.append(f"{label} (not read: not UTF-8 text)")
+            return None
+        return data
 
     def _call_function(self, name: str, fields: list[Field], flow: Flow, passes_args: bool) -> None:
         if flow.depth >= _MAX_CALL_DEPTH:

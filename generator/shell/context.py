@@ -106,6 +106,9 @@ class EvaluatorParts:
     fx: FileCtx | None
     _local_frames: list[dict[str, Var | None]]
     _sourcing: list[str]
+    sourced: dict[str, FileCtx]  # every file read through `source`, by path (each read once)
+    _sourced_bytes: int  # bytes walked through `source` so far (see builtins.SOURCE_BUDGET)
+    _source_trees: dict[str, tuple[Any, FileCtx]]
     _arith_depth: int
     _loop_budget: int
     _break_requested: bool  # a `break` ran on a live path of the loop being unrolled

@@ -11,12 +11,11 @@ from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
 from generator.shell.model import as_text
-from generator.shell.builtins import MAX_SOURCE_BYTES
-from generator.shell.context import line_starts_of
+from generator.files import SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
 
-MAX_SCRIPT_BYTES = MAX_SOURCE_BYTES
+MAX_SCRIPT_BYTES = SCRIPT_LIMIT
 
 
 def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | None = None,
@@ -69,7 +68,16 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
         line = data.count(b"\n", 0, err.start) + 1
         raise InputError(f"{label}: not valid UTF-8 text (line {line})") from None
     if len(data) > MAX_SCRIPT_BYTES:
-        raise InputError(f"{label}: too large for a launch script (limit 8 MB)")
+        raise InputError(f"{label}: too large for a launch script (limit {SCRIPT_LIMIT // (1024 * 1024)} MB)")
+    try:
+        return _read_checked(data, path, env, args)
+    except RecursionError:
+        # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
+        raise InputError(f"{label}: the script nests too deeply to read") from None
+
+
+def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
+                  ) -> LaunchScript:
     env = dict(env or {})
     args = list(args or [])
     base_dir = os.path.dirname(os.path.abspath(path)) if path else None
@@ -83,11 +91,8 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     def line_of(file: str | None, offset: int) -> int:
         table = line_cache.get(file)
         if table is None:
-            try:
-                with open(file, "rb") as handle:  # type: ignore[arg-type]
-                    table = line_starts_of(handle.read().decode("latin-1"))
-            except OSError:
-                table = starts
+            sourced = ev.sourced.get(file) if file is not None else None
+            table = sourced.line_starts if sourced is not None else starts
             line_cache[file] = table
         return bisect_right(table, max(offset, 0))
 

@@ -48,6 +48,9 @@ class Evaluator(Scope, Conditions, Builtins):
         self._arith_depth = 0
         self._loop_budget = 256  # loop-body walks with a known item, across the whole script
         self._break_requested = False
+        self.sourced: dict[str, FileCtx] = {}
+        self._sourced_bytes = 0
+        self._source_trees: dict[str, tuple[Any, FileCtx]] = {}
         self._default_reads: list[str] | None = None
         self._args_given = bool(args)
         self.fx: FileCtx | None = None

@@ -1,0 +1,112 @@
+"""Hostile and broken launch input stays bounded (issue 13, the reader's part): deep nesting is
+one message and exit 2 in every command, a Python launcher's depth is checked before any parser
+that could crash the interpreter sees it, a large launcher is read in time, and `source` reads
+each file once within a budget for all sourcing together."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+import generator.pylaunch as pylaunch
+import generator.shell.builtins as builtins
+from generator.cli import app
+from generator.errors import InputError
+from generator.pylaunch import read_launcher
+from generator.shell import read_script
+
+MAIN = "verl.trainer.main_ppo"
+DEEP_SUBSTITUTION = "X=" + "$(echo " * 3000 + "a" + ")" * 3000 + f"\npython3 -m {MAIN} a.b=$X\n"
+DEEP_IF = "if true; then " * 3000 + f"python3 -m {MAIN} a.b=1\n" + "fi\n" * 3000
+
+
+@pytest.mark.parametrize("source", [DEEP_SUBSTITUTION, DEEP_IF], ids=["substitution", "if"])
+def test_deep_nesting_is_one_input_error(source: str) -> None:
+    with pytest.raises(InputError, match="nests too deeply to read"):
+        read_script(source, "deep.sh")
+
+
+@pytest.mark.parametrize("command", [["show"], ["check"], ["explain"], ["fix"], ["diff", "{path}"],
+                                     ["import", "--name", "deep"], ["recipe", "--from"]])
+def test_every_command_gives_the_same_message_and_exit_2(tmp_path: Path, command: list[str],
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    path = tmp_path / "deep.sh"
+    path.write_text(DEEP_IF)
+    monkeypatch.setenv("VERL_GEN_LIBRARY", str(tmp_path / "library"))
+    argv = [part.replace("{path}", str(path)) for part in command] + [str(path)]
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 2, result.output
+    assert "nests too deeply to read" in result.output
+    assert "RecursionError" not in result.output and "Traceback" not in result.output
+
+
+def test_until_is_shown_as_until() -> None:
+    (inv,) = read_script(f"until [ -f /tmp/ready ]; do\n  python3 -m {MAIN} a.b=1\ndone\n").invocations
+    assert inv.context == ["until [ -f /tmp/ready ]"] and inv.branch == "loop"
+
+
+@pytest.mark.parametrize("text", [
+    "x = " + "[" * 2000 + "]" * 2000 + "\n",                       # crashed libcst's parser (exit 139)
+    "x = " + "-" * 100_000 + "1\n",                                # no brackets, still too deep
+    'args = ["a.b=1", ' + "(" * 150 + "1" + ")" * 150 + "]\n",     # deep, and in an override list
+])
+def test_python_launcher_depth_is_refused_before_parsing(text: str) -> None:
+    with pytest.raises(InputError, match="nests too deeply|not valid Python"):
+        read_launcher(text.encode(), "deep.py")
+
+
+def test_only_statements_with_overrides_reach_the_concrete_parser(monkeypatch: pytest.MonkeyPatch) -> None:
+    lines = [f"x{i} = {i}" for i in range(20_000)]
+    lines.insert(10_000, f'import subprocess\nsubprocess.run(["python3", "-m", "{MAIN}", "data.train_batch_size=64"])')
+    source = ("\n".join(lines) + "\n").encode()
+    parsed: list[int] = []
+    real_parse = pylaunch._parse
+
+    def counting_parse(text: bytes, path: str | None, first_line: int = 1):
+        parsed.append(len(text))
+        return real_parse(text, path, first_line)
+
+    monkeypatch.setattr(pylaunch, "_parse", counting_parse)
+    script = read_launcher(source, "big.py")
+    (inv,) = script.invocations
+    assert inv.line == 10_002 and [(o.key, o.value, o.line) for o in inv.overrides] == [
+        ("data.train_batch_size", "64", 10_002)]
+    start = inv.overrides[0].provenance.span.start
+    assert source[start:start + 2] == b"64"  # spans are the file's, not the chunk's
+    assert parsed == [len(lines[10_000].split("\n")[1]) + 1]  # the one statement with an override
+
+
+def test_a_syntax_error_outside_the_override_statements_is_still_reported() -> None:
+    source = b'import subprocess\nsubprocess.run(["python3", "-m", "x", "a.b=1"])\ndef broken(:\n'
+    with pytest.raises(InputError, match=r"not valid Python \(line 3\)"):
+        read_launcher(source, "broken.py")
+
+
+def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / "common.sh").write_text("A=1\nB=2\nTBS=64\n")
+    (tmp_path / "run.sh").write_text("source ./common.sh\n" * 20 + f"python3 -m {MAIN} data.train_batch_size=$TBS\n")
+    import generator.files as files
+
+    reads: list[str] = []
+    real_read = files.read_input
+
+    def counting_read(path, **kwargs):
+        reads.append(str(path))
+        return real_read(path, **kwargs)
+
+    monkeypatch.setattr(files, "read_input", counting_read)
+    path = tmp_path / "run.sh"
+    script = read_script(path.read_bytes(), str(path))
+    assert reads == [str(tmp_path / "common.sh")]
+    assert [o.value for o in script.invocations[0].overrides] == ["64"]
+    monkeypatch.setattr(builtins, "SOURCE_BUDGET", 40)  # two walks of the 17-byte file fit, not three
+    (tmp_path / "run.sh").write_text("source ./common.sh\n" * 3 + f"python3 -m {MAIN} data.train_batch_size=$TBS\n")
+    script = read_script(path.read_bytes(), str(path))
+    assert [o.value for o in script.invocations[0].overrides] == ["64"]
+    from generator.shell.walker import Evaluator
+
+    ev = Evaluator(base_dir=str(tmp_path), env={}, args=[])
+    ev.run_file(path.read_bytes(), str(path))
+    assert any("more than" in note for note in ev.state.unknown_sources), ev.state.unknown_sources
