@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 import sys
-from typing import Any, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
 import typer
 
@@ -20,15 +20,18 @@ from generator.cli.common import check_codes, refuse_non_script, refuse_too_many
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.report.terminal import one_line, printable, use_color
 
+if TYPE_CHECKING:
+    from generator.plan.script_setup import MemoryOptions
+
 FORMATS = ("text", "json", "sarif", "github")
 
 
-
-
 def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
-                env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None):
+                env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None,
+                memory: MemoryOptions | None = None):
     """FileReports for every path (never raises for a single bad file). Which verl each file is
-    judged against is resolved per file (generator.schema.resolution)."""
+    judged against is resolved per file (generator.schema.resolution). With `memory` (a GPU was
+    named) each call's memory is predicted for the memory rules."""
     from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
@@ -41,6 +44,12 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         from generator.model import load_model_config
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
+    memory_for = None
+    if memory is not None:
+        from generator.plan.memory_check import memory_verdict
+
+        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
+            return memory_verdict(config, model, memory)
     reports = []
     for path in paths:
         report = FileReport(path=path)
@@ -58,7 +67,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             report.verl_version = resolution.base_release
             for invocation, config, findings in check_script(script, select=select, ignore=ignore,
                                                              model_config=model_config, config_root=os.getcwd(),
-                                                             resolution=resolution):
+                                                             resolution=resolution, memory_for=memory_for):
                 line = invocation.line if invocation else None
                 if config is not None and config.resolution not in (None, resolution) and line is not None:
                     report.call_resolutions.append((line, config.resolution))
@@ -139,6 +148,10 @@ def register(app: typer.Typer) -> None:
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument ($1, $2, ...)."),
         model_config: Optional[str] = typer.Option(None, "--model-config",
                                                    help="HF config.json (or model dir) for model-shape rules."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on (h100, h20, ...): also "
+                                          "predict memory per GPU and report a predicted OOM (VM811)."),
+        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
+        headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
     ) -> None:
         """Check launch scripts against verl's batch, parallel and config rules."""
         from generator.report import render
@@ -149,9 +162,14 @@ def register(app: typer.Typer) -> None:
             from generator.discover import expand_paths
 
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
+            memory = None
+            if gpu is not None or gpu_mem is not None:
+                from generator.plan.script_setup import memory_options
+
+                memory = memory_options(gpu, gpu_mem, None, headroom)
             reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config,
-                                  config_dir=config_dir)
+                                  config_dir=config_dir, memory=memory)
         except InputError as err:
             _fail(str(err), fmt)
         color = fmt == "text" and use_color(sys.stdout)

@@ -8,7 +8,7 @@ failure leaves the original). Exit codes: 0 nothing left to fix, 1 error finding
 from __future__ import annotations
 
 import sys
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
@@ -16,6 +16,9 @@ from generator.cli.common import parse_pairs as _parse_env
 from generator.cli.common import read_bytes, refuse_non_script
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable
+
+if TYPE_CHECKING:
+    from generator.plan.script_setup import MemoryOptions
 
 
 def _read_bytes(path: str) -> bytes:
@@ -55,7 +58,7 @@ def _file_error(path: str, err: Exception) -> None:
 
 def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
             unsafe: bool, verl_version: str | None, env: dict[str, str],
-            args: list[str] | None = None) -> int:
+            args: list[str] | None = None, memory: MemoryOptions | None = None) -> int:
     from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
     from generator.project import load_project
     from generator.schema.resolution import known_release, resolve, script_keys
@@ -63,6 +66,12 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
     if verl_version is not None and verl_version.strip():
         known_release(verl_version, "--verl-version")  # fail early, once
     read = default_reader(env or None, args or None)
+    memory_for = None
+    if memory is not None:
+        from generator.plan.memory_check import memory_verdict
+
+        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
+            return memory_verdict(config, model, memory)
     releases: list[str] = []  # the verl each file was judged against, as `gen check` chooses it
     status = EXIT_OK
     fixed_count = files_changed = refused_count = 0
@@ -74,7 +83,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
                                  keys=lambda: script_keys(read(source, path).invocations))
             if resolution.base_release not in releases:
                 releases.append(resolution.base_release)
-            check = default_checker(resolution.release, resolution=resolution)
+            check = default_checker(resolution.release, resolution=resolution, memory_for=memory_for)
             result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
                                 unsafe=unsafe)
             if write and result.changed:
@@ -122,6 +131,12 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
 
     target, _ = schema.resolve_version(to_version)
     read = default_reader(env or None, args or None)
+    memory_for = None
+    if memory is not None:
+        from generator.plan.memory_check import memory_verdict
+
+        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
+            return memory_verdict(config, model, memory)
     status = EXIT_OK
 
     def has(release: str, key: str, name: str) -> bool:
@@ -189,6 +204,10 @@ def register(app: typer.Typer) -> None:
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
         arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on: also fix a predicted OOM "
+                                          "(VM811, with --unsafe) with the cheapest memory knob that fits."),
+        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
+        headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
     ) -> None:
         """Repair findings with minimal edits where each value is defined; shows a diff unless --write."""
         try:
@@ -199,8 +218,13 @@ def register(app: typer.Typer) -> None:
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
             from generator.discover import expand_paths
 
+            memory = None
+            if gpu is not None or gpu_mem is not None:
+                from generator.plan.script_setup import memory_options
+
+                memory = memory_options(gpu, gpu_mem, None, headroom)
             code = run_fix(expand_paths(files), write=write, select=chosen_select, ignore=chosen_ignore,
-                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg)
+                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory)
         except InputError as err:
             _err(f"error: {err}")
             raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -18,7 +18,8 @@ from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
-from generator.rules.core import Finding
+from generator.model.facts import ModelFacts
+from generator.rules.core import Finding, MemoryVerdict
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -28,6 +29,7 @@ MAX_ROUNDS = 3
 CheckResults = list[tuple[Invocation | None, Config | None, list[Finding]]]
 Checker = Callable[[LaunchScript], CheckResults]
 Reader = Callable[[bytes, str | None], LaunchScript]
+MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict | None]
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,13 +89,14 @@ def default_reader(env: dict[str, str] | None = None,
 
 
 def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-                    resolution: Resolution | None = None) -> Checker:
-    """check_script against `resolution` (which verl, chosen once per file), else `version`."""
+                    resolution: Resolution | None = None, memory_for: MemoryFor | None = None) -> Checker:
+    """check_script against `resolution` (which verl, chosen once per file), else `version`;
+    `memory_for` predicts each call's memory for the memory rules (a GPU was named)."""
     from generator.rules import check_script
 
     def check(script: LaunchScript) -> CheckResults:
         return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore),
-                            resolution=resolution)
+                            resolution=resolution, memory_for=memory_for)
 
     return check
 

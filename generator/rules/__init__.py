@@ -15,12 +15,12 @@ from __future__ import annotations
 import dataclasses
 import os
 import pkgutil
-from typing import TYPE_CHECKING, Iterable
+from typing import TYPE_CHECKING, Callable, Iterable
 
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules.core import REGISTRY, Context, Finding, Rule, selected
+from generator.rules.core import REGISTRY, Context, Finding, MemoryVerdict, Rule, selected
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -65,13 +65,13 @@ def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
 
 def check_config(config: Config, *, model: ModelFacts | None = None, invocation: Invocation | None = None,
                  script: LaunchScript | None = None, select: Iterable[str] = (),
-                 ignore: Iterable[str] = ()) -> list[Finding]:
+                 ignore: Iterable[str] = (), memory: MemoryVerdict | None = None) -> list[Finding]:
     """Findings for one config, ordered by line then code. Rules outside the config's release or
     backend do not run; batch/layout rules run only for PPO-trainer calls."""
     from generator.config.reader import fallback_note, is_trainer
 
     load_rules()
-    ctx = Context(config=config, invocation=invocation, script=script, model=model)
+    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory)
     trainer = is_trainer(ctx)
     approximate = fallback_note(config) is not None
     findings: list[Finding] = []
@@ -129,6 +129,7 @@ def _scope_note(invocation: Invocation) -> str:
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
                  ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
                  resolution: Resolution | None = None,
+                 memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None = None,
                  ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
     """Check every live, conditional or loop call of a read script (dead branches are skipped).
 
@@ -136,7 +137,8 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     `config_root` is where `$PWD`-relative config paths start (the directory the script is run
     from, usually the repository root). `resolution` says which verl to judge against; without
     it, it is resolved for the script (generator.schema.resolution) with `version` as
-    `--verl-version`. Each call's Config carries it.
+    `--verl-version`. Each call's Config carries it. `memory_for` predicts a call's memory (the
+    caller's, on the GPU it named) for the memory rules.
     Raises InputError for an unknown --verl-version or an unreadable --model-config.
     """
     from generator.config import build_config
@@ -158,8 +160,9 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
                               stand_in=resolution.stand_in)
         config.resolution = resolution.for_call(config.schema, config.config_dir)
         model = _model_for(config, model_config, cache)
+        memory = memory_for(config, model) if memory_for is not None else None
         findings = check_config(config, model=model, invocation=invocation, script=script,
-                                select=select, ignore=ignore)
+                                select=select, ignore=ignore, memory=memory)
         note = _scope_note(invocation)
         if note:
             findings = [dataclasses.replace(f, message=f.message + note) for f in findings]

@@ -74,6 +74,21 @@ class Finding:
         }
 
 
+@dataclass(frozen=True, slots=True)
+class MemoryVerdict:
+    """The predicted memory of one call on a named GPU, handed to the rules by the caller (the
+    memory model is the planner's, above the rules: generator.plan.memory_check computes this)."""
+
+    gpu: str
+    fits: bool
+    peak_gib: float
+    usable_gib: float
+    peak_phase: str
+    peak_stage: int
+    fix: str = ""  # the smallest change that fits, in words ("" when none fits)
+    fix_edits: tuple[tuple[str, Any], ...] = ()  # (key, new value) for that change
+
+
 @dataclass(slots=True)
 class Context:
     """What a rule may look at. `invocation`/`script` are None for generated configs."""
@@ -82,6 +97,7 @@ class Context:
     invocation: Invocation | None = None
     script: LaunchScript | None = None
     model: ModelFacts | None = None
+    memory: MemoryVerdict | None = None  # only when a GPU was named (gen check --gpu)
 
     @property
     def version(self) -> str:
@@ -97,6 +113,7 @@ class Example:
     # For shell-level rules: a whole script (read with generator.shell) instead of overrides.
     script: str | None = None
     version: str | None = None  # the release the example is checked against (default: newest)
+    memory: MemoryVerdict | None = None  # the memory prediction the example's call gets
     config_name: str | None = None  # "ppo_trainer" for FSDP examples (default: ppo_megatron_trainer)
 
 

@@ -94,7 +94,8 @@ def example_findings(rule: Rule, example: Example) -> list[Finding]:
     from generator.rules import check_config
 
     config = example_config(rule, example)
-    return [f for f in check_config(config, model=example_model(example), select=[rule.code]) if f.code == rule.code]
+    return [f for f in check_config(config, model=example_model(example), select=[rule.code], memory=example.memory)
+            if f.code == rule.code]
 
 
 def example_model(example: Example):

@@ -7,7 +7,8 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator import derive
-from generator.rules.core import Context, Example, Finding, ctx_finding, rule
+from generator.edits import KeyEdit
+from generator.rules.core import Context, Example, Finding, Fix, MemoryVerdict, ctx_finding, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
@@ -123,3 +124,43 @@ def ulysses_heads(ctx: Context) -> Iterator[Finding]:
     elif kv and kv % sp and sp % kv:
         yield ctx_finding(ulysses_heads, view, (key,), f"{model.name}: {kv} KV heads and ulysses SP {sp} divide "
                                                        f"neither way")
+
+
+# The verdict a failing example documents: verl #3124's Qwen2.5-32B on 8×H20 (TP8, all offload).
+_OOM_EXAMPLE = MemoryVerdict(
+    gpu="h20", fits=False, peak_gib=94.65, usable_gib=92.73, peak_phase="optimizer_step", peak_stage=0,
+    fix="set optimizer_cpu_offload with optimizer_offload_fraction=0.25 (peak 88.6 GiB)",
+    fix_edits=(("actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_cpu_offload", True),
+               ("actor_rollout_ref.actor.optim.override_optimizer_config.optimizer_offload_fraction", 0.25)))
+_FITS_EXAMPLE = MemoryVerdict(gpu="h20", fits=True, peak_gib=88.6, usable_gib=92.73, peak_phase="update",
+                              peak_stage=0)
+
+
+@rule("VM811", "predicted-out-of-memory", "a phase is predicted to run out of GPU memory",
+      severity="error", stage="runtime", backends=_MEG,
+      why="The memory model (docs/memory-model.md) predicts, for the GPU named with --gpu, more memory than the "
+          "GPU can give in one phase of the step on one pipeline stage; verl would stop there with a CUDA "
+          "out-of-memory error after the models have loaded.",
+      fix_safety="Unsafe: the fix turns on the cheapest memory relief that fits (param offload, optimizer offload, "
+                 "the CPU optimizer with a fraction, full recompute, a smaller token budget or micro batch, a lower "
+                 "gpu_memory_utilization, in that order); each costs time per step. Only with --gpu.",
+      failing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",),
+                      note="model Qwen2.5-32B", memory=_OOM_EXAMPLE),
+      passing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",),
+                      note="model Qwen2.5-32B", memory=_FITS_EXAMPLE))
+def predicted_oom(ctx: Context) -> Iterator[Finding]:
+    verdict = ctx.memory
+    if verdict is None or verdict.fits:
+        return
+    view = ConfigReader.of(ctx)
+    over = verdict.peak_gib - verdict.usable_gib
+    message = (f"predicted out of memory on {verdict.gpu}: {verdict.peak_phase} on pipeline stage {verdict.peak_stage} "
+               f"needs {verdict.peak_gib:.1f} GiB of {verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
+    fix = None
+    if verdict.fix_edits:
+        edits = tuple(KeyEdit(key, view.raw(key), value) for key, value in verdict.fix_edits)
+        fix = Fix(verdict.fix, edits, applicability="unsafe")
+    else:
+        message += "; no single memory knob fits: more GPUs or a larger TP/PP/EP"
+    keys = tuple(key for key, _ in verdict.fix_edits) or ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",)
+    yield ctx_finding(predicted_oom, view, keys, message, fix=fix)
