@@ -44,6 +44,10 @@ OPEN_MAPPINGS = (
     "kwargs",
 )
 
+# verl's supervised fine-tuning trainers (the last part of the module name): `gen explain` shows
+# their own batch arithmetic, never PPO's.
+SFT_ENTRIES = ("fsdp_sft_trainer", "sft_trainer")
+
 # Entries that do not train (generation, evaluation, SFT): only their keys are checked.
 NON_TRAINER_ENTRIES = ("main_generation", "main_eval", "sft_trainer", "fsdp_sft_trainer", "main_generation_server")
 # Recipe entry points that run their own trainer (separate rollout GPUs, streaming batches,

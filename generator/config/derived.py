@@ -17,6 +17,7 @@ from generator.verl import ACTOR
 
 MINI_KEY = ACTOR + "ppo_mini_batch_size"
 MICRO_KEY = ACTOR + "ppo_micro_batch_size_per_gpu"
+GLOBAL_MICRO_KEY = ACTOR + "ppo_micro_batch_size"
 EPOCHS_KEY = ACTOR + "ppo_epochs"
 
 
@@ -27,10 +28,14 @@ class ActorBatch:
     prompts_and_n: tuple[int, int] | None  # (P, n), both positive
     dp: int | None
     mini: int | None  # ppo_mini_batch_size as set (prompts)
-    micro: int | None  # ppo_micro_batch_size_per_gpu as set (may be ≤ 0 or unused under dynamic bsz)
+    micro: int | None  # μ per GPU as verl uses it (may be ≤ 0, or unused under dynamic bsz)
     epochs: int
     dynamic: bool | None  # actor.use_dynamic_bsz (None: unknown)
     chain: derive.BatchChain | None
+    # Where μ comes from: the per-GPU key, or the deprecated global key the FSDP worker divides
+    # by DP (then a new μ is written there as μ·DP).
+    micro_key: str = MICRO_KEY
+    micro_scale: int = 1
 
     # Short names the batch rules use in their arithmetic.
     @property
@@ -54,6 +59,10 @@ def actor_batch(view: ConfigReader) -> ActorBatch:
     dp = view.dp()
     mini = view.int(MINI_KEY)
     micro = view.int(MICRO_KEY)
+    micro_key, micro_scale = MICRO_KEY, 1
+    global_micro = view.int(GLOBAL_MICRO_KEY)
+    if view.is_null(MICRO_KEY) and global_micro and dp and reads_global_micro(view):
+        micro, micro_key, micro_scale = global_micro // dp, GLOBAL_MICRO_KEY, dp
     epochs = view.int(EPOCHS_KEY) or 1
     dynamic = view.actor_dynamic
     chain = None
@@ -61,4 +70,11 @@ def actor_batch(view: ConfigReader) -> ActorBatch:
         chain = derive.batch_chain(prompts=pn[0], n=pn[1], mini=mini, dp=dp,
                                    micro=micro if micro and micro > 0 else None, epochs=epochs,
                                    path=view.path(), dynamic_bsz=dynamic is True)
-    return ActorBatch(pn, dp, mini, micro, epochs, dynamic, chain)
+    return ActorBatch(pn, dp, mini, micro, epochs, dynamic, chain, micro_key, micro_scale)
+
+
+def reads_global_micro(view: ConfigReader) -> bool:
+    """Whether the release's worker turns the deprecated global ppo_micro_batch_size into the
+    per-GPU one (global // DP): FSDP's legacy worker does; Megatron's load check fails on a null
+    per-GPU key first (A2b, VB109) and the new engine reads only the per-GPU key (C17)."""
+    return view.backend != "megatron" and not view.new_engine

@@ -4,13 +4,15 @@ user's own numbers (docs/batch-chain.md). Pure: Config in, lines out."""
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass
 from typing import Any
 
 from generator import derive
 from generator.config.derived import actor_batch
 from generator.config.types import Config
-from generator.config.reader import ConfigReader
-from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
+from generator.config.reader import ConfigReader, is_trainer
+from generator.forks import fork_batch_settings
+from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, SFT_ENTRIES
 
 
 def _why_unknown(view: ConfigReader, *keys: str) -> str:
@@ -20,8 +22,22 @@ def _why_unknown(view: ConfigReader, *keys: str) -> str:
     return "unknown"
 
 
+def _is_sft(config: Config) -> bool:
+    entry = config.entry or ""
+    return entry.rsplit(".", 1)[-1] in SFT_ENTRIES or "sft" in (config.schema or "")
+
+
 def explain_config(config: Config) -> list[tuple[str, str]]:
-    """(label, equation) rows, in the order of the chain."""
+    """(label, equation) rows, in the order of the chain. An SFT call gets the SFT trainer's own
+    arithmetic, any other entry that is not verl's PPO trainer none: never PPO's chain."""
+    if _is_sft(config):
+        if (config.entry or "").endswith("fsdp_sft_trainer"):
+            return sft_rows(config)
+        return [("trainer", f"{config.entry}: supervised fine-tuning on verl's engine workers; its DP comes "
+                            "from the engine's layout, which verl-gen does not model, so no arithmetic is shown")]
+    if not is_trainer(_Call(config)):
+        return [("batch chain", f"{config.entry or 'this entry'} is not verl's PPO trainer; verl-gen does not "
+                                f"know its batch arithmetic, so none is shown")]
     view = ConfigReader(config)
     rows: list[tuple[str, str]] = []
     add = rows.append
@@ -48,6 +64,12 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     else:
         sp = view.ulysses() or 1
         add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}" if dp else _why_unknown(view, "trainer.n_gpus_per_node")))
+    forked = fork_batch_settings(config)
+    if forked:
+        add(("batch chain", "changed by this fork: " + "; ".join(
+            f"{f.key}={'<unknown>' if f.value is None else f.value} ({f.entry.effect})" for f in forked)
+             + "; verl's chain does not describe the run (VB118)"))
+        return rows + _rollout_rows(view, gpus)
     batch = actor_batch(view)
     if batch.prompts_and_n is None:
         add(("responses/step G", _why_unknown(view, "data.train_batch_size", ROLLOUT + "n")))
@@ -77,6 +99,9 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
         if batch.dynamic:
             add(("grad accumulation A", "dynamic: ceil(local tokens / token cap), at most m"))
         elif chain.grad_accum_steps is not None:
+            if batch.micro_scale != 1:
+                add(("micro batch μ", f"ppo_micro_batch_size / DP = {micro * batch.micro_scale} / {batch.micro_scale} "
+                                      f"= {micro} (the deprecated global key, divided by the worker)"))
             tail = f" (last micro-batch {chain.micro_remainder})" if chain.micro_remainder else ""
             add(("grad accumulation A", f"ceil(m / μ) = ceil({chain.per_rank_mini_batch} / {micro}) = "
                                         f"{chain.grad_accum_steps}{tail}"))
@@ -86,6 +111,57 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
         add(("per-rank mini m", _why_unknown(view, ACTOR + "ppo_mini_batch_size")))
     rows.extend(_token_rows(view))
     return rows + _rollout_rows(view, gpus, responses)
+
+
+@dataclass(frozen=True)
+class _Call:
+    """A trainer call known only by its config (what is_trainer needs)."""
+
+    config: Config
+    invocation: None = None
+    script: None = None
+
+
+def _explicit_int(view: ConfigReader, key: str) -> int | None:
+    """A value the script sets itself; None for a default (the PPO schema's defaults stand in for
+    an SFT config verl-gen does not package, so they say nothing about the SFT run)."""
+    return view.int(key) if view.explicit(key) else None
+
+
+def sft_rows(config: Config) -> list[tuple[str, str]]:
+    """verl's SFT trainer (fsdp_sft_trainer, v0.7.0): the global batch is split over DP = W / SP
+    and must divide evenly; each rank's share must split into whole micro-batches."""
+    view = ConfigReader(config)
+    rows: list[tuple[str, str]] = [("trainer", f"{config.entry}: supervised fine-tuning, no rollout; "
+                                               "PPO's batch chain does not apply")]
+    per_node, nodes = _explicit_int(view, "trainer.n_gpus_per_node"), _explicit_int(view, "trainer.nnodes")
+    gpus = per_node * (nodes or 1) if per_node else None
+    rows.append(("GPUs W", f"n_gpus_per_node·nnodes = {per_node}·{nodes or 1} = {gpus}" if gpus else
+                 "not set in the call (torchrun's --nproc_per_node·--nnodes)"))
+    sp = _explicit_int(view, "ulysses_sequence_parallel_size") or 1
+    dp = gpus // sp if gpus and gpus % sp == 0 else None
+    if gpus:
+        rows.append(("DP", f"W / ulysses SP = {gpus} / {sp} = " + (str(dp) if dp else "not divisible")))
+    batch, micro = _explicit_int(view, "data.train_batch_size"), _explicit_int(view, "data.micro_batch_size_per_gpu")
+    if batch is None:
+        rows.append(("per-rank batch", "data.train_batch_size not set in the call (the SFT config's default)"))
+        return rows
+    if dp is None:
+        rows.append(("per-rank batch", f"data.train_batch_size {batch} / DP (DP unknown)"))
+        return rows
+    if batch % dp:
+        rows.append(("per-rank batch", f"train_batch_size / DP = {batch} / {dp}: not divisible (the trainer asserts)"))
+        return rows
+    local = batch // dp
+    rows.append(("per-rank batch", f"train_batch_size / DP = {batch} / {dp} = {local}"))
+    if micro is None:
+        rows.append(("micro-batches/step", "data.micro_batch_size_per_gpu not set in the call (the SFT config's default)"))
+    elif micro <= 0 or local % micro:
+        rows.append(("micro-batches/step", f"per-rank batch / micro = {local} / {micro}: not divisible (the trainer asserts)"))
+    else:
+        rows.append(("micro-batches/step", f"per-rank batch / micro_batch_size_per_gpu = {local} / {micro} = "
+                                           f"{local // micro} (gradient accumulation)"))
+    return rows
 
 
 def _token_rows(view: ConfigReader) -> list[tuple[str, str]]:

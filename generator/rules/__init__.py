@@ -18,6 +18,7 @@ import pkgutil
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from generator.config.types import Config
+from generator.forks import fork_batch_settings
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.rules.core import REGISTRY, Context, Finding, MemoryVerdict, Rule, selected
@@ -50,6 +51,13 @@ DEFAULT_SENSITIVE = frozenset({"VB109", "VB201", "VB202", "VB203", "VB204", "VB2
                                "VP305", "VD404", "VR510", "VX910"})
 
 
+# Rules whose verdict is arithmetic on verl's batch chain (P·n, the mini batch, DP). A fork that
+# repeats or regroups the batch outside that chain (generator/forks.py) makes their numbers
+# wrong, so they stand down and VB118 says so once.
+CHAIN_ARITHMETIC = frozenset({"VB101", "VB102", "VB103", "VB104", "VB105", "VB106", "VB107", "VB112", "VB113",
+                              "VB114", "VB116", "VB117", "VB206", "VB207", "VB208", "VB209", "VD402", "VD403"})
+
+
 def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
     if rule.scope == "script":
         return False
@@ -74,11 +82,14 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory)
     trainer = is_trainer(ctx)
     approximate = fallback_note(config) is not None
+    forked_chain = bool(fork_batch_settings(config))
     findings: list[Finding] = []
     for rule in selected(select, ignore):
         if not _applies(rule, config, trainer):
             continue
         if approximate and rule.code in DEFAULT_SENSITIVE:
+            continue
+        if forked_chain and rule.code in CHAIN_ARITHMETIC:
             continue
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))

@@ -9,10 +9,11 @@ from typing import Iterator
 from generator.config.derived import actor_batch
 from generator.config.reader import ConfigReader
 from generator.edits import KeyEdit
+from generator.forks import fork_batch_settings
 from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix
 from generator.verl import ACTOR, ROLLOUT
-from generator.versions import VersionRange
+from generator.versions import VersionRange, parse
 
 MICRO_GLOBAL = ACTOR + "ppo_micro_batch_size"
 P_KEY = "data.train_batch_size"
@@ -87,13 +88,29 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
 def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view):
-        return
+        return  # verl skips A6 with dynamic bsz; VB106 words what the update then does
     c = actor_batch(view)
     if c.pn is None or c.mini is None or c.mini <= c.pn[0]:
         return
     fix = actor_mini_fix(view, c)
-    yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY),
-                      f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)", fix=fix)
+    shown = f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)"
+    if _before_mini_check(view.version):
+        if view.backend == "megatron":
+            return  # Megatron's make_iterator still asserts: VB106 reports it
+        yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY),
+                          f"{shown}: verl {view.version} does not refuse it (the check came in 0.3); each epoch runs "
+                          f"one mini-batch of the whole step and the loss is divided by the micro-batch count of "
+                          f"the larger mini batch, so the update is scaled down", fix=fix, severity="warning")
+        return
+    yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY), shown, fix=fix)
+
+
+def _before_mini_check(version: str) -> bool:
+    """verl before 0.3 had no train_batch_size >= ppo_mini_batch_size check (A6 came in 0.3.0)."""
+    try:
+        return parse(version) < parse("0.3.0")
+    except ValueError:
+        return False
 
 
 # --- D3 ---------------------------------------------------------------------------------------
@@ -185,9 +202,22 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
     ch = c.chain
     if ch is None or ch.local_batch is None or ch.per_rank_mini_batch == 0 or ch.mini_batch_remainder == 0:
         return
+    fix = actor_mini_fix(view, c)
+    if ch.per_rank_mini_batch > ch.local_batch:
+        # M > P: not a remainder but a mini batch larger than the whole step; say so plainly.
+        larger = (f"mini batch larger than the train batch (ppo_mini_batch_size {ch.mini_batch_prompts} > "
+                  f"train_batch_size {ch.prompts_per_step})")
+        if view.backend == "megatron":
+            yield ctx_finding(local_not_divisible, view, (MINI, P_KEY),
+                              f"{larger}: the per-rank mini batch {ch.per_rank_mini_batch} exceeds the local batch "
+                              f"{ch.local_batch} and make_iterator asserts", fix=fix)
+        else:
+            updates = "one update per step" if ch.epochs == 1 else f"{ch.epochs} updates per step (one per epoch)"
+            yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), f"{larger}: {updates}", fix=fix,
+                              severity="warning")
+        return
     local = (f"local batch = G/DP = {ch.responses_per_step}/{ch.dp} = {ch.local_batch}, not divisible by "
              f"{c.per_rank_equation()} ({ch.local_batch} % {ch.per_rank_mini_batch} = {ch.mini_batch_remainder})")
-    fix = actor_mini_fix(view, c)
     if view.backend == "megatron":
         yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), local + ": make_iterator asserts", fix=fix)
     else:
@@ -223,8 +253,10 @@ def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
     m, mu = ch.per_rank_mini_batch, c.micro
     if m % mu == 0:
         return
-    fix = micro_fix(m, mu)
-    base = f"{c.per_rank_equation()}, not divisible by ppo_micro_batch_size_per_gpu {mu}"
+    fix = micro_fix(m, mu, c.micro_key, c.micro_scale)
+    which = ("ppo_micro_batch_size_per_gpu" if c.micro_scale == 1 else
+             f"the micro batch ppo_micro_batch_size / DP = {mu * c.micro_scale} / {c.micro_scale} =")
+    base = f"{c.per_rank_equation()}, not divisible by {which} {mu}"
     if dynamic:
         # Token-based micro-batching: μ is unused for the update; only say so when μ > m.
         return
@@ -234,10 +266,10 @@ def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
         else:
             detail = (f": {ch.grad_accum_steps} micro-batches per update, the last one with "
                       f"{ch.micro_remainder} responses (Megatron does not check)")
-        yield ctx_finding(micro_not_dividing, view, (MICRO, MINI), base + detail, key=MICRO, fix=fix,
+        yield ctx_finding(micro_not_dividing, view, (c.micro_key, MINI), base + detail, key=c.micro_key, fix=fix,
                           severity="warning")
     else:
-        yield ctx_finding(micro_not_dividing, view, (MICRO, MINI), base, key=MICRO, fix=fix)
+        yield ctx_finding(micro_not_dividing, view, (c.micro_key, MINI), base, key=c.micro_key, fix=fix)
 
 
 # --- A3/A4/A2b --------------------------------------------------------------------------------
@@ -504,3 +536,25 @@ def chain_undecided(ctx: Context) -> Iterator[Finding]:
     more = f" (+{len(unknown) - 3} more)" if len(unknown) > 3 else ""
     yield chain_undecided.finding(f"cannot decide the batch chain: {shown}{more}", line=view.line(unknown[0][0]),
                                   key=unknown[0][0])
+
+
+@rule("VB118", "fork-changes-batch-chain", "a fork's key changes the batch chain: the batch rules stand down",
+      severity="info", stage="static", verl_ref="§1",
+      why="Some projects built on verl repeat or regroup the batch outside verl's chain (Search-R1's "
+          "rollout.n_agent, DeepResearcher's agent_grpo.n, verl-agent's env.rollout.n, RAGEN's es_manager "
+          "groups, a do_not_split_ppo_mini_batch switch). verl's arithmetic then does not describe the run, "
+          "so the rules that compute it stay silent instead of reporting errors that are not there; this note "
+          "names the key and what it does (generator/forks.py keeps the list with the reason for each).",
+      fix_safety="Nothing to fix; check the fork's own batch arithmetic.",
+      failing=Example(("+actor_rollout_ref.rollout.n_agent=5",), note="Search-R1's key"),
+      passing=Example(("+actor_rollout_ref.rollout.n_agent=1",), note="1 repeats nothing"))
+def fork_chain(ctx: Context) -> Iterator[Finding]:
+    settings = fork_batch_settings(ctx.config)
+    if not settings:
+        return
+    shown = "; ".join(f"{s.key.rsplit('.', 1)[-1] if s.entry.key.startswith('.') else s.key}="
+                      f"{'<unknown>' if s.value is None else s.value} ({s.entry.projects}: {s.entry.effect})"
+                      for s in settings)
+    line = next((s.line for s in settings if s.line is not None), ConfigReader.of(ctx).line())
+    yield fork_chain.finding(f"this fork changes the batch chain: {shown}; verl's batch-chain rules were not run",
+                             line=line, key=settings[0].key)

@@ -18,9 +18,10 @@ MICRO = ACTOR + "ppo_micro_batch_size_per_gpu"
 
 
 def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, micro: int | None,
-             key: str = MINI, micro_key: str = MICRO) -> Fix | None:
+             key: str = MINI, micro_key: str = MICRO, micro_scale: int = 1) -> Fix | None:
     """Move the mini batch (prompts) to the nearest value whose chain divides evenly; when the
-    micro batch then no longer divides the per-rank mini batch, move it too."""
+    micro batch then no longer divides the per-rank mini batch, move it too (in `micro_key`,
+    written as μ·micro_scale: the deprecated global key holds μ·DP)."""
     new_mini = derive.nearest_mini(prompts, n, dp, mini, view.path() if view.path() != "engine" else "megatron")
     if new_mini is None or new_mini == mini:
         return None
@@ -33,8 +34,10 @@ def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, mi
     if micro and per_rank % micro:
         new_micro = derive.nearest_micro(per_rank, micro)
         if new_micro is not None:
-            edits.append(KeyEdit(micro_key, micro, new_micro))
+            edits.append(KeyEdit(micro_key, micro * micro_scale, new_micro * micro_scale))
             note = f", micro {micro} → {new_micro} to divide it"
+            if micro_scale != 1:
+                note += f" ({_label(micro_key)} {micro * micro_scale} → {new_micro * micro_scale} = μ·DP)"
     updates = (prompts * n // dp) // per_rank
     return Fix(
         description=(f"set {_label(key)} {mini} → {new_mini} (nearest value with "
@@ -51,7 +54,8 @@ def actor_mini_fix(view: ConfigReader, batch: ActorBatch) -> Fix | None:
     if batch.prompts_and_n is None or batch.dp is None or batch.mini is None:
         return None
     prompts, n = batch.prompts_and_n
-    return mini_fix(view, prompts=prompts, n=n, dp=batch.dp, mini=batch.mini, micro=batch.micro)
+    return mini_fix(view, prompts=prompts, n=n, dp=batch.dp, mini=batch.mini, micro=batch.micro,
+                    micro_key=batch.micro_key, micro_scale=batch.micro_scale)
 
 
 def _label(key: str) -> str:
@@ -60,15 +64,20 @@ def _label(key: str) -> str:
     return f"critic.{last}" if key.startswith("critic.") else last
 
 
-def micro_fix(per_rank_mini: int, micro: int, key: str = MICRO) -> Fix | None:
+def micro_fix(per_rank_mini: int, micro: int, key: str = MICRO, scale: int = 1) -> Fix | None:
+    """Move μ to the divisor of the per-rank mini batch nearest to it; `key` holds μ·scale (the
+    deprecated global micro key holds μ·DP)."""
     new_micro = derive.nearest_micro(per_rank_mini, micro)
     if new_micro is None or new_micro == micro:
         return None
+    name = key.rsplit('.', 1)[-1]
+    head = (f"set {name} {micro} → {new_micro}" if scale == 1 else
+            f"set {name} {micro * scale} → {new_micro * scale} (per GPU ÷ DP {scale}: {micro} → {new_micro})")
     return Fix(
-        description=(f"set {key.rsplit('.', 1)[-1]} {micro} → {new_micro}, the divisor of the per-rank "
+        description=(f"{head}, the divisor of the per-rank "
                      f"mini batch {per_rank_mini} nearest to {micro} ({per_rank_mini // new_micro} "
                      f"micro-batches per update); only memory per micro-batch changes"),
-        edits=(KeyEdit(key, micro, new_micro),),
+        edits=(KeyEdit(key, micro * scale, new_micro * scale),),
         applicability="safe",
     )
 

@@ -1,0 +1,104 @@
+"""Keys that popular forks of verl add to change the batch arithmetic.
+
+verl's batch chain (docs/batch-chain.md) counts P prompts × n responses per step and splits them
+into mini- and micro-batches. Several public projects built on verl repeat or regroup the batch
+outside that chain, under keys verl itself never had. When one of them is in a call's effective
+config, verl's arithmetic does not describe the run: the batch-chain rules stand down and VB118
+says why (docs/rules/batch.md#vb118).
+
+Each entry is a fact found in the project's public source; `neutral` is the value that leaves
+verl's chain as it is (None: any value changes it).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from generator.config.types import Config
+
+
+@dataclass(frozen=True)
+class ForkBatchKey:
+    key: str  # a full dotted key, or ".name" for that last part under any section
+    projects: str  # where it comes from
+    effect: str  # what it does to the batch, in verl's terms
+    neutral: Any = None  # the value that changes nothing (None: every value changes the chain)
+
+
+FORK_BATCH_KEYS: tuple[ForkBatchKey, ...] = (
+    ForkBatchKey("actor_rollout_ref.rollout.n_agent", "Search-R1 and the projects built on it",
+                 "the trainer repeats every prompt n_agent times before generation, so a step holds "
+                 "P·n_agent·n responses", neutral=1),
+    ForkBatchKey("agent_grpo.n", "DeepResearcher, IGPO",
+                 "each prompt is run as agent_grpo.n trajectories (the GRPO group) outside rollout.n",
+                 neutral=1),
+    ForkBatchKey("env.rollout.n", "verl-agent (GiGPO)",
+                 "each prompt starts env.rollout.n environments and every turn of every trajectory "
+                 "becomes a training sample, so the trained batch is not P·n"),
+    ForkBatchKey("es_manager.train.env_groups", "RAGEN",
+                 "the step is env_groups × group_size environment trajectories, not train_batch_size·n"),
+    ForkBatchKey("es_manager.train.group_size", "RAGEN",
+                 "the step is env_groups × group_size environment trajectories, not train_batch_size·n"),
+    ForkBatchKey("actor_rollout_ref.rollout.rollout_filter_ratio", "RAGEN",
+                 "a share of the groups is dropped after generation, so fewer responses are trained than "
+                 "generated", neutral=1),
+    ForkBatchKey(".do_not_split_ppo_mini_batch", "agentic-RL forks of verl's dp_actor/dp_critic",
+                 "the whole local batch is one mini-batch: ppo_mini_batch_size is not used", neutral=False),
+)
+
+
+@dataclass(frozen=True)
+class ForkBatchSetting:
+    entry: ForkBatchKey
+    key: str  # the full key in the config
+    value: Any  # None when the value is unknown (it comes from the environment or an argument)
+    line: int | None  # where the script sets it (None: only the fork's own config has it)
+
+
+def _matches(entry: ForkBatchKey, key: str) -> bool:
+    return key.endswith(entry.key) if entry.key.startswith(".") else key == entry.key
+
+
+def _neutral(entry: ForkBatchKey, value: Any) -> bool:
+    if entry.neutral is None or value is None:
+        return False
+    if isinstance(entry.neutral, bool) or isinstance(value, bool):
+        return str(value).strip().lower() == str(entry.neutral).lower()
+    try:
+        return float(value) == float(entry.neutral)
+    except (TypeError, ValueError):
+        return False
+
+
+def _settings(config: Config) -> dict[str, tuple[Any, int | None]]:
+    """Every key the call sets or its config has: (value or None when unknown, line). Keys
+    verl's schema does not have are not in `values` (VK601 reports them) but their overrides
+    still reach the fork's trainer, so they count too."""
+    out: dict[str, tuple[Any, int | None]] = {
+        key: (None if key in config.unknown else value, config.line_of(key)) for key, value in config.values.items()}
+    for key in config.unknown:
+        out.setdefault(key, (None, config.line_of(key)))
+    for issue in config.key_issues:
+        if issue.kind == "unknown-key" and issue.override.key:
+            override = issue.override
+            out[override.key] = (override.value if override.resolved else None, override.line)
+    return out
+
+
+def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
+    """The fork keys of `config` that change the batch chain (a neutral or null value does
+    not); an unknown value counts, since it may."""
+    found: list[ForkBatchSetting] = []
+    settings = _settings(config)
+    for key in sorted(settings):
+        value, line = settings[key]
+        for entry in FORK_BATCH_KEYS:
+            if not _matches(entry, key):
+                continue
+            known_null = value is None and key not in config.unknown and key in config.values
+            written_null = isinstance(value, str) and value.strip().lower() in ("null", "none", "~")
+            if known_null or written_null or _neutral(entry, value):
+                continue
+            found.append(ForkBatchSetting(entry, key, value, line))
+    return found
