@@ -177,3 +177,20 @@ def test_dapo_extras_follow_the_schema() -> None:
     keys = {s.key for s in recipe.settings}
     assert "algorithm.filter_groups.enable" not in keys  # not a main_ppo key in 0.7.0
     assert any("filter_groups" in note for note in recipe.notes)
+
+
+@pytest.mark.parametrize("version, through_kwargs", [("0.5.0", False), ("0.6.0", True), ("0.7.0", True),
+                                                     ("0.8.0", False)])
+def test_dapo_overlong_buffer_goes_through_the_reward_managers_kwargs(version: str, through_kwargs: bool) -> None:
+    """main_ppo reaches DAPO's overlong buffer as verl's own DAPO scripts do (0.6.0-0.7.x):
+    reward_manager=dapo and +reward_model.reward_kwargs.overlong_buffer_cfg.*."""
+    recipe = build_recipe(spec(algo="dapo", version=version, response_len=2048))
+    words = recipe_overrides(recipe)
+    if through_kwargs:
+        assert "reward_model.reward_manager=dapo" in words
+        assert "+reward_model.reward_kwargs.overlong_buffer_cfg.len=512" in words
+        assert "+reward_model.reward_kwargs.max_resp_len=2048" in words
+        assert not any("overlong buffer" in note for note in recipe.notes)
+    else:
+        assert not any("reward_kwargs" in word for word in words)
+        assert any("overlong buffer" in note for note in recipe.notes)

@@ -442,6 +442,13 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     return recipe
 
 
+# The releases whose DAPO scripts on main_ppo pass the overlong buffer as the DAPO reward
+# manager's kwargs (seen in verl's scripts from v0.6.0 to v0.7.x; 0.8.0 moved reward settings
+# under `reward.`, so later releases get the note instead).
+DAPO_REWARD_KWARGS = ("0.6.0", "0.8.0")
+DAPO_KWARGS = "reward_model.reward_kwargs."
+
+
 def _dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
     """Dynamic sampling and the overlong buffer, only where the release's trainer config has them."""
     version = spec.version
@@ -452,14 +459,24 @@ def _dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
                    Setting("algorithm.filter_groups.max_num_gen_batches", 10)]
     else:
         missing.append("dynamic sampling (algorithm.filter_groups)")
+    overlong = max(1, spec.response_len // 4)
     if schema_has(version, "reward_model.overlong_buffer.enable"):
         extras += [Setting("reward_model.overlong_buffer.enable", True),
-                   Setting("reward_model.overlong_buffer.len", max(1, spec.response_len // 4)),
+                   Setting("reward_model.overlong_buffer.len", overlong),
                    Setting("reward_model.overlong_buffer.penalty_factor", 1.0)]
+    elif _at_least(version, DAPO_REWARD_KWARGS[0]) and not _at_least(version, DAPO_REWARD_KWARGS[1]):
+        # main_ppo reaches the overlong buffer through the DAPO reward manager's kwargs, as
+        # verl's own DAPO scripts on main_ppo do (e.g. v0.7.0 recipe/dapo/test_dapo_gptoss_20b_megatron.sh)
+        extras += [Setting("reward_model.reward_manager", "dapo"),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.enable", True, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.len", overlong, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.penalty_factor", 1.0, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.log", False, add=True),
+                   Setting(DAPO_KWARGS + "max_resp_len", spec.response_len, "MAX_RESPONSE_LENGTH", add=True)]
     else:
         missing.append("the overlong buffer (reward_model.overlong_buffer)")
     if extras:
-        recipe.groups.append(SettingGroup("dapo", tuple(extras)))
+        recipe.groups.append(SettingGroup("dapo", tuple(_fill_knob_values(recipe, extras))))
     if missing:
         recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {PPO_ENTRY}'s config in verl "
                             f"{version}; they belong to the DAPO recipe's own trainer, so this script runs "
