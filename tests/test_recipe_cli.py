@@ -134,3 +134,15 @@ def test_golden_scripts_are_shellcheck_clean_even_at_style_level(shellcheck: str
     paths = sorted(str(p) for p in GOLDEN.glob("*.sh"))
     done = subprocess.run([shellcheck, "-S", "style", *paths], capture_output=True, text=True)
     assert done.returncode == 0, done.stdout
+
+
+def test_more_than_one_node_gets_a_cluster_launcher_never_the_local_one() -> None:
+    """The local launcher starts a one-node Ray: verl would stop with "Total available GPUs 8 is
+    less than total desired GPUs 16". Several nodes default to ray job submit; local is refused."""
+    result = gen("--model", "qwen2-7b", "--gpus", "16", "--nodes", "2", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    assert "ray job submit" in result.stdout and "Ray starts a local cluster" not in result.stdout
+    refused = gen("--model", "qwen2-7b", "--gpus", "16", "--nodes", "2", "--launcher", "local", "-o", "-")
+    assert refused.exit_code == 2 and "--launcher ray" in refused.stderr
+    one_node = gen("--model", "qwen2-7b", "--gpus", "8", "-o", "-")
+    assert "Ray starts a local cluster" in one_node.stdout

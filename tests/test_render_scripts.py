@@ -87,7 +87,7 @@ def _planned_cases() -> list[Case]:
             nodes = max(1, gpus // 8)
             try:
                 spec = planned_spec(model=slug, gpus=gpus, nodes=nodes, gpu=None, gpu_mem=None, algo="grpo",
-                                    rollout="vllm", launcher="local", verl_version=None, model_path=None,
+                                    rollout="vllm", launcher="auto", verl_version=None, model_path=None,
                                     train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
                                     train_batch_size=None, project_name=None, experiment_name=None)
             except InputError:
@@ -100,7 +100,7 @@ def _planned_cases() -> list[Case]:
             nodes = max(1, smallest // 8)
             try:
                 spec = planned_spec(model=slug, gpus=smallest, nodes=nodes, gpu=None, gpu_mem=None, algo=algo,
-                                    rollout="vllm", launcher="local", verl_version=None, model_path=None,
+                                    rollout="vllm", launcher="auto", verl_version=None, model_path=None,
                                     train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
                                     train_batch_size=None, project_name=None, experiment_name=None)
             except InputError:

@@ -59,7 +59,8 @@ def register(app: typer.Typer) -> None:
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         algo: str = typer.Option("grpo", "--algo", help="grpo | ppo | dapo | gspo | rloo | reinforce_plus_plus."),
         rollout: str = typer.Option("vllm", "--rollout", help="vllm | sglang."),
-        launcher: str = typer.Option("local", "--launcher", help="local | ray | slurm."),
+        launcher: str = typer.Option("auto", "--launcher", help="local | ray | slurm (default: local on one node, "
+                                     "ray job submit to a running cluster on more)."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Target verl release (default 0.7.0)."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Model directory or HF id in the script."),
         train_files: Optional[list[str]] = typer.Option(None, "--train-files", help="Training parquet file (repeat for several)."),
@@ -94,12 +95,12 @@ def register(app: typer.Typer) -> None:
 
                 spec = spec_from_script(legacy, version=verl_version or DEFAULT_VERSION, model=model,
                                         launcher=launcher, gpu=gpu, gpu_mem=gpu_mem).spec
-                command = f"gen recipe --from {Path(legacy).name} --launcher {launcher} " \
+                command = f"gen recipe --from {Path(legacy).name} --launcher {spec.launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
                 spec = _from_library(name, model=model, library=library, **options)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
-                                   + ([f"--launcher {launcher}"] if launcher != "local" else []))
+                                   + ([f"--launcher {launcher}"] if launcher not in ("auto", "local") else []))
             else:
                 if model is None or gpus is None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")

@@ -16,7 +16,7 @@ from typing import Any
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
-from generator.render.recipe import HydraText, RecipeSpec, build_recipe
+from generator.render.recipe import AUTO_LAUNCHER, HydraText, RecipeSpec, build_recipe
 from generator.verl import PPO_MEGATRON_CONFIG
 
 A = "actor_rollout_ref.actor."
@@ -116,7 +116,7 @@ def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any
     return config
 
 
-def spec_from_script(path: str, *, version: str, model: str | None = None, launcher: str = "local",
+def spec_from_script(path: str, *, version: str, model: str | None = None, launcher: str = AUTO_LAUNCHER,
                      gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
     from generator.config import build_config
     from generator.hardware import gpu_spec

@@ -24,6 +24,7 @@ from generator.verl import ALGORITHMS, PPO_ENTRY, PPO_MEGATRON_CONFIG, ROLLOUT_E
 from generator.versions import parse
 
 LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
+AUTO_LAUNCHER = "auto"
 
 DEFAULT_VERSION = "0.7.0"
 AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
@@ -92,7 +93,7 @@ class RecipeSpec:
     gpu_memory_gib: float = 80.0
     algo: str = "grpo"
     rollout: str = "vllm"
-    launcher: str = "local"
+    launcher: str = AUTO_LAUNCHER  # "auto": local on one node, a Ray cluster (ray job submit) on more
     version: str = DEFAULT_VERSION
     model_path: str | HydraText | None = None  # None: the model's Hugging Face id
     train_files: str | HydraText | None = None  # None: $HOME/data/gsm8k/train.parquet
@@ -113,9 +114,20 @@ class RecipeSpec:
     extra_overrides: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = ()  # printed in the script's header (e.g. what a re-render changed)
 
+    def __post_init__(self) -> None:
+        if self.launcher == AUTO_LAUNCHER:
+            object.__setattr__(self, "launcher", default_launcher(self.nodes))
+
     @property
     def gpus_per_node(self) -> int:
         return self.gpus // self.nodes
+
+
+def default_launcher(nodes: int) -> str:
+    """One node: the local launcher (the trainer starts its own Ray). More: `ray job submit` to
+    a running cluster, since a local Ray sees one node's GPUs and verl stops with "Total
+    available GPUs 8 is less than total desired GPUs 16"."""
+    return "local" if nodes <= 1 else "ray"
 
 
 @dataclass
@@ -148,6 +160,9 @@ def check_spec(spec: RecipeSpec) -> None:
         raise InputError(f"unknown rollout engine '{spec.rollout}'; choose vllm or sglang")
     if spec.launcher not in LAUNCHERS:
         raise InputError(f"unknown launcher '{spec.launcher}'; choose local, ray or slurm")
+    if spec.launcher == "local" and spec.nodes > 1:
+        raise InputError(f"the local launcher starts a one-node Ray cluster, which cannot hold {spec.nodes} nodes; "
+                         "use --launcher ray (ray job submit to a running cluster) or --launcher slurm")
     if spec.nodes < 1 or spec.gpus < 1 or spec.gpus % spec.nodes:
         raise InputError(f"{spec.gpus} GPUs cannot be split evenly over {spec.nodes} node(s)")
     if spec.prompt_len < 1 or spec.response_len < 1:
