@@ -95,3 +95,18 @@ def test_no_fix_when_even_every_knob_does_not_fit():
                         Workload(gpus=8, gpu_memory_gib=79.6, prompt_len=1024, response_len=1024,
                                  per_rank_mini_batch=64))
     assert smallest_fix(setup) is None
+
+
+def test_a_call_that_cannot_be_predicted_says_why(tmp_path):
+    path = tmp_path / "unknown_model.sh"
+    path.write_text(SCRIPT.replace("Qwen/Qwen2.5-32B", "my-org/secret-32b"))
+    result = runner.invoke(app, ["check", str(path), "--gpu", "h20", "--verl-version", "0.7.0", "--select", "VM81"])
+    assert result.exit_code == 0
+    assert "VM812" in result.stdout and "not in the registry" in result.stdout and "VM811" not in result.stdout
+    named = tmp_path / "config.json"
+    named.write_text('{"hidden_size": 5120, "num_attention_heads": 40, "num_key_value_heads": 8, '
+                     '"num_hidden_layers": 64, "vocab_size": 152064, "intermediate_size": 27648, '
+                     '"model_type": "qwen2"}')
+    known = runner.invoke(app, ["check", str(path), "--gpu", "h20", "--model-config", str(named),
+                                "--verl-version", "0.7.0", "--select", "VM81"])
+    assert known.exit_code == 1 and "VM811" in known.stdout and "VM812" not in known.stdout

@@ -119,12 +119,13 @@ def smallest_fix(setup: MemorySetup) -> _Change | None:
     return None
 
 
-def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOptions) -> MemoryVerdict | None:
-    """The call's verdict on the named GPU, with the smallest fix when it does not fit; None when
-    the call cannot be evaluated (an unknown model or value: `gen explain --memory` says which)."""
+def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOptions) -> MemoryVerdict:
+    """The call's verdict on the named GPU, with the smallest fix when it does not fit; with
+    `problems` (the unknown model or values) when it cannot be predicted."""
     found = setup_from_config(config, gpu=options.gpu, model=options.model or model, headroom_gib=options.headroom_gib)
     if found.setup is None:
-        return None
+        return MemoryVerdict(gpu=options.gpu.name, fits=True, peak_gib=0.0, usable_gib=0.0, peak_phase="",
+                             peak_stage=0, problems=found.problems or ("the call could not be read",))
     report = evaluate_memory(found.setup, detail=False)
     verdict = MemoryVerdict(gpu=options.gpu.name, fits=report.fits, peak_gib=round(report.peak_gib, 2),
                             usable_gib=report.usable_gib, peak_phase=report.peak_phase, peak_stage=report.peak_stage)

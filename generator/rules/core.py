@@ -87,6 +87,7 @@ class MemoryVerdict:
     peak_stage: int
     fix: str = ""  # the smallest change that fits, in words ("" when none fits)
     fix_edits: tuple[tuple[str, Any], ...] = ()  # (key, new value) for that change
+    problems: tuple[str, ...] = ()  # why it could not be predicted (then the numbers mean nothing)
 
 
 @dataclass(slots=True)

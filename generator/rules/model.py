@@ -150,7 +150,7 @@ _FITS_EXAMPLE = MemoryVerdict(gpu="h20", fits=True, peak_gib=88.6, usable_gib=92
                       note="model Qwen2.5-32B", memory=_FITS_EXAMPLE))
 def predicted_oom(ctx: Context) -> Iterator[Finding]:
     verdict = ctx.memory
-    if verdict is None or verdict.fits:
+    if verdict is None or verdict.problems or verdict.fits:
         return
     view = ConfigReader.of(ctx)
     over = verdict.peak_gib - verdict.usable_gib
@@ -164,3 +164,23 @@ def predicted_oom(ctx: Context) -> Iterator[Finding]:
         message += "; no single memory knob fits: more GPUs or a larger TP/PP/EP"
     keys = tuple(key for key, _ in verdict.fix_edits) or ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",)
     yield ctx_finding(predicted_oom, view, keys, message, fix=fix)
+
+
+@rule("VM812", "memory-not-predicted", "memory could not be predicted for the named GPU",
+      severity="info", stage="static", backends=_MEG,
+      why="gen check --gpu predicts each call's memory (VM811) from the model and the script's own knobs; when the "
+          "model is not known or a value the prediction needs is unknown, the call is not judged, and this says why "
+          "instead of passing it silently.",
+      fix_safety="No automatic fix: name the model (--model-config, or a known name in actor_rollout_ref.model.path) "
+                 "or give the unknown values (--env, --arg).",
+      failing=Example((), memory=MemoryVerdict(gpu="h100", fits=True, peak_gib=0.0, usable_gib=0.0, peak_phase="",
+                                               peak_stage=0, problems=("model 'my-org/secret-7b' is not in the "
+                                                                       "registry",))),
+      passing=Example((), memory=_FITS_EXAMPLE))
+def memory_not_predicted(ctx: Context) -> Iterator[Finding]:
+    verdict = ctx.memory
+    if verdict is None or not verdict.problems:
+        return
+    view = ConfigReader.of(ctx)
+    yield ctx_finding(memory_not_predicted, view, ("actor_rollout_ref.model.path",),
+                      f"memory on {verdict.gpu} not predicted: " + "; ".join(verdict.problems))
