@@ -16,7 +16,7 @@ import typer
 from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
 from generator.cli.common import read_bytes as _read_bytes
-from generator.cli.common import check_codes, refuse_non_script, refuse_too_many_calls, without_path
+from generator.cli.common import check_codes, refuse_non_script, refuse_too_many_calls, with_project, without_path
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.report.terminal import one_line, printable, use_color
 
@@ -37,6 +37,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     from generator.rules import check_script
     from generator.schema.resolution import known_release, resolve, script_keys
     from generator.shell import read_launch
+    from generator.suppress import find_suppressions
 
     if version is not None and version.strip():
         known_release(version, "--verl-version")  # fail early, once, with a one-line InputError
@@ -55,23 +56,28 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         report = FileReport(path=path)
         try:
             refuse_non_script(path)
+            project = load_project(path)
+            chosen_select, chosen_ignore, chosen_env, chosen_args = with_project(
+                project, select=select, ignore=ignore, env=env, args=args)
             source = _read_bytes(path)
-            script = read_launch(path, source=source, env=env, args=args)
+            script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
             refuse_too_many_calls(len(script.invocations))
+            silenced = find_suppressions(source)
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-            resolution = resolve(path, version=version, config_dir=config_dir, project=load_project(path),
+            resolution = resolve(path, version=version, config_dir=config_dir, project=project,
                                  keys=lambda: script_keys(script.invocations))
             report.resolution = resolution
             report.verl_version = resolution.base_release
-            for invocation, config, findings in check_script(script, select=select, ignore=ignore,
+            for invocation, config, findings in check_script(script, select=chosen_select, ignore=chosen_ignore,
                                                              model_config=model_config, config_root=os.getcwd(),
                                                              resolution=resolution, memory_for=memory_for):
                 line = invocation.line if invocation else None
                 if config is not None and config.resolution not in (None, resolution) and line is not None:
                     report.call_resolutions.append((line, config.resolution))
-                report.findings.extend(Located(f, line) for f in findings)
+                report.findings.extend(Located(f, line) for f in findings
+                                       if not silenced.silences(f.code, line, f.line))
         except InputError as err:
             report.error = without_path(str(err), path)
         except UnicodeDecodeError:
@@ -261,14 +267,16 @@ def register(app: typer.Typer) -> None:
             documents.append(document)
             try:
                 refuse_non_script(path)
-                script = read_launch(path, source=_read_bytes(path), env=env_map, args=list(arg))
+                project = load_project(path)
+                _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env_map, args=list(arg))
+                script = read_launch(path, source=_read_bytes(path), env=file_env, args=file_args)
                 refuse_too_many_calls(len(script.invocations))
                 broken = [h.line for h in script.hazards if h.kind == "parse-error"]
                 if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
                     document["incomplete"] = f"bash syntax error at line {broken[0]} (the rest was read)"
                     print(one_line(f"{path}: error: {document['incomplete']}"), file=sys.stderr)
                     status = EXIT_BAD_INPUT
-                resolution = resolve(path, version=verl_version, project=load_project(path),
+                resolution = resolve(path, version=verl_version, project=project,
                                      keys=lambda: script_keys(script.invocations))
                 chosen = resolution.release
                 calls = [inv for inv in script.invocations if inv.branch != "dead"]

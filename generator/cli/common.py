@@ -73,3 +73,23 @@ def refuse_too_many_calls(count: int) -> None:
     """InputError when a script holds more trainer calls than a launcher plausibly has."""
     if count > MAX_TRAINER_CALLS:
         raise InputError(f"{count} trainer calls; more than {MAX_TRAINER_CALLS} is not a launch script gen checks")
+
+
+def with_project(project: object, *, select: tuple[str, ...], ignore: tuple[str, ...], env: dict[str, str],
+                 args: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], list[str]]:
+    """The options for one script: the command line wins, the project's configuration
+    ([tool.verl-gen] / .verl-gen.toml) fills what it leaves out (env merged, command line per name)."""
+    from generator.project import ProjectSettings
+
+    assert isinstance(project, ProjectSettings)
+    if project.path is None:
+        return select, ignore, env, args
+    if project.select or project.ignore:
+        from generator.rules import load_rules
+
+        known = load_rules().keys()
+        where = project.describe()
+        check_codes(tuple(c.upper() for c in project.select), known, f"{where}: select")
+        check_codes(tuple(c.upper() for c in project.ignore), known, f"{where}: ignore")
+    return (select or tuple(c.upper() for c in project.select), ignore or tuple(c.upper() for c in project.ignore),
+            {**project.env, **env}, args or list(project.args))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from generator.cli.common import parse_pairs as _parse_env
-from generator.cli.common import read_bytes, refuse_non_script
+from generator.cli.common import read_bytes, refuse_non_script, with_project
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable
 
@@ -65,7 +65,9 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
 
     if verl_version is not None and verl_version.strip():
         known_release(verl_version, "--verl-version")  # fail early, once
-    read = default_reader(env or None, args or None)
+    from generator.suppress import find_suppressions
+
+    command_line_reader = read = default_reader(env or None, args or None)
     memory_for = None
     if memory is not None:
         from generator.plan.memory_check import memory_verdict
@@ -79,12 +81,20 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
         try:
             refuse_non_script(path)
             source = _read_bytes(path)
-            resolution = resolve(path, version=verl_version, project=load_project(path),
+            project = load_project(path)
+            file_select, file_ignore, file_env, file_args = with_project(
+                project, select=select, ignore=ignore, env=env, args=list(args or []))
+            # A file-level `# verl-gen: ignore[...]` is not fixed either (per-command ones are
+            # honoured by gen check; the fix engine repairs what it is asked to, file-wide).
+            file_ignore = (*file_ignore, *find_suppressions(source).file_codes)
+            read = (default_reader(file_env or None, file_args or None) if project.path is not None
+                    else command_line_reader)
+            resolution = resolve(path, version=verl_version, project=project,
                                  keys=lambda: script_keys(read(source, path).invocations))
             if resolution.base_release not in releases:
                 releases.append(resolution.base_release)
             check = default_checker(resolution.release, resolution=resolution, memory_for=memory_for)
-            result = fix_source(source, path, read=read, check=check, select=select, ignore=ignore,
+            result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
                                 unsafe=unsafe)
             if write and result.changed:
                 from generator.files import keep_final_newline, write_atomic
