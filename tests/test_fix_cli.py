@@ -173,3 +173,12 @@ def test_backslash_space_before_a_comment_moves_the_comment(tmp_path):
     script = default_reader()(path.read_bytes(), str(path))
     assert [o.key for o in script.invocations[0].overrides][-1] == "trainer.nnodes"
     assert not script.hazards
+
+
+def test_migrate_runs_end_to_end(tmp_path):
+    """gen migrate once raised NameError (a memory option copied into it): it must answer."""
+    path = tmp_path / "run.sh"
+    path.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.n_gpus_per_node=8\n")
+    result = _gen("migrate", str(path), "--to", "0.7.0", "--from", "0.4.1")
+    assert result.exit_code == 0, result.output
+    assert f"{path}: 0.4.1 → 0.7.0" in result.output

@@ -141,12 +141,6 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
 
     target, _ = schema.resolve_version(to_version)
     read = default_reader(env or None, args or None)
-    memory_for = None
-    if memory is not None:
-        from generator.plan.memory_check import memory_verdict
-
-        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
-            return memory_verdict(config, model, memory)
     status = EXIT_OK
 
     def has(release: str, key: str, name: str) -> bool:
