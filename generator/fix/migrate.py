@@ -100,21 +100,11 @@ def infer_from_version(script: LaunchScript, *, has: Callable[[str, str, str], b
                        releases: Sequence[str] | None = None) -> str | None:
     """The smallest release whose schema has every key the script sets with plain `key=`
     (among `releases`, by default every packaged one)."""
+    from generator.schema.resolution import oldest_release_with
+
     wanted = [(o.key, schema_name(inv)) for inv in script.invocations for o in inv.overrides
               if o.key and o.op == "=" and inv.branch != "dead"]
-    if not wanted:
-        return None
-    if releases is None:
-        from generator.schema import packaged_releases
-
-        releases = packaged_releases()
-    for release in sorted(releases, key=parse):
-        try:
-            if all(has(release, key, name) for key, name in wanted):
-                return release
-        except Exception:  # a release without packaged data: skip it
-            continue
-    return None
+    return oldest_release_with(wanted, releases, has)
 
 
 def _key_position(word_text: str, key: str) -> int | None:
