@@ -1,7 +1,7 @@
 """verl 0.7.0 itself as the judge of `gen check` (marker `oracle`).
 
 Builds (or reuses) the cached verl environment — about 1 to 2 minutes the first time — then runs
-tools/oracle.py on the corpus's 0.7.0 trainer calls plus a few hundred seeded mutations, and
+tools/oracle (python -m tools.oracle) on the corpus's 0.7.0 trainer calls plus a few hundred seeded mutations, and
 requires gen check to say "verl rejects this at config load" exactly when verl does.
 Skipped only when the package registry cannot be reached to build the environment.
 """
@@ -208,7 +208,7 @@ def test_relative_config_path_verdict_agrees(worker, tmp_path):
 def test_gen_check_agrees_with_verl(venv, tmp_path):
     """The acceptance bar: corpus calls, rules' examples and mutations, each judged by verl and
     by gen check; they must agree on every one (N/N)."""
-    cmd = [sys.executable, str(REPO / "tools" / "oracle.py"), "--verl-version", VERSION,
+    cmd = [sys.executable, "-m", "tools.oracle", "--verl-version", VERSION,
            "--mutations", str(MUTATIONS), "--seed", "20261129", "--jobs", "2", "--venv", str(venv),
            "--json", str(tmp_path / "cases.json")]
     corpus = SHARED / "corpus"

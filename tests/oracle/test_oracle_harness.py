@@ -152,9 +152,8 @@ def test_report_counts_agreement_and_excludes_what_verl_cannot_decide(capsys):
     (["--verl-version", "0.7.0", "--jobs", "0"], "--jobs must be >= 1"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path):
-    proc = subprocess.run([sys.executable, str(REPO / "tools" / "oracle.py"), *argv,
-                           "--venv", str(tmp_path / "never-built")],
-                          capture_output=True, text=True, timeout=60)
+    proc = subprocess.run([sys.executable, "-m", "tools.oracle", *argv, "--venv", str(tmp_path / "never-built")],
+                          capture_output=True, text=True, timeout=60, cwd=REPO)
     assert proc.returncode == 2
     lines = proc.stderr.strip().splitlines()
     assert lines == [f"oracle: error: {needle}" + lines[0].split(needle, 1)[1]]

@@ -1,4 +1,7 @@
-"""Runs INSIDE the oracle's verl environment (see tools/oracle.py); never imported by verl-gen.
+"""Runs INSIDE the oracle's verl environment (see tools/oracle/); never imported by verl-gen.
+
+It sits alone in this folder because Python puts a script's folder first on sys.path: the
+modules of tools/oracle/ must not shadow anything verl imports.
 
 Protocol: JSON lines. The first line from the parent is
     {"op": "init", "model_dirs": [DIR, ...]}
