@@ -27,13 +27,28 @@ SHARED = Path(os.environ.get("VERL_GEN_SHARED", REPO.parent / "shared"))
 oracle = load_oracle()
 
 
+class _Terminal:
+    """The oracle's progress lines go to the terminal, past pytest's output capture: building the
+    environment takes minutes and must not look like a hang."""
+
+    def __init__(self, config: pytest.Config) -> None:
+        self.reporter = config.pluginmanager.get_plugin("terminalreporter")
+
+    def write(self, text: str) -> None:
+        if self.reporter is not None:
+            self.reporter.write(text)
+
+    def flush(self) -> None:
+        pass
+
+
 @pytest.fixture(scope="module")
-def venv() -> Path:
+def venv(request: pytest.FixtureRequest) -> Path:
     path = oracle.default_venv(VERSION)
     if not oracle.venv_complete(path, VERSION):
         if not oracle.registry_reachable():
             pytest.skip("package registry unreachable: cannot build the verl oracle environment")
-        oracle.ensure_venv(VERSION, path)
+        oracle.ensure_venv(VERSION, path, log=_Terminal(request.config))
     return path
 
 

@@ -121,6 +121,35 @@ def test_environment_marker_must_match_the_pins(tmp_path):
     assert not oracle.venv_complete(venv, "0.7.0")
 
 
+def _fake_python(tmp_path, body: str):
+    """A stand-in for the venv's python that ignores `-m pip install ...` and runs `body`."""
+    path = tmp_path / "python"
+    path.write_text("#!/bin/sh\n" + body + "\n")
+    path.chmod(0o755)
+    return path
+
+
+def test_a_long_install_reports_that_it_is_still_going(tmp_path, monkeypatch):
+    import io
+
+    environment = sys.modules["tools.oracle.environment"]
+    monkeypatch.setattr(environment, "HEARTBEAT_SECONDS", 0.05)
+    log = io.StringIO()
+    environment._pip(_fake_python(tmp_path, "sleep 0.4"), ["torch==0"], log, "[1/3] ")
+    lines = log.getvalue().splitlines()
+    assert lines[0] == "oracle: [1/3] pip install torch==0"
+    assert len(lines) >= 3 and all(line.startswith("oracle: [1/3] still installing (") for line in lines[1:])
+
+
+def test_a_failed_install_is_one_line_with_pips_last_words(tmp_path):
+    import io
+
+    environment = sys.modules["tools.oracle.environment"]
+    with pytest.raises(oracle.OracleError, match=r"^pip install verl==9 failed: ERROR: no such version$"):
+        environment._pip(_fake_python(tmp_path, "echo resolving; echo 'ERROR: no such version' >&2; exit 1"),
+                         ["verl==9"], io.StringIO())
+
+
 def _case(ident, verl, ours, stage="validate"):
     case = oracle.Case(ident=ident, config_name="ppo_trainer", overrides=["x=1"], note="n")
     case.verl = {"verdict": verl, "stage": stage if verl == "reject" else None, "message": "m"}

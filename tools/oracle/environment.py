@@ -11,6 +11,7 @@ import os
 import shutil
 import subprocess
 import sys
+import tempfile
 import time
 from pathlib import Path
 from typing import Any
@@ -95,12 +96,26 @@ def _local_cpu_torch_wheel() -> str | None:
     return None
 
 
-def _pip(python: Path, args: list[str], log: Any) -> None:
+# Building the environment takes minutes (torch alone is ~200 MB); say that it is still going.
+HEARTBEAT_SECONDS = 20.0
+
+
+def _pip(python: Path, args: list[str], log: Any, step: str = "") -> None:
     cmd = [str(python), "-m", "pip", "install", "--disable-pip-version-check", "-q", *args]
-    print(f"oracle: pip install {' '.join(args)}", file=log, flush=True)
-    proc = subprocess.run(cmd, capture_output=True, text=True)
+    print(f"oracle: {step}pip install {' '.join(args)}", file=log, flush=True)
+    started = time.monotonic()
+    with tempfile.TemporaryFile(mode="w+") as output:
+        proc = subprocess.Popen(cmd, stdout=output, stderr=subprocess.STDOUT, text=True)
+        while True:
+            try:
+                proc.wait(timeout=HEARTBEAT_SECONDS)
+                break
+            except subprocess.TimeoutExpired:
+                print(f"oracle: {step}still installing ({time.monotonic() - started:.0f} s)", file=log, flush=True)
+        output.seek(0)
+        text = output.read()
     if proc.returncode != 0:
-        tail = (proc.stderr or proc.stdout).strip().splitlines()[-1:] or ["(no output)"]
+        tail = text.strip().splitlines()[-1:] or ["(no output)"]
         raise OracleError(f"pip install {' '.join(args)} failed: {tail[0]}")
 
 
@@ -114,14 +129,15 @@ def ensure_venv(version: str, venv: Path, log: Any = sys.stderr) -> float | None
     if venv.exists():
         shutil.rmtree(venv)  # incomplete or stale: never patch a half-built environment
     venv.parent.mkdir(parents=True, exist_ok=True)
-    print(f"oracle: building {venv} (verl {version}, CPU torch {TORCH}) ...", file=log, flush=True)
+    print(f"oracle: building {venv} (verl {version}, CPU torch {TORCH}; a few minutes, once) ...",
+          file=log, flush=True)
     subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
     python = venv_python(venv)
     wheel = _local_cpu_torch_wheel()
-    _pip(python, [wheel or f"torch=={TORCH}+cpu"], log)
+    _pip(python, [wheel or f"torch=={TORCH}+cpu"], log, "[1/3] ")
     # The torch line keeps pip from swapping the CPU build for a CUDA one while resolving.
-    _pip(python, [*PINS[version], f"torch=={TORCH}"], log)
-    _pip(python, ["--no-deps", f"verl=={version}"], log)
+    _pip(python, [*PINS[version], f"torch=={TORCH}"], log, "[2/3] ")
+    _pip(python, ["--no-deps", f"verl=={version}"], log, "[3/3] ")
     (venv / MARKER).write_text(json.dumps(_marker_expected(version)))
     return time.monotonic() - started
 
