@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
+from typing import Any
 
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
@@ -12,7 +13,7 @@ _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_next", "olmo2", "gemma3"})
 
 
-def _int(cfg: dict, key: str, where: str, default: int | None = None) -> int:
+def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
     value = cfg.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         if value is None:
@@ -51,16 +52,17 @@ def load_model_config(path: str | Path) -> ModelFacts:
     max_pos = _int(cfg, "max_position_embeddings", where, default=4096)
 
     experts = cfg.get("num_experts") or cfg.get("n_routed_experts") or cfg.get("num_local_experts")
-    expert_ffn = shared_ffn = None
+    expert_ffn: int | None = None
+    shared_ffn: int | None = None
     first_dense = 0
     if experts:
         experts = _int(cfg, "num_experts" if "num_experts" in cfg else
                        ("n_routed_experts" if "n_routed_experts" in cfg else "num_local_experts"), where)
-        expert_ffn = cfg.get("moe_intermediate_size") or ffn  # Mixtral: experts are intermediate_size wide
+        expert_ffn = int(cfg.get("moe_intermediate_size") or ffn)  # Mixtral: experts are intermediate_size wide
         if cfg.get("shared_expert_intermediate_size"):
             shared_ffn = int(cfg["shared_expert_intermediate_size"])
         elif cfg.get("n_shared_experts"):
-            shared_ffn = int(cfg["n_shared_experts"]) * int(expert_ffn)
+            shared_ffn = int(cfg["n_shared_experts"]) * expert_ffn
         first_dense = int(cfg.get("first_k_dense_replace") or 0)
 
     mla = cfg.get("kv_lora_rank") is not None
@@ -84,9 +86,9 @@ def load_model_config(path: str | Path) -> ModelFacts:
         tie_word_embeddings=bool(cfg.get("tie_word_embeddings", False)),
         qkv_bias=bool(cfg.get("attention_bias", False)) or model_type in _QKV_BIAS_TYPES,
         qk_norm=model_type in _QK_NORM_TYPES,
-        num_experts=int(experts) if experts else None,
+        num_experts=experts or None,
         experts_per_token=int(cfg.get("num_experts_per_tok") or 0) or None if experts else None,
-        expert_ffn_hidden_size=int(expert_ffn) if experts else None,
+        expert_ffn_hidden_size=expert_ffn if experts else None,
         shared_expert_ffn_hidden_size=int(shared_ffn or 0),
         first_k_dense_layers=first_dense,
         q_lora_rank=cfg.get("q_lora_rank") if mla else None,

@@ -17,6 +17,7 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
 
 from generator.errors import InputError
 from generator.model.config_json import load_model_config
@@ -74,15 +75,16 @@ class _Entry:
     keys: tuple[str, ...]
 
 
-def _load_yaml(path: Path) -> dict:
+def _load_yaml(path: Path) -> dict[str, Any]:
     import yaml  # PyYAML (a dependency of omegaconf); the C loader keeps start-up fast
 
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open(encoding="utf-8") as handle:
-        return yaml.load(handle, Loader=loader)
+        loaded: dict[str, Any] = yaml.load(handle, Loader=loader)
+        return loaded
 
 
-def _entry_from_yaml(raw: dict) -> _Entry:
+def _entry_from_yaml(raw: dict[str, Any]) -> _Entry:
     moe = raw.get("moe") or {}
     mla = raw.get("mla") or {}
     max_pos = raw["max_position_embeddings"]

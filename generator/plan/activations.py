@@ -47,7 +47,7 @@ def moe_layer_activation_bytes(model: ModelFacts, moe_factor: float = MOE_ACTIVA
 def in_flight_micro_batches(cand: Candidate, stage: int, micro_batches: int) -> float:
     """Micro-batches whose activations a stage holds at its peak (1F1B warm-up, VPP factor)."""
     pp = cand.pp
-    count = max(1, min(pp - stage, micro_batches))
+    count = float(max(1, min(pp - stage, micro_batches)))
     if cand.vpp and cand.vpp > 1 and pp > 1:
         count *= 1 + (pp - 1) / (pp * cand.vpp)
     return count

@@ -366,7 +366,7 @@ def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts:
     """One stage of each kind: stages with the same parameters, the same place (first, last) and
     the same micro-batches in flight have the same memory in every phase."""
     micro_batches = micro_batches_per_step(cand, work)
-    seen: dict[tuple, int] = {}
+    seen: dict[tuple[StageParams, bool, bool, float], int] = {}
     for stage in range(cand.pp):
         key = (stage_params(model, cand, stage, counts), stage == 0, stage == cand.pp - 1,
                in_flight_micro_batches(cand, stage, micro_batches))

@@ -105,7 +105,9 @@ def smallest_fix(setup: MemorySetup) -> _Change | None:
             ok, peak = fits(change.candidate)
             if ok:
                 return replace(change, words=f"{change.words} (peak {peak:.1f} GiB)")
-    base, words, edits = setup.candidate, [], ()
+    base = setup.candidate
+    words: list[str] = []
+    edits: tuple[tuple[str, Any], ...] = ()
     for rung in rungs:  # then each rung on top of the ones before it
         last = None
         for change in rung(base):
