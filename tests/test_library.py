@@ -263,6 +263,9 @@ def test_show_recipe_on_a_terminal_and_with_no_color(monkeypatch):
     monkeypatch.setenv("NO_COLOR", "1")
     plain = runner.invoke(app, ["show", "verl-qwen2.5-0.5b-ppo-8gpu"]).stdout
     assert not COLOUR.search(plain)
+    assert "\x1b" not in plain  # honest NO_COLOR: no bold either
+    listed = runner.invoke(app, ["list"]).stdout
+    assert "\x1b" not in listed and "│" in listed  # the box stays on a terminal, escapes go
     assert "TP2 PP2 VPP2 CP2" in re.sub(r"\x1b\[[0-9;]*m", "", plain)
 
 

@@ -151,3 +151,13 @@ def test_text_says_where_values_are_set(fixtures_dir: Path) -> None:
                                  shell_fixture(fixtures_dir, "array_heredoc.sh")])
     assert "trainer.n_gpus_per_node=8  [variable $GPUS_PER_NODE, set at sourcing_common.sh:1]" in result.output
     assert "data.train_batch_size=64  [array, set at line 12]" in result.output
+
+
+def test_no_color_on_a_terminal_means_no_escape_codes(fixtures_dir: Path, monkeypatch) -> None:
+    monkeypatch.setenv("FORCE_COLOR", "1")
+    monkeypatch.setenv("NO_COLOR", "1")
+    out = runner.invoke(app, ["show", shell_fixture(fixtures_dir, "trailing_backslash.sh")]).stdout
+    assert "trainer.nnodes=1" in out and "\x1b" not in out
+    monkeypatch.delenv("NO_COLOR")
+    coloured = runner.invoke(app, ["show", shell_fixture(fixtures_dir, "trailing_backslash.sh")]).stdout
+    assert "\x1b[" in coloured

@@ -83,7 +83,11 @@ def render_scripts_text(files: list[dict], stream: TextIO) -> None:
     def escape(text: str) -> str:  # user-written text: no markup, no control characters
         return markup_escape(one_line(text))
 
-    console = Console(file=stream, highlight=False, soft_wrap=True)
+    from generator.report.terminal import use_color
+
+    # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files).
+    console = Console(file=stream, highlight=False, soft_wrap=True,
+                      color_system="auto" if use_color(stream) else None)
     for n, f in enumerate(files):
         if n:
             console.print()

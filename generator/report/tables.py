@@ -1,8 +1,9 @@
 """Tables and titled sections for the library commands (`gen list`, `gen show NAME`): a rich table on a terminal, plain columns elsewhere.
 
 On a terminal (or with FORCE_COLOR) the table has a box and colour; NO_COLOR keeps the box and
-drops the colour; piped output (not a terminal) is plain aligned text with no box-drawing
-characters and no escape codes, so `gen list | grep` and `gen list > file` stay clean.
+drops every escape code (colour and bold alike); piped output (not a terminal) is plain aligned
+text with no box-drawing characters and no escape codes, so `gen list | grep` and `gen list >
+file` stay clean.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ from generator.safe_text import one_line
 def _console(stream: TextIO):
     from rich.console import Console
 
-    return Console(file=stream, highlight=False, soft_wrap=False)
+    from generator.report.terminal import no_color
+
+    return Console(file=stream, highlight=False, soft_wrap=False, color_system=None if no_color() else "auto")
 
 
 def is_terminal(stream: TextIO | None = None) -> bool:
@@ -44,7 +47,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     stream = stream or sys.stdout
     rows = [[one_line(cell) for cell in row] for row in rows]
     console = _console(stream)
-    if not console.is_terminal:
+    if not is_terminal(stream):
         if title:
             stream.write(title + "\n")
         stream.write(plain_table(headers, rows))
@@ -74,11 +77,12 @@ def print_sections(sections: Sequence[tuple[str, Sequence[tuple[str, str]]]], *,
     console = _console(stream)
     sections = [(one_line(title), [(one_line(label), one_line(value)) for label, value in pairs])
                 for title, pairs in sections]
+    rich = is_terminal(stream)
     for index, (title, pairs) in enumerate(sections):
         if index:
-            stream.write("\n") if not console.is_terminal else console.print()
+            stream.write("\n") if not rich else console.print()
         width = max((len(label) for label, _ in pairs), default=0)
-        if console.is_terminal:
+        if rich:
             from rich.text import Text
 
             console.print(Text(title, style="bold"))

@@ -9,10 +9,16 @@ from typing import TextIO
 from generator.safe_text import one_line, printable
 
 
+def no_color() -> bool:
+    """NO_COLOR set to a non-empty value (no-color.org): no escape codes at all, bold included."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
 def use_color(stream: TextIO) -> bool:
-    """Colour only on a terminal, never with NO_COLOR set to a non-empty value (no-color.org)."""
+    """Colour on a terminal (or with FORCE_COLOR, as rich and many tools honour it), never with
+    NO_COLOR."""
     isatty = getattr(stream, "isatty", None)
-    return bool(isatty and isatty()) and not os.environ.get("NO_COLOR")
+    return (bool(isatty and isatty()) or bool(os.environ.get("FORCE_COLOR"))) and not no_color()
 
 
-__all__ = ["one_line", "printable", "use_color"]
+__all__ = ["no_color", "one_line", "printable", "use_color"]
