@@ -6,7 +6,7 @@ not of the expected type.
 
 from __future__ import annotations
 
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeAlias
 
 from generator import derive
 from generator.config.types import Config
@@ -72,6 +72,14 @@ def as_float(value: Any) -> float | None:
     return None
 
 
+# The reader's methods are named after the types they return (`reader.int(key)`); inside the
+# class those names shadow the builtins, so its annotations use these aliases.
+Int: TypeAlias = int
+Str: TypeAlias = str
+Bool: TypeAlias = bool
+Float: TypeAlias = float
+
+
 class ConfigReader:
     """Read helpers over one call's Config. Cheap to build; rules build one each."""
 
@@ -89,39 +97,39 @@ class ConfigReader:
         return cls(call.config, call.invocation, call.script)
 
     # --- raw reads ------------------------------------------------------------------------
-    def known(self, key: str) -> bool:
+    def known(self, key: Str) -> Bool:
         return key not in self.config.unknown
 
-    def raw(self, key: str) -> Any:
+    def raw(self, key: Str) -> Any:
         if key in self.config.unknown:
             return None
         return self.values.get(key)
 
-    def int(self, key: str) -> int | None:
+    def int(self, key: Str) -> Int | None:
         return as_int(self.raw(key))
 
-    def bool(self, key: str) -> bool | None:
+    def bool(self, key: Str) -> Bool | None:
         return as_bool(self.raw(key))
 
-    def float(self, key: str) -> float | None:
+    def float(self, key: Str) -> Float | None:
         return as_float(self.raw(key))
 
-    def str(self, key: str) -> str | None:
+    def str(self, key: Str) -> Str | None:
         value = self.raw(key)
         return value if isinstance(value, str) else None
 
-    def is_null(self, key: str) -> bool:
+    def is_null(self, key: Str) -> Bool:
         """Known and null (absent keys count as null)."""
         return self.known(key) and self.values.get(key) is None
 
-    def is_set(self, key: str) -> bool:
+    def is_set(self, key: Str) -> Bool:
         """Known and not null."""
         return self.known(key) and self.values.get(key) is not None
 
-    def explicit(self, key: str) -> bool:
+    def explicit(self, key: Str) -> Bool:
         return key in self.config.set_by
 
-    def line(self, *keys: str) -> int | None:
+    def line(self, *keys: Str) -> Int | None:
         for key in keys:
             line = self.config.line_of(key)
             if line is not None:
@@ -130,31 +138,31 @@ class ConfigReader:
 
     # --- launch facts ---------------------------------------------------------------------
     @property
-    def backend(self) -> str:
+    def backend(self) -> Str:
         return self.config.backend
 
     @property
-    def version(self) -> str:
+    def version(self) -> Str:
         return self.config.version
 
     @property
-    def gpus(self) -> int | None:
+    def gpus(self) -> Int | None:
         per_node, nodes = self.int("trainer.n_gpus_per_node"), self.int("trainer.nnodes")
         if per_node is None or nodes is None or per_node <= 0 or nodes <= 0:
             return None
         return per_node * nodes
 
     @property
-    def gpus_per_node(self) -> int | None:
+    def gpus_per_node(self) -> Int | None:
         return self.int("trainer.n_gpus_per_node")
 
     @property
-    def new_engine(self) -> bool:
+    def new_engine(self) -> Bool:
         """trainer.use_legacy_worker_impl=disable selects engine_workers.py (§1.8)."""
         return self.str("trainer.use_legacy_worker_impl") == "disable"
 
     @property
-    def auto_padding(self) -> bool:
+    def auto_padding(self) -> Bool:
         env = dict(self.script.assumed_env) if self.script else {}
         if self.invocation:
             env.update(self.invocation.env)
@@ -162,7 +170,7 @@ class ConfigReader:
 
     # --- roles ----------------------------------------------------------------------------
     @property
-    def ref_used(self) -> bool | None:
+    def ref_used(self) -> Bool | None:
         kl_reward, kl_loss = self.bool("algorithm.use_kl_in_reward"), self.bool(ACTOR + "use_kl_loss")
         if kl_reward or kl_loss:
             return True
@@ -171,7 +179,7 @@ class ConfigReader:
         return False
 
     @property
-    def critic_used(self) -> bool | None:
+    def critic_used(self) -> Bool | None:
         enable = self.raw(CRITIC + "enable")
         if isinstance(enable, bool):
             return enable
@@ -183,25 +191,23 @@ class ConfigReader:
         return estimator == "gae"
 
     @property
-    def actor_dynamic(self) -> bool | None:
+    def actor_dynamic(self) -> Bool | None:
         return self.bool(ACTOR + "use_dynamic_bsz")
 
     # --- layout ---------------------------------------------------------------------------
     def actor_layout(self) -> derive.Layout | None:
+        """The actor's Megatron layout; None when a size is unknown or not an int."""
         gpus = self.gpus
         if gpus is None:
             return None
-        sizes = {}
-        for name, key, default in (("tp", "tensor_model_parallel_size", 1), ("pp", "pipeline_model_parallel_size", 1),
-                                   ("cp", "context_parallel_size", 1), ("ep", "expert_model_parallel_size", 1)):
-            full = MEGATRON + key
-            if not self.known(full):
+        sizes: dict[Str, Int] = {}
+        for name, key in (("tp", "tensor_model_parallel_size"), ("pp", "pipeline_model_parallel_size"),
+                          ("cp", "context_parallel_size"), ("ep", "expert_model_parallel_size")):
+            size = self._size(MEGATRON + key, default=1)
+            if size is None:
                 return None
-            value = self.values.get(full)
-            sizes[name] = default if value is None else as_int(value)
-            if sizes[name] is None:
-                return None
-        optional = {}
+            sizes[name] = size
+        optional: dict[Str, Int | None] = {}
         for name, key in (("etp", MEGATRON + "expert_tensor_parallel_size"),
                           ("vpp", MEGATRON + "virtual_pipeline_model_parallel_size"),
                           ("first_stage_layers", TRANSFORMER + "num_layers_in_first_pipeline_stage"),
@@ -212,21 +218,32 @@ class ConfigReader:
             optional[name] = None if value is None else as_int(value)
             if value is not None and optional[name] is None:
                 return None
-        flags = {}
-        for name, key in (("embedding_in_pipeline_split", TRANSFORMER + "account_for_embedding_in_pipeline_split"),
-                          ("loss_in_pipeline_split", TRANSFORMER + "account_for_loss_in_pipeline_split")):
+        split: dict[Str, Bool] = {}
+        for name, key in (("embedding", TRANSFORMER + "account_for_embedding_in_pipeline_split"),
+                          ("loss", TRANSFORMER + "account_for_loss_in_pipeline_split")):
             if not self.known(key):
                 return None
-            flags[name] = self.values.get(key) is True
-        return derive.Layout(gpus=gpus, gpus_per_node=self.gpus_per_node, **sizes, **optional, **flags)
+            split[name] = self.values.get(key) is True
+        return derive.Layout(gpus=gpus, gpus_per_node=self.gpus_per_node, tp=sizes["tp"], pp=sizes["pp"],
+                             cp=sizes["cp"], ep=sizes["ep"], etp=optional["etp"], vpp=optional["vpp"],
+                             first_stage_layers=optional["first_stage_layers"],
+                             last_stage_layers=optional["last_stage_layers"],
+                             embedding_in_pipeline_split=split["embedding"], loss_in_pipeline_split=split["loss"])
 
-    def ulysses(self, prefix: str = ACTOR) -> int | None:
+    def _size(self, key: Str, *, default: Int) -> Int | None:
+        """A parallel size: `default` when null, None when unknown or not an int."""
+        if not self.known(key):
+            return None
+        value = self.values.get(key)
+        return default if value is None else as_int(value)
+
+    def ulysses(self, prefix: Str = ACTOR) -> Int | None:
         value = self.raw(prefix + "ulysses_sequence_parallel_size")
         if value is None and self.known(prefix + "ulysses_sequence_parallel_size"):
             return 1
         return as_int(value)
 
-    def dp(self, sp_prefix: str = ACTOR) -> int | None:
+    def dp(self, sp_prefix: Str = ACTOR) -> Int | None:
         """DP of the trained roles: W/(TP·PP·CP) on Megatron, W/SP on FSDP."""
         gpus = self.gpus
         if gpus is None:
@@ -241,7 +258,7 @@ class ConfigReader:
             return None
         return gpus // sp
 
-    def dp_equation(self, sp_prefix: str = ACTOR) -> str:
+    def dp_equation(self, sp_prefix: Str = ACTOR) -> Str:
         """'DP 4 (= 8 GPUs / (TP·PP·CP = 2·1·1))' — how DP came about, in the user's numbers."""
         dp, gpus = self.dp(sp_prefix), self.gpus
         if self.backend == "megatron":
@@ -253,7 +270,7 @@ class ConfigReader:
             return f"DP {dp} (= {gpus} GPUs / ulysses SP {sp})" if sp and sp > 1 else f"DP {dp} (= {gpus} GPUs)"
         return f"DP {dp}"
 
-    def cp_or_sp(self, sp_prefix: str = ACTOR) -> int | None:
+    def cp_or_sp(self, sp_prefix: Str = ACTOR) -> Int | None:
         if self.backend == "megatron":
             layout = self.actor_layout()
             return layout.cp if layout else None
@@ -264,7 +281,7 @@ class ConfigReader:
             return "engine"
         return "megatron" if self.backend == "megatron" else "fsdp"
 
-    def prompts_and_n(self) -> tuple[int, int] | None:
+    def prompts_and_n(self) -> tuple[Int, Int] | None:
         """(P, n) when both are known and positive. P is data.gen_batch_size when set (§1.1)."""
         prompts = self.int("data.gen_batch_size") if self.is_set("data.gen_batch_size") else None
         if prompts is None:
@@ -274,7 +291,7 @@ class ConfigReader:
             return None
         return prompts, n
 
-    def sequence_length(self) -> int | None:
+    def sequence_length(self) -> Int | None:
         prompt = self.int(ROLLOUT + "prompt_length")
         if prompt is None:
             prompt = self.int("data.max_prompt_length")
