@@ -5,7 +5,8 @@
 
 For each row of generator/data/verl_layouts.yaml: verl's layout evaluated with the script's own
 knobs ("as shipped"), then a search on the same GPUs, lengths, n and batch size ("ours").
-`MP` is TP·PP·CP; `off` counts offload steps (param, optimizer, CPU optimizer, recompute).
+Memory columns (GiB, worst pipeline stage): update / optimizer step / log-prob / rollout / weight
+sync. `MP` is TP·PP·CP; `off` counts offload steps (param, optimizer, CPU optimizer, recompute).
 """
 
 from __future__ import annotations
@@ -39,12 +40,13 @@ def offload_text(c) -> str:
 def phases(c) -> str:
     ph = {p.phase: p.gib for p in c.memory}
     lp = max(ph.get("log_prob", 0.0), ph.get("ref_log_prob", 0.0))
-    return f"{ph.get('update', 0):.0f}/{lp:.0f}/{ph.get('rollout', 0):.0f}"
+    return "/".join(f"{v:.0f}" for v in (ph.get("update", 0.0), ph.get("optimizer_step", 0.0), lp,
+                                         ph.get("rollout", 0.0), ph.get("weight_sync", 0.0)))
 
 
 def table() -> int:
-    head = ("id", "model", "GPUs", "verl layout", "verl knobs", "verl mem u/lp/r", "fits",
-            "our layout", "our knobs", "our mem u/lp/r", "MP v/o", "off v/o", "limit")
+    head = ("id", "model", "GPUs", "verl layout", "verl knobs", "verl mem u/os/lp/r/ws", "fits",
+            "our layout", "our knobs", "our mem u/os/lp/r/ws", "MP v/o", "off v/o", "limit")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in verl_layouts():
