@@ -110,3 +110,13 @@ def test_a_call_that_cannot_be_predicted_says_why(tmp_path):
     known = runner.invoke(app, ["check", str(path), "--gpu", "h20", "--model-config", str(named),
                                 "--verl-version", "0.7.0", "--select", "VM81"])
     assert known.exit_code == 1 and "VM811" in known.stdout and "VM812" not in known.stdout
+
+
+def test_the_projects_gpu_setting_turns_the_memory_rules_on(tmp_path):
+    _script(tmp_path)
+    (tmp_path / ".verl-gen.toml").write_text('gpu = "h20"\n')
+    path = str(tmp_path / "run_qwen32b.sh")
+    result = runner.invoke(app, ["check", path, "--verl-version", "0.7.0", "--select", "VM811"])
+    assert result.exit_code == 1 and "VM811" in result.stdout and "on h20" in result.stdout
+    wider = runner.invoke(app, ["check", path, "--gpu", "h200", "--verl-version", "0.7.0", "--select", "VM811"])
+    assert wider.exit_code == 0  # the command line wins over the project setting

@@ -31,7 +31,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                 memory: MemoryOptions | None = None):
     """FileReports for every path (never raises for a single bad file). Which verl each file is
     judged against is resolved per file (generator.schema.resolution). With `memory` (a GPU was
-    named) each call's memory is predicted for the memory rules."""
+    named), or a project setting `gpu`, each call's memory is predicted for the memory rules."""
     from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
@@ -45,12 +45,6 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         from generator.model import load_model_config
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
-    memory_for = None
-    if memory is not None:
-        from generator.plan.memory_check import memory_verdict
-
-        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
-            return memory_verdict(config, model, memory)
     reports = []
     for path in paths:
         report = FileReport(path=path)
@@ -68,6 +62,12 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
             resolution = resolve(path, version=version, config_dir=config_dir, project=project,
                                  keys=lambda: script_keys(script.invocations))
+            # --gpu wins; else the project's `gpu` setting names the GPU the memory rules judge against.
+            memory_for = None
+            if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
+                from generator.plan.memory_check import memory_checker
+
+                memory_for = memory_checker(memory, project.gpu)
             report.resolution = resolution
             report.verl_version = resolution.base_release
             for invocation, config, findings in check_script(script, select=chosen_select, ignore=chosen_ignore,

@@ -68,12 +68,6 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
     from generator.suppress import find_suppressions
 
     command_line_reader = read = default_reader(env or None, args or None)
-    memory_for = None
-    if memory is not None:
-        from generator.plan.memory_check import memory_verdict
-
-        def memory_for(config, model):  # noqa: E306 - bound to the options named on the command line
-            return memory_verdict(config, model, memory)
     releases: list[str] = []  # the verl each file was judged against, as `gen check` chooses it
     status = EXIT_OK
     fixed_count = files_changed = refused_count = 0
@@ -93,6 +87,11 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
                                  keys=lambda: script_keys(read(source, path).invocations))
             if resolution.base_release not in releases:
                 releases.append(resolution.base_release)
+            memory_for = None
+            if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
+                from generator.plan.memory_check import memory_checker
+
+                memory_for = memory_checker(memory, project.gpu)
             check = default_checker(resolution.release, resolution=resolution, memory_for=memory_for)
             result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
                                 unsafe=unsafe)

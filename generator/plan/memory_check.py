@@ -137,3 +137,23 @@ def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOpti
     if change is None:
         return verdict
     return replace(verdict, fix=change.words, fix_edits=change.edits)
+
+
+MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict]
+
+
+def memory_checker(options: MemoryOptions | None, project_gpu: str | None = None) -> MemoryFor | None:
+    """What the rules call to predict a call's memory: on the GPU the command line named, else on
+    the project's `gpu` setting; None when neither names one (the memory rules stay silent)."""
+    if options is None and project_gpu:
+        from generator.plan.script_setup import memory_options
+
+        options = memory_options(project_gpu, None, None, 0.0)
+    if options is None:
+        return None
+    chosen = options
+
+    def check(config: Config, model: ModelFacts | None) -> MemoryVerdict:
+        return memory_verdict(config, model, chosen)
+
+    return check
