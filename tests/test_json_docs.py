@@ -69,7 +69,8 @@ def test_the_validator_catches_departures():
 
 
 def test_every_json_command_has_a_documented_shape():
-    assert set(shapes()) == {"check", "explain", "show", "show-recipe", "diff", "plan", "rules", "list"}
+    assert set(shapes()) == {"check", "explain", "show", "show-resolved", "show-recipe", "diff", "plan", "rules",
+                             "list"}
 
 
 @pytest.fixture()
@@ -86,11 +87,12 @@ def _first_recipe() -> str:
     return sorted(recipes.rglob("*.yaml"))[0].stem
 
 
-@pytest.mark.parametrize("name", ["check", "explain", "show", "show-recipe", "diff", "plan", "rules", "list"])
+@pytest.mark.parametrize("name", ["check", "explain", "show", "show-resolved", "show-recipe", "diff", "plan", "rules",
+                                  "list"])
 def test_command_output_matches_its_documented_shape(name, scripts):
     a, b = scripts
     argv = {
-        "check": ["check", str(a)], "explain": ["explain", str(a)], "show": ["show", str(a)],
+        "check": ["check", str(a)], "explain": ["explain", str(a)], "show": ["show", str(a)], "show-resolved": ["show", str(a), "--resolved"],
         "show-recipe": ["show", _first_recipe()], "diff": ["diff", str(a), str(b)],
         "plan": ["plan", "--model", "qwen2-7b", "--gpus", "8"], "rules": ["rules"], "list": ["list"],
     }[name]

@@ -161,3 +161,29 @@ def test_no_color_on_a_terminal_means_no_escape_codes(fixtures_dir: Path, monkey
     monkeypatch.delenv("NO_COLOR")
     coloured = runner.invoke(app, ["show", shell_fixture(fixtures_dir, "trailing_backslash.sh")]).stdout
     assert "\x1b[" in coloured
+
+
+def test_resolved_prints_the_composed_config_of_each_call(tmp_path: Path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=96 trainer.n_gpus_per_node=8 "
+                      "data.train_files=$MISSING_DIR/t.parquet\n")
+    result = runner.invoke(app, ["show", str(script), "--resolved", "--verl-version", "0.7.0"])
+    assert result.exit_code == 0, result.output
+    assert result.stdout.startswith(f"# {script}:1: verl.trainer.main_ppo (ppo_trainer, verl 0.7.0")
+    import yaml
+
+    config = yaml.safe_load(result.stdout)
+    assert config["data"]["train_batch_size"] == 96  # the script's override
+    assert config["trainer"]["n_gpus_per_node"] == 8
+    assert config["actor_rollout_ref"]["actor"]["ppo_epochs"] == 1  # the release's default
+    assert config["data"]["train_files"].startswith("<unknown: $MISSING_DIR")
+    document = json.loads(runner.invoke(app, ["show", str(script), "--resolved", "--format", "json"]).stdout)
+    call = document["files"][0]["calls"][0]
+    assert document["schema_version"] == 1 and call["config"]["data"]["train_batch_size"] == 96
+
+
+def test_nest_keeps_a_key_that_is_also_a_prefix() -> None:
+    from generator.report.show import nest
+
+    assert nest({"a.b": 1, "a.c.d": 2}) == {"a": {"b": 1, "c": {"d": 2}}}
+    assert nest({"a": 1, "a.b": 2}) == {"a": 1, "a.b": 2}

@@ -91,6 +91,55 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     return EXIT_BAD_INPUT if (failed or first_broken) else EXIT_OK
 
 
+def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version: str | None) -> dict[str, Any]:
+    """One file's live trainer calls, each with its composed config (release defaults, the
+    project's config if any, the script's overrides), as `gen check` would judge it."""
+    from generator.config import build_config
+    from generator.project import load_project
+    from generator.schema.resolution import resolve, script_keys
+
+    script = _read(path, env, args)
+    resolution = resolve(path, version=verl_version, project=load_project(path),
+                         keys=lambda: script_keys(script.invocations))
+    script_dir = os.path.dirname(os.path.abspath(path))
+    calls = []
+    for invocation in script.invocations:
+        if invocation.branch == "dead":
+            continue
+        config = build_config(invocation, version=resolution.release, script_dir=script_dir,
+                              config_root=os.getcwd(), stand_in=resolution.stand_in)
+        judged = resolution.for_call(config.schema, config.config_dir)
+        calls.append({"line": invocation.line, "entry": invocation.entry, "config_name": config.schema,
+                      "verl_version": judged.base_release, "config_source": judged.config_source,
+                      "unknown": dict(config.unknown), "config": dict(config.values)})
+    return {"path": path, "error": None, "calls": calls}
+
+
+def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], args: list[str],
+                  verl_version: str | None) -> int:
+    """`gen show --resolved`: print each call's composed config; 2 when a file could not be read."""
+    from generator.report.show import resolved_document, resolved_text
+
+    files, status = [], EXIT_OK
+    for path in paths:
+        try:
+            files.append(resolved_calls(path, env, args, verl_version))
+        except InputError as err:
+            files.append({"path": path, "error": str(err).removeprefix(f"{path}: "), "calls": []})
+        except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
+            files.append({"path": path, "calls": [],
+                          "error": f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:200]})"})
+    for f in files:
+        if f["error"]:
+            typer.echo(f"gen show: {f['path']}: {f['error']}", err=True)
+            status = EXIT_BAD_INPUT
+    if output_format == "text":
+        sys.stdout.write(resolved_text(files))
+    else:
+        sys.stdout.write(resolved_document(files, output_format))
+    return status
+
+
 def _is_recipe_name(target: str) -> bool:
     return (target != "-" and not os.path.exists(target) and "/" not in target
             and not target.endswith((".sh", ".py", ".bash")))
@@ -107,6 +156,9 @@ def register(app: typer.Typer) -> None:
         env: list[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
         arg: list[str] = typer.Option([], "--arg", help="assume this script argument ($1, $2, ...)"),
         library: str | None = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
+        resolved: bool = typer.Option(False, "--resolved", help="print each call's composed config (the "
+                                      "release's defaults with the script's overrides), like Hydra's --cfg job"),
+        verl_version: str | None = typer.Option(None, "--verl-version", help="compose with this release (--resolved)"),
     ) -> None:
         """Show the overrides each trainer call receives, where each value was written, and shell
         hazards; or show a packaged recipe by NAME."""
@@ -131,5 +183,8 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             typer.echo(f"gen show: {err}", err=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
+        if resolved:
+            raise typer.Exit(show_resolved(paths, output_format=output_format, env=assumed_env, args=list(arg),
+                                           verl_version=verl_version))
         code = show_scripts(paths, output_format=output_format, env=assumed_env, args=list(arg))
         raise typer.Exit(code)

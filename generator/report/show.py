@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 from typing import Any, TextIO
 
-from generator.safe_text import one_line
+from generator.safe_text import one_line, printable
 
 
 def _span(span: Any) -> dict | None:
@@ -129,3 +129,80 @@ def render_scripts_text(files: list[dict], stream: TextIO) -> None:
                 console.print(f"    {' ' * width}  [dim]arg {escape(other)}[/dim]")
         for hz in f["hazards"]:
             console.print(f"  [red]! line {hz['line']} {escape(hz['kind'])}:[/red] {escape(hz['message'])}")
+
+
+# --- gen show --resolved ---------------------------------------------------------------------
+
+
+def nest(values: dict[str, Any]) -> dict[str, Any]:
+    """Dotted keys as nested mappings (`a.b.c: 1` → `{a: {b: {c: 1}}}`); a key that is both a
+    value and a prefix of others keeps its dotted rest at the deepest mapping it reaches."""
+    root: dict[str, Any] = {}
+    for key in sorted(values):
+        node, parts = root, key.split(".")
+        for depth, part in enumerate(parts[:-1]):
+            child = node.setdefault(part, {})
+            if not isinstance(child, dict):
+                node[".".join(parts[depth:])] = values[key]
+                break
+            node = child
+        else:
+            if isinstance(node.get(parts[-1]), dict):
+                node[parts[-1]]["_value"] = values[key]
+            else:
+                node[parts[-1]] = values[key]
+    return root
+
+
+def _plain(value: Any) -> Any:
+    """Something YAML and JSON can write: containers kept, other objects as their text."""
+    if isinstance(value, dict):
+        return {str(k): _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    if value is None or isinstance(value, (bool, int, float, str)):
+        return value
+    return str(value)
+
+
+def _call_config(call: dict[str, Any]) -> dict[str, Any]:
+    values = dict(call["config"])
+    for key, why in call["unknown"].items():
+        values[key] = f"<unknown: {why}>"
+    return nest(_plain(values))
+
+
+def resolved_document(files: list[dict[str, Any]], output_format: str) -> str:
+    """`gen show --resolved --format json|yaml`: each call's config as a nested mapping."""
+    from generator.report.documents import JSON_SCHEMA_VERSION
+
+    document = {"schema_version": JSON_SCHEMA_VERSION, "files": [
+        {"path": f["path"], "error": f["error"], "calls": [
+            {k: v for k, v in call.items() if k not in ("config", "unknown")} | {"config": _call_config(call)}
+            for call in f["calls"]]} for f in files]}
+    if output_format == "json":
+        import json
+
+        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
+    return _yaml(document)
+
+
+def _yaml(data: Any) -> str:
+    import yaml
+
+    return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)
+
+
+def resolved_text(files: list[dict[str, Any]]) -> str:
+    """The composed config of each call as YAML under a comment naming the call and its release."""
+    out = []
+    for f in files:
+        if f["error"]:
+            continue
+        if not f["calls"]:
+            out.append(f"# {f['path']}: no trainer call found\n")
+        for call in f["calls"]:
+            out.append(f"# {f['path']}:{call['line']}: {call['entry']} ({call['config_name']}, "
+                       f"verl {call['verl_version']}; {call['config_source']})\n")
+            out.append(_yaml(_call_config(call)))
+    return printable("".join(out))
