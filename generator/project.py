@@ -150,15 +150,30 @@ def _env_text(value: object) -> str:
     return str(value)
 
 
+# Parsed files by (path, mtime, size): checking many scripts of one project reads its
+# pyproject.toml once.
+_PARSED: dict[tuple[Path, int, int], dict[str, object]] = {}
+
+
 def _read_toml(path: Path) -> dict[str, object]:
+    try:
+        info = path.stat()
+    except OSError:
+        info = None
+    key = (path, info.st_mtime_ns, info.st_size) if info is not None else None
+    if key is not None and key in _PARSED:
+        return _PARSED[key]
     try:
         text = read_text_input(path, limit=MAX_BYTES, what="project file")
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
     try:
-        return tomllib.loads(text)
+        document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: not valid TOML ({err})") from None
+    if key is not None:
+        _PARSED[key] = document
+    return document
 
 
 def _table(path: Path, document: dict[str, object]) -> dict[str, object] | None:
