@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence
+from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
 
 from generator.errors import InputError
 # Reading `@hydra.main` needs no concrete syntax tree; it lives with the reader (stdlib ast).
@@ -65,7 +65,7 @@ class PyOverrideList:
     config_path: str | None = None
 
 
-def _parse(source: bytes, path: str | None, first_line: int = 1):
+def _parse(source: bytes, path: str | None, first_line: int = 1) -> Any:
     cst = _cst()
 
     try:
@@ -117,7 +117,7 @@ def _dotted(node: Any) -> str:
     cst = _cst()
 
     if isinstance(node, cst.Name):
-        return node.value
+        return str(node.value)
     if isinstance(node, cst.Attribute):
         return f"{_dotted(node.value)}.{node.attr.value}"
     return ""
@@ -323,7 +323,7 @@ def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript
     entry (`compose(...)` → verl.trainer.main_ppo's config; a subprocess list with `-m MODULE`).
     Each override's provenance points at the value inside its string literal, so the same fix
     machinery edits it; a literal with escape sequences is not editable (span None)."""
-    from generator.launch import Invocation, LaunchScript, Override, Provenance, Span
+    from generator.launch import Invocation, LaunchScript, Op, Override, Provenance, Span
 
     data = source.encode("utf-8") if isinstance(source, str) else source
     script = LaunchScript(path=path, source=data)
@@ -343,7 +343,7 @@ def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript
                 value_start = ov.content_start + len(ov.text[: len(ov.text) - len(ov.value)].encode())
                 value_span = Span(value_start, ov.content_end, ov.line)
             prov = Provenance("literal", value_span, PY_QUOTING + ov.prefix + ov.quote)
-            invocation.overrides.append(Override(ov.text, ov.key, ov.op, ov.value, ov.line, word, prov))
+            invocation.overrides.append(Override(ov.text, ov.key, cast(Op, ov.op), ov.value, ov.line, word, prov))
         script.invocations.append(invocation)
     return script
 

@@ -89,7 +89,7 @@ def brace_words(s: str, a: int, b: int) -> list[list[tuple[int, int] | str]] | N
         if isinstance(alternative, str):
             expanded: list[list[tuple[int, int] | str]] = [[alternative]]
         else:
-            expanded = brace_words(s, *alternative) or [[alternative]]  # type: ignore[list-item]
+            expanded = brace_words(s, *alternative) or [[alternative]]
         for alt in expanded:
             for suffix in suffixes:
                 out.append([(a, open_at), *alt, *suffix])

@@ -5,14 +5,14 @@ from __future__ import annotations
 
 import os
 import re
-from typing import Any
+from typing import Any, cast
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
 from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown
 from generator.shell.parse import parse_bytes
-from generator.shell.words import Expander
+from generator.shell.words import Expander, ExpansionHost
 
 # All files read through `source` together, like one launch script (files.SCRIPT_LIMIT).
 SOURCE_BUDGET = SCRIPT_LIMIT
@@ -122,7 +122,7 @@ class Builtins(EvaluatorParts):
                 return None
             src = (data + b"\n\n").decode("latin-1")
             sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
-            sub.expander = Expander(src, path, self)
+            sub.expander = Expander(src, path, cast("ExpansionHost", self))  # self is the whole Evaluator
             cached = self._source_trees[path] = (parse_bytes(data), sub)
             self.sourced[path] = sub
             self._collect_assigned(src)

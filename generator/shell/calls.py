@@ -7,7 +7,7 @@ import re
 from collections.abc import Callable
 from itertools import pairwise
 
-from generator.launch import Hazard, Invocation, Override, Provenance, Span
+from generator.launch import Hazard, Invocation, Override, Provenance, Source, Span
 from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
@@ -114,7 +114,7 @@ def _contiguous(value: list[Piece]) -> bool:
 def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_end: int,
                       line_of: Callable[[str | None, int], int]) -> Provenance:
     text = pieces_text(value)
-    origin = f.origin if f.origin in ("array", "string") else None
+    origin: Source | None = "array" if f.origin == "array" else "string" if f.origin == "string" else None
     if origin == "string":  # provenance inside the string variable, not the string itself
         value = [p.copy(group=p.inner) for p in value]
     if not value:
@@ -129,17 +129,17 @@ def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_e
         span = (Span(g.span_start, g.span_end, line_of(g.path, g.span_start))
                 if g.span_start is not None and g.span_end is not None else None)
         source = origin or ("unknown" if has_unknowns and span is None else "variable")
-        return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)  # type: ignore[arg-type]
+        return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)
     plain = all(p.group is None and (p.exact or p.q == "\\") for p in value)  # no expansion at all
     if all(_exact(p) for p in value) and _contiguous(value):
         region, quoting = _region(value)
         vpath = value[0].path
         source = origin or ("literal" if plain else "variable")
         if region is not None:
-            return Provenance(source, Span(region[0], region[1], line_of(vpath, region[0])), quoting,  # type: ignore[arg-type]
+            return Provenance(source, Span(region[0], region[1], line_of(vpath, region[0])), quoting,
                               path=vpath)
     source = origin or ("unknown" if has_unknowns else ("literal" if plain else "variable"))
-    return Provenance(source, None, path=f.path)  # type: ignore[arg-type]
+    return Provenance(source, None, path=f.path)
 
 
 def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:

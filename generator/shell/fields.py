@@ -90,6 +90,8 @@ def split_fields(pieces: list[Piece], word_a: int, word_b: int, path: str | None
                 # The word inside the string: from its first piece to the last piece written
                 # after it in the same file (pieces of nested variables live elsewhere).
                 head = sp[0]
-                tail = max((p.b for p in sp if p.path == head.path and p.a >= head.a), default=head.b)
-                f.word_a, f.word_b, f.path = head.a, tail, head.path  # type: ignore[assignment]
+                assert head.a is not None and head.b is not None  # sp keeps pieces with both ends
+                tail = max((p.b for p in sp if p.b is not None and p.a is not None and p.path == head.path
+                            and p.a >= head.a), default=head.b)
+                f.word_a, f.word_b, f.path = head.a, tail, head.path
     return fields

@@ -76,7 +76,7 @@ class Scope(EvaluatorParts):
             for n, el in enumerate(e for e in elems if e.present):
                 if n:
                     out.append(BREAK if (index == "@" or not dq) else Piece(" ", split=False))
-                elem = (el.a, el.b, el.path) if el.a is not None else None
+                elem = (el.a, el.b, el.path) if el.a is not None and el.b is not None else None
                 if not el.pieces:
                     out.append(Piece("", el.a, el.a, True, quote, None, None, el.path, split=False, elem=elem))
                 for p in el.pieces:
@@ -349,7 +349,7 @@ class Scope(EvaluatorParts):
 
     def _s_declaration_command(self, node: Any, flow: Flow) -> None:
         keyword = node.children[0].type if node.children else ""
-        local = keyword in ("local",) or (keyword in ("declare", "typeset") and self._local_frames)
+        local = keyword == "local" or (keyword in ("declare", "typeset") and bool(self._local_frames))
         export = keyword == "export"
         fx = self.fx
         assert fx is not None
@@ -390,7 +390,7 @@ def merge_states(states: list[State], label: str) -> State:
         return states[0]
     first = states[0]
     merged = first.copy()
-    names = set()
+    names: set[str] = set()
     for st in states:
         names.update(st.vars)
     for name in names:

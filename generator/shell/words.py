@@ -10,8 +10,7 @@ Nothing is ever run: `$(…)` and backticks become `<?cmd:…>` unknowns.
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Protocol
 
 from generator.launch import unknown_marker
 from generator.shell import arith, patterns
@@ -282,7 +281,7 @@ class Expander:
         text = pieces_text(inner)
         label = f"arith:{label_text(self.src[a:b].strip())}"
         if has_unknown(inner):
-            reasons = "; ".join(p.unknown for p in inner if p.unknown)  # type: ignore[misc]
+            reasons = "; ".join(p.unknown for p in inner if p.unknown)
             return self._unknown(label, f"arithmetic on unknown values ({reasons})", ea, eb, dq=dq)
         try:
             value = arith.evaluate(text, self.host.arith_lookup)
@@ -468,18 +467,21 @@ class Expander:
         return self.host.positional_pieces(ea, eb, dq, offset, length)
 
 
-class ExpansionHost:
+class ExpansionHost(Protocol):
     """What the expander needs from the evaluator (see walker.Evaluator)."""
 
     state: State
-    lookup_pieces: Callable[..., list[Piece]]
-    special_pieces: Callable[..., list[Piece]]
-    positional_pieces: Callable[..., list[Piece]]
-    get_var: Callable[[str], Var | None]
-    param_state: Callable[[str, str | None], str]
-    assign_scalar: Callable[[str, list[Piece], Group | None], None]
-    require: Callable[[str, str], None]
-    arith_lookup: Callable[[str], int]
+
+    def lookup_pieces(self, name: str, a: int, b: int, *, dq: bool, index: str | None = None,
+                      tilde: bool = False) -> list[Piece]: ...
+    def special_pieces(self, ch: str, a: int, b: int, dq: bool) -> list[Piece]: ...
+    def positional_pieces(self, a: int, b: int, dq: bool, offset: int, length: int | None,
+                          star: bool = False) -> list[Piece]: ...
+    def get_var(self, name: str) -> Var | None: ...
+    def param_state(self, name: str, index: str | None) -> str: ...
+    def assign_scalar(self, name: str, pieces: list[Piece], group: Group | None) -> None: ...
+    def require(self, name: str, why: str) -> None: ...
+    def arith_lookup(self, name: str) -> int: ...
 
 
 def def_group(variable: str | None, pieces: list[Piece], a: int, b: int, outer_quote: str,
