@@ -156,3 +156,12 @@ def test_verl_3124_is_over_the_limit_in_the_optimizer_step_at_both_lengths(corpu
         assert memory["model"] == "Qwen2.5-32B"  # from the script's model path
         assert not memory["fits"] and memory["peak_phase"] == "optimizer_step", memory["peak_gib"]
         assert result.exit_code == 1
+
+
+def test_the_projects_gpu_is_the_default_for_explain_memory(tmp_path):
+    path = write(tmp_path)
+    (tmp_path / ".verl-gen.toml").write_text('gpu = "h20"\n')
+    _, doc = explain_json(path, "--memory", "--verl-version", "0.7.0")
+    assert doc["calls"][0]["memory"]["gpu"] == "h20"
+    _, named = explain_json(path, "--memory", "--gpu", "a100-40g", "--verl-version", "0.7.0")
+    assert named["calls"][0]["memory"]["gpu"] == "a100-40g"

@@ -290,7 +290,10 @@ def register(app: typer.Typer) -> None:
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                               f"verl {resolution.base_release}, {config.backend}{branch})")
                     rows = explain_config(config)
-                    predicted = call_memory(config, memory_args) if memory_args else None
+                    file_memory = memory_args
+                    if memory_args is not None and gpu is None and gpu_mem is None and project.gpu:
+                        file_memory = memory_options(project.gpu, None, model, headroom)  # the project's GPU
+                    predicted = call_memory(config, file_memory) if file_memory else None
                     over = over or (predicted is not None and predicted.over)
                     if fmt == "json":
                         call = explain_call_json(invocation, config, resolution.base_release, rows)
