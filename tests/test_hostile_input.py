@@ -317,3 +317,15 @@ def test_thousands_of_trainer_calls_are_refused(tmp_path):
     result = run("check", str(path))
     assert result.exit_code == 2
     assert "300 trainer calls; more than 256" in result.stdout
+
+
+@pytest.mark.parametrize("argv", [["show", "nope.sh", "--format", "bad"], ["diff", "a.sh", "b.sh", "--format", "json"],
+                                  ["plan", "--model", "no-such-model", "--gpus", "8", "--format", "json"],
+                                  ["explain", "x.sh", "--format", "json", "--verl-version", "9.9"]])
+def test_json_formats_print_an_error_document_when_the_command_fails(tmp_path, monkeypatch, argv):
+    monkeypatch.chdir(tmp_path)
+    result = run(*argv)
+    assert result.exit_code == 2
+    if "--format" in argv and argv[argv.index("--format") + 1] == "json":
+        document = json.loads(result.stdout)
+        assert document["schema_version"] == 1 and document["error"]

@@ -34,11 +34,14 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"--format must be text or json, not '{output_format}'")
             result = diff(a, b, version=verl_version, library=library, env=parse_pairs(env, "--env") or None,
                           args=list(arg) or None)
-        except InputError as err:
-            typer.echo(f"gen: {err}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
-        except Exception as err:  # never a traceback: one line, exit 2
-            typer.echo(f"gen: internal error ({type(err).__name__}: {' '.join(str(err).split())})", err=True)
+        except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
+            message = str(err) if isinstance(err, InputError) else \
+                f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
+            typer.echo(f"gen: {message}", err=True)
+            if output_format == "json":
+                from generator.report.documents import dumps
+
+                typer.echo(dumps({"error": message}), nl=False)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         if output_format == "json":
             from generator.report.documents import dumps

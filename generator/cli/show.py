@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 import os
 import sys
-from typing import Any, TextIO
+from typing import Any, NoReturn, TextIO
 
 import typer
 
@@ -140,6 +140,16 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
     return status
 
 
+def _fail(message: str, output_format: str) -> NoReturn:
+    """A failure of the whole command: one line on stderr; json/yaml also get a document saying so."""
+    typer.echo(f"gen show: {message}", err=True)
+    if output_format in ("json", "yaml"):
+        from generator.report.documents import dumps
+
+        sys.stdout.write(dumps({"error": message, "files": []}))
+    raise typer.Exit(EXIT_BAD_INPUT)
+
+
 def _is_recipe_name(target: str) -> bool:
     return (target != "-" and not os.path.exists(target) and "/" not in target
             and not target.endswith((".sh", ".py", ".bash")))
@@ -174,15 +184,13 @@ def register(app: typer.Typer) -> None:
                 show_recipe(targets[0], library=library, output_format=output_format)
                 raise typer.Exit(EXIT_OK)
         except InputError as err:
-            typer.echo(f"gen show: {err}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            _fail(str(err), output_format)
         try:
             from generator.discover import expand_paths
 
             paths = expand_paths(list(targets))
         except InputError as err:
-            typer.echo(f"gen show: {err}", err=True)
-            raise typer.Exit(EXIT_BAD_INPUT) from None
+            _fail(str(err), output_format)
         if resolved:
             raise typer.Exit(show_resolved(paths, output_format=output_format, env=assumed_env, args=list(arg),
                                            verl_version=verl_version))
