@@ -203,8 +203,9 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
                      ) -> list[Hazard]:
     """Words among a Hydra trainer's overrides that are not overrides: `key= value` and
     `key =value` (a space around `=` makes two words), a bare word or an unknown option."""
-    if inv.entry_kind != "module" or not (inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
-        return []
+    if not inv.other_args or inv.entry_kind != "module" or not (
+            inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
+        return []  # every trap here leaves a word that is not an override
     found = find_entry(Argv(rec.fields), [], {})
     if found is None:
         return []

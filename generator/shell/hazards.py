@@ -123,7 +123,9 @@ _OPTION_ARM = re.compile(r"(?:^|[\s(|])(-{1,2}[A-Za-z][\w-]*)[^)\n]*\)[ \t]*"
 def unused_option_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazard]:
     """`--lr) LR=$2; shift 2;;` in an argument-parsing `case` whose variable the script never
     reads: the option is accepted and its value silently ignored."""
-    out = []
+    out: list[Hazard] = []
+    if "$2" not in src and "${2}" not in src:
+        return out
     for m in _OPTION_ARM.finditer(src):
         option, name = m.group(1), m.group(2)
         if re.search(r"\$(?:" + name + r"\b|\{[#!]?" + name + r"\b)", src):
