@@ -1,4 +1,5 @@
-"""User-written text made inert before it reaches a terminal (bottom layer: imports nothing).
+"""Text that reaches a terminal (bottom layer: imports nothing): user-written text made inert,
+and whether colour is honest (NO_COLOR, FORCE_COLOR, a terminal or not).
 
 A launch script, a recipe description or a file name may hold ESC sequences or other control
 characters; printed raw they could move the cursor, recolour or retitle the terminal, or hide
@@ -7,6 +8,9 @@ text, and bidirectional overrides reorder what a person reads. `printable` shows
 """
 
 from __future__ import annotations
+
+import os
+from typing import TextIO
 
 _KEEP = {"\n", "\t"}
 # Bidirectional embeddings/overrides/isolates: they reorder the text a person reads.
@@ -36,4 +40,16 @@ def one_line(text: str) -> str:
     return printable(text).replace("\n", "\\n").replace("\t", "\\t")
 
 
-__all__ = ["one_line", "printable"]
+def no_color() -> bool:
+    """NO_COLOR set to a non-empty value (no-color.org): no escape codes at all, bold included."""
+    return bool(os.environ.get("NO_COLOR"))
+
+
+def use_color(stream: TextIO) -> bool:
+    """Colour on a terminal (or with FORCE_COLOR, as rich and many tools honour it), never with
+    NO_COLOR."""
+    isatty = getattr(stream, "isatty", None)
+    return (bool(isatty and isatty()) or bool(os.environ.get("FORCE_COLOR"))) and not no_color()
+
+
+__all__ = ["no_color", "one_line", "printable", "use_color"]

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.report.charts import LIMIT_COLOUR, PALETTE, html_chart, svg_chart, terminal_bars
-from generator.report.terminal import use_color
+from generator.safe_text import use_color
 
 
 @dataclass(frozen=True)

@@ -135,3 +135,16 @@ def test_conditional_call_is_checked_and_says_so(tmp_path):
     data = json.loads(run("check", str(script), "--format", "json", "--verl-version", "0.7.0").stdout)
     finding = next(f for f in data["files"][0]["findings"] if f["code"] == "VB106")
     assert "conditional branch" in finding["message"]
+
+
+def test_cold_start_imports_no_command_machinery():
+    """`gen --version`, `gen --help` and completion stay fast: the reports, rules and config
+    builder are imported inside the commands that use them."""
+    import subprocess
+    import sys
+
+    code = ("import sys, generator.cli\n"
+            "print(sorted(m for m in sys.modules if m.startswith(('generator.report', 'generator.rules', "
+            "'generator.config', 'generator.shell', 'generator.plan', 'rich'))))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
+    assert done.stdout.strip() == "[]"

@@ -18,7 +18,7 @@ from generator.cli.common import parse_pairs as _parse_env
 from generator.cli.common import read_bytes as _read_bytes
 from generator.cli.common import check_codes, refuse_non_script, refuse_too_many_calls, with_project, without_path
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.report.terminal import one_line, printable, use_color
+from generator.safe_text import one_line, printable, use_color
 
 if TYPE_CHECKING:
     from generator.plan.script_setup import MemoryOptions

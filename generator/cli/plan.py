@@ -88,7 +88,7 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan import plan_dict, render_text
-        from generator.report.terminal import use_color
+        from generator.safe_text import use_color
 
         if output_format == "json":
             json.dump(plan_dict(plan), sys.stdout, indent=2)

@@ -17,7 +17,6 @@ import typer
 
 from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from generator.report.documents import JSON_SCHEMA_VERSION
 
 FORMATS = ("text", "json", "yaml")
 
@@ -70,6 +69,8 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     first_broken = {}
     for f, h in broken:
         first_broken.setdefault(f["path"], h)
+    from generator.report.documents import JSON_SCHEMA_VERSION
+
     if output_format == "json":
         stream.write(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "files": files}, indent=2,
                                 ensure_ascii=False) + "\n")

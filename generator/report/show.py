@@ -83,7 +83,7 @@ def render_scripts_text(files: list[dict], stream: TextIO) -> None:
     def escape(text: str) -> str:  # user-written text: no markup, no control characters
         return markup_escape(one_line(text))
 
-    from generator.report.terminal import use_color
+    from generator.safe_text import use_color
 
     # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files).
     console = Console(file=stream, highlight=False, soft_wrap=True,

@@ -17,7 +17,7 @@ from generator.safe_text import one_line
 def _console(stream: TextIO):
     from rich.console import Console
 
-    from generator.report.terminal import no_color
+    from generator.safe_text import no_color
 
     return Console(file=stream, highlight=False, soft_wrap=False, color_system=None if no_color() else "auto")
 
