@@ -44,7 +44,9 @@ def test_error_finding_exits_1_with_equation(scripts):
     assert result.exit_code == 1, result.output
     line = next(l for l in result.output.splitlines() if " VB106 " in l)
     assert line.startswith(f"{bad}:10: VB106 error: local batch = G/DP = 240/4 = 60")
-    assert "(60 % 24 = 12)" in line and line.endswith("[*]")
+    # The mini-batch fix changes the update count: `gen fix` applies it only with --unsafe.
+    assert "(60 % 24 = 12)" in line and line.endswith("[*] with --unsafe")
+    assert "1 more with `gen fix --unsafe`" in result.output
 
 
 def test_clean_script_exits_0(scripts):

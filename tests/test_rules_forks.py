@@ -187,3 +187,33 @@ def test_generation_entry_gets_no_arithmetic(tmp_path):
     out = _explain(tmp_path, "python3 -m verl.trainer.main_generation trainer.n_gpus_per_node=8 "
                              "data.batch_size=64\n")
     assert "is not verl's PPO trainer" in out and "responses/step" not in out
+
+
+# --- a fix that creates a new error is not offered ----------------------------------------------
+
+def test_a_fix_that_creates_a_new_error_is_left_out():
+    from generator.edits import TextEdit
+    from generator.fix.engine import default_reader, fix_source
+    from generator.rules.core import Finding, Fix
+
+    source = b"echo one two\n"
+    start = source.index(b"one")
+
+    def check(script):
+        text = script.source
+        findings = []
+        if b"one" in text:  # fixable by a safe text edit: 'one' -> 'uno'
+            findings.append(Finding("VX998", "error", "one", 1, None,
+                                    Fix("spell it uno", (TextEdit(start, start + 3, "uno"),))))
+        if b"two" in text:  # fixable too, but 'dos' is refused by another rule
+            findings.append(Finding("VX997", "error", "two", 1, None,
+                                    Fix("spell it dos", (TextEdit(start + 4, start + 7, "dos"),))))
+        if b"dos" in text:
+            findings.append(Finding("VX996", "error", "dos is not allowed", 1, "k"))
+        return [(None, None, findings)]
+
+    result = fix_source(source, "x.sh", read=default_reader(), check=check)
+    assert result.fixed == b"echo uno two\n"
+    assert [a.code for a in result.applied] == ["VX998"]
+    (refused,) = result.not_applied
+    assert refused.code == "VX997" and refused.reason == "the fix would create a new error (VX996 on k); not applied"

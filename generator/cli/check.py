@@ -28,10 +28,12 @@ FORMATS = ("text", "json", "sarif", "github")
 
 def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
                 env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None,
-                memory: MemoryOptions | None = None):
+                memory: MemoryOptions | None = None, plan_fixes: bool = False):
     """FileReports for every path (never raises for a single bad file). Which verl each file is
     judged against is resolved per file (generator.schema.resolution). With `memory` (a GPU was
-    named), or a project setting `gpu`, each call's memory is predicted for the memory rules."""
+    named), or a project setting `gpu`, each call's memory is predicted for the memory rules. With
+    `plan_fixes` (the text report, whose [*] and fixable count promise what `gen fix` does)
+    `gen fix` is run in memory."""
     from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
@@ -78,6 +80,12 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                     report.call_resolutions.append((line, config.resolution))
                 report.findings.extend(Located(f, line) for f in findings
                                        if not silenced.silences(f.code, line, f.line))
+            if plan_fixes and not broken and any(l.finding.fix is not None or l.invocation_line is None
+                                                 for l in report.findings):
+                # As gen fix runs: the project's settings, file-level suppressions only.
+                _plan_fixes(report, source, path, env=chosen_env, args=chosen_args, resolution=resolution,
+                            memory_for=memory_for, select=chosen_select,
+                            ignore=(*chosen_ignore, *silenced.file_codes))
         except InputError as err:
             report.error = without_path(str(err), path)
         except UnicodeDecodeError:
@@ -88,6 +96,25 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
         reports.append(report)
     return reports
+
+
+def _plan_fixes(report, source: bytes, path: str, *, env, args, resolution, memory_for,
+                select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
+    """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
+    reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
+    what `gen fix` applies, never a fix it would refuse (unsafe, unplaceable, or one that creates
+    a new error)."""
+    from generator.fix.engine import default_checker, default_reader, fix_source
+
+    result = fix_source(source, path, read=default_reader(env or None, args or None),
+                        check=default_checker(resolution.release, resolution=resolution, memory_for=memory_for),
+                        select=select, ignore=ignore)
+    applied = {(a.code, a.line) for a in result.applied}
+    needs_unsafe = {(n.code, n.line) for n in result.not_applied if n.reason.startswith("an unsafe fix")}
+    for located in report.findings:
+        key = (located.finding.code, located.finding.line)
+        located.fixed_by_gen_fix = True if key in applied else "unsafe" if key in needs_unsafe else False
+    report.fixable = len(result.applied)
 
 
 def _emit(text: str, color: bool) -> None:
@@ -175,7 +202,7 @@ def register(app: typer.Typer) -> None:
                 memory = memory_options(gpu, gpu_mem, None, headroom)
             reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config,
-                                  config_dir=config_dir, memory=memory)
+                                  config_dir=config_dir, memory=memory, plan_fixes=fmt == "text")
         except InputError as err:
             _fail(str(err), fmt)
         color = fmt == "text" and use_color(sys.stdout)

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from generator.config.types import Config
-from generator.edits import KeyEdit
+from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.hazards import fallback_fix
 from generator.fix.place import Placement, place_fix
@@ -172,6 +172,19 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                 break
             new_source = apply_edits(script.source, [e for index in taken for e in candidates[index][1].edits])
             new_script = read(new_source, path)
+        creators = _fixes_creating_errors(script, results, [candidates[index][1].edits for index in taken],
+                                          new_script, read=read, check=check, path=path)
+        if creators:
+            # A fix that trades one error for another is not a fix: leave it out, say which error.
+            for position, created in creators.items():
+                finding = candidates[taken[position]][0]
+                not_applied[(finding.code, finding.line)] = NotApplied(
+                    finding.code, finding.line, f"the fix would create a new error ({created}); not applied")
+            taken = [index for position, index in enumerate(taken) if position not in creators]
+            if not taken:
+                break
+            new_source = apply_edits(script.source, [e for index in taken for e in candidates[index][1].edits])
+            new_script = read(new_source, path)
         for index in taken:
             finding, placement = candidates[index]
             not_applied.pop((finding.code, finding.line), None)
@@ -185,6 +198,28 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     still = {(f.code, f.line) for f in result.remaining}
     result.not_applied = [n for key, n in not_applied.items() if key in still]
     return result
+
+
+def _errors(results: CheckResults) -> set[tuple[str, str | None]]:
+    return {(f.code, f.key) for _, _, findings in results for f in findings if f.severity == "error"}
+
+
+def _fixes_creating_errors(script: LaunchScript, results: CheckResults, edit_sets: list[Sequence[TextEdit]],
+                           fixed: LaunchScript, *, read: Reader, check: Checker,
+                           path: str | None) -> dict[int, str]:
+    """{position in edit_sets: 'CODE on key'} for each fix that, applied alone, makes an error
+    appear that the script did not have. Checked one by one only when the fixes together do."""
+    before = _errors(results)
+    if not _errors(check(fixed)) - before:
+        return {}
+    creators: dict[int, str] = {}
+    for position, edits in enumerate(edit_sets):
+        alone = read(apply_edits(script.source, list(edits)), path)
+        created = sorted(_errors(check(alone)) - before, key=lambda e: (e[0], e[1] or ""))
+        if created:
+            code, key = created[0]
+            creators[position] = f"{code} on {key}" if key else code
+    return creators
 
 
 def _key_edits_reach_a_call(finding: Finding, script: LaunchScript) -> bool:

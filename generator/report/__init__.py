@@ -28,6 +28,9 @@ class Located:
 
     finding: Finding
     invocation_line: int | None = None
+    # Whether `gen fix` repairs it: True ([*]), "unsafe" (only with --unsafe), False; None when
+    # no fix was planned for this report (then any proposed fix counts).
+    fixed_by_gen_fix: bool | str | None = None
 
 
 @dataclass
@@ -42,6 +45,8 @@ class FileReport:
     # resolution) for each call that composed a config of its own instead.
     resolution: Resolution | None = None
     call_resolutions: list[tuple[int, Resolution]] = field(default_factory=list)
+    # How many findings `gen fix` (no --unsafe) repairs in this file, when it was planned.
+    fixable: int | None = None
 
     @property
     def failed(self) -> bool:
@@ -72,8 +77,16 @@ def _text_line(path: str, located: Located) -> tuple[str, str, str]:
     """(where, code, rest) of one finding, with user-written text made safe for a terminal."""
     f = located.finding
     where = one_line(f"{path}:{f.line}" if f.line else path)
-    fixable = " [*]" if f.fix is not None else ""
+    fixed = located.fixed_by_gen_fix if located.fixed_by_gen_fix is not None else f.fix is not None
+    fixable = " [*]" if fixed is True else " [*] with --unsafe" if fixed == "unsafe" else ""
     return where, f.code, one_line(f"{f.severity}: {f.message}{fixable}")
+
+
+def fixable_count(report: FileReport) -> int:
+    """What `gen fix` repairs in the file (planned), else the findings that propose a fix."""
+    if report.fixable is not None:
+        return report.fixable
+    return sum(1 for l in report.findings if l.finding.fix is not None)
 
 
 def render_text(reports: list[FileReport], *, color: bool = False) -> str:
@@ -101,11 +114,14 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
             text = escape(text)
         lines.append(one_line(text))
     s = summary(reports)
-    fixable = sum(1 for r in reports for l in r.findings if l.finding.fix is not None)
+    fixable = sum(fixable_count(r) for r in reports)
+    unsafe = sum(1 for r in reports for l in r.findings if l.fixed_by_gen_fix == "unsafe")
     tail = (f"{s['files']} file{'s' if s['files'] != 1 else ''} checked: {s['errors']} error(s), "
             f"{s['warnings']} warning(s), {s['infos']} info(s)")
     if fixable:
         tail += f"; {fixable} fixable with `gen fix` ([*])"
+    if unsafe:
+        tail += f"; {unsafe} more with `gen fix --unsafe`"
     lines.append(tail)
     return "\n".join(lines) + "\n"
 
