@@ -84,7 +84,7 @@ def test_git_submodule_layout() -> None:
     package = find_project_verl(str(script))
     assert package == PROJECTS / "submodule" / "third_party" / "verl" / "verl"
     resolution = resolve(str(script))
-    assert resolution.base_release == "0.5.0" and resolution.release.startswith("0.5.0+project.")
+    assert resolution.base_release == "0.5.0" and resolution.release == "0.5.0+project"
     assert resolution.config_dir == package / "trainer" / "config"
 
 
@@ -186,7 +186,7 @@ def _project(script: str):
 
 
 def test_resolution_summary_and_base_release() -> None:
-    res = Resolution("0.4.1+project.abcd1234", "verl config YAML at /p", "the project's verl at /p")
+    res = Resolution("0.4.1+project2", "verl config YAML at /p", "the project's verl at /p")
     assert res.base_release == "0.4.1"
     assert res.summary() == "verl 0.4.1 (config: verl config YAML at /p; chosen: the project's verl at /p)"
 

@@ -36,6 +36,12 @@ def suggest(key: str, flat: FlatConfig) -> str | None:
 
 
 def migration_issue(override: Override, key: str, version: str) -> KeyIssue | None:
+    """Why upstream verl lacks `key` in `version` (renamed, removed, moved, added later), or
+    None. A project's own config tree (a fork) is its own history: upstream's does not apply."""
+    from generator.schema.core import project_base
+
+    if project_base(version) is not None:
+        return None
     from generator.schema.migrations import added_later, history
 
     try:

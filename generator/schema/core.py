@@ -146,6 +146,17 @@ _DIR_SOURCES: dict[str, str] = {}
 _UNLISTED: set[str] = set()
 
 
+# A schema id for a project's own config tree: `<release>+project` (`+project2`... when one run
+# meets several projects of the same release). Version-gated rules read the release before it.
+PROJECT_MARK = "+project"
+
+
+def project_base(version: str) -> str | None:
+    """The release of a project schema id ('0.4.1' for '0.4.1+project'); None for other ids."""
+    head, mark, _tail = version.partition(PROJECT_MARK)
+    return head if mark else None
+
+
 class UnreadableConfig(InputError):
     """A config folder whose YAML could not be read or composed (not YAML, a defaults entry
     this composer does not handle...). Bounds on hostile input stay plain InputErrors."""

@@ -12,14 +12,13 @@ One answer per script, in this order (the first that applies wins):
   5. otherwise the release is inferred from the script's keys (the oldest packaged release
      whose schema has every key the script sets without `+`), and the report says so.
 
-A config tree read from the project is registered as a schema id `<release>+project.<hash>`:
+A config tree read from the project is registered as a schema id `<release>+project`:
 its keys and defaults come from composing that YAML, never from a packaged schema of another
 release, while version-gated rules read the release before the `+`.
 """
 
 from __future__ import annotations
 
-import hashlib
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
@@ -27,7 +26,16 @@ from typing import Callable, Iterable, Sequence
 from generator.errors import InputError
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.project import NO_PROJECT, ProjectSettings
-from generator.schema.core import Schema, UnreadableConfig, available, load, normalize, register_dir
+from generator.schema.core import (
+    PROJECT_MARK,
+    Schema,
+    UnreadableConfig,
+    available,
+    load,
+    normalize,
+    project_base,
+    register_dir,
+)
 from generator.schema.releases import installed_verl, packaged_releases, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
 from generator.versions import parse
@@ -47,7 +55,7 @@ class Resolution:
     """The verl a script is judged against.
 
     release        the schema id configs are built with (a packaged id, or a registered
-                   `<release>+project.<hash>` for a config tree read from the project)
+                   `<release>+project` for a config tree read from the project)
     config_source  where keys and defaults come from, for the report
     reason         why this verl was chosen, for the report
     config_dir     the config folder read, when the schema is not a packaged one
@@ -66,8 +74,8 @@ class Resolution:
 
     @property
     def base_release(self) -> str:
-        """The plain release version-gated rules use ('0.4.1' for '0.4.1+project.ab12cd')."""
-        return self.release.split("+project.", 1)[0]
+        """The plain release version-gated rules use ('0.4.1' for '0.4.1+project')."""
+        return project_base(self.release) or self.release
 
     def for_call(self, config_name: str, config_dir: str | None) -> "Resolution":
         """This resolution as one call sees it: a call that composes its own config (its
@@ -227,9 +235,22 @@ def _submodule_paths(folder: Path) -> list[str]:
     return out
 
 
+# config folder -> the schema id it was registered under in this run.
+_PROJECT_IDS: dict[Path, str] = {}
+
+
 def _project_schema_id(release: str, config_dir: Path) -> str:
-    digest = hashlib.sha256(str(config_dir.resolve()).encode()).hexdigest()[:8]
-    return f"{release}+project.{digest}"
+    folder = config_dir.resolve()
+    known = _PROJECT_IDS.get(folder)
+    if known is not None and project_base(known) == release:
+        return known
+    taken = set(_PROJECT_IDS.values())
+    candidate, number = f"{release}{PROJECT_MARK}", 1
+    while candidate in taken:
+        number += 1
+        candidate = f"{release}{PROJECT_MARK}{number}"
+    _PROJECT_IDS[folder] = candidate
+    return candidate
 
 
 def _register(release: str, config_dir: Path, source: str) -> str:
