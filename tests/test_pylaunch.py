@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from generator.errors import InputError
 from generator.pylaunch import (
@@ -205,3 +207,32 @@ def test_gen_migrate_on_a_python_launcher(tmp_path):
     assert '    "ray_kwargs.ray_init.num_cpus=8",\n    "actor_rollout_ref.rollout.mode=async",\n' in text
     assert '    "data.trust_remote_code=True",\n])' in text
     assert "kl_ctrl" not in text and 'overrides=["a.b=1"])' in text
+
+
+# Top-level statements a launcher is made of; the chunked reading must find exactly what a
+# concrete parse of the whole file finds.
+_STATEMENTS = [
+    "import subprocess\n",
+    'subprocess.run(["python3", "-m", "verl.trainer.main_ppo", "data.train_batch_size=8",\n    "trainer.nnodes=1"])\n',
+    'OVERRIDES = [\n    "actor_rollout_ref.rollout.n=4",  # comment with a "quote\n    \'+x.y=[1,2]\',\n]\n',
+    "x = 1; y = ['a.b=2']\n",
+    'def main():\n    cfg = compose(config_name="ppo_trainer", overrides=["a.b=3"])\n    return cfg\n',
+    "@decorator(['k.v=5'])\nclass Launcher:\n    items = ['c.d=6']\n",
+    "if __name__ == '__main__':\n    main()\nelse:\n    other = ['e.f=7']\n",
+    'DOC = """not a list\n"a.b=1"\n"""\n',
+    "values = (\n    1,\n    2,\n)\n",
+    "try:\n    run(['g.h=8'])\nexcept Exception:\n    pass\nfinally:\n    done = ['i.j=9']\n",
+    "# a comment ['no.list=1']\n",
+    "s = 'a.b=1' \\\n    'c.d=2'\n",
+]
+
+
+@settings(max_examples=30, deadline=None)
+@given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8))
+def test_chunked_reading_finds_what_a_whole_file_parse_finds(parts: list[str]) -> None:
+    from generator.pylaunch import _override_lists_in, read_override_lists
+    from generator.shell.pysource import Chunk
+
+    data = "".join(parts).encode()
+    whole = _override_lists_in(Chunk(0, 1, data), "launcher.py")
+    assert read_override_lists(data, "launcher.py") == whole
