@@ -236,3 +236,22 @@ def test_chunked_reading_finds_what_a_whole_file_parse_finds(parts: list[str]) -
     data = "".join(parts).encode()
     whole = _override_lists_in(Chunk(0, 1, data), "launcher.py")
     assert read_override_lists(data, "launcher.py") == whole
+
+
+def test_every_command_reads_python_launchers_through_read_launch(tmp_path) -> None:
+    """`gen diff` and `gen import` read a Python launcher as `gen check` does (read_launch)."""
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+    from generator.shell import read_launch
+
+    launcher = tmp_path / "launch.py"
+    launcher.write_text('import subprocess\nsubprocess.run(["python3", "-m", "verl.trainer.main_ppo",\n'
+                        '    "data.train_batch_size=256", "actor_rollout_ref.rollout.n=4"])\n')
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=128 actor_rollout_ref.rollout.n=4\n")
+    (call,) = read_launch(launcher).invocations
+    assert call.launcher == "subprocess" and [o.value for o in call.overrides] == ["256", "4"]
+    result = CliRunner().invoke(app, ["diff", str(script), str(launcher)])
+    assert result.exit_code == 0, result.output
+    assert "data.train_batch_size" in result.output and "256" in result.output
