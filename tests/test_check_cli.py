@@ -150,3 +150,12 @@ def test_cold_start_imports_no_command_machinery():
             "'generator.config', 'generator.shell', 'generator.plan', 'rich'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
+
+
+def test_explain_names_the_release_and_config_judged_against_and_why(scripts):
+    bad, _ = scripts
+    text = run("explain", str(bad), "--verl-version", "0.7.0").stdout
+    assert "judged against verl 0.7.0 (config: " in text and "chosen: " in text
+    document = json.loads(run("explain", str(bad), "--verl-version", "0.7.0", "--format", "json").stdout)
+    resolution = document["files"][0]["calls"][0]["resolution"]
+    assert resolution["release"] == "0.7.0" and resolution["reason"]

@@ -314,8 +314,10 @@ def register(app: typer.Typer) -> None:
                     config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd(),
                                           stand_in=resolution.stand_in)
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
+                    judged = resolution.for_call(config.schema, config.config_dir)
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
-                              f"verl {resolution.base_release}, {config.backend}{branch})")
+                              f"verl {judged.base_release}, {config.backend}{branch})\n"
+                              f"  judged against {judged.summary()}")
                     rows = explain_config(config)
                     file_memory = memory_args
                     if memory_args is not None and gpu is None and gpu_mem is None and project.gpu:
@@ -323,7 +325,8 @@ def register(app: typer.Typer) -> None:
                     predicted = call_memory(config, file_memory) if file_memory else None
                     over = over or (predicted is not None and predicted.over)
                     if fmt == "json":
-                        call = explain_call_json(invocation, config, resolution.base_release, rows)
+                        call = explain_call_json(invocation, config, judged.base_release, rows)
+                        call["resolution"] = judged.as_dict()
                         if predicted is not None:
                             call["memory"] = call_memory_dict(predicted)
                             call["memory_problems"] = list(predicted.problems)
