@@ -217,3 +217,28 @@ def test_a_fix_that_creates_a_new_error_is_left_out():
     assert [a.code for a in result.applied] == ["VX998"]
     (refused,) = result.not_applied
     assert refused.code == "VX997" and refused.reason == "the fix would create a new error (VX996 on k); not applied"
+
+
+# --- DAPO's trainer trains train_batch_size prompts, whatever it generated ----------------------
+
+DAPO = ["data.train_batch_size=32", "+data.gen_batch_size=100", f"{R}n=2", f"{A}ppo_mini_batch_size=16",
+        f"{A}ppo_micro_batch_size_per_gpu=4", f"{R}log_prob_micro_batch_size_per_gpu=4"]
+
+
+def _dapo(filter_groups: bool):
+    config = fsdp(DAPO + [f"+algorithm.filter_groups.enable={filter_groups}"])
+    config.entry = "recipe.dapo.main_dapo"
+    return config
+
+
+def test_dapo_with_filter_groups_trains_train_batch_size():
+    batch = actor_batch(ConfigReader(_dapo(True)))
+    assert batch.prompts_and_n == (32, 2) and batch.chain.local_batch == 8  # 32·2 / DP 8
+    assert "VB106" not in codes(check_config(_dapo(True)))
+
+
+def test_dapo_without_the_filter_trains_what_it_generated():
+    batch = actor_batch(ConfigReader(_dapo(False)))
+    assert batch.prompts_and_n == (100, 2) and batch.chain.local_batch == 25
+    (finding,) = [f for f in check_config(_dapo(False)) if f.code == "VB106"]
+    assert "local batch = G/DP = 200/8 = 25" in finding.message

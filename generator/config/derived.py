@@ -18,6 +18,8 @@ from generator.verl import ACTOR
 MINI_KEY = ACTOR + "ppo_mini_batch_size"
 MICRO_KEY = ACTOR + "ppo_micro_batch_size_per_gpu"
 GLOBAL_MICRO_KEY = ACTOR + "ppo_micro_batch_size"
+DAPO_MAIN = "main_dapo"  # verl's DAPO recipe entry (recipe.dapo.main_dapo)
+FILTER_GROUPS_KEY = "algorithm.filter_groups.enable"
 EPOCHS_KEY = ACTOR + "ppo_epochs"
 
 
@@ -55,7 +57,7 @@ class ActorBatch:
 
 def actor_batch(view: ConfigReader) -> ActorBatch:
     """Read the actor's batch chain from a config reader (None fields where undecidable)."""
-    pn = view.prompts_and_n()
+    pn = trained_prompts_and_n(view)
     dp = view.dp()
     mini = view.int(MINI_KEY)
     micro = view.int(MICRO_KEY)
@@ -71,6 +73,20 @@ def actor_batch(view: ConfigReader) -> ActorBatch:
                                    micro=micro if micro and micro > 0 else None, epochs=epochs,
                                    path=view.path(), dynamic_bsz=dynamic is True)
     return ActorBatch(pn, dp, mini, micro, epochs, dynamic, chain, micro_key, micro_scale)
+
+
+def trained_prompts_and_n(view: ConfigReader) -> tuple[int, int] | None:
+    """(P, n) of the batch the actor trains on. main_ppo trains what it generated (P is
+    data.gen_batch_size when set); DAPO's trainer with filter_groups on keeps generating
+    gen_batch_size batches until train_batch_size prompts' groups survive the filter and trains
+    exactly those (recipe/dapo/dapo_ray_trainer.py:270-288 @ v0.7.0)."""
+    pn = view.prompts_and_n()
+    entry = view.config.entry or ""
+    if pn is not None and entry.rsplit(".", 1)[-1] == DAPO_MAIN and view.bool(FILTER_GROUPS_KEY) is True:
+        prompts = view.int("data.train_batch_size")
+        if prompts is not None and prompts > 0:
+            return prompts, pn[1]
+    return pn
 
 
 def reads_global_micro(view: ConfigReader) -> bool:
