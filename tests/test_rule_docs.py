@@ -29,9 +29,6 @@ def _cited_docs() -> dict[str, list[str]]:
     return cited
 
 
-# Documents another part of the project is writing in this same round; each is checked like the
-# others as soon as it exists. Nothing else may be missing.
-BEING_WRITTEN = {"docs/json.md": "the JSON formats (cli)", "docs/memory-model.md": "the memory model (memory)"}
 CITED = _cited_docs()
 
 
@@ -41,15 +38,17 @@ def test_the_scan_finds_the_citations() -> None:
 
 @pytest.mark.parametrize("doc", sorted(CITED))
 def test_every_document_the_code_cites_exists(doc: str) -> None:
-    if not (ROOT / doc).is_file() and doc in BEING_WRITTEN:
-        pytest.skip(f"{doc} ({BEING_WRITTEN[doc]}) is not written yet; cited at {CITED[doc]}")
     assert (ROOT / doc).is_file(), f"{doc} is cited at {CITED[doc]} but not in the repository"
 
 
+RESEARCH_NOTES = ("verl-rules", "corpus-report", "deps-and-oracle", "peers-and-pain-points")
+
+
 def test_no_citation_of_the_research_notes() -> None:
-    """The research file verl-rules.md is not part of the repository; the rules cite our docs."""
+    """The team's research notes are not part of the repository; the code cites our docs."""
     offenders = [f"{p.relative_to(ROOT)}:{n}" for p in (ROOT / "generator").rglob("*.py")
-                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1) if "verl-rules" in line]
+                 for n, line in enumerate(p.read_text(encoding="utf-8").splitlines(), 1)
+                 if any(note in line for note in RESEARCH_NOTES) or re.search(r"(?<![/\w])memory-model\.md", line)]
     assert not offenders
 
 

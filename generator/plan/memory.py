@@ -21,7 +21,7 @@ gpu_memory_utilization and stay on the GPU in every phase.
 
 Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a GPU):
 - OVERHEAD_GIB = 4 per GPU, + 2 with expert parallelism (CUDA context, NCCL/DeepEP buffers,
-  fragmentation): DeepSeek-V3 on 96 H20 then peaks near the 66 GB verl's dpsk.md measured.
+  fragmentation): DeepSeek-V3 on 96 H20 then peaks near the 66 GB verl measured (its docs/perf/dpsk.md @ v0.7.0).
 - FIT_FRACTION = 0.97 of the GPU total is usable.
 - STEP_TEMP_BYTES = 8 per parameter of the GPU's optimizer shard at the optimizer step: Adam's
   fp32 working copies (torch's multi-tensor Adam allocates sqrt(v) over the whole shard) and the

@@ -143,7 +143,7 @@ def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, fail
                 continue
             yield registered.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
 
-    registered = rule(code, kind, title, severity=severity, stage="shell", verl_ref="corpus-report §2.3",
+    registered = rule(code, kind, title, severity=severity, stage="shell", verl_ref="",
                       backends=_SCRIPT, scope="script", why=why, fix_safety=fix_safety,
                       failing=Example((), script=failing), passing=Example((), script=passing))(check)
     return registered

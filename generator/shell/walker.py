@@ -355,7 +355,7 @@ class Evaluator(Scope, Conditions, Builtins):
 
 def _escaped_spaces(src: str, a: int, b: int) -> list[tuple[int, int, str]]:
     """`\\ ` words in the blank stretch src[a:b]: bash passes each as a one-space argument,
-    but tree-sitter-bash gives them no node (deps-and-oracle §1c.4)."""
+    but tree-sitter-bash gives them no node."""
     out = []
     i = a
     while i < b and src[i] != "\n":

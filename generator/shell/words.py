@@ -3,7 +3,8 @@ forms, `$(( ))`, arrays, positional parameters and tilde (lexing in scan.py, bra
 in braces.py, word splitting in fields.py).
 
 It works on the source text itself (not on tree-sitter's sub-nodes), which sidesteps the
-grammar's known mis-parses inside words (deps-and-oracle §1c) and keeps every byte offset.
+grammar's known mis-parses inside words (an unquoted word with two unbraced expansions can come
+back as two nodes: tree-sitter/tree-sitter-bash#315) and keeps every byte offset.
 Nothing is ever run: `$(…)` and backticks become `<?cmd:…>` unknowns.
 """
 
