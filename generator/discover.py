@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import InputError
-from generator.files import SCRIPT_LIMIT
+from generator.files import SCRIPT_LIMIT, read_input
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -82,8 +82,8 @@ def _glob(pattern: str, path: str) -> bool:
 
 def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
     try:
-        text = (folder / ".gitignore").read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        text = read_input(folder / ".gitignore", limit=SCRIPT_LIMIT, what=".gitignore").decode("utf-8", "replace")
+    except InputError:  # absent, a FIFO, too large: no patterns from it
         return []
     rules = []
     for raw in text.splitlines()[:10_000]:
@@ -111,10 +111,9 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
 
 def _launches(path: Path) -> bool:
     try:
-        with open(path, "rb") as handle:
-            return _LAUNCHES.search(handle.read(SCRIPT_LIMIT)) is not None
-    except OSError:
-        return False
+        return _LAUNCHES.search(read_input(path)) is not None
+    except InputError as err:
+        return "too large" in str(err)  # kept, so that checking it says so instead of skipping it
 
 
 def _walk(root: Path) -> list[str]:

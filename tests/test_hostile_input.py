@@ -329,3 +329,34 @@ def test_json_formats_print_an_error_document_when_the_command_fails(tmp_path, m
     if "--format" in argv and argv[argv.index("--format") + 1] == "json":
         document = json.loads(result.stdout)
         assert document["schema_version"] == 1 and document["error"]
+
+
+@pytest.mark.parametrize("kind", ["fifo", "sparse"])
+def test_model_config_is_bounded(tmp_path, kind):
+    config = tmp_path / "config.json"
+    if kind == "fifo":
+        os.mkfifo(config)
+    else:
+        with open(config, "wb") as handle:
+            handle.truncate(2 * 1024 ** 3)
+    done = gen("check", str(script(tmp_path)), "--model-config", str(config), timeout=60)
+    assert done.returncode == 2
+    assert "FIFO" in done.stderr or "too large" in done.stderr
+    assert "Traceback" not in done.stderr
+
+
+def test_model_config_nested_too_deeply_is_one_line(tmp_path):
+    config = tmp_path / "config.json"
+    config.write_text("[" * 100_000 + "]" * 100_000)
+    result = run("check", str(script(tmp_path)), "--model-config", str(config))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+
+
+def test_a_huge_sparse_recipe_is_skipped_without_reading_it(tmp_path):
+    library = tmp_path / "lib"
+    library.mkdir()
+    with open(library / "huge.yaml", "wb") as handle:
+        handle.truncate(2 * 1024 ** 3)
+    done = gen("list", "--library", str(library), timeout=60)
+    assert done.returncode == 0
+    assert "huge.yaml" in done.stderr and "too large for a recipe" in done.stderr

@@ -106,18 +106,14 @@ def _fast_loader():
 def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
     """Read and validate one recipe file. Raises InputError with a one-line message."""
     where = str(path)
-    try:
-        if path.is_dir():
-            raise InputError(f"{where}: is a directory, not a recipe file")
-        raw = path.read_bytes()
-    except InputError:
-        raise
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file") from None
-    except OSError as err:
-        raise InputError(f"{where}: cannot read: {err.strerror or err}") from None
-    if len(raw) > MAX_RECIPE_BYTES:
-        raise InputError(f"{where}: too large for a recipe ({len(raw)} bytes)")
+    from generator.files import read_input
+
+    try:  # regular files only, the size cap checked before reading
+        raw = read_input(path, limit=MAX_RECIPE_BYTES, what="recipe")
+    except InputError as err:
+        message = str(err)
+        raise InputError(f"{where}: {message}, not a recipe file" if message == "is a directory"
+                         else f"{where}: {message}") from None
     try:
         text = raw.decode("utf-8")
     except UnicodeDecodeError:

@@ -28,12 +28,15 @@ def load_model_config(path: str | Path) -> ModelFacts:
     if path.is_dir():
         path = path / "config.json"
     where = str(path)
+    from generator.files import DATA_LIMIT, read_text_input
+
     try:
-        raw = json.loads(path.read_text(encoding="utf-8"))
-    except FileNotFoundError:
-        raise InputError(f"{where}: no such file") from None
-    except (OSError, UnicodeDecodeError) as err:
-        raise InputError(f"{where}: cannot read: {err}") from None
+        # Regular files only, the size cap checked before reading (a FIFO or a 2 GB file is refused).
+        raw = json.loads(read_text_input(path, limit=DATA_LIMIT, what="config.json"))
+    except InputError as err:
+        raise InputError(f"{where}: {err}") from None
+    except RecursionError:
+        raise InputError(f"{where}: nests too deeply to be a config.json") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{where}: not valid JSON (line {err.lineno}: {err.msg})") from None
     if not isinstance(raw, dict):
