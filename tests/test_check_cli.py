@@ -159,3 +159,11 @@ def test_explain_names_the_release_and_config_judged_against_and_why(scripts):
     document = json.loads(run("explain", str(bad), "--verl-version", "0.7.0", "--format", "json").stdout)
     resolution = document["files"][0]["calls"][0]["resolution"]
     assert resolution["release"] == "0.7.0" and resolution["reason"]
+
+
+def test_version_and_shell_completion():
+    from generator import __version__
+
+    assert run("--version").stdout == f"verl-gen {__version__}\n"
+    help_text = run("--help").stdout
+    assert "--install-completion" in help_text and "--show-completion" in help_text
