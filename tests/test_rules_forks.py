@@ -128,6 +128,15 @@ def test_fsdp_reads_the_global_micro_key_divided_by_dp():
     assert rows["grad accumulation A"].startswith("ceil(m / μ) = ceil(8 / 6) = 2")
 
 
+def test_explain_reads_the_global_log_prob_micro_key_on_fsdp():
+    overrides = [o for o in GLOBAL_MICRO if "log_prob" not in o]
+    config = fsdp(overrides + [f"{R}log_prob_micro_batch_size=64", f"{R}log_prob_micro_batch_size_per_gpu=null",
+                               f"{R}log_prob_use_dynamic_bsz=False"])
+    rows = dict(explain_config(config))
+    assert rows["log-prob passes/rank"] == ("ceil(B / μ_lp) = ceil(32 / 8) = 4 "
+                                            "(μ_lp = log_prob_micro_batch_size / DP = 64 / 8)")
+
+
 def test_the_micro_fix_writes_the_key_the_script_uses():
     (finding,) = [f for f in check_config(fsdp(GLOBAL_MICRO)) if f.code == "VB107"]
     assert "ppo_micro_batch_size / DP = 48 / 8 = 6" in finding.message

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from generator import derive
-from generator.config.derived import actor_batch
+from generator.config.derived import actor_batch, reads_global_micro
 from generator.config.types import Config
 from generator.config.reader import ConfigReader, is_trainer
 from generator.forks import fork_batch_settings
@@ -205,9 +205,16 @@ def _rollout_rows(view: ConfigReader, gpus: int | None, responses: int | None = 
                                          + (str(chunk) if chunk else f"{responses / workers:g} (not equal chunks)")))
     lp_micro = view.int(ROLLOUT + "log_prob_micro_batch_size_per_gpu")
     dp = view.dp()
+    lp_global = view.int(ROLLOUT + "log_prob_micro_batch_size")
+    derived = ""
+    if view.is_null(ROLLOUT + "log_prob_micro_batch_size_per_gpu") and lp_global and dp and reads_global_micro(view):
+        # The FSDP worker divides the deprecated global key by DP, as for the actor's.
+        lp_micro = lp_global // dp
+        derived = f" (μ_lp = log_prob_micro_batch_size / DP = {lp_global} / {dp})"
     if responses and dp and lp_micro and responses % dp == 0 and view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is False:
         local = responses // dp
-        rows.append(("log-prob passes/rank", f"ceil(B / μ_lp) = ceil({local} / {lp_micro}) = {math.ceil(local / lp_micro)}"))
+        rows.append(("log-prob passes/rank", f"ceil(B / μ_lp) = ceil({local} / {lp_micro}) = "
+                                             f"{math.ceil(local / lp_micro)}{derived}"))
     return rows
 
 
