@@ -1,0 +1,186 @@
+"""Precision of `gen check` on launch scripts inside real project checkouts (issue 11's measurement).
+
+Nothing from the projects lives in this repository: the checkouts, the list of scripts and the verdicts are
+kept outside it, and this tool only reads them.
+
+    python tools/eval_projects.py CHECKOUTS SCRIPTS.tsv VERDICTS.tsv [--root GENERATOR_ROOT] [--json OUT]
+
+CHECKOUTS  a folder with one checkout per project (any folder name, e.g. `owner+name`).
+SCRIPTS    TSV rows `project<TAB>path inside the project` naming the launch scripts to check.
+VERDICTS   TSV rows `project<TAB>script<TAB>code<TAB>line<TAB>key<TAB>verdict<TAB>class<TAB>note`, one per
+           error or warning judged by a person: verdict `real` (a problem the user should fix) or `noise`.
+--root     the checkout whose `generator` package is measured (default: this repository). The package is put
+           first on PYTHONPATH, so a baseline worktree can be measured with the same interpreter.
+
+Each script is checked as its user would: `python -m generator check --format json SCRIPT`, run from inside
+its project's checkout with no version flag, so the project's own verl (vendored, submodule, config file) is
+what the check has to find. Findings are matched to verdicts by (project, script, code, line, key); the ones
+with no verdict are printed as TSV rows to judge and count as neither real nor noise.
+
+Exit status: 0 when the run completed, 2 on bad input (a missing folder or file, a malformed row).
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import subprocess
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+JUDGED_SEVERITIES = ("error", "warning")
+VERDICTS = ("real", "noise")
+# The check's "no trainer call was read" warning: a script that carries it was not judged at all.
+NO_CALL_CODE = "VS709"
+
+
+@dataclass(frozen=True)
+class FindingId:
+    project: str
+    script: str
+    code: str
+    line: str
+    key: str
+
+    def row(self) -> str:
+        return "\t".join((self.project, self.script, self.code, self.line, self.key))
+
+
+@dataclass
+class ScriptResult:
+    project: str
+    script: str
+    exit_code: int
+    error: str | None
+    release: str | None
+    config_source: str | None
+    calls: int
+    judged: list[tuple[FindingId, str, str]]   # (id, severity, message) for errors and warnings
+    infos: int
+
+
+def read_rows(path: Path, columns: int) -> list[list[str]]:
+    rows = []
+    for number, raw in enumerate(path.read_text(encoding="utf-8").splitlines(), 1):
+        if not raw.strip() or raw.startswith("#"):
+            continue
+        cells = raw.split("\t")
+        if len(cells) < columns:
+            raise ValueError(f"{path}:{number}: expected {columns} tab-separated columns, got {len(cells)}")
+        rows.append(cells)
+    return rows
+
+
+def load_verdicts(path: Path) -> dict[FindingId, tuple[str, str]]:
+    verdicts: dict[FindingId, tuple[str, str]] = {}
+    if not path.exists():
+        return verdicts
+    for cells in read_rows(path, 6):
+        verdict = cells[5].strip()
+        if verdict not in VERDICTS:
+            raise ValueError(f"{path}: verdict {verdict!r} is not one of {', '.join(VERDICTS)}")
+        noise_class = cells[6].strip() if len(cells) > 6 else ""
+        verdicts[FindingId(*cells[:5])] = (verdict, noise_class)
+    return verdicts
+
+
+def check_script(root: Path, checkout: Path, project: str, script: str) -> ScriptResult:
+    env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
+    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", script],
+                          cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
+    try:
+        document = json.loads(done.stdout)
+    except json.JSONDecodeError:
+        tail = (done.stderr.strip().splitlines() or ["no output"])[-1]
+        return ScriptResult(project, script, done.returncode, tail, None, None, 0, [], 0)
+    file_doc = document["files"][0]
+    resolution = file_doc.get("resolution") or {}
+    findings = file_doc.get("findings", [])
+    calls = len({f.get("invocation_line") for f in findings if f.get("invocation_line") is not None})
+    calls = max(calls, len(file_doc.get("call_resolutions") or []))
+    judged = [(FindingId(project, script, f["code"], str(f.get("line")), f.get("key") or ""),
+               f["severity"], f["message"])
+              for f in findings if f["severity"] in JUDGED_SEVERITIES]
+    infos = sum(1 for f in findings if f["severity"] not in JUDGED_SEVERITIES)
+    return ScriptResult(project, script, done.returncode, file_doc.get("error"), resolution.get("release"),
+                        resolution.get("config_source"), calls, judged, infos)
+
+
+def summarise(results: list[ScriptResult], verdicts: dict[FindingId, tuple[str, str]]) -> dict[str, object]:
+    real = noise = unjudged = 0
+    noise_classes: dict[str, int] = {}
+    for result in results:
+        for finding_id, _, _ in result.judged:
+            verdict = verdicts.get(finding_id)
+            if verdict is None:
+                unjudged += 1
+            elif verdict[0] == "real":
+                real += 1
+            else:
+                noise += 1
+                noise_classes[verdict[1] or "unclassified"] = noise_classes.get(verdict[1] or "unclassified", 0) + 1
+    judged_total = real + noise
+    real_ids = {i for i, v in verdicts.items() if v[0] == "real"}
+    found_ids = {finding_id for result in results for finding_id, _, _ in result.judged}
+    return {
+        "projects": len({r.project for r in results}),
+        "scripts": len(results),
+        "failed_scripts": sum(1 for r in results if r.error),
+        "silent_passes": sum(1 for r in results if not r.error and not r.judged and r.calls == 0),
+        "no_call_warnings": sum(1 for r in results if any(i.code == NO_CALL_CODE for i, _, _ in r.judged)),
+        "errors": sum(1 for r in results for _, s, _ in r.judged if s == "error"),
+        "warnings": sum(1 for r in results for _, s, _ in r.judged if s == "warning"),
+        "real": real, "noise": noise, "unjudged": unjudged,
+        "precision": round(real / judged_total, 3) if judged_total else None,
+        "real_missed": sorted(i.row() for i in real_ids - found_ids
+                              if any(r.project == i.project and r.script == i.script for r in results)),
+        "noise_classes": dict(sorted(noise_classes.items(), key=lambda kv: -kv[1])),
+    }
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("checkouts", type=Path)
+    parser.add_argument("scripts", type=Path)
+    parser.add_argument("verdicts", type=Path)
+    parser.add_argument("--root", type=Path, default=Path(__file__).resolve().parent.parent)
+    parser.add_argument("--json", type=Path, help="write every script's result and the summary here")
+    args = parser.parse_args(argv)
+    try:
+        if not args.checkouts.is_dir() or not (args.root / "generator").is_dir():
+            raise ValueError(f"{args.checkouts} or {args.root}/generator is not a folder")
+        rows = read_rows(args.scripts, 2)
+        verdicts = load_verdicts(args.verdicts)
+    except (OSError, ValueError) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 2
+    results = []
+    for project, script, *_ in rows:
+        checkout = args.checkouts / project
+        if not (checkout / script).is_file():
+            print(f"error: {checkout / script} is not a file", file=sys.stderr)
+            return 2
+        results.append(check_script(args.root.resolve(), checkout, project, script))
+    for result in results:
+        marks = " ".join(f"{i.code}@{i.line}:{verdicts.get(i, ('?',))[0]}" for i, _, _ in result.judged)
+        status = f"ERROR {result.error}" if result.error else f"{result.release or '-'} calls={result.calls}"
+        print(f"{result.project}/{result.script}: {status} infos={result.infos} {marks}")
+    pending = [(i, s, m) for r in results for i, s, m in r.judged if i not in verdicts]
+    if pending:
+        print(f"\n# {len(pending)} findings without a verdict (append to {args.verdicts} with real/noise):")
+        for finding_id, severity, message in pending:
+            print(f"{finding_id.row()}\t\t\t{severity}: {message}")
+    summary = summarise(results, verdicts)
+    print("\n" + json.dumps(summary, indent=2))
+    if args.json:
+        args.json.write_text(json.dumps({"summary": summary, "scripts": [
+            {"project": r.project, "script": r.script, "exit": r.exit_code, "error": r.error,
+             "release": r.release, "config_source": r.config_source, "calls": r.calls, "infos": r.infos,
+             "findings": [{"id": i.row(), "severity": s, "message": m} for i, s, m in r.judged]}
+            for r in results]}, indent=1), encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
