@@ -28,6 +28,11 @@ CRITIC = "critic."
 MEGATRON = ACTOR + "megatron."
 TRANSFORMER = MEGATRON + "override_transformer_config."
 
+# verl's config default for actor_rollout_ref.model.path in every release: a placeholder, not the
+# model a script that leaves the key unset (or sets it to an unreadable value) really trains.
+MODEL_PATH_KEY = "actor_rollout_ref.model.path"
+DEFAULT_MODEL_PATH = "~/models/deepseek-llm-7b-chat"
+
 # Keys under these mapping names are free-form in verl (passed through to Megatron, vLLM...):
 # a generated config adds unknown sub-keys with `+`, and a key verl's YAML dropped may still
 # work there.

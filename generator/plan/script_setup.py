@@ -19,9 +19,9 @@ from generator.plan.candidate import Candidate, Offload
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload
-from generator.verl import ACTOR, MEGATRON, REF, ROLLOUT, TRANSFORMER
+from generator.verl import ACTOR, DEFAULT_MODEL_PATH, MEGATRON, REF, ROLLOUT, TRANSFORMER
+from generator.verl import MODEL_PATH_KEY as MODEL_PATH
 
-MODEL_PATH = "actor_rollout_ref.model.path"
 OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."
 VLLM_MAX_NUM_BATCHED_TOKENS = 8192  # verl's rollout.max_num_batched_tokens default
 
@@ -77,8 +77,8 @@ def _model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts |
     if model is not None:
         return model, "--model", None
     path = reader.str(MODEL_PATH)
-    if not path:
-        return None, "", f"{MODEL_PATH} is not known; pass --model NAME or a config.json"
+    if not path or (path == DEFAULT_MODEL_PATH and not reader.explicit(MODEL_PATH)):
+        return None, "", f"{MODEL_PATH} is not set or not known; pass --model NAME or a config.json"
     found = find_model(path)
     if found is None:
         return None, "", f"model '{path}' is not in the registry; pass --model NAME or a config.json"

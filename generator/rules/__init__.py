@@ -112,14 +112,17 @@ def _model_for(config: Config, model_config: str | None, cache: dict) -> ModelFa
     """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
     directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
     from generator.model import find_model, load_model_config
+    from generator.verl import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
 
     if model_config:
         if model_config not in cache:
             cache[model_config] = load_model_config(model_config)
         return cache[model_config]
-    path = config.values.get("actor_rollout_ref.model.path")
-    if not isinstance(path, str) or "actor_rollout_ref.model.path" in config.unknown or not path:
+    path = config.values.get(MODEL_PATH_KEY)
+    if not isinstance(path, str) or MODEL_PATH_KEY in config.unknown or not path:
         return None
+    if path == DEFAULT_MODEL_PATH and MODEL_PATH_KEY not in config.set_by:
+        return None  # verl's placeholder default, not the model the script trains
     if path not in cache:
         try:
             cache[path] = find_model(path)
