@@ -225,3 +225,22 @@ def test_own_ppo_trainer_under_config_path_is_the_schema(tmp_path: Path) -> None
     code, doc = _check_json(str(script), "--verl-version", "0.7.0")
     (call,) = doc["files"][0]["call_resolutions"]
     assert call["line"] == 1 and call["config_dir"] == str(conf) and call["release"] == "0.7.0"
+
+
+def test_installed_unpackaged_release_reads_its_yaml_and_stands_in_when_broken(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    package = tmp_path / "site" / "verl"
+    shutil.copytree(PROJECTS / "vendored_fork" / "verl" / "trainer", package / "trainer")
+    monkeypatch.setattr("generator.schema.resolution.installed_verl", lambda: ("0.7.3", package))
+    script = str(tmp_path / "run.sh")
+    for _ in range(2):  # the second lookup finds the folder registered, still not "packaged"
+        resolution = resolve(script)
+        assert (resolution.release, resolution.config_dir) == ("0.7.3", package / "trainer" / "config")
+        assert resolution.reason == f"installed verl 0.7.3 at {package}" and resolution.stand_in is None
+    broken = tmp_path / "site2" / "verl"
+    (broken / "trainer" / "config").mkdir(parents=True)
+    (broken / "trainer" / "config" / "ppo_trainer.yaml").write_text("a: [1\n")
+    monkeypatch.setattr("generator.schema.resolution.installed_verl", lambda: ("0.7.4", broken))
+    resolution = resolve(script)
+    assert resolution.release == "0.7.1" and resolution.stand_in is not None  # nearest older packaged
+    assert "not valid YAML" in resolution.stand_in

@@ -115,6 +115,11 @@ def _sort_key(version: str) -> tuple:
         return ((999,), False, version)
 
 
+def is_packaged(version: str) -> bool:
+    """A schema shipped with verl-gen (not one registered from a folder at run time)."""
+    return version in _packaged_ids() and version not in _REGISTERED_DIRS
+
+
 def available() -> list[str]:
     """Schema ids packaged with verl-gen (plus any registered from a directory and listed),
     oldest first. A project's own config tree is registered unlisted: it is not a release

@@ -31,6 +31,7 @@ from generator.schema.core import (
     Schema,
     UnreadableConfig,
     available,
+    is_packaged,
     load,
     normalize,
     project_base,
@@ -310,7 +311,7 @@ def _readable(found: Resolution) -> Resolution:
     except UnreadableConfig as err:
         base = found.base_release
         older = [r for r in packaged_releases() if parse(r) <= parse(base)]
-        stand_in = base if base in available() else older[-1] if older else packaged_releases()[0]
+        stand_in = base if base in packaged_releases() else older[-1] if older else packaged_releases()[0]
         return Resolution(stand_in, f"packaged schema {stand_in}, standing in for {found.config_source}",
                           f"{found.reason}; its config could not be read", found.config_dir, found.inferred,
                           stand_in=f"the config at {found.config_dir} ({err})")
@@ -320,14 +321,16 @@ def _readable(found: Resolution) -> Resolution:
 def _from_installed(version: str, package: Path) -> Resolution | None:
     version_id = normalize(version)
     reason = f"installed verl {version} at {package}"
-    if version_id in available():
+    if is_packaged(version_id):
         return Resolution(version_id, f"packaged schema {version_id}", reason)
     folder = package.joinpath(*CONFIG_SUBDIR)
     base = _base_of(version_id)
     if _has_ppo_config(folder) and base is not None:
-        schema_id = _register(base, folder, f"installed verl {version} at {package}")
-        return Resolution(schema_id, f"verl config YAML at {folder}", reason, folder)
-    if base is not None and base in available():
+        # An installed verl is upstream's: registered under its own version (not as a project
+        # tree), so that upstream's key history (renames, removals) still explains its keys.
+        register_dir(version_id, folder, source=f"installed verl {version} at {package}", listed=False)
+        return _readable(Resolution(version_id, f"verl config YAML at {folder}", reason, folder))
+    if base is not None and is_packaged(base):
         return Resolution(base, f"packaged schema {base}", reason)
     older = [r for r in packaged_releases() if base is not None and parse(r) <= parse(base)]
     if older:
