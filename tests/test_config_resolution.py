@@ -88,6 +88,20 @@ def test_git_submodule_layout() -> None:
     assert resolution.config_dir == package / "trainer" / "config"
 
 
+def test_src_layout_fork_is_found(tmp_path: Path) -> None:
+    # A project installed with package_dir={"": "src"} keeps its verl fork in src/verl; its scripts
+    # run `python3 -m verl.trainer.main_ppo` from the checkout, so the fork is the schema there too.
+    project = _copy("vendored_fork", tmp_path)
+    (project / "src").mkdir()
+    shutil.move(str(project / "verl"), str(project / "src" / "verl"))
+    script = project / "scripts" / "train_agent.sh"
+    assert find_project_verl(str(script)) == project / "src" / "verl"
+    code, doc = _check_json(str(script))
+    resolution = doc["files"][0]["resolution"]
+    assert resolution["config_dir"] == str(project / "src" / "verl" / "trainer" / "config")
+    assert not [key for c, key in _codes_and_keys(doc) if c == "VK601" and key in FORK_KEYS]
+
+
 def test_project_file_pins_the_release(tmp_path: Path) -> None:
     script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
     code, doc = _check_json(str(script))

@@ -43,9 +43,10 @@ from generator.versions import parse
 
 # How many folders above the script are searched for the project's verl.
 MAX_LEVELS = 12
-# Where a verl package sits in a project folder: vendored (`verl/`) or a git submodule that
-# holds verl's repository (`verl/verl/`, or any submodule path with a `verl/` package).
-_PACKAGE_PLACES = (("verl",), ("verl", "verl"))
+# Where a verl package sits in a project folder: vendored (`verl/`), vendored in a `src/` layout
+# (`src/verl/`, installed with `package_dir={"": "src"}`, as agent forks of verl 0.2-0.3 do), or a
+# git submodule that holds verl's repository (`verl/verl/`, or any submodule path with a `verl/`).
+_PACKAGE_PLACES = (("verl",), ("src", "verl"), ("verl", "verl"))
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
 KeyUses = Sequence[tuple[str, str]]
@@ -148,7 +149,7 @@ def resolve(
 
 def find_project_verl(script_path: str) -> Path | None:
     """The `verl/` package of the project a script belongs to: going up from the script's
-    folder, the first folder with a vendored `verl/trainer/config/` (or a submodule's
+    folder, the first folder with a vendored `verl/trainer/config/` (or `src/verl/...`, a submodule's
     `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
     stops at the folder holding `.git`."""
     here = Path(script_path).absolute().parent
