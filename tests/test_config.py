@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from pathlib import Path
 
 import pytest
@@ -233,21 +232,6 @@ def test_config_from_dict_adds_free_form_keys_and_flags_typos() -> None:
 def test_needed_op() -> None:
     assert needed_op("trainer.nnodes", version="0.7.0") == ""
     assert needed_op("actor_rollout_ref.rollout.engine_kwargs.vllm.foo", version="0.7.0") == "+"
-
-
-def test_build_config_is_fast() -> None:
-    texts = [f"trainer.nnodes={i % 4 + 1}" for i in range(30)] + [
-        "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2",
-        "+actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform",
-        "data.train_files=/data/train.parquet", "actor_rollout_ref.actor.optim.lr=1e-6"] * 5
-    invocation = _invocation(texts)
-    build_config(invocation, version="0.7.0")  # warm: schema load, caches
-    runs = []
-    for _ in range(5):
-        start = time.perf_counter()
-        build_config(invocation, version="0.7.0")
-        runs.append(time.perf_counter() - start)
-    assert sorted(runs)[2] < 0.05, runs  # target ~3 ms; generous for loaded CI machines
 
 
 def test_unfound_config_does_not_invent_unknown_keys(tmp_path: Path) -> None:

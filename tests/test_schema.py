@@ -6,7 +6,6 @@ import importlib.util
 import json
 import subprocess
 import sys
-import time
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -34,13 +33,14 @@ def test_every_release_and_head_is_packaged() -> None:
     assert available() == sorted(available(), key=lambda v: (parse(v), "+" in v))
 
 
-def test_load_is_fast_and_cached() -> None:
-    code = ("import time; t=time.perf_counter(); from generator.schema import load; "
-            "s=load('0.9.1'); s.has('trainer.nnodes'); print(time.perf_counter()-t)")
-    # The best of three runs: on a shared, busy machine a single run can stall for scheduling.
-    elapsed = min(float(subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                                       check=True, cwd=REPO).stdout) for _ in range(3))
-    assert elapsed < 0.2, elapsed  # ~15 ms on an idle machine (hydra alone would cost ~300 ms)
+def test_load_is_cached_and_needs_no_hydra() -> None:
+    # Loading a packaged schema must not import Hydra (its import alone costs ~300 ms per `gen` start);
+    # the time itself is a benchmark figure (bench/schema_config.py), not a test.
+    code = ("import sys; from generator.schema import load; s=load('0.9.1'); s.has('trainer.nnodes'); "
+            "print(sorted(m for m in sys.modules if m.split('.')[0] in ('hydra', 'omegaconf')))")
+    loaded = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True,
+                            cwd=REPO).stdout.strip()
+    assert loaded == "[]", loaded
     assert load("0.7.0") is load("v0.7.0")
 
 
