@@ -67,6 +67,18 @@ def ppo_config_for(name: str | None) -> str:
     return PPO_MEGATRON_CONFIG if name and "megatron" in name else PPO_CONFIG
 
 
+def config_stem(config_name: str | None) -> str:
+    """A --config-name as the config's name: quotes, folders and `.yaml` dropped."""
+    return (config_name or "").strip("'\"").rsplit("/", 1)[-1].removesuffix(".yaml")
+
+
+def packaged_config_of(config_name: str | None) -> str:
+    """The packaged PPO config a call's keys are looked up in: verl's own two by name, else
+    the one a recipe config extends, judged by its name."""
+    stem = config_stem(config_name)
+    return stem if stem in PPO_CONFIGS else ppo_config_for(stem)
+
+
 # The algorithms `gen recipe` renders (and a library recipe may name). GPG is not one: a
 # recipe runs it as GRPO with verl's GPG keys among its overrides (see the verl-*-gpg recipe).
 ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")

@@ -18,11 +18,10 @@ from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
 from generator.launch import Invocation, LaunchScript, Override
 from generator.edits import TextEdit
-from generator.verl import PPO_CONFIG, PPO_CONFIGS, ppo_config_for
+from generator.verl import packaged_config_of
 from generator.versions import parse
 
 _KEY_CHAR = re.compile(r"[\w.\-@/]")
-DEFAULT_SCHEMA = PPO_CONFIG
 
 
 @dataclass(frozen=True, slots=True)
@@ -60,11 +59,7 @@ class MigrateResult:
 
 def schema_name(invocation: Invocation) -> str:
     """The packaged schema a call's keys are checked against (recipe configs extend the PPO one)."""
-    name = (invocation.config_name or "").strip("'\"")
-    name = name.rsplit("/", 1)[-1].removesuffix(".yaml")
-    if name in PPO_CONFIGS:
-        return name
-    return ppo_config_for(name)
+    return packaged_config_of(invocation.config_name)
 
 
 def migration_table(from_version: str, to_version: str) -> list[Any]:

@@ -38,7 +38,7 @@ from generator.schema.core import (
     register_dir,
 )
 from generator.schema.releases import installed_verl, packaged_releases, read_version
-from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
+from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
 from generator.versions import parse
 
 # How many folders above the script are searched for the project's verl.
@@ -345,10 +345,9 @@ def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     evidence infer_release weighs."""
     out: list[tuple[str, str]] = []
     for inv in invocations:
-        name = (inv.config_name or "").strip("'\"").rsplit("/", 1)[-1].removesuffix(".yaml")
-        if inv.branch == "dead" or (inv.entry != PPO_ENTRY and name not in PPO_CONFIGS):
+        if inv.branch == "dead" or (inv.entry != PPO_ENTRY and config_stem(inv.config_name) not in PPO_CONFIGS):
             continue  # generation, SFT and recipe configs have keys of their own
-        name = name if name in PPO_CONFIGS else ppo_config_for(name)
+        name = packaged_config_of(inv.config_name)
         for override in inv.overrides:
             if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
                 out.append((override.key, name))
