@@ -165,3 +165,22 @@ def test_the_projects_gpu_is_the_default_for_explain_memory(tmp_path):
     assert doc["calls"][0]["memory"]["gpu"] == "h20"
     _, named = explain_json(path, "--memory", "--gpu", "a100-40g", "--verl-version", "0.7.0")
     assert named["calls"][0]["memory"]["gpu"] == "a100-40g"
+
+
+def test_the_deprecated_global_micro_batch_counts_over_dp(tmp_path):
+    static = SCRIPT.replace("actor_rollout_ref.actor.use_dynamic_bsz=True", "actor_rollout_ref.actor.use_dynamic_bsz=False")
+    per_gpu = tmp_path / "per_gpu.sh"
+    per_gpu.write_text(static.format(param="False", cpu="False", eager="False")
+                       .replace("ppo_mini_batch_size=64 \\\n", "ppo_mini_batch_size=64 \\\n"
+                                "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\\n"))
+    global_ = tmp_path / "global.sh"
+    global_.write_text(static.format(param="False", cpu="False", eager="False")
+                       .replace("ppo_mini_batch_size=64 \\\n", "ppo_mini_batch_size=64 \\\n"
+                                "    actor_rollout_ref.actor.ppo_micro_batch_size=4 \\\n"))  # DP 2 → 2 per GPU
+    missing = tmp_path / "missing.sh"
+    missing.write_text(static.format(param="False", cpu="False", eager="False"))
+    _, a = explain_json(str(per_gpu), "--memory", "--verl-version", "0.5.0")
+    _, b = explain_json(str(global_), "--memory", "--verl-version", "0.5.0")
+    _, c = explain_json(str(missing), "--memory", "--verl-version", "0.5.0")
+    assert a["calls"][0]["memory"]["stages"] == b["calls"][0]["memory"]["stages"]
+    assert c["calls"][0]["memory"] is None and "not set" in " ".join(c["calls"][0]["memory_problems"])

@@ -108,8 +108,10 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     mini = reads.int(ACTOR + "ppo_mini_batch_size")
     dynamic = reads.bool(ACTOR + "use_dynamic_bsz")
     micro = reads.int(ACTOR + "ppo_micro_batch_size_per_gpu", required=not dynamic)
+    global_micro = reads.int(ACTOR + "ppo_micro_batch_size", required=False)  # deprecated: over all DP ranks
     budget = reads.int(ACTOR + "ppo_max_token_len_per_gpu", required=dynamic)
     lp_micro = reads.int(ROLLOUT + "log_prob_micro_batch_size_per_gpu", required=False)
+    global_lp_micro = reads.int(ROLLOUT + "log_prob_micro_batch_size", required=False)
     lp_budget = reads.int(ROLLOUT + "log_prob_max_token_len_per_gpu", required=False)
     ref_lp_budget = reads.int(REF + "log_prob_max_token_len_per_gpu", required=False)
     offload = Offload(
@@ -128,10 +130,18 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
     entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
     has_ref, has_critic = reader.ref_used, reader.critic_used
+    if not dynamic and micro is None and global_micro is None:
+        reads.problems.append(f"{ACTOR}ppo_micro_batch_size_per_gpu is not set (verl refuses the call)")
     problems = ([problem] if problem else []) + reads.problems
     if problems or facts is None or layout is None or gpus is None or pn is None:
         return ScriptSetup(None, tuple(problems), source)
     assert prompt is not None and response is not None and mini is not None  # else a problem was recorded
+    dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
+    # The deprecated global keys count over every DP rank; verl divides them by DP.
+    if micro is None and global_micro:
+        micro = max(1, global_micro // dp)
+    if lp_micro is None and global_lp_micro:
+        lp_micro = max(1, global_lp_micro // dp)
     first, last = layout.first_stage_layers, layout.last_stage_layers
     if first is None and last is None:
         first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
@@ -145,7 +155,6 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
         enforce_eager=eager, ppo_mini_batch_size=mini,
     )
     prompts, n = pn
-    dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
     work = Workload(gpus=gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=prompt, response_len=response,
                     per_rank_mini_batch=max(1, mini * n // dp), has_ref=has_ref is not False,
                     has_critic=bool(has_critic), entropy_in_update=entropy != 0,
