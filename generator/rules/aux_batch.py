@@ -7,6 +7,7 @@ import math
 from typing import Iterator
 
 from generator import derive
+from generator.config.derived import trained_prompts_and_n
 from generator.edits import KeyEdit
 from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import mini_fix
@@ -158,14 +159,17 @@ def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
 
 
 def _critic_chain(view: ConfigReader) -> tuple[derive.BatchChain, tuple[int, int], int, int] | None:
-    pn, dp = view.prompts_and_n(), view.dp(CRITIC)
+    """The critic's chain: the batch the actor trains on (config/derived), the critic's own mini
+    and micro batch; under the critic's dynamic bsz the micro batch is ignored, as for the actor."""
+    pn, dp = trained_prompts_and_n(view), view.dp(CRITIC)
     mini = view.int(C_MINI)
     if pn is None or dp is None or not mini or mini <= 0:
         return None
     n = view.int(CRITIC + "rollout_n") or pn[1]
     micro = view.int(C_MICRO)
     chain = derive.batch_chain(prompts=pn[0], n=n, mini=mini, dp=dp, micro=micro if micro and micro > 0 else None,
-                               epochs=view.int(CRITIC + "ppo_epochs") or 1, path=view.path())
+                               epochs=view.int(CRITIC + "ppo_epochs") or 1, path=view.path(),
+                               dynamic_bsz=view.bool(CRITIC + "use_dynamic_bsz") is True)
     return chain, pn, dp, mini
 
 
@@ -213,7 +217,7 @@ def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
         return
-    pn, mini = view.prompts_and_n(), view.int(C_MINI)
+    pn, mini = trained_prompts_and_n(view), view.int(C_MINI)
     if pn is None or mini is None or mini <= pn[0] or not view.explicit(C_MINI):
         return  # an inherited critic mini batch is reported once, on the actor (VB102)
     dp = view.dp(CRITIC)
