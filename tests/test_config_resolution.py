@@ -17,7 +17,14 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.errors import InputError
-from generator.schema.resolution import Resolution, find_project_verl, resolve, script_keys
+from generator.schema.resolution import (
+    Resolution,
+    declared_release,
+    find_project_verl,
+    resolve,
+    resolve_script,
+    script_keys,
+)
 from generator.shell import read_script
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
@@ -272,3 +279,19 @@ def test_installed_unpackaged_release_reads_its_yaml_and_stands_in_when_broken(
     resolution = resolve(script)
     assert resolution.release == "0.7.1" and resolution.stand_in is not None  # nearest older packaged
     assert "not valid YAML" in resolution.stand_in
+
+
+def test_a_script_written_by_gen_recipe_is_judged_by_the_release_it_was_written_for(tmp_path: Path) -> None:
+    script = tmp_path / "run_qwen.sh"
+    script.write_text("#!/usr/bin/env bash\n# Qwen2-7B GRPO on 8 GPUs\n"
+                      "# Written by `gen recipe` for verl 0.7.0 (Megatron actor, vllm rollout); runs here\n"
+                      "python3 -m verl.trainer.main_ppo data.train_batch_size=8\n")
+    parsed = read_script(script.read_bytes(), str(script))
+    resolution = resolve_script(parsed)
+    assert (resolution.release, resolution.inferred) == ("0.7.0", False)
+    assert resolution.reason == "the script's header (written by gen recipe for verl 0.7.0)"
+    # Only verl-gen's own header counts, and only for a packaged release.
+    assert declared_release(b"# written for verl 0.7.0\n") is None
+    assert declared_release(b"# Written by `gen recipe` for verl 9.9.9 (x)\n") == "9.9.9"
+    script.write_text(script.read_text().replace("0.7.0 (", "9.9.9 ("))
+    assert resolve_script(read_script(script.read_bytes(), str(script))).inferred

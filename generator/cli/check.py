@@ -37,7 +37,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
-    from generator.schema.resolution import known_release, resolve, script_keys
+    from generator.schema.resolution import known_release, resolve_script
     from generator.shell import read_launch
     from generator.suppress import find_suppressions
 
@@ -62,8 +62,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
                 report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-            resolution = resolve(path, version=version, config_dir=config_dir, project=project,
-                                 keys=lambda: script_keys(script.invocations))
+            resolution = resolve_script(script, path, version=version, config_dir=config_dir, project=project)
             # --gpu wins; else the project's `gpu` setting names the GPU the memory rules judge against.
             memory_for = None
             if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
@@ -266,7 +265,7 @@ def register(app: typer.Typer) -> None:
         from generator.project import load_project
         from generator.report.explain import explain_config, render_explain
         from generator.report.documents import explain_call_json, explain_json
-        from generator.schema.resolution import known_release, resolve, script_keys
+        from generator.schema.resolution import known_release, resolve_script
         from generator.plan.script_setup import call_memory, memory_options
         from generator.report.memory import call_memory_dict, call_memory_text
         from generator.shell import read_launch
@@ -303,8 +302,7 @@ def register(app: typer.Typer) -> None:
                     document["incomplete"] = f"bash syntax error at line {broken[0]} (the rest was read)"
                     print(one_line(f"{path}: error: {document['incomplete']}"), file=sys.stderr)
                     status = EXIT_BAD_INPUT
-                resolution = resolve(path, version=verl_version, project=project,
-                                     keys=lambda: script_keys(script.invocations))
+                resolution = resolve_script(script, path, version=verl_version, project=project)
                 chosen = resolution.release
                 calls = [inv for inv in script.invocations if inv.branch != "dead"]
                 if not calls and fmt == "text":

@@ -61,7 +61,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             args: list[str] | None = None, memory: MemoryOptions | None = None) -> int:
     from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
     from generator.project import load_project
-    from generator.schema.resolution import known_release, resolve, script_keys
+    from generator.schema.resolution import known_release, resolve_script
 
     if verl_version is not None and verl_version.strip():
         known_release(verl_version, "--verl-version")  # fail early, once
@@ -83,8 +83,7 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             file_ignore = (*file_ignore, *find_suppressions(source).file_codes)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
-            resolution = resolve(path, version=verl_version, project=project,
-                                 keys=lambda: script_keys(read(source, path).invocations))
+            resolution = resolve_script(read(source, path), path, version=verl_version, project=project)
             if resolution.base_release not in releases:
                 releases.append(resolution.base_release)
             memory_for = None

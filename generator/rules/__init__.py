@@ -156,10 +156,10 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     Raises InputError for an unknown --verl-version or an unreadable --model-config.
     """
     from generator.config import build_config
-    from generator.schema.resolution import resolve, script_keys
+    from generator.schema.resolution import resolve_script
 
     if resolution is None:
-        resolution = resolve(script.path, version=version, keys=lambda: script_keys(script.invocations))
+        resolution = resolve_script(script, version=version)
     chosen = resolution.release
     results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
     hazards = script_findings(script, select=select, ignore=ignore)

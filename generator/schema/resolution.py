@@ -9,8 +9,9 @@ One answer per script, in this order (the first that applies wins):
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
   4. the verl installed in the active Python environment (found without importing it);
-  5. otherwise the release is inferred from the script's keys (the oldest packaged release
-     whose schema has every key the script sets without `+`), and the report says so.
+  5. otherwise the release a script written by `gen recipe` names in its header, else the
+     release inferred from the script's keys (the oldest packaged release whose schema has
+     every key the script sets without `+`); the report says which.
 
 A config tree read from the project is registered as a schema id `<release>+project`:
 its keys and defaults come from composing that YAML, never from a packaged schema of another
@@ -19,12 +20,13 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from generator.errors import InputError
-from generator.launch import UNKNOWN_OPEN, Invocation
+from generator.launch import UNKNOWN_OPEN, Invocation, LaunchScript
 from generator.project import NO_PROJECT, ProjectSettings
 from generator.schema.core import (
     PROJECT_MARK,
@@ -112,8 +114,10 @@ def resolve(
     config_dir: str | None = None,
     project: ProjectSettings = NO_PROJECT,
     keys: Callable[[], KeyUses] = lambda: (),
+    declared: Callable[[], str | None] = lambda: None,
 ) -> Resolution:
-    """The Resolution for a script at `script_path` (None: text without a file)."""
+    """The Resolution for a script at `script_path` (None: text without a file). `keys` and
+    `declared` give the evidence for step 5 (script_keys, declared_release)."""
     explicit = known_release(version, "--verl-version") if version and version.strip() else None
     if config_dir:
         folder = Path(config_dir)
@@ -143,8 +147,30 @@ def resolve(
         if found is not None:
             return found
 
+    written_for = declared()
+    if written_for is not None and is_packaged(written_for):
+        return Resolution(written_for, f"packaged schema {written_for}",
+                          f"the script's header (written by gen recipe for verl {written_for})")
     release, how = infer_release(keys())
     return Resolution(release, f"packaged schema {release}", how, inferred=True)
+
+
+def resolve_script(script: LaunchScript, path: str | None = None, *, version: str | None = None,
+                   config_dir: str | None = None, project: ProjectSettings = NO_PROJECT) -> Resolution:
+    """resolve() for a read script, with its keys and header as the evidence of last resort."""
+    return resolve(path if path is not None else script.path, version=version, config_dir=config_dir,
+                   project=project, keys=lambda: script_keys(script.invocations),
+                   declared=lambda: declared_release(script.source))
+
+
+# The header line `gen recipe` writes (templates/recipe/_common.sh.j2), within the first lines.
+_RECIPE_HEADER = re.compile(rb"^# Written by `gen recipe` for verl ([0-9][0-9A-Za-z.+]*) ", re.M)
+
+
+def declared_release(source: bytes) -> str | None:
+    """The release a script written by `gen recipe` says it is for; None for other scripts."""
+    found = _RECIPE_HEADER.search(source[:2048])
+    return found.group(1).decode("ascii") if found else None
 
 
 def find_project_verl(script_path: str) -> Path | None:
