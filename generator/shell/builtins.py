@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import os
 import re
+from collections.abc import Callable
 from typing import Any, cast
 
 from generator.errors import InputError
@@ -25,61 +26,62 @@ class Builtins(EvaluatorParts):
     """State-changing builtins and function calls (mixed into walker.Evaluator)."""
 
     def _builtin(self, name: str, fields: list[Field], node: Any, flow: Flow, env: dict[str, str]) -> bool:
-        fx = self.fx
-        assert fx is not None
-        args = fields[1:]
-        if name in ("source", "."):
-            if args:
-                self._source(args[0], flow)
+        """Run `name` if it is a builtin that changes the evaluator's state (True when it was one:
+        it is then not recorded as a command)."""
+        if name in _NO_EFFECT:
             return True
-        if name == "cd":
-            target = args[0] if args else None
-            if target is None or target.unknowns:
-                self.state.cwd = None
-            elif self.state.cwd is not None:
-                t = as_text(target.text)
-                self.state.cwd = t if t.startswith("/") else os.path.normpath(os.path.join(self.state.cwd or ".", t))
-            return True
-        if name == "set":
-            if args and args[0].text == "--":
-                self.state.args = [list(f.pieces) for f in args[1:]]
-                self.state.args_label = None
-            return True
-        if name == "shift":
-            count = 1
-            if args and args[0].text.isdigit():
-                count = int(args[0].text)
-            if self.state.args_label is None:
-                self.state.args = self.state.args[count:]
-            return True
-        if name in ("exit",):
-            if flow.branch in ("live", "loop") and flow.depth == 0:  # a merged loop copy never exits its base
-                self.state.exited = True
-            return True
-        if name == "read":
-            for f in args:
-                if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.text):
-                    self._set(f.text, Var(unknown=f"read from input by `read {f.text}`", label=f"read:{f.text}"))
-            return True
-        if name in ("export", "local", "declare", "typeset", "readonly"):
-            # Only reached when tree-sitter did not parse it as a declaration.
-            for f in args:
-                m = ASSIGN.match(f.text)
-                if m:
-                    value = f.text[m.end():]
-                    self._set(m.group(1), Var(pieces=[Piece(value, split=False)],
-                                              group=Group(m.group(1), value, None, None)))
-            return True
-        if name == "break":
-            if flow.branch in ("live", "loop"):
-                self._break_requested = True
-            return True
-        if name in ("true", "false", ":", "return", "continue", "shopt", "trap", "wait",
-                    "umask", "ulimit", "alias", "unalias", "hash", "pushd", "popd"):
-            if name in ("pushd",):
-                self.state.cwd = None
-            return True
-        return False
+        handler = _HANDLERS.get(name)
+        if handler is None:
+            return False
+        handler(self, fields[1:], flow)
+        return True
+
+    def _b_source(self, args: list[Field], flow: Flow) -> None:
+        if args:
+            self._source(args[0], flow)
+
+    def _b_cd(self, args: list[Field], flow: Flow) -> None:
+        target = args[0] if args else None
+        if target is None or target.unknowns:
+            self.state.cwd = None
+        elif self.state.cwd is not None:
+            t = as_text(target.text)
+            self.state.cwd = t if t.startswith("/") else os.path.normpath(os.path.join(self.state.cwd or ".", t))
+
+    def _b_pushd(self, args: list[Field], flow: Flow) -> None:
+        self.state.cwd = None
+
+    def _b_set(self, args: list[Field], flow: Flow) -> None:
+        if args and args[0].text == "--":
+            self.state.args = [list(f.pieces) for f in args[1:]]
+            self.state.args_label = None
+
+    def _b_shift(self, args: list[Field], flow: Flow) -> None:
+        count = int(args[0].text) if args and args[0].text.isdigit() else 1
+        if self.state.args_label is None:
+            self.state.args = self.state.args[count:]
+
+    def _b_exit(self, args: list[Field], flow: Flow) -> None:
+        if flow.branch in ("live", "loop") and flow.depth == 0:  # a merged loop copy never exits its base
+            self.state.exited = True
+
+    def _b_break(self, args: list[Field], flow: Flow) -> None:
+        if flow.branch in ("live", "loop"):
+            self._break_requested = True
+
+    def _b_read(self, args: list[Field], flow: Flow) -> None:
+        for f in args:
+            if re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", f.text):
+                self._set(f.text, Var(unknown=f"read from input by `read {f.text}`", label=f"read:{f.text}"))
+
+    def _b_declare(self, args: list[Field], flow: Flow) -> None:
+        # Only reached when tree-sitter did not parse it as a declaration.
+        for f in args:
+            m = ASSIGN.match(f.text)
+            if m:
+                value = f.text[m.end():]
+                self._set(m.group(1), Var(pieces=[Piece(value, split=False)],
+                                          group=Group(m.group(1), value, None, None)))
 
     def _source(self, target: Field, flow: Flow) -> None:
         fx = self.fx
@@ -176,3 +178,15 @@ class Builtins(EvaluatorParts):
                     self.state.vars[var_name] = old
             self.state.args, self.state.args_label, self.fx = saved_args, saved_label, saved_fx
             self.state.args_from_script = saved_from_script
+
+
+_Handler = Callable[[Builtins, list[Field], Flow], None]
+_HANDLERS: dict[str, _Handler] = {
+    "source": Builtins._b_source, ".": Builtins._b_source, "cd": Builtins._b_cd, "pushd": Builtins._b_pushd,
+    "set": Builtins._b_set, "shift": Builtins._b_shift, "exit": Builtins._b_exit, "break": Builtins._b_break,
+    "read": Builtins._b_read, "export": Builtins._b_declare, "local": Builtins._b_declare,
+    "declare": Builtins._b_declare, "typeset": Builtins._b_declare, "readonly": Builtins._b_declare,
+}
+# Builtins that change nothing the reader follows (and are not commands to record).
+_NO_EFFECT = frozenset({"true", "false", ":", "return", "continue", "shopt", "trap", "wait", "umask", "ulimit",
+                        "alias", "unalias", "hash", "popd"})

@@ -12,6 +12,7 @@ from generator.shell.context import EvaluatorParts, Flow, squash
 from generator.shell.model import State, as_text, has_unknown, pieces_text
 from generator.shell.scan import WordError
 from generator.shell.scope import merge_states
+from generator.shell.truth import both, compare, either, evaluate_test, negate
 
 # A condition about emptiness or the number of arguments: `-z`, `-n`, `-v`, `$#`, `""`.
 _EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
@@ -182,30 +183,9 @@ class Conditions(EvaluatorParts):
             return self._test_expr(inner[0], double=first == "[[")
         if t == "negated_command":
             inner = [c for c in node.children if c.is_named]
-            value = self._truth(inner[0], flow) if inner else None
-            return None if value is None else not value
+            return negate(self._truth(inner[0], flow) if inner else None)
         if t == "list":
-            parts = [c for c in node.children]
-            left = self._truth(parts[0], flow)
-            op = parts[1].type if len(parts) > 1 else ""
-            right_node = parts[2] if len(parts) > 2 else None
-            if right_node is None:
-                return left
-            if op == "&&":
-                if left is False:
-                    return False
-                right = self._truth(right_node, flow)
-                if left is True:
-                    return right
-                return False if right is False else None
-            if op == "||":
-                if left is True:
-                    return True
-                right = self._truth(right_node, flow)
-                if left is False:
-                    return right
-                return True if right is True else None
-            return None
+            return self._list_truth(node, flow)
         if t == "compound_statement" and node.children and node.children[0].type == "((":
             return self._arith_truth(node)
         if t == "command":
@@ -224,6 +204,20 @@ class Conditions(EvaluatorParts):
         self.walk(node, flow)
         return None
 
+    def _list_truth(self, node: Any, flow: Flow) -> bool | None:
+        """`a && b`, `a || b` as a condition: short-circuited as bash runs it."""
+        parts = list(node.children)
+        left = self._truth(parts[0], flow)
+        op = parts[1].type if len(parts) > 1 else ""
+        if len(parts) < 3:
+            return left
+        right_node = parts[2]
+        if op == "&&":
+            return both(left, lambda: self._truth(right_node, flow))
+        if op == "||":
+            return either(left, lambda: self._truth(right_node, flow))
+        return None
+
     def _test_command(self, node: Any) -> bool | None:
         """`test …` / `[ … ]` written as a plain command: the 1-, 2- and 3-argument forms."""
         fx = self.fx
@@ -240,30 +234,7 @@ class Conditions(EvaluatorParts):
                 args.append(f.text)
         if args and args[-1] == "]":
             args = args[:-1]
-        negate = False
-        if len(args) >= 2 and args[0] == "!":
-            negate, args = True, args[1:]
-        result: bool | None = None
-        if len(args) == 1:
-            result = args[0] != ""
-        elif len(args) == 2 and args[0] in ("-z", "-n"):
-            result = (args[1] == "") if args[0] == "-z" else (args[1] != "")
-        elif len(args) == 3:
-            a, op, b = args
-            if op in ("=", "=="):
-                result = a == b
-            elif op == "!=":
-                result = a != b
-            elif op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
-                try:
-                    x, y = int(a), int(b)
-                except ValueError:
-                    return None
-                result = {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y, "-gt": x > y,
-                          "-ge": x >= y}[op]
-        if result is None:
-            return None
-        return not result if negate else result
+        return evaluate_test(args)
 
     def _arith_truth(self, node: Any) -> bool | None:
         fx = self.fx
@@ -308,87 +279,67 @@ class Conditions(EvaluatorParts):
         return "".join(out)
 
     def _test_expr(self, node: Any, double: bool) -> bool | None:
+        """An expression inside `[[ ]]` (double) or `test`/`[ ]` as tree-sitter parsed it."""
         t = node.type
-        fx = self.fx
-        assert fx is not None
         if t == "parenthesized_expression":
             inner = [c for c in node.children if c.is_named]
             return self._test_expr(inner[0], double) if inner else None
         if t == "unary_expression":
-            op_node = node.child_by_field_name("operator") or node.children[0]
-            op = fx.src[op_node.start_byte : op_node.end_byte]
-            rest = [c for c in node.children if c is not op_node and c.id != op_node.id]
-            operand = rest[-1] if rest else None
-            if op == "!":
-                value = self._test_expr(operand, double) if operand is not None else None
-                return None if value is None else not value
-            text = self._operand(operand) if operand is not None else ""
-            if op == "-v":
-                return None if text is None else self.param_state(text, None) != "unset"
-            if text is None:
-                return None
-            if op == "-z":
-                return text == ""
-            if op == "-n":
-                return text != ""
-            return None  # file tests and the like need the filesystem
+            return self._test_unary(node, double)
         if t == "binary_expression":
-            op_node = node.child_by_field_name("operator")
-            left = node.child_by_field_name("left")
-            right = node.child_by_field_name("right")
-            if op_node is None:
-                kids = node.children
-                if len(kids) == 3:
-                    left, op_node, right = kids
-                else:
-                    return None
-            op = fx.src[op_node.start_byte : op_node.end_byte]
-            if op in ("&&", "-a", "||", "-o"):
-                lv = self._test_expr(left, double) if left is not None else None
-                if op in ("&&", "-a"):
-                    if lv is False:
-                        return False
-                    rv = self._test_expr(right, double) if right is not None else None
-                    return rv if lv is True else (False if rv is False else None)
-                if lv is True:
-                    return True
-                rv = self._test_expr(right, double) if right is not None else None
-                return rv if lv is False else (True if rv is True else None)
-            if left is None or right is None:
-                return None
-            lt = self._operand(left)
-            if lt is None:
-                return None
-            if op in ("==", "=", "!=") and double:
-                pattern = self._pattern(right)
-                if pattern is None:
-                    return None
-                matched = patterns.glob_match(pattern, lt)
-                return matched if op != "!=" else not matched
-            rt = self._operand(right)
-            if rt is None:
-                return None
-            if op in ("==", "="):
-                return lt == rt
-            if op == "!=":
-                return lt != rt
-            if op == "=~":
-                try:
-                    return re.search(rt, lt) is not None
-                except re.error:
-                    return None
-            if op in ("<", ">"):
-                return lt < rt if op == "<" else lt > rt
-            if op in ("-eq", "-ne", "-lt", "-le", "-gt", "-ge"):
-                try:
-                    x, y = int(lt.strip()), int(rt.strip())
-                except ValueError:
-                    return None
-                return {"-eq": x == y, "-ne": x != y, "-lt": x < y, "-le": x <= y,
-                        "-gt": x > y, "-ge": x >= y}[op]
-            return None
+            return self._test_binary(node, double)
         text = self._operand(node)
         return None if text is None else text != ""
+
+    def _test_unary(self, node: Any, double: bool) -> bool | None:
+        """`! e`, `-z w`, `-n w`, `-v name`; file tests need the filesystem: undecided."""
+        fx = self.fx
+        assert fx is not None
+        op_node = node.child_by_field_name("operator") or node.children[0]
+        op = fx.src[op_node.start_byte : op_node.end_byte]
+        rest = [c for c in node.children if c is not op_node and c.id != op_node.id]
+        operand = rest[-1] if rest else None
+        if op == "!":
+            return negate(self._test_expr(operand, double) if operand is not None else None)
+        text = self._operand(operand) if operand is not None else ""
+        if op == "-v":
+            return None if text is None else self.param_state(text, None) != "unset"
+        if text is None or op not in ("-z", "-n"):
+            return None
+        return (text == "") if op == "-z" else (text != "")
+
+    def _test_binary(self, node: Any, double: bool) -> bool | None:
+        """`a && b`, `a -o b`, `w == pattern` (`[[ ]]`), `w OP w` (strings, integers, `=~`)."""
+        fx = self.fx
+        assert fx is not None
+        op_node = node.child_by_field_name("operator")
+        left = node.child_by_field_name("left")
+        right = node.child_by_field_name("right")
+        if op_node is None:
+            if len(node.children) != 3:
+                return None
+            left, op_node, right = node.children
+        op = fx.src[op_node.start_byte : op_node.end_byte]
+        if op in ("&&", "-a", "||", "-o"):
+            lv = self._test_expr(left, double) if left is not None else None
+
+            def rv() -> bool | None:
+                return self._test_expr(right, double) if right is not None else None
+
+            return both(lv, rv) if op in ("&&", "-a") else either(lv, rv)
+        if left is None or right is None:
+            return None
+        lt = self._operand(left)
+        if lt is None:
+            return None
+        if op in ("==", "=", "!=") and double:
+            pattern = self._pattern(right)
+            if pattern is None:
+                return None
+            matched = patterns.glob_match(pattern, lt)
+            return matched if op != "!=" else not matched
+        rt = self._operand(right)
+        return None if rt is None else compare(op, lt, rt)
 
     def _s_list(self, node: Any, flow: Flow) -> None:
         kids = node.children
