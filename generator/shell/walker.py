@@ -291,6 +291,8 @@ class Evaluator(Scope, Conditions, Builtins):
         self._command(node, flow, node)
 
     def _command(self, node: Any, flow: Flow, whole: Any) -> None:
+        """A simple command: its leading NAME=value words, then its expanded arguments; a
+        builtin or a function of the script runs, anything else is recorded."""
         fx = self.fx
         assert fx is not None
         parts = [c for c in node.children if c.type not in _REDIRECTS and c.type != "comment"
@@ -305,8 +307,8 @@ class Evaluator(Scope, Conditions, Builtins):
                 break
         assign_ranges = ranges[:n_assign]
         word_ranges = _with_escaped_spaces(fx.src, ranges[n_assign:])
-        assign_nodes = {c.start_byte: c for c in parts if c.type == "variable_assignment"}
-        if not word_ranges:
+        if not word_ranges:  # `A=1 B=2` alone sets variables
+            assign_nodes = {c.start_byte: c for c in parts if c.type == "variable_assignment"}
             for a, b, _k in assign_ranges:
                 node_a = assign_nodes.get(a)
                 if node_a is not None:
@@ -314,28 +316,13 @@ class Evaluator(Scope, Conditions, Builtins):
                 else:
                     self._assign_text(a, b)
             return
-        env: dict[str, str] = {}
+        env: dict[str, str] = {}  # `A=1 cmd`: the command's own environment
         for a, b, _k in assign_ranges:
             m = ASSIGN.match(fx.src, a, b)
             if m:
                 env[m.group(1)] = as_text(pieces_text(self._expand_assign_value(m.end(), b)))
         self.saw_args = False
-        fields: list[Field] = []
-        for a, b, _k in word_ranges:
-            try:
-                for f in fx.expander.fields(a, b):
-                    f.cmd_a = a
-                    fields.append(f)
-            except WordError as err:
-                fields.append(Field([Piece(unknown_marker("parse-error"), a, b, path=fx.path,
-                                           unknown=str(err))], a, b, fx.path))
-                if str(err).startswith("unterminated") and flow.branch != "dead":
-                    line = fx.line_of(a)
-                    self.hazards.append(Hazard(
-                        "unterminated-quote", line,
-                        f"the {str(err).removeprefix('unterminated ')} opened in `{as_text(squash(fx.src[a:b], 40))}` "
-                        f"(line {line}) is never closed: bash stops with a syntax error at the end of the file "
-                        "and runs nothing of it", fx.span(a, b)))
+        fields = self._command_fields(word_ranges, flow)
         passes_args = self.saw_args
         self.saw_args = False
         if not fields:
@@ -352,6 +339,28 @@ class Evaluator(Scope, Conditions, Builtins):
             words=[(a, b) for a, b, _k in word_ranges],
         ))
 
+    def _command_fields(self, word_ranges: list[tuple[int, int, str]], flow: Flow) -> list[Field]:
+        """The arguments bash passes for these words; a word whose quote never closes becomes an
+        unknown (and, outside dead code, the unterminated-quote hazard)."""
+        fx = self.fx
+        assert fx is not None
+        fields: list[Field] = []
+        for a, b, _k in word_ranges:
+            try:
+                for f in fx.expander.fields(a, b):
+                    f.cmd_a = a
+                    fields.append(f)
+            except WordError as err:
+                fields.append(Field([Piece(unknown_marker("parse-error"), a, b, path=fx.path,
+                                           unknown=str(err))], a, b, fx.path))
+                if str(err).startswith("unterminated") and flow.branch != "dead":
+                    line = fx.line_of(a)
+                    self.hazards.append(Hazard(
+                        "unterminated-quote", line,
+                        f"the {str(err).removeprefix('unterminated ')} opened in `{as_text(squash(fx.src[a:b], 40))}` "
+                        f"(line {line}) is never closed: bash stops with a syntax error at the end of the file "
+                        "and runs nothing of it", fx.span(a, b)))
+        return fields
 
 def _escaped_spaces(src: str, a: int, b: int) -> list[tuple[int, int, str]]:
     """`\\ ` words in the blank stretch src[a:b]: bash passes each as a one-space argument,
