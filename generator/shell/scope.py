@@ -266,18 +266,8 @@ class Scope(EvaluatorParts):
             self._assign_index(name, index[1:-1], pieces, va, end, plus)
             return
         old = self.get_var(name)
-        if plus and old is not None and not old.unknown and old.elems is None:
-            joined = (old.pieces or []) + pieces
-            group = Group(name, pieces_text(joined), None, None, "", fx.path)
-            if not old.pieces:
-                group = def_group(name, pieces, va, end, "", fx.path)
-            self._set(name, Var(pieces=joined, group=group, exported=export))
-            return
-        if plus and old is not None and old.elems is not None:
-            self._set(name, Var(elems=old.elems + [Elem(pieces, va, end, fx.path)], exported=export))
-            return
-        if plus and old is not None and old.unknown:
-            self._set(name, Var(unknown=old.unknown, label=old.label, exported=export))
+        if plus and old is not None:
+            self._set(name, self._appended(name, old, pieces, va, end, export))
             return
         group = def_group(name, pieces, va, end, "", fx.path)
         if len(pieces) == 1 and pieces[0].unknown:
@@ -287,6 +277,20 @@ class Scope(EvaluatorParts):
                                 group=Group(name, p.text, va, end, "", fx.path)))
             return
         self._set(name, Var(pieces=pieces, group=group, exported=export))
+
+    def _appended(self, name: str, old: Var, pieces: list[Piece], va: int, end: int, export: bool) -> Var:
+        """`NAME+=value` on a variable that has a value: the string or the array grows; an
+        unknown stays unknown."""
+        fx = self.fx
+        assert fx is not None
+        if old.unknown:
+            return Var(unknown=old.unknown, label=old.label, exported=export)
+        if old.elems is not None:
+            return Var(elems=old.elems + [Elem(pieces, va, end, fx.path)], exported=export)
+        joined = (old.pieces or []) + pieces
+        group = (Group(name, pieces_text(joined), None, None, "", fx.path) if old.pieces
+                 else def_group(name, pieces, va, end, "", fx.path))
+        return Var(pieces=joined, group=group, exported=export)
 
     def _expand_assign_value(self, a: int, b: int) -> list[Piece]:
         fx = self.fx

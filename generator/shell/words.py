@@ -349,35 +349,50 @@ class Expander:
 
     def _operator(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
                   dq: bool) -> list[Piece]:
+        """`${name OP operand}`: defaults and assertions, alternatives, or a transformation."""
+        if op in (":-", "-", ":=", "=", ":?", "?"):
+            return self._default(name, index, op, oa, ob, ea, eb, dq)
+        if op in (":+", "+"):
+            return self._alternative(name, index, op, oa, ob, ea, eb, dq)
+        return self._transformed(name, index, op, oa, ob, ea, eb, dq)
+
+    def _default(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
+                 dq: bool) -> list[Piece]:
+        """`${X:-d}`, `${X:=d}` (which also assigns), `${X:?msg}` (which requires X)."""
         host = self.host
         state_of = host.param_state(name, index)  # "set", "null", "unset", "unknown"
-        if op in (":-", "-", ":=", "=", ":?", "?"):
-            use_default = state_of == "unset" or (op.startswith(":") and state_of == "null")
-            if state_of == "unknown":
+        use_default = state_of == "unset" or (op.startswith(":") and state_of == "null")
+        if state_of == "unknown" or not use_default:
+            return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
+        if op in (":?", "?"):
+            # `: ${X:?msg}` stops the script unless X is set: an assertion, not a dead end.
+            if _NAME.fullmatch(name):
+                host.require(name, f"`${{{name}{op}…}}` stops the script otherwise")
                 return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
-            if not use_default:
-                return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
-            if op in (":?", "?"):
-                # `: ${X:?msg}` stops the script unless X is set: an assertion, not a dead end.
-                if _NAME.fullmatch(name):
-                    host.require(name, f"`${{{name}{op}…}}` stops the script otherwise")
-                    return host.lookup_pieces(name, ea, eb, dq=dq, index=index)
-                return [self._unknown(f"unset:{name}", f"${name} must be set (`${{{name}{op}…}}`)", ea, eb, dq=dq)]
-            operand = self._operand(oa, ob, dq)
-            group = def_group(name, operand, oa, ob, '"' if dq else "", self.path)
-            pieces = [p.copy(group=group) for p in operand]
-            if op in (":=", "=") and index is None and _NAME.fullmatch(name):
-                host.assign_scalar(name, [p.copy(split=False) for p in operand], group)
-            return pieces
-        if op in (":+", "+"):
-            use_alt = state_of == "set" or (op == "+" and state_of == "null")
-            if state_of == "unknown":
-                return [self._unknown(f"unset:{name}", f"whether ${name} is set is unknown", ea, eb, dq=dq)]
-            if not use_alt:
-                return [Piece("", ea, eb, False, '"' if dq else "", None, None, self.path, kind="vanish")]
-            operand = self._operand(oa, ob, dq)
-            group = def_group(None, operand, oa, ob, '"' if dq else "", self.path)
-            return [p.copy(group=group) for p in operand]
+            return [self._unknown(f"unset:{name}", f"${name} must be set (`${{{name}{op}…}}`)", ea, eb, dq=dq)]
+        operand = self._operand(oa, ob, dq)
+        group = def_group(name, operand, oa, ob, '"' if dq else "", self.path)
+        pieces = [p.copy(group=group) for p in operand]
+        if op in (":=", "=") and index is None and _NAME.fullmatch(name):
+            host.assign_scalar(name, [p.copy(split=False) for p in operand], group)
+        return pieces
+
+    def _alternative(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
+                     dq: bool) -> list[Piece]:
+        """`${X:+alt}`: the operand when X is set (and, for `:+`, not empty), else nothing."""
+        state_of = self.host.param_state(name, index)
+        if state_of == "unknown":
+            return [self._unknown(f"unset:{name}", f"whether ${name} is set is unknown", ea, eb, dq=dq)]
+        if not (state_of == "set" or (op == "+" and state_of == "null")):
+            return [Piece("", ea, eb, False, '"' if dq else "", None, None, self.path, kind="vanish")]
+        operand = self._operand(oa, ob, dq)
+        group = def_group(None, operand, oa, ob, '"' if dq else "", self.path)
+        return [p.copy(group=group) for p in operand]
+
+    def _transformed(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
+                     dq: bool) -> list[Piece]:
+        """`${X#p}`, `${X/p/r}`, `${X^^}`, `${X:1:2}`…: the value's text changed."""
+        host = self.host
         # Transformations of the value's text.
         value = host.lookup_pieces(name, ea, eb, dq=True, index=index)
         if name in ("@", "*") and op == ":":
