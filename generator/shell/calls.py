@@ -275,7 +275,8 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                 kind = "env-in-value" if partial.isupper() else "unset-in-value"
                 out.append(Hazard(
                     kind, ov.word.line,
-                    f"{ov.key}={ov.value}: ${partial} is never set in the script; unless the environment sets it, "
+                    f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
+                    "in the script; unless the environment sets it, "
                     f"bash passes `{ov.key}={_without_markers(ov.value)}`", ov.provenance.span or ov.word))
         elif ov.value is not None and _PLACEHOLDER.match(ov.value.strip("'\"")):
             out.append(Hazard(
