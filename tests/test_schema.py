@@ -169,8 +169,10 @@ def test_explicit_version(monkeypatch: pytest.MonkeyPatch) -> None:
     assert resolve_version("0.6.1") == ("0.6.1", "--verl-version")
     assert resolve_version("v0.7.0") == ("0.7.0", "--verl-version")
     for unknown in ("0.7.5", "9.9", "0.7"):  # not packaged: an error, never a silent stand-in
-        with pytest.raises(InputError, match=f"unknown verl release '{unknown}'"):
+        with pytest.raises(InputError, match=f"^--verl-version: unknown verl release '{unknown}'"):
             resolve_version(unknown)
+    with pytest.raises(InputError, match="^--to: unknown verl release '9.9'"):  # named as the user wrote it
+        resolve_version("9.9", "--to")
     with pytest.raises(InputError):
         resolve_version("banana")
     with pytest.raises(InputError):

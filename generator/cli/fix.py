@@ -137,7 +137,7 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
     from generator.fix.engine import default_reader
     from generator.fix.migrate import infer_from_version
 
-    target, _ = schema.resolve_version(to_version)
+    target, _ = schema.resolve_version(to_version, "--to")
     read = default_reader(env or None, args or None)
     status = EXIT_OK
 
@@ -150,7 +150,7 @@ def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, 
             source = _read_bytes(path)
             script = read(source, path)
             if from_version is not None:
-                start, _ = schema.resolve_version(from_version)
+                start, _ = schema.resolve_version(from_version, "--from")
             else:
                 start = infer_from_version(script, has=has, releases=schema.available())
                 if start is None:

@@ -92,13 +92,13 @@ def read_version(package: Path) -> str | None:
     return None
 
 
-def resolve_version(explicit: str | None = None) -> tuple[str, str]:
-    """(schema id, how it was chosen)."""
+def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
+    """(schema id, how it was chosen). `option` names where `explicit` came from in errors."""
     if explicit is not None and explicit.strip():
         wanted = normalize(explicit)
         if wanted in available():
-            return wanted, "--verl-version"
-        raise InputError(f"--verl-version: unknown verl release '{explicit}'; known: {', '.join(available())}")
+            return wanted, option
+        raise InputError(f"{option}: unknown verl release '{explicit}'; known: {', '.join(available())}")
 
     installed = installed_verl()
     if installed is not None:
