@@ -18,13 +18,9 @@ from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
+from generator.verl import ACTOR, MEGATRON, ROLLOUT
 
 GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
-
-ACTOR = "actor_rollout_ref.actor."
-ROLLOUT = "actor_rollout_ref.rollout."
-MEGATRON = ACTOR + "megatron."
-TRANSFORMER = MEGATRON + "override_transformer_config."
 
 
 class _Missing:

@@ -17,10 +17,8 @@ from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
 from generator.render.recipe import AUTO_LAUNCHER, HydraText, RecipeSpec, build_recipe
+from generator.verl import MEGATRON as M
 from generator.verl import PPO_MEGATRON_CONFIG
-
-A = "actor_rollout_ref.actor."
-M = A + "megatron."
 
 
 @dataclass
