@@ -110,3 +110,17 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
     ev = Evaluator(base_dir=str(tmp_path), env={}, args=[])
     ev.run_file(path.read_bytes(), str(path))
     assert any("more than" in note for note in ev.state.unknown_sources), ev.state.unknown_sources
+
+
+def test_an_entry_module_is_read_bounded(tmp_path: Path) -> None:
+    from generator.shell.pyentry import entry_config, read_hydra_main
+
+    deep = "import hydra\n@hydra.main(config_path=" + "[" * 150 + "]" * 150 + ")\ndef main(cfg):\n    pass\n"
+    with pytest.raises(InputError, match="nests too deeply|not valid Python"):
+        read_hydra_main(deep, "main.py")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "main_deep.py").write_text(deep)
+    (tmp_path / "pkg" / "main_big.py").write_text("x = 1\n" * 200_000 + "import hydra\n@hydra.main()\ndef main(c):\n    pass\n")
+    (tmp_path / "run.sh").write_text("")
+    assert entry_config("pkg.main_deep", tmp_path / "run.sh") is None
+    assert entry_config("pkg.main_big", tmp_path / "run.sh") is None  # over the size cap: not read

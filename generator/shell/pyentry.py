@@ -14,6 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import InputError
+from generator.files import SCRIPT_LIMIT, read_input
+from generator.shell.pysource import checked_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -54,13 +56,8 @@ def _literal_str(node: ast.expr) -> str | None:
 
 def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
     """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
-    try:
-        module = ast.parse(source, filename=path or "<python>")
-    except (SyntaxError, ValueError) as err:
-        where = path or "<python>"
-        line = getattr(err, "lineno", None)
-        detail = getattr(err, "msg", None) or str(err)
-        raise InputError(f"{where}: not valid Python (line {line}): {detail}") from None
+    # Syntax and depth checked by CPython's parser and an iterative count (see pysource.py).
+    module = checked_tree(source.encode("utf-8") if isinstance(source, str) else source, path)
     main_from_hydra = any(
         isinstance(stmt, ast.ImportFrom) and stmt.module == "hydra"
         and any(alias.name == "main" and alias.asname is None for alias in stmt.names)
@@ -131,7 +128,8 @@ def entry_config(entry: str, script_path: str | Path | None, *, repo_root: str |
     if entry_file is None:
         return None
     try:
-        hydra_main = read_hydra_main(entry_file.read_bytes(), str(entry_file))
+        hydra_main = read_hydra_main(read_input(entry_file, limit=SCRIPT_LIMIT, what="Python entry module"),
+                                     str(entry_file))
     except (OSError, InputError):
         return None
     if hydra_main is None:
