@@ -80,7 +80,9 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
 
 @rule("VB102", "mini-batch-larger-than-train-batch", "ppo_mini_batch_size is larger than train_batch_size",
       severity="error", stage="load", verl_ref="A6",
-      why="Both count prompts; a mini batch larger than the step can never be filled and verl refuses it.",
+      why="Both count prompts; a mini batch larger than the step can never be filled. verl refuses it at load "
+          "from 0.3 on (not with dynamic bsz: VB106 says what the update then does); before 0.3 nothing refused "
+          "it and the update ran scaled down (a warning).",
       fix_safety="Lowers the mini batch to the nearest valid value ≤ train_batch_size (changes the number of "
                  "optimizer updates: unsafe).",
       failing=Example(("data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=16")),
@@ -185,7 +187,8 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
 @rule("VB106", "local-batch-not-divisible-by-mini", "local batch not divisible by the per-rank mini batch",
       severity="error", stage="runtime", verl_ref="D4, H3",
       why="Megatron's make_iterator asserts the local batch G/DP splits into whole mini-batches: the first "
-          "update fails. FSDP instead runs an extra, smaller mini-batch (a silent extra optimizer step).",
+          "update fails. FSDP instead runs an extra, smaller mini-batch (a silent extra optimizer step). A mini "
+          "batch larger than the whole step is said plainly: one update per step on FSDP, an assert on Megatron.",
       fix_safety="Moves the mini batch to the nearest value that divides the step (unsafe: update count).",
       failing=Example(("trainer.n_gpus_per_node=8", "data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
                        "actor_rollout_ref.actor.ppo_mini_batch_size=24",
