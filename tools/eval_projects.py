@@ -33,6 +33,11 @@ JUDGED_SEVERITIES = ("error", "warning")
 VERDICTS = ("real", "noise")
 # The check's "no trainer call was read" warning: a script that carries it was not judged at all.
 NO_CALL_CODE = "VS709"
+# How many trainer calls the reader of the measured code reads in a script (dead branches left out):
+# the evidence that a script with no error or warning was judged at all.
+COUNT_CALLS = ("import sys; from pathlib import Path; from generator.shell import read_script; "
+               "s = read_script(Path(sys.argv[1]).read_bytes(), sys.argv[1]); "
+               "print(sum(1 for i in s.invocations if getattr(i, 'branch', None) != 'dead'))")
 
 
 @dataclass(frozen=True)
@@ -97,8 +102,9 @@ def check_script(root: Path, checkout: Path, project: str, script: str) -> Scrip
     file_doc = document["files"][0]
     resolution = file_doc.get("resolution") or {}
     findings = file_doc.get("findings", [])
-    calls = len({f.get("invocation_line") for f in findings if f.get("invocation_line") is not None})
-    calls = max(calls, len(file_doc.get("call_resolutions") or []))
+    counted = subprocess.run([sys.executable, "-c", COUNT_CALLS, script], cwd=checkout, env=env,
+                             capture_output=True, text=True, timeout=300)
+    calls = int(counted.stdout.strip()) if counted.stdout.strip().isdigit() else 0
     judged = [(FindingId(project, script, f["code"], str(f.get("line")), f.get("key") or ""),
                f["severity"], f["message"])
               for f in findings if f["severity"] in JUDGED_SEVERITIES]
