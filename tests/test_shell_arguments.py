@@ -103,6 +103,24 @@ python3 -m {MAIN} actor_rollout_ref.model.path=$MODEL_PATH data.train_files=$DAT
     assert "MODEL_PATH must be set" in reason and "exits" in reason
 
 
+def test_a_guard_after_a_knob_with_an_empty_default_requires_the_variable() -> None:
+    # `X=${X:-}` takes X from the environment; the guard below it asserts the run provides it
+    # (seen in public launch scripts: the call was read as never reached, so nothing was checked).
+    src = f"""
+MODEL_PATH=${{MODEL_PATH:-}}
+if [ -z "$MODEL_PATH" ]; then
+    echo "MODEL_PATH is not set"
+    exit 1
+fi
+python3 -m {MAIN} actor_rollout_ref.model.path=$MODEL_PATH
+"""
+    script = read_script(src)
+    assert only(script).branch == "live"
+    assert value(script, "actor_rollout_ref.model.path") == "<?required:MODEL_PATH>"
+    given = read_script(src, env={"MODEL_PATH": "/models/qwen"})
+    assert value(given, "actor_rollout_ref.model.path") == "/models/qwen"
+
+
 def test_a_given_variable_passes_its_guard() -> None:
     src = f"""
 [ -z "${{MODEL_PATH:-}}" ] && exit 1

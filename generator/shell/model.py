@@ -105,6 +105,9 @@ class Var:
     unknown: str | None = None  # reason
     label: str = ""  # marker label when unknown
     exported: bool = False
+    # `X=${X:-default}` with X unset in the script: the value stands for "the environment's, else
+    # this default", so a guard that exits when X is empty asserts the run provides X.
+    env_default: bool = False
 
 
 def pieces_text(pieces: list[Piece]) -> str:

@@ -13,6 +13,15 @@ from generator.shell.model import BREAK, Elem, Field, Group, Piece, State, Var, 
 from generator.shell.scan import WordError
 from generator.shell.words import def_group
 
+# `${NAME:-…}` / `${NAME-…}` as the whole value of an assignment (quoted or not).
+_SELF_DEFAULT = re.compile(r'"?\$\{(\w+):?-[^}]*\}"?\s*')
+
+
+def _defaults_itself(name: str, value: str) -> bool:
+    """`NAME=${NAME:-default}`: the script takes NAME from the environment when it is set."""
+    m = _SELF_DEFAULT.fullmatch(value)
+    return m is not None and m.group(1) == name
+
 
 class Scope(EvaluatorParts):
     """The evaluator's variables (mixed into walker.Evaluator)."""
@@ -50,6 +59,8 @@ class Scope(EvaluatorParts):
                           unknown=var.unknown, group=var.group)]
         if var.elems is not None:
             return self._array_pieces(var, name, index, a, b, dq)
+        if var.env_default:
+            self._read_default(name)
         if index not in (None, "0", "@", "*"):
             idx = self._index_value(index)
             if idx != 0:
@@ -168,6 +179,8 @@ class Scope(EvaluatorParts):
             return "unset"
         if var.unknown:
             return "unknown"
+        if var.env_default:
+            self._read_default(name)
         if var.elems is not None:
             if index in ("@", "*"):
                 return "set" if var.elems else "unset"
@@ -276,7 +289,8 @@ class Scope(EvaluatorParts):
             self._set(name, Var(unknown=p.unknown, label=p.text[2:-1], exported=export,
                                 group=Group(name, p.text, va, end, "", fx.path)))
             return
-        self._set(name, Var(pieces=pieces, group=group, exported=export))
+        self._set(name, Var(pieces=pieces, group=group, exported=export,
+                            env_default=old is None and _defaults_itself(name, fx.src[va:end])))
 
     def _appended(self, name: str, old: Var, pieces: list[Piece], va: int, end: int, export: bool) -> Var:
         """`NAME+=value` on a variable that has a value: the string or the array grows; an
