@@ -10,7 +10,9 @@ Format (`[tool.verl-gen]` in pyproject.toml; in .verl-gen.toml the same keys at 
     [tool.verl-gen]
     verl-version = "0.4.1"               # the verl release the project runs
     config-dirs = ["configs"]            # folders of the project's own verl config YAML
-                                         # (relative to this file), searched before verl/
+                                         # (relative to this file): the first with a
+                                         # ppo_trainer.yaml is the schema (before verl/), and
+                                         # all are searched for a call's --config-name
     select = ["VB", "VK601"]             # only these rule codes or prefixes
     ignore = ["VX9"]                     # never these
     gpu = "h100"                         # GPU name for memory checks

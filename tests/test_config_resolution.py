@@ -295,3 +295,13 @@ def test_a_script_written_by_gen_recipe_is_judged_by_the_release_it_was_written_
     assert declared_release(b"# Written by `gen recipe` for verl 9.9.9 (x)\n") == "9.9.9"
     script.write_text(script.read_text().replace("0.7.0 (", "9.9.9 ("))
     assert resolve_script(read_script(script.read_bytes(), str(script))).inferred
+
+
+def test_project_config_dirs_hold_recipe_configs_too() -> None:
+    # --config-path comes from the environment; the project file names the folder.
+    script = PROJECTS / "toml_configdir" / "jobs" / "run_recipe.sh"
+    code, doc = _check_json(str(script), "--select", "VK")
+    found = _codes_and_keys(doc)
+    assert found == [("VK601", "agent.max_turn")] and code == 1  # agent.max_turns is the recipe's own key
+    message = doc["files"][0]["findings"][0]["message"]
+    assert "did you mean agent.max_turns?" in message and "grpo_agent" in message

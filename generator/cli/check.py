@@ -310,7 +310,7 @@ def register(app: typer.Typer) -> None:
                 script_dir = os.path.dirname(os.path.abspath(path))
                 for invocation in calls:
                     config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd(),
-                                          stand_in=resolution.stand_in)
+                                          stand_in=resolution.stand_in, search_dirs=resolution.search_dirs)
                     branch = "" if invocation.branch == "live" else f", {invocation.branch}"
                     judged = resolution.for_call(config.schema, config.config_dir)
                     header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "

@@ -53,6 +53,7 @@ def build_config(
     config_root: str | None = None,
     entry_config: tuple[str | None, str | None] | None = None,
     stand_in: str | None = None,
+    search_dirs: tuple[Path, ...] = (),
 ) -> Config:
     """The effective config of one trainer call under verl `version` (a schema id).
 
@@ -66,7 +67,8 @@ def build_config(
     When the call's config cannot be found, the PPO defaults stand in and keys they lack are
     not reported (the real config may define them); `Config.notes` says so. `stand_in` (why)
     says the same of the whole release: `version` only stands in for a config that could not
-    be read, so every call is approximate.
+    be read, so every call is approximate. `search_dirs` (a project's config-dirs) are where a
+    recipe config named by --config-name is looked up when the call does not say where.
     """
     from generator.schema import load
     from generator.schema.compose import ComposeError
@@ -91,6 +93,9 @@ def build_config(
     schema_name = name or PPO_CONFIG
     strict = True
     directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir) if name else None
+    if directory is None and name and name not in PPO_CONFIGS:
+        # The project's config folders (its project file's config-dirs) hold recipe configs too.
+        directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
     composed_from: Path | None = None
     if stand_in is not None and directory is None:
         notes.append(f"verl {version} stands in for {stand_in}")

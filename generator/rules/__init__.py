@@ -171,7 +171,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
         if invocation.branch == "dead":
             continue
         config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
-                              stand_in=resolution.stand_in)
+                              stand_in=resolution.stand_in, search_dirs=resolution.search_dirs)
         config.resolution = resolution.for_call(config.schema, config.config_dir)
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None

@@ -75,6 +75,8 @@ class Resolution:
     config_dir: Path | None = None
     inferred: bool = False
     stand_in: str | None = None
+    # Folders a call's --config-name is also looked up in (the project file's config-dirs).
+    search_dirs: tuple[Path, ...] = ()
 
     @property
     def base_release(self) -> str:
@@ -118,6 +120,12 @@ def resolve(
 ) -> Resolution:
     """The Resolution for a script at `script_path` (None: text without a file). `keys` and
     `declared` give the evidence for step 5 (script_keys, declared_release)."""
+    found = _resolve(script_path, version, config_dir, project, keys, declared)
+    return replace(found, search_dirs=project.config_dirs) if project.config_dirs else found
+
+
+def _resolve(script_path: str | None, version: str | None, config_dir: str | None, project: ProjectSettings,
+             keys: Callable[[], KeyUses], declared: Callable[[], str | None]) -> Resolution:
     explicit = known_release(version, "--verl-version") if version and version.strip() else None
     if config_dir:
         folder = Path(config_dir)
