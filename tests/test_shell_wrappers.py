@@ -38,6 +38,16 @@ def test_env_assignments_reach_the_call() -> None:
     assert inv.env == {"VLLM_USE_V1": "1"}
 
 
+def test_ray_job_entrypoint_may_start_with_assignments() -> None:
+    # Ray runs the entrypoint through a shell, so `-- NAME=1 python3 -m …` is a call with NAME set.
+    src = (f"ray job submit --address=http://127.0.0.1:8265 --runtime-env-json='{{}}' "
+           f"-- PYTHONUNBUFFERED=1 python3 -m {MAIN} data.train_batch_size=64\n")
+    (inv,) = read_script(src).invocations
+    assert (inv.entry, inv.launcher) == (MAIN, "ray job submit python3 -m")
+    assert inv.env == {"PYTHONUNBUFFERED": "1"}
+    assert [(o.key, o.value) for o in inv.overrides] == [("data.train_batch_size", "64")]
+
+
 def test_uv_run_of_a_python_file() -> None:
     (inv,) = read_script("uv run --project . train.py data.train_batch_size=8\n").invocations
     assert (inv.entry, inv.entry_kind, inv.launcher) == ("train.py", "file", "uv run")

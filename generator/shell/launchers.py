@@ -30,7 +30,7 @@ class Wrapper:
     subcommand:    words that must follow its name (`ray job submit`), else it is no wrapper
     then:          positional words after its options (timeout's duration)
     until:         skip through this word (`ray job submit … -- python …`)
-    assignments:   NAME=value words set the environment of the call (`env`)
+    assignments:   NAME=value words set the environment of the call (`env`; after `until` for ray)
     launcher:      recorded as part of the call's launcher
     runs_python:   it runs Python itself: `uv run -m pkg.main`, `uv run train.py`
     """
@@ -61,7 +61,9 @@ WRAPPERS: dict[str, Wrapper] = {
     "srun": Wrapper(options="scan", launcher="srun"),
     "mpirun": Wrapper(options="scan", launcher="mpirun"),
     "mpiexec": Wrapper(options="scan", launcher="mpiexec"),
-    "ray": Wrapper(options="none", subcommand=("job", "submit"), until="--", launcher="ray job submit"),
+    # The entrypoint after `--` runs through a shell: it may start with NAME=value words.
+    "ray": Wrapper(options="none", subcommand=("job", "submit"), until="--", launcher="ray job submit",
+                   assignments=True),
     # Environment managers: `<tool> run [its options] command …`.
     "uv": Wrapper(subcommand=("run",), launcher="uv run", runs_python=True, value_options=frozenset({
         "--with", "--with-editable", "--with-requirements", "--python", "-p", "--project", "--directory",
@@ -109,9 +111,14 @@ def skip_wrapper(argv: Argv, i: int, wrapper: Wrapper, env: dict[str, str]) -> i
     i += 1 + len(wrapper.subcommand)
     if wrapper.until is not None:
         try:
-            return argv.texts.index(wrapper.until, i) + 1
+            i = argv.texts.index(wrapper.until, i) + 1
         except ValueError:
             return None
+        while wrapper.assignments and i < n and _ENV_NAME.match(argv.texts[i]):
+            key, _, value = argv.texts[i].partition("=")
+            env[key] = value
+            i += 1
+        return i
     if wrapper.options == "scan":
         while i < n and not is_program(argv.texts[i]):
             i += 1
