@@ -43,6 +43,9 @@ FORK_BATCH_KEYS: tuple[ForkBatchKey, ...] = (
     ForkBatchKey("actor_rollout_ref.rollout.rollout_filter_ratio", "RAGEN",
                  "a share of the groups is dropped after generation, so fewer responses are trained than "
                  "generated", neutral=1),
+    ForkBatchKey("azr.problem_types", "Absolute-Zero-Reasoner",
+                 "each step proposes and solves train_batch_size tasks for every problem type listed, and "
+                 "the actor trains on all of them together (the fork drops verl's train ≥ mini check)"),
     ForkBatchKey(".do_not_split_ppo_mini_batch", "agentic-RL forks of verl's dp_actor/dp_critic",
                  "the whole local batch is one mini-batch: ppo_mini_batch_size is not used", neutral=False),
 )

@@ -66,6 +66,16 @@ def test_a_suffix_entry_matches_under_any_section():
     assert "VB118" not in codes(check_config(fsdp(SEARCH_R1 + [f"+{A}do_not_split_ppo_mini_batch=false"])))
 
 
+def test_self_play_problem_types_make_the_chain_rules_stand_down():
+    # Absolute-Zero-Reasoner: 64 tasks per problem type and role, mini 128 — not verl's chain.
+    overrides = ["data.train_batch_size=64", f"{A}ppo_mini_batch_size=128", f"{R}n=1",
+                 f"{A}ppo_micro_batch_size_per_gpu=4", f"{R}log_prob_micro_batch_size_per_gpu=4",
+                 "+azr.problem_types=[code_i,code_o,code_f]"]
+    found = codes(check_config(fsdp(overrides)))
+    assert "VB118" in found and "VB102" not in found and "VB106" not in found
+    assert "VB102" in codes(check_config(fsdp(overrides[:-1])))
+
+
 @pytest.mark.parametrize("version", schema.available())
 def test_no_fork_key_is_a_key_of_verl(version):
     """The list is of keys verl's own chain does not know: none is in any packaged release."""
