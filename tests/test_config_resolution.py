@@ -109,20 +109,6 @@ def test_src_layout_fork_is_found(tmp_path: Path) -> None:
     assert not [key for c, key in _codes_and_keys(doc) if c == "VK601" and key in FORK_KEYS]
 
 
-@pytest.mark.parametrize(("fork_default", "warned"), [("1312", False), ("null", True)])
-def test_val_batch_size_is_deprecated_only_where_the_config_defaults_it_to_null(
-        tmp_path: Path, fork_default: str, warned: bool) -> None:
-    # Early forks default data.val_batch_size to a number and batch validation with it; the
-    # deprecation (verl warns, the whole set goes in one batch) came with a null default.
-    project = _copy("vendored_fork", tmp_path)
-    config = project / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
-    config.write_text(config.read_text().replace("val_batch_size: 1312", f"val_batch_size: {fork_default}"))
-    script = project / "scripts" / "val.sh"
-    script.write_text("python3 -m verl.trainer.main_ppo data.val_batch_size=256 data.train_batch_size=64\n")
-    _, doc = _check_json(str(script))
-    assert (("VK608", "data.val_batch_size") in _codes_and_keys(doc)) is warned
-
-
 def test_project_file_pins_the_release(tmp_path: Path) -> None:
     script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
     code, doc = _check_json(str(script))

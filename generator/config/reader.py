@@ -129,21 +129,6 @@ class ConfigReader:
     def explicit(self, key: Str) -> Bool:
         return key in self.config.set_by
 
-    def release_default(self, key: Str) -> tuple[Bool, Any]:
-        """(known, value): what the call's own config (the release's, or the project's fork) gives
-        `key` before any override; (False, None) when that config or the key is not known."""
-        from generator.errors import InputError
-        from generator.schema import load
-
-        try:
-            schema = load(self.config.version)
-        except InputError:
-            return False, None
-        defaults = schema.configs.get(self.config.schema)
-        if defaults is None or key not in defaults:
-            return False, None
-        return True, defaults[key]
-
     def line(self, *keys: Str) -> Int | None:
         for key in keys:
             line = self.config.line_of(key)

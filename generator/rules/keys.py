@@ -107,16 +107,11 @@ _kind_rule("VK607", "bad-value", "value not allowed for this key",
 @rule("VK608", "deprecated-val-batch-size", "data.val_batch_size is deprecated",
       severity="warning", stage="load", verl_ref="A19", backends=_ANY, scope="any",
       why="verl warns that data.val_batch_size is deprecated; it is still honoured, but the default (whole "
-          "validation set in one batch, padded to agent.num_workers) is what current verl expects. The "
-          "deprecation came with the default turning null: a config (an early release or a fork of one) "
-          "whose own default is a number still reads the key as a plain setting, so nothing is said there.",
+          "validation set in one batch, padded to agent.num_workers) is what current verl expects.",
       fix_safety="No automatic fix.",
       failing=Example(("data.val_batch_size=512",)), passing=Example(()))
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    known, default = view.release_default("data.val_batch_size")
-    if known and default is not None:
-        return  # this config's own default is a number: the key is a live setting, not deprecated
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
         yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
                                      line=view.line("data.val_batch_size"), key="data.val_batch_size")
