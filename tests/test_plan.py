@@ -84,8 +84,10 @@ def test_large_moe_candidates_are_valid():
 def test_default_batch_sizes():
     assert batch_sizes(8, 5, 1024, 1024) == (1024, 256)  # verl's 7B GRPO examples
     assert batch_sizes(8, 1, 1024, 512, "ppo") == (1024, 256)
-    prompts, mini = batch_sizes(24, 5, 1024, 2048)
-    assert (mini * 5) % 24 == 0 and prompts % mini == 0 and (prompts * 5) % 8 == 0
+    # kept as the algorithm's, never rounded to suit the GPU count (24 GPUs once made it 960/240)
+    assert batch_sizes(24, 5, 1024, 2048) == (512, 128)
+    assert batch_sizes(7, 5, 1024, 1024) == (1024, 256)
+    assert batch_sizes(8, 5, 1024, 1024, train_batch_size=512, ppo_mini_batch_size=64) == (512, 64)
     assert batch_sizes(8, 5, 2048, 8192)[0] < 1024  # long sequences: fewer prompts per step
     assert batch_sizes(8, 5, 1024, 1024, train_batch_size=512) == (512, 128)
     with pytest.raises(InputError, match="not divisible by rollout.agent.num_workers 8"):
@@ -261,3 +263,33 @@ def test_check_of_a_huge_batch_is_arithmetic(tmp_path) -> None:
     result = runner.invoke(app, ["check", str(script), "--verl-version", "0.7.0"])
     assert result.exit_code == 1, result.output
     assert time.perf_counter() - start < 20
+
+
+def test_gpus_that_do_not_divide_the_batch_keep_it_and_choose_a_layout_that_splits_it():
+    """`--gpus 7` once silently became train batch 896: now 1024/256 stay and DP must split them."""
+    facts = find_model("qwen2-7b")
+    plan = plan_layout(facts, 7, gpu=gpu_spec("h100"))
+    assert (plan.train_batch_size, plan.ppo_mini_batch_size) == (1024, 256)
+    assert plan.best is not None
+    dp = 7 // plan.best.model_parallel_size
+    assert (256 * 5) % dp == 0
+
+
+def test_no_layout_splits_the_batch_says_so_and_what_would():
+    facts = find_model("qwen2-7b")
+    plan = plan_layout(facts, 3, gpu=gpu_spec("h100"), fixed={"tp": 1, "pp": 1})
+    assert plan.best is None
+    what, why = plan.rejected[0]
+    assert what == "batch sizes" and "kept as given" in why
+    assert "--train-batch-size 960 --ppo-mini-batch-size 240" in why  # 240·5 splits over DP 1 and 3
+
+
+def test_replanning_a_recipe_keeps_its_batch_sizes():
+    from generator.library import load_library
+    from generator.library.convert import to_spec
+
+    recipe = load_library(None).get("planned-qwen2.5-7b-grpo-8gpu")
+    result = to_spec(recipe, 16)
+    assert result.spec.ppo_mini_batch_size == recipe.config.ppo_mini_batch_size
+    assert result.spec.train_batch_size == recipe.config.train_batch_size
+    assert not any(note.startswith("ppo_mini_batch_size") for note in result.notes)

@@ -143,14 +143,15 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
 
 
 def replan(recipe: Recipe, model: ModelFacts, gpu: Any, gpus: int, nodes: int) -> tuple[Candidate, int, list[str]]:
-    """Plan the recipe's workload (prompts per step, n, lengths, algorithm) on another GPU
-    count: the planner picks layout, mini batch and knobs; each field that changed is explained."""
+    """Plan the recipe's workload (prompts per step, mini batch, n, lengths, algorithm) on another
+    GPU count: the batch sizes stay, the planner picks layout and knobs; each field that changed
+    is explained."""
     from generator.plan import plan_layout
 
     cfg = recipe.config
     plan = plan_layout(model, gpus, nodes=nodes, gpu=gpu, prompt_len=cfg.prompt_len,
                        response_len=cfg.response_len, n=cfg.n, algo=recipe.algorithm,
-                       train_batch_size=cfg.train_batch_size)
+                       train_batch_size=cfg.train_batch_size, ppo_mini_batch_size=cfg.ppo_mini_batch_size)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:2]) or "no layout fits"

@@ -71,12 +71,22 @@ def mini_batch_unit(gpus: int, n: int) -> int:
 
 
 def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str = "grpo",
-                train_batch_size: int | None = None) -> tuple[int, int]:
-    """(train_batch_size, ppo_mini_batch_size) in prompts, valid for every layout on `gpus`.
+                train_batch_size: int | None = None, ppo_mini_batch_size: int | None = None) -> tuple[int, int]:
+    """(train_batch_size, ppo_mini_batch_size) in prompts: the algorithm's batch, kept as given.
 
     Default: 1024 prompts per step at ≤ 2k tokens per sequence (verl's 7B examples: 1024/256),
-    halving as sequences double; 4 optimizer steps per training step.
+    halving as sequences double; 4 optimizer steps per training step. The sizes are never
+    rounded to suit the GPU count: a layout whose DP does not split them is rejected and the
+    plan says why (see `batch_hint`). A mini batch of 0 means: chosen per layout (a given
+    train batch with no mini batch that every DP on these GPUs accepts).
     """
+    if ppo_mini_batch_size is not None:
+        if ppo_mini_batch_size <= 0:
+            raise InputError(f"--ppo-mini-batch-size must be positive, got {ppo_mini_batch_size}")
+        prompts, _ = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size)
+        if ppo_mini_batch_size > prompts:
+            raise InputError(f"ppo_mini_batch_size {ppo_mini_batch_size} is more than train_batch_size {prompts}")
+        return prompts, ppo_mini_batch_size
     seq = prompt_len + response_len
     unit = mini_batch_unit(gpus, n)
     if train_batch_size is None:
@@ -84,8 +94,7 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
         while seq > 2048 and target > 64:
             seq //= 2
             target //= 2
-        mini = max(unit, (target // 4) // unit * unit)
-        return mini * 4, mini
+        return target, target // 4
     prompts = train_batch_size
     if prompts <= 0:
         raise InputError(f"--train-batch-size must be positive, got {prompts}")
@@ -103,6 +112,15 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
 
         return prompts, nearest(max(1, prompts // 4), minis) or minis[0]
     return prompts, 0  # decided per layout (valid only for some DP sizes)
+
+
+def batch_hint(gpus: int, n: int, prompts: int) -> str:
+    """Batch sizes near `prompts` that every data-parallel size on `gpus` splits, for a plan
+    in which the given ones split over none of the layouts that fit."""
+    unit = mini_batch_unit(gpus, n)
+    mini = max(unit, (prompts // 4) // unit * unit)
+    return (f"--train-batch-size {mini * 4} --ppo-mini-batch-size {mini} would split over every layout "
+            f"on {gpus} GPUs (a mini batch of a multiple of {unit} prompts)")
 
 
 def _mini_for(prompts: int, n: int, dp: int, mini: int) -> int | None:
@@ -285,6 +303,8 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     mini = _mini_for(s.train_batch_size, s.n, dp, s.mini)
     if mini is None:
         return None, f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
+    if (mini * s.n) % dp:  # the batch is kept as given: this DP cannot split it
+        return None, f"ppo_mini_batch_size·n = {mini}·{s.n} = {mini * s.n} not divisible by DP {dp}"
     per_rank_mini = mini * s.n // dp
     has_ref, has_critic = algo_roles(s.algo)
     work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
@@ -492,7 +512,7 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
-                fixed: dict | None = None, top: int = 5) -> Plan:
+                ppo_mini_batch_size: int | None = None, fixed: dict | None = None, top: int = 5) -> Plan:
     """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
     `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
@@ -502,7 +522,7 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     """
     algo = algo.lower()
     gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo)
-    prompts, mini = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size)
+    prompts, mini = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size, ppo_mini_batch_size)
     s = _Setting(gpus=gpus, gpus_per_node=min(gpus_per_node, gpu.gpus_per_node) if nodes > 1 else gpus_per_node,
                  gpu=gpu, prompt_len=prompt_len, response_len=response_len, n=n, algo=algo,
                  train_batch_size=prompts, mini=mini)
@@ -559,4 +579,8 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         plan.chosen = 0
         best = plan.candidates[0]
         plan.ppo_mini_batch_size = best.ppo_mini_batch_size or plan.ppo_mini_batch_size
+    elif any("not divisible by DP" in reason for _, reason in plan.rejected):
+        plan.rejected.insert(0, ("batch sizes", f"train_batch_size {prompts} and ppo_mini_batch_size {mini or '?'} "
+                                 f"are kept as given, and no layout that fits splits them; "
+                                 + batch_hint(gpus, n, prompts)))
     return plan
