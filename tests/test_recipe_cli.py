@@ -146,3 +146,53 @@ def test_more_than_one_node_gets_a_cluster_launcher_never_the_local_one() -> Non
     assert refused.exit_code == 2 and "--launcher ray" in refused.stderr
     one_node = gen("--model", "qwen2-7b", "--gpus", "8", "-o", "-")
     assert "Ray starts a local cluster" in one_node.stdout
+
+
+def test_run_options_reach_the_trainer(tmp_path: Path) -> None:
+    from generator.config import config_from_overrides
+    from generator.shell import read_launch
+
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--logger", "console", "--logger", "wandb",
+                 "--checkpoint-dir", "/ckpt/my run", "--save-freq", "50", "--resume-mode", "resume_path",
+                 "--resume-from", "/ckpt/my run/global_step_40", "--lr", "2e-6", "--epochs", "3",
+                 "--ppo-mini-batch-size", "128", "-o", str(tmp_path / "run.sh"))
+    assert result.exit_code == 0, result.stderr
+    call = read_launch(str(tmp_path / "run.sh")).invocations[0]
+    config = config_from_overrides([o.text for o in call.overrides], version="0.7.0",
+                                   config_name="ppo_megatron_trainer")
+    values = config.values
+    assert values["trainer.logger"] == ["console", "wandb"]
+    assert values["trainer.default_local_dir"] == "/ckpt/my run"
+    assert (values["trainer.save_freq"], values["trainer.total_epochs"]) == (50, 3)
+    assert values["trainer.resume_mode"] == "resume_path"
+    assert values["trainer.resume_from_path"] == "/ckpt/my run/global_step_40"
+    assert values["actor_rollout_ref.actor.optim.lr"] == 2e-6
+    assert values["actor_rollout_ref.actor.ppo_mini_batch_size"] == 128
+
+
+@pytest.mark.parametrize("args, words", [
+    (("--resume-mode", "sometimes"), "unknown --resume-mode"),
+    (("--resume-mode", "resume_path"), "--resume-from PATH"),
+    (("--save-freq", "0"), "--save-freq"),
+    (("--epochs", "0"), "--epochs"),
+    (("--lr", "5"), "--lr"),
+    (("--logger", "a,b"), "--logger"),
+])
+def test_bad_run_options_are_one_line_exit_2(args: tuple[str, ...], words: str) -> None:
+    result = gen("--model", "qwen2-7b", "--gpus", "8", *args, "-o", "-")
+    assert result.exit_code == 2 and words in result.stderr and result.stdout == ""
+
+
+def test_a_model_folder_becomes_its_absolute_path_not_a_hub_id(tmp_path: Path) -> None:
+    """`--model ./my-model/` once wrote MODEL_PATH=my-model, which verl would fetch from the hub."""
+    import json
+
+    folder = tmp_path / "my-model"
+    folder.mkdir()
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+        "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 32000,
+        "max_position_embeddings": 4096, "tie_word_embeddings": True}))
+    result = gen("--model", "./my-model/", "--gpus", "8", "-o", "-", cwd=tmp_path)
+    assert result.exit_code == 0, result.stderr
+    assert f"MODEL_PATH=${{MODEL_PATH:-{folder.resolve()}}}" in result.stdout

@@ -69,8 +69,22 @@ def register(app: typer.Typer) -> None:
         response_len: int = typer.Option(1024, "--response-len", help="Max response tokens."),
         n: Optional[int] = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         train_batch_size: Optional[int] = typer.Option(None, "--train-batch-size", help="Prompts per step."),
+        ppo_mini_batch_size: Optional[int] = typer.Option(None, "--ppo-mini-batch-size",
+                                                          help="Prompts per optimizer update (default: a quarter "
+                                                               "of the train batch)."),
         project_name: Optional[str] = typer.Option(None, "--project-name"),
         experiment_name: Optional[str] = typer.Option(None, "--experiment-name"),
+        logger: Optional[list[str]] = typer.Option(None, "--logger", help="Logger (repeat for several: console, "
+                                                   "wandb, tensorboard, ...; default console)."),
+        checkpoint_dir: Optional[str] = typer.Option(None, "--checkpoint-dir", help="Where checkpoints are saved "
+                                                     "(trainer.default_local_dir)."),
+        save_freq: Optional[int] = typer.Option(None, "--save-freq", help="Steps between checkpoints; -1 never "
+                                                "(default 20)."),
+        resume_mode: Optional[str] = typer.Option(None, "--resume-mode", help="auto | disable | resume_path "
+                                                  "(with --resume-from)."),
+        resume_from: Optional[str] = typer.Option(None, "--resume-from", help="Checkpoint folder to resume from."),
+        lr: Optional[float] = typer.Option(None, "--lr", help="Actor learning rate (default 1e-6)."),
+        epochs: Optional[int] = typer.Option(None, "--epochs", help="Passes over the training data (default 15)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
@@ -87,8 +101,15 @@ def register(app: typer.Typer) -> None:
                            train_files=_files(train_files), val_files=_files(val_files), prompt_len=prompt_len,
                            response_len=response_len, n=n, train_batch_size=train_batch_size,
                            project_name=project_name, experiment_name=experiment_name)
+            run = {key: value for key, value in (
+                ("loggers", tuple(logger) if logger else None), ("checkpoint_dir", checkpoint_dir),
+                ("save_freq", save_freq), ("resume_mode", resume_mode), ("resume_from", resume_from), ("lr", lr),
+                ("total_epochs", epochs), ("ppo_mini_batch_size", ppo_mini_batch_size)) if value is not None}
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
+            if legacy is not None and run:
+                given = ", ".join("--" + key.replace("_", "-") for key in run)
+                raise InputError(f"{given}: not used with --from (the legacy script's own values are kept)")
             if legacy is not None:
                 from generator.render.legacy import spec_from_script
                 from generator.render.recipe import DEFAULT_VERSION
@@ -98,7 +119,7 @@ def register(app: typer.Typer) -> None:
                 command = f"gen recipe --from {Path(legacy).name} --launcher {spec.launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
-                spec = _from_library(name, model=model, library=library, **options)
+                spec = _from_library(name, model=model, library=library, **options, **run)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
                                    + ([f"--launcher {launcher}"] if launcher not in ("auto", "local") else []))
             else:
@@ -106,7 +127,7 @@ def register(app: typer.Typer) -> None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
                 from generator.plan.spec import planned_spec
 
-                spec = planned_spec(model=model, **options)
+                spec = planned_spec(model=model, **options, **run)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)

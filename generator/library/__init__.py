@@ -29,8 +29,12 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
     if nodes == 1:
         nodes = None  # the CLI's default, not a request: nodes follow from --gpus and the GPU type
     passthrough = {key: options[key] for key in ("launcher", "model_path", "train_files", "val_files",
-                                                   "project_name", "experiment_name")
+                                                   "project_name", "experiment_name", "loggers", "checkpoint_dir",
+                                                   "save_freq", "resume_mode", "resume_from", "lr", "total_epochs")
                    if options.get(key) is not None}
+    if options.get("ppo_mini_batch_size") is not None:
+        raise InputError(f"--ppo-mini-batch-size is not used with a recipe name ('{name}' sets "
+                         f"{recipe.config.ppo_mini_batch_size}); edit the recipe to change it")
     for key, default in (("rollout", "vllm"), ("algo", "grpo"), ("prompt_len", 1024), ("response_len", 1024)):
         value = options.get(key)
         recipe_value = {"rollout": recipe.config.rollout_name, "algo": recipe.algorithm,

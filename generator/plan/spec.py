@@ -3,6 +3,8 @@ as the RecipeSpec the renderer writes."""
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
@@ -15,7 +17,10 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
                  rollout: str, launcher: str, verl_version: str | None, model_path: str | None,
                  train_files: str | HydraText | None, val_files: str | HydraText | None, prompt_len: int,
                  response_len: int, n: int | None, train_batch_size: int | None, project_name: str | None,
-                 experiment_name: str | None) -> RecipeSpec:
+                 experiment_name: str | None, ppo_mini_batch_size: int | None = None,
+                 loggers: tuple[str, ...] = ("console",), checkpoint_dir: str | None = None, save_freq: int = 20,
+                 resume_mode: str | None = None, resume_from: str | None = None, lr: float = 1e-6,
+                 total_epochs: int = 15) -> RecipeSpec:
     """`gen recipe --model M --gpus N ...` options -> RecipeSpec, with the layout and batch sizes
     the planner chooses. InputError (one line) on bad options or when no layout fits."""
     if algo not in ALGORITHMS:
@@ -27,6 +32,8 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
     if n is None:
         n = 1 if algo == "ppo" else 5
     facts = resolve_model(model)
+    if model_path is None:
+        model_path = local_model_path(model)
     device = gpu_spec(gpu, gpu_mem)
     version = verl_version or DEFAULT_VERSION
     if verl_version is not None:
@@ -38,7 +45,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
             raise InputError(f"not a verl version: '{verl_version}'") from None
 
     plan = plan_layout(facts, gpus, nodes=nodes, gpu=device, prompt_len=prompt_len, response_len=response_len,
-                       n=n, algo=algo, train_batch_size=train_batch_size)
+                       n=n, algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
@@ -52,5 +59,19 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
         algo=algo, rollout=rollout, launcher=launcher, version=version, model_path=model_path,
         train_files=train_files, val_files=val_files, prompt_len=prompt_len, response_len=response_len, n=n,
         train_batch_size=train_bs, ppo_mini_batch_size=mini, project_name=project_name,
-        experiment_name=experiment_name, model_slug=model_slug(facts),
+        experiment_name=experiment_name, model_slug=model_slug(facts), loggers=loggers,
+        checkpoint_dir=checkpoint_dir, save_freq=save_freq, resume_mode=resume_mode, resume_from=resume_from,
+        lr=lr, total_epochs=total_epochs,
     )
+
+
+def local_model_path(model: str) -> str | None:
+    """`--model ./my-model/` (a folder, or its config.json) -> the folder's absolute path, which
+    the script then loads; None for a registry name or hub id (the script uses the hub id).
+    Absolute, because the script may run from another folder than the one it was written in."""
+    path = Path(model).expanduser()
+    if path.is_file() and path.name == "config.json":
+        path = path.parent
+    if not (path / "config.json").is_file():
+        return None
+    return str(path.resolve())

@@ -108,6 +108,13 @@ class RecipeSpec:
     model_slug: str = "model"
     total_epochs: int = 15
     ppo_epochs: int = 1
+    # the run: loggers, checkpoints, resuming, learning rate
+    loggers: tuple[str, ...] = ("console",)
+    checkpoint_dir: str | None = None  # trainer.default_local_dir; None = verl's default
+    save_freq: int = 20  # steps between checkpoints (-1: never)
+    resume_mode: str | None = None  # trainer.resume_mode; None = verl's default ("auto")
+    resume_from: str | None = None  # trainer.resume_from_path (resume_mode resume_path)
+    lr: float = 1e-6  # actor learning rate
     # (key, value) pairs set after the recipe's own keys (a packaged recipe's verbatim
     # overrides). A key the recipe already sets takes the new value in place (its knob's
     # default when it has one); "+key" adds a key the schema does not list.
@@ -171,15 +178,36 @@ def check_spec(spec: RecipeSpec) -> None:
         raise InputError(f"RLOO needs at least 2 responses per prompt (leave-one-out), got --n {spec.n}")
     if spec.n < 1:
         raise InputError(f"--n must be at least 1, got {spec.n}")
+    _check_run_options(spec)
     for label, text in (("--model-path", spec.model_path), ("--train-files", spec.train_files),
                         ("--val-files", spec.val_files), ("--project-name", spec.project_name),
-                        ("--experiment-name", spec.experiment_name)):
+                        ("--experiment-name", spec.experiment_name), ("--checkpoint-dir", spec.checkpoint_dir),
+                        ("--resume-from", spec.resume_from)):
         if isinstance(text, str) and (text == "" or "\x00" in text):
             raise InputError(f"{label} must be a non-empty string without NUL bytes")
     try:
         parse(spec.version)
     except ValueError:
         raise InputError(f"not a verl version: '{spec.version}'") from None
+
+
+# trainer.resume_mode values verl's trainer reads (verl/trainer/ppo/ray_trainer.py)
+RESUME_MODES: tuple[str, ...] = ("auto", "disable", "resume_path")
+
+
+def _check_run_options(spec: RecipeSpec) -> None:
+    if not spec.loggers or any(not name or not name.replace("_", "").isalnum() for name in spec.loggers):
+        raise InputError(f"--logger takes logger names (console, wandb, tensorboard, ...), got {list(spec.loggers)}")
+    if spec.save_freq == 0 or spec.save_freq < -1:
+        raise InputError(f"--save-freq must be a positive number of steps or -1 (never), got {spec.save_freq}")
+    if spec.total_epochs < 1:
+        raise InputError(f"--epochs must be at least 1, got {spec.total_epochs}")
+    if not 0 < spec.lr < 1:
+        raise InputError(f"--lr must be between 0 and 1, got {spec.lr}")
+    if spec.resume_mode is not None and spec.resume_mode not in RESUME_MODES:
+        raise InputError(f"unknown --resume-mode '{spec.resume_mode}'; choose {', '.join(RESUME_MODES)}")
+    if (spec.resume_mode == "resume_path") != (spec.resume_from is not None):
+        raise InputError("--resume-from PATH goes with --resume-mode resume_path (and that mode needs it)")
 
 
 def _at_least(version: str, release: str) -> bool:
@@ -332,6 +360,10 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     k.append(_text_knob("PROJECT_NAME", spec.project_name or "verl_megatron", "logger project"))
     k.append(_text_knob("EXPERIMENT_NAME",
                         spec.experiment_name or f"{spec.model_slug}_{spec.algo}_megatron", "logger run name"))
+    if spec.checkpoint_dir is not None:
+        k.append(_text_knob("CHECKPOINT_DIR", spec.checkpoint_dir, "where checkpoints are saved"))
+    if spec.resume_from is not None:
+        k.append(_text_knob("RESUME_FROM", spec.resume_from, "checkpoint folder to resume from"))
     k += [Knob("NNODES", spec.nodes, "int", "nodes"),
           Knob("GPUS_PER_NODE", spec.gpus_per_node, "int", "GPUs per node"),
           Knob("TP", c.tp, "int", "tensor parallel"),
@@ -372,7 +404,7 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
 
     # actor
     a = "actor_rollout_ref.actor"
-    actor = [Setting(a + ".optim.lr", 1e-6),
+    actor = [Setting(a + ".optim.lr", spec.lr),
              Setting(a + ".ppo_mini_batch_size", spec.ppo_mini_batch_size, "PPO_MINI_BATCH_SIZE"),
              Setting(a + ".ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
     if spec.ppo_epochs != 1:
@@ -435,14 +467,20 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     algorithm = [Setting("algorithm.adv_estimator", algo.adv_estimator)] + list(algo.algorithm)
 
     trainer = [Setting("trainer.critic_warmup", 0),
-               Setting("trainer.logger", ["console"]),
+               Setting("trainer.logger", list(spec.loggers)),
                Setting("trainer.project_name", None, "PROJECT_NAME"),
                Setting("trainer.experiment_name", None, "EXPERIMENT_NAME"),
                Setting("trainer.n_gpus_per_node", spec.gpus_per_node, "GPUS_PER_NODE"),
                Setting("trainer.nnodes", spec.nodes, "NNODES"),
-               Setting("trainer.save_freq", 20),
+               Setting("trainer.save_freq", spec.save_freq),
                Setting("trainer.test_freq", 5),
                Setting("trainer.total_epochs", spec.total_epochs)]
+    if spec.checkpoint_dir is not None:
+        trainer.append(Setting("trainer.default_local_dir", None, "CHECKPOINT_DIR"))
+    if spec.resume_mode is not None:
+        trainer.append(Setting("trainer.resume_mode", spec.resume_mode))
+    if spec.resume_from is not None:
+        trainer.append(Setting("trainer.resume_from_path", None, "RESUME_FROM"))
 
     for name, settings in (("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
                            ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
