@@ -137,3 +137,21 @@ def test_corpus_example_rerenders(corpus_dir: Path, tmp_path: Path) -> None:
                  "actor_rollout_ref.model.use_fused_kernels=True",
                  "data.train_files=['/home/u/data/gsm8k/train.parquet', '/home/u/data/math/train.parquet']"):
         assert word in argv, word
+
+
+def test_a_variable_the_legacy_script_never_set_is_required_by_name(tmp_path: Path) -> None:
+    """Under the generated script's `set -u`, `${DATA_DIR}` would stop with bash's bare
+    "unbound variable"; the knob names the variable and where it came from instead."""
+    legacy = tmp_path / "legacy.sh"
+    legacy.write_text(LEGACY.replace("train_files=$HOME/data/gsm8k/train.parquet",
+                                     "train_files=$DATA_DIR/gsm8k/train.parquet"))
+    out = tmp_path / "new.sh"
+    result = CliRunner().invoke(app, ["recipe", "--from", str(legacy), "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    missing = _argv(out, tmp_path, {"EXPERIMENT_NAME": "run_7"})
+    assert missing.returncode != 0 and "set DATA_DIR (the legacy script read it from the environment)" in missing.stderr
+    assert not (tmp_path / "argv").exists()
+    given = _argv(out, tmp_path, {"EXPERIMENT_NAME": "run_7", "DATA_DIR": "/data"})
+    assert given.returncode == 0, given.stderr
+    argv = (tmp_path / "argv").read_bytes().decode().split("\0")[:-1]
+    assert "data.train_files=/data/gsm8k/train.parquet" in argv

@@ -46,12 +46,26 @@ def _double_quoted(text: str) -> str:
     return "".join("\\" + ch if ch in '\\"$`' else ch for ch in text)
 
 
+# Set in every login shell, so a reference to them never trips `set -u`.
+ALWAYS_SET = ("HOME", "USER", "PWD", "PATH", "SHELL")
+
+
+def _environment_reference(name: str) -> str:
+    """`${VAR}` for a variable the shell always has; else `${VAR:?...}`: the generated script runs
+    under `set -u`, and a variable the legacy script only read from the environment must stop
+    the run with a message that names it, not with bash's bare "unbound variable"."""
+    if name in ALWAYS_SET:
+        return "${" + name + "}"
+    return "${" + name + ":?set " + name + " (the legacy script read it from the environment)}"
+
+
 def environment_text(hydra_text: str, key: str) -> HydraText:
-    """Hydra text with `<?unset:VAR>` markers -> a knob default that references $VAR again;
-    any other unknown (command output, a script argument) -> a required knob."""
+    """Hydra text with `<?unset:VAR>` markers -> a knob default that references $VAR again
+    (required unless the shell always sets it); any other unknown (command output, a script
+    argument) -> a required knob."""
     pieces = _pieces(hydra_text)
     if all(not marker or label.startswith("unset:") for marker, label in pieces):
-        shell = "".join("${" + label.split(":", 1)[1] + "}" if marker else _double_quoted(piece)
+        shell = "".join(_environment_reference(label.split(":", 1)[1]) if marker else _double_quoted(piece)
                         for marker, piece in pieces for label in [piece])
         return HydraText(hydra_text, '"' + shell + '"', f"from the legacy script's {key}")
     shown = "".join(f"<{label}>" if marker else piece for marker, label in pieces for piece in [label])
