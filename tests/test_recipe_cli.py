@@ -86,7 +86,7 @@ def test_a_config_the_rules_reject_is_never_rendered() -> None:
     from generator.model import resolve_model
     from generator.plan.candidate import Candidate
     from generator.render import generate
-    from generator.render.recipe import RecipeSpec
+    from generator.render.spec import RecipeSpec
 
     # 1000 prompts x 5 = 5000 responses over DP 4 = 1250 per rank; a mini of 256 prompts gives
     # 320 per rank, and 1250 % 320 != 0: verl's make_iterator would assert at the first update.

@@ -8,11 +8,8 @@ import pytest
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
-from generator.render.recipe import (
-    RecipeSpec,
-    build_recipe,
-    recipe_overrides,
-)
+from generator.render.recipe import build_recipe, recipe_overrides
+from generator.render.spec import RecipeSpec
 
 DENSE = ModelFacts(name="Toy-7B", hidden_size=3584, num_layers=28, num_attention_heads=28, num_kv_heads=4,
                    head_dim=128, ffn_hidden_size=18944, vocab_size=152064, max_position_embeddings=32768,

@@ -30,7 +30,8 @@ from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.plan.spec import planned_spec
 from generator.render import default_filename, generate
-from generator.render.recipe import LAUNCHERS, RecipeSpec, recipe_overrides
+from generator.render.recipe import recipe_overrides
+from generator.render.spec import LAUNCHERS, RecipeSpec
 from generator.rules import check_script
 from generator.shell import read_script
 from generator.verl import ALGORITHMS

@@ -27,7 +27,7 @@ def _files(paths: list[str] | None) -> Any:
     if len(paths) == 1:
         return paths[0]
     from generator.render.quoting import hydra_body, shell_word
-    from generator.render.recipe import HydraText
+    from generator.render.spec import HydraText
 
     if any(not p or "\x00" in p for p in paths):
         raise InputError("--train-files/--val-files must be non-empty paths")
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"{given}: not used with --from (the legacy script's own values are kept)")
             if legacy is not None:
                 from generator.render.legacy import spec_from_script
-                from generator.render.recipe import DEFAULT_VERSION
+                from generator.render.spec import DEFAULT_VERSION
 
                 spec = spec_from_script(legacy, version=verl_version or DEFAULT_VERSION, model=model,
                                         launcher=launcher, gpu=gpu, gpu_mem=gpu_mem).spec

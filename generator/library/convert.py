@@ -91,7 +91,7 @@ def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
 
 @dataclass(frozen=True)
 class SpecResult:
-    spec: Any  # generator.render.recipe.RecipeSpec
+    spec: Any  # generator.render.spec.RecipeSpec
     notes: tuple[str, ...]  # what changed and why (another GPU count, another release)
 
 
@@ -111,7 +111,7 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
     re-plans the layout for the new count (batch sizes, lengths and n stay) and the notes say
     what changed; `spec_fields` pass through (launcher, model_path, train_files, ...)."""
     from generator.model import model_slug
-    from generator.render.recipe import RecipeSpec
+    from generator.render.spec import RecipeSpec
 
     model = recipe_model(recipe)
     gpu = recipe_gpu(recipe)

@@ -9,7 +9,7 @@ from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
 from generator.plan import plan_layout
-from generator.render.recipe import DEFAULT_VERSION, HydraText, RecipeSpec
+from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
 from generator.verl import ALGORITHMS
 
 

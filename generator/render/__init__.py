@@ -11,13 +11,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.errors import InputError
-from generator.render.recipe import (
-    LAUNCHERS,
-    ScriptSettings,
-    RecipeSpec,
-    build_recipe,
-    recipe_overrides,
-)
+from generator.render.recipe import build_recipe, recipe_overrides
+from generator.render.spec import LAUNCHERS, RecipeSpec, ScriptSettings
 from generator.verl import PPO_MEGATRON_CONFIG
 
 __all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "ScriptSettings", "build_recipe",
@@ -70,7 +65,7 @@ def _command(spec: RecipeSpec, filename: str) -> str:
 def render(recipe: ScriptSettings, *, filename: str | None = None, command: str | None = None) -> Rendered:
     """Format a built recipe with its launcher's template (no checks)."""
     from generator.render.derived import derive_numbers
-    from generator.render.recipe import _algorithm_keys
+    from generator.render.algorithms import algorithm_keys
     from generator.render.templating import View, render_text
 
     spec = recipe.spec
@@ -80,7 +75,7 @@ def render(recipe: ScriptSettings, *, filename: str | None = None, command: str 
         recipe=recipe,
         title=f"{spec.model.name} {spec.algo.upper()} on {spec.gpus} GPUs ({spec.nodes} "
               f"{'node' if spec.nodes == 1 else 'nodes'} x {spec.gpus_per_node}), Megatron actor",
-        blurb=_algorithm_keys(spec.algo, spec.version).blurb + ".",
+        blurb=algorithm_keys(spec.algo, spec.version).blurb + ".",
         command=command or _command(spec, filename),
         filename=filename,
         job_name=f"verl-{spec.model_slug}-{spec.algo}",

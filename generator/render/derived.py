@@ -11,7 +11,7 @@ from dataclasses import dataclass
 
 from generator import derive
 from generator.errors import InputError
-from generator.render.recipe import AGENT_LOOP_WORKERS, ScriptSettings
+from generator.render.spec import AGENT_LOOP_WORKERS, ScriptSettings
 
 
 @dataclass(frozen=True, slots=True)

@@ -10,7 +10,7 @@ from typing import Any
 from generator.overrides import format_value
 from generator.render.derived import HeaderNumbers
 from generator.render.quoting import shell_word, shq
-from generator.render.recipe import Knob, ScriptSettings, Setting
+from generator.render.spec import Knob, ScriptSettings, Setting
 from generator.resources import templates_dir
 from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
 

@@ -1,0 +1,105 @@
+"""Each algorithm's own keys in a generated script (the actor's loss, the KL term, DAPO's
+extras), for the releases that have them."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from generator.errors import InputError
+from generator.render.spec import (
+    RecipeSpec,
+    ScriptSettings,
+    Setting,
+    SettingGroup,
+    at_least,
+    fill_knob_values,
+    schema_has,
+)
+from generator.verl import PPO_ENTRY
+
+@dataclass(frozen=True, slots=True)
+class AlgorithmKeys:
+    adv_estimator: str
+    uses_critic: bool
+    actor: tuple[Setting, ...]
+    algorithm: tuple[Setting, ...]
+    blurb: str
+
+
+def algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
+    a = "actor_rollout_ref.actor."
+    kl_loss = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
+               Setting(a + "kl_loss_type", "low_var_kl"))
+    no_kl_loss = (Setting(a + "use_kl_loss", False),)
+    entropy = (Setting(a + "entropy_coeff", 0),)
+    no_kl_reward = (Setting("algorithm.use_kl_in_reward", False),)
+    if algo == "grpo":
+        return AlgorithmKeys("grpo", False, kl_loss + entropy, no_kl_reward,
+                             "GRPO: group-relative advantages over n responses, KL as a loss term")
+    if algo == "ppo":
+        return AlgorithmKeys("gae", True, no_kl_loss + entropy, no_kl_reward,
+                             "PPO: GAE advantages from a Megatron critic with the actor's layout")
+    if algo == "dapo":
+        actor = no_kl_loss + entropy + (
+            Setting(a + "clip_ratio_low", 0.2), Setting(a + "clip_ratio_high", 0.28),
+            Setting(a + "clip_ratio_c", 10.0), Setting(a + "loss_agg_mode", "token-mean"))
+        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
+                             "DAPO: decoupled clip (0.2/0.28), token-mean loss, no KL")
+    if algo == "gspo":
+        actor = no_kl_loss + entropy + (
+            Setting(a + "policy_loss.loss_mode", "gspo"), Setting(a + "clip_ratio_low", 3e-4),
+            Setting(a + "clip_ratio_high", 4e-4), Setting(a + "loss_agg_mode", "seq-mean-token-mean"))
+        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
+                             "GSPO: sequence-level importance ratios, clip 3e-4/4e-4, no KL")
+    if algo == "rloo":
+        algorithm = (Setting("algorithm.use_kl_in_reward", True), Setting("algorithm.kl_penalty", "kl"),
+                     Setting("algorithm.kl_ctrl.kl_coef", 0.001))
+        return AlgorithmKeys("rloo", False, no_kl_loss + entropy, algorithm,
+                             "RLOO: leave-one-out baseline over n >= 2 responses, KL in the reward")
+    if algo == "reinforce_plus_plus":
+        actor = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
+                 Setting(a + "kl_loss_type", "mse")) + entropy
+        return AlgorithmKeys("reinforce_plus_plus", False, actor, no_kl_reward,
+                             "REINFORCE++: batch-normalised returns, KL as a loss term")
+    raise InputError(f"unknown algorithm '{algo}'")
+
+
+# The releases whose DAPO scripts on main_ppo pass the overlong buffer as the DAPO reward
+# manager's kwargs (seen in verl's scripts from v0.6.0 to v0.7.x; 0.8.0 moved reward settings
+# under `reward.`, so later releases get the note instead).
+DAPO_REWARD_KWARGS = ("0.6.0", "0.8.0")
+DAPO_KWARGS = "reward_model.reward_kwargs."
+
+
+def dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
+    """Dynamic sampling and the overlong buffer, only where the release's trainer config has them."""
+    version = spec.version
+    extras: list[Setting] = []
+    missing: list[str] = []
+    if schema_has(version, "algorithm.filter_groups.enable"):
+        extras += [Setting("algorithm.filter_groups.enable", True), Setting("algorithm.filter_groups.metric", "acc"),
+                   Setting("algorithm.filter_groups.max_num_gen_batches", 10)]
+    else:
+        missing.append("dynamic sampling (algorithm.filter_groups)")
+    overlong = max(1, spec.response_len // 4)
+    if schema_has(version, "reward_model.overlong_buffer.enable"):
+        extras += [Setting("reward_model.overlong_buffer.enable", True),
+                   Setting("reward_model.overlong_buffer.len", overlong),
+                   Setting("reward_model.overlong_buffer.penalty_factor", 1.0)]
+    elif at_least(version, DAPO_REWARD_KWARGS[0]) and not at_least(version, DAPO_REWARD_KWARGS[1]):
+        # main_ppo reaches the overlong buffer through the DAPO reward manager's kwargs, as
+        # verl's own DAPO scripts on main_ppo do (e.g. v0.7.0 recipe/dapo/test_dapo_gptoss_20b_megatron.sh)
+        extras += [Setting("reward_model.reward_manager", "dapo"),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.enable", True, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.len", overlong, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.penalty_factor", 1.0, add=True),
+                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.log", False, add=True),
+                   Setting(DAPO_KWARGS + "max_resp_len", spec.response_len, "MAX_RESPONSE_LENGTH", add=True)]
+    else:
+        missing.append("the overlong buffer (reward_model.overlong_buffer)")
+    if extras:
+        recipe.groups.append(SettingGroup("dapo", tuple(fill_knob_values(recipe, extras))))
+    if missing:
+        recipe.notes.append(f"DAPO's {' and '.join(missing)} are not keys of {PPO_ENTRY}'s config in verl "
+                            f"{version}; they belong to the DAPO recipe's own trainer, so this script runs "
+                            "DAPO's clipping and loss without them.")
