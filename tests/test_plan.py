@@ -293,3 +293,30 @@ def test_replanning_a_recipe_keeps_its_batch_sizes():
     assert result.spec.ppo_mini_batch_size == recipe.config.ppo_mini_batch_size
     assert result.spec.train_batch_size == recipe.config.train_batch_size
     assert not any(note.startswith("ppo_mini_batch_size") for note in result.notes)
+
+
+def test_pins_search_only_layouts_and_knobs_that_agree():
+    facts = find_model("qwen3-30b-a3b")
+    plan = plan_layout(facts, 16, nodes=2, gpu=gpu_spec("h100"),
+                       pins={"ep": 8, "param_offload": True, "rollout_tp": 2, "micro_batch_per_gpu": 2,
+                             "use_dynamic_bsz": False})
+    assert plan.candidates and plan.best is not None
+    for cand in plan.candidates:
+        assert (cand.ep, cand.offload.param, cand.rollout_tp, cand.micro_batch_per_gpu) == (8, True, 2, 2)
+        assert_candidate_obeys_rules(facts, plan, cand)
+
+
+def test_a_pinned_layout_is_searched_in_its_own_sizes():
+    facts = find_model("qwen2-7b")
+    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), pins={"tp": 4, "pp": 2})
+    assert plan.candidates and {(c.tp, c.pp) for c in plan.candidates} == {(4, 2)}
+
+
+@pytest.mark.parametrize("argv, words", [
+    (["--gpu-memory-utilization", "1.5"], "between 0 and 1"),
+    (["--micro-batch-per-gpu", "0"], "positive whole number"),
+    (["--token-budget", "4096", "--no-dynamic-bsz"], "dynamic batch size"),
+])
+def test_bad_pins_are_one_line_exit_2(argv, words):
+    result = runner.invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", *argv])
+    assert result.exit_code == 2 and words in result.output

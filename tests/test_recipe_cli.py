@@ -196,3 +196,16 @@ def test_a_model_folder_becomes_its_absolute_path_not_a_hub_id(tmp_path: Path) -
     result = gen("--model", "./my-model/", "--gpus", "8", "-o", "-", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     assert f"MODEL_PATH=${{MODEL_PATH:-{folder.resolve()}}}" in result.stdout
+
+
+def test_recipe_pins_reach_the_script() -> None:
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--tp", "4", "--param-offload", "--no-optimizer-offload",
+                 "--rollout-tp", "2", "--micro-batch-per-gpu", "1", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    for knob in ("TP=${TP:-4}", "ROLLOUT_TP=${ROLLOUT_TP:-2}", "PARAM_OFFLOAD=${PARAM_OFFLOAD:-True}",
+                 "OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}", "MICRO_BATCH_PER_GPU=${MICRO_BATCH_PER_GPU:-1}"):
+        assert knob in result.stdout
+    refused = gen("planned-qwen2.5-7b-grpo-8gpu", "--tp", "4", "-o", "-")
+    assert refused.exit_code == 2 and "pins" in refused.stderr
+    impossible = gen("--model", "qwen2-7b", "--gpus", "8", "--tp", "3", "-o", "-")
+    assert impossible.exit_code == 2 and "with tp=3" in impossible.stderr

@@ -49,6 +49,16 @@ def register(app: typer.Typer) -> None:
         vpp: int | None = typer.Option(None, "--vpp"),
         first_stage_layers: int | None = typer.Option(None, "--first-stage-layers"),
         last_stage_layers: int | None = typer.Option(None, "--last-stage-layers"),
+        rollout_tp: int | None = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
+        micro_batch_per_gpu: int | None = typer.Option(None, "--micro-batch-per-gpu"),
+        token_budget: int | None = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu."),
+        dynamic_bsz: bool | None = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz"),
+        gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization"),
+        param_offload: bool | None = typer.Option(None, "--param-offload/--no-param-offload"),
+        optimizer_offload: bool | None = typer.Option(None, "--optimizer-offload/--no-optimizer-offload"),
+        cpu_optimizer_fraction: float | None = typer.Option(None, "--cpu-optimizer-fraction"),
+        recompute: bool | None = typer.Option(None, "--recompute/--no-recompute"),
+        ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size"),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
         wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
@@ -59,6 +69,7 @@ def register(app: typer.Typer) -> None:
         from generator.model import resolve_model
         from generator.plan import plan_layout
         from generator.plan.search import default_n
+        from generator.plan.spec import pins_from_options
 
         try:
             if output_format not in ("text", "json"):
@@ -68,12 +79,19 @@ def register(app: typer.Typer) -> None:
             layout = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp, "vpp": vpp,
                       "first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
             fixed = {k: v for k, v in layout.items() if v is not None}
-            if fixed:
+            knobs = pins_from_options(
+                rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu, token_budget=token_budget,
+                dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization, param_offload=param_offload,
+                optimizer_offload=optimizer_offload, cpu_optimizer_fraction=cpu_optimizer_fraction,
+                recompute=recompute)
+            if fixed:  # a layout given: evaluate it, with the knobs pinned
                 fixed.setdefault("tp", 1)
                 fixed.setdefault("pp", 1)
+                fixed.update(knobs)
             plan = plan_layout(facts, gpus, nodes=nodes, gpu=spec, prompt_len=prompt_len,
                                response_len=response_len, n=n if n is not None else default_n(algo.lower()),
-                               algo=algo, train_batch_size=train_batch_size, fixed=fixed or None, top=top)
+                               algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
+                               fixed=fixed or None, pins=None if fixed else knobs or None, top=top)
             if fixed and not plan.candidates and plan.rejected:
                 layout_text, reason = plan.rejected[0]
                 if "does not fit" not in reason:

@@ -85,6 +85,25 @@ def register(app: typer.Typer) -> None:
         resume_from: Optional[str] = typer.Option(None, "--resume-from", help="Checkpoint folder to resume from."),
         lr: Optional[float] = typer.Option(None, "--lr", help="Actor learning rate (default 1e-6)."),
         epochs: Optional[int] = typer.Option(None, "--epochs", help="Passes over the training data (default 15)."),
+        tp: Optional[int] = typer.Option(None, "--tp", help="Pin tensor parallel (the rest is planned)."),
+        pp: Optional[int] = typer.Option(None, "--pp", help="Pin pipeline parallel."),
+        cp: Optional[int] = typer.Option(None, "--cp", help="Pin context parallel."),
+        ep: Optional[int] = typer.Option(None, "--ep", help="Pin expert parallel."),
+        etp: Optional[int] = typer.Option(None, "--etp", help="Pin expert tensor parallel."),
+        vpp: Optional[int] = typer.Option(None, "--vpp", help="Pin virtual pipeline stages per rank."),
+        first_stage_layers: Optional[int] = typer.Option(None, "--first-stage-layers"),
+        last_stage_layers: Optional[int] = typer.Option(None, "--last-stage-layers"),
+        rollout_tp: Optional[int] = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
+        micro_batch_per_gpu: Optional[int] = typer.Option(None, "--micro-batch-per-gpu"),
+        token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu "
+                                                   "(dynamic batch size)."),
+        dynamic_bsz: Optional[bool] = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz"),
+        gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
+        param_offload: Optional[bool] = typer.Option(None, "--param-offload/--no-param-offload"),
+        optimizer_offload: Optional[bool] = typer.Option(None, "--optimizer-offload/--no-optimizer-offload"),
+        cpu_optimizer_fraction: Optional[float] = typer.Option(None, "--cpu-optimizer-fraction",
+                                                               help="Pin Megatron's CPU optimizer share (0 = off)."),
+        recompute: Optional[bool] = typer.Option(None, "--recompute/--no-recompute"),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
@@ -107,6 +126,17 @@ def register(app: typer.Typer) -> None:
                 ("total_epochs", epochs), ("ppo_mini_batch_size", ppo_mini_batch_size)) if value is not None}
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
+            from generator.plan.spec import pins_from_options
+
+            pins = pins_from_options(
+                tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vpp=vpp, first_stage_layers=first_stage_layers,
+                last_stage_layers=last_stage_layers, rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu,
+                token_budget=token_budget, dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization,
+                param_offload=param_offload, optimizer_offload=optimizer_offload,
+                cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute)
+            if pins and (legacy is not None or name is not None):
+                raise InputError("layout and knob pins (--tp, --rollout-tp, --param-offload, ...) plan from --model; "
+                                 "a recipe name or --from keeps its own layout")
             if legacy is not None and run:
                 given = ", ".join("--" + key.replace("_", "-") for key in run)
                 raise InputError(f"{given}: not used with --from (the legacy script's own values are kept)")
@@ -127,7 +157,7 @@ def register(app: typer.Typer) -> None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
                 from generator.plan.spec import planned_spec
 
-                spec = planned_spec(model=model, **options, **run)
+                spec = planned_spec(model=model, **options, **run, pins=pins or None)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)

@@ -52,6 +52,22 @@ _LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
 )
 
 
+# Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder
+# keeps only the rungs that agree, or the one rung the pins describe.
+LADDER_PINS = ("param_offload", "optimizer_offload", "cpu_optimizer_fraction", "recompute")
+
+
+def _ladder(pins: dict) -> tuple[tuple[bool, bool, float, bool], ...]:
+    if not pins:
+        return _LADDER
+    fields = dict(zip(LADDER_PINS, range(4)))
+    kept = tuple(rung for rung in _LADDER if all(rung[fields[k]] == v for k, v in pins.items()))
+    if kept:
+        return kept
+    return ((bool(pins.get("param_offload", False)), bool(pins.get("optimizer_offload", False)),
+             float(pins.get("cpu_optimizer_fraction", 0.0)), bool(pins.get("recompute", False))),)
+
+
 # ---------------------------------------------------------------------------------------------
 # Batch sizes
 
@@ -325,6 +341,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
                                               "log_prob_token_budget", "offload", "recompute",
                                               "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
                   if k in overrides}
+    ladder_pins = {k: overrides[k] for k in LADDER_PINS if k in overrides}
     if "offload" in fixed_knobs and isinstance(fixed_knobs["offload"], dict):
         fixed_knobs["offload"] = Offload(**fixed_knobs["offload"])
     if {"offload", "gpu_memory_utilization"} <= fixed_knobs.keys() and (
@@ -337,7 +354,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
         return _annotate(model, cand, work, s, params, per_rank_mini, dp), ""
 
     closest: Candidate | None = None
-    ladder = _LADDER
+    ladder = _ladder(ladder_pins)
     if "offload" in fixed_knobs:
         off = fixed_knobs["offload"]
         ladder = ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
@@ -512,13 +529,18 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
-                ppo_mini_batch_size: int | None = None, fixed: dict | None = None, top: int = 5) -> Plan:
+                ppo_mini_batch_size: int | None = None, fixed: dict | None = None, pins: dict | None = None,
+                top: int = 5) -> Plan:
     """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
     `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
     layout; it may also pin knobs (micro_batch_per_gpu, token_budget, log_prob_token_budget,
     use_dynamic_bsz, offload {param, grad, optimizer, cpu_optimizer, cpu_optimizer_fraction},
     recompute, gpu_memory_utilization, rollout_tp, use_fused_kernels).
+    `pins` searches instead: its layout fields keep only the layouts that agree (or evaluate
+    the one they describe when the search does not produce it), its knobs are pinned as in
+    `fixed`, and param_offload/optimizer_offload/cpu_optimizer_fraction/recompute pin single
+    rungs of the memory relief.
     """
     algo = algo.lower()
     gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo)
@@ -539,8 +561,11 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         layouts = [layout]
         overrides = {k: v for k, v in fixed.items() if k not in layout_keys}
     else:
-        layouts = _layouts(model, s)
-        overrides = {}
+        pinned = {k: v for k, v in (pins or {}).items() if k in layout_keys}
+        layouts = [lay for lay in _layouts(model, s) if all(getattr(lay, k) == v for k, v in pinned.items())]
+        if pinned and not layouts:  # outside what the search enumerates: evaluate the pinned one
+            layouts = [Layout(gpus=gpus, gpus_per_node=s.gpus_per_node, **pinned)]
+        overrides = {k: v for k, v in (pins or {}).items() if k not in layout_keys}
     sized: list[Candidate] = []
     misses: list[Candidate] = []
     seq_len = prompt_len + response_len
