@@ -191,3 +191,37 @@ def test_dapo_overlong_buffer_goes_through_the_reward_managers_kwargs(version: s
     else:
         assert not any("reward_kwargs" in word for word in words)
         assert any("overlong buffer" in note for note in recipe.notes)
+
+
+def _scale_words(**kw) -> tuple[list[str], list[str]]:
+    recipe = build_recipe(spec(**kw))
+    return recipe_overrides(recipe), recipe.notes
+
+
+def test_settings_of_verl_large_scripts_each_with_its_reason() -> None:
+    from generator.model import find_model
+
+    moonlight = find_model("moonlight")
+    words, notes = _scale_words(model=moonlight, layout=Candidate(tp=1, pp=1, ep=8, etp=1), model_slug="moonlight")
+    assert "actor_rollout_ref.model.trust_remote_code=True" in words and "data.trust_remote_code=True" in words
+    assert any("run_moonlight16b_math_megatron.sh" in note for note in notes)
+    qwen3_moe = find_model("qwen3-30b-a3b")
+    long_moe = dict(model=qwen3_moe, layout=Candidate(tp=2, pp=1, ep=8, etp=1, use_dynamic_bsz=True,
+                                                      token_budget=20480), gpus=32, nodes=4, prompt_len=2048,
+                    response_len=16384, train_batch_size=64, ppo_mini_batch_size=16, model_slug="q3")
+    words, notes = _scale_words(**long_moe)
+    assert f"+{'actor_rollout_ref.actor.megatron.override_transformer_config.'}moe_router_dtype=fp32" in words
+    assert "actor_rollout_ref.rollout.enforce_eager=True" in words
+    assert "actor_rollout_ref.nccl_timeout=14400" in words
+    assert sum("verl v0.7.0" in note for note in notes) >= 3
+    words, _ = _scale_words()  # a dense 7B on one node needs none of them
+    assert not any(k in w for w in words for k in ("trust_remote_code", "enforce_eager", "nccl_timeout", "moe_"))
+
+
+def test_checkpoint_notes_come_from_the_model_registry() -> None:
+    from generator.model import find_model
+
+    dsv3 = find_model("deepseek-v3")
+    recipe = build_recipe(spec(model=dsv3, layout=Candidate(tp=8, pp=16, ep=8, etp=1), gpus=256, nodes=32,
+                               model_slug="dsv3"))
+    assert any("FP8" in note for note in recipe.notes) and any("MTP" in note for note in recipe.notes)

@@ -41,6 +41,9 @@ class ModelFacts:
     shared_expert_gate: bool = False  # Qwen2-MoE: a sigmoid scalar gate (h params) on the shared expert
     router_bias: bool = False  # DeepSeek-V3/Moonlight: one bias per routed expert
     vision_params: int = 0  # VL models: vision tower parameters (kept on the first pipeline stage)
+    # What running the model needs beyond its architecture (generated scripts and recipes).
+    trust_remote_code: bool = False  # its Hugging Face repository ships its own modelling code
+    checkpoint_notes: tuple[str, ...] = ()  # what to do with the published checkpoint first
 
     @property
     def is_moe(self) -> bool:

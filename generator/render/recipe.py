@@ -21,6 +21,7 @@ from generator.overrides import format_value
 from generator.plan.candidate import Candidate
 from generator.render.algorithms import algorithm_keys, dapo_extras
 from generator.render.quoting import hydra_body
+from generator.render.scale import scale_settings
 from generator.render.spec import (
     HydraText,
     Knob,
@@ -247,6 +248,12 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
         if settings:
             recipe.groups.append(SettingGroup(name, tuple(fill_knob_values(recipe, settings))))
 
+    scale = scale_settings(spec)
+    if scale:
+        recipe.groups.append(SettingGroup("scale", tuple(item.setting for item in scale)))
+        recipe.notes.extend(f"{item.setting.key}={format_value(item.setting.value, short_floats=True)}: {item.why}"
+                            for item in scale)
+    recipe.notes.extend(f"{spec.model.name}: {note}" for note in spec.model.checkpoint_notes)
     if spec.extra_overrides:
         _apply_extra_overrides(recipe, spec.extra_overrides)
     recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
