@@ -320,3 +320,11 @@ def test_a_pinned_layout_is_searched_in_its_own_sizes():
 def test_bad_pins_are_one_line_exit_2(argv, words):
     result = runner.invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", *argv])
     assert result.exit_code == 2 and words in result.output
+
+
+def test_expert_parallel_stays_inside_a_node_when_the_rest_is_close():
+    """verl's Qwen3-30B scripts run EP8 on 8-GPU nodes; the planner chose EP16 across 2 nodes."""
+    facts = find_model("qwen3-30b-a3b")
+    plan = plan_layout(facts, 16, nodes=2, gpu=gpu_spec("h100"))
+    best = plan.best
+    assert best is not None and best.ep * (best.etp or best.tp) <= 8

@@ -491,19 +491,28 @@ def _expert_tp(layout: Parallelism, moe: bool) -> int:
     return (layout.tp if layout.etp is None else layout.etp) if moe else 0  # expert GEMMs split over TP are small
 
 
+def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> bool:
+    """An expert-parallel group (EP·ETP ranks) wider than a node: every MoE layer's all-to-all
+    then crosses the network. verl's MoE scripts keep EP inside a node (Qwen3-30B: EP8 on
+    8-GPU nodes), so the ranking prefers that when the rest is close."""
+    return moe and gpus_per_node > 0 and layout.ep * _expert_tp(layout, moe) > gpus_per_node
+
+
 def optimistic_key(layout: Layout, moe: bool) -> tuple:
     """The best rank_key any sizing of this layout could reach."""
-    return (False, 0.0, False, False, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
+    crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
+    return (False, 0.0, False, False, crosses, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
             _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0)
 
 
-def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False) -> tuple:
+def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> tuple:
     off = c.offload
     # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
     # comparable to recompute, unless the whole per-rank mini batch is that small.
     small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
     return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
-            c.model_parallel_size, int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
+            experts_cross_nodes(c, gpus_per_node, moe), c.model_parallel_size,
+            int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
             -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
@@ -586,7 +595,7 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=not fixed)
         if cand is not None and cand.fits:
             sized.append(cand)
-            keys.append(rank_key(cand, seq_len, model.is_moe))
+            keys.append(rank_key(cand, seq_len, model.is_moe, s.gpus_per_node))
             keys.sort()
         else:
             plan.rejected.append((describe_layout(layout), reason))
@@ -596,7 +605,7 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         plan.rejected.append((f"{skipped} more layouts",
                               f"not evaluated: even with no offload, the largest gpu_memory_utilization and "
                               f"micro batch they would rank below the {max(1, top)} shown"))
-    sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe))
+    sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe, s.gpus_per_node))
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []
