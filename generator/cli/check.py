@@ -7,113 +7,18 @@ checked even when an earlier one was bad.
 
 from __future__ import annotations
 
-import os
 import sys
-from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
+from typing import Any, List, NoReturn, Optional
 
 import typer
 
 from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
-from generator.cli.common import read_bytes as _read_bytes
-from generator.cli.common import check_codes, refuse_non_script, refuse_too_many_calls, with_project, without_path
+from generator.inputs import check_codes
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable, use_color
 
-if TYPE_CHECKING:
-    from generator.plan.script_setup import MemoryOptions
-
 FORMATS = ("text", "json", "sarif", "github")
-
-
-def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
-                env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None,
-                memory: MemoryOptions | None = None, plan_fixes: bool = False):
-    """FileReports for every path (never raises for a single bad file). Which verl each file is
-    judged against is resolved per file (generator.schema.resolution). With `memory` (a GPU was
-    named), or a project setting `gpu`, each call's memory is predicted for the memory rules. With
-    `plan_fixes` (the text report, whose [*] and fixable count promise what `gen fix` does)
-    `gen fix` is run in memory."""
-    from generator.project import load_project
-    from generator.report import FileReport, Located
-    from generator.rules import check_script
-    from generator.schema.resolution import known_release, resolve_script
-    from generator.shell import read_launch
-    from generator.suppress import find_suppressions
-
-    if version is not None and version.strip():
-        known_release(version, "--verl-version")  # fail early, once, with a one-line InputError
-    if model_config:
-        from generator.model import load_model_config
-
-        load_model_config(model_config)  # fail early, once, with a one-line InputError
-    reports = []
-    for path in paths:
-        report = FileReport(path=path)
-        try:
-            refuse_non_script(path)
-            project = load_project(path)
-            chosen_select, chosen_ignore, chosen_env, chosen_args = with_project(
-                project, select=select, ignore=ignore, env=env, args=args)
-            source = _read_bytes(path)
-            script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
-            refuse_too_many_calls(len(script.invocations))
-            silenced = find_suppressions(source)
-            broken = [h.line for h in script.hazards if h.kind == "parse-error"]
-            if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
-                report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-            resolution = resolve_script(script, path, version=version, config_dir=config_dir, project=project)
-            # --gpu wins; else the project's `gpu` setting names the GPU the memory rules judge against.
-            memory_for = None
-            if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
-                from generator.plan.memory_check import memory_checker
-
-                memory_for = memory_checker(memory, project.gpu)
-            report.resolution = resolution
-            report.verl_version = resolution.base_release
-            for invocation, config, findings in check_script(script, select=chosen_select, ignore=chosen_ignore,
-                                                             model_config=model_config, config_root=os.getcwd(),
-                                                             resolution=resolution, memory_for=memory_for):
-                line = invocation.line if invocation else None
-                if config is not None and config.resolution not in (None, resolution) and line is not None:
-                    report.call_resolutions.append((line, config.resolution))
-                report.findings.extend(Located(f, line) for f in findings
-                                       if not silenced.silences(f.code, line, f.line))
-            if plan_fixes and not broken and any(l.finding.fix is not None or l.invocation_line is None
-                                                 for l in report.findings):
-                # As gen fix runs: the project's settings, file-level suppressions only.
-                _plan_fixes(report, source, path, env=chosen_env, args=chosen_args, resolution=resolution,
-                            memory_for=memory_for, select=chosen_select,
-                            ignore=(*chosen_ignore, *silenced.file_codes))
-        except InputError as err:
-            report.error = without_path(str(err), path)
-        except UnicodeDecodeError:
-            report.error = "not UTF-8 text"
-        except RecursionError:
-            report.error = "the script nests too deeply to read"
-        except Exception as err:  # one line, never a traceback; other files are still checked
-            report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-        reports.append(report)
-    return reports
-
-
-def _plan_fixes(report, source: bytes, path: str, *, env, args, resolution, memory_for,
-                select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
-    """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
-    reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
-    what `gen fix` applies, never a fix it would refuse (unsafe, unplaceable, or one that creates
-    a new error)."""
-    from generator.fix.engine import default_checker, default_reader, fix_source
-
-    result = fix_source(source, path, read=default_reader(env or None, args or None),
-                        check=default_checker(resolution.release, resolution=resolution, memory_for=memory_for),
-                        select=select, ignore=ignore)
-    applied = {(a.code, a.line) for a in result.applied}
-    needs_unsafe = {(n.code, n.line) for n in result.not_applied if n.reason.startswith("an unsafe fix")}
-    for located in report.findings:
-        key = (located.finding.code, located.finding.line)
-        located.fixed_by_gen_fix = True if key in applied else "unsafe" if key in needs_unsafe else False
-    report.fixable = len(result.applied)
 
 
 def _emit(text: str, color: bool) -> None:
@@ -199,6 +104,8 @@ def register(app: typer.Typer) -> None:
                 from generator.plan.script_setup import memory_options
 
                 memory = memory_options(gpu, gpu_mem, None, headroom)
+            from generator.checking import check_paths
+
             reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config,
                                   config_dir=config_dir, memory=memory, plan_fixes=fmt == "text")
@@ -261,14 +168,12 @@ def register(app: typer.Typer) -> None:
                                             "FILE.svg or FILE.html (implies --memory)."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
-        from generator.config import build_config
-        from generator.project import load_project
-        from generator.report.explain import explain_config, render_explain
+        from generator.checking import explain_file
+        from generator.plan.script_setup import memory_options
         from generator.report.documents import explain_call_json, explain_json
-        from generator.schema.resolution import known_release, resolve_script
-        from generator.plan.script_setup import call_memory, memory_options
+        from generator.report.explain import render_explain
         from generator.report.memory import call_memory_dict, call_memory_text
-        from generator.shell import read_launch
+        from generator.schema.resolution import known_release
 
         status = EXIT_OK
         documents: list[dict[str, object]] = []  # --format json: one per file
@@ -288,63 +193,35 @@ def register(app: typer.Typer) -> None:
             _fail(str(err), "json" if fmt == "json" else "text")
         charted = False
         for path in files:
+            done = explain_file(path, verl_version=verl_version, env=env_map, args=list(arg), memory=memory_args,
+                                gpu_named=gpu is not None or gpu_mem is not None, model=model, headroom=headroom)
             explained: list[dict[str, object]] = []
-            document: dict[str, object] = {"path": path, "error": None, "incomplete": None, "calls": explained}
-            documents.append(document)
-            try:
-                refuse_non_script(path)
-                project = load_project(path)
-                _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env_map, args=list(arg))
-                script = read_launch(path, source=_read_bytes(path), env=file_env, args=file_args)
-                refuse_too_many_calls(len(script.invocations))
-                broken = [h.line for h in script.hazards if h.kind == "parse-error"]
-                if broken:  # the rest is explained, but the input is bad: exit 2 as in every command
-                    document["incomplete"] = f"bash syntax error at line {broken[0]} (the rest was read)"
-                    print(one_line(f"{path}: error: {document['incomplete']}"), file=sys.stderr)
-                    status = EXIT_BAD_INPUT
-                resolution = resolve_script(script, path, version=verl_version, project=project)
-                chosen = resolution.release
-                calls = [inv for inv in script.invocations if inv.branch != "dead"]
-                if not calls and fmt == "text":
-                    sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
-                script_dir = os.path.dirname(os.path.abspath(path))
-                for invocation in calls:
-                    config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=os.getcwd(),
-                                          stand_in=resolution.stand_in, search_dirs=resolution.search_dirs)
-                    branch = "" if invocation.branch == "live" else f", {invocation.branch}"
-                    judged = resolution.for_call(config.schema, config.config_dir)
-                    header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
-                              f"verl {judged.base_release}, {config.backend}{branch})\n"
-                              f"  judged against {judged.summary()}")
-                    rows = explain_config(config)
-                    file_memory = memory_args
-                    if memory_args is not None and gpu is None and gpu_mem is None and project.gpu:
-                        file_memory = memory_options(project.gpu, None, model, headroom)  # the project's GPU
-                    predicted = call_memory(config, file_memory) if file_memory else None
-                    over = over or (predicted is not None and predicted.over)
-                    if fmt == "json":
-                        call = explain_call_json(invocation, config, judged.base_release, rows)
-                        call["resolution"] = judged.as_dict()
-                        if predicted is not None:
-                            call["memory"] = call_memory_dict(predicted)
-                            call["memory_problems"] = list(predicted.problems)
-                        explained.append(call)
-                    else:
-                        sys.stdout.write(printable(render_explain(header, rows)))
-                        if predicted is not None:
-                            sys.stdout.write(printable(call_memory_text(predicted)))
-                            _print_memory_bars(predicted)
-                    if chart and not charted and predicted is not None and predicted.report is not None:
-                        _write_memory_chart(chart, predicted.report, f"{path}:{invocation.line}")
-                        charted = True
-            except InputError as err:
-                document["error"] = without_path(str(err), path)
-            except RecursionError:
-                document["error"] = "the script nests too deeply to read"
-            except Exception as err:
-                document["error"] = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-            if document["error"]:
-                print(one_line(f"{path}: error: {document['error']}"), file=sys.stderr)
+            documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})
+            if done.incomplete:  # the rest is explained, but the input is bad: exit 2 as in every command
+                print(one_line(f"{path}: error: {done.incomplete}"), file=sys.stderr)
+                status = EXIT_BAD_INPUT
+            if done.no_calls and fmt == "text":
+                sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
+            for call in done.calls:
+                predicted = call.predicted
+                over = over or (predicted is not None and predicted.over)
+                if fmt == "json":
+                    entry = explain_call_json(call.invocation, call.config, call.judged.base_release, call.rows)
+                    entry["resolution"] = call.judged.as_dict()
+                    if predicted is not None:
+                        entry["memory"] = call_memory_dict(predicted)
+                        entry["memory_problems"] = list(predicted.problems)
+                    explained.append(entry)
+                else:
+                    sys.stdout.write(printable(render_explain(call.header, call.rows)))
+                    if predicted is not None:
+                        sys.stdout.write(printable(call_memory_text(predicted)))
+                        _print_memory_bars(predicted)
+                if chart and not charted and predicted is not None and predicted.report is not None:
+                    _write_memory_chart(chart, predicted.report, f"{path}:{call.invocation.line}")
+                    charted = True
+            if done.error:
+                print(one_line(f"{path}: error: {done.error}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             sys.stdout.write(explain_json(documents))

@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, Optional
 import typer
 
 from generator.cli.common import parse_pairs as _parse_env
-from generator.cli.common import read_bytes, refuse_non_script, with_project
+from generator.inputs import read_bytes, refuse_non_script, with_project
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable
 

@@ -24,7 +24,7 @@ FORMATS = ("text", "json", "yaml")
 
 
 def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
-    from generator.cli.common import read_bytes, refuse_non_script, without_path
+    from generator.inputs import read_bytes, refuse_non_script, without_path
     from generator.shell import read_launch
 
     try:
