@@ -95,19 +95,7 @@ class Expander:
                     i = self._tilde(i, b, out, assign)
                 continue
             if c == "\\":
-                if i + 1 >= b:
-                    out.append(Piece("\\", i, i + 1, True, quote, qa, qb, self.path))
-                    i += 1
-                    continue
-                nxt = s[i + 1]
-                if nxt == "\n":
-                    i += 2  # line continuation
-                    continue
-                if dq and nxt not in _DQ_ESCAPABLE:
-                    out.append(Piece("\\" + nxt, i, i + 2, True, quote, qa, qb, self.path))
-                else:
-                    out.append(Piece(nxt, i, i + 2, False, quote or "\\", qa, qb, self.path))
-                i += 2
+                i = self._backslash(i, b, dq, out, qa, qb)
                 continue
             if c == "'" and (dq or sq_literal):
                 out.append(Piece("'", i, i + 1, True, quote, qa, qb, self.path))
@@ -119,17 +107,7 @@ class Expander:
                 i = j + 1
                 continue
             if c == '"':
-                if dq:  # a nested "…" inside ${v:-"…"} within double quotes
-                    j = find_close_quote(s, i + 1, b, '"')
-                    out.extend(self.expand(i + 1, j, dq=True, qa=qa, qb=qb))
-                    i = j + 1
-                    continue
-                j = find_close_quote(s, i + 1, b, '"')
-                inner = self.expand(i + 1, j, dq=True, qa=i, qb=j + 1)
-                if not inner:  # "" is an empty but present argument
-                    inner = [Piece("", i + 1, j, True, '"', i, j + 1, self.path)]
-                out.extend(inner)
-                i = j + 1
+                i = self._double_quoted(i, b, dq, out, qa, qb)
                 continue
             if c == "`":
                 j = find_backtick(s, i + 1, b)
@@ -142,6 +120,34 @@ class Expander:
             out.append(Piece(c, i, i + 1, True, quote, qa, qb, self.path))  # pragma: no cover
             i += 1
         return out
+
+    def _backslash(self, i: int, b: int, dq: bool, out: list[Piece], qa: int | None, qb: int | None) -> int:
+        """A backslash at `i`: a line continuation, an escaped character, or (inside "…" before
+        a character it does not escape) itself. Returns where scanning goes on."""
+        quote = '"' if dq else ""
+        if i + 1 >= b:
+            out.append(Piece("\\", i, i + 1, True, quote, qa, qb, self.path))
+            return i + 1
+        nxt = self.src[i + 1]
+        if nxt == "\n":
+            return i + 2  # line continuation
+        if dq and nxt not in _DQ_ESCAPABLE:
+            out.append(Piece("\\" + nxt, i, i + 2, True, quote, qa, qb, self.path))
+        else:
+            out.append(Piece(nxt, i, i + 2, False, quote or "\\", qa, qb, self.path))
+        return i + 2
+
+    def _double_quoted(self, i: int, b: int, dq: bool, out: list[Piece], qa: int | None, qb: int | None) -> int:
+        """A "…" opening at `i`; inside another "…" (in `${v:-"…"}`) it keeps the outer quotes."""
+        j = find_close_quote(self.src, i + 1, b, '"')
+        if dq:
+            out.extend(self.expand(i + 1, j, dq=True, qa=qa, qb=qb))
+            return j + 1
+        inner = self.expand(i + 1, j, dq=True, qa=i, qb=j + 1)
+        if not inner:  # "" is an empty but present argument
+            inner = [Piece("", i + 1, j, True, '"', i, j + 1, self.path)]
+        out.extend(inner)
+        return j + 1
 
     def _tilde(self, i: int, b: int, out: list[Piece], assign: bool) -> int:
         s = self.src
