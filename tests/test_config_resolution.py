@@ -109,6 +109,21 @@ def test_src_layout_fork_is_found(tmp_path: Path) -> None:
     assert not [key for c, key in _codes_and_keys(doc) if c == "VK601" and key in FORK_KEYS]
 
 
+@pytest.mark.parametrize(("fork_mode", "refused"), [("sync", False), ("async", True)])
+def test_rollout_mode_sync_is_refused_only_where_the_fork_dropped_it(
+        tmp_path: Path, fork_mode: str, refused: bool) -> None:
+    # A fork of verl 0.7 that kept the sync rollout says so in its own config's default.
+    project = _copy("vendored_fork", tmp_path)
+    (project / "verl" / "version" / "version").write_text("0.7.0.dev\n")
+    config = project / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
+    config.write_text(config.read_text().replace("    name: vllm\n", f"    name: vllm\n    mode: {fork_mode}\n", 1))
+    script = project / "scripts" / "mode.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.mode=sync\n")
+    _, doc = _check_json(str(script))
+    assert doc["files"][0]["resolution"]["release"] == "0.7.0"
+    assert any(c == "VR508" for c, _ in _codes_and_keys(doc)) is refused
+
+
 def test_project_file_pins_the_release(tmp_path: Path) -> None:
     script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
     code, doc = _check_json(str(script))

@@ -129,6 +129,20 @@ class ConfigReader:
     def explicit(self, key: Str) -> Bool:
         return key in self.config.set_by
 
+    def release_default(self, key: Str) -> tuple[Bool, Any]:
+        """(known, value): what the call's schema (a packaged release, or the project's own fork
+        config) gives `key` before any override; (False, None) when that is not known."""
+        from generator.errors import InputError
+        from generator.schema import load
+
+        try:
+            defaults = load(self.config.version).configs.get(self.config.schema)
+        except InputError:
+            return False, None
+        if defaults is None or key not in defaults:
+            return False, None
+        return True, defaults[key]
+
     def line(self, *keys: Str) -> Int | None:
         for key in keys:
             line = self.config.line_of(key)

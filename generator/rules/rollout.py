@@ -180,13 +180,16 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
 @rule("VR508", "rollout-mode-sync-removed", "rollout.mode=sync was removed in 0.7.0",
       severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="A24",
       why="From 0.7.0 only the async (agent-loop) rollout exists; 'sync' raises when the workers build the "
-          "rollout config (worker init; the config itself loads).",
+          "rollout config (worker init; the config itself loads). A project's own verl whose config still "
+          "defaults to 'sync' kept the sync rollout, so nothing is said there.",
       fix_safety="Sets rollout.mode=async (safe: it is the only mode).",
       failing=Example(("actor_rollout_ref.rollout.mode=sync",)),
       passing=Example(("actor_rollout_ref.rollout.mode=async",)))
 def mode_sync(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "mode"
+    if view.release_default(key) == (True, "sync"):
+        return  # a fork of 0.7 that kept the sync rollout (its own config defaults to it)
     if view.str(key) == "sync":
         yield ctx_finding(mode_sync, view, (key,), f"rollout.mode=sync is not accepted by verl {view.version}",
                           fix=Fix("set rollout.mode=async", (KeyEdit(key, "sync", "async"),)))
