@@ -239,6 +239,8 @@ def test_unreadable_fork_config_stands_in_and_skips_default_rules(tmp_path: Path
     codes = [c for c, _ in _codes_and_keys(doc)]
     # Keys the stand-in lacks are not judged; rules that read defaults say once why they did not run.
     assert "VK601" not in codes and codes.count("VK609") == 1
+    vk609 = next(f["message"] for f in doc["files"][0]["findings"] if f["code"] == "VK609")
+    assert f"checked against verl 0.4.1 defaults standing in for the config at {config.parent}" in vk609
     assert not {"VB109", "VB201", "VB204"} & set(codes) and code == 0
 
 

@@ -98,7 +98,7 @@ def build_config(
         directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
     composed_from: Path | None = None
     if stand_in is not None and directory is None:
-        notes.append(f"verl {version} stands in for {stand_in}")
+        notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
     elif directory is None and name in PPO_CONFIGS and name in schema.configs:
         defaults = schema.configs[name]
         nodes = schema.nodes(name)
