@@ -163,74 +163,85 @@ def _override_lists_in(chunk: Chunk, path: str | None) -> list[PyOverrideList]:
     cst = _cst()
 
     MetadataWrapper, PositionProvider, ByteSpanPositionProvider = _metadata()
-    module = _parse(chunk.text, path, chunk.line)
-    base, line0 = chunk.start, chunk.line - 1
-    wrapper = MetadataWrapper(module)
+    wrapper = MetadataWrapper(_parse(chunk.text, path, chunk.line))
     spans = wrapper.resolve(ByteSpanPositionProvider)
     positions = wrapper.resolve(PositionProvider)
-
-    kinds: dict[int, str] = {}
-    compose_names: dict[int, str | None] = {}
-    for node in _walk(wrapper.module):
-        if isinstance(node, cst.Call):
-            name = _dotted(node.func)
-            last = name.rsplit(".", 1)[-1]
-            config_name = None
-            if last == "compose":
-                for index, arg in enumerate(node.args):
-                    if (arg.keyword is not None and arg.keyword.value == "config_name") or (
-                            arg.keyword is None and index == 0 and not isinstance(arg.value, cst.List)):
-                        config_name = _literal_str(arg.value)
-            for arg in node.args:
-                if not isinstance(arg.value, cst.List):
-                    continue
-                if last == "compose" and (arg.keyword is None or arg.keyword.value == "overrides"):
-                    kinds[id(arg.value)] = "compose"
-                    compose_names[id(arg.value)] = config_name
-                elif last in _SUBPROCESS_CALLS or name.startswith(("subprocess.", "os.")):
-                    kinds[id(arg.value)] = "subprocess"
-
+    calls = _list_calls(wrapper.module)
     found: list[PyOverrideList] = []
     for node in _walk(wrapper.module):
         if not isinstance(node, cst.List):
             continue
         span = spans[node]
-        result = PyOverrideList(kind=kinds.get(id(node), "list"), line=positions[node].start.line + line0,
-                                start=span.start + base, end=span.start + base + span.length,
-                                config_name=compose_names.get(id(node)))
-        strings = [_literal_str(el.value) for el in node.elements]
-        for index, (element, text) in enumerate(zip(node.elements, strings)):
-            el_span = spans[element.value]
-            result.element_starts.append(el_span.start + base)
-            result.element_ends.append(el_span.start + base + el_span.length)
-            if text == "-m" and index + 1 < len(strings) and strings[index + 1]:
-                result.entry = strings[index + 1]
-            for flag, slot in (("--config-name", "config_name"), ("--config-path", "config_path")):
-                if text is not None and text.startswith(flag + "="):
-                    setattr(result, slot, text.split("=", 1)[1])
-                elif text == flag and index + 1 < len(strings):
-                    setattr(result, slot, strings[index + 1])
-            if text is None or not isinstance(element.value, cst.SimpleString):
-                continue
-            match = _looks_like_override(text)
-            if match is None:
-                continue
-            op_prefix, key, _eq, value = match.groups()
-            literal = element.value
-            quote = literal.quote
-            prefix = literal.prefix
-            start = el_span.start + base
-            content_start = start + len(prefix.encode()) + len(quote)
-            content_end = start + el_span.length - len(quote)
-            result.overrides.append(PyOverride(
-                text=text, op=op_prefix or "=", key=key, value=value,
-                line=positions[element.value].start.line + line0,
-                span=TextEdit(start, start + el_span.length, ""),
-                content_start=content_start, content_end=content_end, prefix=prefix, quote=quote,
-            ))
+        kind, config_name = calls.get(id(node), ("list", None))
+        result = PyOverrideList(kind=kind, line=positions[node].start.line + chunk.line - 1,
+                                start=span.start + chunk.start, end=span.start + chunk.start + span.length,
+                                config_name=config_name)
+        _read_elements(node, result, spans, positions, chunk)
         if result.overrides:
             found.append(result)
     return found
+
+
+def _list_calls(module: Any) -> dict[int, tuple[str, str | None]]:
+    """The lists passed to `compose(...)` (with its config name) or to a subprocess call, by id."""
+    cst = _cst()
+
+    calls: dict[int, tuple[str, str | None]] = {}
+    for node in _walk(module):
+        if not isinstance(node, cst.Call):
+            continue
+        name = _dotted(node.func)
+        last = name.rsplit(".", 1)[-1]
+        config_name = None
+        if last == "compose":
+            for index, arg in enumerate(node.args):
+                if (arg.keyword is not None and arg.keyword.value == "config_name") or (
+                        arg.keyword is None and index == 0 and not isinstance(arg.value, cst.List)):
+                    config_name = _literal_str(arg.value)
+        for arg in node.args:
+            if not isinstance(arg.value, cst.List):
+                continue
+            if last == "compose" and (arg.keyword is None or arg.keyword.value == "overrides"):
+                calls[id(arg.value)] = ("compose", config_name)
+            elif last in _SUBPROCESS_CALLS or name.startswith(("subprocess.", "os.")):
+                calls[id(arg.value)] = ("subprocess", None)
+    return calls
+
+
+def _read_elements(node: Any, result: PyOverrideList, spans: Any, positions: Any, chunk: Chunk) -> None:
+    """Fill `result` from a list's elements: their spans, `-m MODULE`, `--config-name/-path`,
+    and every override-looking plain string literal."""
+    cst = _cst()
+
+    base, line0 = chunk.start, chunk.line - 1
+    strings = [_literal_str(el.value) for el in node.elements]
+    for index, (element, text) in enumerate(zip(node.elements, strings)):
+        el_span = spans[element.value]
+        result.element_starts.append(el_span.start + base)
+        result.element_ends.append(el_span.start + base + el_span.length)
+        if text == "-m" and index + 1 < len(strings) and strings[index + 1]:
+            result.entry = strings[index + 1]
+        for flag, slot in (("--config-name", "config_name"), ("--config-path", "config_path")):
+            if text is not None and text.startswith(flag + "="):
+                setattr(result, slot, text.split("=", 1)[1])
+            elif text == flag and index + 1 < len(strings):
+                setattr(result, slot, strings[index + 1])
+        if text is None or not isinstance(element.value, cst.SimpleString):
+            continue
+        match = _looks_like_override(text)
+        if match is None:
+            continue
+        op_prefix, key, _eq, value = match.groups()
+        literal = element.value
+        quote, prefix = literal.quote, literal.prefix
+        start = el_span.start + base
+        result.overrides.append(PyOverride(
+            text=text, op=op_prefix or "=", key=key, value=value,
+            line=positions[element.value].start.line + line0,
+            span=TextEdit(start, start + el_span.length, ""),
+            content_start=start + len(prefix.encode()) + len(quote),
+            content_end=start + el_span.length - len(quote), prefix=prefix, quote=quote,
+        ))
 
 
 def py_requote(text: str, prefix: str, quote: str) -> str:
