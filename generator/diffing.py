@@ -328,25 +328,36 @@ def is_script_argument(arg: str) -> bool:
     return Path(arg).exists() or "/" in arg or arg.endswith(".sh")
 
 
-def choose_version(explicit: str | None, arguments: tuple[str, ...], library: str | None) -> tuple[str, str]:
-    """--verl-version, else the installed verl, else the release the (first) recipe targets,
-    else the newest packaged schema."""
+def choose_version(explicit: str | None, arguments: tuple[str, ...], library: str | None,
+                   env: dict[str, str] | None = None, args: list[str] | None = None) -> tuple[str, str]:
+    """--verl-version; else the verl the first script argument runs, as `gen check` resolves it
+    (its project file, its project's verl, the installed verl); else the release the first
+    recipe targets; else the first script's release inferred from its keys."""
+    from generator.project import load_project
     from generator.schema import resolve_version
+    from generator.schema.resolution import resolve_script
+    from generator.shell import read_launch
 
-    chosen, how = resolve_version(explicit)
-    if explicit is None and "newest" in how:
-        recipes = [a for a in arguments if not is_script_argument(a)]
-        if recipes:
-            from generator.library.store import load_library
+    if explicit is not None and explicit.strip():
+        return resolve_version(explicit)
+    scripts = [a for a in arguments if is_script_argument(a)]
+    recipes = [a for a in arguments if not is_script_argument(a)]
+    if scripts:
+        resolution = resolve_script(read_launch(scripts[0], env=env, args=args), scripts[0],
+                                    project=load_project(scripts[0]))
+        if not (resolution.inferred and recipes):
+            return resolution.release, resolution.summary()
+    if recipes:
+        from generator.library.store import load_library
 
-            target = load_library(library).get(recipes[0]).target_version
-            return resolve_version(target)[0], f"the release recipe '{recipes[0]}' targets"
-    return chosen, how
+        target = load_library(library).get(recipes[0]).target_version
+        return resolve_version(target)[0], f"the release recipe '{recipes[0]}' targets"
+    return resolve_version(None)
 
 
 def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
          env: dict[str, str] | None = None, args: list[str] | None = None) -> DiffResult:
-    chosen, how = choose_version(version, (arg_a, arg_b), library)
+    chosen, how = choose_version(version, (arg_a, arg_b), library, env, args)
     side_a = load_side(arg_a, version=chosen, library=library, env=env, args=args)
     side_b = load_side(arg_b, version=chosen, library=library, env=env, args=args)
     result = compare(side_a, side_b, chosen)

@@ -308,3 +308,14 @@ def test_project_config_dirs_hold_recipe_configs_too() -> None:
     assert found == [("VK601", "agent.max_turn")] and code == 1  # agent.max_turns is the recipe's own key
     message = doc["files"][0]["findings"][0]["message"]
     assert "did you mean agent.max_turns?" in message and "grpo_agent" in message
+
+
+def test_diff_judges_scripts_by_the_verl_the_first_one_runs(tmp_path: Path) -> None:
+    project = _copy("vendored_fork", tmp_path)
+    a = project / "scripts" / "train_agent.sh"
+    b = project / "scripts" / "train_more_agents.sh"
+    b.write_text(a.read_text().replace("n_agent=2", "n_agent=4"))
+    result = CliRunner().invoke(app, ["diff", str(a), str(b), "--format", "json"])
+    doc = json.loads(result.output)
+    assert doc["verl_version"] == "0.4.1+project" and "the project's verl" in doc["version_from"]
+    assert [c["key"] for c in doc["changes"]] == ["actor_rollout_ref.rollout.n_agent"]
