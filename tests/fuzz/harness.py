@@ -1,21 +1,28 @@
 """Run one fuzzed script through `gen show`, `gen check` and `gen fix` in-process and list
 everything that went wrong: a traceback or an escaped exception, an exit code outside the
 documented set, an error that spans lines, an "internal error" the CLI caught and masked,
-JSON that does not parse, a `fix --write` that is not idempotent, or a command from the
-script that ran (a marker file appearing).
+JSON that does not parse, a `fix --write` that is not idempotent, a command from the
+script that ran (a marker file appearing), or more than CPU_LIMIT seconds of work on one input.
 """
 
 from __future__ import annotations
 
 import json
 import os
+import shutil
+import time
 from pathlib import Path
 
 from typer.testing import CliRunner
 
 from generator.cli import app
 
+from hostile import FuzzCase
+
 MARKER = Path("/tmp/verl_gen_fuzz_marker")
+# Seconds of CPU all commands together may spend on one input (issue 13: bounded work). The
+# largest accepted inputs take a few seconds; an exponential blow-up takes minutes.
+CPU_LIMIT = 20.0
 _runner = CliRunner()
 
 
@@ -39,10 +46,39 @@ def _problems_of(name: str, result, allowed: set[int]) -> list[str]:
     return problems
 
 
-def run_one(data: bytes, workdir: Path) -> list[str]:
+def run_one(data: bytes | FuzzCase, workdir: Path) -> list[str]:
     """All problems found for one input (empty list: the input was handled well)."""
-    script = workdir / "run.sh"
-    script.write_bytes(data)
+    return run_case(data if isinstance(data, FuzzCase) else FuzzCase(data), workdir)[0]
+
+
+def run_case(case: FuzzCase, workdir: Path) -> tuple[list[str], float]:
+    """The problems found for one case, and the CPU seconds its commands took. The case's
+    script and files are written to a fresh folder under `workdir`, removed afterwards."""
+    folder = workdir / "case"
+    if folder.exists():
+        shutil.rmtree(folder)
+    folder.mkdir()
+    try:
+        started = time.process_time()
+        # the folder's name differs per run: leave it out so the same problem reads the same
+        problems = [p.replace(str(folder), "<case>") for p in _run_commands(case, folder)]
+        seconds = time.process_time() - started
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)
+    if seconds > CPU_LIMIT:
+        problems.append(f"slow: {seconds:.1f} s of CPU on one input (limit {CPU_LIMIT:.0f} s)")
+    return problems, seconds
+
+
+def _run_commands(case: FuzzCase, folder: Path) -> list[str]:
+    for relative, content in case.files.items():
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.write_bytes(content)
+    script = folder / case.name
+    script.write_bytes(case.script)
+    data = case.script
+    options = [str(folder / a) if a in case.files else a for a in case.check_args]
     problems: list[str] = []
 
     show = _invoke(["show", str(script), "--format", "json"])
@@ -53,7 +89,7 @@ def run_one(data: bytes, workdir: Path) -> list[str]:
         except ValueError:
             problems.append("show: --format json printed something that is not JSON")
 
-    check = _invoke(["check", str(script), "--format", "json"])
+    check = _invoke(["check", str(script), "--format", "json", *options])
     problems += _problems_of("check", check, {0, 1, 2})
     if check.exit_code in (0, 1, 2) and check.stdout.strip():
         try:
