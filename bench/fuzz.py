@@ -1,10 +1,11 @@
 """Long fuzzing run of `gen show`, `gen check` and `gen fix` (tests/fuzz/ holds the strategies).
 
-    python bench/fuzz.py --examples 10000 [--seed 0] [--families classic,nesting,...]
-                         [--show-failures 5] [--save DIR]
+    python bench/fuzz.py --examples 10000 [--seed 0] [--families classic,nesting,...] [--small]
+                         [--max-seconds S] [--show-failures 5] [--save DIR]
 
 Families: classic (generated bash, damaged the way files get damaged) and the hostile ones of
 tests/fuzz/hostile.py (nesting, huge, yaml, model, control, crlf); all by default, equally likely.
+--small keeps the hostile sizes the test tiers use; --max-seconds stops generating after S seconds.
 Prints how many inputs of each family ran, how long it took, the most CPU one input took (the
 bound is tests/fuzz/harness.py's CPU_LIMIT), and every distinct failure with its smallest input.
 Exit 0 when none failed, 1 otherwise.
@@ -32,6 +33,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--seed", type=int, default=None)
     parser.add_argument("--families", default=",".join(families),
                         help=f"comma-separated, from {', '.join(families)} (default: all)")
+    parser.add_argument("--small", action="store_true", help="only the small hostile sizes")
+    parser.add_argument("--max-seconds", type=float, default=None, help="stop generating after this long")
     parser.add_argument("--show-failures", type=int, default=10)
     parser.add_argument("--save", default=None, help="write each failing input (shortest per kind) here")
     opts = parser.parse_args(argv)
@@ -46,6 +49,9 @@ def main(argv: list[str] | None = None) -> int:
     from harness import clean_marker, run_case
     from hostile import FuzzCase, fuzz_case
 
+    class OutOfTime(Exception):
+        """Raised inside the property to end the run at --max-seconds."""
+
     failures: dict[str, FuzzCase] = {}
     per_family: Counter[str] = Counter()
     slowest: tuple[float, str] = (0.0, "")
@@ -59,9 +65,11 @@ def main(argv: list[str] | None = None) -> int:
         # runs all examples; each distinct problem keeps its shortest input.
         @settings(max_examples=opts.examples, deadline=None, database=None,
                   phases=[Phase.generate], suppress_health_check=list(HealthCheck))
-        @given(case=fuzz_case(chosen))
+        @given(case=fuzz_case(chosen, small=opts.small))
         def run(case: FuzzCase) -> None:
             nonlocal count, slowest
+            if opts.max_seconds is not None and time.perf_counter() - started > opts.max_seconds:
+                raise OutOfTime
             count += 1
             per_family[case.family] += 1
             problems, seconds = run_case(case, workdir)
@@ -80,7 +88,10 @@ def main(argv: list[str] | None = None) -> int:
 
         if opts.seed is not None:
             run = seed(opts.seed)(run)
-        run()
+        try:
+            run()
+        except OutOfTime:
+            print(f"  stopped after --max-seconds {opts.max_seconds:.0f}", file=sys.stderr)
     elapsed = time.perf_counter() - started
     print(f"fuzzed inputs: {count} in {elapsed:.1f} s ({count / elapsed:.1f}/s); "
           + ", ".join(f"{name} {per_family[name]}" for name in chosen))

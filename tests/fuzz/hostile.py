@@ -220,10 +220,11 @@ def classic(draw) -> FuzzCase:
     return FuzzCase(draw(script_bytes()))
 
 
-def fuzz_case(families: tuple[str, ...] = ("classic", *HOSTILE)) -> st.SearchStrategy[FuzzCase]:
+def fuzz_case(families: tuple[str, ...] = ("classic", *HOSTILE), small: bool = False) -> st.SearchStrategy[FuzzCase]:
     """One strategy over the chosen families, equally likely."""
-    table = {"classic": classic, **HOSTILE}
-    return st.one_of([table[name]() for name in families])
+    table = {name: make(small=small) for name, make in HOSTILE.items()}
+    table["classic"] = classic()
+    return st.one_of([table[name] for name in families])
 
 
 def large_case(kind: str, count: int) -> FuzzCase:
