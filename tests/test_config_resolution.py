@@ -124,6 +124,23 @@ def test_rollout_mode_sync_is_refused_only_where_the_fork_dropped_it(
     assert any(c == "VR508" for c, _ in _codes_and_keys(doc)) is refused
 
 
+@pytest.mark.parametrize(("version_file", "refused"), [("0.1", False), ("0.2.0.dev", True)])
+def test_chunked_prefill_token_check_starts_with_verl_0_2(
+        tmp_path: Path, version_file: str, refused: bool) -> None:
+    # verl 0.1's vLLM rollout passed both values to vLLM unchecked; the refusal came in 0.2.
+    project = _copy("vendored_fork", tmp_path)
+    (project / "verl" / "version" / "version").write_text(version_file + "\n")
+    config = project / "verl" / "trainer" / "config" / "ppo_trainer.yaml"
+    config.write_text(config.read_text().replace(
+        "    name: vllm\n", "    name: vllm\n    enable_chunked_prefill: False\n    max_num_batched_tokens: 8192\n", 1))
+    script = project / "scripts" / "prefill.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.max_prompt_length=1024 data.max_response_length=8192 "
+                      "actor_rollout_ref.rollout.enable_chunked_prefill=True "
+                      "actor_rollout_ref.rollout.max_num_batched_tokens=8192\n")
+    _, doc = _check_json(str(script))
+    assert any(c == "VR507" for c, _ in _codes_and_keys(doc)) is refused
+
+
 def test_project_file_pins_the_release(tmp_path: Path) -> None:
     script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
     code, doc = _check_json(str(script))

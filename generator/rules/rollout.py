@@ -150,10 +150,11 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
                       f"({source})", key=key, fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VR507", "chunked-prefill-batched-tokens", "chunked prefill on and max_num_batched_tokens < max_model_len (≤ 0.6.1)",
-      severity="error", stage="init", versions=VersionRange(None, "0.6.1"), verl_ref="G4",
-      why="Through 0.6.1 verl's vLLM rollout refused enable_chunked_prefill=True with max_num_batched_tokens smaller "
-          "than rollout.max_model_len (or prompt + response).",
+@rule("VR507", "chunked-prefill-batched-tokens", "chunked prefill on and max_num_batched_tokens < max_model_len (0.2–0.6.1)",
+      severity="error", stage="init", versions=VersionRange("0.2.0", "0.6.1"), verl_ref="G4",
+      why="From 0.2 through 0.6.1 verl's vLLM rollout refused enable_chunked_prefill=True with max_num_batched_tokens "
+          "smaller than rollout.max_model_len (or prompt + response). verl 0.1 had no such check (its forks pass "
+          "both to vLLM, which accepts them with chunked prefill on).",
       fix_safety="Raises max_num_batched_tokens to that length (safe).",
       failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync",
                        "actor_rollout_ref.rollout.max_num_batched_tokens=2048"), version="0.6.1"),
