@@ -29,12 +29,11 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     from generator.project import load_project
     from generator.report import FileReport, Located
     from generator.rules import check_script
-    from generator.schema.resolution import known_release, resolve_script
+    from generator.schema.resolution import check_explicit, resolve_script
     from generator.shell import read_launch
     from generator.suppress import find_suppressions
 
-    if version is not None and version.strip():
-        known_release(version, "--verl-version")  # fail early, once, with a one-line InputError
+    check_explicit(version, config_dir)  # fail early, once, with a one-line InputError
     if model_config:
         from generator.model import load_model_config
 
@@ -130,7 +129,7 @@ class ExplainedFile:
     calls: list[ExplainedCall] = field(default_factory=list)
 
 
-def explain_file(path: str, *, verl_version: str | None, env: dict[str, str], args: list[str],
+def explain_file(path: str, *, verl_version: str | None, config_dir: str | None = None, env: dict[str, str], args: list[str],
                  memory: MemoryOptions | None, gpu_named: bool, model: str | None, headroom: float) -> ExplainedFile:
     """The numbers verl derives for each live call of one file (never raises: a failure is the
     file's `error`, after the calls explained before it)."""
@@ -151,7 +150,7 @@ def explain_file(path: str, *, verl_version: str | None, env: dict[str, str], ar
         broken = [h.line for h in script.hazards if h.kind == "parse-error"]
         if broken:
             done.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-        resolution = resolve_script(script, path, version=verl_version, project=project)
+        resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir, project=project)
         calls = [inv for inv in script.invocations if inv.branch != "dead"]
         done.no_calls = not calls
         script_dir = os.path.dirname(os.path.abspath(path))

@@ -329,18 +329,26 @@ def is_script_argument(arg: str) -> bool:
 
 
 def choose_version(explicit: str | None, arguments: tuple[str, ...], library: str | None,
-                   env: dict[str, str] | None = None, args: list[str] | None = None) -> tuple[str, str]:
-    """--verl-version; else the verl the first script argument runs, as `gen check` resolves it
-    (its project file, its project's verl, the installed verl); else the release the first
-    recipe targets; else the first script's release inferred from its keys."""
+                   env: dict[str, str] | None = None, args: list[str] | None = None,
+                   config_dir: str | None = None) -> tuple[str, str]:
+    """--config-dir (with --verl-version as its release); else --verl-version; else the verl the
+    first script argument runs, as `gen check` resolves it (its project file, its project's verl,
+    the installed verl); else the release the first recipe targets; else the first script's
+    release inferred from its keys."""
     from generator.project import load_project
     from generator.schema import resolve_version
-    from generator.schema.resolution import resolve_script
+    from generator.schema.resolution import check_explicit, resolve, resolve_script
     from generator.shell import read_launch
 
+    check_explicit(explicit, config_dir)
+    scripts = [a for a in arguments if is_script_argument(a)]
+    if config_dir:  # the folder is the schema for both sides, whichever script comes first
+        script = read_launch(scripts[0], env=env, args=args) if scripts else None
+        found = (resolve_script(script, scripts[0], version=explicit, config_dir=config_dir) if script is not None
+                 else resolve(None, version=explicit, config_dir=config_dir))
+        return found.release, found.summary()
     if explicit is not None and explicit.strip():
         return resolve_version(explicit)
-    scripts = [a for a in arguments if is_script_argument(a)]
     recipes = [a for a in arguments if not is_script_argument(a)]
     if scripts:
         resolution = resolve_script(read_launch(scripts[0], env=env, args=args), scripts[0],
@@ -356,8 +364,9 @@ def choose_version(explicit: str | None, arguments: tuple[str, ...], library: st
 
 
 def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
-         env: dict[str, str] | None = None, args: list[str] | None = None) -> DiffResult:
-    chosen, how = choose_version(version, (arg_a, arg_b), library, env, args)
+         env: dict[str, str] | None = None, args: list[str] | None = None,
+         config_dir: str | None = None) -> DiffResult:
+    chosen, how = choose_version(version, (arg_a, arg_b), library, env, args, config_dir)
     side_a = load_side(arg_a, version=chosen, library=library, env=env, args=args)
     side_b = load_side(arg_b, version=chosen, library=library, env=env, args=args)
     result = compare(side_a, side_b, chosen)

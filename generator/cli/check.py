@@ -12,6 +12,7 @@ from typing import Any, List, NoReturn, Optional
 
 import typer
 
+from generator.cli.common import config_dir_option
 from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
 from generator.inputs import check_codes
@@ -79,8 +80,7 @@ def register(app: typer.Typer) -> None:
         select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Check against this verl release."),
-        config_dir: Optional[str] = typer.Option(None, "--config-dir",
-                                                 help="Folder of the verl config YAML the scripts run with."),
+        config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument ($1, $2, ...)."),
         model_config: Optional[str] = typer.Option(None, "--model-config",
@@ -154,6 +154,7 @@ def register(app: typer.Typer) -> None:
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version"),
+        config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
@@ -173,7 +174,7 @@ def register(app: typer.Typer) -> None:
         from generator.report.documents import explain_call_json, explain_json
         from generator.report.explain import render_explain
         from generator.report.memory import call_memory_dict, call_memory_text
-        from generator.schema.resolution import known_release
+        from generator.schema.resolution import check_explicit
 
         status = EXIT_OK
         documents: list[dict[str, object]] = []  # --format json: one per file
@@ -181,8 +182,7 @@ def register(app: typer.Typer) -> None:
         try:
             if fmt not in ("text", "json"):
                 raise InputError(f"--format must be text or json, got '{fmt}'")
-            if verl_version is not None and verl_version.strip():
-                known_release(verl_version, "--verl-version")
+            check_explicit(verl_version, config_dir)
             env_map = _parse_env(env)
             wanted = memory or gpu is not None or gpu_mem is not None or model is not None
             memory_args = memory_options(gpu, gpu_mem, model, headroom) if wanted or chart else None
@@ -193,7 +193,7 @@ def register(app: typer.Typer) -> None:
             _fail(str(err), "json" if fmt == "json" else "text")
         charted = False
         for path in files:
-            done = explain_file(path, verl_version=verl_version, env=env_map, args=list(arg), memory=memory_args,
+            done = explain_file(path, verl_version=verl_version, config_dir=config_dir, env=env_map, args=list(arg), memory=memory_args,
                                 gpu_named=gpu is not None or gpu_mem is not None, model=model, headroom=headroom)
             explained: list[dict[str, object]] = []
             documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})

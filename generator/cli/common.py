@@ -4,6 +4,8 @@ commands accept as input is generator/inputs.py.)"""
 
 from __future__ import annotations
 
+from typing import Any
+
 from generator.errors import InputError
 
 
@@ -21,3 +23,17 @@ def parse_pairs(items: list[str], option: str = "--env") -> dict[str, str]:
 def parse_codes(values: list[str]) -> tuple[str, ...]:
     """`--select VB1,VK601 --select VS` → ("VB1", "VK601", "VS") (ruff-style prefixes)."""
     return tuple(code.strip().upper() for value in values for code in value.split(",") if code.strip())
+
+
+# --config-dir: one definition for every command that judges a script against verl's config
+# (check, fix, explain, diff, show --resolved), resolved the same way (generator.schema.resolution).
+CONFIG_DIR_HELP = ("Folder of the verl config YAML the scripts run with (its ppo_trainer.yaml is the schema; "
+                   "the release is --verl-version, else the version file of the verl package it sits in, "
+                   "else inferred from the script's keys).")
+
+
+def config_dir_option() -> Any:
+    """The `--config-dir` option, as a typer default."""
+    import typer
+
+    return typer.Option(None, "--config-dir", help=CONFIG_DIR_HELP)

@@ -6,7 +6,7 @@ from typing import List, Optional
 
 import typer
 
-from generator.cli.common import parse_pairs
+from generator.cli.common import config_dir_option, parse_pairs
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import printable
 
@@ -20,6 +20,7 @@ def register(app: typer.Typer) -> None:
         b: str = typer.Argument(..., metavar="B", help="a launch script or a recipe name"),
         verl_version: Optional[str] = typer.Option(None, "--verl-version",
                                                    help="compare both under this release's defaults"),
+        config_dir: Optional[str] = config_dir_option(),
         output_format: str = typer.Option("text", "--format", help="text or json"),
         library: Optional[str] = typer.Option(None, "--library", help="user recipe folder"),
         env: List[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
@@ -32,7 +33,7 @@ def register(app: typer.Typer) -> None:
         try:
             if output_format not in ("text", "json"):
                 raise InputError(f"--format must be text or json, not '{output_format}'")
-            result = diff(a, b, version=verl_version, library=library, env=parse_pairs(env, "--env") or None,
+            result = diff(a, b, version=verl_version, config_dir=config_dir, library=library, env=parse_pairs(env, "--env") or None,
                           args=list(arg) or None)
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
 from generator.inputs import read_bytes, refuse_non_script, with_project
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
@@ -58,13 +59,13 @@ def _file_error(path: str, err: Exception) -> None:
 
 def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
             unsafe: bool, verl_version: str | None, env: dict[str, str],
-            args: list[str] | None = None, memory: MemoryOptions | None = None) -> int:
+            args: list[str] | None = None, memory: MemoryOptions | None = None,
+            config_dir: str | None = None) -> int:
     from generator.fix.engine import default_checker, default_reader, fix_source, unified_diff
     from generator.project import load_project
-    from generator.schema.resolution import known_release, resolve_script
+    from generator.schema.resolution import check_explicit, resolve_script
 
-    if verl_version is not None and verl_version.strip():
-        known_release(verl_version, "--verl-version")  # fail early, once
+    check_explicit(verl_version, config_dir)  # fail early, once
     from generator.suppress import find_suppressions
 
     command_line_reader = read = default_reader(env or None, args or None)
@@ -83,7 +84,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             file_ignore = (*file_ignore, *find_suppressions(source).file_codes)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
-            resolution = resolve_script(read(source, path), path, version=verl_version, project=project)
+            resolution = resolve_script(read(source, path), path, version=verl_version, config_dir=config_dir,
+                                        project=project)
             if resolution.base_release not in releases:
                 releases.append(resolution.base_release)
             memory_for = None
@@ -204,6 +206,7 @@ def register(app: typer.Typer) -> None:
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these rule codes or prefixes."),
         unsafe: bool = typer.Option(False, "--unsafe", help="Also apply fixes that change behaviour."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
+        config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
         arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
         gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on: also fix a predicted OOM "
@@ -226,7 +229,8 @@ def register(app: typer.Typer) -> None:
 
                 memory = memory_options(gpu, gpu_mem, None, headroom)
             code = run_fix(expand_paths(files), write=write, select=chosen_select, ignore=chosen_ignore,
-                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory)
+                           unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory,
+                           config_dir=config_dir)
         except InputError as err:
             _err(f"error: {err}")
             raise typer.Exit(EXIT_BAD_INPUT) from None

@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TextIO
 
 import typer
 
+from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 
@@ -92,23 +93,25 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     return EXIT_BAD_INPUT if (failed or first_broken) else EXIT_OK
 
 
-def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version: str | None) -> dict[str, Any]:
+def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version: str | None,
+                   config_dir: str | None = None) -> dict[str, Any]:
     """One file's live trainer calls, each with its composed config (release defaults, the
     project's config if any, the script's overrides), as `gen check` would judge it."""
     from generator.config import build_config
     from generator.project import load_project
-    from generator.schema.resolution import resolve, script_keys
+    from generator.schema.resolution import resolve_script
 
     script = _read(path, env, args)
-    resolution = resolve(path, version=verl_version, project=load_project(path),
-                         keys=lambda: script_keys(script.invocations))
+    resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir,
+                                project=load_project(path))
     script_dir = os.path.dirname(os.path.abspath(path))
     calls = []
     for invocation in script.invocations:
         if invocation.branch == "dead":
             continue
         config = build_config(invocation, version=resolution.release, script_dir=script_dir,
-                              config_root=os.getcwd(), stand_in=resolution.stand_in)
+                              config_root=os.getcwd(), stand_in=resolution.stand_in,
+                              search_dirs=resolution.search_dirs)
         judged = resolution.for_call(config.schema, config.config_dir)
         calls.append({"line": invocation.line, "entry": invocation.entry, "config_name": config.schema,
                       "verl_version": judged.base_release, "config_source": judged.config_source,
@@ -117,14 +120,14 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
 
 
 def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], args: list[str],
-                  verl_version: str | None) -> int:
+                  verl_version: str | None, config_dir: str | None = None) -> int:
     """`gen show --resolved`: print each call's composed config; 2 when a file could not be read."""
     from generator.report.show import resolved_document, resolved_text
 
     files, status = [], EXIT_OK
     for path in paths:
         try:
-            files.append(resolved_calls(path, env, args, verl_version))
+            files.append(resolved_calls(path, env, args, verl_version, config_dir))
         except InputError as err:
             files.append({"path": path, "error": str(err).removeprefix(f"{path}: "), "calls": []})
         except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
@@ -170,6 +173,7 @@ def register(app: typer.Typer) -> None:
         resolved: bool = typer.Option(False, "--resolved", help="print each call's composed config (the "
                                       "release's defaults with the script's overrides), like Hydra's --cfg job"),
         verl_version: str | None = typer.Option(None, "--verl-version", help="compose with this release (--resolved)"),
+        config_dir: str | None = config_dir_option(),
     ) -> None:
         """Show the overrides each trainer call receives, where each value was written, and shell
         hazards; or show a packaged recipe by NAME."""
@@ -177,6 +181,12 @@ def register(app: typer.Typer) -> None:
             if output_format not in FORMATS:
                 raise InputError(f"--format {output_format!r}: choose text, json or yaml")
             assumed_env = parse_env(env)
+            if config_dir and not resolved:
+                raise InputError("--config-dir is for --resolved (the overrides shown do not depend on verl's config)")
+            if resolved:
+                from generator.schema.resolution import check_explicit
+
+                check_explicit(verl_version, config_dir)
             if len(targets) == 1 and _is_recipe_name(targets[0]):
                 if output_format == "yaml":
                     raise InputError("--format yaml is for scripts; use text or json for a recipe")
@@ -194,6 +204,6 @@ def register(app: typer.Typer) -> None:
             _fail(str(err), output_format)
         if resolved:
             raise typer.Exit(show_resolved(paths, output_format=output_format, env=assumed_env, args=list(arg),
-                                           verl_version=verl_version))
+                                           verl_version=verl_version, config_dir=config_dir))
         code = show_scripts(paths, output_format=output_format, env=assumed_env, args=list(arg))
         raise typer.Exit(code)

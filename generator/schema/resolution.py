@@ -109,6 +109,22 @@ def known_release(text: str, where: str) -> str:
     raise InputError(f"{where}: unknown verl release '{text}'; known: {', '.join(available())}")
 
 
+def known_config_dir(text: str) -> Path:
+    """The folder `--config-dir` names; InputError when it holds no PPO trainer config."""
+    folder = Path(text)
+    if not _has_ppo_config(folder):
+        raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
+    return folder
+
+
+def check_explicit(version: str | None, config_dir: str | None) -> None:
+    """Refuse a bad `--verl-version` or `--config-dir` once, before any file is read (exit 2)."""
+    if version is not None and version.strip():
+        known_release(version, "--verl-version")
+    if config_dir:
+        known_config_dir(config_dir)
+
+
 def resolve(
     script_path: str | None,
     *,
@@ -128,10 +144,7 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
              keys: Callable[[], KeyUses], declared: Callable[[], str | None]) -> Resolution:
     explicit = known_release(version, "--verl-version") if version and version.strip() else None
     if config_dir:
-        folder = Path(config_dir)
-        if not _has_ppo_config(folder):
-            raise InputError(f"--config-dir {config_dir}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
-        return _from_config_dir(folder, explicit, "--config-dir", keys)
+        return _from_config_dir(known_config_dir(config_dir), explicit, "--config-dir", keys)
     if explicit is not None:
         return Resolution(explicit, f"packaged schema {explicit}", "--verl-version")
 
