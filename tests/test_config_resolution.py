@@ -141,6 +141,25 @@ def test_chunked_prefill_token_check_starts_with_verl_0_2(
     assert any(c == "VR507" for c, _ in _codes_and_keys(doc)) is refused
 
 
+def test_a_project_entry_config_is_the_evidence_when_the_script_sets_no_verl_key(tmp_path: Path) -> None:
+    # `python -m pkg.main_x` whose @hydra.main config is the project's fork of verl's: with no verl
+    # in the checkout and no plain verl key in the script, that config's keys pick the release.
+    project = tmp_path / "selfplay"
+    (project / "pkg" / "configs").mkdir(parents=True)
+    (project / "pkg" / "__init__.py").write_text("")
+    (project / "pkg" / "main_x.py").write_text(
+        "import hydra\n\n@hydra.main(config_path='configs', config_name='x_ppo_trainer', version_base=None)\n"
+        "def main(config):\n    pass\n")
+    (project / "pkg" / "configs" / "x_ppo_trainer.yaml").write_text(
+        "data:\n  train_batch_size: 64\nactor_rollout_ref:\n  rollout:\n    use_fire_sampling: False\n"
+        "    mode: sync\nx:\n  problem_types: [a, b]\n")
+    script = project / "run.sh"
+    script.write_text("python3 -m pkg.main_x x.problem_types=[a] trainer.total_epochs=1\n")
+    resolution = resolve_script(read_script(script.read_bytes(), str(script)), str(script))
+    assert resolution.inferred and resolution.base_release == "0.4.1"
+    assert "the keys of x_ppo_trainer.yaml at" in resolution.reason
+
+
 def test_project_file_pins_the_release(tmp_path: Path) -> None:
     script = PROJECTS / "toml_project" / "scripts" / "run_ppo.sh"
     code, doc = _check_json(str(script))

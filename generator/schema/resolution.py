@@ -178,10 +178,47 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
 
 def resolve_script(script: LaunchScript, path: str | None = None, *, version: str | None = None,
                    config_dir: str | None = None, project: ProjectSettings = NO_PROJECT) -> Resolution:
-    """resolve() for a read script, with its keys and header as the evidence of last resort."""
-    return resolve(path if path is not None else script.path, version=version, config_dir=config_dir,
-                   project=project, keys=lambda: script_keys(script.invocations),
-                   declared=lambda: declared_release(script.source))
+    """resolve() for a read script, with its keys and header as the evidence of last resort.
+    A script whose calls set no verl key plainly but run a project's own Hydra entry (its config
+    a fork of verl's, e.g. `python -m pkg.main_x_ppo` with `@hydra.main(config_path="configs")`)
+    is inferred from that config's keys instead, and the reason says so."""
+    where = path if path is not None else script.path
+    entry_config: list[str] = []
+
+    def keys() -> KeyUses:
+        found = script_keys(script.invocations)
+        if found or where is None:
+            return found
+        for name, composed in _entry_config_keys(script.invocations, where):
+            entry_config.append(name)
+            return composed
+        return found
+
+    found = resolve(where, version=version, config_dir=config_dir, project=project, keys=keys,
+                    declared=lambda: declared_release(script.source))
+    if found.inferred and entry_config:
+        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"))
+    return found
+
+
+def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> Iterable[tuple[str, KeyUses]]:
+    """(where, keys) of each live call's own entry config found in the project: the composed
+    `@hydra.main` config of an entry module other than verl's trainer."""
+    from generator.schema.compose import compose, flatten
+    from generator.shell.pyentry import entry_config
+
+    for inv in invocations:
+        if inv.branch == "dead" or inv.entry == PPO_ENTRY or not inv.entry:
+            continue
+        found = entry_config(inv.entry, script_path)
+        if found is None or found.config_dir is None or not found.config_name:
+            continue
+        try:
+            flat = flatten(compose(found.config_dir, found.config_name))
+        except (InputError, OSError, ValueError):
+            continue
+        if flat:
+            yield f"{found.config_name}.yaml at {found.config_dir}", [(key, PPO_CONFIGS[0]) for key in flat]
 
 
 # The header line `gen recipe` writes (templates/recipe/_common.sh.j2), within the first lines.
