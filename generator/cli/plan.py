@@ -68,7 +68,7 @@ def register(app: typer.Typer) -> None:
         from generator.hardware import gpu_spec
         from generator.model import resolve_model
         from generator.plan import plan_layout
-        from generator.plan.search import default_n
+        from generator.plan.batch import default_n
         from generator.plan.spec import pins_from_options
 
         try:

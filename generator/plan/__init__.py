@@ -6,7 +6,8 @@ holds what they hand to `gen plan` and `gen recipe`.
 
 from __future__ import annotations
 
+from generator.plan.batch import batch_sizes
 from generator.plan.candidate import Candidate, MemoryTerm, Offload, PhaseMemory, Plan
-from generator.plan.search import batch_sizes, plan_layout
+from generator.plan.search import plan_layout
 
 __all__ = ["Candidate", "MemoryTerm", "Offload", "PhaseMemory", "Plan", "batch_sizes", "plan_layout"]
