@@ -209,3 +209,11 @@ def test_recipe_pins_reach_the_script() -> None:
     assert refused.exit_code == 2 and "pins" in refused.stderr
     impossible = gen("--model", "qwen2-7b", "--gpus", "8", "--tp", "3", "-o", "-")
     assert impossible.exit_code == 2 and "with tp=3" in impossible.stderr
+
+
+def test_fused_kernels_pin_is_planned_with_and_written() -> None:
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--fused-kernels", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    assert "    actor_rollout_ref.model.use_fused_kernels=True \\" in result.stdout
+    plain = gen("--model", "qwen2-7b", "--gpus", "8", "-o", "-")
+    assert "use_fused_kernels" not in plain.stdout

@@ -58,6 +58,7 @@ def register(app: typer.Typer) -> None:
         optimizer_offload: bool | None = typer.Option(None, "--optimizer-offload/--no-optimizer-offload"),
         cpu_optimizer_fraction: float | None = typer.Option(None, "--cpu-optimizer-fraction"),
         recompute: bool | None = typer.Option(None, "--recompute/--no-recompute"),
+        fused_kernels: bool | None = typer.Option(None, "--fused-kernels/--no-fused-kernels"),
         ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size"),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
@@ -83,7 +84,7 @@ def register(app: typer.Typer) -> None:
                 rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu, token_budget=token_budget,
                 dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization, param_offload=param_offload,
                 optimizer_offload=optimizer_offload, cpu_optimizer_fraction=cpu_optimizer_fraction,
-                recompute=recompute)
+                recompute=recompute, fused_kernels=fused_kernels)
             if fixed:  # a layout given: evaluate it, with the knobs pinned
                 fixed.setdefault("tp", 1)
                 fixed.setdefault("pp", 1)

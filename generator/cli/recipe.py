@@ -104,6 +104,8 @@ def register(app: typer.Typer) -> None:
         cpu_optimizer_fraction: Optional[float] = typer.Option(None, "--cpu-optimizer-fraction",
                                                                help="Pin Megatron's CPU optimizer share (0 = off)."),
         recompute: Optional[bool] = typer.Option(None, "--recompute/--no-recompute"),
+        fused_kernels: Optional[bool] = typer.Option(None, "--fused-kernels/--no-fused-kernels",
+                                                     help="Fused log-prob kernels (no [tokens x vocab] logits)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
@@ -133,7 +135,7 @@ def register(app: typer.Typer) -> None:
                 last_stage_layers=last_stage_layers, rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu,
                 token_budget=token_budget, dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization,
                 param_offload=param_offload, optimizer_offload=optimizer_offload,
-                cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute)
+                cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute, fused_kernels=fused_kernels)
             if pins and (legacy is not None or name is not None):
                 raise InputError("layout and knob pins (--tp, --rollout-tp, --param-offload, ...) plan from --model; "
                                  "a recipe name or --from keeps its own layout")

@@ -88,6 +88,7 @@ PIN_OPTIONS: dict[str, str] = {
     "dynamic_bsz": "use_dynamic_bsz", "gpu_memory_utilization": "gpu_memory_utilization",
     "param_offload": "param_offload", "optimizer_offload": "optimizer_offload",
     "cpu_optimizer_fraction": "cpu_optimizer_fraction", "recompute": "recompute",
+    "fused_kernels": "use_fused_kernels",
 }
 
 
