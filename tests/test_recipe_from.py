@@ -155,3 +155,18 @@ def test_a_variable_the_legacy_script_never_set_is_required_by_name(tmp_path: Pa
     assert given.returncode == 0, given.stderr
     argv = (tmp_path / "argv").read_bytes().decode().split("\0")[:-1]
     assert "data.train_files=/data/gsm8k/train.parquet" in argv
+
+
+def test_pre_steps_of_the_legacy_script_are_listed_not_lost(tmp_path: Path) -> None:
+    legacy = tmp_path / "legacy.sh"
+    legacy.write_text(LEGACY.replace("STAMP=$(date +%s)\n", "STAMP=$(date +%s)\nexport VLLM_USE_V1=1\n"
+                                     "pip install -e . \\\n    --no-deps\ncd /work/data\n"
+                                     "if [ ! -f train.parquet ]; then\n    python prep.py\nfi\n"))
+    result = CliRunner().invoke(app, ["recipe", "--from", str(legacy), "-o", "-"])
+    assert result.exit_code == 0, result.stderr
+    header = " ".join(line.lstrip("# ").strip() for line in result.stdout.splitlines() if line.startswith("#"))
+    assert "not copied, run them first" in header
+    for step in ("line 6: export VLLM_USE_V1=1", "line 7: pip install -e . --no-deps", "line 9: cd /work/data",
+                 "line 10: if [ ! -f train.parquet ]; then"):
+        assert step in header
+    assert "python prep.py" not in header and "STAMP" not in header  # inside the if; a variable

@@ -135,6 +135,7 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     from generator.hardware import gpu_spec
     from generator.model import model_slug, resolve_model
     from generator.script.extract import find_setup_model, setup_from_config, trainer_call
+    from generator.script.presteps import pre_steps_note
     from generator.shell import read_launch
 
     try:
@@ -145,6 +146,9 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     if call is None or not call.invocation.entry.endswith("main_ppo"):
         raise InputError(f"{path} has no verl.trainer.main_ppo call to re-render")
     notes: list[str] = []
+    listed = pre_steps_note(script.source.decode("utf-8", "replace"), call.invocation.line)
+    if listed:
+        notes.append(listed)
     if call.live_calls > 1:
         notes.append(f"re-rendered the first of {call.live_calls} trainer calls (line {call.invocation.line})")
     config = build_config(call.invocation, version=version)
