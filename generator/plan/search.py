@@ -9,9 +9,10 @@ and on each rung the largest micro batch / token budget that fits, then the larg
 `gpu_memory_utilization` that fits next to what stays resident.
 
 Ranking (lexicographic): fits; no CPU optimizer; no recompute (both cost time on every
-step); expert groups inside a node; smaller TP·PP·CP (more data parallelism); fewer offload flags (param/optimizer offload
-costs a few PCIe copies per step, and buys rollout memory); smaller pipeline bubble; more
-rollout memory; bigger micro batch.
+step); micro batches of at least ~4k tokens; expert groups inside a node; smaller TP·PP·CP
+(more data parallelism); fewer offload flags (param/optimizer offload costs a few PCIe copies
+per step, and buys rollout memory); smaller pipeline bubble; more rollout memory; bigger
+micro batch.
 """
 
 from __future__ import annotations

@@ -2,7 +2,8 @@
 
     spec -> build_recipe -> ScriptSettings (keys + knobs) -> rules must be clean -> Jinja -> text
 
-`render_recipe(spec)` (text) and `generate(spec)` (text + summary) are the whole path; `gen recipe` and the recipe library call it.
+`render_recipe(spec)` (text) and `generate(spec)` (text + summary) are the whole path; `gen recipe`
+and the recipe library call it.
 """
 
 from __future__ import annotations
