@@ -3,6 +3,7 @@ same training setup."""
 
 from __future__ import annotations
 
+import shutil
 from pathlib import Path
 
 import pytest
@@ -269,3 +270,39 @@ def test_import_accepts_the_longest_name(legacy, tmp_path):
                                  "--verl-version", "0.7.0"])
     assert result.exit_code == 0, result.output
     assert (library / ("a" * 250 + ".yaml")).is_file()
+
+
+@pytest.fixture
+def no_installed_verl(monkeypatch):
+    monkeypatch.setattr("generator.schema.resolution.installed_verl", lambda: None)
+
+
+def test_import_targets_the_verl_the_script_runs_as_gen_check_resolves_it(tmp_path, no_installed_verl):
+    """No --verl-version: the project file wins; a vendored fork's recipe targets the fork's
+    packaged base release and says so (recipes render for packaged releases only)."""
+    pinned = tmp_path / "pinned"
+    pinned.mkdir()
+    (pinned / ".verl-gen.toml").write_text('verl-version = "0.6.1"\n')
+    (pinned / "run_legacy.sh").write_text(LEGACY)
+    result = runner.invoke(app, ["import", str(pinned / "run_legacy.sh"), "--name", "pinned",
+                                 "--library", str(tmp_path / "lib")])
+    assert result.exit_code == 0, result.output
+    assert read_recipe(tmp_path / "lib" / "pinned.yaml").verl_versions == ("0.6.1",)
+
+    fork = Path(__file__).resolve().parent / "fixtures" / "projects" / "vendored_fork" / "verl"
+    shutil.copytree(fork, tmp_path / "proj" / "verl")
+    (tmp_path / "proj" / "scripts").mkdir()
+    script = tmp_path / "proj" / "scripts" / "run_legacy.sh"
+    script.write_text(LEGACY)
+    result = runner.invoke(app, ["import", str(script), "--name", "forked", "--library", str(tmp_path / "lib")])
+    assert result.exit_code == 0, result.output
+    assert read_recipe(tmp_path / "lib" / "forked.yaml").verl_versions == ("0.4.1",)
+    assert f"the project's verl at {tmp_path / 'proj' / 'verl'}" in result.output
+    assert "the recipe targets packaged verl 0.4.1" in result.output
+
+
+def test_import_refuses_an_unknown_release_before_reading(legacy, tmp_path):
+    result = runner.invoke(app, ["import", str(legacy), "--name", "x", "--library", str(tmp_path / "lib"),
+                                 "--verl-version", "0.7"])
+    assert result.exit_code == 2 and "unknown verl release '0.7'" in result.output
+    assert not (tmp_path / "lib").exists()

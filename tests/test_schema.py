@@ -18,6 +18,7 @@ from generator.schema import (
 )
 from generator.schema.compose import compose, flatten
 from generator.schema.migrations import MOVES, bad_value
+from generator.schema.resolution import resolve
 from generator.schema.yamlload import load_yaml_file
 from generator.versions import parse
 
@@ -213,9 +214,18 @@ def test_installed_unpackaged_release_reads_its_yaml(monkeypatch: pytest.MonkeyP
         "trainer:\n  nnodes: 1\n  brand_new: 3\nactor_rollout_ref:\n  rollout:\n    name: ???\n")
     _fake_verl(monkeypatch, package)
     version, how = resolve_version(None)
-    assert version == "0.11.0" and "read its config YAML" in how
+    assert version == "0.11.0" and how == f"installed verl 0.11.0 at {package}"  # named, never another release
     installed = load("0.11.0")
     assert installed.has("trainer.brand_new") and installed.mandatory == {"actor_rollout_ref.rollout.name"}
+    # The same answer as a script's resolution, and never listed as a packaged release that
+    # --verl-version or a migration could name.
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    found = resolve(str(script))
+    assert (found.release, found.reason, found.config_dir) == ("0.11.0", how, config_dir)
+    assert "0.11.0" not in available()
+    with pytest.raises(InputError, match="unknown verl release '0.11.0'"):
+        resolve_version("0.11.0")
 
 
 def test_installed_unpackaged_without_yaml_maps_to_nearest_older(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:

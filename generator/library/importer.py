@@ -157,20 +157,26 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     from generator.library.convert import to_config
     from generator.library.recipe import name_problem, recipe_from_mapping
     from generator.library.store import user_library_dir
-    from generator.schema import resolve_version
+    from generator.project import load_project
+    from generator.schema.resolution import check_explicit, recipe_release, resolve_script
     from generator.script.extract import trainer_call
     from generator.shell import read_launch
 
     problem = name_problem(name)
     if problem:  # before reading anything: nothing is written under a name that is refused
         raise InputError(f"--name: {problem}")
-    chosen, _how = resolve_version(version)
-    call = trainer_call(read_launch(script))
+    check_explicit(version, None)
+    launch = read_launch(script)
+    call = trainer_call(launch)
     if call is None:
         raise InputError(f"{script}: cannot import: no trainer call found")
+    # The verl the script runs, as gen check resolves it; the recipe targets its packaged release.
+    chosen, retargeted = recipe_release(resolve_script(launch, script, version=version, project=load_project(script)))
     invocation = call.invocation
     notes = [f"{script}: {call.live_calls} trainer calls; imported the one at line {invocation.line}"] \
         if call.live_calls > 1 else []
+    if retargeted:
+        notes.append(retargeted)
     config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
     mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
     if gpu is not None:

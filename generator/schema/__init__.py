@@ -20,7 +20,8 @@ from generator.schema.migrations import (
     removed_values,
     renames,
 )
-from generator.schema.releases import HEAD_SCHEMA, SNAPSHOTS, packaged_releases, resolve_version, snapshot_version
+from generator.schema.releases import HEAD_SCHEMA, SNAPSHOTS, packaged_releases, snapshot_version
+from generator.schema.resolution import resolve_version
 
 __all__ = [
     "DEFAULT_CONFIG",

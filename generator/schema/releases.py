@@ -1,15 +1,14 @@
-"""The verl releases verl-gen knows (one per packaged schema file) and which one to check
-against: --verl-version, else the installed verl, else the newest packaged schema. Also maps
-corpus snapshot names to schema ids."""
+"""The verl releases verl-gen knows (one per packaged schema file), the verl installed here and
+the version a verl package says it is. Also maps corpus snapshot names to schema ids. (Which one
+a script is checked against is generator.schema.resolution.)"""
 
 from __future__ import annotations
 
 import importlib.util
-import re
 from pathlib import Path
 
 from generator.errors import InputError
-from generator.schema.core import _packaged_ids, _sort_key, available, normalize, register_dir
+from generator.schema.core import _packaged_ids, _sort_key
 from generator.versions import parse
 
 # verl at b178a3c (the corpus snapshot "HEAD") sits between 0.7.0 and 0.7.1 and its config
@@ -90,35 +89,3 @@ def read_version(package: Path) -> str | None:
         except OSError:
             continue
     return None
-
-
-def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
-    """(schema id, how it was chosen). `option` names where `explicit` came from in errors."""
-    if explicit is not None and explicit.strip():
-        wanted = normalize(explicit)
-        if wanted in available():
-            return wanted, option
-        raise InputError(f"{option}: unknown verl release '{explicit}'; known: {', '.join(available())}")
-
-    installed = installed_verl()
-    if installed is not None:
-        version, package = installed
-        version_id = normalize(version)
-        plain = re.sub(r"[^0-9.].*$", "", version_id).rstrip(".")
-        if version_id in _packaged_ids():
-            return version_id, f"installed verl {version} at {package}"
-        config_dir = package / "trainer" / "config"
-        if any((config_dir / f"{p}ppo_megatron_trainer.yaml").is_file() for p in ("_generated_", "")):
-            register_dir(version_id, config_dir, source=f"installed verl {version} at {package}")
-            return version_id, f"installed verl {version} at {package} (read its config YAML)"
-        if plain in _packaged_ids():
-            return plain, f"installed verl {version} at {package}"
-        try:
-            older = nearest_older(version_id)
-        except ValueError:
-            older = None
-        if older is not None:
-            return older, f"installed verl {version} at {package} (not packaged; using nearest older release {older})"
-
-    releases = packaged_releases()
-    return releases[-1], "newest packaged"

@@ -39,7 +39,7 @@ from generator.schema.core import (
     project_base,
     register_dir,
 )
-from generator.schema.releases import installed_verl, packaged_releases, read_version
+from generator.schema.releases import installed_verl, nearest_older, packaged_releases, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
 from generator.versions import parse
 
@@ -162,11 +162,9 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         if package is not None:
             return _from_package(package, keys)
 
-    installed = installed_verl()
-    if installed is not None:
-        found = _from_installed(*installed)
-        if found is not None:
-            return found
+    found = _installed_resolution()
+    if found is not None:
+        return found
 
     written_for = declared()
     if written_for is not None and is_packaged(written_for):
@@ -174,6 +172,32 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
                           f"the script's header (written by gen recipe for verl {written_for})")
     release, how = infer_release(keys())
     return Resolution(release, f"packaged schema {release}", how, inferred=True)
+
+
+def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
+    """(schema id, why) where there is no script to resolve for (the target of `gen migrate`, a
+    recipe diff, the oracle's release): an explicit release must be packaged (`option` names it
+    in the error); else the installed verl exactly as resolve() takes it (an unpackaged one is
+    read from its own config YAML under its own version and named "installed verl X" in the
+    reason: it is the truth for that user, but never listed as a packaged release that
+    --verl-version or a migration could name); else the newest packaged release."""
+    if explicit is not None and explicit.strip():
+        return known_release(explicit, option), option
+    found = _installed_resolution()
+    if found is not None:
+        return found.release, found.reason
+    return packaged_releases()[-1], "newest packaged"
+
+
+def recipe_release(found: Resolution) -> tuple[str, str | None]:
+    """The packaged release a recipe made from a script resolved as `found` targets (recipes
+    render for packaged releases only), and a note for the user when that is not the schema the
+    script was judged against (a project's config tree, an installed unpackaged verl)."""
+    if is_packaged(found.release):
+        return found.release, None
+    base = found.base_release
+    target = base if is_packaged(base) else nearest_older(base) or packaged_releases()[0]
+    return target, f"the script runs {found.summary()}; the recipe targets packaged verl {target}"
 
 
 def resolve_script(script: LaunchScript, path: str | None = None, *, version: str | None = None,
@@ -401,6 +425,12 @@ def _readable(found: Resolution) -> Resolution:
                           f"{found.reason}; its config could not be read", found.config_dir, found.inferred,
                           stand_in=f"the config at {found.config_dir} ({err})")
     return found
+
+
+def _installed_resolution() -> Resolution | None:
+    """Step 4: the verl installed in the active Python environment, if any."""
+    installed = installed_verl()
+    return _from_installed(*installed) if installed is not None else None
 
 
 def _from_installed(version: str, package: Path) -> Resolution | None:

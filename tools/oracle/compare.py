@@ -9,7 +9,7 @@ from generator.config import config_from_overrides
 from generator.config.apply import is_hydra_rejection
 from generator.rules import check_config, check_script, load_rules
 from generator.rules.examples import example_config
-from generator.schema import resolve_version
+from generator.schema.resolution import known_release
 
 from .cases import Case
 
@@ -21,7 +21,7 @@ def judge_ours(cases: list[Case], version: str) -> None:
     `config_root`, because the corpus keeps scripts without the config folders that sit next
     to them in verl's repository."""
     registry = load_rules()
-    schema_version, _how = resolve_version(version)
+    schema_version = known_release(version, "--verl-version")  # the oracle names its release; never guessed
     checked: dict[tuple[int, str | None], dict[int, tuple[Any, list[Any]]]] = {}
     for case in cases:
         if case.source is not None:
