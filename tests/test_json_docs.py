@@ -70,7 +70,7 @@ def test_the_validator_catches_departures():
 
 def test_every_json_command_has_a_documented_shape():
     assert set(shapes()) == {"check", "explain", "show", "show-resolved", "show-recipe", "diff", "plan", "rules",
-                             "list"}
+                             "list", "sarif-properties"}
 
 
 @pytest.fixture()
@@ -109,3 +109,21 @@ def test_the_failure_document_of_check(scripts):
     assert result.exit_code == 2
     document = json.loads(result.stdout)
     assert problems(document, shapes()["check"]) == [] and document["error"]
+
+
+def test_sarif_run_properties_match_their_documented_shape_with_each_calls_resolution(tmp_path):
+    """SARIF names the verl of the file and of each call that composed its own config, as JSON does."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "ppo_trainer.yaml").write_text("data:\n  train_batch_size: 8\nactor_rollout_ref:\n  rollout:\n    n: 1\n")
+    script = tmp_path / "run.sh"
+    script.write_text(SCRIPT + f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=ppo_trainer "
+                      "data.train_batch_size=16\n")
+    argv = ["check", str(script), "--verl-version", "0.7.0"]
+    sarif = json.loads(CliRunner().invoke(app, [*argv, "--format", "sarif"]).stdout)
+    properties = sarif["runs"][0]["properties"]
+    assert problems(properties, shapes()["sarif-properties"]) == []
+    (call,) = properties["verl"][0]["call_resolutions"]
+    assert call["line"] == 5 and call["config_dir"] == str(conf) and call["release"] == "0.7.0"
+    as_json = json.loads(CliRunner().invoke(app, [*argv, "--format", "json"]).stdout)
+    assert properties["verl"][0]["call_resolutions"] == as_json["files"][0]["call_resolutions"]

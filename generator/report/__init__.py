@@ -231,7 +231,10 @@ def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) 
         "tool": {"driver": _sarif_driver(tool_version, rules)},
         "results": results,
     }
-    judged = [{"path": r.path, **r.resolution.as_dict()} for r in reports if r.resolution is not None]
+    # Per file, as JSON's `resolution` and `call_resolutions` (a call that composed its own config).
+    judged = [{"path": r.path, **r.resolution.as_dict(),
+               "call_resolutions": [{"line": line, **res.as_dict()} for line, res in r.call_resolutions]}
+              for r in reports if r.resolution is not None]
     if judged:
         run["properties"] = {"verl": judged}
     if notifications:
