@@ -124,3 +124,41 @@ def test_an_entry_module_is_read_bounded(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("")
     assert entry_config("pkg.main_deep", tmp_path / "run.sh") is None
     assert entry_config("pkg.main_big", tmp_path / "run.sh") is None  # over the size cap: not read
+
+
+# Reading time grows linearly with the script (bench/read_scaling.py prints the ratios per doubling).
+# Here only a hang guard: a script at the 1 MiB cap read in a child process that is killed after a
+# bound no linear reader comes near (about 7 CPU-seconds on 2 busy cores) and the quadratic one
+# never met (short commands at 1 MiB did not finish in 25 minutes).
+_HANG_GUARD_S = 600
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("line", ["echo a; true\n", f"python3 -m {MAIN} data.train_batch_size=64 x.y=1\n",
+                                  'if [ -n "$X" ]; then Y=a\\ b; fi\n'],
+                         ids=["short-commands", "many-calls", "if-blocks-with-escaped-blanks"])
+def test_a_script_at_the_size_cap_is_read_without_hanging(tmp_path: Path, line: str) -> None:
+    import subprocess
+    import sys
+
+    from generator.files import SCRIPT_LIMIT
+
+    path = tmp_path / "big.sh"
+    path.write_text(line * (SCRIPT_LIMIT // len(line)))
+    probe = ("import sys\nfrom generator.shell import read_file\n"
+             "script = read_file(sys.argv[1])\nprint(len(script.invocations))\n")
+    done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
+                          timeout=_HANG_GUARD_S, cwd=Path(__file__).resolve().parent.parent)
+    assert done.returncode == 0, done.stderr[-2000:]
+    calls = SCRIPT_LIMIT // len(line) if "main_ppo" in line else 0
+    assert int(done.stdout) == calls
+
+
+def test_escaped_blanks_are_found_wherever_they_are_in_the_file() -> None:
+    """The search for `\\ ` is made once per file (it was once per command, which made reading
+    quadratic): a `\\ ` in any command, before or after the call, still becomes its argument."""
+    late = read_script(f"python3 -m {MAIN} a.b=1 \\  c.d=2\necho x\\ y\n")
+    assert late.invocations[0].other_args == [" "]
+    assert [o.key for o in late.invocations[0].overrides] == ["a.b", "c.d"]
+    none = read_script(f"python3 -m {MAIN} a.b=1  c.d=2\n")
+    assert none.invocations[0].other_args == []

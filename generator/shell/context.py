@@ -25,6 +25,12 @@ class FileCtx:
     src: str  # latin-1
     line_starts: list[int]
     expander: Expander
+    # Whether the file holds a `\ ` or `\<tab>` anywhere: searched once here, not once per
+    # command (a per-command search of the whole file made reading quadratic).
+    has_escaped_blank: bool = field(init=False)
+
+    def __post_init__(self) -> None:
+        self.has_escaped_blank = "\\ " in self.src or "\\\t" in self.src
 
     def line_of(self, offset: int) -> int:
         return bisect_right(self.line_starts, offset)

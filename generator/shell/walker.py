@@ -306,7 +306,7 @@ class Evaluator(Scope, Conditions, Builtins):
             else:
                 break
         assign_ranges = ranges[:n_assign]
-        word_ranges = _with_escaped_spaces(fx.src, ranges[n_assign:])
+        word_ranges = _with_escaped_spaces(fx, ranges[n_assign:])
         if not word_ranges:  # `A=1 B=2` alone sets variables
             assign_nodes = {c.start_byte: c for c in parts if c.type == "variable_assignment"}
             for a, b, _k in assign_ranges:
@@ -379,9 +379,10 @@ def _escaped_spaces(src: str, a: int, b: int) -> list[tuple[int, int, str]]:
     return out
 
 
-def _with_escaped_spaces(src: str, ranges: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
-    if not ranges or "\\ " not in src and "\\\t" not in src:
+def _with_escaped_spaces(fx: FileCtx, ranges: list[tuple[int, int, str]]) -> list[tuple[int, int, str]]:
+    if not ranges or not fx.has_escaped_blank:
         return ranges
+    src = fx.src
     out: list[tuple[int, int, str]] = []
     for n, rng in enumerate(ranges):
         out.append(rng)
