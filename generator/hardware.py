@@ -1,4 +1,5 @@
-"""GPUs: the memory each part reports and how many sit in a node."""
+"""GPUs: the memory each part reports, how many sit in a node, and the speeds the planner's
+step-time estimate uses (generator.plan.step_time)."""
 
 from __future__ import annotations
 
@@ -15,6 +16,12 @@ class GpuSpec:
     memory_gib: float  # what torch.cuda reports as total memory (nvidia-smi MiB / 1024)
     gpus_per_node: int = 8
     note: str = ""
+    # Speeds for the step-time estimate (nominal vendor spec-sheet figures, see _SPEEDS). A GPU
+    # given only by --gpu-mem is assumed to be H100-like.
+    peak_tflops: float = 989.0  # dense bf16 tensor-core TFLOP/s (no sparsity)
+    hbm_tb_s: float = 3.35  # HBM bandwidth, TB/s
+    host_gb_s: float = 64.0  # host link per GPU, one direction, GB/s (PCIe Gen5 x16 = 64)
+    peer_gb_s: float = 450.0  # GPU-to-GPU inside a node, one direction, GB/s (NVLink 4: 900 both ways)
 
 
 # nvidia-smi "Total" memory of each part, in MiB.
@@ -39,6 +46,19 @@ _GPUS: dict[str, tuple[int, str]] = {
     "mi300x": (196592, "MI300X 192 GB"),
     "mi325x": (262144, "MI325X 256 GB"),
 }
+# Nominal speeds per part: (dense bf16 TFLOP/s, HBM TB/s, host link GB/s, in-node peer GB/s), from
+# the vendors' data sheets (NVIDIA H100/H200/H20/A100/L40S/B200, AMD MI300X/MI325X). Host links are
+# PCIe x16 per direction (Gen4 32, Gen5 64 GB/s; GB200's NVLink-C2C 450); parts without NVLink use
+# PCIe for peers too. China-market parts: H800's NVLink is 400 GB/s both ways, A800's 400.
+_SPEEDS: dict[str, tuple[float, float, float, float]] = {
+    "h100": (989, 3.35, 64, 450), "h800": (989, 3.35, 64, 200), "h100-nvl": (835, 3.9, 64, 300),
+    "h20": (148, 4.0, 64, 450), "h200": (989, 4.8, 64, 450), "h800-96g": (989, 4.0, 64, 200),
+    "a100-80g": (312, 2.04, 32, 300), "a100-40g": (312, 1.56, 32, 300), "a800": (312, 2.04, 32, 200),
+    "l40s": (362, 0.864, 32, 32), "l40": (181, 0.864, 32, 32), "l20": (119.5, 0.864, 32, 32),
+    "a6000": (155, 0.768, 32, 32), "a10g": (70, 0.6, 32, 32), "rtx4090": (165, 1.0, 32, 32),
+    "b200": (2250, 8.0, 64, 900), "gb200": (2500, 8.0, 450, 900),
+    "mi300x": (1307, 5.3, 64, 448), "mi325x": (1307, 6.0, 64, 448),
+}
 _GPU_ALIASES = {"a100": "a100-80g", "h100-80g": "h100", "h100-sxm": "h100", "a800-80g": "a800",
                 "h20-96g": "h20", "h200-141g": "h200"}
 DEFAULT_GPU = "h100"
@@ -61,4 +81,5 @@ def gpu_spec(name: str | None, mem_gb: float | None = None) -> GpuSpec:
         )
     mib, note = _GPUS[key]
     memory = float(mem_gb) if mem_gb is not None else round(mib / 1024, 1)
-    return GpuSpec(key, memory, note=note)
+    tflops, hbm, host, peer = _SPEEDS[key]
+    return GpuSpec(key, memory, note=note, peak_tflops=tflops, hbm_tb_s=hbm, host_gb_s=host, peer_gb_s=peer)

@@ -31,6 +31,22 @@ class PhaseMemory:
 
 
 @dataclass(frozen=True, slots=True)
+class StepTime:
+    """Estimated seconds of one training step, by part (generator.plan.step_time computes it)."""
+
+    rollout_s: float  # prefill + decode of every response
+    log_prob_s: float  # old (and ref, critic-value) forward passes, bubble excluded
+    update_s: float  # forward+backward+optimizer of actor (and critic), bubble excluded
+    offload_s: float  # host transfers of offloaded params/grads/optimizer state, CPU optimizer step
+    bubble_s: float  # pipeline idle time of the log-prob and update passes
+    weight_sync_s: float  # actor weights handed to the rollout engine
+
+    @property
+    def total_s(self) -> float:
+        return self.rollout_s + self.log_prob_s + self.update_s + self.offload_s + self.bubble_s + self.weight_sync_s
+
+
+@dataclass(frozen=True, slots=True)
 class Candidate(Parallelism):
     """A layout (the Parallelism fields) with the knobs sized for it and its memory."""
 
@@ -52,6 +68,7 @@ class Candidate(Parallelism):
     warnings: tuple[str, ...] = ()  # throughput notes (e.g. KV cache holds part of the rollout batch)
     ppo_mini_batch_size: int | None = None  # prompts; the Plan's value, or this layout's when DPs differ
     enforce_eager: bool = False  # rollout.enforce_eager; False (verl's default) keeps vLLM's CUDA graphs
+    score: StepTime | None = None  # the estimated step time the ranking uses (set for sized layouts)
 
     def phase(self, name: str) -> PhaseMemory | None:
         return next((p for p in self.memory if p.phase == name), None)

@@ -12,7 +12,7 @@ Ranking (lexicographic): fits; no CPU optimizer; no recompute (both cost time on
 step); micro batches of at least ~4k tokens; expert groups inside a node; smaller TP·PP·CP
 (more data parallelism); fewer offload flags (param/optimizer offload costs a few PCIe copies
 per step, and buys rollout memory); smaller pipeline bubble; more rollout memory; bigger
-micro batch.
+micro batch; shorter estimated step time (generator.plan.step_time, shown as the score).
 """
 
 from __future__ import annotations
@@ -29,6 +29,7 @@ from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.step_time import estimate_step_time
 from generator.plan.workload import GIB, Workload, algo_roles
 from generator.verl import ALGORITHMS
 
@@ -243,7 +244,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
                     has_ref=has_ref, has_critic=has_critic,
-                    max_num_batched_tokens=max(8192, s.seq_len))
+                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n)
     floor = _static_floor_gib(model, layout, work)
     if prune and floor > usable_gib(s.gpu.memory_gib):
         return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
@@ -387,7 +388,8 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
     elif engine.resident_fraction < 1:
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
-    return replace(cand, why=tuple(why), warnings=tuple(warnings))
+    score = estimate_step_time(cand, model, s.gpu, work, kv_resident_fraction=engine.resident_fraction)
+    return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -419,7 +421,7 @@ def optimistic_key(layout: Layout, moe: bool) -> tuple:
     """The best rank_key any sizing of this layout could reach."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
     return (False, 0.0, False, False, crosses, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
-            _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0)
+            _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0.0, 0)
 
 
 def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> tuple:
@@ -430,7 +432,8 @@ def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: i
     return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
             experts_cross_nodes(c, gpus_per_node, moe), c.model_parallel_size,
             int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
-            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
+            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)),
+            round(c.score.total_s, 3) if c.score else 0.0, c.rollout_tp)
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,

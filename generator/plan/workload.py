@@ -33,6 +33,7 @@ class Workload:
     entropy_in_update: bool = False  # entropy_coeff != 0
     max_num_batched_tokens: int = 8192
     gpus_per_node: int = 8  # for host RAM per node
+    responses_per_step: int = 0  # train_batch_size·n (the step-time estimate; 0 = one per-rank mini per GPU)
 
     @property
     def seq_len(self) -> int:

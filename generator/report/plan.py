@@ -37,9 +37,26 @@ def candidate_dict(c: Any) -> dict[str, Any]:
         "memory_terms": {p.phase: [{"name": t.name, "gib": t.gib, "note": t.note} for t in p.terms]
                          for p in c.memory},
         "fits": c.fits,
+        "score": score_dict(c.score),
         "why": list(c.why),
         "warnings": list(c.warnings),
     }
+
+
+def score_dict(score: Any) -> dict[str, float] | None:
+    """The estimated step time by part (seconds, 2 decimals); None for a layout not sized."""
+    if score is None:
+        return None
+    return {"total_s": round(score.total_s, 2), "rollout_s": round(score.rollout_s, 2),
+            "log_prob_s": round(score.log_prob_s, 2), "update_s": round(score.update_s, 2),
+            "offload_s": round(score.offload_s, 2), "bubble_s": round(score.bubble_s, 2),
+            "weight_sync_s": round(score.weight_sync_s, 2)}
+
+
+def score_items(score: Any) -> list[str]:
+    """The score's parts as short 'name seconds' items for the text output."""
+    return [f"rollout {score.rollout_s:.1f}", f"log-prob {score.log_prob_s:.1f}", f"update {score.update_s:.1f}",
+            f"offload {score.offload_s:.1f}", f"bubble {score.bubble_s:.1f}", f"sync {score.weight_sync_s:.1f}"]
 
 
 def plan_dict(plan: Any) -> dict[str, Any]:
@@ -74,22 +91,25 @@ def _row(index: int, plan: Any, c: Any) -> list[str]:
     return ["*" if index == plan.chosen else str(index), describe_layout(c), str(c.rollout_tp), batching,
             _offload_text(c), f"{c.gpu_memory_utilization:g}", f"{phases.get('update', 0):.1f}",
             f"{max(phases.get('log_prob', 0), phases.get('ref_log_prob', 0)):.1f}",
-            f"{phases.get('rollout', 0):.1f}", f"{c.limit_gib:.1f}", "yes" if c.fits else "NO"]
+            f"{phases.get('rollout', 0):.1f}", f"{c.limit_gib:.1f}", "yes" if c.fits else "NO",
+            f"{c.score.total_s:.1f}" if c.score else "-"]
 
 
 WIDE_COLUMNS = ("#", "layout", "rollout TP", "batching", "offload", "gmu", "update", "log-prob", "rollout",
-                "usable", "fits")
+                "usable", "fits", "step s")
 
 
-def _stacked(plan: Any) -> list[str]:
-    """The candidates for an 80-column terminal: three short lines each instead of 11 columns."""
+def _stacked(plan: Any, width: int) -> list[str]:
+    """The candidates for an 80-column terminal: a few short lines each instead of 12 columns."""
     lines = []
     for index, c in enumerate(plan.candidates):
-        mark, layout, rtp, batching, offload, gmu, update, log_prob, rollout, usable, fits = _row(index, plan, c)
+        mark, layout, rtp, batching, offload, gmu, update, log_prob, rollout, usable, fits, _ = _row(index, plan, c)
         lines.append(f"{mark:>2}  {layout}")
         lines.append(f"    rollout TP{rtp}, gmu {gmu}; {batching}; offload {offload}")
         lines.append(f"    GiB: update {update}, log-prob {log_prob}, rollout {rollout} of {usable} usable: "
                      + ("fits" if c.fits else "does NOT fit"))
+        if c.score is not None:
+            lines += _wrap_items(score_items(c.score), f"    step ~{c.score.total_s:.1f} s = ", width)
     return lines
 
 
@@ -113,7 +133,7 @@ def render_text(plan: Any, out: TextIO, *, wide: bool = False, color: bool = Fal
     elif wide:
         lines += plain_table(WIDE_COLUMNS, rows).splitlines()
     else:
-        lines += _stacked(plan)
+        lines += _stacked(plan, width)
     shown = plan.best or (plan.candidates[0] if plan.candidates else None)
     tail: list[str] = []
     bar_lines: list[str] = []  # rich markup when `color`
@@ -125,6 +145,11 @@ def render_text(plan: Any, out: TextIO, *, wide: bool = False, color: bool = Fal
             for item in items:
                 tail += textwrap.wrap(one_line(item), width=width, initial_indent=label,
                                       subsequent_indent=" " * len(label))
+        if shown.score is not None:
+            tail += textwrap.wrap(
+                "score: estimated seconds per step (lower ranks first once fit, memory relief, micro-batch size, "
+                "expert placement, model parallelism and bubble are equal; a rough roofline, see docs/json.md)",
+                width=width, initial_indent="", subsequent_indent="       ")
         label_width = max((len(p.phase) for p in shown.memory), default=0)
         for phase in shown.memory:
             terms = [f"{t.name} {t.gib:.1f}" for t in phase.terms if t.gib]
