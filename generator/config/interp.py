@@ -8,7 +8,7 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 MISSING = "???"
 
@@ -26,10 +26,10 @@ def has_interpolation(value: Any) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-def _split_top(text: str, sep: str) -> list[str]:
-    """Split on `sep` outside ${...}, [...], {...} and quotes."""
-    parts, depth, quote, start = [], 0, "", 0
-    i = 0
+def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, character) for each character of `text` from `start` that stands outside quotes;
+    quote marks and quoted text are passed over, and a backslash inside quotes escapes the next one."""
+    quote, i = "", start
     while i < len(text):
         ch = text[i]
         if quote:
@@ -40,38 +40,37 @@ def _split_top(text: str, sep: str) -> list[str]:
                 quote = ""
         elif ch in "'\"":
             quote = ch
-        elif ch in "[{":
+        else:
+            yield i, ch
+        i += 1
+
+
+def _split_top(text: str, sep: str) -> list[str]:
+    """Split on `sep` outside ${...}, [...], {...} and quotes."""
+    parts: list[str] = []
+    depth, start = 0, 0
+    for i, ch in _unquoted(text):
+        if ch in "[{":
             depth += 1
         elif ch in "]}":
             depth -= 1
         elif ch == sep and depth == 0:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return parts
 
 
 def _find_close(text: str, start: int) -> int:
     """Index of the `}` closing the `${` whose body starts at `start`."""
-    depth, quote, i = 1, "", start
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        elif ch == "{":
+    depth = 1
+    for i, ch in _unquoted(text, start):
+        if ch == "{":
             depth += 1
         elif ch == "}":
             depth -= 1
             if depth == 0:
                 return i
-        i += 1
     raise BrokenReference(f"unterminated interpolation in {text!r}")
 
 

@@ -8,7 +8,9 @@
   engine.py   read → check → place → splice → re-read and re-check, to a fixpoint (≤ 3 rounds)
   migrate.py  renames, removals and removed values between two verl releases
   values.py   Hydra text for a value, keeping the user's spelling of booleans
+  files.py    the commands' work file by file: read with the project's settings, resolve the
+              release, fix or migrate, write atomically; yields one outcome per file
 
-Nothing here prints; the CLI (`generator/cli/fix.py`) reports. Heavy modules (the shell reader,
-the rules, libcst) are imported inside the functions that need them.
+Nothing here prints; generator/report/fixes.py words each outcome and the CLI prints it. Heavy
+modules (the shell reader, the rules, libcst) are imported inside the functions that need them.
 """

@@ -109,6 +109,10 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     script = read(source, path)
     results = check(script)
     not_applied: dict[tuple[str, int | None], NotApplied] = {}
+
+    def refuse(finding: Finding, reason: str) -> None:
+        not_applied[(finding.code, finding.line)] = NotApplied(finding.code, finding.line, reason)
+
     for _ in range(max_rounds):
         candidates: list[tuple[Finding, Placement]] = []
         hazard_lines_claimed: set[int] = set()
@@ -127,25 +131,22 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                 placement = place_fix(finding.fix, script, invocation, config)
                 if placement.reason is not None:
                     if placement.reason != "already applied":
-                        not_applied[(finding.code, finding.line)] = NotApplied(
-                            finding.code, finding.line, placement.reason)
+                        refuse(finding, placement.reason)
                     continue
                 if placement.applicability == "unsafe" and not unsafe:
                     why = "an unsafe fix (changes behaviour beyond the broken value); use --unsafe"
                     if placement.notes:
                         why += f" ({'; '.join(placement.notes)})"
-                    not_applied[(finding.code, finding.line)] = NotApplied(finding.code, finding.line, why)
+                    refuse(finding, why)
                     continue
                 candidates.append((finding, placement))
         if not candidates:
             break
         taken, later = select_compatible([p.edits for _, p in candidates])
         for index in later:
-            finding = candidates[index][0]
-            not_applied[(finding.code, finding.line)] = NotApplied(
-                finding.code, finding.line,
-                "its edit overlaps another fix's edit of the same text (e.g. one variable that two "
-                "calls want set differently); fix by hand")
+            refuse(candidates[index][0],
+                   "its edit overlaps another fix's edit of the same text (e.g. one variable that two "
+                   "calls want set differently); fix by hand")
         edits = [e for index in taken for e in candidates[index][1].edits]
         new_source = apply_edits(script.source, edits)
         if new_source == script.source:
@@ -153,20 +154,16 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
         new_script = read(new_source, path)
         if _parse_errors(new_script) > _parse_errors(script):
             for index in taken:
-                finding = candidates[index][0]
-                not_applied[(finding.code, finding.line)] = NotApplied(
-                    finding.code, finding.line, "the edit would break the script's syntax; not applied")
+                refuse(candidates[index][0], "the edit would break the script's syntax; not applied")
             break
         unseen = [index for index in taken if not _key_edits_reach_a_call(candidates[index][0], new_script)]
         if unseen:
             # An edit the reader cannot see in any trainer call (say, a line appended inside an
             # unterminated quote) would be written again on every run: leave it out.
             for index in unseen:
-                finding = candidates[index][0]
-                not_applied[(finding.code, finding.line)] = NotApplied(
-                    finding.code, finding.line,
-                    "the edited value would not reach the trainer call (e.g. it lands inside an "
-                    "unterminated quote); not applied")
+                refuse(candidates[index][0],
+                       "the edited value would not reach the trainer call (e.g. it lands inside an "
+                       "unterminated quote); not applied")
             taken = [index for index in taken if index not in unseen]
             if not taken:
                 break
@@ -177,9 +174,7 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
         if creators:
             # A fix that trades one error for another is not a fix: leave it out, say which error.
             for position, created in creators.items():
-                finding = candidates[taken[position]][0]
-                not_applied[(finding.code, finding.line)] = NotApplied(
-                    finding.code, finding.line, f"the fix would create a new error ({created}); not applied")
+                refuse(candidates[taken[position]][0], f"the fix would create a new error ({created}); not applied")
             taken = [index for position, index in enumerate(taken) if position not in creators]
             if not taken:
                 break

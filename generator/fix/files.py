@@ -1,0 +1,170 @@
+"""The work behind `gen fix` and `gen migrate`, one file at a time: read it with the project's
+settings, resolve which verl judges it (as `gen check` does), repair or migrate it in memory, and
+write it back atomically when asked. Nothing here prints: each file's outcome is yielded as soon
+as it is done (so the CLI reports file by file), and generator/report/fixes.py puts it into words.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Iterator
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.inputs import read_bytes, refuse_non_script, with_project
+
+if TYPE_CHECKING:
+    from generator.fix.engine import FixResult, Reader
+    from generator.fix.migrate import MigrateResult
+    from generator.plan.script_setup import MemoryOptions
+    from generator.schema.core import Schema
+
+# The rule that reports a bash syntax error (rules/shell.py, hazard "parse-error").
+PARSE_ERROR_CODE = "VS707"
+
+
+@dataclass(frozen=True, slots=True)
+class FileFix:
+    """One file's repair: its result, or the error that left it unchanged."""
+
+    path: str
+    result: FixResult | None
+    error: Exception | None = None
+    release: str | None = None  # the verl it was judged against, once resolved (even if fixing failed later)
+
+    @property
+    def syntax_error_line(self) -> int | None:
+        """The first bash syntax error still in the file (the rest was read around it)."""
+        if self.result is None:
+            return None
+        broken = [f.line for f in self.result.remaining if f.code == PARSE_ERROR_CODE]
+        return broken[0] if broken else None
+
+    @property
+    def status(self) -> int:
+        """2 for a file that could not be read or has a syntax error, 1 when errors remain."""
+        if self.result is None or self.syntax_error_line is not None:
+            return EXIT_BAD_INPUT
+        return EXIT_FINDINGS if self.result.errors_left else EXIT_OK
+
+
+@dataclass(frozen=True, slots=True)
+class FileMigration:
+    """One file's migration from release `start`: its result, or the error that left it unchanged."""
+
+    path: str
+    start: str | None
+    result: MigrateResult | None
+    error: Exception | None = None
+
+    @property
+    def status(self) -> int:
+        """2 for a file that could not be migrated, 1 when keys were left for a human."""
+        if self.result is None:
+            return EXIT_BAD_INPUT
+        return EXIT_FINDINGS if self.result.refused else EXIT_OK
+
+
+def _read_bytes(path: str) -> bytes:
+    try:
+        return read_bytes(path)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+
+
+def _write(path: str, source: bytes, fixed: bytes) -> None:
+    from generator.files import keep_final_newline, write_atomic
+
+    write_atomic(path, keep_final_newline(source, fixed), expected=source)
+
+
+def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
+              ignore: tuple[str, ...], unsafe: bool, verl_version: str | None, env: dict[str, str],
+              args: list[str] | None = None, memory: MemoryOptions | None = None,
+              config_dir: str | None = None) -> Iterator[FileFix]:
+    """Repair each file (written only with `write`); never raises for a single bad file."""
+    from generator.fix.engine import default_checker, default_reader, fix_source
+    from generator.project import load_project
+    from generator.schema.resolution import check_explicit, resolve_script
+    from generator.suppress import find_suppressions
+
+    check_explicit(verl_version, config_dir)  # fail early, once
+    command_line_reader = default_reader(env or None, args or None)
+    for path in paths:
+        release = None
+        try:
+            refuse_non_script(path)
+            source = _read_bytes(path)
+            project = load_project(path)
+            file_select, file_ignore, file_env, file_args = with_project(
+                project, select=select, ignore=ignore, env=env, args=list(args or []))
+            # A file-level `# verl-gen: ignore[...]` is not fixed either (per-command ones are
+            # honoured by gen check; the fix engine repairs what it is asked to, file-wide).
+            file_ignore = (*file_ignore, *find_suppressions(source).file_codes)
+            read = (default_reader(file_env or None, file_args or None) if project.path is not None
+                    else command_line_reader)
+            resolution = resolve_script(read(source, path), path, version=verl_version, config_dir=config_dir,
+                                        project=project)
+            release = resolution.base_release
+            memory_for = None
+            if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
+                from generator.plan.memory_check import memory_checker
+
+                memory_for = memory_checker(memory, project.gpu)
+            check = default_checker(resolution.release, resolution=resolution, memory_for=memory_for)
+            result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
+                                unsafe=unsafe)
+            if write and result.changed:
+                _write(path, source, result.fixed)
+        except Exception as err:  # never a traceback: one line, this file skipped, nothing written
+            yield FileFix(path, None, err, release)
+            continue
+        yield FileFix(path, result, release=release)
+
+
+def migrate_files(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
+                  unsafe: bool, env: dict[str, str], args: list[str] | None = None) -> Iterator[FileMigration]:
+    """Migrate each file to `to_version` (written only with `write`); never raises for a single bad
+    file. Without `from_version` the release a script targets is inferred from its keys."""
+    from generator import schema
+    from generator.fix.engine import default_reader
+    from generator.fix.migrate import infer_from_version
+
+    target, _ = schema.resolve_version(to_version, "--to")
+    read = default_reader(env or None, args or None)
+
+    def has(release: str, key: str, name: str) -> bool:
+        return schema.load(release).has(key, name)
+
+    for path in paths:
+        start = None
+        try:
+            refuse_non_script(path)
+            source = _read_bytes(path)
+            script = read(source, path)
+            if from_version is not None:
+                start, _ = schema.resolve_version(from_version, "--from")
+            else:
+                start = infer_from_version(script, has=has, releases=schema.available())
+                if start is None:
+                    raise InputError(f"{path}: cannot tell which verl release the script targets; "
+                                     "pass --from VERSION")
+            result = _migrate_one(source, path, read, start, target, schema.load(target), unsafe)
+            if write and result.changed:
+                _write(path, source, result.fixed)
+        except Exception as err:  # never a traceback: one line, this file skipped, nothing written
+            yield FileMigration(path, start, None, err)
+            continue
+        yield FileMigration(path, start, result)
+
+
+def _migrate_one(source: bytes, path: str, read: Reader, start: str, target: str, target_schema: Schema,
+                 unsafe: bool) -> MigrateResult:
+    from generator import schema
+    from generator.fix.migrate import migrate_source, migration_table
+
+    return migrate_source(
+        source, path, read=read, from_version=start, to_version=target,
+        renames=migration_table(start, target), value_changes=schema.removed_values(),
+        target_defaults=target_schema.defaults, target_nodes=target_schema.nodes,
+        source_has=schema.load(start).has, unsafe=unsafe,
+    )

@@ -1,0 +1,85 @@
+"""What `gen fix` and `gen migrate` say about each file, and fix's closing summary.
+
+Pure functions of the outcomes generator/fix/files.py yields. A diff goes to stdout (for `patch`);
+everything else is a line for stderr. Each file's lines come back in the order they are printed.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING, Literal, Sequence
+
+from generator.errors import InputError
+
+if TYPE_CHECKING:
+    from generator.fix.files import FileFix, FileMigration
+
+Stream = Literal["out", "err"]
+Said = list[tuple[Stream, str]]
+
+
+def file_error(path: str, err: Exception) -> str:
+    """One line for a file that could not be fixed or migrated (it is left unchanged)."""
+    if isinstance(err, InputError):
+        return f"error: {err}" if str(err).startswith(path) else f"{path}: error: {err}"
+    return f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed"
+
+
+def fix_lines(outcome: FileFix, *, write: bool) -> Said:
+    """The diff (without --write), each fix applied or refused, a syntax error, errors left."""
+    from generator.fix.engine import unified_diff
+
+    path, result = outcome.path, outcome.result
+    if result is None:
+        return [("err", file_error(path, outcome.error or RuntimeError("no result")))]
+    said: Said = []
+    if not write and result.changed:
+        said.append(("out", unified_diff(result, path)))
+    verb = "fixed" if write else "would fix"
+    for applied in result.applied:
+        where = f"{path}:{applied.line}" if applied.line else path
+        said.append(("err", f"{where}: {verb} {applied.code}: {applied.description}"))
+    for refusal in result.not_applied:
+        where = f"{path}:{refusal.line}" if refusal.line else path
+        said.append(("err", f"{where}: {refusal.code} not fixed: {refusal.reason}"))
+    if outcome.syntax_error_line is not None:  # the same exit code as every other command: bad input
+        said.append(("err", f"{path}: error: bash syntax error at line {outcome.syntax_error_line} "
+                            "(the rest was read)"))
+    if result.errors_left:
+        said.append(("err", f"{path}: {result.errors_left} error finding(s) remain (see `gen check {path}`)"))
+    return said
+
+
+def fix_summary(outcomes: Sequence[FileFix], *, write: bool) -> str:
+    """`would fix N finding(s) in F of P file(s) (verl …)`, and how many fixes were not applied."""
+    releases: list[str] = []  # the verl each file was judged against, in order of first use
+    for outcome in outcomes:
+        if outcome.release is not None and outcome.release not in releases:
+            releases.append(outcome.release)
+    results = [o.result for o in outcomes if o.result is not None]
+    fixed = sum(len(r.applied) for r in results)
+    changed = sum(r.changed for r in results)
+    refused = sum(len(r.not_applied) for r in results)
+    verb = "fixed" if write else "would fix"
+    summary = (f"{verb} {fixed} finding(s) in {changed} of {len(outcomes)} file(s) "
+               f"(verl {', '.join(releases) or '-'})")
+    if refused:
+        summary += f"; {refused} fix(es) not applied"
+    return summary
+
+
+def migrate_lines(outcome: FileMigration, *, write: bool) -> Said:
+    """The diff (without --write), the release step, each key migrated or left for a human."""
+    from generator.fix.engine import FixResult, unified_diff
+
+    path, result = outcome.path, outcome.result
+    if result is None:
+        return [("err", file_error(path, outcome.error or RuntimeError("no result")))]
+    said: Said = []
+    if not write and result.changed:
+        said.append(("out", unified_diff(FixResult(path, result.original, result.fixed), path)))
+    said.append(("err", f"{path}: {result.from_version} → {result.to_version}: {len(result.applied)} change(s)"))
+    for step in result.applied:
+        said.append(("err", f"{path}:{step.line}: {'migrated' if write else 'would migrate'} {step.description}"))
+    for refusal in result.refused:
+        said.append(("err", f"{path}:{refusal.line}: not migrated: {refusal.reason}"))
+    return said
