@@ -72,10 +72,9 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                                        if not silenced.silences(f.code, line, f.line))
             if plan_fixes and not broken and any(l.finding.fix is not None or l.invocation_line is None
                                                  for l in report.findings):
-                # As gen fix runs: the project's settings, file-level suppressions only.
+                # As gen fix runs: the project's settings, the same suppressions.
                 _plan_fixes(report, source, path, env=chosen_env, args=chosen_args, resolution=resolution,
-                            memory_for=memory_for, select=chosen_select,
-                            ignore=(*chosen_ignore, *silenced.file_codes))
+                            memory_for=memory_for, select=chosen_select, ignore=chosen_ignore)
         except InputError as err:
             report.error = without_path(str(err), path)
         except UnicodeDecodeError:
@@ -94,10 +93,10 @@ def _plan_fixes(report, source: bytes, path: str, *, env, args, resolution, memo
     reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
     what `gen fix` applies, never a fix it would refuse (unsafe, unplaceable, or one that creates
     a new error)."""
-    from generator.fix.engine import default_checker, default_reader, fix_source
+    from generator.fix.engine import default_checker, default_reader, fix_source, without_silenced
 
-    result = fix_source(source, path, read=default_reader(env or None, args or None),
-                        check=default_checker(resolution.release, resolution=resolution, memory_for=memory_for),
+    check = without_silenced(default_checker(resolution.release, resolution=resolution, memory_for=memory_for))
+    result = fix_source(source, path, read=default_reader(env or None, args or None), check=check,
                         select=select, ignore=ignore)
     applied = {(a.code, a.line) for a in result.applied}
     needs_unsafe = {(n.code, n.line) for n in result.not_applied if n.reason.startswith("an unsafe fix")}

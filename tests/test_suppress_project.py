@@ -79,3 +79,17 @@ def test_fix_leaves_a_file_level_suppressed_code_alone(tmp_path):
     result = CliRunner().invoke(app, ["fix", str(path), "--unsafe"])
     assert "fix VB104" not in result.output and "ppo_mini_batch_size=8" not in result.output
     assert "would fix VX901" in result.output  # other codes are still fixed
+
+
+def test_fix_leaves_a_command_level_suppressed_code_alone(tmp_path):
+    # Two identical calls; the comment above the first silences VB104 there only (issue 12).
+    path = tmp_path / "run.sh"
+    path.write_text("set -x\n# verl-gen: ignore[VB104]\n" + CALL + "\n" + CALL)
+    result = CliRunner().invoke(app, ["fix", str(path), "--unsafe"])
+    fixed = [line for line in result.output.splitlines() if "fix VB104" in line]
+    assert fixed == [f"{path}:5: would fix VB104: " + fixed[0].split(": would fix VB104: ", 1)[1]], result.output
+    written = CliRunner().invoke(app, ["fix", str(path), "--unsafe", "--write"])
+    assert written.exit_code == 1, written.output  # the micro-batch errors (no fix) remain in both calls
+    first, second = [line for line in path.read_text().splitlines() if line.startswith("python3")]
+    assert "ppo_mini_batch_size=4" in first and "ppo_mini_batch_size=4" not in second
+    assert "VB104" not in codes(path)  # gen check now shows no VB104 either: nothing left that fix hid

@@ -101,6 +101,23 @@ def default_checker(version: str | None, select: Sequence[str] = (), ignore: Seq
     return check
 
 
+def without_silenced(check: Checker) -> Checker:
+    """`check`, less the findings a `# verl-gen: ignore[CODE]` comment silences (in the file's
+    header, or right above the finding's command), exactly as `gen check` hides them: `gen fix`
+    never repairs, nor counts as left, a finding `gen check` does not show. The comments are read
+    from each round's text again, so a command an earlier edit moved keeps its comment."""
+    from generator.suppress import find_suppressions
+
+    def check_visible(script: LaunchScript) -> CheckResults:
+        silenced = find_suppressions(script.source)
+        return [(invocation, config,
+                 [f for f in findings if not silenced.silences(f.code, invocation.line if invocation else None,
+                                                               f.line)])
+                for invocation, config, findings in check(script)]
+
+    return check_visible
+
+
 def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                select: Sequence[str] = (), ignore: Sequence[str] = (), unsafe: bool = False,
                max_rounds: int = MAX_ROUNDS) -> FixResult:

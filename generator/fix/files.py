@@ -82,10 +82,9 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
               args: list[str] | None = None, memory: MemoryOptions | None = None,
               config_dir: str | None = None) -> Iterator[FileFix]:
     """Repair each file (written only with `write`); never raises for a single bad file."""
-    from generator.fix.engine import default_checker, default_reader, fix_source
+    from generator.fix.engine import default_checker, default_reader, fix_source, without_silenced
     from generator.project import load_project
     from generator.schema.resolution import check_explicit, resolve_script
-    from generator.suppress import find_suppressions
 
     check_explicit(verl_version, config_dir)  # fail early, once
     command_line_reader = default_reader(env or None, args or None)
@@ -97,9 +96,6 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
             project = load_project(path)
             file_select, file_ignore, file_env, file_args = with_project(
                 project, select=select, ignore=ignore, env=env, args=list(args or []))
-            # A file-level `# verl-gen: ignore[...]` is not fixed either (per-command ones are
-            # honoured by gen check; the fix engine repairs what it is asked to, file-wide).
-            file_ignore = (*file_ignore, *find_suppressions(source).file_codes)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
             resolution = resolve_script(read(source, path), path, version=verl_version, config_dir=config_dir,
@@ -110,7 +106,8 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
                 from generator.plan.memory_check import memory_checker
 
                 memory_for = memory_checker(memory, project.gpu)
-            check = default_checker(resolution.release, resolution=resolution, memory_for=memory_for)
+            check = without_silenced(default_checker(resolution.release, resolution=resolution,
+                                                     memory_for=memory_for))
             result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
                                 unsafe=unsafe)
             if write and result.changed:
