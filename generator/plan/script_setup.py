@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.config.derived import reads_global_micro
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
@@ -130,17 +131,19 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
     entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
     has_ref, has_critic = reader.ref_used, reader.critic_used
-    if not dynamic and micro is None and global_micro is None:
+    # The deprecated global keys count over every DP rank; only a worker that reads them (FSDP's
+    # legacy one) divides them by DP. Megatron refuses a null per-GPU key; the new engine ignores them.
+    global_read = reads_global_micro(reader)
+    if not dynamic and micro is None and not (global_micro and global_read):
         reads.problems.append(f"{ACTOR}ppo_micro_batch_size_per_gpu is not set (verl refuses the call)")
     problems = ([problem] if problem else []) + reads.problems
     if problems or facts is None or layout is None or gpus is None or pn is None:
         return ScriptSetup(None, tuple(problems), source)
     assert prompt is not None and response is not None and mini is not None  # else a problem was recorded
     dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
-    # The deprecated global keys count over every DP rank; verl divides them by DP.
-    if micro is None and global_micro:
+    if micro is None and global_micro and global_read:
         micro = max(1, global_micro // dp)
-    if lp_micro is None and global_lp_micro:
+    if lp_micro is None and global_lp_micro and global_read:
         lp_micro = max(1, global_lp_micro // dp)
     first, last = layout.first_stage_layers, layout.last_stage_layers
     if first is None and last is None:
