@@ -159,3 +159,19 @@ def test_select_and_ignore_prefixes():
     config = config_for(["data.train_batch_size=30", f"{R}n=3", f"{A}ppo_mini_batch_size=10"])
     assert set(codes(check_config(config, select=["VB103"]))) == {"VB103"}
     assert "VB103" not in codes(check_config(config, ignore=["VB1"]))
+
+
+def test_balance_batch_judges_the_batch_the_actor_trains():
+    # main_ppo trains what it generates (gen_batch_size 48 prompts: 48 % 16 GPUs = 0); DAPO with the
+    # group filter trains train_batch_size 40 prompts' groups, which 16 GPUs do not divide.
+    overrides = ["trainer.n_gpus_per_node=8", "trainer.nnodes=2", "trainer.balance_batch=True",
+                 "data.train_batch_size=40", "+data.gen_batch_size=48", f"{R}n=1", f"{A}ppo_mini_batch_size=8",
+                 f"{A}ppo_micro_batch_size_per_gpu=1", "+algorithm.filter_groups.enable=True"]
+    found = {}
+    for entry in ("verl.trainer.main_ppo", "recipe.dapo.main_dapo"):
+        config = config_for(overrides, version="0.6.1", config_name="ppo_trainer", base=())
+        config.entry = entry
+        found[entry] = by_code(check_config(config), "VB114")
+    assert found["verl.trainer.main_ppo"] == []
+    (finding,) = found["recipe.dapo.main_dapo"]
+    assert "= 40·1 = 40 is not divisible by the 16 GPUs" in finding.message

@@ -297,7 +297,8 @@ def logprob_micro_large(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is not False:
         return
-    pn, dp, micro = view.prompts_and_n(), view.dp(), view.int(LP_MICRO)
+    # The old log-probs are computed on the batch the actor trains (DAPO: after the group filter).
+    pn, dp, micro = trained_prompts_and_n(view), view.dp(), view.int(LP_MICRO)
     if pn is None or not dp or not micro:
         return
     responses = pn[0] * pn[1]

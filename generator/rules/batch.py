@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from generator.config.derived import actor_batch
+from generator.config.derived import actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
 from generator.edits import KeyEdit
 from generator.forks import fork_batch_settings
@@ -465,7 +465,8 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool("trainer.balance_batch") is not True:
         return
-    pn, gpus = view.prompts_and_n(), view.gpus
+    # Balanced is the batch the actor trains (DAPO: after the group filter), not the generated one.
+    pn, gpus = trained_prompts_and_n(view), view.gpus
     if pn is None or gpus is None:
         return
     responses = pn[0] * pn[1]
