@@ -179,14 +179,8 @@ def _rgb(hex_colour: str) -> tuple[int, int, int]:
     return tuple(int(hex_colour[i:i + 2], 16) for i in (1, 3, 5))  # type: ignore[return-value]
 
 
-@pytest.mark.parametrize("kind", ["svg", "html"])
-def test_chromium_draws_the_bars(tmp_path, kind):
-    browser = _chromium()
-    if browser is None:
-        pytest.skip("chromium not installed (Debian: apt-get install chromium)")
-    svg = svg_chart(PHASES, LIMIT)
-    page = tmp_path / f"chart.{kind}"
-    page.write_text(svg if kind == "svg" else html_chart(PHASES, LIMIT))
+def _screenshot(browser: str, page, svg: str, tmp_path):
+    """Chromium's picture of `page` (big enough for `svg`), as a function (x, y) → RGB."""
     root = ElementTree.fromstring(svg)
     width, height = int(root.get("width")), int(root.get("height"))
     shot = tmp_path / "shot.png"
@@ -202,9 +196,23 @@ def test_chromium_draws_the_bars(tmp_path, kind):
         row = rows[int(y)]
         return tuple(row[int(x) * bpp:int(x) * bpp + 3])  # type: ignore[return-value]
 
-    def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
-        return all(abs(p - q) <= 12 for p, q in zip(a, b))
+    return pixel
 
+
+def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
+    return all(abs(p - q) <= 12 for p, q in zip(a, b))
+
+
+@pytest.mark.parametrize("kind", ["svg", "html"])
+def test_chromium_draws_the_bars(tmp_path, kind):
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed (Debian: apt-get install chromium)")
+    svg = svg_chart(PHASES, LIMIT)
+    page = tmp_path / f"chart.{kind}"
+    page.write_text(svg if kind == "svg" else html_chart(PHASES, LIMIT))
+    root = ElementTree.fromstring(svg)
+    pixel = _screenshot(browser, page, svg, tmp_path)
     ends = {}
     for rect in _rects(svg):
         x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
@@ -234,3 +242,38 @@ def test_explain_memory_draws_bars_and_writes_the_chart(tmp_path):
     assert any(line.lstrip().startswith("rollout [") for line in bars)
     page = chart.read_text()
     assert page.startswith("<!DOCTYPE html>") and 'data-phase="rollout"' in page
+
+
+def test_explain_charts_every_call_one_below_the_other(tmp_path):
+    script = tmp_path / "run.sh"
+    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "-o", str(script)])
+    assert made.exit_code == 0, made.output
+    text = script.read_text()
+    script.write_text(text + text.replace('gpu_memory_utilization="${GPU_MEMORY_UTILIZATION}"',
+                                             "gpu_memory_utilization=0.3"))
+    lines = [n for n, line in enumerate(script.read_text().splitlines(), 1) if "-m verl.trainer.main_ppo" in line]
+    assert len(lines) == 2
+    chart = tmp_path / "memory.svg"
+    result = CliRunner().invoke(app, ["explain", str(script), "--memory", "--chart", str(chart)])
+    assert result.exit_code == 0, result.output
+    svg = chart.read_text()
+    root = ElementTree.fromstring(svg)
+    titles = [e.text for e in root.iter("{http://www.w3.org/2000/svg}text") if e.get("font-weight") == "bold"]
+    assert titles == [f"{script}:{line}: memory per GPU by phase (worst pipeline stage)" for line in lines]
+    rollout = [r for r in _rects(svg) if r.get("data-phase") == "rollout"]
+    first, second = {r.get("y") for r in rollout[:len(rollout) // 2]}, {r.get("y") for r in rollout[len(rollout) // 2:]}
+    assert len(first) == len(second) == 1 and float(second.pop()) > float(root.get("height")) / 2  # stacked
+    limits = [float(e.get("data-gib")) for e in root.iter("{http://www.w3.org/2000/svg}line")]
+    assert len(limits) == 2
+    kv = [float(r.get("data-gib")) for r in rollout if "kv" in r.get("data-term", "").lower()]
+    assert len(kv) == 2 and kv[0] != kv[1]  # each call drawn with its own numbers (0.3 of the GPU for the second)
+    bad = CliRunner().invoke(app, ["explain", str(script), "--memory", "--chart", str(tmp_path / "m.png")])
+    assert bad.exit_code == 2 and "must end in .svg or .html" in bad.output and isinstance(bad.exception, SystemExit)
+    browser = _chromium()
+    if browser is None:
+        pytest.skip("chromium not installed (Debian: apt-get install chromium)")
+    pixel = _screenshot(browser, chart, svg, tmp_path)
+    for rect in _rects(svg)[-3:]:  # the second chart's last bar, drawn in its colours where it says
+        x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
+        if w > 4:
+            assert near(pixel(x + w / 2, y + h / 2), _rgb(rect.get("fill"))), rect.get("data-term")

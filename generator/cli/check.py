@@ -63,12 +63,12 @@ def _print_memory_bars(predicted: Any) -> None:
     _emit(text, color)
 
 
-def _write_memory_chart(path: str, report: Any, where: str) -> None:
-    from generator.files import write_atomic
-    from generator.report.charts import chart_for, worst_stage_phases
+def _memory_chart_section(report: Any, where: str) -> Any:
+    """One call's part of the --chart file: each phase on its worst stage, against the limit."""
+    from generator.report.charts import ChartSection, worst_stage_phases
 
-    title = f"{where}: memory per GPU by phase (worst pipeline stage)"
-    write_atomic(path, chart_for(path, worst_stage_phases(report.stages), report.usable_gib, title=title))
+    return ChartSection(f"{where}: memory per GPU by phase (worst pipeline stage)",
+                        worst_stage_phases(report.stages), report.usable_gib)
 
 
 def register(app: typer.Typer) -> None:
@@ -165,8 +165,8 @@ def register(app: typer.Typer) -> None:
         model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
                                             "(default: the script's actor_rollout_ref.model.path)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
-        chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of the first call: "
-                                            "FILE.svg or FILE.html (implies --memory)."),
+        chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "
+                                            "below the other: FILE.svg or FILE.html (implies --memory)."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.checking import explain_file
@@ -186,12 +186,16 @@ def register(app: typer.Typer) -> None:
             env_map = _parse_env(env)
             wanted = memory or gpu is not None or gpu_mem is not None or model is not None
             memory_args = memory_options(gpu, gpu_mem, model, headroom) if wanted or chart else None
+            if chart:
+                from generator.report.charts import check_chart_path
+
+                check_chart_path(chart)
             from generator.discover import expand_paths
 
             files = expand_paths(files)
         except InputError as err:
             _fail(str(err), "json" if fmt == "json" else "text")
-        charted = False
+        charted: list[Any] = []  # --chart: one section per call with a memory prediction
         for path in files:
             done = explain_file(path, verl_version=verl_version, config_dir=config_dir, env=env_map, args=list(arg), memory=memory_args,
                                 gpu_named=gpu is not None or gpu_mem is not None, model=model, headroom=headroom)
@@ -217,14 +221,22 @@ def register(app: typer.Typer) -> None:
                     if predicted is not None:
                         sys.stdout.write(printable(call_memory_text(predicted)))
                         _print_memory_bars(predicted)
-                if chart and not charted and predicted is not None and predicted.report is not None:
-                    _write_memory_chart(chart, predicted.report, f"{path}:{call.invocation.line}")
-                    charted = True
+                if chart and predicted is not None and predicted.report is not None:
+                    charted.append(_memory_chart_section(predicted.report, f"{path}:{call.invocation.line}"))
             if done.error:
                 print(one_line(f"{path}: error: {done.error}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             sys.stdout.write(explain_json(documents))
+        if chart and charted:
+            from generator.files import write_atomic
+            from generator.report.charts import charts_for
+
+            try:
+                write_atomic(chart, charts_for(chart, charted))
+            except (InputError, OSError) as err:  # one line; the report above is already out
+                print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)
+                status = EXIT_BAD_INPUT
         if chart and not charted:
             print(one_line(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written"),
                   file=sys.stderr)

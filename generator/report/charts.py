@@ -168,22 +168,30 @@ PLOT_WIDTH = 560
 TOP = 40
 
 
-def svg_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> str:
-    """A standalone SVG: one horizontal stacked bar per phase, x proportional to GiB, a term's
-    segment in its colour (same colour in every phase), a red line at the usable limit."""
+@dataclass(frozen=True)
+class ChartSection:
+    """One trainer call's picture in a file that may hold several (`gen explain --chart`)."""
+
+    title: str
+    phases: Sequence[PhaseLike]
+    limit: float
+
+
+def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int) -> tuple[list[str], int, int]:
+    """The drawing of one section with its top at `y0` (every y is absolute, so sections stack
+    without transforms): its elements, width and height."""
     bar_list, names = bars(phases)
     scale = _scale(bar_list, limit)
     px = PLOT_WIDTH / scale
     legend_rows = (len(names) + 2) // 3
     height = TOP + len(bar_list) * (BAR_HEIGHT + BAR_GAP) + 30 + legend_rows * 20
     width = LEFT + PLOT_WIDTH + 90
-    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
-           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
-           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>']
+    top = y0 + TOP
+    out: list[str] = []
     if title:
-        out.append(f'<text x="10" y="22" font-size="14" font-weight="bold">{escape(title)}</text>')
+        out.append(f'<text x="10" y="{y0 + 22}" font-size="14" font-weight="bold">{escape(title)}</text>')
     for row, bar in enumerate(bar_list):
-        y = TOP + row * (BAR_HEIGHT + BAR_GAP)
+        y = top + row * (BAR_HEIGHT + BAR_GAP)
         out.append(f'<text x="{LEFT - 8}" y="{y + BAR_HEIGHT / 2 + 4:.1f}" text-anchor="end">{escape(bar.phase)}</text>')
         x = float(LEFT)
         for segment in bar.segments:
@@ -198,43 +206,80 @@ def svg_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> 
         label_x = limit_x + 8 if x < limit_x < x + 110 else x + 6  # never across the limit line
         out.append(f'<text x="{label_x:.1f}" y="{y + BAR_HEIGHT / 2 + 4:.1f}">{bar.gib:.1f} GiB {verdict}</text>')
     limit_x = LEFT + limit * px
-    bottom = TOP + len(bar_list) * (BAR_HEIGHT + BAR_GAP) - BAR_GAP
-    out.append(f'<line class="limit" data-gib="{limit:.3f}" x1="{limit_x:.2f}" y1="{TOP - 8}" x2="{limit_x:.2f}" '
+    bottom = top + len(bar_list) * (BAR_HEIGHT + BAR_GAP) - BAR_GAP
+    out.append(f'<line class="limit" data-gib="{limit:.3f}" x1="{limit_x:.2f}" y1="{top - 8}" x2="{limit_x:.2f}" '
                f'y2="{bottom + 8}" stroke="{LIMIT_COLOUR}" stroke-width="3"/>')
-    out.append(f'<text x="{limit_x:.2f}" y="{TOP - 12}" text-anchor="middle" fill="{LIMIT_COLOUR}">'
+    out.append(f'<text x="{limit_x:.2f}" y="{top - 12}" text-anchor="middle" fill="{LIMIT_COLOUR}">'
                f'usable {limit:.1f} GiB</text>')
     legend_top = bottom + 30
     for i, name in enumerate(names):
         lx, ly = LEFT + (i % 3) * 190, legend_top + (i // 3) * 20
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"/>')
         out.append(f'<text x="{lx + 18}" y="{ly}">{escape(name)}</text>')
-    out.append("</svg>")
+    return out, width, height
+
+
+def stacked_svg(sections: Sequence[ChartSection]) -> str:
+    """A standalone SVG: each section's chart below the previous one (one section: `svg_chart`)."""
+    elements: list[str] = []
+    width = height = 0
+    for section in sections:
+        drawn, section_width, section_height = _svg_elements(section.phases, section.limit, section.title, height)
+        elements += drawn
+        width, height = max(width, section_width), height + section_height
+    out = [f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+           f'viewBox="0 0 {width} {height}" font-family="sans-serif" font-size="12">',
+           f'<rect x="0" y="0" width="{width}" height="{height}" fill="#ffffff"/>', *elements, "</svg>"]
     return "\n".join(out) + "\n"
 
 
-def html_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> str:
-    """A standalone HTML page holding the SVG chart and a table of the numbers."""
+def svg_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> str:
+    """A standalone SVG: one horizontal stacked bar per phase, x proportional to GiB, a term's
+    segment in its colour (same colour in every phase), a red line at the usable limit."""
+    return stacked_svg([ChartSection(title, phases, limit)])
+
+
+def _numbers_table(phases: Sequence[PhaseLike]) -> str:
     rows = "".join(f"<tr><td>{escape(p.phase)}</td><td>{escape(t.name)}</td><td>{t.gib:.1f}</td></tr>"
                    for p in phases for t in p.terms if t.gib > 0)
+    return f"<table><tr><th>phase</th><th>term</th><th>GiB</th></tr>{rows}</table>\n"
+
+
+def stacked_html(sections: Sequence[ChartSection]) -> str:
+    """A standalone HTML page: for each section its SVG chart and a table of the numbers."""
+    title = sections[0].title if len(sections) == 1 else ""
     return ("<!DOCTYPE html>\n<html><head><meta charset=\"utf-8\">"
             f"<title>{escape(title or 'memory per phase')}</title>"
             "<style>body{margin:0;font-family:sans-serif}table{border-collapse:collapse;margin:12px}"
             "td,th{padding:2px 8px;border-bottom:1px solid #ddd;text-align:left}</style></head><body>\n"
-            + svg_chart(phases, limit, title=title)
-            + f"<table><tr><th>phase</th><th>term</th><th>GiB</th></tr>{rows}</table>\n</body></html>\n")
+            + "".join(svg_chart(s.phases, s.limit, title=s.title) + _numbers_table(s.phases) for s in sections)
+            + "</body></html>\n")
+
+
+def html_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> str:
+    """A standalone HTML page holding the SVG chart and a table of the numbers."""
+    return stacked_html([ChartSection(title, phases, limit)])
+
+
+def check_chart_path(path: str) -> None:
+    """Refuse (InputError) a --chart file name that is neither *.svg nor *.html/*.htm, before any work."""
+    if not path.lower().endswith((".svg", ".html", ".htm")):
+        from generator.errors import InputError
+
+        raise InputError(f"--chart {path}: the file name must end in .svg or .html")
+
+
+def charts_for(path: str, sections: Sequence[ChartSection]) -> str:
+    """The chart text `--chart path` writes: SVG for *.svg, HTML for *.html/*.htm; several
+    sections are drawn one below the other."""
+    check_chart_path(path)
+    return stacked_svg(sections) if path.lower().endswith(".svg") else stacked_html(sections)
 
 
 def chart_for(path: str, phases: Sequence[PhaseLike], limit: float, *, title: str = "") -> str:
-    """The chart text `--chart path` writes: SVG for *.svg, HTML for *.html/*.htm."""
-    lower = path.lower()
-    if lower.endswith(".svg"):
-        return svg_chart(phases, limit, title=title)
-    if lower.endswith((".html", ".htm")):
-        return html_chart(phases, limit, title=title)
-    from generator.errors import InputError
-
-    raise InputError(f"--chart {path}: the file name must end in .svg or .html")
+    """`charts_for` with one section."""
+    return charts_for(path, [ChartSection(title, phases, limit)])
 
 
-__all__ = ["PALETTE", "LIMIT_COLOUR", "bars", "chart_for", "html_chart", "svg_chart", "terminal_bars",
-           "worst_stage_phases"]
+__all__ = ["PALETTE", "LIMIT_COLOUR", "ChartSection", "bars", "chart_for", "charts_for", "check_chart_path", "html_chart", "stacked_html",
+           "stacked_svg", "svg_chart", "terminal_bars", "worst_stage_phases"]
