@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.hardware import GpuSpec, gpu_spec
-from generator.model import ModelFacts, total_params
+from generator.model import ModelFacts, find_model, total_params
 from generator.model.params import kv_cache_bytes_per_token
 from generator.plan.candidate import Candidate, Offload
 from generator.plan.step_time import (ADAM_STATE, DECODE_MFU, HOST_LINK_EFFICIENCY, TRAIN_MFU, bubble_fraction,
@@ -90,3 +90,21 @@ def test_plan_json_carries_the_score_parts_for_every_candidate():
         assert score["total_s"] == pytest.approx(parts, abs=0.05) and score["update_s"] > 0
     text = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8"]).stdout
     assert "step ~" in text and all(len(line) <= 80 for line in text.splitlines())
+
+
+def test_each_alternative_names_the_criterion_the_first_beats_it_on():
+    from generator.plan import plan_layout
+    from generator.plan.search import RANK_CRITERIA, deciding_criterion, rank_key
+
+    model = find_model("qwen2-7b")
+    plan = plan_layout(model, 8, gpu=gpu_spec("h100"))
+    assert len(plan.candidates) > 1 and plan.rank_reasons[0] is None
+    keys = [rank_key(c, plan.prompt_len + plan.response_len, model.is_moe, 8) for c in plan.candidates]
+    assert len(keys[0]) == len(RANK_CRITERIA)
+    for key, reason in zip(keys[1:], plan.rank_reasons[1:]):
+        position = next(i for i, (a, b) in enumerate(zip(keys[0], key)) if a != b)
+        assert keys[0][position] < key[position] and reason == RANK_CRITERIA[position]
+    assert deciding_criterion(keys[0], keys[0]) is None
+    document = json.loads(CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--format",
+                                                   "json"]).stdout)
+    assert [c["ranked_below_first_by"] for c in document["candidates"]] == plan.rank_reasons

@@ -99,6 +99,9 @@ class Plan:
     train_batch_size: int = 0  # prompts per step (data.train_batch_size)
     ppo_mini_batch_size: int = 0  # prompts per optimizer step (actor.ppo_mini_batch_size)
     gpu_memory_gib: float = 0.0
+    # Per candidate: the first ranking criterion on which the first candidate beats it (None for
+    # the first, for a tie, or when only one layout was evaluated).
+    rank_reasons: list[str | None] = field(default_factory=list)
 
     @property
     def best(self) -> Candidate | None:

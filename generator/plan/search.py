@@ -436,6 +436,21 @@ def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: i
             round(c.score.total_s, 3) if c.score else 0.0, c.rollout_tp)
 
 
+# What each position of rank_key prefers, in the user's words (kept beside rank_key: one order).
+RANK_CRITERIA = ("it fits", "less of the CPU optimizer", "no recompute", "micro-batches of at least ~4k tokens",
+                 "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "fewer offload flags",
+                 "smaller pipeline bubble", "smaller expert TP", "smaller EP", "more rollout memory (gmu)",
+                 "bigger micro batch", "shorter estimated step time", "smaller rollout TP")
+
+
+def deciding_criterion(better: tuple[object, ...], worse: tuple[object, ...]) -> str | None:
+    """The first ranking criterion on which `better` (a rank_key) beats `worse`; None when they tie."""
+    for name, a, b in zip(RANK_CRITERIA, better, worse):
+        if a != b:
+            return name
+    return None
+
+
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
               algo: str) -> int:
     if gpus < 1:
@@ -529,6 +544,12 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []
+    if len(plan.candidates) > 1:
+        first = rank_key(plan.candidates[0], seq_len, model.is_moe, s.gpus_per_node)
+        reasons: list[str | None] = [None]
+        reasons += [deciding_criterion(first, rank_key(c, seq_len, model.is_moe, s.gpus_per_node))
+                    for c in plan.candidates[1:]]
+        plan.rank_reasons = reasons
     if plan.candidates and plan.candidates[0].fits:
         plan.chosen = 0
         best = plan.candidates[0]

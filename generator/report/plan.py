@@ -5,6 +5,7 @@ Pure functions of a Plan (generator.plan); the CLI chooses the stream.
 
 from __future__ import annotations
 
+import textwrap
 from typing import Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
@@ -67,9 +68,15 @@ def plan_dict(plan: Any) -> dict[str, Any]:
         "prompt_len": plan.prompt_len, "response_len": plan.response_len,
         "train_batch_size": plan.train_batch_size, "ppo_mini_batch_size": plan.ppo_mini_batch_size,
         "chosen": plan.chosen,
-        "candidates": [candidate_dict(c) for c in plan.candidates],
+        "candidates": [{**candidate_dict(c), "ranked_below_first_by": _rank_reason(plan, i)}
+                       for i, c in enumerate(plan.candidates)],
         "rejected": [{"layout": layout, "reason": reason} for layout, reason in plan.rejected],
     }
+
+
+def _rank_reason(plan: Any, index: int) -> str | None:
+    reasons = getattr(plan, "rank_reasons", [])
+    return reasons[index] if index < len(reasons) else None
 
 
 def _offload_text(c: Any) -> str:
@@ -110,6 +117,10 @@ def _stacked(plan: Any, width: int) -> list[str]:
                      + ("fits" if c.fits else "does NOT fit"))
         if c.score is not None:
             lines += _wrap_items(score_items(c.score), f"    step ~{c.score.total_s:.1f} s = ", width)
+        reason = _rank_reason(plan, index)
+        if reason:
+            lines += textwrap.wrap(f"behind the first on: {reason}", width=width, initial_indent="    ",
+                                   subsequent_indent="      ")
     return lines
 
 
