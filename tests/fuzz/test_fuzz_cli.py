@@ -21,7 +21,7 @@ from harness import clean_marker, run_one  # noqa: E402
 from hostile import HOSTILE, FuzzCase, large_case  # noqa: E402
 from strategies import script_bytes  # noqa: E402
 
-DEFAULT_EXAMPLES = 60
+DEFAULT_EXAMPLES = 30
 
 
 @pytest.fixture(scope="module")
@@ -31,12 +31,15 @@ def workdir():
         yield Path(folder)
 
 
-@settings(max_examples=DEFAULT_EXAMPLES, deadline=None, database=None,
-          suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large,
-                                 HealthCheck.function_scoped_fixture])
-@given(data=script_bytes())
-def test_show_check_fix_never_crash_and_fix_is_idempotent(workdir, data):
-    assert run_one(data, workdir) == []
+@pytest.mark.parametrize("examples", [pytest.param(DEFAULT_EXAMPLES, id=str(DEFAULT_EXAMPLES)),
+                                      pytest.param(300, id="300", marks=pytest.mark.slow)])
+def test_show_check_fix_never_crash_and_fix_is_idempotent(workdir, examples: int):
+    @settings(max_examples=examples, deadline=None, database=None, suppress_health_check=list(HealthCheck))
+    @given(data=script_bytes())
+    def property_(data: bytes) -> None:
+        assert run_one(data, workdir) == []
+
+    property_()
 
 
 @pytest.mark.parametrize("family, examples", [
