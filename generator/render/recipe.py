@@ -34,6 +34,7 @@ from generator.render.spec import (
     check_spec,
     fill_knob_values,
 )
+from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT
 
 
 # ---------------------------------------------------------------------------------------------
@@ -54,8 +55,9 @@ def _text_knob(name: str, raw: str | HydraText, comment: str) -> Knob:
 
 
 def _megatron_layout_settings(prefix: str, c: Candidate, *, offload: bool) -> list[Setting]:
-    """TP/PP/VPP/CP/EP/ETP (+ uneven stages, recompute, offload) under `<prefix>.megatron.`."""
-    m = prefix + ".megatron."
+    """TP/PP/VPP/CP/EP/ETP (+ uneven stages, recompute, offload) under `<prefix>megatron.`
+    (`prefix` is a role's key prefix from generator.verl, ending in a dot)."""
+    m = prefix + "megatron."
     out = [Setting(m + "tensor_model_parallel_size", c.tp, "TP"),
            Setting(m + "pipeline_model_parallel_size", c.pp, "PP")]
     if c.vpp is not None:
@@ -85,7 +87,7 @@ def _megatron_layout_settings(prefix: str, c: Candidate, *, offload: bool) -> li
 def _cpu_optimizer_settings(prefix: str, c: Candidate) -> list[Setting]:
     if not c.offload.cpu_optimizer:
         return []
-    o = prefix + ".optim.override_optimizer_config."
+    o = prefix + "optim.override_optimizer_config."
     return [Setting(o + "optimizer_cpu_offload", True, add=True),
             Setting(o + "overlap_cpu_optimizer_d2h_h2d", True, add=True),
             Setting(o + "use_precision_aware_optimizer", True, add=True),
@@ -161,24 +163,24 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
             Setting("data.max_response_length", spec.response_len, "MAX_RESPONSE_LENGTH"),
             Setting("data.filter_overlong_prompts", True),
             Setting("data.truncation", "error")]
-    model = [Setting("actor_rollout_ref.model.path", None, "MODEL_PATH")]
+    model = [Setting(MODEL_PATH_KEY, None, "MODEL_PATH")]
 
     # actor
-    a = "actor_rollout_ref.actor"
-    actor = [Setting(a + ".optim.lr", spec.lr),
-             Setting(a + ".ppo_mini_batch_size", spec.ppo_mini_batch_size, "PPO_MINI_BATCH_SIZE"),
-             Setting(a + ".ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
+    a = ACTOR
+    actor = [Setting(a + "optim.lr", spec.lr),
+             Setting(a + "ppo_mini_batch_size", spec.ppo_mini_batch_size, "PPO_MINI_BATCH_SIZE"),
+             Setting(a + "ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
     if spec.ppo_epochs != 1:
-        actor.append(Setting(a + ".ppo_epochs", spec.ppo_epochs))
-    actor.append(Setting(a + ".use_dynamic_bsz", dynamic))
+        actor.append(Setting(a + "ppo_epochs", spec.ppo_epochs))
+    actor.append(Setting(a + "use_dynamic_bsz", dynamic))
     if dynamic:
-        actor.append(Setting(a + ".ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"))
+        actor.append(Setting(a + "ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"))
     actor += _megatron_layout_settings(a, c, offload=True)
     actor += _cpu_optimizer_settings(a, c)
     actor += algo.actor
 
     # rollout
-    r = "actor_rollout_ref.rollout."
+    r = ROLLOUT
     rollout = [Setting(r + "name", spec.rollout)]
     if at_least(version, "0.7.0"):
         rollout.append(Setting(r + "mode", "async"))
@@ -195,35 +197,35 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
         rollout.append(Setting(r + "max_num_batched_tokens", seq_len))
 
     # ref: Megatron asserts its micro key even with dynamic bsz
-    f = "actor_rollout_ref.ref"
-    ref = [Setting(f + ".log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    f = REF
+    ref = [Setting(f + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
     if dynamic:
-        ref.append(Setting(f + ".log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+        ref.append(Setting(f + "log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
                            "LOG_PROB_TOKEN_BUDGET"))
     if not at_least(version, "0.7.0"):
         # before 0.7.0 the ref's sizes were literals (1), not interpolations of the actor's
         ref += [s for s in _megatron_layout_settings(f, c, offload=False)
                 if "override_transformer_config.recompute" not in s.key]
-        ref.append(Setting(f + ".megatron.param_offload", c.offload.param, "PARAM_OFFLOAD"))
+        ref.append(Setting(f + "megatron.param_offload", c.offload.param, "PARAM_OFFLOAD"))
 
     # critic (PPO): the SAME layout as the actor, because it reuses the actor's process groups
     critic: list[Setting] = []
     if algo.uses_critic:
-        critic = [Setting("critic.model.path", None, "MODEL_PATH"),
-                  Setting("critic.optim.lr", 1e-5),
-                  Setting("critic.optim.lr_warmup_steps_ratio", 0.0),
-                  Setting("critic.ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
+        critic = [Setting(CRITIC + "model.path", None, "MODEL_PATH"),
+                  Setting(CRITIC + "optim.lr", 1e-5),
+                  Setting(CRITIC + "optim.lr_warmup_steps_ratio", 0.0),
+                  Setting(CRITIC + "ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
         if dynamic:
-            critic += [Setting("critic.use_dynamic_bsz", True),
-                       Setting("critic.ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
-                       Setting("critic.forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+            critic += [Setting(CRITIC + "use_dynamic_bsz", True),
+                       Setting(CRITIC + "ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
+                       Setting(CRITIC + "forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
                                "LOG_PROB_TOKEN_BUDGET")]
-        critic_layout = _megatron_layout_settings("critic", c, offload=True)
+        critic_layout = _megatron_layout_settings(CRITIC, c, offload=True)
         if not at_least(version, "0.6.0"):
             # before 0.6.0 critic.megatron.override_transformer_config interpolated the actor's
             critic_layout = [s for s in critic_layout if ".override_transformer_config." not in s.key]
         critic += critic_layout
-        critic += _cpu_optimizer_settings("critic", c)
+        critic += _cpu_optimizer_settings(CRITIC, c)
 
     algorithm = [Setting("algorithm.adv_estimator", algo.adv_estimator)] + list(algo.algorithm)
 
