@@ -246,7 +246,7 @@ def test_sarif_and_text_name_the_resolution() -> None:
     script = str(PROJECTS / "toml_project" / "scripts" / "run_ppo.sh")
     sarif = json.loads(CliRunner().invoke(app, ["check", script, "--format", "sarif"]).output)
     verl = sarif["runs"][0]["properties"]["verl"]
-    assert verl == [{"path": script, **resolve(script, project=_project(script)).as_dict()}]
+    assert verl == [{"path": script, **resolve(script, project=_project(script)).as_dict(), "call_resolutions": []}]
     text = CliRunner().invoke(app, ["check", script]).output
     assert "checked against verl 0.6.1 (config: packaged schema 0.6.1; chosen: verl-version of" in text
 
