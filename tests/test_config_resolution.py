@@ -17,6 +17,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.errors import InputError
+from generator.rules import DEFAULT_SENSITIVE
 from generator.schema.resolution import (
     Resolution,
     declared_release,
@@ -355,3 +356,21 @@ def test_diff_judges_scripts_by_the_verl_the_first_one_runs(tmp_path: Path) -> N
     doc = json.loads(result.output)
     assert doc["verl_version"].startswith("0.4.1+project") and "the project's verl" in doc["version_from"]
     assert [c["key"] for c in doc["changes"]] == ["actor_rollout_ref.rollout.n_agent"]
+
+
+def test_default_dependent_findings_say_the_default_is_an_inferred_releases(tmp_path: Path) -> None:
+    """docs/rules/defaults.md: with an inferred release the default-dependent rules run, and each
+    of their findings names whose default it read; a named release adds nothing."""
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8 "
+                      "actor_rollout_ref.actor.ppo_mini_batch_size=8 trainer.n_gpus_per_node=8\n")
+    code, doc = _check_json(str(script))
+    assert doc["files"][0]["resolution"]["inferred"] is True
+    release = doc["files"][0]["resolution"]["release"]
+    messages = {f["code"]: f["message"] for f in doc["files"][0]["findings"]}
+    note = f"[verl {release}'s default; the release was inferred from the script's keys]"
+    assert messages["VB109"].endswith(note) and messages["VB201"].endswith(note)
+    assert not any(note in m for c, m in messages.items() if c not in DEFAULT_SENSITIVE)
+    code, doc = _check_json(str(script), "--verl-version", release)
+    named = {f["code"]: f["message"] for f in doc["files"][0]["findings"]}
+    assert "VB109" in named and not any("inferred" in m for m in named.values())

@@ -140,6 +140,16 @@ def _scope_note(invocation: Invocation) -> str:
     return ""
 
 
+def _inferred_default_note(resolution: Resolution, config: Config) -> str:
+    """What a DEFAULT_SENSITIVE finding adds when the defaults it relied on are those of a release
+    inferred from the script's keys (no option, project file, project verl or installed verl named
+    one): the verdict stands, but the user is told whose default it is and how to name the real
+    release (docs/rules/defaults.md says why these rules run rather than stand down)."""
+    if not resolution.inferred or resolution.stand_in is not None or config.config_dir is not None:
+        return ""  # a named release, a stand-in (the rules do not run), or the call's own config
+    return f" [verl {resolution.base_release}'s default; the release was inferred from the script's keys]"
+
+
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
                  ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
                  resolution: Resolution | None = None,
@@ -180,6 +190,10 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
         note = _scope_note(invocation)
         if note:
             findings = [dataclasses.replace(f, message=f.message + note) for f in findings]
+        inferred = _inferred_default_note(resolution, config)
+        if inferred:
+            findings = [dataclasses.replace(f, message=f.message + inferred) if f.code in DEFAULT_SENSITIVE else f
+                        for f in findings]
         results.append((invocation, config, findings))
     return results
 
