@@ -128,8 +128,8 @@ class ExplainedFile:
     calls: list[ExplainedCall] = field(default_factory=list)
 
 
-def explain_file(path: str, *, verl_version: str | None, config_dir: str | None = None, env: dict[str, str], args: list[str],
-                 memory: MemoryOptions | None, gpu_named: bool, model: str | None, headroom: float) -> ExplainedFile:
+def explain_file(path: str, *, verl_version: str | None, config_dir: str | None = None, env: dict[str, str],
+                 args: list[str], memory: MemoryOptions | None, gpu_named: bool, model: str | None, headroom: float) -> ExplainedFile:
     """The numbers verl derives for each live call of one file (never raises: a failure is the
     file's `error`, after the calls explained before it)."""
     from generator.config import build_config

@@ -33,8 +33,8 @@ def register(app: typer.Typer) -> None:
         try:
             if output_format not in ("text", "json"):
                 raise InputError(f"--format must be text or json, not '{output_format}'")
-            result = diff(a, b, version=verl_version, config_dir=config_dir, library=library, env=parse_pairs(env, "--env") or None,
-                          args=list(arg) or None)
+            result = diff(a, b, version=verl_version, config_dir=config_dir, library=library,
+                          env=parse_pairs(env, "--env") or None, args=list(arg) or None)
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \
                 f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
