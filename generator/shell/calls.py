@@ -113,33 +113,60 @@ def _contiguous(value: list[Piece]) -> bool:
 
 def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_end: int,
                       line_of: Callable[[str | None, int], int]) -> Provenance:
+    """Where an override's value comes from: the text after `=`, a variable's definition, a
+    string or array variable, or nowhere known; with its span when one byte range holds it."""
     text = pieces_text(value)
     origin: Source | None = "array" if f.origin == "array" else "string" if f.origin == "string" else None
     if origin == "string":  # provenance inside the string variable, not the string itself
         value = [p.copy(group=p.inner) for p in value]
     if not value:
-        if eq_end >= 0 and eq_piece is not None:
-            q = eq_piece.q if eq_piece.q in ("'", '"') else ""
-            return Provenance(origin or "literal", Span(eq_end, eq_end, line_of(eq_piece.path, eq_end)), q,
-                              path=eq_piece.path)
-        return Provenance(origin or "literal", None)
+        return _empty_value_provenance(origin, eq_piece, eq_end, line_of)
     has_unknowns = any(p.unknown for p in value)
-    g = value[0].group
-    if g is not None and all(p.group is g for p in value) and g.text == text:
-        span = (Span(g.span_start, g.span_end, line_of(g.path, g.span_start))
-                if g.span_start is not None and g.span_end is not None else None)
-        source = origin or ("unknown" if has_unknowns and span is None else "variable")
-        return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)
+    found = _definition_provenance(value, text, origin, has_unknowns, line_of)
+    if found is not None:
+        return found
     plain = all(p.group is None and (p.exact or p.q == "\\") for p in value)  # no expansion at all
-    if all(_exact(p) for p in value) and _contiguous(value):
-        region, quoting = _region(value)
-        vpath = value[0].path
-        source = origin or ("literal" if plain else "variable")
-        if region is not None:
-            return Provenance(source, Span(region[0], region[1], line_of(vpath, region[0])), quoting,
-                              path=vpath)
+    found = _written_provenance(value, origin or ("literal" if plain else "variable"), line_of)
+    if found is not None:
+        return found
     source = origin or ("unknown" if has_unknowns else ("literal" if plain else "variable"))
     return Provenance(source, None, path=f.path)
+
+
+def _written_provenance(value: list[Piece], source: Source, line_of: Callable[[str | None, int], int]
+                        ) -> Provenance | None:
+    """The value's own bytes in one file, side by side, with the quotes around them: their span
+    (None when the value is not written out in one place)."""
+    if not (all(_exact(p) for p in value) and _contiguous(value)):
+        return None
+    region, quoting = _region(value)
+    if region is None:
+        return None
+    vpath = value[0].path
+    return Provenance(source, Span(region[0], region[1], line_of(vpath, region[0])), quoting, path=vpath)
+
+
+def _empty_value_provenance(origin: Source | None, eq_piece: Piece | None, eq_end: int,
+                            line_of: Callable[[str | None, int], int]) -> Provenance:
+    """An empty value (`key=`): the empty span right after `=` when the `=` was written out."""
+    if eq_end >= 0 and eq_piece is not None:
+        q = eq_piece.q if eq_piece.q in ("'", '"') else ""
+        return Provenance(origin or "literal", Span(eq_end, eq_end, line_of(eq_piece.path, eq_end)), q,
+                          path=eq_piece.path)
+    return Provenance(origin or "literal", None)
+
+
+def _definition_provenance(value: list[Piece], text: str, origin: Source | None, has_unknowns: bool,
+                           line_of: Callable[[str | None, int], int]) -> Provenance | None:
+    """The whole value is one variable's whole value: the span of that variable's definition
+    (None when the value is anything else)."""
+    g = value[0].group
+    if g is None or not all(p.group is g for p in value) or g.text != text:
+        return None
+    span = (Span(g.span_start, g.span_end, line_of(g.path, g.span_start))
+            if g.span_start is not None and g.span_end is not None else None)
+    source = origin or ("unknown" if has_unknowns and span is None else "variable")
+    return Provenance(source, span, g.quoting if span else "", variable=g.variable, path=g.path)
 
 
 def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:
