@@ -162,3 +162,22 @@ def test_escaped_blanks_are_found_wherever_they_are_in_the_file() -> None:
     assert [o.key for o in late.invocations[0].overrides] == ["a.b", "c.d"]
     none = read_script(f"python3 -m {MAIN} a.b=1  c.d=2\n")
     assert none.invocations[0].other_args == []
+
+
+@pytest.mark.parametrize("command", ["show", "check", "explain", "fix"])
+def test_a_recursion_error_past_the_launcher_depth_check_is_the_same_one_line(
+        tmp_path: Path, command: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The reader, not each command, turns a RecursionError into the one message: for a Python
+    launcher too, should one ever get past the depth check before parsing."""
+    path = tmp_path / "launch.py"
+    path.write_text(f'import subprocess\nsubprocess.run(["python3", "-m", "{MAIN}", "a.b=1"])\n')
+
+    def too_deep(source: bytes | str, name: str | None = None) -> None:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(pylaunch, "read_launcher", too_deep)
+    result = CliRunner().invoke(app, [command, str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}: error: the script nests too deeply to read" in result.output or (
+        f"{path}: the script nests too deeply to read" in result.output), result.output
+    assert "internal error" not in result.output and "Traceback" not in result.output

@@ -47,8 +47,6 @@ def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict
             message = str(err)
             prefix = f"{path}: "
             out.append(error_dict(path, message.removeprefix(prefix)))
-        except RecursionError:
-            out.append(error_dict(path, "the script nests too deeply to read"))
         except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
             text = " ".join(str(err).split())[:200]
             out.append(error_dict(path, f"internal error while reading ({type(err).__name__}: {text})"))

@@ -16,6 +16,8 @@ from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
+# The one message, in every command, for input that nests deeper than the reader recurses.
+NESTS_TOO_DEEPLY = "the script nests too deeply to read"
 
 
 def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | None = None,
@@ -32,7 +34,10 @@ def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | No
     if name is not None and name.endswith(".py"):
         from generator.pylaunch import read_launcher
 
-        return read_launcher(source, name)
+        try:
+            return read_launcher(source, name)
+        except RecursionError:  # depth is checked before parsing; this is the last line of defence
+            raise InputError(f"{name}: {NESTS_TOO_DEEPLY}") from None
     return read_script(source, name, env=env, args=args)
 
 
@@ -73,7 +78,7 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
         return _read_checked(data, path, env, args)
     except RecursionError:
         # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
-        raise InputError(f"{label}: the script nests too deeply to read") from None
+        raise InputError(f"{label}: {NESTS_TOO_DEEPLY}") from None
 
 
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
