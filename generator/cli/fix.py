@@ -15,11 +15,10 @@ import typer
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from generator.fix.files import fix_files, migrate_files
-from generator.report.fixes import Said, fix_lines, fix_summary, migrate_lines
 from generator.safe_text import one_line, printable
 
-if TYPE_CHECKING:
+if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
+    from generator.report.fixes import Said
     from generator.plan.script_setup import MemoryOptions
 
 
@@ -45,6 +44,9 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             unsafe: bool, verl_version: str | None, env: dict[str, str],
             args: list[str] | None = None, memory: MemoryOptions | None = None,
             config_dir: str | None = None) -> int:
+    from generator.fix.files import fix_files
+    from generator.report.fixes import fix_lines, fix_summary
+
     outcomes = []
     for outcome in fix_files(paths, write=write, select=select, ignore=ignore, unsafe=unsafe,
                              verl_version=verl_version, env=env, args=args, memory=memory, config_dir=config_dir):
@@ -56,6 +58,9 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
 
 def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
                 unsafe: bool, env: dict[str, str], args: list[str] | None = None) -> int:
+    from generator.fix.files import migrate_files
+    from generator.report.fixes import migrate_lines
+
     status = EXIT_OK
     for outcome in migrate_files(paths, to_version=to_version, from_version=from_version, write=write,
                                  unsafe=unsafe, env=env, args=args):
