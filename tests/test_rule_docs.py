@@ -4,6 +4,7 @@ cites exists in the repository."""
 
 from __future__ import annotations
 
+import json
 import re
 from pathlib import Path
 
@@ -11,7 +12,7 @@ import pytest
 
 from generator.report.rule_doc import rule_doc
 from generator.rules import load_rules
-from generator.rules.core import FAMILY_PAGES, doc_page
+from generator.rules.core import CATALOG_DIR, FAMILY_PAGES, catalog_file, doc_page, rule_text
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load_rules()
@@ -22,7 +23,8 @@ CITED_DOC = re.compile(r"(docs/[\w./-]+\.md)(?:#[\w-]+)?(?! @)")
 
 def _cited_docs() -> dict[str, list[str]]:
     cited: dict[str, list[str]] = {}
-    for source in sorted((ROOT / "generator").rglob("*.py")):
+    sources = [*(ROOT / "generator").rglob("*.py"), *(ROOT / "generator" / "rules" / "catalog").glob("*.json")]
+    for source in sorted(sources):
         for number, line in enumerate(source.read_text(encoding="utf-8").splitlines(), 1):
             for match in CITED_DOC.finditer(line):
                 cited.setdefault(match.group(1), []).append(f"{source.relative_to(ROOT)}:{number}")
@@ -80,3 +82,37 @@ def test_gen_rule_names_its_documentation_page() -> None:
     assert "Documentation: docs/rules/batch.md#vb106" in text
     assert doc_page("VB106") == "docs/rules/batch.md#vb106"
     assert doc_page("ZZ999") is None
+
+
+def test_the_catalog_lists_exactly_the_registered_rules() -> None:
+    """A rule without an entry would fail at `gen rule`; an entry without a rule is stale prose."""
+    listed = {code for path in CATALOG_DIR.glob("*.json")
+              for code in json.loads(path.read_text(encoding="utf-8"))}
+    assert listed == set(REGISTRY)
+    assert all(catalog_file(code[:2]).is_file() for code in REGISTRY)
+
+
+def _section(code: str) -> str:
+    page, _title = FAMILY_PAGES[code[:2]]
+    text = (ROOT / page).read_text(encoding="utf-8")
+    return text.split(f'<a id="{code.lower()}"></a>', 1)[1].split("<a id=", 1)[0]
+
+
+def _paragraph(section: str, label: str) -> str | None:
+    found = re.search(rf"^\*\*{label}\.\*\* (.*?)\n\n", section + "\n\n", flags=re.S | re.M)
+    return found.group(1) if found else None
+
+
+@pytest.mark.parametrize("code", sorted(REGISTRY))
+def test_the_family_page_says_what_the_catalog_says(code: str) -> None:
+    """The page repeats the catalog's title, reason and fix safety word for word (longer prose goes in
+    its own paragraph), so `gen rule CODE` and docs/rules/*.md cannot drift apart."""
+    text, section = rule_text(code), _section(code)
+    assert f"\n**{text.title}.**\n" in section
+    assert _paragraph(section, "Why") == text.why
+    assert _paragraph(section, "Fix") == text.fix_safety
+
+
+def test_a_drifted_page_is_caught() -> None:
+    section = _section("VB101").replace("P·n must be", "P·n should be")
+    assert _paragraph(section, "Why") != rule_text("VB101").why

@@ -9,7 +9,7 @@ from typing import Iterator
 from generator import derive
 from generator.config.derived import trained_prompts_and_n
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
@@ -44,13 +44,7 @@ def _pair_findings(the_rule, view: ConfigReader, per_gpu: str, global_key: str, 
                           f"[{role}] neither {short_pg} nor {short_g} is set", key=per_gpu, fix=fix)
 
 
-@rule("VB201", "rollout-logprob-micro-pair", "rollout log-prob micro batch: set exactly one key",
-      severity="error", stage="load", verl_ref="A11, D5",
-      why="With actor.use_dynamic_bsz=False, verl requires exactly one of rollout.log_prob_micro_batch_size "
-          "(deprecated) and rollout.log_prob_micro_batch_size_per_gpu.",
-      fix_safety="Removes the deprecated key, or sets the per-GPU key to the actor's micro batch (safe).",
-      failing=Example(("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=null",)),
-      passing=Example(()))
+@rule("VB201", "rollout-logprob-micro-pair", severity="error", stage="load", verl_ref="A11, D5")
 def rollout_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False:
@@ -59,14 +53,7 @@ def rollout_pair(ctx: Context) -> Iterator[Finding]:
                               view.int(ACTOR + "ppo_micro_batch_size_per_gpu"))
 
 
-@rule("VB202", "ref-logprob-micro-pair", "reference log-prob micro batch: set exactly one key",
-      severity="error", stage="load", verl_ref="A10",
-      why="When a reference policy is used (KL loss or KL in reward) and actor.use_dynamic_bsz=False, verl "
-          "requires exactly one of ref.log_prob_micro_batch_size and ref.log_prob_micro_batch_size_per_gpu.",
-      fix_safety="Removes the deprecated key, or sets the per-GPU key to the actor's micro batch (safe).",
-      failing=Example(("actor_rollout_ref.actor.use_kl_loss=True",
-                       "actor_rollout_ref.ref.log_prob_micro_batch_size=16")),
-      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
+@rule("VB202", "ref-logprob-micro-pair", severity="error", stage="load", verl_ref="A10")
 def ref_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False or view.ref_used is not True:
@@ -75,15 +62,7 @@ def ref_pair(ctx: Context) -> Iterator[Finding]:
                               view.int(ACTOR + "ppo_micro_batch_size_per_gpu"))
 
 
-@rule("VB203", "megatron-ref-micro-missing", "Megatron reference policy without any log-prob micro batch",
-      severity="error", stage="init", verl_ref="C3", backends=("megatron",),
-      why="The Megatron ref worker asserts one of ref.log_prob_micro_batch_size(_per_gpu) is set even with "
-          "dynamic bsz (the assert is not gated), so dynamic-bsz scripts still need a placeholder value.",
-      fix_safety="Sets ref.log_prob_micro_batch_size_per_gpu to the rollout log-prob micro batch (or 1); with "
-                 "dynamic bsz the value only satisfies the assert (safe).",
-      failing=Example(("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=null")),
-      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True", "actor_rollout_ref.actor.use_dynamic_bsz=True")))
+@rule("VB203", "megatron-ref-micro-missing", severity="error", stage="init", verl_ref="C3", backends=("megatron",))
 def megatron_ref_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.ref_used is not True or view.actor_dynamic is not True:
@@ -102,14 +81,7 @@ def _critic_static(view: ConfigReader) -> bool | None:
     return None if dynamic is None else not dynamic
 
 
-@rule("VB204", "critic-micro-pair", "critic micro batch: set exactly one key (interpolation trap)",
-      severity="error", stage="load", verl_ref="A14",
-      why="critic.ppo_micro_batch_size_per_gpu defaults to ${oc.select:.ppo_micro_batch_size,null}, so setting "
-          "only the deprecated critic.ppo_micro_batch_size makes BOTH keys non-null and verl refuses the config; "
-          "setting neither fails too.",
-      fix_safety="Replaces the deprecated global key by the per-GPU key (global // DP) (safe).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size=16")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=4")))
+@rule("VB204", "critic-micro-pair", severity="error", stage="load", verl_ref="A14")
 def critic_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -139,13 +111,7 @@ def critic_pair(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(critic_pair, view, (C_MICRO_GLOBAL,), message, fix=fix)
 
 
-@rule("VB205", "megatron-critic-micro-missing", "Megatron critic without a micro batch (even with dynamic bsz)",
-      severity="error", stage="runtime", verl_ref="D6", backends=("megatron",),
-      why="Megatron's compute_values asserts critic.ppo_micro_batch_size_per_gpu is set even with dynamic bsz.",
-      fix_safety="Sets it to the actor's micro batch (or 1); with dynamic bsz it only satisfies the assert.",
-      failing=Example(("algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_dynamic_bsz=True")),
-      passing=Example(("algorithm.adv_estimator=gae", "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "critic.ppo_micro_batch_size_per_gpu=2")))
+@rule("VB205", "megatron-critic-micro-missing", severity="error", stage="runtime", verl_ref="D6", backends=("megatron",))
 def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True or _critic_static(view) is not False:
@@ -173,14 +139,7 @@ def _critic_chain(view: ConfigReader) -> tuple[derive.BatchChain, tuple[int, int
     return chain, pn, dp, mini
 
 
-@rule("VB206", "critic-mini-batch-chain", "critic: per-rank mini batch is 0 or does not divide the local batch",
-      severity="error", stage="runtime", verl_ref="D4, C1", backends=("megatron",),
-      why="The Megatron critic floors critic.ppo_mini_batch_size·n / DP and make_iterator asserts the local "
-          "batch splits into whole mini-batches, exactly as for the actor.",
-      fix_safety="Moves critic.ppo_mini_batch_size to the nearest valid value (unsafe: update count).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
-                       "critic.ppo_mini_batch_size=24")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
+@rule("VB206", "critic-mini-batch-chain", severity="error", stage="runtime", verl_ref="D4, C1", backends=("megatron",))
 def critic_chain(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True:
@@ -206,13 +165,7 @@ def critic_chain(ctx: Context) -> Iterator[Finding]:
                           f"{chain.mini_batch_remainder})", fix=fix)
 
 
-@rule("VB207", "critic-mini-larger-than-train-batch", "critic.ppo_mini_batch_size is larger than train_batch_size",
-      severity="error", stage="load", verl_ref="A16",
-      why="Both count prompts; verl refuses a critic mini batch larger than the step.",
-      fix_safety="Lowers critic.ppo_mini_batch_size to the nearest valid value (unsafe).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
-                       "critic.ppo_mini_batch_size=128")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
+@rule("VB207", "critic-mini-larger-than-train-batch", severity="error", stage="load", verl_ref="A16")
 def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -227,12 +180,7 @@ def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
                       f"critic.ppo_mini_batch_size {mini} > train_batch_size {pn[0]} (both count prompts)", fix=fix)
 
 
-@rule("VB208", "fsdp-critic-micro-does-not-divide", "FSDP critic: micro batch does not divide the per-rank mini batch",
-      severity="error", stage="init", verl_ref="C12", backends=("fsdp",),
-      why="The FSDP critic worker asserts the per-rank critic mini batch is a multiple of its micro batch.",
-      fix_safety="Sets critic.ppo_micro_batch_size_per_gpu to the nearest divisor (safe).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=3")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")))
+@rule("VB208", "fsdp-critic-micro-does-not-divide", severity="error", stage="init", verl_ref="C12", backends=("fsdp",))
 def fsdp_critic_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -256,18 +204,7 @@ def fsdp_critic_micro(ctx: Context) -> Iterator[Finding]:
 C_MICRO_GLOBAL = CRITIC + "ppo_micro_batch_size"
 
 
-@rule("VB210", "critic-mini-not-divisible-by-global-micro",
-      "critic.ppo_mini_batch_size not divisible by critic.ppo_micro_batch_size",
-      severity="error", stage="load", verl_ref="A15",
-      why="With the deprecated global critic micro batch (and static batching), verl's critic config asserts "
-          "critic.ppo_mini_batch_size % critic.ppo_micro_batch_size == 0 when it is built at load (it compares "
-          "prompts with responses, but it is what verl checks).",
-      fix_safety="Sets critic.ppo_micro_batch_size to the divisor of the critic mini batch closest to it (safe: "
-                 "the micro batch only splits the work; prefer critic.ppo_micro_batch_size_per_gpu).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=null",
-                       "critic.ppo_micro_batch_size=12")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=null",
-                       "critic.ppo_micro_batch_size=8")))
+@rule("VB210", "critic-mini-not-divisible-by-global-micro", severity="error", stage="load", verl_ref="A15")
 def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -285,14 +222,7 @@ def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
                       f"({mini} % {micro} = {mini % micro})", key=C_MICRO_GLOBAL, fix=fix)
 
 
-@rule("VB209", "logprob-micro-larger-than-local-batch", "log-prob micro batch larger than the local batch",
-      severity="info", stage="silent", verl_ref="§1.5",
-      why="The rollout log-prob pass splits the local batch G/DP into micro-batches of "
-          "log_prob_micro_batch_size_per_gpu; a larger value just means one pass with the whole local batch, "
-          "which can use more memory than intended.",
-      fix_safety="Sets it to the local batch (safe).",
-      failing=Example(("actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=128",)),
-      passing=Example(()))
+@rule("VB209", "logprob-micro-larger-than-local-batch", severity="info", stage="silent", verl_ref="§1.5")
 def logprob_micro_large(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is not False:

@@ -10,7 +10,7 @@ from generator.config.derived import actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
 from generator.edits import KeyEdit
 from generator.forks import fork_batch_settings
-from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix
 from generator.verl import ACTOR, ROLLOUT
 from generator.versions import VersionRange, parse
@@ -32,15 +32,7 @@ def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool |
 
 # --- A2 ---------------------------------------------------------------------------------------
 
-@rule("VB101", "minimal-batch-not-divisible", "responses per step not divisible by verl's minimal batch",
-      severity="error", stage="load", verl_ref="A2, G6",
-      why="verl's validate_config refuses the run before any GPU work: P·n must be a multiple of DP·μ "
-          "(Megatron) or of the GPU count (FSDP).",
-      fix_safety="Moves the micro batch to the nearest value dividing both the local batch and the per-rank "
-                 "mini batch; train_batch_size, n and the GPUs stay.",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=3",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=16", "data.train_batch_size=64")),
-      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
+@rule("VB101", "minimal-batch-not-divisible", severity="error", stage="load", verl_ref="A2, G6")
 def minimal_batch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or not _static(view, ungated_through="0.5.0"):
@@ -78,15 +70,7 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
 
 # --- A6 ---------------------------------------------------------------------------------------
 
-@rule("VB102", "mini-batch-larger-than-train-batch", "ppo_mini_batch_size is larger than train_batch_size",
-      severity="error", stage="load", verl_ref="A6",
-      why="Both count prompts; a mini batch larger than the step can never be filled. verl refuses it at load "
-          "from 0.3 on (not with dynamic bsz: VB106 says what the update then does); before 0.3 nothing refused "
-          "it and the update ran scaled down (a warning).",
-      fix_safety="Lowers the mini batch to the nearest valid value ≤ train_batch_size (changes the number of "
-                 "optimizer updates: unsafe).",
-      failing=Example(("data.train_batch_size=8", "actor_rollout_ref.actor.ppo_mini_batch_size=16")),
-      passing=Example(("data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=16")))
+@rule("VB102", "mini-batch-larger-than-train-batch", severity="error", stage="load", verl_ref="A6")
 def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view):
@@ -117,14 +101,7 @@ def _before_mini_check(version: str) -> bool:
 
 # --- D3 ---------------------------------------------------------------------------------------
 
-@rule("VB103", "step-not-divisible-by-dp", "responses per step not divisible by DP",
-      severity="error", stage="runtime", verl_ref="D3, D2",
-      why="Every dispatch (log-prob, ref, update) splits the step into DP equal chunks and asserts they are "
-          "equal; the first step dies with 'only support equal chunk'.",
-      fix_safety="No automatic fix: it needs a different train_batch_size, n or layout.",
-      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=3",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=10")),
-      passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=4")))
+@rule("VB103", "step-not-divisible-by-dp", severity="error", stage="runtime", verl_ref="D3, D2")
 def step_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.auto_padding:
@@ -142,14 +119,7 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
 
 # --- C1/C10/D4 --------------------------------------------------------------------------------
 
-@rule("VB104", "per-rank-mini-batch-zero", "per-rank mini batch floors to 0",
-      severity="error", stage="runtime", verl_ref="C1, C10, D4",
-      why="verl computes ppo_mini_batch_size·n // DP; when that is 0 Megatron divides by zero at the first "
-          "update and FSDP refuses at worker init.",
-      fix_safety="Raises the mini batch to the nearest valid value (changes the update count: unsafe).",
-      failing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=1", "actor_rollout_ref.rollout.n=1",
-                       "data.train_batch_size=64")),
-      passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
+@rule("VB104", "per-rank-mini-batch-zero", severity="error", stage="runtime", verl_ref="C1, C10, D4")
 def mini_zero(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -161,14 +131,7 @@ def mini_zero(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(mini_zero, view, (MINI, N_KEY), f"{c.per_rank_equation()}: no sample per rank", fix=fix)
 
 
-@rule("VB105", "per-rank-mini-batch-floored", "per-rank mini batch is silently floored",
-      severity="warning", stage="silent", verl_ref="C1, H1",
-      why="ppo_mini_batch_size·n is not divisible by DP, so verl floors the per-rank mini batch: each "
-          "optimizer step sees fewer samples than asked for and the number of updates changes. Nothing errors.",
-      fix_safety="Moves the mini batch to the nearest value divisible by DP (unsafe: changes update count).",
-      failing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=5", "actor_rollout_ref.rollout.n=1",
-                       "data.train_batch_size=40", "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1")),
-      passing=Example(("actor_rollout_ref.actor.ppo_mini_batch_size=16",)))
+@rule("VB105", "per-rank-mini-batch-floored", severity="warning", stage="silent", verl_ref="C1, H1")
 def mini_floored(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -184,19 +147,7 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
                       f"responses, not {asked}", fix=fix)
 
 
-@rule("VB106", "local-batch-not-divisible-by-mini", "local batch not divisible by the per-rank mini batch",
-      severity="error", stage="runtime", verl_ref="D4, H3",
-      why="Megatron's make_iterator asserts the local batch G/DP splits into whole mini-batches: the first "
-          "update fails. FSDP instead runs an extra, smaller mini-batch (a silent extra optimizer step). A mini "
-          "batch larger than the whole step is said plainly: one update per step on FSDP, an assert on Megatron.",
-      fix_safety="Moves the mini batch to the nearest value that divides the step (unsafe: update count).",
-      failing=Example(("trainer.n_gpus_per_node=8", "data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=24",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2"),
-                      note="docs/batch-chain.md#worked-examples, the second example"),
-      passing=Example(("data.train_batch_size=60", "actor_rollout_ref.rollout.n=4",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=20",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2")))
+@rule("VB106", "local-batch-not-divisible-by-mini", severity="error", stage="runtime", verl_ref="D4, H3")
 def local_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -230,20 +181,7 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                           fix=fix, severity="warning")
 
 
-@rule("VB107", "micro-does-not-divide-mini", "micro batch does not divide the per-rank mini batch",
-      severity="error", stage="init", verl_ref="C11, H2, A2",
-      why="FSDP (and the new engine) assert that the per-rank mini batch splits into whole micro-batches. "
-          "Megatron accepts it silently: the last micro-batch is smaller and losses are averaged per "
-          "micro-batch, and a micro batch larger than the mini batch simply does nothing.",
-      fix_safety="Sets the micro batch to the nearest divisor of the per-rank mini batch (memory only: safe).",
-      failing=Example(("trainer.n_gpus_per_node=4", "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
-                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1",
-                       "data.train_batch_size=256", "actor_rollout_ref.rollout.n=5",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=256",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=24"),
-                      note="FSDP refuses it; on Megatron it is a warning (a short last micro-batch)",
-                      config_name="ppo_trainer"),
-      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",)))
+@rule("VB107", "micro-does-not-divide-mini", severity="error", stage="init", verl_ref="C11, H2, A2")
 def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     c = actor_batch(view)
@@ -277,12 +215,7 @@ def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
 
 # --- A3/A4/A2b --------------------------------------------------------------------------------
 
-@rule("VB108", "both-micro-keys-set", "both ppo_micro_batch_size and ppo_micro_batch_size_per_gpu are set",
-      severity="error", stage="load", verl_ref="A3",
-      why="The deprecated global micro batch and the per-GPU one are mutually exclusive; verl raises at load.",
-      fix_safety="Removes the deprecated global key (safe: the per-GPU value is the one verl would use).",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size=8",)),
-      passing=Example(()))
+@rule("VB108", "both-micro-keys-set", severity="error", stage="load", verl_ref="A3")
 def both_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
@@ -296,14 +229,7 @@ def both_micro(ctx: Context) -> Iterator[Finding]:
                                   (KeyEdit(MICRO_GLOBAL, old, None),)))
 
 
-@rule("VB109", "missing-micro-batch", "no usable actor micro batch",
-      severity="error", stage="load", verl_ref="A4, A2b, G6, D5",
-      why="With use_dynamic_bsz=False verl needs a micro batch. Megatron's check multiplies DP by "
-          "ppo_micro_batch_size_per_gpu, so setting only the deprecated global key fails with a TypeError; "
-          "through 0.5.0 that Megatron check ran even with dynamic bsz (G6).",
-      fix_safety="For the deprecated key: converts it to the per-GPU key (global // DP), as verl itself would.",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",)),
-      passing=Example(()))
+@rule("VB109", "missing-micro-batch", severity="error", stage="load", verl_ref="A4, A2b, G6, D5")
 def missing_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     dynamic = view.actor_dynamic
@@ -339,17 +265,7 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
                       f"computes DP·ppo_micro_batch_size_per_gpu and fails on null", fix=fix)
 
 
-@rule("VB110", "mini-not-divisible-by-global-micro", "ppo_mini_batch_size not divisible by ppo_micro_batch_size",
-      severity="error", stage="load", verl_ref="A7",
-      why="With the deprecated global micro batch, verl asserts mini % micro == 0 (it compares prompts with "
-          "responses, but it is what verl checks).",
-      fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=12",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), config_name="ppo_trainer"),
-      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=8",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=16"), config_name="ppo_trainer"))
+@rule("VB110", "mini-not-divisible-by-global-micro", severity="error", stage="load", verl_ref="A7")
 def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
@@ -362,14 +278,7 @@ def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
                       f"({mini} % {micro} = {mini % micro})", key=MICRO_GLOBAL)
 
 
-@rule("VB111", "global-micro-below-gpus", "ppo_micro_batch_size·SP is smaller than the GPU count",
-      severity="error", stage="load", verl_ref="A8",
-      why="The deprecated global micro batch is divided over all GPUs; verl requires micro·SP ≥ GPUs.",
-      fix_safety="No automatic fix; prefer ppo_micro_batch_size_per_gpu.",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=4"), config_name="ppo_trainer"),
-      passing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=8"), config_name="ppo_trainer"))
+@rule("VB111", "global-micro-below-gpus", severity="error", stage="load", verl_ref="A8")
 def global_micro_small(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view, ungated_through="0.4.1"):
@@ -391,14 +300,7 @@ def _rollout_mode(view: ConfigReader) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
-@rule("VB112", "agent-loop-chunks", "responses per step not divisible by rollout.agent.num_workers",
-      severity="error", stage="runtime", versions=VersionRange("0.5.0", None), verl_ref="D1",
-      why="The agent loop splits the step's responses into num_workers equal chunks with no padding; the first "
-          "generation fails with 'only support equal chunk'.",
-      fix_safety="Sets num_workers to the nearest divisor of the responses per step (safe: throughput only).",
-      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=2",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=30")),
-      passing=Example(("data.train_batch_size=32", "actor_rollout_ref.rollout.n=2")))
+@rule("VB112", "agent-loop-chunks", severity="error", stage="runtime", versions=VersionRange("0.5.0", None), verl_ref="D1")
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "async" or view.auto_padding:
@@ -417,15 +319,7 @@ def agent_chunks(ctx: Context) -> Iterator[Finding]:
                       fix=divisor_fix(key, workers, responses, f"splits {responses} responses evenly"))
 
 
-@rule("VB113", "sync-rollout-dispatch", "sync rollout: generation batch not divisible by its dispatch ranks",
-      severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G8, D1, §1.12",
-      why="Before 0.7.0 the default sync rollout chunked the generation batch over ranks with an equal-chunk "
-          "assert: P over all GPUs on 0.4.1, P·n over all GPUs on 0.5.0, P·n over W/R replicas on 0.6.x.",
-      fix_safety="No automatic fix (needs a different train_batch_size or rollout.mode=async).",
-      failing=Example(("actor_rollout_ref.rollout.mode=sync", "data.train_batch_size=36",
-                       "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_mini_batch_size=12",
-                       "actor_rollout_ref.rollout.tensor_model_parallel_size=1"), version="0.6.1"),
-      passing=Example(("actor_rollout_ref.rollout.mode=sync",), version="0.6.1"))
+@rule("VB113", "sync-rollout-dispatch", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G8, D1, §1.12")
 def sync_dispatch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "sync":
@@ -453,14 +347,7 @@ def sync_dispatch(ctx: Context) -> Iterator[Finding]:
                           f"sync rollout on {version}: {what} is not divisible by {how}")
 
 
-@rule("VB114", "balance-batch-world", "balance_batch partitions over all GPUs (≤ 0.6.1)",
-      severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G7, D2",
-      why="Through 0.6.1 trainer.balance_batch partitioned the step over the world size, not DP, so P·n must "
-          "be a multiple of the GPU count even on Megatron.",
-      fix_safety="Sets trainer.balance_batch=False (unsafe: changes load balancing).",
-      failing=Example(("data.train_batch_size=30", "actor_rollout_ref.rollout.n=2",
-                       "actor_rollout_ref.actor.ppo_mini_batch_size=15"), version="0.6.1"),
-      passing=Example(("data.train_batch_size=32",), version="0.6.1"))
+@rule("VB114", "balance-batch-world", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G7, D2")
 def balance_world(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool("trainer.balance_batch") is not True:
@@ -479,14 +366,7 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
                               "unsafe"))
 
 
-@rule("VB115", "global-micro-without-logprob-micro", "deprecated actor micro batch with a null log-prob micro batch",
-      severity="error", stage="init", verl_ref="C2", backends=("megatron",),
-      why="When the deprecated actor ppo_micro_batch_size is set, the Megatron worker also divides "
-          "rollout.log_prob_micro_batch_size by DP, and crashes with a TypeError when it is null.",
-      fix_safety="No automatic fix; set ppo_micro_batch_size_per_gpu instead of the global key.",
-      failing=Example(("actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=null",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size=8", "actor_rollout_ref.actor.use_dynamic_bsz=True")),
-      passing=Example(()))
+@rule("VB115", "global-micro-without-logprob-micro", severity="error", stage="init", verl_ref="C2", backends=("megatron",))
 def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or not view.is_set(MICRO_GLOBAL):
@@ -497,14 +377,7 @@ def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
                           f"rollout.log_prob_micro_batch_size // DP, but rollout.log_prob_micro_batch_size is null")
 
 
-@rule("VB116", "engine-mini-not-divisible", "new engine: ppo_mini_batch_size·n not divisible by DP",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C15",
-      why="With trainer.use_legacy_worker_impl=disable the worker asserts the global mini batch M·n splits "
-          "exactly over DP (no silent flooring).",
-      fix_safety="Moves the mini batch to the nearest valid value (unsafe: update count).",
-      failing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.ppo_mini_batch_size=5",
-                       "actor_rollout_ref.rollout.n=1", "data.train_batch_size=40")),
-      passing=Example(("trainer.use_legacy_worker_impl=disable",)))
+@rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C15")
 def engine_mini(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:
@@ -523,14 +396,7 @@ _CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI
                  ACTOR + "megatron.context_parallel_size")
 
 
-@rule("VB117", "batch-chain-undecided", "batch chain not checked: an input depends on something unknown",
-      severity="info", stage="static", verl_ref="§1",
-      why="The batch and layout rules decide only on known values. When GPUs, batch sizes or parallel sizes come "
-          "from an unset variable, $(...), or a script argument, those rules stay silent; this note says which "
-          "input was unknown so silence is not mistaken for a pass. Pass --env/--arg to decide them.",
-      fix_safety="Nothing to fix; rerun with --env NAME=VALUE or --arg VALUE.",
-      failing=Example(("trainer.n_gpus_per_node=${oc.env:GPUS}",), note="an input from the environment"),
-      passing=Example(()))
+@rule("VB117", "batch-chain-undecided", severity="info", stage="static", verl_ref="§1")
 def chain_undecided(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     unknown = [(key, ctx.config.unknown[key]) for key in _CHAIN_INPUTS if key in ctx.config.unknown]
@@ -542,16 +408,7 @@ def chain_undecided(ctx: Context) -> Iterator[Finding]:
                                   key=unknown[0][0])
 
 
-@rule("VB118", "fork-changes-batch-chain", "a fork's key changes the batch chain: the batch rules stand down",
-      severity="info", stage="static", verl_ref="§1",
-      why="Some projects built on verl repeat or regroup the batch outside verl's chain (Search-R1's "
-          "rollout.n_agent, DeepResearcher's agent_grpo.n, verl-agent's env.rollout.n, RAGEN's es_manager "
-          "groups, a do_not_split_ppo_mini_batch switch). verl's arithmetic then does not describe the run, "
-          "so the rules that compute it stay silent instead of reporting errors that are not there; this note "
-          "names the key and what it does (generator/forks.py keeps the list with the reason for each).",
-      fix_safety="Nothing to fix; check the fork's own batch arithmetic.",
-      failing=Example(("+actor_rollout_ref.rollout.n_agent=5",), note="Search-R1's key"),
-      passing=Example(("+actor_rollout_ref.rollout.n_agent=1",), note="1 repeats nothing"))
+@rule("VB118", "fork-changes-batch-chain", severity="info", stage="static", verl_ref="§1")
 def fork_chain(ctx: Context) -> Iterator[Finding]:
     settings = fork_batch_settings(ctx.config)
     if not settings:

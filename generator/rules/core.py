@@ -8,7 +8,10 @@ written) or text edits (byte spans, for shell hazards). Rules never print and ne
 
 from __future__ import annotations
 
+import functools
+import json
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Protocol
 
 from generator.config.types import Config
@@ -122,19 +125,35 @@ class Example:
 class Rule:
     code: str  # stable: never reused, never renumbered
     name: str  # kebab-case, e.g. "mini-batch-not-divisible"
-    title: str  # one line
     severity: Severity
     stage: Stage
     versions: VersionRange
     check: Callable[[Context], Iterable[Finding]]
     verl_ref: str = ""  # ids in docs/verl-checks.md, e.g. "A2, D4"
-    why: str = ""  # "Why is this bad?" for `gen rule CODE`
-    fix_safety: str = ""
-    failing: Example | None = None
-    passing: Example | None = None
     backends: tuple[str, ...] = ("megatron", "fsdp")
     # "trainer": only PPO-trainer calls (batch/parallel rules); "any": every Hydra call (keys, shell)
     scope: str = "trainer"
+
+    # The prose and the worked examples live in the rule catalog (read on first use).
+    @property
+    def title(self) -> str:  # one line
+        return rule_text(self.code).title
+
+    @property
+    def why(self) -> str:  # "Why is this bad?" for `gen rule CODE`
+        return rule_text(self.code).why
+
+    @property
+    def fix_safety(self) -> str:
+        return rule_text(self.code).fix_safety
+
+    @property
+    def failing(self) -> Example | None:
+        return rule_text(self.code).failing
+
+    @property
+    def passing(self) -> Example | None:
+        return rule_text(self.code).passing
 
     def finding(self, message: str, *, line: int | None = None, key: str | None = None,
                 fix: Fix | None = None, severity: Severity | None = None,
@@ -157,6 +176,50 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
 }
 
 
+# One home for what each rule says about itself: generator/rules/catalog/<family page name>.json
+# holds every rule's title, reason, fix safety and failing/passing examples (docs/rules/*.md repeat
+# them, and tests/test_rule_docs.py keeps the two equal). Read only when a command shows this
+# prose, so `gen check` does not pay for it.
+CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+
+
+@dataclass(frozen=True)
+class RuleText:
+    title: str
+    why: str
+    fix_safety: str
+    failing: Example | None
+    passing: Example | None
+
+
+def _example(data: dict[str, Any] | None) -> Example | None:
+    if data is None:
+        return None
+    memory = data.get("memory")
+    verdict = None if memory is None else MemoryVerdict(**{
+        **memory, "fix_edits": tuple(tuple(edit) for edit in memory.get("fix_edits", ())),
+        "problems": tuple(memory.get("problems", ()))})
+    return Example(tuple(data["overrides"]), note=data.get("note", ""), script=data.get("script"),
+                   version=data.get("version"), memory=verdict, config_name=data.get("config_name"))
+
+
+def catalog_file(family: str) -> Path:
+    """The catalog file of a rule family ('VB' -> .../catalog/batch.json)."""
+    return CATALOG_DIR / f"{Path(FAMILY_PAGES[family][0]).stem}.json"
+
+
+@functools.cache
+def _family_texts(family: str) -> dict[str, RuleText]:
+    raw = json.loads(catalog_file(family).read_text(encoding="utf-8"))
+    return {code: RuleText(entry["title"], entry["why"], entry["fix_safety"], _example(entry["failing"]),
+                           _example(entry["passing"])) for code, entry in raw.items()}
+
+
+def rule_text(code: str) -> RuleText:
+    """What the catalog says about one rule; KeyError for a code it does not list."""
+    return _family_texts(code[:2])[code]
+
+
 def doc_page(code: str) -> str | None:
     """'docs/rules/batch.md#vb101' for a rule code; None for a family without a page."""
     page = FAMILY_PAGES.get(code[:2])
@@ -166,14 +229,15 @@ def doc_page(code: str) -> str | None:
 REGISTRY: dict[str, Rule] = {}
 
 
-def rule(code: str, name: str, title: str, *, severity: Severity, stage: Stage,
+def rule(code: str, name: str, *, severity: Severity, stage: Stage,
          versions: VersionRange = ALL, **meta: Any) -> Callable[[Callable[[Context], Iterable[Finding]]], Rule]:
-    """Register a rule. The decorated function becomes `Rule.check`."""
+    """Register a rule. The decorated function becomes `Rule.check`; its title, reason and examples
+    are the catalog's (`rule_text`)."""
 
     def register(check: Callable[[Context], Iterable[Finding]]) -> Rule:
         if code in REGISTRY:
             raise RuntimeError(f"rule code {code} registered twice")
-        registered = Rule(code=code, name=name, title=title, severity=severity, stage=stage,
+        registered = Rule(code=code, name=name, severity=severity, stage=stage,
                           versions=versions, check=check, **meta)
         REGISTRY[code] = registered
         return registered

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.config.derived import actor_batch
-from generator.rules.core import Context, Example, Finding, ctx_finding, rule
+from generator.rules.core import Context, Finding, ctx_finding, rule
 from generator.rules.fixes import token_cap_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
@@ -37,17 +37,7 @@ def _caps(view: ConfigReader) -> list[tuple[str, str, str, str]]:
     return caps
 
 
-@rule("VD401", "token-cap-below-sequence", "dynamic-bsz token cap × CP is below prompt + response",
-      severity="error", stage="runtime", verl_ref="D7, §1.9",
-      why="With use_dynamic_bsz every micro-batch holds at most cap·CP (Megatron) or cap·SP (FSDP) tokens, and "
-          "one padded sequence (prompt_length + response_length) must fit: verl raises 'max_token_len must be "
-          "greater than the sequence length' at the first step. Each role has its own cap.",
-      fix_safety="Raises the cap to the next multiple of 1024 that fits one sequence (safe; more memory per "
-                 "micro-batch).",
-      failing=Example(("actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=2048")),
-      passing=Example(("actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=4096")))
+@rule("VD401", "token-cap-below-sequence", severity="error", stage="runtime", verl_ref="D7, §1.9")
 def token_cap(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -83,20 +73,7 @@ def _vpp(view: ConfigReader) -> tuple[int, int] | None:
     return layout.pp, group
 
 
-@rule("VD402", "vpp-micro-batch-count", "interleaved pipeline: micro-batch count not a valid multiple of PP",
-      severity="error", stage="runtime", verl_ref="D9, E13", backends=("megatron",),
-      why="With VPP > 1 Megatron's interleaved schedule needs the number of micro-batches per pass to be ≥ "
-          "microbatch_group_size_per_vp_stage (default PP) and, with the default, a multiple of PP. This applies to "
-          "the update (ceil(m/μ)), the log-prob pass (ceil(B/μ_lp)) and the ref pass (ceil(B/μ_ref)).",
-      fix_safety="No automatic fix: change the micro batch so the count is a multiple of PP.",
-      failing=Example(("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=16",
-                       "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=8")),
-      passing=Example(("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4")))
+@rule("VD402", "vpp-micro-batch-count", severity="error", stage="runtime", verl_ref="D9, E13", backends=("megatron",))
 def vpp_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
@@ -126,20 +103,7 @@ def vpp_micro(ctx: Context) -> Iterator[Finding]:
                               f"(VPP on, PP {pp})", key=key)
 
 
-@rule("VD403", "vpp-dynamic-rows", "interleaved pipeline with dynamic bsz: fewer rows than the micro-batch group",
-      severity="error", stage="runtime", verl_ref="D8", backends=("megatron",),
-      why="With dynamic bsz and VPP > 1 verl rounds the micro-batch count up to a multiple of the group size "
-          "(default PP) and asserts it does not exceed the rows; with fewer rows than PP that always fails.",
-      fix_safety="No automatic fix: raise the mini batch or lower PP.",
-      failing=Example(("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=4",
-                       "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1",
-                       "actor_rollout_ref.actor.use_dynamic_bsz=True", "actor_rollout_ref.actor.ppo_mini_batch_size=2",
-                       "actor_rollout_ref.rollout.n=1", "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192")),
-      passing=Example(("actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192")))
+@rule("VD403", "vpp-dynamic-rows", severity="error", stage="runtime", verl_ref="D8", backends=("megatron",))
 def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
@@ -156,18 +120,7 @@ def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
                           f"micro-batch count exceeds the rows")
 
 
-@rule("VD404", "critic-token-cap-not-inherited", "critic token cap is not inherited from the actor",
-      severity="info", stage="silent", verl_ref="H9",
-      why="rollout/ref log-prob caps follow actor.ppo_max_token_len_per_gpu, but critic.ppo_max_token_len_per_gpu "
-          "stays at its own default (32768), which may be far from what the actor was tuned to.",
-      fix_safety="No automatic fix; set critic.ppo_max_token_len_per_gpu explicitly.",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
-                       "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
-                       "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.actor.ppo_max_token_len_per_gpu=8192",
-                       "critic.ppo_max_token_len_per_gpu=8192")))
+@rule("VD404", "critic-token-cap-not-inherited", severity="info", stage="silent", verl_ref="H9")
 def critic_cap(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.critic_used or view.bool(CRITIC + "use_dynamic_bsz") is not True:
@@ -183,14 +136,7 @@ def critic_cap(ctx: Context) -> Iterator[Finding]:
                       f"default {critic}", key=critic_key)
 
 
-@rule("VD405", "engine-dynamic-mismatch", "new engine: actor and log-prob dynamic bsz differ",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C16",
-      why="With trainer.use_legacy_worker_impl=disable the worker asserts actor.use_dynamic_bsz equals "
-          "rollout.log_prob_use_dynamic_bsz.",
-      fix_safety="No automatic fix: decide which one you want.",
-      failing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.use_dynamic_bsz=True",
-                       "actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=False")),
-      passing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.use_dynamic_bsz=True")))
+@rule("VD405", "engine-dynamic-mismatch", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C16")
 def engine_dynamic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:

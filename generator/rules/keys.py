@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.rules.core import Context, Example, Finding, rule
+from generator.rules.core import Context, Finding, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.verl import ACTOR, CRITIC
 from generator.versions import VersionRange
@@ -66,50 +66,26 @@ _KIND_OF = {"unknown-key": "unknown-key", "plus-on-existing-key": "plus-on-exist
             "override-grammar": "grammar", "bad-value": "bad-value"}
 
 
-def _kind_rule(code: str, name: str, title: str, why: str, failing: tuple[str, ...] = (),
-               severity="error", passing: tuple[str, ...] = (), version: str | None = None, stage="load"):
+def _kind_rule(code: str, name: str, severity="error", stage="load"):
     kind = _KIND_OF[name]
 
     def check(ctx: Context) -> Iterator[Finding]:
         yield from _issues(registered, ctx, kind)
 
-    registered = rule(code, name, title, severity=severity, stage=stage, verl_ref="§3", backends=_ANY, scope="any",
-                      why=why, fix_safety="Renames are rewritten by `gen migrate`; other key issues need a decision.",
-                      failing=Example(failing, version=version), passing=Example(passing, version=version))(check)
+    registered = rule(code, name, severity=severity, stage=stage, verl_ref="§3", backends=_ANY, scope="any")(check)
     return registered
 
 
-_kind_rule("VK601", "unknown-key", "unknown config key",
-           "Hydra refuses `key=value` for a key that is not in the config ('Could not override ...'); add keys "
-           "that verl reads but does not declare with '+'.",
-           ("actor_rollout_ref.actor.ppo_mini_batchsize=16",))
-_kind_rule("VK602", "plus-on-existing-key", "'+' on a key that already has a value",
-           "'+key=v' appends a new key; Hydra refuses it when the key exists with a non-null value "
-           "('Could not append to config. An item is already at ...').",
-           ("+data.train_batch_size=64",))
-_kind_rule("VK603", "delete-missing-key", "'~' on a key that does not exist",
-           "Hydra refuses to delete a key that is not in the config.", ("~actor_rollout_ref.actor.no_such_key",))
-_kind_rule("VK604", "renamed-key", "key renamed in this verl release",
-           "The key moved between releases; the old name is unknown to this release's config.",
-           ("actor_rollout_ref.rollout.update_weights_bucket_megabytes=512",), severity="error", version="0.7.0+b178a3c")
-_kind_rule("VK605", "removed-key", "key removed in this verl release",
-           "The key no longer exists in this release.",
-           ("actor_rollout_ref.actor.profiler.tool_config.torch.step_start=0",), version="0.7.0+b178a3c")
-_kind_rule("VK606", "override-grammar", "Hydra cannot parse the override",
-           "Hydra's override grammar rejects characters such as an unbalanced '}', '<' or a bare '~' in values.",
-           ("trainer.experiment_name=run}",))
-_kind_rule("VK607", "bad-value", "value not allowed for this key",
-           "The value is refused by verl for this release. The config loads (no config class checks these "
-           "values); the rollout engine refuses them when the workers start.",
-           ("actor_rollout_ref.rollout.load_format=dummy_megatron",), stage="init")
+_kind_rule("VK601", "unknown-key")
+_kind_rule("VK602", "plus-on-existing-key")
+_kind_rule("VK603", "delete-missing-key")
+_kind_rule("VK604", "renamed-key", severity="error")
+_kind_rule("VK605", "removed-key")
+_kind_rule("VK606", "override-grammar")
+_kind_rule("VK607", "bad-value", stage="init")
 
 
-@rule("VK608", "deprecated-val-batch-size", "data.val_batch_size is deprecated",
-      severity="warning", stage="load", verl_ref="A19", backends=_ANY, scope="any",
-      why="verl warns that data.val_batch_size is deprecated; it is still honoured, but the default (whole "
-          "validation set in one batch, padded to agent.num_workers) is what current verl expects.",
-      fix_safety="No automatic fix.",
-      failing=Example(("data.val_batch_size=512",)), passing=Example(()))
+@rule("VK608", "deprecated-val-batch-size", severity="warning", stage="load", verl_ref="A19", backends=_ANY, scope="any")
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
@@ -117,15 +93,7 @@ def val_batch_size(ctx: Context) -> Iterator[Finding]:
                                      line=view.line("data.val_batch_size"), key="data.val_batch_size")
 
 
-@rule("VK609", "keys-not-checked", "override keys not checked: the call's own config is not known",
-      severity="info", stage="static", verl_ref="§3", backends=_ANY, scope="any",
-      why="Key checks need the config the entry point really composes (a recipe's YAML, an SFT or generation "
-          "config). When it cannot be found, key verdicts against the PPO defaults would be guesses, so they are "
-          "skipped and this note says why.",
-      fix_safety="Nothing to fix; pass the recipe's config directory or check from the repository root.",
-      failing=Example(("+algorithm.filter_groups.enable=True",), config_name="dapo_trainer",
-                      note="a recipe config that is not next to the script"),
-      passing=Example(()))
+@rule("VK609", "keys-not-checked", severity="info", stage="static", verl_ref="§3", backends=_ANY, scope="any")
 def keys_not_checked(ctx: Context) -> Iterator[Finding]:
     note = fallback_note(ctx.config)
     if note:
@@ -198,15 +166,7 @@ def _existed_without_plus(config, node: str) -> bool:
     return False
 
 
-@rule("VK610", "added-key-in-dataclass-section", "a key added with '+' to a section verl builds as a dataclass",
-      severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="§3", backends=_ANY,
-      why="From 0.6.0 verl builds the actor (and a used critic) config as dataclasses at load: every node with a "
-          "_target_ (actor, actor.megatron, actor.optim, ...) becomes a dataclass whose fields are fixed, so a key "
-          "added there with '+' fails with TypeError (unexpected keyword argument). Under a mapping field "
-          "(override_transformer_config, engine_kwargs) added keys are fine.",
-      fix_safety="No automatic fix: delete the override, or set a field the section has.",
-      failing=Example(("+actor_rollout_ref.actor.megatron.no_such_field=1",)),
-      passing=Example(("+actor_rollout_ref.actor.megatron.override_transformer_config.no_such_field=1",)))
+@rule("VK610", "added-key-in-dataclass-section", severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="§3", backends=_ANY)
 def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     config = ctx.config
     if fallback_note(config) or not is_trainer(ctx):
@@ -248,18 +208,7 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             line=override.line, key=key, severity=None if measured else "warning")
 
 
-@rule("VK611", "relative-config-path", "relative --config-path is resolved against the entry module, not your "
-      "working directory",
-      severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any",
-      why="Hydra joins a relative --config-path to the folder of the file holding @hydra.main (for "
-          "`python -m verl.trainer.main_ppo`: the installed verl's verl/trainer/), not to the directory the script "
-          "runs from. A folder that is not there fails at compose (MissingConfigException) before any check runs.",
-      fix_safety="No automatic fix: write the path as \"$(pwd)/PATH\" (run from the folder it is relative to) "
-                 "or as an absolute path.",
-      failing=Example((), script="#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=my_configs "
-                                 "--config-name=my_grpo trainer.n_gpus_per_node=8\n"),
-      passing=Example((), script="#!/bin/bash\npython3 -m verl.trainer.main_ppo --config-path=\"$(pwd)/my_configs\" "
-                                 "--config-name=my_grpo trainer.n_gpus_per_node=8\n"))
+@rule("VK611", "relative-config-path", severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any")
 def relative_config_path(ctx: Context) -> Iterator[Finding]:
     found = ctx.config.relative_config_path
     if found is None:

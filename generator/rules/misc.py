@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Example, Finding, Fix, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF
 from generator.versions import VersionRange
@@ -13,12 +13,7 @@ from generator.versions import VersionRange
 _MEG = ("megatron",)
 
 
-@rule("VX901", "overlong-prompts-not-filtered", "data.filter_overlong_prompts is off",
-      severity="info", stage="silent", verl_ref="H8, D12",
-      why="The agent loop pads prompts but never truncates them; a prompt longer than max_prompt_length breaks "
-          "the sequence-length assumptions (token caps, max_model_len). The default is False.",
-      fix_safety="Sets data.filter_overlong_prompts=True (unsafe: drops long prompts from the dataset).",
-      failing=Example(("data.filter_overlong_prompts=False",)), passing=Example(()))
+@rule("VX901", "overlong-prompts-not-filtered", severity="info", stage="silent", verl_ref="H8, D12")
 def filter_overlong(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = "data.filter_overlong_prompts"
@@ -28,11 +23,7 @@ def filter_overlong(ctx: Context) -> Iterator[Finding]:
                           fix=Fix("set data.filter_overlong_prompts=True", (KeyEdit(key, False, True),), "unsafe"))
 
 
-@rule("VX902", "hybrid-engine-off", "actor_rollout_ref.hybrid_engine must be True",
-      severity="error", stage="init", verl_ref="B1",
-      why="verl's PPO trainer only supports the hybrid engine and refuses hybrid_engine=False.",
-      fix_safety="Sets it to True (safe).",
-      failing=Example(("actor_rollout_ref.hybrid_engine=False",)), passing=Example(()))
+@rule("VX902", "hybrid-engine-off", severity="error", stage="init", verl_ref="B1")
 def hybrid_engine(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = "actor_rollout_ref.hybrid_engine"
@@ -44,11 +35,7 @@ def hybrid_engine(ctx: Context) -> Iterator[Finding]:
                           fix=Fix("set hybrid_engine=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX903", "ulysses-on-megatron", "ulysses_sequence_parallel_size ≠ 1 on Megatron",
-      severity="error", stage="init", verl_ref="C7", backends=_MEG,
-      why="Ulysses sequence parallelism is FSDP-only; the Megatron actor and critic assert it is 1 (use CP).",
-      fix_safety="Sets it to 1 (unsafe: use context_parallel_size for long sequences).",
-      failing=Example(("+actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",)), passing=Example(()))
+@rule("VX903", "ulysses-on-megatron", severity="error", stage="init", verl_ref="C7", backends=_MEG)
 def ulysses_megatron(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for prefix in (ACTOR, CRITIC):
@@ -59,12 +46,7 @@ def ulysses_megatron(ctx: Context) -> Iterator[Finding]:
                               fix=Fix(f"set {key}=1", (KeyEdit(key, value, 1),), "unsafe"))
 
 
-@rule("VX904", "shuffle-without-seed", "Megatron actor/critic shuffle without data_loader_seed",
-      severity="error", stage="init", verl_ref="C8", backends=_MEG,
-      why="The Megatron actor and critic assert a data_loader_seed when shuffle is on.",
-      fix_safety="Sets data_loader_seed=42 (safe).",
-      failing=Example(("actor_rollout_ref.actor.shuffle=True", "actor_rollout_ref.actor.data_loader_seed=null")),
-      passing=Example(("actor_rollout_ref.actor.shuffle=True",)))
+@rule("VX904", "shuffle-without-seed", severity="error", stage="init", verl_ref="C8", backends=_MEG)
 def shuffle_seed(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for prefix, role in ((ACTOR, "actor"), (CRITIC, "critic")):
@@ -78,11 +60,7 @@ def shuffle_seed(ctx: Context) -> Iterator[Finding]:
                               fix=Fix(f"set {key}=42", (KeyEdit(key, None, 42),)))
 
 
-@rule("VX905", "megatron-dtype", "megatron.dtype must be bfloat16 or float16",
-      severity="error", stage="load", versions=VersionRange("0.6.1", None), verl_ref="A22", backends=_MEG,
-      why="verl's Megatron engine config accepts only bfloat16 and float16.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.actor.megatron.dtype=float32",)), passing=Example(()))
+@rule("VX905", "megatron-dtype", severity="error", stage="load", versions=VersionRange("0.6.1", None), verl_ref="A22", backends=_MEG)
 def megatron_dtype(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
@@ -92,13 +70,7 @@ def megatron_dtype(ctx: Context) -> Iterator[Finding]:
             yield ctx_finding(megatron_dtype, view, (key,), f"{key}={value} (must be bfloat16 or float16)")
 
 
-@rule("VX906", "sequence-parallel-without-tp", "sequence_parallel=True with TP 1 is ignored",
-      severity="info", stage="silent", verl_ref="A23, C9, E11, H5", backends=_MEG,
-      why="Megatron sequence parallelism needs TP > 1; verl silently turns it off (and mbridge derives it from TP).",
-      fix_safety="Removes the setting (safe: it has no effect).",
-      failing=Example(("actor_rollout_ref.actor.megatron.sequence_parallel=True",
-                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=1")),
-      passing=Example(("actor_rollout_ref.actor.megatron.sequence_parallel=True",)))
+@rule("VX906", "sequence-parallel-without-tp", severity="info", stage="silent", verl_ref="A23, C9, E11, H5", backends=_MEG)
 def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "sequence_parallel"
@@ -107,11 +79,7 @@ def sequence_parallel(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(sequence_parallel, view, (key,), "sequence_parallel=True has no effect with TP 1")
 
 
-@rule("VX907", "grad-offload-unused", "megatron.grad_offload does nothing",
-      severity="info", stage="silent", verl_ref="H6, §4", backends=_MEG,
-      why="The legacy Megatron worker reads grad_offload but never uses it; gradient buffers follow param_offload.",
-      fix_safety="No automatic fix; use param_offload to move gradient buffers.",
-      failing=Example(("actor_rollout_ref.actor.megatron.grad_offload=True",)), passing=Example(()))
+@rule("VX907", "grad-offload-unused", severity="info", stage="silent", verl_ref="H6, §4", backends=_MEG)
 def grad_offload(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
@@ -121,11 +89,7 @@ def grad_offload(ctx: Context) -> Iterator[Finding]:
                               f"{key}=True has no effect; gradients are offloaded with param_offload")
 
 
-@rule("VX908", "invalid-loss-agg-mode", "actor.loss_agg_mode is not a known mode",
-      severity="error", stage="load", verl_ref="A5",
-      why="verl accepts token-mean, seq-mean-token-sum, seq-mean-token-mean and seq-mean-token-sum-norm.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.actor.loss_agg_mode=mean",)), passing=Example(()))
+@rule("VX908", "invalid-loss-agg-mode", severity="error", stage="load", verl_ref="A5")
 def loss_agg(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ACTOR + "loss_agg_mode"
@@ -135,12 +99,7 @@ def loss_agg(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(loss_agg, view, (key,), f"loss_agg_mode={value} is not one of {', '.join(allowed)}")
 
 
-@rule("VX909", "fp16-needs-mbridge", "megatron.dtype=float16 requires use_mbridge=True",
-      severity="error", stage="init", versions=VersionRange("0.6.1", None), verl_ref="C4", backends=_MEG,
-      why="The Megatron worker refuses fp16 without mbridge.",
-      fix_safety="Sets use_mbridge=True (safe).",
-      failing=Example(("actor_rollout_ref.actor.megatron.dtype=float16", "actor_rollout_ref.actor.megatron.use_mbridge=False")),
-      passing=Example(("actor_rollout_ref.actor.megatron.dtype=float16",)))
+@rule("VX909", "fp16-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.6.1", None), verl_ref="C4", backends=_MEG)
 def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.str(MEGATRON + "dtype") == "float16" and view.bool(MEGATRON + "use_mbridge") is False:
@@ -149,13 +108,7 @@ def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
                           key=key, fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX910", "engine-megatron-critic", "new engine path does not support a Megatron critic",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="B6", backends=_MEG,
-      why="With trainer.use_legacy_worker_impl=disable only an FSDP critic is implemented.",
-      fix_safety="No automatic fix.",
-      failing=Example(("trainer.use_legacy_worker_impl=disable", "algorithm.adv_estimator=gae",
-                       "critic.ppo_micro_batch_size_per_gpu=2")),
-      passing=Example(("trainer.use_legacy_worker_impl=disable",)))
+@rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="B6", backends=_MEG)
 def engine_critic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine and view.critic_used and view.str(CRITIC + "strategy") in ("megatron", None):
@@ -163,12 +116,7 @@ def engine_critic(ctx: Context) -> Iterator[Finding]:
                           "use_legacy_worker_impl=disable with a Megatron critic (GAE) is not implemented")
 
 
-@rule("VX911", "engine-needs-mbridge", "new engine path requires megatron.use_mbridge=True",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C18", backends=_MEG,
-      why="The new Megatron engine builds models only through mbridge.",
-      fix_safety="Sets use_mbridge=True (safe).",
-      failing=Example(("trainer.use_legacy_worker_impl=disable", "actor_rollout_ref.actor.megatron.use_mbridge=False")),
-      passing=Example(("trainer.use_legacy_worker_impl=disable",)))
+@rule("VX911", "engine-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C18", backends=_MEG)
 def engine_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "use_mbridge"
@@ -177,11 +125,7 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
                           fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX912", "invalid-router-replay-mode", "actor.router_replay.mode is not disabled, R2 or R3",
-      severity="error", stage="load", versions=VersionRange("0.7.0", None), verl_ref="A28",
-      why="verl accepts only disabled, R2 and R3.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.actor.router_replay.mode=R1",)), passing=Example(()))
+@rule("VX912", "invalid-router-replay-mode", severity="error", stage="load", versions=VersionRange("0.7.0", None), verl_ref="A28")
 def router_replay(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ACTOR + "router_replay.mode"
@@ -190,15 +134,7 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)")
 
 
-@rule("VX913", "ulysses-needs-remove-padding", "FSDP ulysses sequence parallelism needs use_remove_padding",
-      severity="error", stage="load", verl_ref="A9, A18", backends=("fsdp",),
-      why="verl refuses ulysses_sequence_parallel_size > 1 unless the model's use_remove_padding is True (for the "
-          "actor/ref through actor_rollout_ref.model, for the critic through critic.model).",
-      fix_safety="Sets use_remove_padding=True (safe: same math, packed sequences).",
-      failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
-                       "actor_rollout_ref.model.use_remove_padding=False"), config_name="ppo_trainer"),
-      passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",
-                       "actor_rollout_ref.model.use_remove_padding=True"), config_name="ppo_trainer"))
+@rule("VX913", "ulysses-needs-remove-padding", severity="error", stage="load", verl_ref="A9, A18", backends=("fsdp",))
 def ulysses_padding(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     pairs = [("actor", ACTOR + "ulysses_sequence_parallel_size", "actor_rollout_ref.model.use_remove_padding")]
@@ -212,12 +148,7 @@ def ulysses_padding(ctx: Context) -> Iterator[Finding]:
                               fix=Fix(f"set {pad_key}=True", (KeyEdit(pad_key, False, True),)))
 
 
-@rule("VX914", "vllm-lora-rank", "vLLM rollout with a LoRA rank above 512",
-      severity="error", stage="load", versions=VersionRange("0.5.0", None), verl_ref="A21",
-      why="vLLM supports LoRA ranks up to 512; verl refuses larger ranks when the rollout is vLLM.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.model.lora_rank=1024",), config_name="ppo_trainer"),
-      passing=Example(("actor_rollout_ref.model.lora_rank=64",), config_name="ppo_trainer"))
+@rule("VX914", "vllm-lora-rank", severity="error", stage="load", versions=VersionRange("0.5.0", None), verl_ref="A21")
 def lora_rank(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.str("actor_rollout_ref.rollout.name") not in ("vllm", None):
@@ -230,13 +161,7 @@ def lora_rank(ctx: Context) -> Iterator[Finding]:
             yield ctx_finding(lora_rank, view, (key,), f"{key}={rank} > 512, the largest LoRA rank vLLM serves")
 
 
-@rule("VX915", "kl-in-reward-and-loss", "KL in the reward and KL loss are both on",
-      severity="info", stage="load", verl_ref="A13",
-      why="verl only prints a notice when both algorithm.use_kl_in_reward and actor.use_kl_loss are set: the KL "
-          "penalty is then applied twice, which is rarely intended.",
-      fix_safety="No automatic fix.",
-      failing=Example(("algorithm.use_kl_in_reward=True", "actor_rollout_ref.actor.use_kl_loss=True")),
-      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
+@rule("VX915", "kl-in-reward-and-loss", severity="info", stage="load", verl_ref="A13")
 def kl_twice(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool("algorithm.use_kl_in_reward") and view.bool(ACTOR + "use_kl_loss"):
@@ -249,18 +174,7 @@ def kl_twice(ctx: Context) -> Iterator[Finding]:
 _OTC = "megatron.override_transformer_config."
 
 
-@rule("VX916", "full-recompute-incomplete", "recompute_granularity=full without recompute_method or recompute_num_layers",
-      severity="error", stage="init", versions=VersionRange("0.5.0", None), backends=_MEG,
-      verl_ref="§3 (recompute keys), mcore TransformerConfig",
-      why="Megatron-core refuses recompute_granularity=full unless recompute_method (uniform or block) and "
-          "recompute_num_layers are set too; the error comes when the workers build the model, after Ray and "
-          "the engines have started.",
-      fix_safety="Sets recompute_method=uniform and recompute_num_layers=1 (what verl's own scripts use; safe: "
-                 "the run could not start without them).",
-      failing=Example(("actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full",)),
-      passing=Example(("actor_rollout_ref.actor.megatron.override_transformer_config.recompute_granularity=full",
-                       "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_method=uniform",
-                       "actor_rollout_ref.actor.megatron.override_transformer_config.recompute_num_layers=1")))
+@rule("VX916", "full-recompute-incomplete", severity="error", stage="init", versions=VersionRange("0.5.0", None), backends=_MEG, verl_ref="§3 (recompute keys), mcore TransformerConfig")
 def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for role in (ACTOR, REF, CRITIC):

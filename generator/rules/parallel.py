@@ -11,7 +11,7 @@ from typing import Iterator
 from generator import derive
 from generator.edits import KeyEdit
 from generator.model.facts import ModelFacts
-from generator.rules.core import Context, Example, Finding, Fix, Rule, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
 from generator.versions import parse
@@ -53,13 +53,7 @@ def layout_findings(the_rule, ctx: Context, *, with_model: bool) -> Iterator[Fin
 _MEG = ("megatron",)
 
 
-@rule("VP301", "world-not-divisible-by-model-parallel", "GPUs not divisible by TP·PP·CP",
-      severity="error", stage="load", verl_ref="E1, A1", backends=_MEG,
-      why="Megatron builds DP = GPUs / (TP·PP·CP) and refuses a remainder (verl pre-checks it at load when "
-          "dynamic bsz is off; otherwise Megatron fails at worker init).",
-      fix_safety="No automatic fix: choose TP/PP/CP whose product divides the GPU count.",
-      failing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=3",)),
-      passing=Example(("actor_rollout_ref.actor.megatron.tensor_model_parallel_size=4",)))
+@rule("VP301", "world-not-divisible-by-model-parallel", severity="error", stage="load", verl_ref="E1, A1", backends=_MEG)
 def world_divisible(ctx: Context) -> Iterator[Finding]:
     # verl's load-time pre-check (A1) is skipped under dynamic bsz from 0.6.0 on; Megatron's own
     # check (E1) then fails when the workers start.
@@ -77,14 +71,7 @@ def _dynamic_skips_precheck(ctx: Context) -> bool:
         return True
 
 
-@rule("VP302", "vpp-needs-pp", "virtual pipeline stages without pipeline parallelism",
-      severity="error", stage="init", verl_ref="E2", backends=_MEG,
-      why="The interleaved schedule splits pipeline stages into virtual chunks; Megatron refuses VPP with PP 1.",
-      fix_safety="Removes virtual_pipeline_model_parallel_size (safe: PP 1 has no pipeline to interleave).",
-      failing=Example(("actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",)),
-      passing=Example(("actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2",
-                       "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4")))
+@rule("VP302", "vpp-needs-pp", severity="error", stage="init", verl_ref="E2", backends=_MEG)
 def vpp_needs_pp(ctx: Context) -> Iterator[Finding]:
     for finding in layout_findings(vpp_needs_pp, ctx, with_model=False):
         key = MEGATRON + "virtual_pipeline_model_parallel_size"
@@ -93,26 +80,12 @@ def vpp_needs_pp(ctx: Context) -> Iterator[Finding]:
                       Fix("remove virtual_pipeline_model_parallel_size", (KeyEdit(key, old, None),)))
 
 
-@rule("VP303", "expert-grid-not-divisible", "GPUs not divisible by ETP·EP·PP",
-      severity="error", stage="init", verl_ref="E3", backends=_MEG,
-      why="Megatron carves the expert grid out of the same GPUs: it needs GPUs % (ETP·EP·PP) == 0, with ETP "
-          "= TP when unset. EP does not multiply the GPU count.",
-      fix_safety="No automatic fix: lower EP, set expert_tensor_parallel_size=1, or add GPUs.",
-      failing=Example(("actor_rollout_ref.actor.megatron.expert_model_parallel_size=8",)),
-      passing=Example(("actor_rollout_ref.actor.megatron.expert_model_parallel_size=4",
-                       "actor_rollout_ref.actor.megatron.expert_tensor_parallel_size=1")))
+@rule("VP303", "expert-grid-not-divisible", severity="error", stage="init", verl_ref="E3", backends=_MEG)
 def expert_grid(ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(expert_grid, ctx, with_model=False)
 
 
-@rule("VP304", "tp-crosses-nodes", "tensor parallelism spans more than one node",
-      severity="warning", stage="silent", verl_ref="§6.1", backends=_MEG,
-      why="TP all-reduces run on every layer; across nodes they are bandwidth-bound and very slow.",
-      fix_safety="No automatic fix: move the extra factor to PP or DP.",
-      failing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=2",
-                       "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8",
-                       "actor_rollout_ref.rollout.tensor_model_parallel_size=4")),
-      passing=Example(()))
+@rule("VP304", "tp-crosses-nodes", severity="warning", stage="silent", verl_ref="§6.1", backends=_MEG)
 def tp_in_node(ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(tp_in_node, ctx, with_model=False)
 
@@ -146,15 +119,7 @@ def _layout_differs(the_rule: Rule, view: ConfigReader, role: str, prefix: str, 
                               tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
 
 
-@rule("VP305", "critic-layout-differs", "critic Megatron sizes differ from the actor's",
-      severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG,
-      why="The critic is colocated with the actor and reuses the actor's Megatron process groups, so "
-          "critic.megatron.{tp,pp,cp,...} do not set its layout (and clash with the Megatron-Bridge provider). "
-          "They default to 1 and are NOT interpolated from the actor: set them equal.",
-      fix_safety="Copies the actor's sizes into critic.megatron (safe: that is the layout the critic runs with).",
-      failing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2")),
-      passing=Example(("algorithm.adv_estimator=gae", "critic.ppo_micro_batch_size_per_gpu=2",
-                       "critic.megatron.tensor_model_parallel_size=2")))
+@rule("VP305", "critic-layout-differs", severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG)
 def critic_layout(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or view.str(CRITIC + "strategy") not in (None, "megatron"):
@@ -162,14 +127,7 @@ def critic_layout(ctx: Context) -> Iterator[Finding]:
     yield from _layout_differs(critic_layout, view, "critic", CRITIC, interpolated=False)
 
 
-@rule("VP306", "ref-layout-differs", "ref Megatron sizes overridden away from the actor's",
-      severity="warning", stage="silent", verl_ref="H4", backends=_MEG,
-      why="Megatron's process groups are initialised from actor.megatron for the ref role too; a different "
-          "ref.megatron size does not change the layout and can clash with the model provider.",
-      fix_safety="Sets the ref sizes back to the actor's (safe).",
-      failing=Example(("actor_rollout_ref.actor.use_kl_loss=True",
-                       "actor_rollout_ref.ref.megatron.tensor_model_parallel_size=4")),
-      passing=Example(("actor_rollout_ref.actor.use_kl_loss=True",)))
+@rule("VP306", "ref-layout-differs", severity="warning", stage="silent", verl_ref="H4", backends=_MEG)
 def ref_layout(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.ref_used is not True:
@@ -177,12 +135,7 @@ def ref_layout(ctx: Context) -> Iterator[Finding]:
     yield from _layout_differs(ref_layout, view, "ref", REF, interpolated=True)
 
 
-@rule("VP307", "fsdp-mesh-not-divisible", "FSDP: GPUs not divisible by fsdp_size or ulysses SP",
-      severity="error", stage="init", verl_ref="C13", backends=("fsdp",),
-      why="torch's device mesh needs GPUs % fsdp_size == 0 (when 0 < fsdp_size < GPUs) and GPUs % SP == 0.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=3",)),
-      passing=Example(("actor_rollout_ref.actor.ulysses_sequence_parallel_size=2",)))
+@rule("VP307", "fsdp-mesh-not-divisible", severity="error", stage="init", verl_ref="C13", backends=("fsdp",))
 def fsdp_mesh(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     gpus = view.gpus

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Example, Finding, Fix, Stage, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
 from generator.versions import VersionRange, parse
@@ -53,23 +53,12 @@ def _stage_before_070(ctx: Context) -> Stage | None:
         return None
 
 
-@rule("VR501", "rollout-replica-not-dividing-gpus", "GPUs not divisible by the rollout replica size",
-      severity="error", stage="init", verl_ref="C6",
-      why="Each rollout replica uses TP·DP·PP GPUs and the workers assert the GPU pool splits into whole replicas.",
-      fix_safety="No automatic fix: choose a rollout TP dividing the GPU count.",
-      failing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=3",)),
-      passing=Example(("actor_rollout_ref.rollout.tensor_model_parallel_size=4",)))
+@rule("VR501", "rollout-replica-not-dividing-gpus", severity="error", stage="init", verl_ref="C6")
 def replica_divides(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_divides, ctx, (TP_R, DP_R, PP_R))
 
 
-@rule("VR502", "rollout-ep-mismatch", "rollout expert_parallel_size must equal rollout TP·DP",
-      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A25",
-      why="verl's rollout config requires expert_parallel_size = tensor_model_parallel_size · data_parallel_size "
-          "whenever it is > 1.",
-      fix_safety="Sets rollout.expert_parallel_size to TP·DP (safe).",
-      failing=Example(("actor_rollout_ref.rollout.expert_parallel_size=4",)),
-      passing=Example(("actor_rollout_ref.rollout.expert_parallel_size=2",)))
+@rule("VR502", "rollout-ep-mismatch", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A25")
 def rollout_ep(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     sizes = _rollout_sizes(view)
@@ -80,12 +69,7 @@ def rollout_ep(ctx: Context) -> Iterator[Finding]:
                       _stage_before_070(ctx))
 
 
-@rule("VR503", "rollout-pipeline-parallel", "rollout pipeline parallelism is not implemented",
-      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A26",
-      why="verl raises NotImplementedError for rollout.pipeline_model_parallel_size > 1 with vLLM or SGLang.",
-      fix_safety="Sets it back to 1 (unsafe: the replica gets smaller).",
-      failing=Example(("actor_rollout_ref.rollout.pipeline_model_parallel_size=2",)),
-      passing=Example(()))
+@rule("VR503", "rollout-pipeline-parallel", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A26")
 def rollout_pp(ctx: Context) -> Iterator[Finding]:
     for finding in _layout_rule_findings(rollout_pp, ctx, (PP_R,)):
         old = ctx.config.values.get(PP_R)
@@ -94,25 +78,12 @@ def rollout_pp(ctx: Context) -> Iterator[Finding]:
                       _stage_before_070(ctx))
 
 
-@rule("VR504", "rollout-replica-partial-node", "a multi-node rollout replica must span whole nodes",
-      severity="error", stage="runtime", versions=VersionRange("0.6.0", None), verl_ref="D11",
-      why="A replica larger than one node must use whole nodes (replica size % GPUs per node == 0).",
-      fix_safety="No automatic fix.",
-      failing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=3", "actor_rollout_ref.rollout.tensor_model_parallel_size=6",
-                       "data.train_batch_size=48", "actor_rollout_ref.actor.ppo_mini_batch_size=12")),
-      passing=Example(("trainer.n_gpus_per_node=4", "trainer.nnodes=2",
-                       "actor_rollout_ref.rollout.tensor_model_parallel_size=8")))
+@rule("VR504", "rollout-replica-partial-node", severity="error", stage="runtime", versions=VersionRange("0.6.0", None), verl_ref="D11")
 def replica_nodes(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
 
 
-@rule("VR505", "gpu-memory-utilization-range", "rollout.gpu_memory_utilization outside (0, 1]",
-      severity="error", stage="init", verl_ref="F2",
-      why="vLLM refuses a memory fraction above 1 (SGLang's mem_fraction_static likewise); 0 or less leaves no "
-          "KV cache.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=1.5",)),
-      passing=Example(("actor_rollout_ref.rollout.gpu_memory_utilization=0.6",)))
+@rule("VR505", "gpu-memory-utilization-range", severity="error", stage="init", verl_ref="F2")
 def gpu_memory(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     value = view.float(ROLLOUT + "gpu_memory_utilization")
@@ -122,14 +93,7 @@ def gpu_memory(ctx: Context) -> Iterator[Finding]:
                       f"rollout.gpu_memory_utilization={value:g} must be in (0, 1]")
 
 
-@rule("VR506", "batched-tokens-below-model-len", "chunked prefill off and max_num_batched_tokens < max_model_len",
-      severity="warning", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3",
-      why="Without chunked prefill vLLM needs max_num_batched_tokens ≥ max_model_len. In 0.7.0 max_model_len is "
-          "forced to the model's max_position_embeddings (rollout.max_model_len is ignored), so the default 8192 "
-          "fails for long-context models.",
-      fix_safety="Sets enable_chunked_prefill=True (safe).",
-      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=False",), note="model Qwen2.5-7B"),
-      passing=Example((), note="model Qwen2.5-7B"))
+@rule("VR506", "batched-tokens-below-model-len", severity="warning", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3")
 def batched_tokens(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not False or view.str(ROLLOUT + "name") not in (None, "vllm"):
@@ -150,16 +114,7 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
                       f"({source})", key=key, fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VR507", "chunked-prefill-batched-tokens", "chunked prefill on and max_num_batched_tokens < max_model_len (0.2–0.6.1)",
-      severity="error", stage="init", versions=VersionRange("0.2.0", "0.6.1"), verl_ref="G4",
-      why="From 0.2 through 0.6.1 verl's vLLM rollout refused enable_chunked_prefill=True with max_num_batched_tokens "
-          "smaller than rollout.max_model_len (or prompt + response). verl 0.1 had no such check (its forks pass "
-          "both to vLLM, which accepts them with chunked prefill on).",
-      fix_safety="Raises max_num_batched_tokens to that length (safe).",
-      failing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync",
-                       "actor_rollout_ref.rollout.max_num_batched_tokens=2048"), version="0.6.1"),
-      passing=Example(("actor_rollout_ref.rollout.enable_chunked_prefill=True", "actor_rollout_ref.rollout.mode=sync"),
-                      version="0.6.1"))
+@rule("VR507", "chunked-prefill-batched-tokens", severity="error", stage="init", versions=VersionRange("0.2.0", "0.6.1"), verl_ref="G4")
 def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not True or view.str(ROLLOUT + "name") not in (None, "vllm"):
@@ -178,14 +133,7 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
                       fix=Fix(f"set max_num_batched_tokens={limit}", (KeyEdit(key, tokens, limit),)))
 
 
-@rule("VR508", "rollout-mode-sync-removed", "rollout.mode=sync was removed in 0.7.0",
-      severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="A24",
-      why="From 0.7.0 only the async (agent-loop) rollout exists; 'sync' raises when the workers build the "
-          "rollout config (worker init; the config itself loads). A project's own verl whose config still "
-          "defaults to 'sync' kept the sync rollout, so nothing is said there.",
-      fix_safety="Sets rollout.mode=async (safe: it is the only mode).",
-      failing=Example(("actor_rollout_ref.rollout.mode=sync",)),
-      passing=Example(("actor_rollout_ref.rollout.mode=async",)))
+@rule("VR508", "rollout-mode-sync-removed", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="A24")
 def mode_sync(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "mode"
@@ -196,12 +144,7 @@ def mode_sync(ctx: Context) -> Iterator[Finding]:
                           fix=Fix("set rollout.mode=async", (KeyEdit(key, "sync", "async"),)))
 
 
-@rule("VR509", "val-sampling-temperature", "validation sampling with temperature ≤ 0",
-      severity="error", stage="load", verl_ref="A20",
-      why="verl refuses val_kwargs.do_sample=True with a non-positive temperature.",
-      fix_safety="No automatic fix.",
-      failing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True", "actor_rollout_ref.rollout.temperature=0")),
-      passing=Example(("actor_rollout_ref.rollout.val_kwargs.do_sample=True",)))
+@rule("VR509", "val-sampling-temperature", severity="error", stage="load", verl_ref="A20")
 def val_temperature(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "val_kwargs.do_sample") is not True:
@@ -213,13 +156,7 @@ def val_temperature(ctx: Context) -> Iterator[Finding]:
                       f"val_kwargs.do_sample=True with rollout.temperature={temperature:g}")
 
 
-@rule("VR510", "rollout-name-missing", "rollout.name is mandatory",
-      severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A27",
-      why="From 0.6.0 rollout.name has no default (???); OmegaConf raises MissingMandatoryValue when it is first "
-          "read (0.6.x: at load; 0.7.0: in the workers, at init).",
-      fix_safety="Sets rollout.name=vllm (unsafe: pick your engine).",
-      failing=Example(("actor_rollout_ref.rollout.name=???",)),
-      passing=Example(()))
+@rule("VR510", "rollout-name-missing", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A27")
 def rollout_name(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "name"
@@ -232,13 +169,7 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
         yield dataclasses.replace(finding, stage=_stage_before_070(ctx))
 
 
-@rule("VR511", "prometheus-needs-log-stats", "rollout.prometheus.enable needs disable_log_stats=False",
-      severity="error", stage="runtime", versions=VersionRange("0.6.1", None), verl_ref="D14",
-      why="The agent loop refuses Prometheus metrics when the engine's log stats are disabled (the default).",
-      fix_safety="Sets rollout.disable_log_stats=False (safe).",
-      failing=Example(("actor_rollout_ref.rollout.prometheus.enable=True",)),
-      passing=Example(("actor_rollout_ref.rollout.prometheus.enable=True",
-                       "actor_rollout_ref.rollout.disable_log_stats=False")))
+@rule("VR511", "prometheus-needs-log-stats", severity="error", stage="runtime", versions=VersionRange("0.6.1", None), verl_ref="D14")
 def prometheus(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "disable_log_stats"

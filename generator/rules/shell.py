@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
-from generator.rules.core import Context, Example, Finding, Fix, rule
+from generator.rules.core import Context, Finding, Fix, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 
@@ -132,8 +132,7 @@ _FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslas
            "brace-expansion": _quote_word_fix("split it by brace expansion")}
 
 
-def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, failing: str, passing: str,
-                 fix_safety: str = "No automatic fix."):
+def _hazard_rule(code: str, kind: str, severity: str):
     def check(ctx: Context) -> Iterator[Finding]:
         script = ctx.script
         if script is None:
@@ -143,48 +142,18 @@ def _hazard_rule(code: str, kind: str, title: str, severity: str, why: str, fail
                 continue
             yield registered.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
 
-    registered = rule(code, kind, title, severity=severity, stage="shell", verl_ref="",
-                      backends=_SCRIPT, scope="script", why=why, fix_safety=fix_safety,
-                      failing=Example((), script=failing), passing=Example((), script=passing))(check)
+    registered = rule(code, kind, severity=severity, stage="shell", verl_ref="", backends=_SCRIPT, scope="script")(check)
     return registered
 
 
-_CALL = "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n"
-_hazard_rule("VS701", "comment-in-continuation", "comment line inside a continued command", "error",
-             "A comment line ends the command: the overrides after it never reach the trainer and bash tries to run "
-             "them as a separate command.",
-             _CALL + "    # the rollout\n    actor_rollout_ref.rollout.n=4\n",
-             _CALL + "    actor_rollout_ref.rollout.n=4\n",
-             fix_safety="Moves the comment line above the command (safe: comments do not run).")
-_hazard_rule("VS702", "backslash-space", "whitespace after a line-continuation backslash", "error",
-             "'\\ ' escapes the space instead of the newline, so the command ends on that line.",
-             _CALL.replace("=64 \\\n", "=64 \\ \n") + "    actor_rollout_ref.rollout.n=4\n",
-             _CALL + "    actor_rollout_ref.rollout.n=4\n",
-             fix_safety="Deletes the trailing whitespace (safe).")
-_hazard_rule("VS703", "empty-expansion", "an override takes its value from an empty or unset variable", "warning",
-             "With the assumed (empty) environment the value expands to nothing; Hydra then sees `key=` or a "
-             "missing word.",
-             _CALL + "    data.train_files=$train_path\n",
-             "train_path=$HOME/data/train.parquet\n" + _CALL + "    data.train_files=$train_path\n")
-_hazard_rule("VS704", "duplicate-key", "the same key is set twice with different values", "warning",
-             "Hydra keeps the last value; the earlier one is dead and misleading.",
-             _CALL + "    data.train_batch_size=128\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
-_hazard_rule("VS705", "unquoted-glob", "an unquoted word bash may expand as a glob", "info",
-             "Unquoted '*', '?' or '[...]' are filename patterns: if a file matches, bash replaces the word.",
-             _CALL + "    data.train_files=[a*.parquet]\n", _CALL + "    'data.train_files=[a*.parquet]'\n",
-             fix_safety="Single-quotes the word (safe when it holds no expansion).")
-_hazard_rule("VS706", "orphan-overrides", "override lines not attached to any command", "error",
-             "Lines that look like overrides but belong to no trainer command (typically after a broken "
-             "continuation) are run by bash as commands and never reach verl.",
-             _CALL + "\n    actor_rollout_ref.rollout.n=4\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
-_hazard_rule("VS707", "parse-error", "bash cannot parse the script", "error",
-             "The script has a syntax error; what follows it cannot be read reliably.",
-             "python3 -m verl.trainer.main_ppo data.train_files=(\n", _CALL)
-_hazard_rule("VS708", "brace-expansion", "an unquoted {a,b} in a value that bash splits into several arguments", "error",
-             "Bash expands `key={a:1,b:2}` into two words, `key=a:1` and `key=b:2`, before Hydra sees it: the trainer "
-             "gets two overrides of the same key instead of one mapping.",
-             _CALL + "    +trainer.extra={a:1,b:2}\n", _CALL + "    '+trainer.extra={a:1,b:2}'\n",
-             fix_safety="Single-quotes the word (safe when it holds no expansion).")
+_hazard_rule("VS701", "comment-in-continuation", "error")
+_hazard_rule("VS702", "backslash-space", "error")
+_hazard_rule("VS703", "empty-expansion", "warning")
+_hazard_rule("VS704", "duplicate-key", "warning")
+_hazard_rule("VS705", "unquoted-glob", "info")
+_hazard_rule("VS706", "orphan-overrides", "error")
+_hazard_rule("VS707", "parse-error", "error")
+_hazard_rule("VS708", "brace-expansion", "error")
 
 
 def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:
@@ -196,14 +165,7 @@ def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:
 _FIXERS["crlf"] = _strip_crs
 
 
-@rule("VS709", "no-trainer-call", "no trainer call was read in the script", severity="warning", stage="shell",
-      verl_ref="", backends=_SCRIPT, scope="script",
-      why="A script whose trainer call the reader cannot find is not checked at all; passing it silently would "
-          "hide every mistake in it. The launcher may be one the reader does not know, the call may sit in "
-          "another file, or the script may not launch training.",
-      fix_safety="No automatic fix.",
-      failing=Example((), script="python3 prepare_data.py --out /data\n"),
-      passing=Example((), script=_CALL + "    actor_rollout_ref.rollout.n=4\n"))
+@rule("VS709", "no-trainer-call", severity="warning", stage="shell", verl_ref="", backends=_SCRIPT, scope="script")
 def no_trainer_call(ctx: Context) -> Iterator[Finding]:
     script = ctx.script
     if script is None or any(inv.branch != "dead" for inv in script.invocations):
@@ -218,44 +180,11 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
                                   line=script.invocations[0].line if script.invocations else None)
 
 
-_hazard_rule("VS710", "crlf", "Windows (CRLF) line endings", "error",
-             "Bash does not treat CR as whitespace: a line-continuation backslash followed by CR escapes the CR, "
-             "so the command ends there and the overrides on the next lines never reach the trainer; the last "
-             "word of every line also ends in a CR.",
-             _CALL.replace("\n", "\r\n") + "    actor_rollout_ref.rollout.n=4\r\n",
-             _CALL + "    actor_rollout_ref.rollout.n=4\n",
-             fix_safety="Deletes the CR before each newline (safe: bash never needs it).")
-_hazard_rule("VS711", "split-assignment", "a space around `=` splits an override into two words", "error",
-             "`key= value` passes `key=` (an empty value) and a stray `value`; `key =value` passes `key` and `=value`. "
-             "Hydra refuses the stray word and verl never starts.",
-             _CALL + "    actor_rollout_ref.rollout.n= 4\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
-_hazard_rule("VS712", "stray-argument", "a word among the overrides that is not `key=value`", "error",
-             "verl's trainer takes only Hydra overrides and Hydra's own options: a bare word or an unknown `-x` "
-             "stops it with a command-line error before training.",
-             _CALL + "    --verbose\n", _CALL + "    actor_rollout_ref.rollout.n=4\n")
-_hazard_rule("VS713", "unterminated-quote", "a quote that is never closed", "error",
-             "Bash reads to the end of the file looking for the closing quote and then refuses the whole script "
-             "with a syntax error: nothing in it runs.",
-             _CALL + "    trainer.project_name=\"verl\n", _CALL + "    trainer.project_name=\"verl\"\n")
-_hazard_rule("VS714", "placeholder-value", "a placeholder left as a value", "warning",
-             "Values such as `<path_to_model>`, `TO_BE_FILLED` or `xxx` are meant to be replaced; verl receives the "
-             "text itself and fails later (a path not found, a number that is not one).",
-             _CALL + "    actor_rollout_ref.model.path=TO_BE_FILLED\n",
-             _CALL + "    actor_rollout_ref.model.path=Qwen/Qwen2.5-7B-Instruct\n")
-_hazard_rule("VS715", "unset-in-value", "a value built on a variable the script never sets", "warning",
-             "`$ckpt_dir/run1` with `ckpt_dir` never assigned expands to `/run1`: the run writes or reads somewhere "
-             "else than intended, without any error.",
-             _CALL + "    trainer.default_local_dir=$ckpt_dir/run1\n",
-             "ckpt_dir=/data/ckpt\n" + _CALL + "    trainer.default_local_dir=$ckpt_dir/run1\n")
-_hazard_rule("VS716", "env-in-value", "a value built on an environment variable the script does not set", "info",
-             "An upper-case variable such as `$DATA_ROOT` is usually meant to come from the environment; when it "
-             "is not set, the value silently loses that part (`$DATA_ROOT/train.parquet` becomes `/train.parquet`).",
-             _CALL + "    data.train_files=$DATA_ROOT/train.parquet\n",
-             "DATA_ROOT=${DATA_ROOT:-$HOME/data}\n" + _CALL + "    data.train_files=$DATA_ROOT/train.parquet\n")
-_hazard_rule("VS717", "unused-option", "an option parsed from the script's arguments but never used", "warning",
-             "The argument loop accepts the option and stores its value in a variable no command reads: a user "
-             "who passes it believes it took effect.",
-             "while [[ $# -gt 0 ]]; do case $1 in --lr) LR=$2; shift 2;; *) shift;; esac; done\n"
-             + _CALL + "    actor_rollout_ref.rollout.n=4\n",
-             "while [[ $# -gt 0 ]]; do case $1 in --lr) LR=$2; shift 2;; *) shift;; esac; done\n"
-             + _CALL + "    actor_rollout_ref.actor.optim.lr=${LR:-1e-6}\n")
+_hazard_rule("VS710", "crlf", "error")
+_hazard_rule("VS711", "split-assignment", "error")
+_hazard_rule("VS712", "stray-argument", "error")
+_hazard_rule("VS713", "unterminated-quote", "error")
+_hazard_rule("VS714", "placeholder-value", "warning")
+_hazard_rule("VS715", "unset-in-value", "warning")
+_hazard_rule("VS716", "env-in-value", "info")
+_hazard_rule("VS717", "unused-option", "warning")
