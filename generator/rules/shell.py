@@ -146,14 +146,27 @@ def _hazard_rule(code: str, kind: str, severity: str):
     return registered
 
 
-_hazard_rule("VS701", "comment-in-continuation", "error")
-_hazard_rule("VS702", "backslash-space", "error")
-_hazard_rule("VS703", "empty-expansion", "warning")
-_hazard_rule("VS704", "duplicate-key", "warning")
-_hazard_rule("VS705", "unquoted-glob", "info")
-_hazard_rule("VS706", "orphan-overrides", "error")
-_hazard_rule("VS707", "parse-error", "error")
-_hazard_rule("VS708", "brace-expansion", "error")
+# Each hazard the reader reports is one rule: (code, hazard kind, severity).
+_HAZARD_RULES = (
+    ("VS701", "comment-in-continuation", "error"),
+    ("VS702", "backslash-space", "error"),
+    ("VS703", "empty-expansion", "warning"),
+    ("VS704", "duplicate-key", "warning"),
+    ("VS705", "unquoted-glob", "info"),
+    ("VS706", "orphan-overrides", "error"),
+    ("VS707", "parse-error", "error"),
+    ("VS708", "brace-expansion", "error"),
+    ("VS710", "crlf", "error"),
+    ("VS711", "split-assignment", "error"),
+    ("VS712", "stray-argument", "error"),
+    ("VS713", "unterminated-quote", "error"),
+    ("VS714", "placeholder-value", "warning"),
+    ("VS715", "unset-in-value", "warning"),
+    ("VS716", "env-in-value", "info"),
+    ("VS717", "unused-option", "warning"),
+)
+for _code, _kind, _severity in _HAZARD_RULES:
+    _hazard_rule(_code, _kind, _severity)
 
 
 def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:
@@ -178,13 +191,3 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
         why = "no command runs verl's trainer or a Hydra entry point"
     yield no_trainer_call.finding(f"no trainer call was read, so nothing in this script was checked: {why}",
                                   line=script.invocations[0].line if script.invocations else None)
-
-
-_hazard_rule("VS710", "crlf", "error")
-_hazard_rule("VS711", "split-assignment", "error")
-_hazard_rule("VS712", "stray-argument", "error")
-_hazard_rule("VS713", "unterminated-quote", "error")
-_hazard_rule("VS714", "placeholder-value", "warning")
-_hazard_rule("VS715", "unset-in-value", "warning")
-_hazard_rule("VS716", "env-in-value", "info")
-_hazard_rule("VS717", "unused-option", "warning")
