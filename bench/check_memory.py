@@ -7,9 +7,12 @@ Writes scripts just under generator.files.SCRIPT_LIMIT in several shapes (assign
 with many overrides, many short commands, many trainer calls, comments), runs `gen check` on
 each in a fresh process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1
 when a shape goes over the budget or runs past --timeout (measured on 2 shared cores: 1 MiB of
-assignments 91 MiB / 5 s, one long call 87 MiB / 10 s, many calls 106 MiB / 72 s, comments 29 MiB;
-short commands (`echo a; true` lines) grow quadratically in the shell reader: 0.5 MiB took 243 s
-and 150 MiB, 1 MiB did not finish in 25 minutes). The inputs are generated here; nothing is downloaded.
+assignments 91 MiB / 5 s, one long call 87 MiB / 10 s, many calls 105 MiB / 6 s (refused after
+reading: more than 256 trainer calls), comments 29 MiB; short commands (`echo a; true` lines)
+279 MiB / 32 s — they grew quadratically in the shell reader until it searched the file for `\\ `
+once instead of once per command: 0.5 MiB took 243 s, 1 MiB did not finish in 25 minutes;
+bench/read_scaling.py prints the reader's growth per doubling of input). The inputs are
+generated here; nothing is downloaded.
 """
 
 from __future__ import annotations
