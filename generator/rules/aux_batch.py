@@ -111,7 +111,8 @@ def critic_pair(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(critic_pair, view, (C_MICRO_GLOBAL,), message, fix=fix)
 
 
-@rule("VB205", "megatron-critic-micro-missing", severity="error", stage="runtime", verl_ref="D6", backends=("megatron",))
+@rule("VB205", "megatron-critic-micro-missing", severity="error", stage="runtime", verl_ref="D6",
+      backends=("megatron",))
 def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True or _critic_static(view) is not False:

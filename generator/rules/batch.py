@@ -300,7 +300,8 @@ def _rollout_mode(view: ConfigReader) -> str | None:
     return mode if isinstance(mode, str) else None
 
 
-@rule("VB112", "agent-loop-chunks", severity="error", stage="runtime", versions=VersionRange("0.5.0", None), verl_ref="D1")
+@rule("VB112", "agent-loop-chunks", severity="error", stage="runtime", versions=VersionRange("0.5.0", None),
+      verl_ref="D1")
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "async" or view.auto_padding:
@@ -319,7 +320,8 @@ def agent_chunks(ctx: Context) -> Iterator[Finding]:
                       fix=divisor_fix(key, workers, responses, f"splits {responses} responses evenly"))
 
 
-@rule("VB113", "sync-rollout-dispatch", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G8, D1, §1.12")
+@rule("VB113", "sync-rollout-dispatch", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"),
+      verl_ref="G8, D1, §1.12")
 def sync_dispatch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "sync":
@@ -347,7 +349,8 @@ def sync_dispatch(ctx: Context) -> Iterator[Finding]:
                           f"sync rollout on {version}: {what} is not divisible by {how}")
 
 
-@rule("VB114", "balance-batch-world", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"), verl_ref="G7, D2")
+@rule("VB114", "balance-batch-world", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"),
+      verl_ref="G7, D2")
 def balance_world(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool("trainer.balance_batch") is not True:
@@ -366,7 +369,8 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
                               "unsafe"))
 
 
-@rule("VB115", "global-micro-without-logprob-micro", severity="error", stage="init", verl_ref="C2", backends=("megatron",))
+@rule("VB115", "global-micro-without-logprob-micro", severity="error", stage="init", verl_ref="C2",
+      backends=("megatron",))
 def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or not view.is_set(MICRO_GLOBAL):
@@ -377,7 +381,8 @@ def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
                           f"rollout.log_prob_micro_batch_size // DP, but rollout.log_prob_micro_batch_size is null")
 
 
-@rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C15")
+@rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+      verl_ref="C15")
 def engine_mini(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:

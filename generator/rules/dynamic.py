@@ -136,7 +136,8 @@ def critic_cap(ctx: Context) -> Iterator[Finding]:
                       f"default {critic}", key=critic_key)
 
 
-@rule("VD405", "engine-dynamic-mismatch", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C16")
+@rule("VD405", "engine-dynamic-mismatch", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+      verl_ref="C16")
 def engine_dynamic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:

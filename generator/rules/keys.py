@@ -85,7 +85,8 @@ _kind_rule("VK606", "override-grammar")
 _kind_rule("VK607", "bad-value", stage="init")
 
 
-@rule("VK608", "deprecated-val-batch-size", severity="warning", stage="load", verl_ref="A19", backends=_ANY, scope="any")
+@rule("VK608", "deprecated-val-batch-size", severity="warning", stage="load", verl_ref="A19", backends=_ANY,
+      scope="any")
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
@@ -166,7 +167,8 @@ def _existed_without_plus(config, node: str) -> bool:
     return False
 
 
-@rule("VK610", "added-key-in-dataclass-section", severity="error", stage="load", versions=VersionRange("0.6.0", None), verl_ref="§3", backends=_ANY)
+@rule("VK610", "added-key-in-dataclass-section", severity="error", stage="load", versions=VersionRange("0.6.0",
+      None), verl_ref="§3", backends=_ANY)
 def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     config = ctx.config
     if fallback_note(config) or not is_trainer(ctx):

@@ -60,7 +60,8 @@ def shuffle_seed(ctx: Context) -> Iterator[Finding]:
                               fix=Fix(f"set {key}=42", (KeyEdit(key, None, 42),)))
 
 
-@rule("VX905", "megatron-dtype", severity="error", stage="load", versions=VersionRange("0.6.1", None), verl_ref="A22", backends=_MEG)
+@rule("VX905", "megatron-dtype", severity="error", stage="load", versions=VersionRange("0.6.1", None),
+      verl_ref="A22", backends=_MEG)
 def megatron_dtype(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
@@ -70,7 +71,8 @@ def megatron_dtype(ctx: Context) -> Iterator[Finding]:
             yield ctx_finding(megatron_dtype, view, (key,), f"{key}={value} (must be bfloat16 or float16)")
 
 
-@rule("VX906", "sequence-parallel-without-tp", severity="info", stage="silent", verl_ref="A23, C9, E11, H5", backends=_MEG)
+@rule("VX906", "sequence-parallel-without-tp", severity="info", stage="silent", verl_ref="A23, C9, E11, H5",
+      backends=_MEG)
 def sequence_parallel(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "sequence_parallel"
@@ -99,7 +101,8 @@ def loss_agg(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(loss_agg, view, (key,), f"loss_agg_mode={value} is not one of {', '.join(allowed)}")
 
 
-@rule("VX909", "fp16-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.6.1", None), verl_ref="C4", backends=_MEG)
+@rule("VX909", "fp16-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.6.1", None),
+      verl_ref="C4", backends=_MEG)
 def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.str(MEGATRON + "dtype") == "float16" and view.bool(MEGATRON + "use_mbridge") is False:
@@ -108,7 +111,8 @@ def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
                           key=key, fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="B6", backends=_MEG)
+@rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+      verl_ref="B6", backends=_MEG)
 def engine_critic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine and view.critic_used and view.str(CRITIC + "strategy") in ("megatron", None):
@@ -116,7 +120,8 @@ def engine_critic(ctx: Context) -> Iterator[Finding]:
                           "use_legacy_worker_impl=disable with a Megatron critic (GAE) is not implemented")
 
 
-@rule("VX911", "engine-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="C18", backends=_MEG)
+@rule("VX911", "engine-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+      verl_ref="C18", backends=_MEG)
 def engine_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "use_mbridge"
@@ -125,7 +130,8 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
                           fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX912", "invalid-router-replay-mode", severity="error", stage="load", versions=VersionRange("0.7.0", None), verl_ref="A28")
+@rule("VX912", "invalid-router-replay-mode", severity="error", stage="load", versions=VersionRange("0.7.0", None),
+      verl_ref="A28")
 def router_replay(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ACTOR + "router_replay.mode"
@@ -174,7 +180,8 @@ def kl_twice(ctx: Context) -> Iterator[Finding]:
 _OTC = "megatron.override_transformer_config."
 
 
-@rule("VX916", "full-recompute-incomplete", severity="error", stage="init", versions=VersionRange("0.5.0", None), backends=_MEG, verl_ref="§3 (recompute keys), mcore TransformerConfig")
+@rule("VX916", "full-recompute-incomplete", severity="error", stage="init", versions=VersionRange("0.5.0", None),
+      backends=_MEG, verl_ref="§3 (recompute keys), mcore TransformerConfig")
 def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     for role in (ACTOR, REF, CRITIC):

@@ -53,7 +53,8 @@ def layout_findings(the_rule, ctx: Context, *, with_model: bool) -> Iterator[Fin
 _MEG = ("megatron",)
 
 
-@rule("VP301", "world-not-divisible-by-model-parallel", severity="error", stage="load", verl_ref="E1, A1", backends=_MEG)
+@rule("VP301", "world-not-divisible-by-model-parallel", severity="error", stage="load", verl_ref="E1, A1",
+      backends=_MEG)
 def world_divisible(ctx: Context) -> Iterator[Finding]:
     # verl's load-time pre-check (A1) is skipped under dynamic bsz from 0.6.0 on; Megatron's own
     # check (E1) then fails when the workers start.

@@ -58,7 +58,8 @@ def replica_divides(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_divides, ctx, (TP_R, DP_R, PP_R))
 
 
-@rule("VR502", "rollout-ep-mismatch", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A25")
+@rule("VR502", "rollout-ep-mismatch", severity="error", stage="init", versions=VersionRange("0.6.0", None),
+      verl_ref="A25")
 def rollout_ep(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     sizes = _rollout_sizes(view)
@@ -69,7 +70,8 @@ def rollout_ep(ctx: Context) -> Iterator[Finding]:
                       _stage_before_070(ctx))
 
 
-@rule("VR503", "rollout-pipeline-parallel", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A26")
+@rule("VR503", "rollout-pipeline-parallel", severity="error", stage="init", versions=VersionRange("0.6.0", None),
+      verl_ref="A26")
 def rollout_pp(ctx: Context) -> Iterator[Finding]:
     for finding in _layout_rule_findings(rollout_pp, ctx, (PP_R,)):
         old = ctx.config.values.get(PP_R)
@@ -78,7 +80,8 @@ def rollout_pp(ctx: Context) -> Iterator[Finding]:
                       _stage_before_070(ctx))
 
 
-@rule("VR504", "rollout-replica-partial-node", severity="error", stage="runtime", versions=VersionRange("0.6.0", None), verl_ref="D11")
+@rule("VR504", "rollout-replica-partial-node", severity="error", stage="runtime", versions=VersionRange("0.6.0",
+      None), verl_ref="D11")
 def replica_nodes(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
 
@@ -93,7 +96,8 @@ def gpu_memory(ctx: Context) -> Iterator[Finding]:
                       f"rollout.gpu_memory_utilization={value:g} must be in (0, 1]")
 
 
-@rule("VR506", "batched-tokens-below-model-len", severity="warning", stage="init", versions=VersionRange("0.7.0", None), verl_ref="F3")
+@rule("VR506", "batched-tokens-below-model-len", severity="warning", stage="init", versions=VersionRange("0.7.0",
+      None), verl_ref="F3")
 def batched_tokens(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not False or view.str(ROLLOUT + "name") not in (None, "vllm"):
@@ -114,7 +118,8 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
                       f"({source})", key=key, fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VR507", "chunked-prefill-batched-tokens", severity="error", stage="init", versions=VersionRange("0.2.0", "0.6.1"), verl_ref="G4")
+@rule("VR507", "chunked-prefill-batched-tokens", severity="error", stage="init", versions=VersionRange("0.2.0",
+      "0.6.1"), verl_ref="G4")
 def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "enable_chunked_prefill") is not True or view.str(ROLLOUT + "name") not in (None, "vllm"):
@@ -133,7 +138,8 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
                       fix=Fix(f"set max_num_batched_tokens={limit}", (KeyEdit(key, tokens, limit),)))
 
 
-@rule("VR508", "rollout-mode-sync-removed", severity="error", stage="init", versions=VersionRange("0.7.0", None), verl_ref="A24")
+@rule("VR508", "rollout-mode-sync-removed", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+      verl_ref="A24")
 def mode_sync(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "mode"
@@ -156,7 +162,8 @@ def val_temperature(ctx: Context) -> Iterator[Finding]:
                       f"val_kwargs.do_sample=True with rollout.temperature={temperature:g}")
 
 
-@rule("VR510", "rollout-name-missing", severity="error", stage="init", versions=VersionRange("0.6.0", None), verl_ref="A27")
+@rule("VR510", "rollout-name-missing", severity="error", stage="init", versions=VersionRange("0.6.0", None),
+      verl_ref="A27")
 def rollout_name(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "name"
@@ -169,7 +176,8 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
         yield dataclasses.replace(finding, stage=_stage_before_070(ctx))
 
 
-@rule("VR511", "prometheus-needs-log-stats", severity="error", stage="runtime", versions=VersionRange("0.6.1", None), verl_ref="D14")
+@rule("VR511", "prometheus-needs-log-stats", severity="error", stage="runtime", versions=VersionRange("0.6.1", None),
+      verl_ref="D14")
 def prometheus(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "disable_log_stats"

@@ -142,7 +142,8 @@ def _hazard_rule(code: str, kind: str, severity: str):
                 continue
             yield registered.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
 
-    registered = rule(code, kind, severity=severity, stage="shell", verl_ref="", backends=_SCRIPT, scope="script")(check)
+    registered = rule(code, kind, severity=severity, stage="shell", verl_ref="", backends=_SCRIPT,
+                      scope="script")(check)
     return registered
 
 
