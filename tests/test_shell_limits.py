@@ -181,3 +181,42 @@ def test_a_recursion_error_past_the_launcher_depth_check_is_the_same_one_line(
     assert f"{path}: error: the script nests too deeply to read" in result.output or (
         f"{path}: the script nests too deeply to read" in result.output), result.output
     assert "internal error" not in result.output and "Traceback" not in result.output
+
+
+_BLOCK = (f"echo a; true\nV=x\\ y\nif [ -n \"$V\" ]; then W=1; else W=2; fi\nf() {{ echo \"$1\" | sort; }}\nf z\n"
+          f"cat <<EOF > out.txt\n$W\nEOF\npython3 -m {MAIN} data.train_batch_size=64 x.y=$V\n")
+
+
+def _lines_run_by_the_reader(source: str) -> int:
+    """Lines of the project's code executed while reading `source`: a count of Python-level work
+    that does not depend on the machine (a timing would)."""
+    import sys
+
+    package = str(Path(__file__).resolve().parent.parent / "generator")
+    count = 0
+
+    def trace(frame, event, arg):  # noqa: ANN001, ANN202 - sys.settrace's signature
+        nonlocal count
+        if not frame.f_code.co_filename.startswith(package):
+            return None
+        if event == "line":
+            count += 1
+        return trace
+
+    read_script(_BLOCK)  # load the parser and the modules outside the count
+    sys.settrace(trace)
+    try:
+        read_script(source)
+    finally:
+        sys.settrace(None)
+    return count
+
+
+def test_the_reader_does_linear_work_in_the_number_of_commands() -> None:
+    """Doubling the commands doubles the work: the work added from n to 2n blocks and from 2n
+    to 4n grows 2x (4x would be quadratic, as a scan over all earlier calls or a copy of the
+    whole scope per statement is). A scan of the whole file inside C (the `\\\\ ` search that made
+    short commands quadratic) runs no Python lines: the slow-tier hang guard above covers that."""
+    counts = [_lines_run_by_the_reader(_BLOCK * n) for n in (20, 40, 80)]
+    first, second = counts[1] - counts[0], counts[2] - counts[1]
+    assert 1.8 * first <= second <= 2.2 * first, counts
