@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import Any, cast
+from typing import TYPE_CHECKING, cast
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
@@ -14,6 +14,9 @@ from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_
 from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown
 from generator.shell.parse import parse_bytes
 from generator.shell.words import Expander, ExpansionHost
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 # All files read through `source` together, like one launch script (files.SCRIPT_LIMIT).
 SOURCE_BUDGET = SCRIPT_LIMIT
@@ -25,7 +28,7 @@ _MAX_CALL_DEPTH = 8
 class Builtins(EvaluatorParts):
     """State-changing builtins and function calls (mixed into walker.Evaluator)."""
 
-    def _builtin(self, name: str, fields: list[Field], node: Any, flow: Flow, env: dict[str, str]) -> bool:
+    def _builtin(self, name: str, fields: list[Field], node: Node, flow: Flow, env: dict[str, str]) -> bool:
         """Run `name` if it is a builtin that changes the evaluator's state (True when it was one:
         it is then not recorded as a command)."""
         if name in _NO_EFFECT:
@@ -113,7 +116,7 @@ class Builtins(EvaluatorParts):
         finally:
             self._sourcing.pop()
 
-    def _parsed_source(self, path: str, label: str) -> tuple[Any, FileCtx] | None:
+    def _parsed_source(self, path: str, label: str) -> tuple[Tree, FileCtx] | None:
         """A sourced file's syntax tree and context: read and parsed once however often it is
         sourced, each walk of it charged to the budget for all sourcing together; None (and the
         reason noted as an unknown source) when it cannot be read or the budget is spent."""

@@ -5,7 +5,7 @@ undecided one walks every branch on a copy of the state and merges the outcomes.
 from __future__ import annotations
 
 import re
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Callable
 
 from generator.shell import arith, patterns
 from generator.shell.context import EvaluatorParts, Flow, squash
@@ -14,6 +14,9 @@ from generator.shell.scan import WordError
 from generator.shell.scope import merge_states
 from generator.shell.truth import both, compare, either, evaluate_test, negate
 
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
 # A condition about emptiness or the number of arguments: `-z`, `-n`, `-v`, `$#`, `""`.
 _EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
 
@@ -21,15 +24,15 @@ _EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
 class Conditions(EvaluatorParts):
     """Branch selection (mixed into walker.Evaluator)."""
 
-    def _cond_text(self, node: Any) -> str:
+    def _cond_text(self, node: Node) -> str:
         fx = self.fx
         assert fx is not None
         return as_text(squash(fx.src[node.start_byte : node.end_byte]))
 
-    def _s_if_statement(self, node: Any, flow: Flow) -> None:
-        clauses: list[tuple[list[Any], list[Any], str]] = []
-        cond: list[Any] = []
-        body: list[Any] = []
+    def _s_if_statement(self, node: Node, flow: Flow) -> None:
+        clauses: list[tuple[list[Node], list[Node], str]] = []
+        cond: list[Node] = []
+        body: list[Node] = []
         phase = "if"
         label = ""
         for child in node.children:
@@ -49,8 +52,8 @@ class Conditions(EvaluatorParts):
         clauses.append((cond, body, label))
         for child in node.children:
             if child.type == "elif_clause":
-                c2: list[Any] = []
-                b2: list[Any] = []
+                c2: list[Node] = []
+                b2: list[Node] = []
                 ph = "elif"
                 for g in child.children:
                     if g.type in ("elif",):
@@ -66,11 +69,11 @@ class Conditions(EvaluatorParts):
         arms = [(self._condition(cond_nodes, flow), body, label) for cond_nodes, body, label in clauses]
         self._branches(arms, flow, clauses[0][2])
 
-    def _condition(self, cond_nodes: list[Any], flow: Flow) -> Callable[[], bool | None]:
+    def _condition(self, cond_nodes: list[Node], flow: Flow) -> Callable[[], bool | None]:
         # Evaluated only when the arm is reached, as bash does (`[]` is the else arm: true).
         return lambda: self._decide(cond_nodes, flow) if cond_nodes else True
 
-    def _branches(self, arms: list[tuple[Callable[[], bool | None], list[Any], str]], flow: Flow,
+    def _branches(self, arms: list[tuple[Callable[[], bool | None], list[Node], str]], flow: Flow,
                   merge_label: str) -> None:
         """Walk if/elif/else or case arms: the first arm decided true runs, arms decided false are
         read as dead, and undecided arms run on copies whose outcomes are merged."""
@@ -119,7 +122,7 @@ class Conditions(EvaluatorParts):
         finally:
             self._default_reads = outer
 
-    def _guard(self, reads: list[str], body: list[Any], flow: Flow, label: str) -> bool:
+    def _guard(self, reads: list[str], body: list[Node], flow: Flow, label: str) -> bool:
         """A guard (`[ -z "$MODEL_PATH" ] && exit 1`, `if [ $# -lt 2 ]; then usage; exit 1; fi`)
         is an assertion that the run provides what it tests: the names become required unknowns
         and the exiting branch is read as not taken, so the rest of the script is still read."""
@@ -130,7 +133,7 @@ class Conditions(EvaluatorParts):
         self._walk_dead([], body, flow, label)
         return True
 
-    def _exits(self, nodes: list[Any], src: str | None = None, depth: int = 0) -> bool:
+    def _exits(self, nodes: list[Node], src: str | None = None, depth: int = 0) -> bool:
         """Does running these statements reach `exit` (directly or in a function they call)?"""
         fx = self.fx
         assert fx is not None
@@ -151,7 +154,7 @@ class Conditions(EvaluatorParts):
             stack.extend(node.children)
         return False
 
-    def _walk_dead(self, cond_nodes: list[Any], body: list[Any], flow: Flow, label: str) -> None:
+    def _walk_dead(self, cond_nodes: list[Node], body: list[Node], flow: Flow, label: str) -> None:
         saved = self.state
         self.state = saved.copy()
         self.state.exited = False
@@ -160,7 +163,7 @@ class Conditions(EvaluatorParts):
         finally:
             self.state = saved
 
-    def _decide(self, nodes: list[Any], flow: Flow) -> bool | None:
+    def _decide(self, nodes: list[Node], flow: Flow) -> bool | None:
         """The truth of a condition list (the last command decides), or None if unknown."""
         result: bool | None = None
         for node in nodes:
@@ -169,7 +172,7 @@ class Conditions(EvaluatorParts):
             result = self._truth(node, flow)
         return result
 
-    def _truth(self, node: Any, flow: Flow) -> bool | None:
+    def _truth(self, node: Node, flow: Flow) -> bool | None:
         t = node.type
         fx = self.fx
         assert fx is not None
@@ -204,7 +207,7 @@ class Conditions(EvaluatorParts):
         self.walk(node, flow)
         return None
 
-    def _list_truth(self, node: Any, flow: Flow) -> bool | None:
+    def _list_truth(self, node: Node, flow: Flow) -> bool | None:
         """`a && b`, `a || b` as a condition: short-circuited as bash runs it."""
         parts = list(node.children)
         left = self._truth(parts[0], flow)
@@ -218,7 +221,7 @@ class Conditions(EvaluatorParts):
             return either(left, lambda: self._truth(right_node, flow))
         return None
 
-    def _test_command(self, node: Any) -> bool | None:
+    def _test_command(self, node: Node) -> bool | None:
         """`test …` / `[ … ]` written as a plain command: the 1-, 2- and 3-argument forms."""
         fx = self.fx
         assert fx is not None
@@ -236,7 +239,7 @@ class Conditions(EvaluatorParts):
             args = args[:-1]
         return evaluate_test(args)
 
-    def _arith_truth(self, node: Any) -> bool | None:
+    def _arith_truth(self, node: Node) -> bool | None:
         fx = self.fx
         assert fx is not None
         try:
@@ -247,7 +250,7 @@ class Conditions(EvaluatorParts):
         except (arith.ArithError, WordError, ValueError, RecursionError):
             return None
 
-    def _operand(self, node: Any) -> str | None:
+    def _operand(self, node: Node) -> str | None:
         fx = self.fx
         assert fx is not None
         try:
@@ -258,7 +261,7 @@ class Conditions(EvaluatorParts):
             return None
         return pieces_text(pieces)
 
-    def _pattern(self, node: Any) -> str | None:
+    def _pattern(self, node: Node) -> str | None:
         """A [[ == ]] right side or case pattern: unquoted glob chars are live."""
         fx = self.fx
         assert fx is not None
@@ -278,7 +281,7 @@ class Conditions(EvaluatorParts):
                 out.append(p.text)
         return "".join(out)
 
-    def _test_expr(self, node: Any, double: bool) -> bool | None:
+    def _test_expr(self, node: Node, double: bool) -> bool | None:
         """An expression inside `[[ ]]` (double) or `test`/`[ ]` as tree-sitter parsed it."""
         t = node.type
         if t == "parenthesized_expression":
@@ -291,7 +294,7 @@ class Conditions(EvaluatorParts):
         text = self._operand(node)
         return None if text is None else text != ""
 
-    def _test_unary(self, node: Any, double: bool) -> bool | None:
+    def _test_unary(self, node: Node, double: bool) -> bool | None:
         """`! e`, `-z w`, `-n w`, `-v name`; file tests need the filesystem: undecided."""
         fx = self.fx
         assert fx is not None
@@ -308,7 +311,7 @@ class Conditions(EvaluatorParts):
             return None
         return (text == "") if op == "-z" else (text != "")
 
-    def _test_binary(self, node: Any, double: bool) -> bool | None:
+    def _test_binary(self, node: Node, double: bool) -> bool | None:
         """`a && b`, `a -o b`, `w == pattern` (`[[ ]]`), `w OP w` (strings, integers, `=~`)."""
         fx = self.fx
         assert fx is not None
@@ -341,7 +344,7 @@ class Conditions(EvaluatorParts):
         rt = self._operand(right)
         return None if rt is None else compare(op, lt, rt)
 
-    def _s_list(self, node: Any, flow: Flow) -> None:
+    def _s_list(self, node: Node, flow: Flow) -> None:
         kids = node.children
         if len(kids) < 3:
             self._statements(kids, flow)
@@ -371,26 +374,26 @@ class Conditions(EvaluatorParts):
             self.walk(right, flow.with_("conditional", label))
             self.state = merge_states([self.state, base], label)
 
-    def _is_true_false(self, node: Any) -> bool:
+    def _is_true_false(self, node: Node) -> bool:
         fx = self.fx
         assert fx is not None
         name = node.child_by_field_name("name")
         return name is not None and fx.src[name.start_byte : name.end_byte] in ("true", "false", ":")
 
-    def _s_negated_command(self, node: Any, flow: Flow) -> None:
+    def _s_negated_command(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
 
-    def _s_case_statement(self, node: Any, flow: Flow) -> None:
+    def _s_case_statement(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         value_node = node.child_by_field_name("value")
         subject = self._operand(value_node) if value_node is not None else None
-        arms: list[tuple[Callable[[], bool | None], list[Any], str]] = []
+        arms: list[tuple[Callable[[], bool | None], list[Node], str]] = []
         for item in node.children:
             if item.type != "case_item":
                 continue
-            pats: list[Any] = []
-            body: list[Any] = []
+            pats: list[Node] = []
+            body: list[Node] = []
             seen_paren = False
             for c in item.children:
                 if c.type == ")" and not seen_paren:
@@ -405,7 +408,7 @@ class Conditions(EvaluatorParts):
             arms.append((self._case_match(pats, subject), body, label))
         self._branches(arms, flow, "case")
 
-    def _case_match(self, pats: list[Any], subject: str | None) -> Callable[[], bool | None]:
+    def _case_match(self, pats: list[Node], subject: str | None) -> Callable[[], bool | None]:
         def matched() -> bool | None:
             if subject is None:
                 return None

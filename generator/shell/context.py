@@ -7,12 +7,14 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.shell.model import Field, State, Var
 
 if TYPE_CHECKING:  # pragma: no cover
+    from tree_sitter import Node, Tree
+
     from generator.shell.words import Expander
 
 # NAME=, NAME[index]=, NAME+=: bash decides an assignment by the word's text.
@@ -84,7 +86,7 @@ def squash(text: str, limit: int = 70) -> str:
     return text if len(text) <= limit else text[: limit - 1] + "…"
 
 
-def merged_ranges(nodes: list[Any]) -> list[tuple[int, int, str]]:
+def merged_ranges(nodes: list[Node]) -> list[tuple[int, int, str]]:
     """Word ranges of sibling nodes, merging neighbours with no gap between them: bash sees one
     word there (tree-sitter-bash#315 splits `$A/x-$B/y` into two siblings)."""
     out: list[tuple[int, int, str]] = []
@@ -114,7 +116,7 @@ class EvaluatorParts:
     _sourcing: list[str]
     sourced: dict[str, FileCtx]  # every file read through `source`, by path (each read once)
     _sourced_bytes: int  # bytes walked through `source` so far (see builtins.SOURCE_BUDGET)
-    _source_trees: dict[str, tuple[Any, FileCtx]]
+    _source_trees: dict[str, tuple[Tree, FileCtx]]
     _arith_depth: int
     _loop_budget: int
     _break_requested: bool  # a `break` ran on a live path of the loop being unrolled
@@ -122,11 +124,11 @@ class EvaluatorParts:
     _args_given: bool  # --arg was given, so `$#` is the user's, not a default
 
     if TYPE_CHECKING:  # pragma: no cover - implemented by the parts
-        def walk(self, node: Any, flow: Flow) -> None: ...
-        def _statements(self, children: list[Any], flow: Flow) -> None: ...
+        def walk(self, node: Node, flow: Flow) -> None: ...
+        def _statements(self, children: list[Node], flow: Flow) -> None: ...
         def _collect_assigned(self, src: str) -> None: ...
-        def _walk_dead(self, cond_nodes: list[Any], body: list[Any], flow: Flow, label: str) -> None: ...
-        def _truth(self, node: Any, flow: Flow) -> bool | None: ...
+        def _walk_dead(self, cond_nodes: list[Node], body: list[Node], flow: Flow, label: str) -> None: ...
+        def _truth(self, node: Node, flow: Flow) -> bool | None: ...
         def _set(self, name: str, var: Var) -> None: ...
         def _local(self, name: str) -> None: ...
         def get_var(self, name: str) -> Var | None: ...

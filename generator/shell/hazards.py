@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Invocation, Span
 from generator.shell.scan import (
@@ -16,11 +16,14 @@ from generator.shell.scan import (
     find_dollar_close,
 )
 
+if TYPE_CHECKING:
+    from tree_sitter import Tree
+
 _BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
 _QUOTED_TYPES = {"comment", "string", "raw_string", "heredoc_body", "ansi_c_string", "heredoc_redirect"}
 
 
-def _inside(tree: Any, offset: int, types: set[str]) -> bool:
+def _inside(tree: Tree, offset: int, types: set[str]) -> bool:
     node = tree.root_node.descendant_for_byte_range(offset, offset + 1)
     while node is not None:
         if node.type in types:
@@ -39,7 +42,7 @@ def _continues(src: str, line_end: int) -> bool:
     return count % 2 == 1
 
 
-def text_hazards(src: str, tree: Any, line_of: Callable[[int], int]) -> list[Hazard]:
+def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     # A full-line comment right after a continued line ends the command there.
     stack = [tree.root_node]

@@ -7,7 +7,12 @@ and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
+
+    from generator.shell.context import FileCtx
 
 
 def as_text(latin: str) -> str:
@@ -74,7 +79,7 @@ class Piece:
     elem: tuple[int, int, str | None] | None = None
     was_split: bool = False
 
-    def copy(self, **changes: Any) -> Piece:
+    def copy(self, **changes: object) -> Piece:
         # Hand-written: dataclasses.replace was the reader's top cost.
         p = Piece(self.text, self.a, self.b, self.exact, self.q, self.qa, self.qb, self.path, self.split,
                   self.unknown, self.group, self.inner, self.kind, self.elem, self.was_split)
@@ -146,7 +151,7 @@ class State:
     args: list[list[Piece]] = field(default_factory=list)
     args_label: str | None = None  # set when the positional args are unknown (inside a function)
     args_from_script: bool = True  # the positional args are (or carry) the script's own "$@"
-    functions: dict[str, Any] = field(default_factory=dict)
+    functions: dict[str, tuple[Node, FileCtx]] = field(default_factory=dict)
     cwd: str | None = ""  # relative to the script's directory; None = unknown
     unknown_sources: list[str] = field(default_factory=list)
     exited: bool = False

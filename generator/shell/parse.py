@@ -4,16 +4,19 @@ end of file otherwise yields an ERROR node (4 corpus scripts end so); offsets ar
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from tree_sitter import Parser, Tree
 
 
 @lru_cache(maxsize=1)
-def _parser() -> Any:
+def _parser() -> Parser:
     import tree_sitter_bash
     from tree_sitter import Language, Parser
 
     return Parser(Language(tree_sitter_bash.language()))
 
 
-def parse_bytes(data: bytes) -> Any:
+def parse_bytes(data: bytes) -> Tree:
     return _parser().parse(data + b"\n\n")

@@ -4,7 +4,7 @@ assignments and declarations change them, and how the states of alternative bran
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generator.launch import unknown_marker
 from generator.shell import arith
@@ -12,6 +12,9 @@ from generator.shell.context import ASSIGN, EvaluatorParts, Flow, merged_ranges
 from generator.shell.model import BREAK, Elem, Field, Group, Piece, State, Var, as_text, has_unknown, pieces_text
 from generator.shell.scan import WordError
 from generator.shell.words import def_group
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 # `${NAME:-…}` / `${NAME-…}` as the whole value of an assignment (quoted or not).
 _SELF_DEFAULT = re.compile(r'"?\$\{(\w+):?-[^}]*\}"?\s*')
@@ -245,15 +248,15 @@ class Scope(EvaluatorParts):
 
     # -- assignments and declarations ---------------------------------------------------------
 
-    def _s_variable_assignment(self, node: Any, flow: Flow) -> None:
+    def _s_variable_assignment(self, node: Node, flow: Flow) -> None:
         self._assign_node(node, node.end_byte)
 
-    def _s_variable_assignments(self, node: Any, flow: Flow) -> None:
+    def _s_variable_assignments(self, node: Node, flow: Flow) -> None:
         for child in node.children:
             if child.type == "variable_assignment":
                 self._assign_node(child, child.end_byte)
 
-    def _assign_node(self, node: Any, end: int, *, local: bool = False, export: bool = False) -> None:
+    def _assign_node(self, node: Node, end: int, *, local: bool = False, export: bool = False) -> None:
         fx = self.fx
         assert fx is not None
         m = ASSIGN.match(fx.src, node.start_byte, end)
@@ -333,7 +336,7 @@ class Scope(EvaluatorParts):
         elems[idx] = Elem((elems[idx].pieces + pieces) if plus else pieces, a, b, fx.path)
         self._set(name, Var(elems=elems))
 
-    def _array_elems(self, array_node: Any) -> list[Elem]:
+    def _array_elems(self, array_node: Node) -> list[Elem]:
         fx = self.fx
         assert fx is not None
         ranges = merged_ranges([c for c in array_node.children if c.type not in ("(", ")", "comment")])
@@ -365,7 +368,7 @@ class Scope(EvaluatorParts):
             return
         self._set(name, Var(pieces=pieces, group=def_group(name, pieces, m.end(), b, "", fx.path)))
 
-    def _s_declaration_command(self, node: Any, flow: Flow) -> None:
+    def _s_declaration_command(self, node: Node, flow: Flow) -> None:
         keyword = node.children[0].type if node.children else ""
         local = keyword == "local" or (keyword in ("declare", "typeset") and bool(self._local_frames))
         export = keyword == "export"
@@ -392,7 +395,7 @@ class Scope(EvaluatorParts):
                 elif export and name in self.state.vars:
                     self.state.vars[name].exported = True
 
-    def _s_unset_command(self, node: Any, flow: Flow) -> None:
+    def _s_unset_command(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         for child in node.children[1:]:

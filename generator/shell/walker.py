@@ -12,7 +12,7 @@ holds the statement walk itself.
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, unknown_marker
 from generator.shell.builtins import Builtins
@@ -23,6 +23,9 @@ from generator.shell.parse import parse_bytes
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
 from generator.shell.words import Expander, def_group
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
 
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
 _TOKEN_SPLIT = re.compile(r"[\s;(&|`]+")
@@ -50,12 +53,12 @@ class Evaluator(Scope, Conditions, Builtins):
         self._break_requested = False
         self.sourced: dict[str, FileCtx] = {}
         self._sourced_bytes = 0
-        self._source_trees: dict[str, tuple[Any, FileCtx]] = {}
+        self._source_trees: dict[str, tuple[Tree, FileCtx]] = {}
         self._default_reads: list[str] | None = None
         self._args_given = bool(args)
         self.fx: FileCtx | None = None
 
-    def run_file(self, data: bytes, path: str | None) -> Any:
+    def run_file(self, data: bytes, path: str | None) -> Tree:
         tree = parse_bytes(data)
         src = (data + b"\n\n").decode("latin-1")  # the bytes tree-sitter parsed (offsets unchanged)
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
@@ -84,7 +87,7 @@ class Evaluator(Scope, Conditions, Builtins):
         for m in _READ_NAMES.finditer(src):
             self.assigned_names.update(m.group(1).split())
 
-    def _report_errors(self, node: Any, fx: FileCtx) -> None:
+    def _report_errors(self, node: Node, fx: FileCtx) -> None:
         """ERROR/MISSING nodes outside words (inside a word our own lexer reads the text)."""
         if not node.has_error:
             return
@@ -111,7 +114,7 @@ class Evaluator(Scope, Conditions, Builtins):
             if n.has_error:
                 stack.extend(n.children)
 
-    def walk(self, node: Any, flow: Flow) -> None:
+    def walk(self, node: Node, flow: Flow) -> None:
         t = node.type
         handler = getattr(self, "_s_" + t, None)
         if self.state.exited and flow.branch != "dead":
@@ -129,7 +132,7 @@ class Evaluator(Scope, Conditions, Builtins):
         if node.is_named and node.child_count:
             self._statements(node.children, flow)
 
-    def _statements(self, children: list[Any], flow: Flow) -> None:
+    def _statements(self, children: list[Node], flow: Flow) -> None:
         for n, child in enumerate(children):
             if not child.is_named:
                 continue
@@ -140,13 +143,13 @@ class Evaluator(Scope, Conditions, Builtins):
                 for rec in self.records[before:]:
                     rec.redirects.append("&")
 
-    def _s_program(self, node: Any, flow: Flow) -> None:
+    def _s_program(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
 
     _s_compound_statement = _s_program
     _s_do_group = _s_program
 
-    def _s_subshell(self, node: Any, flow: Flow) -> None:
+    def _s_subshell(self, node: Node, flow: Flow) -> None:
         saved = self.state
         self.state = saved.copy()
         try:
@@ -154,10 +157,10 @@ class Evaluator(Scope, Conditions, Builtins):
         finally:
             self.state = saved
 
-    def _s_comment(self, node: Any, flow: Flow) -> None:
+    def _s_comment(self, node: Node, flow: Flow) -> None:
         return
 
-    def _s_for_statement(self, node: Any, flow: Flow) -> None:
+    def _s_for_statement(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         var_node = node.child_by_field_name("variable")
@@ -204,7 +207,7 @@ class Evaluator(Scope, Conditions, Builtins):
             return [Field([Piece(unknown_marker("$@"), unknown=f"the arguments of {st.args_label}")], 0, 0, None)]
         return [Field(list(arg), 0, 0, None) for arg in st.args]
 
-    def _s_while_statement(self, node: Any, flow: Flow) -> None:
+    def _s_while_statement(self, node: Node, flow: Flow) -> None:
         """`while`/`until`: unrolled while its condition stays decided (an argument-parsing loop
         over known arguments runs exactly as bash would run it); once undecided, the rest is one
         walk of the body whose changes merge with the state before it."""
@@ -236,7 +239,7 @@ class Evaluator(Scope, Conditions, Builtins):
             self.walk(body, flow.with_("loop", label))
         self.state = merge_states([self.state, base], label)
 
-    def _s_c_style_for_statement(self, node: Any, flow: Flow) -> None:
+    def _s_c_style_for_statement(self, node: Node, flow: Flow) -> None:
         body = node.child_by_field_name("body")
         label = "for ((…))"
         base = self.state
@@ -245,7 +248,7 @@ class Evaluator(Scope, Conditions, Builtins):
             self.walk(body, flow.with_("loop", label))
         self.state = merge_states([self.state, base], label)
 
-    def _s_function_definition(self, node: Any, flow: Flow) -> None:
+    def _s_function_definition(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         name_node = node.child_by_field_name("name")
@@ -254,7 +257,7 @@ class Evaluator(Scope, Conditions, Builtins):
             return
         self.state.functions[fx.src[name_node.start_byte : name_node.end_byte]] = (body, fx)
 
-    def _s_redirected_statement(self, node: Any, flow: Flow) -> None:
+    def _s_redirected_statement(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         body = node.child_by_field_name("body")
@@ -275,7 +278,7 @@ class Evaluator(Scope, Conditions, Builtins):
         for rec in self.records[before:]:
             rec.redirects.extend(redirects)
 
-    def _s_pipeline(self, node: Any, flow: Flow) -> None:
+    def _s_pipeline(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         stages = [c for c in node.children if c.is_named]
@@ -287,10 +290,10 @@ class Evaluator(Scope, Conditions, Builtins):
                 for rec in self.records[before:]:
                     rec.redirects.append(as_text("| " + rest))
 
-    def _s_command(self, node: Any, flow: Flow) -> None:
+    def _s_command(self, node: Node, flow: Flow) -> None:
         self._command(node, flow, node)
 
-    def _command(self, node: Any, flow: Flow, whole: Any) -> None:
+    def _command(self, node: Node, flow: Flow, whole: Node) -> None:
         """A simple command: its leading NAME=value words, then its expanded arguments; a
         builtin or a function of the script runs, anything else is recorded."""
         fx = self.fx
