@@ -13,9 +13,13 @@ from typing import TYPE_CHECKING
 from generator.config.types import Config, KeyIssue
 
 if TYPE_CHECKING:  # the type checker sees the real functions; at run time they load on first use
-    from generator.config.apply import apply_overrides, is_hydra_rejection
-    from generator.config.build import build_config
-    from generator.config.synthetic import config_from_overrides, missing_mandatory, needed_op
+    # `import X as X` marks each name as re-exported (__all__ below is built at run time).
+    from generator.config.apply import apply_overrides as apply_overrides
+    from generator.config.apply import is_hydra_rejection as is_hydra_rejection
+    from generator.config.build import build_config as build_config
+    from generator.config.synthetic import config_from_overrides as config_from_overrides
+    from generator.config.synthetic import missing_mandatory as missing_mandatory
+    from generator.config.synthetic import needed_op as needed_op
 
 # name -> module that defines it; loaded on first use so importing generator.config stays cheap.
 _LAZY = {

@@ -13,13 +13,16 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Mapping
+from typing import TYPE_CHECKING, Any, Mapping, overload
 
 from generator.derive import Parallelism
 from generator.errors import InputError
 from generator.plan.candidate import Offload
 from generator.verl import ALGORITHMS, ROLLOUT_ENGINES
 from generator.versions import parse as parse_version
+
+if TYPE_CHECKING:
+    import builtins  # _Fields' methods str/int/float/bool shadow the builtin names in its annotations
 
 BACKENDS = ("megatron",)
 NAME_CHARS = set("abcdefghijklmnopqrstuvwxyz0123456789-_.")
@@ -137,8 +140,8 @@ class _Fields:
             return None
         return self.data[name]
 
-    def str(self, name: str, default: str | None = None, *, required: bool = False,
-            choices: tuple[str, ...] | None = None) -> str | None:
+    def str(self, name: builtins.str, default: builtins.str | None = None, *,
+            required: builtins.bool = False, choices: tuple[builtins.str, ...] | None = None) -> builtins.str | None:
         value = self._get(name, required)
         if value is None:
             return default
@@ -148,8 +151,14 @@ class _Fields:
             raise self.error(name, f"'{value}' is not one of: {', '.join(choices)}")
         return value
 
-    def int(self, name: str, default: int | None = None, *, required: bool = False,
-            minimum: int = 1) -> int | None:
+    @overload
+    def int(self, name: builtins.str, default: builtins.int, *, required: builtins.bool = False,
+            minimum: builtins.int = 1) -> builtins.int: ...
+    @overload
+    def int(self, name: builtins.str, default: None = None, *, required: builtins.bool = False,
+            minimum: builtins.int = 1) -> builtins.int | None: ...
+    def int(self, name: builtins.str, default: builtins.int | None = None, *,
+            required: builtins.bool = False, minimum: builtins.int = 1) -> builtins.int | None:
         value = self._get(name, required)
         if value is None:
             return default
@@ -159,7 +168,8 @@ class _Fields:
             raise self.error(name, f"must be >= {minimum}, got {value}")
         return value
 
-    def float(self, name: str, default: float, *, low: float, high: float) -> float:
+    def float(self, name: builtins.str, default: builtins.float, *,
+              low: builtins.float, high: builtins.float) -> builtins.float:
         value = self._get(name, False)
         if value is None:
             return default
@@ -169,7 +179,7 @@ class _Fields:
             raise self.error(name, f"must be between {low} and {high}, got {value}")
         return float(value)
 
-    def bool(self, name: str, default: bool = False) -> bool:
+    def bool(self, name: builtins.str, default: builtins.bool = False) -> builtins.bool:
         value = self._get(name, False)
         if value is None:
             return default
@@ -177,7 +187,8 @@ class _Fields:
             raise self.error(name, f"expected true or false, got {_kind(value)}")
         return value
 
-    def strings(self, name: str, default: tuple[str, ...] = (), *, required: bool = False) -> tuple[str, ...]:
+    def strings(self, name: builtins.str, default: tuple[builtins.str, ...] = (), *,
+                required: builtins.bool = False) -> tuple[builtins.str, ...]:
         value = self._get(name, required)
         if value is None:
             return default
@@ -188,7 +199,7 @@ class _Fields:
             raise self.error(name, f"expected a list of strings, got {_kind(value)}")
         return tuple(str(v) for v in value)
 
-    def sub(self, name: str) -> "_Fields":
+    def sub(self, name: builtins.str) -> "_Fields":
         value = self._get(name, False)
         return _Fields(self.where, {} if value is None else value, f"{self.prefix}{name}.")
 
