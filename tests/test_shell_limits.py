@@ -120,7 +120,8 @@ def test_an_entry_module_is_read_bounded(tmp_path: Path) -> None:
         read_hydra_main(deep, "main.py")
     (tmp_path / "pkg").mkdir()
     (tmp_path / "pkg" / "main_deep.py").write_text(deep)
-    (tmp_path / "pkg" / "main_big.py").write_text("x = 1\n" * 200_000 + "import hydra\n@hydra.main()\ndef main(c):\n    pass\n")
+    (tmp_path / "pkg" / "main_big.py").write_text(
+        "x = 1\n" * 200_000 + "import hydra\n@hydra.main()\ndef main(c):\n    pass\n")
     (tmp_path / "run.sh").write_text("")
     assert entry_config("pkg.main_deep", tmp_path / "run.sh") is None
     assert entry_config("pkg.main_big", tmp_path / "run.sh") is None  # over the size cap: not read

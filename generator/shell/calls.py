@@ -34,7 +34,8 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
         launcher=" ".join(launcher), config_path=None, config_name=None,
-        branch=rec.branch, passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),  # type: ignore[arg-type]
+        branch=rec.branch,  # type: ignore[arg-type]
+        passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),
         context=list(rec.context),
     )
     j = 0
@@ -94,7 +95,8 @@ def _split_at_equals(pieces: list[Piece]) -> tuple[list[Piece], list[Piece], Pie
                         exact=p.exact)] if tail_text else []
         if tail_text and after is None:
             value[0].a = None
-        return pieces[:n] + ([head] if head.text else []), value + pieces[n + 1 :], p, (after if after is not None else -1)
+        return (pieces[:n] + ([head] if head.text else []), value + pieces[n + 1 :], p,
+                (after if after is not None else -1))
     return pieces, [], None, -1
 
 

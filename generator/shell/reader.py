@@ -127,7 +127,8 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
                     "brace-expansion", ov.word.line,
                     f"bash's brace expansion splits `{word_text[:60]}` into {len(parts)} arguments "
                     f"({' '.join(parts)[:80]}); quote the value to pass it whole", ov.word))
-            if (rec.path == path) and "[" in src[ov.word.start : ov.word.end] and has_unquoted_glob(src, ov.word.start, ov.word.end):
+            if (rec.path == path and "[" in src[ov.word.start : ov.word.end]
+                    and has_unquoted_glob(src, ov.word.start, ov.word.end)):
                 hazards.append(Hazard(
                     "unquoted-glob", ov.word.line,
                     f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "

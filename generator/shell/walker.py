@@ -181,7 +181,8 @@ class Evaluator(Scope, Conditions, Builtins):
             items = self._positional_fields()
         if any(f.unknowns for f in items):
             known = False
-        label = f"for {name} in " + squash(" ".join(fx.src[v.start_byte : v.end_byte] for v in value_nodes) or '"$@"', 50)
+        written = " ".join(fx.src[v.start_byte : v.end_byte] for v in value_nodes)
+        label = f"for {name} in " + squash(written or '"$@"', 50)
         self.assigned_names.add(name)
         if body is None:
             return
