@@ -381,8 +381,8 @@ def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
                           f"rollout.log_prob_micro_batch_size // DP, but rollout.log_prob_micro_batch_size is null")
 
 
-@rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", versions=VersionRange("0.7.0", None),
-      verl_ref="C15")
+@rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", verl_ref="C15",
+      versions=VersionRange("0.7.0", None))
 def engine_mini(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:
