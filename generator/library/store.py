@@ -11,11 +11,14 @@ from __future__ import annotations
 import os
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import TYPE_CHECKING, Iterable
 
 from generator.errors import InputError
 from generator.library.recipe import Recipe, recipe_from_mapping
 from generator.resources import recipes_dir
+
+if TYPE_CHECKING:
+    import yaml
 
 ENV_VAR = "VERL_GEN_LIBRARY"
 MAX_RECIPE_BYTES = 1_000_000
@@ -32,7 +35,7 @@ def user_library_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(base) / "verl-gen" / "recipes"
 
 
-def _load_yaml(text: str):
+def _load_yaml(text: str) -> object:
     """Parse recipe YAML with YAML 1.2 core-schema scalars (what ruamel.yaml reads).
 
     libyaml's C parser (PyYAML, installed with omegaconf) is ~13x faster than ruamel's pure
@@ -50,10 +53,10 @@ def _load_yaml(text: str):
     return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
 
 
-_FAST_LOADER: list = []
+_FAST_LOADER: list[type[yaml.CSafeLoader] | None] = []  # the loader class, once built (None: no libyaml)
 
 
-def _fast_loader():
+def _fast_loader() -> type[yaml.CSafeLoader] | None:
     if _FAST_LOADER:
         return _FAST_LOADER[0]
     try:
@@ -76,7 +79,7 @@ def _fast_loader():
         if (1, 2) in versions and tag.rsplit(":", 1)[-1] in wanted:
             Yaml12Loader.add_implicit_resolver(tag, regexp, list(first))
 
-    def construct_int(loader, node):
+    def construct_int(loader: yaml.CSafeLoader, node: yaml.ScalarNode) -> int:
         text = loader.construct_scalar(node).replace("_", "")
         sign = -1 if text.startswith("-") else 1
         text = text.lstrip("+-")
@@ -85,7 +88,7 @@ def _fast_loader():
                 return sign * int(text[2:], base_)
         return sign * int(text)
 
-    def construct_float(loader, node):
+    def construct_float(loader: yaml.CSafeLoader, node: yaml.ScalarNode) -> float:
         text = loader.construct_scalar(node).replace("_", "").lower()
         if text.endswith(".inf"):
             return float("-inf") if text.startswith("-") else float("inf")
@@ -93,7 +96,7 @@ def _fast_loader():
             return float("nan")
         return float(text)
 
-    def construct_bool(loader, node):
+    def construct_bool(loader: yaml.CSafeLoader, node: yaml.ScalarNode) -> bool:
         return loader.construct_scalar(node).lower() == "true"
 
     Yaml12Loader.add_constructor("tag:yaml.org,2002:int", construct_int)
@@ -161,7 +164,7 @@ class Library:
         return sorted(self.recipes.values(), key=_sort_key)
 
 
-def _sort_key(recipe: Recipe) -> tuple:
+def _sort_key(recipe: Recipe) -> tuple[str, int, str, str]:
     return (recipe.model.lower(), recipe.gpus, recipe.algorithm, recipe.name)
 
 

@@ -108,7 +108,7 @@ def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore:
     return findings
 
 
-def _model_for(config: Config, model_config: str | None, cache: dict) -> ModelFacts | None:
+def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelFacts | None]) -> ModelFacts | None:
     """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
     directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
     from generator.model import find_model, load_model_config
@@ -176,7 +176,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     if hazards:
         results.append((None, None, hazards))
     script_dir = os.path.dirname(os.path.abspath(script.path)) if script.path else None
-    cache: dict = {}
+    cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
     for invocation in script.invocations:
         if invocation.branch == "dead":
             continue

@@ -9,7 +9,7 @@ from typing import Iterator
 from generator import derive
 from generator.config.derived import trained_prompts_and_n
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
@@ -23,7 +23,7 @@ C_MICRO = CRITIC + "ppo_micro_batch_size_per_gpu"
 C_MICRO_GLOBAL = CRITIC + "ppo_micro_batch_size"
 
 
-def _pair_findings(the_rule, view: ConfigReader, per_gpu: str, global_key: str, role: str,
+def _pair_findings(the_rule: Rule, view: ConfigReader, per_gpu: str, global_key: str, role: str,
                    suggestion: int | None) -> Iterator[Finding]:
     """Exactly one of a (deprecated global, per-GPU) micro pair must be set."""
     if not view.known(per_gpu) or not view.known(global_key):

@@ -6,9 +6,14 @@ DP = 8/(TP 2) = 4, G = 64·4 = 256, per-rank mini = 16·4/4 = 16, micro 2 → 8 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
 
 from generator.config.types import Config
 from generator.rules.core import Example, Finding, Rule
+
+if TYPE_CHECKING:
+    from generator.launch import LaunchScript
+    from generator.model.facts import ModelFacts
 
 BASE: tuple[str, ...] = (
     "trainer.n_gpus_per_node=8",
@@ -98,7 +103,7 @@ def example_findings(rule: Rule, example: Example) -> list[Finding]:
             if f.code == rule.code]
 
 
-def example_model(example: Example):
+def example_model(example: Example) -> ModelFacts | None:
     """The model an example names in its note ("model Qwen2.5-7B"), from the packaged registry."""
     note = example.note or ""
     if not note.startswith("model "):
@@ -108,7 +113,7 @@ def example_model(example: Example):
     return find_model(note.split(" ", 1)[1].strip())
 
 
-def example_script(example: Example):
+def example_script(example: Example) -> LaunchScript | None:
     """Read an example's script text with generator.shell (None when it has no script)."""
     if example.script is None:
         return None

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.rules.core import Context, Finding, rule
+from generator.rules.core import Context, Finding, Rule, Severity, Stage, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
+from generator.config.types import Config, KeyIssue
 from generator.verl import ACTOR, CRITIC
 from generator.versions import VersionRange
 from generator.verl import PPO_ENTRY
@@ -20,7 +21,7 @@ _DEDICATED_VALUES = {"actor_rollout_ref.rollout.mode"}
 _NEEDS_OWN_CONFIG = {"unknown-key", "plus-on-existing", "delete-missing", "renamed", "removed"}
 
 
-def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
+def _issues(the_rule: Rule, ctx: Context, kind: str) -> Iterator[Finding]:
     if kind in _NEEDS_OWN_CONFIG and fallback_note(ctx.config):
         return  # VK609 says once that keys could not be checked
     for issue in ctx.config.key_issues:
@@ -28,7 +29,7 @@ def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
             continue
         if kind == "bad-value" and (issue.override.key in _DEDICATED_VALUES or not is_trainer(ctx)):
             continue  # value rules come from verl's PPO config classes
-        severity = None
+        severity: Severity | None = None
         message = _message(issue)
         if kind in ("renamed", "removed") and issue.override.op in ("+", "++"):
             # Hydra accepts adding the key. Whether anything reads it depends on where it lives
@@ -39,7 +40,7 @@ def _issues(the_rule, ctx: Context, kind: str) -> Iterator[Finding]:
                                severity=severity)
 
 
-def _message(issue) -> str:
+def _message(issue: KeyIssue) -> str:
     text, key = issue.override.text, issue.override.key
     kind = issue.kind
     if kind == "unknown-key":
@@ -66,7 +67,7 @@ _KIND_OF = {"unknown-key": "unknown-key", "plus-on-existing-key": "plus-on-exist
             "override-grammar": "grammar", "bad-value": "bad-value"}
 
 
-def _kind_rule(code: str, name: str, severity="error", stage="load"):
+def _kind_rule(code: str, name: str, severity: Severity = "error", stage: Stage = "load") -> Rule:
     kind = _KIND_OF[name]
 
     def check(ctx: Context) -> Iterator[Finding]:
@@ -155,7 +156,7 @@ def _existing(ctx: Context) -> frozenset[str] | None:
     return frozenset(found)
 
 
-def _existed_without_plus(config, node: str) -> bool:
+def _existed_without_plus(config: Config, node: str) -> bool:
     """Whether `node` is in the config other than through a '+'/'++' override ('=' only sets
     keys that exist, so anything else came from the defaults)."""
     prefix = node + "."

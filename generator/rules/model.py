@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
@@ -16,7 +16,7 @@ from generator.verl import ROLLOUT
 _MEG = ("megatron",)
 
 
-def _layout_rule(code, name, refs):
+def _layout_rule(code: str, name: str, refs: str) -> Rule:
     def check(ctx: Context) -> Iterator[Finding]:
         yield from layout_findings(registered, ctx, with_model=True)
 

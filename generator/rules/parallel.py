@@ -11,7 +11,7 @@ from typing import Iterator
 from generator import derive
 from generator.edits import KeyEdit
 from generator.model.facts import ModelFacts
-from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
 from generator.versions import parse
@@ -39,7 +39,7 @@ def _problems(layout: derive.Layout, model: ModelFacts | None) -> tuple[derive.L
     return tuple(derive.layout_problems(layout, model))
 
 
-def layout_findings(the_rule, ctx: Context, *, with_model: bool) -> Iterator[Finding]:
+def layout_findings(the_rule: Rule, ctx: Context, *, with_model: bool) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     layout = view.actor_layout()
     if layout is None or (with_model and ctx.model is None):
@@ -58,7 +58,7 @@ _MEG = ("megatron",)
 def world_divisible(ctx: Context) -> Iterator[Finding]:
     # verl's load-time pre-check (A1) is skipped under dynamic bsz from 0.6.0 on; Megatron's own
     # check (E1) then fails when the workers start.
-    later = "init" if _dynamic_skips_precheck(ctx) else None
+    later: Stage | None = "init" if _dynamic_skips_precheck(ctx) else None
     for finding in layout_findings(world_divisible, ctx, with_model=False):
         yield dataclasses.replace(finding, stage=later)
 

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, Stage, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
 from generator.versions import VersionRange, parse
@@ -31,7 +31,7 @@ def _rollout_sizes(view: ConfigReader) -> tuple[int, int, int, int] | None:
     return tuple(sizes)  # type: ignore[return-value]
 
 
-def _layout_rule_findings(the_rule, ctx: Context, keys: tuple[str, ...]) -> Iterator[Finding]:
+def _layout_rule_findings(the_rule: Rule, ctx: Context, keys: tuple[str, ...]) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     sizes, gpus = _rollout_sizes(view), view.gpus
     if sizes is None or gpus is None:

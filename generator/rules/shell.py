@@ -4,11 +4,11 @@ structural text fixes where a safe one exists."""
 from __future__ import annotations
 
 import re
-from typing import Iterator
+from typing import Callable, Iterator
 
 from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
-from generator.rules.core import Context, Finding, Fix, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Severity, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 
@@ -115,7 +115,7 @@ def hazard_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
     return fixer(script, hazard) if fixer else None
 
 
-def _quote_word_fix(why: str):
+def _quote_word_fix(why: str) -> Callable[[LaunchScript, Hazard], Fix | None]:
     def fixer(script: LaunchScript, hazard: Hazard) -> Fix | None:
         if hazard.span is None:
             return None
@@ -132,7 +132,7 @@ _FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslas
            "brace-expansion": _quote_word_fix("split it by brace expansion")}
 
 
-def _hazard_rule(code: str, kind: str, severity: str):
+def _hazard_rule(code: str, kind: str, severity: Severity) -> Rule:
     def check(ctx: Context) -> Iterator[Finding]:
         script = ctx.script
         if script is None:
@@ -148,7 +148,7 @@ def _hazard_rule(code: str, kind: str, severity: str):
 
 
 # Each hazard the reader reports is one rule: (code, hazard kind, severity).
-_HAZARD_RULES = (
+_HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS701", "comment-in-continuation", "error"),
     ("VS702", "backslash-space", "error"),
     ("VS703", "empty-expansion", "warning"),

@@ -108,7 +108,7 @@ def _packaged_ids() -> list[str]:
     return [p.stem for p in DATA_DIR.glob("*.json")]
 
 
-def _sort_key(version: str) -> tuple:
+def _sort_key(version: str) -> tuple[tuple[int, ...], bool, str]:
     try:
         return (parse(version), "+" in version, version)
     except ValueError:
