@@ -4,14 +4,15 @@
     python bench/check_memory.py --mib 1    # smaller inputs (a quick look)
 
 Writes scripts just under generator.files.SCRIPT_LIMIT in several shapes (assignments, one call
-with many overrides, many short commands, many trainer calls, comments), runs `gen check` on
+with many overrides, many short commands, many trainer calls, comments, escaped blanks), runs `gen check` on
 each in a fresh process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1
 when a shape goes over the budget or runs past --timeout (measured on 2 shared cores: 1 MiB of
 assignments 91 MiB / 5 s, one long call 87 MiB / 10 s, many calls 105 MiB / 6 s (refused after
 reading: more than 256 trainer calls), comments 29 MiB; short commands (`echo a; true` lines)
 279 MiB / 32 s — they grew quadratically in the shell reader until it searched the file for `\\ `
 once instead of once per command: 0.5 MiB took 243 s, 1 MiB did not finish in 25 minutes;
-bench/read_scaling.py prints the reader's growth per doubling of input). The inputs are
+bench/read_scaling.py prints the reader's growth per doubling of input); escaped blanks (`a\\ b`
+words, the most objects per byte) 367 MiB / 47 s, the highest peak. The inputs are
 generated here; nothing is downloaded.
 """
 
@@ -62,6 +63,11 @@ def _many_calls() -> Iterator[str]:
         i += 1
 
 
+def _escaped_blanks() -> Iterator[str]:
+    while True:
+        yield "echo a\\ b c\\\td\n"
+
+
 def _comments() -> Iterator[str]:
     while True:
         yield "# " + "x" * 76 + "\n"
@@ -69,7 +75,7 @@ def _comments() -> Iterator[str]:
 
 SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "assignments": _assignments, "one-long-call": _one_long_call, "short-commands": _short_commands,
-    "many-calls": _many_calls, "comments": _comments,
+    "many-calls": _many_calls, "comments": _comments, "escaped-blanks": _escaped_blanks,
 }
 
 

@@ -54,11 +54,6 @@ def _pipelines() -> Iterator[str]:
         yield "cat a.txt | grep -v b | sort > out.txt 2>&1 &\n"
 
 
-def _escaped_blanks() -> Iterator[str]:
-    while True:
-        yield "echo a\\ b c\\\td\n"
-
-
 def _substitutions() -> Iterator[str]:
     i = 0
     while True:
@@ -73,7 +68,7 @@ def _heredocs() -> Iterator[str]:
 
 SCALING_SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     **SHAPES, "if-blocks": _if_blocks, "functions": _functions, "pipelines": _pipelines,
-    "escaped-blanks": _escaped_blanks, "substitutions": _substitutions, "heredocs": _heredocs,
+    "substitutions": _substitutions, "heredocs": _heredocs,
 }
 
 
