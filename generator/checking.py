@@ -8,19 +8,25 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Callable
 
 from generator.errors import InputError
 from generator.inputs import read_bytes as _read_bytes
 from generator.inputs import refuse_non_script, refuse_too_many_calls, with_project, without_path
 
 if TYPE_CHECKING:
+    from generator.config.types import Config
+    from generator.launch import Invocation
+    from generator.model.facts import ModelFacts
     from generator.plan.script_setup import CallMemory, MemoryOptions
+    from generator.report import FileReport
+    from generator.rules.core import MemoryVerdict
+    from generator.schema.resolution import Resolution
 
 
 def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...], ignore: tuple[str, ...],
                 env: dict[str, str], args: list[str], model_config: str | None, config_dir: str | None = None,
-                memory: MemoryOptions | None = None, plan_fixes: bool = False):
+                memory: MemoryOptions | None = None, plan_fixes: bool = False) -> list[FileReport]:
     """FileReports for every path (never raises for a single bad file). Which verl each file is
     judged against is resolved per file (generator.schema.resolution). With `memory` (a GPU was
     named), or a project setting `gpu`, each call's memory is predicted for the memory rules. With
@@ -87,7 +93,9 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     return reports
 
 
-def _plan_fixes(report, source: bytes, path: str, *, env, args, resolution, memory_for,
+def _plan_fixes(report: FileReport, source: bytes, path: str, *, env: dict[str, str], args: list[str],
+                resolution: Resolution,
+                memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None,
                 select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
     """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
     reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
@@ -111,11 +119,11 @@ class ExplainedCall:
     """One live trainer call of `gen explain`: its composed config, the release it is judged
     against, the derived numbers (label, arithmetic) and, when asked, its memory."""
 
-    invocation: Any
-    config: Any
-    judged: Any  # the Resolution for this call
+    invocation: Invocation
+    config: Config
+    judged: Resolution  # the release this call is judged against
     header: str
-    rows: list[tuple[str, Any]]
+    rows: list[tuple[str, str]]  # (label, equation), explain_config's rows
     predicted: CallMemory | None = None
 
 

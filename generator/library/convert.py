@@ -9,13 +9,17 @@ With another GPU count the planner re-evaluates the layout and every change is e
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
 from generator.library.recipe import Recipe
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
+
+if TYPE_CHECKING:
+    from generator.config.types import Config
+    from generator.hardware import GpuSpec
 
 
 def recipe_model(recipe: Recipe) -> ModelFacts:
@@ -28,7 +32,7 @@ def recipe_model(recipe: Recipe) -> ModelFacts:
     return facts
 
 
-def recipe_gpu(recipe: Recipe):
+def recipe_gpu(recipe: Recipe) -> GpuSpec:
     from generator.hardware import gpu_spec
 
     try:
@@ -228,7 +232,7 @@ def _merge(words: list[str], extra: list[str]) -> list[str]:
     return [w for w in words if key_of(w) not in extra_keys] + extra
 
 
-def to_config(recipe: Recipe, version: str | None = None):
+def to_config(recipe: Recipe, version: str | None = None) -> Config:
     """The effective Config (release defaults + the recipe's overrides) for rules and diff."""
     from generator.config import config_from_overrides
     from generator.verl import PPO_MEGATRON_CONFIG

@@ -13,7 +13,7 @@ from __future__ import annotations
 import datetime as _dt
 import io
 from pathlib import Path
-from typing import Any
+from typing import Any, Iterator
 
 from generator.config.types import Config
 from generator.errors import InputError
@@ -141,7 +141,7 @@ def _extra_overrides(config: Config, rendered: Config) -> tuple[dict[str, Any], 
     return extra, notes
 
 
-def _flatten(key: str, value: Any):
+def _flatten(key: str, value: object) -> Iterator[tuple[str, object]]:
     """A mapping value becomes one dotted key per leaf (recipes hold scalars and lists)."""
     if isinstance(value, dict) and value:
         for sub, inner in value.items():

@@ -4,7 +4,11 @@ every shape; tests/test_json_docs.py validates what the commands write against i
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import TYPE_CHECKING, Any, Sequence
+
+if TYPE_CHECKING:
+    from generator.config.types import Config
+    from generator.launch import Invocation
 
 # Raised when a field changes meaning or goes away; adding a field keeps the version.
 JSON_SCHEMA_VERSION = 1
@@ -15,7 +19,8 @@ def dumps(document: dict[str, Any]) -> str:
     return json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2, default=str) + "\n"
 
 
-def explain_call_json(invocation: Any, config: Any, release: str, rows: Sequence[tuple[str, Any]]) -> dict[str, Any]:
+def explain_call_json(invocation: Invocation, config: Config, release: str,
+                      rows: Sequence[tuple[str, object]]) -> dict[str, object]:
     """One trainer call of `gen explain --format json`."""
     return {"line": invocation.line, "entry": invocation.entry, "branch": invocation.branch,
             "config": config.schema, "verl_version": release, "backend": config.backend,

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Any
+from typing import Sequence
 
 from generator import derive
 from generator.config.derived import actor_batch, reads_global_micro
@@ -218,7 +218,7 @@ def _rollout_rows(view: ConfigReader, gpus: int | None, responses: int | None = 
     return rows
 
 
-def render_explain(header: str, rows: list[tuple[str, Any]]) -> str:
+def render_explain(header: str, rows: Sequence[tuple[str, object]]) -> str:
     width = max((len(label) for label, _ in rows), default=0)
     lines = [header] + [f"  {label.ljust(width)}  {value}" for label, value in rows]
     return "\n".join(lines) + "\n"

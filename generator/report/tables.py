@@ -9,12 +9,15 @@ file` stay clean.
 from __future__ import annotations
 
 import sys
-from typing import Sequence, TextIO
+from typing import TYPE_CHECKING, Sequence, TextIO
+
+if TYPE_CHECKING:
+    from rich.console import Console
 
 from generator.safe_text import one_line
 
 
-def _console(stream: TextIO):
+def _console(stream: TextIO) -> Console:
     from rich.console import Console
 
     from generator.safe_text import no_color
