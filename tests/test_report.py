@@ -45,3 +45,11 @@ def test_sarif_notes_unreadable_files():
 def test_github_escapes_properties_and_newlines():
     report = FileReport("dir,x:y.sh", findings=[Located(Finding("VB101", "warning", "50% off\nnext", 2))])
     assert render_github([report]) == "::warning file=dir%2Cx%3Ay.sh,line=2,title=VB101::50%25 off%0Anext\n"
+
+
+def test_text_summary_counts_a_file_it_could_not_read() -> None:
+    # An unreadable file has no findings; "0 error(s)" alone would read like a pass.
+    text = render_text(REPORTS)
+    assert text.splitlines()[-1].endswith("; 1 file not read (error above)")
+    only_read = render_text(REPORTS[:1])
+    assert "not read" not in only_read

@@ -122,6 +122,9 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
         tail += f"; {fixable} fixable with `gen fix` ([*])"
     if unsafe:
         tail += f"; {unsafe} more with `gen fix --unsafe`"
+    unread = sum(1 for r in reports if r.error)
+    if unread:  # counted apart: a file we could not read has no findings, yet it did not pass
+        tail += f"; {unread} file{'s' if unread != 1 else ''} not read (error above)"
     lines.append(tail)
     return "\n".join(lines) + "\n"
 
