@@ -14,14 +14,21 @@ from html import escape
 from typing import Protocol, Sequence
 
 
+# Read-only properties, so frozen dataclasses (plan.candidate's PhaseMemory/MemoryTerm) match.
 class TermLike(Protocol):
-    name: str
-    gib: float
+    @property
+    def name(self) -> str: ...
+
+    @property
+    def gib(self) -> float: ...
 
 
 class PhaseLike(Protocol):
-    phase: str
-    gib: float
+    @property
+    def phase(self) -> str: ...
+
+    @property
+    def gib(self) -> float: ...
 
     @property
     def terms(self) -> Sequence[TermLike]: ...

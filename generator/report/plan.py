@@ -6,13 +6,18 @@ Pure functions of a Plan (generator.plan); the CLI chooses the stream.
 from __future__ import annotations
 
 import textwrap
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.safe_text import one_line
 
+if TYPE_CHECKING:
+    from rich.table import Table
 
-def candidate_dict(c: Any) -> dict[str, Any]:
+    from generator.plan.candidate import Candidate, Plan, StepTime
+
+
+def candidate_dict(c: Candidate) -> dict[str, Any]:
     phases = {p.phase: p.gib for p in c.memory}
     return {
         "tp": c.tp, "pp": c.pp, "vpp": c.vpp, "cp": c.cp, "ep": c.ep, "etp": c.etp,
@@ -44,7 +49,7 @@ def candidate_dict(c: Any) -> dict[str, Any]:
     }
 
 
-def score_dict(score: Any) -> dict[str, float] | None:
+def score_dict(score: StepTime | None) -> dict[str, float] | None:
     """The estimated step time by part (seconds, 2 decimals); None for a layout not sized."""
     if score is None:
         return None
@@ -54,13 +59,13 @@ def score_dict(score: Any) -> dict[str, float] | None:
             "weight_sync_s": round(score.weight_sync_s, 2)}
 
 
-def score_items(score: Any) -> list[str]:
+def score_items(score: StepTime) -> list[str]:
     """The score's parts as short 'name seconds' items for the text output."""
     return [f"rollout {score.rollout_s:.1f}", f"log-prob {score.log_prob_s:.1f}", f"update {score.update_s:.1f}",
             f"offload {score.offload_s:.1f}", f"bubble {score.bubble_s:.1f}", f"sync {score.weight_sync_s:.1f}"]
 
 
-def plan_dict(plan: Any) -> dict[str, Any]:
+def plan_dict(plan: Plan) -> dict[str, Any]:
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "model": plan.model, "gpus": plan.gpus, "nodes": plan.nodes, "gpu": plan.gpu,
@@ -74,12 +79,12 @@ def plan_dict(plan: Any) -> dict[str, Any]:
     }
 
 
-def _rank_reason(plan: Any, index: int) -> str | None:
+def _rank_reason(plan: Plan, index: int) -> str | None:
     reasons = getattr(plan, "rank_reasons", [])
     return reasons[index] if index < len(reasons) else None
 
 
-def _offload_text(c: Any) -> str:
+def _offload_text(c: Candidate) -> str:
     off = c.offload
     parts = [name for name, on in (("param", off.param), ("opt", off.optimizer)) if on]
     if off.cpu_optimizer:
@@ -89,7 +94,7 @@ def _offload_text(c: Any) -> str:
     return "+".join(parts) or "none"
 
 
-def _row(index: int, plan: Any, c: Any) -> list[str]:
+def _row(index: int, plan: Plan, c: Candidate) -> list[str]:
     from generator.plan.search import describe_layout
 
     phases = {p.phase: p.gib for p in c.memory}
@@ -106,7 +111,7 @@ WIDE_COLUMNS = ("#", "layout", "rollout TP", "batching", "offload", "gmu", "upda
                 "usable", "fits", "step s")
 
 
-def _stacked(plan: Any, width: int) -> list[str]:
+def _stacked(plan: Plan, width: int) -> list[str]:
     """The candidates for an 80-column terminal: a few short lines each instead of 12 columns."""
     lines = []
     for index, c in enumerate(plan.candidates):
@@ -124,7 +129,7 @@ def _stacked(plan: Any, width: int) -> list[str]:
     return lines
 
 
-def render_text(plan: Any, out: TextIO, *, wide: bool = False, color: bool = False, width: int = 80) -> None:
+def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = False, width: int = 80) -> None:
     """`gen plan` as text: the candidates (stacked to fit 80 columns, or one table row each with
     `wide`), why the first was chosen, its memory per phase term by term, and a bar per phase.
     Without `color` the output is plain ASCII text: no box drawing, no escape codes."""
@@ -199,7 +204,7 @@ def _wrap_items(items: list[str], lead: str, width: int) -> list[str]:
     return lines
 
 
-def _rich_table(rows: list[list[str]]) -> Any:
+def _rich_table(rows: list[list[str]]) -> Table:
     from rich.table import Table
 
     table = Table(show_lines=False)
