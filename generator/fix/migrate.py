@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Any, Callable, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
@@ -20,6 +20,9 @@ from generator.launch import Invocation, LaunchScript, Override
 from generator.edits import TextEdit
 from generator.verl import packaged_config_of
 from generator.versions import parse
+
+if TYPE_CHECKING:
+    from generator.schema.migrations import Rename, ValueChange
 
 _KEY_CHAR = re.compile(r"[\w.\-@/]")
 
@@ -62,14 +65,14 @@ def schema_name(invocation: Invocation) -> str:
     return packaged_config_of(invocation.config_name)
 
 
-def migration_table(from_version: str, to_version: str) -> list[Any]:
+def migration_table(from_version: str, to_version: str) -> list[Rename | StaleRename]:
     """Renames from `from_version` to `to_version`, plus the moves of keys that were already
     stale in `from_version` (a script written against an older release: a key gone before its
     own release is still migrated when the target knows where it went)."""
     from generator import schema
     from generator.schema.migrations import history
 
-    table: list[Any] = list(schema.renames(from_version, to_version))
+    table: list[Rename | StaleRename] = list(schema.renames(from_version, to_version))
     known = {r.old_key for r in table}
     for old_key, rename in history(schema.resolve_version(to_version)[0]).items():
         if old_key not in known:
@@ -208,7 +211,7 @@ def _under_free_mapping(key: str, target_defaults: dict[str, Any]) -> bool:
 
 
 def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
-               renames: Sequence[Any], value_changes: Sequence[Any],
+               renames: Sequence[Rename | StaleRename], value_changes: Sequence[ValueChange],
                target_defaults: Callable[[str], dict[str, Any]],
                target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
                source_has: Callable[[str, str], bool] | None = None,
@@ -336,7 +339,7 @@ def _full_recompute_companions(script: LaunchScript, override: Override, granula
     return tuple(merge_insertions(edits))
 
 
-def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: str,
+def _rename_step(script: LaunchScript, override: Override, rename: Rename | StaleRename, rest: str,
                  defaults: dict[str, Any], nodes: frozenset[str], unsafe: bool) -> Step | Refusal | None:
     note = f" ({rename.note})" if getattr(rename, "note", "") else ""
     if rename.new_key is None:
@@ -397,8 +400,8 @@ def _rename_step(script: LaunchScript, override: Override, rename: Any, rest: st
 
 
 def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, str | None], LaunchScript],
-                   from_version: str, to_version: str, renames: Sequence[Any],
-                   value_changes: Sequence[Any], target_defaults: Callable[[str], dict[str, Any]],
+                   from_version: str, to_version: str, renames: Sequence[Rename | StaleRename],
+                   value_changes: Sequence[ValueChange], target_defaults: Callable[[str], dict[str, Any]],
                    target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
                    source_has: Callable[[str, str], bool] | None = None,
                    unsafe: bool = False, max_rounds: int = 3) -> MigrateResult:

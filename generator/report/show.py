@@ -4,20 +4,23 @@ and the shell hazards, as a JSON-ready dict per file and as text."""
 from __future__ import annotations
 
 import os
-from typing import Any, TextIO
+from typing import TYPE_CHECKING, Any, TextIO
 
 from generator.safe_text import one_line, printable
 
+if TYPE_CHECKING:
+    from generator.launch import Hazard, Invocation, LaunchScript, Span
 
-def _span(span: Any) -> dict | None:
+
+def _span(span: Span | None) -> dict[str, int] | None:
     return None if span is None else {"start": span.start, "end": span.end, "line": span.line}
 
 
-def _hazard_dict(h: Any) -> dict:
+def _hazard_dict(h: Hazard) -> dict[str, object]:
     return {"line": h.line, "kind": h.kind, "message": h.message, "span": _span(h.span)}
 
 
-def _invocation_hazards(inv: Any, script: Any) -> list[Any]:
+def _invocation_hazards(inv: Invocation, script: LaunchScript) -> list[Hazard]:
     """The file's hazards that concern this call: on its lines, at one of its words, or just
     after it (a comment or a stray backslash that cut it short, the orphaned rest)."""
     first = inv.span.line
@@ -26,7 +29,7 @@ def _invocation_hazards(inv: Any, script: Any) -> list[Any]:
     return [h for h in script.hazards if first <= h.line <= last + 2 or h.line in lines]
 
 
-def script_dict(path: str, script: Any) -> dict:
+def script_dict(path: str, script: LaunchScript) -> dict[str, object]:
     invocations = []
     for inv in script.invocations:
         invocations.append({
@@ -72,7 +75,7 @@ def script_dict(path: str, script: Any) -> dict:
     }
 
 
-def error_dict(path: str, message: str) -> dict:
+def error_dict(path: str, message: str) -> dict[str, object]:
     return {"path": path, "error": message, "invocations": [], "hazards": []}
 
 
