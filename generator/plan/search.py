@@ -417,14 +417,18 @@ def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> b
     return moe and gpus_per_node > 0 and layout.ep * _expert_tp(layout, moe) > gpus_per_node
 
 
-def optimistic_key(layout: Layout, moe: bool) -> tuple:
+# rank_key's tuple, compared in order (RANK_CRITERIA names each position); smaller ranks first.
+RankKey = tuple[bool, float, bool, bool, bool, int, int, float, int, int, float, float, float, int]
+
+
+def optimistic_key(layout: Layout, moe: bool) -> RankKey:
     """The best rank_key any sizing of this layout could reach."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
     return (False, 0.0, False, False, crosses, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
             _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0.0, 0)
 
 
-def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> tuple:
+def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> RankKey:
     off = c.offload
     # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
     # comparable to recompute, unless the whole per-rank mini batch is that small.
@@ -518,7 +522,7 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     # that key and stop once the top candidates beat the next layout's best conceivable key.
     layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe))
     skipped = 0
-    keys: list[tuple] = []
+    keys: list[RankKey] = []
     for index, layout in enumerate(layouts):
         if not fixed and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(layout, model.is_moe):
             skipped = len(layouts) - index
