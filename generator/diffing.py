@@ -14,7 +14,6 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
 
 from generator.config.types import Config
 from generator.errors import InputError
@@ -63,7 +62,7 @@ def group_of(key: str) -> str:
 # --------------------------------------------------------------------------- values
 
 
-def same_value(a: Any, b: Any) -> bool:
+def same_value(a: object, b: object) -> bool:
     """Equality as verl sees parsed values: bools are not numbers, 1 == 1.0, lists/dicts deep."""
     if a is MISSING or b is MISSING:
         return a is b
@@ -80,7 +79,7 @@ def same_value(a: Any, b: Any) -> bool:
     return type(a) is type(b) and a == b
 
 
-def show_value(value: Any) -> str:
+def show_value(value: object) -> str:
     if value is MISSING:
         return "(unset)"
     if value is None:
@@ -94,7 +93,7 @@ def show_value(value: Any) -> str:
     return str(value)
 
 
-def json_value(value: Any) -> Any:
+def json_value(value: object) -> object:
     if value is MISSING:
         return None
     if isinstance(value, tuple):
@@ -116,7 +115,7 @@ class Side:
     label: str  # what the user typed (path or recipe name)
     kind: str  # "script" | "recipe"
     config: Config
-    values: dict[str, Any]
+    values: dict[str, object]
     notes: list[str] = field(default_factory=list)
 
 
@@ -147,7 +146,7 @@ def _script_side(path: str, version: str, *, env: dict[str, str] | None,
     return Side(label=path, kind="script", config=config, values=values, notes=notes)
 
 
-def _parsed(text: str, fallback: Any) -> Any:
+def _parsed(text: str, fallback: object) -> object:
     from generator.overrides import parse_override
 
     parsed = parse_override(text)
@@ -177,7 +176,7 @@ def load_side(arg: str, *, version: str, library: str | None = None, env: dict[s
 @dataclass(frozen=True)
 class DerivedNumber:
     name: str
-    value: Any
+    value: object  # a number, or None when the config does not decide it
     inputs: tuple[str, ...]  # config keys and other derived names it is computed from
 
 
@@ -190,7 +189,7 @@ def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
     view = ConfigReader(config)
     out: dict[str, DerivedNumber] = {}
 
-    def put(name: str, value: Any, *inputs: str) -> None:
+    def put(name: str, value: object, *inputs: str) -> None:
         out[name] = DerivedNumber(name, value, inputs)
 
     gpus = view.gpus
@@ -238,8 +237,8 @@ def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
 @dataclass(frozen=True)
 class Change:
     key: str
-    a: Any
-    b: Any
+    a: object  # the parsed config value on each side (MISSING when unset)
+    b: object
     group: str
     implied: bool = False  # neither side sets it: it follows from a default or an interpolation
 
@@ -247,8 +246,8 @@ class Change:
 @dataclass(frozen=True)
 class DerivedChange:
     name: str
-    a: Any
-    b: Any
+    a: object  # the derived number on each side (None: not derivable)
+    b: object
     because: tuple[str, ...]  # "DP 4 → 2", "ppo_mini_batch_size 256 → 128"
 
 
@@ -265,7 +264,7 @@ class DiffResult:
     def notes(self) -> list[str]:
         return self.a.notes + self.b.notes
 
-    def to_json(self) -> dict[str, Any]:
+    def to_json(self) -> dict[str, object]:
         return {
             "a": self.a.label, "b": self.b.label, "verl_version": self.version, "version_from": self.version_how,
             "changes": [{"key": c.key, "a": json_value(c.a), "b": json_value(c.b), "group": c.group,
@@ -311,7 +310,7 @@ def compare(a: Side, b: Side, version: str) -> DiffResult:
     return DiffResult(a=a, b=b, version=version, changes=changes, derived=derived)
 
 
-def derived_text(value: Any) -> str:
+def derived_text(value: object) -> str:
     return "n/a" if value is None else show_value(value)
 
 
