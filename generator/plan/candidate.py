@@ -81,6 +81,19 @@ class Candidate(Parallelism):
     def model_parallel_size(self) -> int:
         return self.tp * self.pp * self.cp
 
+    def relief(self, *, short: bool = False) -> list[str]:
+        """The memory knobs this layout turns on, cheapest first: long names for the script's `why`
+        lines, short ones for the plan table."""
+        off = self.offload
+        names = [name for name, on in (("param" if short else "param+grad", off.param),
+                                       ("opt" if short else "optimizer", off.optimizer)) if on]
+        if off.cpu_optimizer:
+            names.append(f"cpu-opt {off.cpu_optimizer_fraction:g}" if short
+                         else f"CPU optimizer {off.cpu_optimizer_fraction:.0%}")
+        if self.recompute:
+            names.append("recompute" if short else "full recompute")
+        return names
+
 
 @dataclass(slots=True)
 class Plan:

@@ -371,12 +371,7 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
            f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
-    off = cand.offload
-    flags = [name for name, on in (("param+grad", off.param), ("optimizer", off.optimizer)) if on]
-    if off.cpu_optimizer:
-        flags.append(f"CPU optimizer {off.cpu_optimizer_fraction:.0%}")
-    if cand.recompute:
-        flags.append("full recompute")
+    flags = cand.relief()
     why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))
     peak = max(cand.memory, key=lambda p: p.gib)
     why.append(f"peak {peak.gib:.1f} GiB in {peak.phase} of {cand.limit_gib:.1f} GiB usable")

@@ -85,13 +85,7 @@ def _rank_reason(plan: Plan, index: int) -> str | None:
 
 
 def _offload_text(c: Candidate) -> str:
-    off = c.offload
-    parts = [name for name, on in (("param", off.param), ("opt", off.optimizer)) if on]
-    if off.cpu_optimizer:
-        parts.append(f"cpu-opt {off.cpu_optimizer_fraction:g}")
-    if c.recompute:
-        parts.append("recompute")
-    return "+".join(parts) or "none"
+    return "+".join(c.relief(short=True)) or "none"
 
 
 def _row(index: int, plan: Plan, c: Candidate) -> list[str]:
