@@ -105,7 +105,7 @@ def list_index(flat: FlatConfig, key: str) -> tuple[str, int] | None:
     return None
 
 
-def change_problem(flat: FlatConfig, key: str, value: Any) -> str | None:
+def change_problem(flat: FlatConfig, key: str, value: object) -> str | None:
     """Why Hydra refuses `key=value` (no prefix), or None."""
     if not flat.exists(key):
         index = list_index(flat, key)
@@ -138,7 +138,7 @@ def merge_problem(flat: FlatConfig, key: str, value: dict[str, Any]) -> str | No
     return None
 
 
-def structure_problem(flat: FlatConfig, key: str, value: Any) -> str | None:
+def structure_problem(flat: FlatConfig, key: str, value: object) -> str | None:
     """`+`/`++` merge too: a list cannot go onto a mapping, nor a mapping onto a list."""
     if isinstance(value, list) and (flat.is_node(key) or flat.values.get(key) == {}):
         return "a list cannot replace a mapping"

@@ -22,7 +22,7 @@ class BrokenReference(Unresolvable):
     OmegaConf raises for it whatever the environment."""
 
 
-def has_interpolation(value: Any) -> bool:
+def has_interpolation(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 

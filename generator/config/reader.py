@@ -37,7 +37,7 @@ class TrainerCall(Protocol):
     def script(self) -> LaunchScript | None: ...
 
 
-def as_int(value: Any) -> int | None:
+def as_int(value: object) -> int | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, int):
@@ -51,7 +51,7 @@ def as_int(value: Any) -> int | None:
     return None
 
 
-def as_bool(value: Any) -> bool | None:
+def as_bool(value: object) -> bool | None:
     if isinstance(value, bool):
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
@@ -59,7 +59,7 @@ def as_bool(value: Any) -> bool | None:
     return None
 
 
-def as_float(value: Any) -> float | None:
+def as_float(value: object) -> float | None:
     if isinstance(value, bool):
         return None
     if isinstance(value, (int, float)):

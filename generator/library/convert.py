@@ -146,7 +146,7 @@ def to_spec(recipe: Recipe, gpus: int | None = None, *, version: str | None = No
     return SpecResult(spec=spec, notes=tuple(notes))
 
 
-def replan(recipe: Recipe, model: ModelFacts, gpu: Any, gpus: int, nodes: int) -> tuple[Candidate, int, list[str]]:
+def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: int) -> tuple[Candidate, int, list[str]]:
     """Plan the recipe's workload (prompts per step, mini batch, n, lengths, algorithm) on another
     GPU count: the batch sizes stay, the planner picks layout and knobs; each field that changed
     is explained."""
@@ -192,7 +192,7 @@ def _per_rank(mini: int, n: int, dp: int | None) -> str:
     return "?" if not dp else str(mini * n // dp)
 
 
-def _short(value: Any) -> str:
+def _short(value: object) -> str:
     if hasattr(value, "param") and hasattr(value, "cpu_optimizer"):
         flags = [name for name in ("param", "grad", "optimizer", "cpu_optimizer") if getattr(value, name)]
         return "+".join(flags) or "none"

@@ -116,7 +116,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
     return mapping, notes
 
 
-def _same(a: Any, b: Any) -> bool:
+def _same(a: object, b: object) -> bool:
     from generator.diffing import same_value
 
     return same_value(a, b)

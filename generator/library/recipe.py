@@ -209,7 +209,7 @@ class _Fields:
             raise self.error(extra[0], f"unknown field (known: {', '.join(sorted(self.seen))})")
 
 
-def _kind(value: Any) -> str:
+def _kind(value: object) -> str:
     if isinstance(value, Mapping):
         return "a mapping"
     if isinstance(value, list):

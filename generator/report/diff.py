@@ -3,12 +3,12 @@ and why, then notes. (The JSON document is DiffResult.to_json.)"""
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Callable
 
 from generator.diffing import GROUPS, MISSING, DiffResult, derived_text, same_value, show_value
 
 
-def _change_text(a: Any, b: Any, limit: int = 160) -> str:
+def _change_text(a: object, b: object, limit: int = 160) -> str:
     """`a → b`; for two mappings only the entries that differ, so a nested config stays readable."""
     if isinstance(a, dict) and isinstance(b, dict):
         parts = [f"{k}: {show_value(a.get(k, MISSING))} → {show_value(b.get(k, MISSING))}"

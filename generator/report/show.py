@@ -190,7 +190,7 @@ def resolved_document(files: list[dict[str, Any]], output_format: str) -> str:
     return _yaml(document)
 
 
-def _yaml(data: Any) -> str:
+def _yaml(data: object) -> str:
     import yaml
 
     return yaml.safe_dump(data, sort_keys=False, default_flow_style=False, allow_unicode=True, width=100)

@@ -138,7 +138,7 @@ def removed_values(version: str | None = None) -> list[ValueChange]:
     return [c for c in VALUE_CHANGES if parse(c.since) <= v]
 
 
-def bad_value(key: str, value: Any, version: str) -> ValueChange | None:
+def bad_value(key: str, value: object, version: str) -> ValueChange | None:
     """The value change that makes `key=value` invalid in `version`, if any."""
     for change in removed_values(version):
         if change.key == key and isinstance(value, str) and value == change.old_value:
