@@ -8,7 +8,7 @@ checked even when an earlier one was bad.
 from __future__ import annotations
 
 import sys
-from typing import Any, List, NoReturn, Optional
+from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
 
 import typer
 
@@ -18,6 +18,11 @@ from generator.cli.common import parse_pairs as _parse_env
 from generator.inputs import check_codes
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable, use_color
+
+if TYPE_CHECKING:
+    from generator.plan.memory import MemoryReport
+    from generator.plan.script_setup import CallMemory
+    from generator.report.charts import ChartSection
 
 FORMATS = ("text", "json", "sarif", "github")
 
@@ -51,7 +56,7 @@ def _rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], 
     return (check_codes(_codes(select), known, "--select"), check_codes(_codes(ignore), known, "--ignore"))
 
 
-def _print_memory_bars(predicted: Any) -> None:
+def _print_memory_bars(predicted: CallMemory) -> None:
     """A stacked bar per phase (each phase on its worst pipeline stage) under the memory text."""
     from generator.report.charts import terminal_bars, worst_stage_phases
 
@@ -63,7 +68,7 @@ def _print_memory_bars(predicted: Any) -> None:
     _emit(text, color)
 
 
-def _memory_chart_section(report: Any, where: str) -> Any:
+def _memory_chart_section(report: MemoryReport, where: str) -> ChartSection:
     """One call's part of the --chart file: each phase on its worst stage, against the limit."""
     from generator.report.charts import ChartSection, worst_stage_phases
 

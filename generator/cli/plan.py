@@ -8,14 +8,17 @@ from __future__ import annotations
 
 import json
 import sys
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 
+if TYPE_CHECKING:
+    from generator.plan.candidate import Plan
 
-def _write_chart(path: str, plan: Any) -> None:
+
+def _write_chart(path: str, plan: Plan) -> None:
     """--chart FILE.svg|.html: the memory picture of the chosen layout (else the closest one)."""
     from generator.files import write_atomic
     from generator.report.charts import chart_for

@@ -11,7 +11,7 @@ computed at run time becomes a required knob with a comment saying what it was.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
@@ -20,6 +20,10 @@ from generator.render.recipe import build_recipe
 from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec
 from generator.verl import MEGATRON as M
 from generator.verl import PPO_MEGATRON_CONFIG
+
+if TYPE_CHECKING:
+    from generator.config.types import Config
+    from generator.model.facts import ModelFacts
 
 
 @dataclass
@@ -78,14 +82,14 @@ _SHARED_LAYOUT = ("tensor_model_parallel_size", "pipeline_model_parallel_size", 
                   "virtual_pipeline_model_parallel_size", "param_offload", "optimizer_offload")
 
 
-def _follows_actor(config: Any, key: str) -> bool:
+def _follows_actor(config: Config, key: str) -> bool:
     for prefix in ("actor_rollout_ref.ref.megatron.", "critic.megatron."):
         if key.startswith(prefix) and key[len(prefix):] in _SHARED_LAYOUT:
             return config.values.get(key) == config.values.get(M + key[len(prefix):])
     return False
 
 
-def _user_value(config: Any, key: str) -> str | HydraText | None:
+def _user_value(config: Config, key: str) -> str | HydraText | None:
     if key not in config.set_by:
         return None
     if not config.known(key):
@@ -99,7 +103,7 @@ def _user_value(config: Any, key: str) -> str | HydraText | None:
     return HydraText(hydra, shell_word(hydra), f"kept from the legacy script's {key}")
 
 
-def _apply_fixes(config: Any, model: Any, version: str, notes: list[str]) -> Any:
+def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[str]) -> Config:
     """Correct derived fields the way `gen fix --unsafe` would: one error (then warning) fix per
     round, re-checked after each, because one fix (the mini batch) changes what the next
     (the micro batch) should be. Info-level findings are left alone."""

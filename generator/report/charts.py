@@ -95,7 +95,8 @@ class _Worst:
 
 
 class StageLike(Protocol):
-    stage: int
+    @property
+    def stage(self) -> int: ...
 
     @property
     def phases(self) -> Sequence[PhaseLike]: ...

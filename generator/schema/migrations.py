@@ -14,9 +14,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.versions import parse
+
+if TYPE_CHECKING:
+    from generator.schema.core import Schema
 
 
 @dataclass(frozen=True)
@@ -181,7 +184,7 @@ def _first_missing(key: str, from_version: str, to_version: str) -> str:
     return to_version
 
 
-def _in_any_config(schema: Any, key: str) -> bool:
+def _in_any_config(schema: Schema, key: str) -> bool:
     return any(schema.has(key, name) for name in schema.config_names())
 
 
