@@ -119,7 +119,7 @@ class Recipe:
 class _Fields:
     """Reads typed fields out of a mapping, raising one-line errors that name file and field."""
 
-    def __init__(self, where: str, data: Any, prefix: str = "") -> None:
+    def __init__(self, where: str, data: object, prefix: str = "") -> None:
         self.where = where
         self.prefix = prefix
         if not isinstance(data, Mapping):
@@ -132,7 +132,7 @@ class _Fields:
         label = f"field '{dotted}'" if dotted else "top level"
         return InputError(f"{self.where}: {label}: {message}")
 
-    def _get(self, name: str, required: bool) -> Any:
+    def _get(self, name: str, required: bool) -> object:
         self.seen.add(name)
         if name not in self.data or self.data[name] is None:
             if required:
@@ -219,7 +219,7 @@ def _kind(value: object) -> str:
     return f"{type(value).__name__} {value!r}"[:80]
 
 
-def recipe_from_mapping(data: Any, *, where: str, path: Path | None = None,
+def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
                         origin: str = "packaged") -> Recipe:
     """Validate a parsed YAML document and build a Recipe. Raises InputError (one line)."""
     top = _Fields(where, data)
