@@ -8,11 +8,14 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import Any, Optional
+from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, InputError
+
+if TYPE_CHECKING:
+    from generator.render.spec import RecipeSpec
 
 
 def _fail(message: str) -> None:
@@ -36,7 +39,7 @@ def _files(paths: list[str] | None) -> Any:
     return HydraText(hydra, shell_word(hydra), f"{len(paths)} parquet files (a Hydra list)")
 
 
-def _from_library(name: str, **options: Any) -> Any:
+def _from_library(name: str, **options: Any) -> RecipeSpec:
     """A packaged recipe NAME -> RecipeSpec; the library's notes (what a re-plan changed) go to stderr."""
     from generator.library import spec_for_cli
 

@@ -3,18 +3,21 @@ renderer's spec and to an effective Config. See recipe.py for the file format.""
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
 from generator.library.recipe import Recipe, recipe_from_mapping, recipe_to_mapping
 from generator.library.store import Library, load_library, read_recipe, user_library_dir
+
+if TYPE_CHECKING:
+    from generator.render.spec import RecipeSpec
 
 # `gen recipe NAME` options that only make sense when planning from --model.
 _PLANNING_ONLY = ("model", "n", "train_batch_size", "gpu_mem")
 
 
 def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = None, nodes: int | None = None,
-                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> tuple[Any, list[str]]:
+                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> tuple[RecipeSpec, list[str]]:
     """`gen recipe NAME [--gpus N] ...` -> (a RecipeSpec, notes). With another GPU count the layout
     is re-planned and the notes say what changed."""
     from generator.library.convert import to_spec
