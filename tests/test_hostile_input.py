@@ -360,3 +360,36 @@ def test_a_huge_sparse_recipe_is_skipped_without_reading_it(tmp_path):
     done = gen("list", "--library", str(library), timeout=60)
     assert done.returncode == 0
     assert "huge.yaml" in done.stderr and "too large for a recipe" in done.stderr
+
+
+_GOOD_CONFIG = {"model_type": "qwen2", "hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8,
+                "num_key_value_heads": 2, "intermediate_size": 4096, "vocab_size": 32000}
+
+
+@pytest.mark.parametrize("field, value, text", [
+    ("head_dim", "128", None),                       # a string where a size belongs
+    ("head_dim", -64, None),                         # negative: was accepted
+    ("head_dim", float("nan"), "NaN"),               # NaN: 'cannot convert float NaN to integer' before
+    ("num_attention_heads", 0, None),
+    ("num_attention_heads", 10**9, None),            # huge heads
+    ("num_hidden_layers", 10**12, None),             # hung the planner before
+    ("hidden_size", 1e300, None),
+    ("num_experts", float("inf"), "Infinity"),
+    ("num_experts", None, "1" * 5000),               # a 5,000-digit integer: a ValueError inside json before
+    ("moe_intermediate_size", "wide", None),         # with experts set below
+    ("hidden_size", 4, None),                        # smaller than the head count: head_dim 0
+])
+def test_crafted_model_configs_are_one_line_exit_2(tmp_path, field, value, text):
+    cfg = dict(_GOOD_CONFIG)
+    if field == "moe_intermediate_size":
+        cfg["num_experts"] = 8
+    cfg[field] = value
+    body = json.dumps(cfg, allow_nan=True)
+    if text is not None:  # values json.dumps cannot write as the attack needs
+        body = body.replace('"' + field + '": ' + json.dumps(value, allow_nan=True), f'"{field}": {text}')
+    config = tmp_path / "config.json"
+    config.write_text(body)
+    result = run("check", str(script(tmp_path)), "--model-config", str(config))
+    assert result.exit_code == 2, result.output
+    assert "Traceback" not in result.output and "internal error" not in result.output
+    assert field in result.output or "config.json" in result.output

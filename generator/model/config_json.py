@@ -13,13 +13,35 @@ _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_next", "olmo2", "gemma3"})
 
 
+# Sizes beyond any model that exists (or could be planned on a GPU): a field past its bound is a broken
+# or hostile file, refused as one line before any arithmetic runs on it (10**12 layers would hang a plan).
+_MAX = {"hidden_size": 1 << 20, "num_attention_heads": 1 << 16, "num_hidden_layers": 10_000,
+        "num_key_value_heads": 1 << 16, "vocab_size": 10**8, "intermediate_size": 1 << 22,
+        "max_position_embeddings": 1 << 26, "head_dim": 1 << 16, "qk_rope_head_dim": 1 << 16,
+        "qk_nope_head_dim": 1 << 16, "v_head_dim": 1 << 16, "kv_lora_rank": 1 << 20, "q_lora_rank": 1 << 20,
+        "num_experts": 1 << 16, "n_routed_experts": 1 << 16, "num_local_experts": 1 << 16,
+        "moe_intermediate_size": 1 << 22, "shared_expert_intermediate_size": 1 << 22,
+        "n_shared_experts": 1 << 10, "first_k_dense_replace": 10_000, "num_experts_per_tok": 1 << 16}
+
+
 def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) -> int:
+    """A positive whole number within the field's bound (bools, floats, strings, NaN refused)."""
     value = cfg.get(key, default)
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         if value is None:
             raise InputError(f"{where}: missing '{key}'; is this a Hugging Face config.json?")
-        raise InputError(f"{where}: '{key}' must be a positive integer, got {value!r}")
+        raise InputError(f"{where}: '{key}' must be a positive integer, got {value!r:.40}")
+    if value > _MAX.get(key, 1 << 30):
+        raise InputError(f"{where}: '{key}' is {value:.3g}, larger than any model (at most {_MAX.get(key, 1 << 30)})")
     return value
+
+
+def _opt_int(cfg: dict[str, Any], key: str, where: str) -> int | None:
+    """An optional field: absent, null or 0 means not set; anything else must be a valid size."""
+    value = cfg.get(key)
+    if value is None or (value == 0 and not isinstance(value, bool) and isinstance(value, int)):
+        return None
+    return _int(cfg, key, where)
 
 
 def load_model_config(path: str | Path) -> ModelFacts:
@@ -39,6 +61,8 @@ def load_model_config(path: str | Path) -> ModelFacts:
         raise InputError(f"{where}: nests too deeply to be a config.json") from None
     except json.JSONDecodeError as err:
         raise InputError(f"{where}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except ValueError as err:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"{where}: not a usable config.json ({str(err)[:80]})") from None
     if not isinstance(raw, dict):
         raise InputError(f"{where}: expected a JSON object")
     model_type = str(raw.get("model_type", ""))
@@ -61,20 +85,30 @@ def load_model_config(path: str | Path) -> ModelFacts:
     if experts:
         experts = _int(cfg, "num_experts" if "num_experts" in cfg else
                        ("n_routed_experts" if "n_routed_experts" in cfg else "num_local_experts"), where)
-        expert_ffn = int(cfg.get("moe_intermediate_size") or ffn)  # Mixtral: experts are intermediate_size wide
-        if cfg.get("shared_expert_intermediate_size"):
-            shared_ffn = int(cfg["shared_expert_intermediate_size"])
-        elif cfg.get("n_shared_experts"):
-            shared_ffn = int(cfg["n_shared_experts"]) * expert_ffn
-        first_dense = int(cfg.get("first_k_dense_replace") or 0)
+        expert_ffn = _opt_int(cfg, "moe_intermediate_size", where) or ffn  # Mixtral: intermediate_size wide
+        shared_width = _opt_int(cfg, "shared_expert_intermediate_size", where)
+        shared_count = _opt_int(cfg, "n_shared_experts", where)
+        if shared_width:
+            shared_ffn = shared_width
+        elif shared_count:
+            shared_ffn = shared_count * expert_ffn
+        first_dense = _opt_int(cfg, "first_k_dense_replace", where) or 0
+        if first_dense > layers:
+            raise InputError(f"{where}: 'first_k_dense_replace' {first_dense} exceeds num_hidden_layers {layers}")
 
     mla = cfg.get("kv_lora_rank") is not None
+    rope = nope = v_dim = kv_rank = None
     if mla:
+        kv_rank = _int(cfg, "kv_lora_rank", where)
         rope = _int(cfg, "qk_rope_head_dim", where)
         nope = _int(cfg, "qk_nope_head_dim", where)
+        v_dim = _opt_int(cfg, "v_head_dim", where) or nope
         head_dim = rope + nope
     else:
-        head_dim = cfg.get("head_dim") or hidden // heads
+        head_dim = _opt_int(cfg, "head_dim", where) or hidden // heads
+        if head_dim <= 0:
+            raise InputError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}")
+    per_token = _opt_int(cfg, "num_experts_per_tok", where) if experts else None
     name = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1] or path.parent.name or "model"
     return ModelFacts(
         name=name,
@@ -82,7 +116,7 @@ def load_model_config(path: str | Path) -> ModelFacts:
         num_layers=layers,
         num_attention_heads=heads,
         num_kv_heads=kv_heads,
-        head_dim=int(head_dim),
+        head_dim=head_dim,
         ffn_hidden_size=ffn,
         vocab_size=vocab,
         max_position_embeddings=max_pos,
@@ -90,15 +124,15 @@ def load_model_config(path: str | Path) -> ModelFacts:
         qkv_bias=bool(cfg.get("attention_bias", False)) or model_type in _QKV_BIAS_TYPES,
         qk_norm=model_type in _QK_NORM_TYPES,
         num_experts=experts or None,
-        experts_per_token=int(cfg.get("num_experts_per_tok") or 0) or None if experts else None,
+        experts_per_token=per_token,
         expert_ffn_hidden_size=expert_ffn if experts else None,
         shared_expert_ffn_hidden_size=int(shared_ffn or 0),
         first_k_dense_layers=first_dense,
-        q_lora_rank=cfg.get("q_lora_rank") if mla else None,
-        kv_lora_rank=int(cfg["kv_lora_rank"]) if mla else None,
-        qk_rope_head_dim=int(cfg["qk_rope_head_dim"]) if mla else None,
-        qk_nope_head_dim=int(cfg["qk_nope_head_dim"]) if mla else None,
-        v_head_dim=int(cfg.get("v_head_dim") or cfg["qk_nope_head_dim"]) if mla else None,
+        q_lora_rank=_opt_int(cfg, "q_lora_rank", where) if mla else None,
+        kv_lora_rank=kv_rank,
+        qk_rope_head_dim=rope,
+        qk_nope_head_dim=nope,
+        v_head_dim=v_dim,
         model_type=model_type,
         shared_expert_gate=bool(experts) and model_type == "qwen2_moe",
         router_bias=bool(experts) and model_type in ("deepseek_v3", "kimi_k2"),
