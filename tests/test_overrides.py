@@ -32,23 +32,33 @@ def _same(a, b) -> bool:
     return a == b
 
 
+def _examples(full: int) -> pytest.MarkDecorator:
+    """A fifth of a property test's examples in the default tier; all `full` of them under `slow`."""
+    return pytest.mark.parametrize("examples", [pytest.param(full // 5, id="sample"),
+                                                pytest.param(full, id="all", marks=pytest.mark.slow)])
+
+
 # Characters chosen so generated words hit every token kind of Hydra's value lexer and
 # every character the fast path must refuse.
 _VALUE_ALPHABET = "aeEfFiInNlLrtTuUsx_0123456789-+./@%*?|:$\\ ,=[]{}'\"~#<>()"
 _KEY_ALPHABET = "abz_$-.0123456789@/"
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=st.text(alphabet=_VALUE_ALPHABET, max_size=10))
-def test_fast_path_value_equals_hydra(value: str) -> None:
-    text = f"a.b={value}"
-    fast = parse_override_fast(text)
-    if fast is None:
-        return
-    hydra = parse_override_hydra(text)
-    assert hydra.error is None, (text, hydra.error)
-    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
-    assert (fast.key, fast.op) == (hydra.key, hydra.op)
+@_examples(1500)
+def test_fast_path_value_equals_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(value=st.text(alphabet=_VALUE_ALPHABET, max_size=10))
+    def check(value: str) -> None:
+        text = f"a.b={value}"
+        fast = parse_override_fast(text)
+        if fast is None:
+            return
+        hydra = parse_override_hydra(text)
+        assert hydra.error is None, (text, hydra.error)
+        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+        assert (fast.key, fast.op) == (hydra.key, hydra.op)
+
+    check()
 
 
 # Numeric-looking strings are where typed tokens and joined text differ most.
@@ -64,33 +74,41 @@ _number_like = st.builds(
 )
 
 
-@settings(max_examples=1000, deadline=None)
-@given(value=_number_like)
-def test_fast_path_numbers_equal_hydra(value: str) -> None:
-    text = f"x={value}"
-    fast = parse_override_fast(text)
-    if fast is None:
-        return
-    hydra = parse_override_hydra(text)
-    assert hydra.error is None, (text, hydra.error)
-    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+@_examples(1000)
+def test_fast_path_numbers_equal_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(value=_number_like)
+    def check(value: str) -> None:
+        text = f"x={value}"
+        fast = parse_override_fast(text)
+        if fast is None:
+            return
+        hydra = parse_override_hydra(text)
+        assert hydra.error is None, (text, hydra.error)
+        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+
+    check()
 
 
-@settings(max_examples=800, deadline=None)
-@given(
-    prefix=st.sampled_from(["", "+", "++", "~"]),
-    key=st.text(alphabet=_KEY_ALPHABET, min_size=0, max_size=8),
-    value=st.sampled_from(["", "1", "x", "=1", "True"]),
-)
-def test_fast_path_keys_equal_hydra(prefix: str, key: str, value: str) -> None:
-    text = f"{prefix}{key}{value and '=' + value.lstrip('=')}" if value != "" else f"{prefix}{key}"
-    fast = parse_override_fast(text)
-    if fast is None:
-        return
-    hydra = parse_override_hydra(text)
-    assert hydra.error is None, (text, hydra.error)
-    assert (fast.key, fast.op, fast.value_text) == (hydra.key, hydra.op, hydra.value_text)
-    assert _same(fast.value, hydra.value)
+@_examples(800)
+def test_fast_path_keys_equal_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(
+        prefix=st.sampled_from(["", "+", "++", "~"]),
+        key=st.text(alphabet=_KEY_ALPHABET, min_size=0, max_size=8),
+        value=st.sampled_from(["", "1", "x", "=1", "True"]),
+    )
+    def check(prefix: str, key: str, value: str) -> None:
+        text = f"{prefix}{key}{value and '=' + value.lstrip('=')}" if value != "" else f"{prefix}{key}"
+        fast = parse_override_fast(text)
+        if fast is None:
+            return
+        hydra = parse_override_hydra(text)
+        assert hydra.error is None, (text, hydra.error)
+        assert (fast.key, fast.op, fast.value_text) == (hydra.key, hydra.op, hydra.value_text)
+        assert _same(fast.value, hydra.value)
+
+    check()
 
 
 def test_fast_path_covers_the_common_forms() -> None:
@@ -183,13 +201,17 @@ _values = st.recursive(
 )
 
 
-@settings(max_examples=800, deadline=None)
-@given(value=_values)
-def test_format_value_round_trips_through_hydra(value) -> None:
-    text = "k=" + format_value(value)
-    parsed = parse_override_hydra(text)
-    assert parsed.error is None, (value, text, parsed.error)
-    assert _same(parsed.value, value), (value, text, parsed.value)
+@_examples(800)
+def test_format_value_round_trips_through_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None)
+    @given(value=_values)
+    def check(value) -> None:
+        text = "k=" + format_value(value)
+        parsed = parse_override_hydra(text)
+        assert parsed.error is None, (value, text, parsed.error)
+        assert _same(parsed.value, value), (value, text, parsed.value)
+
+    check()
 
 
 def test_format_value_examples() -> None:
@@ -224,16 +246,20 @@ _list_text = st.builds(
 )
 
 
-@settings(max_examples=1500, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(value=st.one_of(_list_text, _element))
-def test_fast_path_lists_and_quoted_equal_hydra(value: str) -> None:
-    text = f"trainer.logger={value}"
-    fast = parse_override_fast(text)
-    if fast is None:
-        return
-    hydra = parse_override_hydra(text)
-    assert hydra.error is None, (text, hydra.error)
-    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+@_examples(1500)
+def test_fast_path_lists_and_quoted_equal_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(value=st.one_of(_list_text, _element))
+    def check(value: str) -> None:
+        text = f"trainer.logger={value}"
+        fast = parse_override_fast(text)
+        if fast is None:
+            return
+        hydra = parse_override_hydra(text)
+        assert hydra.error is None, (text, hydra.error)
+        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+
+    check()
 
 
 def test_fast_path_covers_the_common_list_forms() -> None:
