@@ -206,7 +206,10 @@ def test_a_layout_megatron_cannot_build_is_refused(tmp_path):
     assert not (tmp_path / "lib" / "my-7b.yaml").exists()
 
 
-def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_dir, tmp_path):
+# Every fourth Megatron script in the default tier; all of them under `slow`.
+@pytest.mark.parametrize("every", [pytest.param(4, id="sample"),
+                                   pytest.param(1, id="all", marks=pytest.mark.slow)])
+def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_dir, tmp_path, every):
     from generator.errors import InputError
     from generator.library.convert import to_spec
     from generator.library.importer import import_script
@@ -214,7 +217,7 @@ def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_d
     from generator.render import generate
 
     scripts = sorted(p for p in (corpus_dir / "scripts").rglob("*.sh")
-                     if b"megatron" in p.read_bytes())
+                     if b"megatron" in p.read_bytes())[::every]
     imported = 0
     for index, path in enumerate(scripts):
         try:
@@ -222,7 +225,9 @@ def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_d
             imported += 1
         except InputError as err:
             assert "\n" not in str(err)
-    assert imported >= 50  # 55 of 138 when written: FSDP calls and models outside the registry are refused
+    # 55 of 138 when written, 67 of 138 (16 of the 35 sampled) now: FSDP calls and models outside
+    # the registry are refused
+    assert imported >= 50 // every
     user = [r for r in load_library(tmp_path).recipes.values() if r.origin == "user"]
     assert len(user) == imported
     for recipe in user:
