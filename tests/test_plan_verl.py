@@ -3,9 +3,12 @@ example scripts and docs/perf/dpsk.md): evaluated with their layout, as shipped,
 
 from __future__ import annotations
 
+import functools
+
 import pytest
 
 from generator.derive import Layout, layout_problems
+from generator.plan.candidate import Plan
 from generator.plan.reference import verl_layouts
 
 ROWS = {row.id: row for row in verl_layouts()}
@@ -32,9 +35,16 @@ SHIPPED_OVER_LIMIT = {
 }
 
 
-@pytest.fixture(scope="module")
-def searched():
-    return {row_id: row.search(top=1) for row_id, row in ROWS.items()}
+@functools.cache
+def searched(row_id: str) -> Plan:
+    """The search on one row, once per session (it is the slow part: ~15 s of CPU for every row)."""
+    return ROWS[row_id].search(top=1)
+
+
+# The search runs on every third row in the default tier (G14-64, the slowest, among them);
+# the other rows are `slow`.
+SEARCHED_ROWS = [pytest.param(row_id, marks=() if index % 3 == 0 else pytest.mark.slow)
+                 for index, row_id in enumerate(sorted(ROWS))]
 
 
 @pytest.fixture(scope="module")
@@ -80,11 +90,11 @@ def test_shipped_dsv3_rollout_matches_the_measured_peak():
     assert 55 <= rollout <= 66e9 / 2**30 + 3
 
 
-@pytest.mark.parametrize("row_id", sorted(ROWS))
-def test_search_is_never_worse_on_both_counts(row_id, searched, shipped):
+@pytest.mark.parametrize("row_id", SEARCHED_ROWS)
+def test_search_is_never_worse_on_both_counts(row_id, shipped):
     """Our choice is valid and never needs both a larger TP·PP·CP and heavier memory relief than verl's."""
     row = ROWS[row_id]
-    best = searched[row_id].best
+    best = searched(row_id).best
     assert best is not None and best.fits
     layout = Layout(gpus=row.row["gpus"], tp=best.tp, pp=best.pp, cp=best.cp, ep=best.ep, etp=best.etp,
                     vpp=best.vpp, first_stage_layers=best.first_stage_layers,
