@@ -226,10 +226,16 @@ def _override(draw) -> str:
     return f"{op}{key}={draw(st.sampled_from(values))}"
 
 
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(_override(), min_size=1, max_size=4))
-def test_random_sequences_agree_with_hydra(overrides: list[str]) -> None:
-    _assert_agree(overrides)
+# A third of the examples in the default tier; all 150 under `slow`.
+@pytest.mark.parametrize("examples", [pytest.param(50, id="sample"),
+                                      pytest.param(150, id="all", marks=pytest.mark.slow)])
+def test_random_sequences_agree_with_hydra(examples: int) -> None:
+    @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+    @given(st.lists(_override(), min_size=1, max_size=4))
+    def check(overrides: list[str]) -> None:
+        _assert_agree(overrides)
+
+    check()
 
 
 def test_full_compose_matches_sequential_apply(tmp_path: Path) -> None:
