@@ -18,4 +18,4 @@ def test_readme_shows_the_golden_recipe_output() -> None:
 def test_readme_main_command_is_the_recipe_command() -> None:
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     assert "pip install . && gen recipe --model qwen2-7b --gpus 8" in readme
-    assert "pip install -e '.[test]' && python -m pytest -q" in readme
+    assert "pip install -e '.[test]' && python -m pytest -q -n auto" in readme
