@@ -44,19 +44,28 @@ _VALUE_ALPHABET = "aeEfFiInNlLrtTuUsx_0123456789-+./@%*?|:$\\ ,=[]{}'\"~#<>()"
 _KEY_ALPHABET = "abz_$-.0123456789@/"
 
 
+
+def _fast_value_agrees_with_hydra(text: str):
+    """Where the fast path takes `text`, Hydra's parser reads the same value; returns both parses
+    (None when the fast path declines, which it may)."""
+    fast = parse_override_fast(text)
+    if fast is None:
+        return None
+    hydra = parse_override_hydra(text)
+    assert hydra.error is None, (text, hydra.error)
+    assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+    return fast, hydra
+
 @_examples(1500)
 def test_fast_path_value_equals_hydra(examples: int) -> None:
     @settings(max_examples=examples, deadline=None, suppress_health_check=[HealthCheck.too_slow])
     @given(value=st.text(alphabet=_VALUE_ALPHABET, max_size=10))
     def check(value: str) -> None:
         text = f"a.b={value}"
-        fast = parse_override_fast(text)
-        if fast is None:
-            return
-        hydra = parse_override_hydra(text)
-        assert hydra.error is None, (text, hydra.error)
-        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
-        assert (fast.key, fast.op) == (hydra.key, hydra.op)
+        parsed = _fast_value_agrees_with_hydra(text)
+        if parsed is not None:
+            fast, hydra = parsed
+            assert (fast.key, fast.op) == (hydra.key, hydra.op)
 
     check()
 
@@ -80,12 +89,7 @@ def test_fast_path_numbers_equal_hydra(examples: int) -> None:
     @given(value=_number_like)
     def check(value: str) -> None:
         text = f"x={value}"
-        fast = parse_override_fast(text)
-        if fast is None:
-            return
-        hydra = parse_override_hydra(text)
-        assert hydra.error is None, (text, hydra.error)
-        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+        _fast_value_agrees_with_hydra(text)
 
     check()
 
@@ -252,12 +256,7 @@ def test_fast_path_lists_and_quoted_equal_hydra(examples: int) -> None:
     @given(value=st.one_of(_list_text, _element))
     def check(value: str) -> None:
         text = f"trainer.logger={value}"
-        fast = parse_override_fast(text)
-        if fast is None:
-            return
-        hydra = parse_override_hydra(text)
-        assert hydra.error is None, (text, hydra.error)
-        assert _same(fast.value, hydra.value), (text, fast.value, hydra.value)
+        _fast_value_agrees_with_hydra(text)
 
     check()
 
