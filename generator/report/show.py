@@ -80,38 +80,44 @@ def error_dict(path: str, message: str) -> dict[str, object]:
 
 
 def render_scripts_text(files: list[dict], stream: TextIO) -> None:
-    from rich.console import Console
     from rich.markup import escape as markup_escape
-
-    def escape(text: str) -> str:  # user-written text: no markup, no control characters
-        return markup_escape(one_line(text))
 
     from generator.safe_text import use_color
 
-    # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files).
-    console = Console(file=stream, highlight=False, soft_wrap=True,
-                      color_system="auto" if use_color(stream) else None)
+    # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files);
+    # then the text is written as it is, without rich: no markup to parse, no ":name:" emoji
+    # codes in user text turned into pictures, and a 20,000-override script shows in a second.
+    colour = use_color(stream)
+
+    def escape(text: str) -> str:  # user-written text: no markup, no control characters
+        return markup_escape(one_line(text)) if colour else one_line(text)
+
+    def styled(style: str, text: str) -> str:
+        return f"[{style}]{text}[/{style}]" if colour else text
+
+    bracket = "\\[" if colour else "["
+    lines: list[str] = []
     for n, f in enumerate(files):
         if n:
-            console.print()
+            lines.append("")
         if f["error"]:
             continue
-        console.print(f"[bold]{escape(f['path'])}[/bold]")
+        lines.append(styled("bold", escape(f["path"])))
         if not f["invocations"]:
-            console.print("  no Hydra entry-point call found")
+            lines.append("  no Hydra entry-point call found")
         for inv in f["invocations"]:
             extras = []
             if inv["config_name"]:
                 extras.append(f"--config-name {inv['config_name']}")
             if inv["config_path"]:
                 extras.append(f"--config-path {inv['config_path']}")
-            branch = "" if inv["branch"] == "live" else f" [yellow]({inv['branch']})[/yellow]"
-            console.print(f"  line {inv['line']}: [cyan]{escape(inv['launcher'])} {escape(inv['entry'])}[/cyan]"
-                          f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
+            branch = "" if inv["branch"] == "live" else " " + styled("yellow", f"({inv['branch']})")
+            lines.append(f"  line {inv['line']}: {styled('cyan', escape(inv['launcher']) + ' ' + escape(inv['entry']))}"
+                         f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
             if inv["context"]:
-                console.print(f"    [dim]{escape(' / '.join(inv['context']))}[/dim]")
+                lines.append("    " + styled("dim", escape(" / ".join(inv["context"]))))
             if inv["passes_args"]:
-                console.print("    [dim]passes the script's arguments on (\"$@\"): a run can override anything[/dim]")
+                lines.append("    " + styled("dim", "passes the script's arguments on (\"$@\"): a run can override anything"))
             width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
             for ov in inv["overrides"]:
                 prefix = "" if ov["op"] == "=" else ov["op"]
@@ -124,14 +130,22 @@ def render_scripts_text(files: list[dict], stream: TextIO) -> None:
                 elif where is not None and where["line"] != ov["line"]:
                     tag += f", set at line {where['line']}"  # where a fix would edit the value
                 style = "yellow" if not ov["resolved"] else ""
-                body = f"[{style}]{escape(shown)}[/{style}]" if style else escape(shown)
-                console.print(f"    {str(ov['line']).rjust(width)}  {body}  [dim]\\[{escape(tag)}][/dim]")
+                body = styled(style, escape(shown)) if style else escape(shown)
+                lines.append(f"    {str(ov['line']).rjust(width)}  {body}  {styled('dim', bracket + escape(tag) + ']')}")
                 for why in ov["unknowns"]:
-                    console.print(f"    {' ' * width}    [yellow]? {escape(why)}[/yellow]")
+                    lines.append(f"    {' ' * width}    {styled('yellow', '? ' + escape(why))}")
             for other in inv["other_args"]:
-                console.print(f"    {' ' * width}  [dim]arg {escape(other)}[/dim]")
+                lines.append(f"    {' ' * width}  {styled('dim', 'arg ' + escape(other))}")
         for hz in f["hazards"]:
-            console.print(f"  [red]! line {hz['line']} {escape(hz['kind'])}:[/red] {escape(hz['message'])}")
+            lines.append(f"  {styled('red', '! line ' + str(hz['line']) + ' ' + escape(hz['kind']) + ':')} {escape(hz['message'])}")
+    if not lines:
+        return
+    if colour:
+        from rich.console import Console
+
+        Console(file=stream, highlight=False, soft_wrap=True).print("\n".join(lines))
+    else:
+        stream.write("\n".join(lines) + "\n")
 
 
 # --- gen show --resolved ---------------------------------------------------------------------
