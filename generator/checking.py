@@ -12,11 +12,11 @@ from typing import TYPE_CHECKING, Callable
 
 from generator.errors import InputError
 from generator.inputs import read_bytes as _read_bytes
-from generator.inputs import refuse_non_script, refuse_too_many_calls, with_project, without_path
+from generator.inputs import refuse_non_script, with_project, without_path
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.launch import Invocation
+    from generator.launch import Invocation, LaunchScript
     from generator.model.facts import ModelFacts
     from generator.plan.script_setup import CallMemory, MemoryOptions
     from generator.report import FileReport
@@ -54,7 +54,6 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
                 project, select=select, ignore=ignore, env=env, args=args)
             source = _read_bytes(path)
             script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
-            refuse_too_many_calls(len(script.invocations))
             silenced = find_suppressions(source)
             broken = [h.line for h in script.hazards if h.kind == "parse-error"]
             if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
@@ -79,7 +78,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             if plan_fixes and not broken and any(l.finding.fix is not None or l.invocation_line is None
                                                  for l in report.findings):
                 # As gen fix runs: the project's settings, the same suppressions.
-                _plan_fixes(report, source, path, env=chosen_env, args=chosen_args, resolution=resolution,
+                _plan_fixes(report, source, script, path, env=chosen_env, args=chosen_args, resolution=resolution,
                             memory_for=memory_for, select=chosen_select, ignore=chosen_ignore)
         except InputError as err:
             report.error = without_path(str(err), path)
@@ -93,8 +92,8 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
     return reports
 
 
-def _plan_fixes(report: FileReport, source: bytes, path: str, *, env: dict[str, str], args: list[str],
-                resolution: Resolution,
+def _plan_fixes(report: FileReport, source: bytes, script: LaunchScript, path: str, *, env: dict[str, str],
+                args: list[str], resolution: Resolution,
                 memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None,
                 select: tuple[str, ...], ignore: tuple[str, ...]) -> None:
     """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
@@ -105,7 +104,7 @@ def _plan_fixes(report: FileReport, source: bytes, path: str, *, env: dict[str, 
 
     check = without_silenced(default_checker(resolution.release, resolution=resolution, memory_for=memory_for))
     result = fix_source(source, path, read=default_reader(env or None, args or None), check=check,
-                        select=select, ignore=ignore)
+                        select=select, ignore=ignore, script=script)
     applied = {(a.code, a.line) for a in result.applied}
     needs_unsafe = {(n.code, n.line) for n in result.not_applied if n.reason.startswith("an unsafe fix")}
     for located in report.findings:
@@ -153,7 +152,6 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
         project = load_project(path)
         _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env, args=args)
         script = read_launch(path, source=_read_bytes(path), env=file_env, args=file_args)
-        refuse_too_many_calls(len(script.invocations))
         broken = [h.line for h in script.hazards if h.kind == "parse-error"]
         if broken:
             done.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"

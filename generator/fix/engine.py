@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from generator.config.types import Config
 from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits, select_compatible
-from generator.fix.hazards import fallback_fix
+from generator.fix.hazards import fallback_fixes
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
@@ -120,10 +120,12 @@ def without_silenced(check: Checker) -> Checker:
 
 def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                select: Sequence[str] = (), ignore: Sequence[str] = (), unsafe: bool = False,
-               max_rounds: int = MAX_ROUNDS) -> FixResult:
-    """Repair `source` with every applicable fix; pure apart from what `read`/`check` do."""
+               max_rounds: int = MAX_ROUNDS, script: LaunchScript | None = None) -> FixResult:
+    """Repair `source` with every applicable fix; pure apart from what `read`/`check` do.
+    `script` is `source` as `read` reads it, when the caller has read it already."""
     result = FixResult(path=path, original=source, fixed=source)
-    script = read(source, path)
+    if script is None:
+        script = read(source, path)
     results = check(script)
     not_applied: dict[tuple[str, int | None], NotApplied] = {}
 
@@ -133,13 +135,14 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     for _ in range(max_rounds):
         candidates: list[tuple[Finding, Placement]] = []
         hazard_lines_claimed: set[int] = set()
+        structural_fix_at = fallback_fixes(script)
         for invocation, config, findings in results:
             for finding in findings:
                 if not _wanted(finding, select, ignore):
                     continue
                 if finding.fix is None and invocation is None and finding.line not in hazard_lines_claimed:
                     # A shell hazard reported without a repair: see if the text can be mended.
-                    structural = fallback_fix(script, finding.line)
+                    structural = structural_fix_at(finding.line)
                     if structural is not None:
                         hazard_lines_claimed.add(finding.line)
                         finding = dataclasses.replace(finding, fix=structural)

@@ -98,7 +98,8 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
                 project, select=select, ignore=ignore, env=env, args=list(args or []))
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
-            resolution = resolve_script(read(source, path), path, version=verl_version, config_dir=config_dir,
+            script = read(source, path)
+            resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir,
                                         project=project)
             release = resolution.base_release
             memory_for = None
@@ -109,7 +110,7 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
             check = without_silenced(default_checker(resolution.release, resolution=resolution,
                                                      memory_for=memory_for))
             result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
-                                unsafe=unsafe)
+                                unsafe=unsafe, script=script)
             if write and result.changed:
                 _write(path, source, result.fixed)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
