@@ -231,9 +231,7 @@ class _Composition:
         for key, value in resolved.items():
             if isinstance(value, dict) and value:
                 # An interpolation that points at a mapping: keep the config flat.
-                del flat.values[key]
-                for sub, sub_value in _flatten_value(value, key + "."):
-                    flat.values[sub] = sub_value
+                flat.expand(key, _flatten_value(value, key + "."))
             else:
                 flat.values[key] = value
         self.config.values = flat.values

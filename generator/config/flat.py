@@ -17,6 +17,9 @@ class FlatConfig:
     def __init__(self, values: dict[str, Any], nodes: Iterable[str]) -> None:
         self.values = values
         self.nodes = set(nodes)
+        # Bumped whenever a key appears or disappears, so that an index built over the keys
+        # (history's "did you mean") knows when it is stale. Values changing do not bump it.
+        self.generation = 0
 
     # --- structure ------------------------------------------------------------------------
 
@@ -50,6 +53,7 @@ class FlatConfig:
         for k in [k for k in self.values if k.startswith(prefix)]:
             del self.values[k]
         self.nodes = {n for n in self.nodes if not (n == key or n.startswith(prefix))}
+        self.generation += 1
 
     def _add_prefixes(self, key: str) -> None:
         cut = key.rfind(".")
@@ -57,7 +61,10 @@ class FlatConfig:
             prefix = key[:cut]
             if prefix in self.values:  # a leaf (null, {}, scalar) becomes a mapping
                 del self.values[prefix]
-            self.nodes.add(prefix)
+                self.generation += 1
+            if prefix not in self.nodes:
+                self.nodes.add(prefix)
+                self.generation += 1
             cut = prefix.rfind(".")
 
     def set(self, key: str, value: Any) -> list[str]:
@@ -82,10 +89,20 @@ class FlatConfig:
         elif key in self.nodes:
             self._drop_subtree(key)
         self._add_prefixes(key)
+        if key not in self.values:
+            self.generation += 1
         self.values[key] = value
         return [key]
 
+    def expand(self, key: str, leaves: Iterable[tuple[str, Any]]) -> None:
+        """Replace the leaf `key` by the flat `leaves` below it (a mapping it turned out to hold)."""
+        del self.values[key]
+        for sub, sub_value in leaves:
+            self.values[sub] = sub_value
+        self.generation += 1
+
     def delete(self, key: str) -> None:
+        self.generation += 1
         if key in self.values:
             del self.values[key]
         else:

@@ -6,16 +6,33 @@ probably meant ("did you mean").
 from __future__ import annotations
 
 import difflib
+import weakref
 
 from generator.config.flat import FlatConfig
 from generator.config.types import KeyIssue
 from generator.launch import Override
 
 
+# Suggestions already made, per config and its key set (FlatConfig.generation): a call that
+# repeats one unknown key thousands of times asks for the same answer each time, and each
+# answer compares against every key of the config.
+_ASKED: weakref.WeakKeyDictionary[FlatConfig, tuple[int, dict[str, str | None]]] = weakref.WeakKeyDictionary()
+
+
 def suggest(key: str, flat: FlatConfig) -> str | None:
     """A "did you mean": the closest key under the same parent, else the one existing key with
     a close leaf name (compared on leaf names only: matching whole dotted keys over ~900 keys
     costs tens of ms)."""
+    generation, asked = _ASKED.get(flat, (-1, {}))
+    if generation != flat.generation:
+        asked = {}
+        _ASKED[flat] = (flat.generation, asked)
+    if key not in asked:
+        asked[key] = _closest(key, flat)
+    return asked[key]
+
+
+def _closest(key: str, flat: FlatConfig) -> str | None:
     parent, _, leaf = key.rpartition(".")
     siblings = [k.rpartition(".")[2] for k in flat.values if k.rpartition(".")[0] == parent]
     siblings += [n.rpartition(".")[2] for n in flat.nodes if n.rpartition(".")[0] == parent]
