@@ -40,6 +40,10 @@ MIB = 1024 * 1024
 SCRIPT_LIMIT = 1 * MIB
 # A YAML config, recipe or HF config.json: real ones are kilobytes.
 DATA_LIMIT = 4 * MIB
+# More trainer calls than any real launcher has (loops are unrolled to at most 16 items): each
+# call is composed and checked, so thousands of calls would cost minutes and gigabytes. The
+# reader stops at the first call past it, for every command alike.
+MAX_TRAINER_CALLS = 256
 
 STDIN = "-"
 
@@ -286,5 +290,5 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, expected: b
                     pass
 
 
-__all__ = ["DATA_LIMIT", "SCRIPT_LIMIT", "STDIN", "keep_final_newline", "read_input", "read_text_input",
+__all__ = ["DATA_LIMIT", "MAX_TRAINER_CALLS", "SCRIPT_LIMIT", "STDIN", "keep_final_newline", "read_input", "read_text_input",
            "write_atomic"]

@@ -54,17 +54,6 @@ def check_codes(codes: tuple[str, ...], known: Iterable[str], option: str) -> tu
     return codes
 
 
-# More trainer calls than any real launcher has (loops are unrolled to at most 16 items): each
-# call is composed and checked, so an input made of thousands of calls would cost gigabytes.
-MAX_TRAINER_CALLS = 256
-
-
-def refuse_too_many_calls(count: int) -> None:
-    """InputError when a script holds more trainer calls than a launcher plausibly has."""
-    if count > MAX_TRAINER_CALLS:
-        raise InputError(f"{count} trainer calls; more than {MAX_TRAINER_CALLS} is not a launch script gen checks")
-
-
 def with_project(project: ProjectSettings, *, select: tuple[str, ...], ignore: tuple[str, ...], env: dict[str, str],
                  args: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], list[str]]:
     """The options for one script: the command line wins, the project's configuration

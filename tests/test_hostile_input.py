@@ -311,12 +311,22 @@ def test_fix_write_keeps_owner_and_group(tmp_path):
     assert (st.st_uid, st.st_gid) == (65534, 65534)
 
 
-def test_thousands_of_trainer_calls_are_refused(tmp_path):
+@pytest.mark.parametrize("command", ["show", "check", "fix", "explain"])
+def test_thousands_of_trainer_calls_are_refused_by_every_reader(tmp_path, command):
     path = tmp_path / "calls.sh"
     path.write_text("".join(f"python3 -m verl.trainer.main_ppo data.train_batch_size={i}\n" for i in range(300)))
-    result = run("check", str(path))
+    result = run(command, str(path))
     assert result.exit_code == 2
-    assert "300 trainer calls; more than 256" in result.stdout
+    refused = [line for line in result.stderr.splitlines() if "more than 256 trainer calls" in line]
+    assert len(refused) == 1 and str(path) in refused[0] and "Traceback" not in result.output
+
+
+def test_the_largest_accepted_number_of_calls_is_read(tmp_path):
+    path = tmp_path / "calls.sh"
+    path.write_text("".join(f"python3 -m verl.trainer.main_ppo data.train_batch_size={i}\n" for i in range(256)))
+    result = run("show", str(path), "--format", "json")
+    assert result.exit_code == 0
+    assert len(json.loads(result.stdout)["files"][0]["invocations"]) == 256
 
 
 @pytest.mark.parametrize("argv", [["show", "nope.sh", "--format", "bad"], ["diff", "a.sh", "b.sh", "--format", "json"],

@@ -11,7 +11,7 @@ from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
 from generator.shell.model import as_text
-from generator.files import SCRIPT_LIMIT
+from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
 
@@ -35,10 +35,17 @@ def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | No
         from generator.pylaunch import read_launcher
 
         try:
-            return read_launcher(source, name)
+            launcher = read_launcher(source, name)
         except RecursionError:  # depth is checked before parsing; this is the last line of defence
             raise InputError(f"{name}: {NESTS_TOO_DEEPLY}") from None
+        if len(launcher.invocations) > MAX_TRAINER_CALLS:
+            raise _too_many_calls(name)
+        return launcher
     return read_script(source, name, env=env, args=args)
+
+
+def _too_many_calls(label: str) -> InputError:
+    return InputError(f"{label}: more than {MAX_TRAINER_CALLS} trainer calls; not a launch script gen checks")
 
 
 def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
@@ -113,6 +120,8 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
                 hazards.append(orphan)
             continue
         script.invocations.append(inv)
+        if len(script.invocations) > MAX_TRAINER_CALLS:
+            raise _too_many_calls(path or "<script>")
         hazards.extend(override_hazards(inv, ev.assigned_names))
         if rec.branch != "dead":
             hazards.extend(argument_hazards(rec, inv, line_of))
