@@ -403,3 +403,50 @@ def test_crafted_model_configs_are_one_line_exit_2(tmp_path, field, value, text)
     assert result.exit_code == 2, result.output
     assert "Traceback" not in result.output and "internal error" not in result.output
     assert field in result.output or "config.json" in result.output
+
+
+# --- values built by repetition: exponential growth in a few lines -------------------------
+
+MAIN = "python3 -m verl.trainer.main_ppo"
+GROWING = {
+    "string doubled": "x=a\n" + "x=$x$x\n" * 60 + f"{MAIN} trainer.project_name=$x\n",
+    "string quadrupled in quotes": "x=a\n" + 'x="${x}${x}${x}${x}"\n' * 30 + f"{MAIN} trainer.project_name=$x\n",
+    "pattern replacement": "x=aaaaaaaaaa\n" + "x=${x//a/aaaaaaaaaa}\n" * 12 + f"{MAIN} trainer.project_name=$x\n",
+    "array doubled": "a=(x)\n" + 'a=("${a[@]}" "${a[@]}")\n' * 40 + f'{MAIN} "${{a[@]}}"\n',
+    "array appended to itself": "a=()\n" + 'a+=("${a[@]}" "${a[@]}" x)\n' * 40 + f'{MAIN} trainer.project_name="${{a[*]}}"\n',
+    "positional doubled": "set -- a\n" + 'set -- "$@" "$@"\n' * 40 + f'{MAIN} trainer.project_name="$*"\n',
+    "digits doubled then arithmetic": "x=9\n" + 'x="$x$x"\n' * 25 + f"{MAIN} trainer.nnodes=$((x*x))\n",
+    "many stars on a long value": "x=" + "a" * 3000 + "\ncase $x in\n  *a*a*a*a*a*a*a*a*b) N=1;;\nesac\n"
+                                  + "if [[ $x == *a*a*a*a*a*a*a*c ]]; then N=2; fi\ny=${x%%a*a*a*a*b}\n"
+                                  + f"{MAIN} trainer.nnodes=$N trainer.project_name=$y\n",
+}
+
+
+@pytest.mark.parametrize("name", GROWING)
+def test_values_built_by_repetition_stay_bounded_and_explicit(tmp_path, name):
+    """Each input would need 2^40 characters (or n^8 regex steps) if followed: the reader
+    stops the value at its caps and says so; show answers at once (the child process has a
+    30 s timeout for the whole run, measured 1 s)."""
+    path = tmp_path / "grow.sh"
+    path.write_text(GROWING[name])
+    shown = gen("show", str(path), "--format", "json", timeout=30)
+    assert shown.returncode == 0, shown.stderr
+    call = json.loads(shown.stdout)["files"][0]["invocations"][0]
+    text = json.dumps(call)
+    assert len(text) < 400_000  # no value past the caps reaches the report
+    if name == "digits doubled then arithmetic":
+        assert "x is not known" in text
+    elif name != "many stars on a long value":
+        assert "<?too-large>" in text
+    checked = gen("check", str(path), "--verl-version", "0.7.0", timeout=30)
+    assert checked.returncode in (0, 1) and "Traceback" not in checked.stderr
+
+
+def test_a_value_referenced_thousands_of_times_is_refused_in_every_command(tmp_path):
+    # 4,096 parts copied 3,000 times: 12 million copies; the work budget stops it at 1 million.
+    path = tmp_path / "refs.sh"
+    path.write_text("x=a\n" + 'x="$x$x"\n' * 12 + "y=$x\n" * 3000 + f"{MAIN} trainer.nnodes=1\n")
+    for command in ("show", "check", "fix", "explain"):
+        result = gen(command, str(path), timeout=60)
+        assert result.returncode == 2, (command, result.stdout, result.stderr)
+        assert "steps of expansion" in result.stderr and "Traceback" not in result.stderr

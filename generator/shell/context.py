@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
-from generator.shell.model import Field, State, Var
+from generator.shell.model import Field, State, Var, Work
 
 if TYPE_CHECKING:  # pragma: no cover
     from tree_sitter import Node, Tree
@@ -119,6 +119,7 @@ class EvaluatorParts:
     _source_trees: dict[str, tuple[Tree, FileCtx]]
     _arith_depth: int
     _loop_budget: int
+    work: Work  # expansion work spent so far (model.WORK_LIMIT)
     _break_requested: bool  # a `break` ran on a live path of the loop being unrolled
     _default_reads: list[str] | None  # while a condition is decided: the unset names it read
     _args_given: bool  # --arg was given, so `$#` is the user's, not a default

@@ -90,6 +90,43 @@ class Piece:
 
 BREAK = Piece("", kind="break")
 
+# How large one value may grow. Real launch scripts stay far below (values of a few hundred
+# characters, arrays of tens); a value past it can only come from repetition (`x=$x$x` line
+# after line, `${x//a/aaaa}`, an array doubled), which grows exponentially when followed: it
+# becomes an explicit unknown instead.
+MAX_VALUE_CHARS = 256 * 1024
+MAX_VALUE_PARTS = 4096
+TOO_LARGE = (f"the value grows past {MAX_VALUE_CHARS // 1024} KiB or {MAX_VALUE_PARTS} parts "
+             "(built by repetition); not followed")
+# Units of expansion work (a part copied; 64 characters of text handled) one script may cost,
+# about 4 s of CPU at worst. The costliest of the 585 corpus scripts needs 1,247; 1 MiB of
+# references to a value at the caps above would need 10^9 (hours): reading stops with
+# TooMuchWork instead.
+WORK_LIMIT = 1_000_000
+
+
+class TooMuchWork(Exception):
+    """Reading the script would take more than WORK_LIMIT units of expansion."""
+
+
+class Work:
+    """The expansion work spent on one script so far."""
+
+    __slots__ = ("spent",)
+
+    def __init__(self) -> None:
+        self.spent = 0
+
+    def charge(self, parts: int, chars: int = 0) -> None:
+        self.spent += parts + (chars >> 6)
+        if self.spent > WORK_LIMIT:
+            raise TooMuchWork
+
+
+def oversized(pieces: list[Piece]) -> bool:
+    """More parts or characters than one value may hold (MAX_VALUE_*)."""
+    return len(pieces) > MAX_VALUE_PARTS or sum(len(p.text) for p in pieces) > MAX_VALUE_CHARS
+
 
 @dataclass(slots=True)
 class Elem:
@@ -113,6 +150,14 @@ class Var:
     # `X=${X:-default}` with X unset in the script: the value stands for "the environment's, else
     # this default", so a guard that exits when X is empty asserts the run provides X.
     env_default: bool = False
+
+
+def var_oversized(var: Var) -> bool:
+    if var.pieces is not None:
+        return oversized(var.pieces)
+    if var.elems is not None:
+        return len(var.elems) > MAX_VALUE_PARTS or oversized([p for e in var.elems for p in e.pieces])
+    return False
 
 
 def pieces_text(pieces: list[Piece]) -> str:

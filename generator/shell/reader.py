@@ -10,7 +10,7 @@ from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
 from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
-from generator.shell.model import as_text
+from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
@@ -86,6 +86,9 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     except RecursionError:
         # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
         raise InputError(f"{label}: {NESTS_TOO_DEEPLY}") from None
+    except TooMuchWork:
+        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion (values "
+                         "built by repetition); not a launch script gen checks") from None
 
 
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None

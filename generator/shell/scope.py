@@ -9,7 +9,8 @@ from typing import TYPE_CHECKING
 from generator.launch import unknown_marker
 from generator.shell import arith
 from generator.shell.context import ASSIGN, EvaluatorParts, Flow, merged_ranges
-from generator.shell.model import BREAK, Elem, Field, Group, Piece, State, Var, as_text, has_unknown, pieces_text
+from generator.shell.model import (BREAK, TOO_LARGE, Elem, Field, Group, Piece, State, Var, as_text, has_unknown,
+                                   pieces_text, var_oversized)
 from generator.shell.scan import WordError
 from generator.shell.words import def_group
 
@@ -237,6 +238,9 @@ class Scope(EvaluatorParts):
             self._arith_depth -= 1
 
     def _set(self, name: str, var: Var) -> None:
+        if var_oversized(var) or (var.pieces and all(p.unknown == TOO_LARGE for p in var.pieces)):
+            # (the second: `x=$x$x` on a value already too large stays one unknown, not two)
+            var = Var(unknown=TOO_LARGE, label="too-large", exported=var.exported)
         old = self.state.vars.get(name)
         if old is not None and old.exported:
             var.exported = True

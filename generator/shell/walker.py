@@ -18,7 +18,7 @@ from generator.launch import Hazard, unknown_marker
 from generator.shell.builtins import Builtins
 from generator.shell.conditions import Conditions
 from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
-from generator.shell.model import Field, Piece, State, Var, as_text, from_text, pieces_text
+from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
 from generator.shell.parse import parse_bytes
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
@@ -50,6 +50,7 @@ class Evaluator(Scope, Conditions, Builtins):
         self._sourcing: list[str] = []
         self._arith_depth = 0
         self._loop_budget = 256  # loop-body walks with a known item, across the whole script
+        self.work = Work()
         self._break_requested = False
         self.sourced: dict[str, FileCtx] = {}
         self._sourced_bytes = 0

@@ -17,7 +17,8 @@ from generator.launch import unknown_marker
 from generator.shell import arith, patterns
 from generator.shell.braces import brace_words
 from generator.shell.fields import split_fields
-from generator.shell.model import Field, Group, Piece, Var, has_unknown, label_text, pieces_text
+from generator.shell.model import (MAX_VALUE_CHARS, MAX_VALUE_PARTS, TOO_LARGE, Field, Group, Piece, Var, Work,
+                                    has_unknown, label_text, pieces_text)
 from generator.shell.scan import WordError, find_backtick, find_close_quote, find_dollar_close, split_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -75,6 +76,7 @@ class Expander:
                sq_literal: bool = False, qa: int | None = None, qb: int | None = None) -> list[Piece]:
         s = self.src
         out: list[Piece] = []
+        grown = 0  # characters expansions added (the rest is the word's own text)
         i = a
         quote = '"' if dq else ""
         if tilde and not dq and i < b and s[i] == "~":
@@ -107,7 +109,11 @@ class Expander:
                 i = j + 1
                 continue
             if c == '"':
+                before = len(out)
                 i = self._double_quoted(i, b, dq, out, qa, qb)
+                grown += self._charge(out, before)
+                if len(out) > MAX_VALUE_PARTS or grown > MAX_VALUE_CHARS:
+                    return [self._too_large(a, b, dq)]
                 continue
             if c == "`":
                 j = find_backtick(s, i + 1, b)
@@ -115,11 +121,26 @@ class Expander:
                 i = j + 1
                 continue
             if c == "$":
+                before = len(out)
                 i = self._dollar(i, b, dq, out, qa, qb)
+                grown += self._charge(out, before)
+                if len(out) > MAX_VALUE_PARTS or grown > MAX_VALUE_CHARS:
+                    return [self._too_large(a, b, dq)]
                 continue
             out.append(Piece(c, i, i + 1, True, quote, qa, qb, self.path))  # pragma: no cover
             i += 1
         return out
+
+    def _charge(self, out: list[Piece], before: int) -> int:
+        """Charge what an expansion added to `out` to the script's work; its characters."""
+        added = out[before:]
+        chars = sum(len(p.text) for p in added)
+        self.host.work.charge(len(added), chars)
+        return chars
+
+    def _too_large(self, a: int, b: int, dq: bool) -> Piece:
+        return Piece(unknown_marker("too-large"), a, b, False, '"' if dq else "", None, None, self.path,
+                     unknown=TOO_LARGE)
 
     def _backslash(self, i: int, b: int, dq: bool, out: list[Piece], qa: int | None, qb: int | None) -> int:
         """A backslash at `i`: a line continuation, an escaped character, or (inside "…" before
@@ -493,6 +514,7 @@ class ExpansionHost(Protocol):
     """What the expander needs from the evaluator (see walker.Evaluator)."""
 
     state: State
+    work: Work
 
     def lookup_pieces(self, name: str, a: int, b: int, *, dq: bool, index: str | None = None,
                       tilde: bool = False) -> list[Piece]: ...
