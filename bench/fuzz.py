@@ -4,7 +4,7 @@
                          [--max-seconds S] [--show-failures 5] [--save DIR]
 
 Families: classic (generated bash, damaged the way files get damaged) and the hostile ones of
-tests/fuzz/hostile.py (nesting, huge, yaml, model, control, crlf); all by default, equally likely.
+tests/fuzz/hostile.py (nesting, huge, yaml, model, control, crlf, growth); all by default, equally likely.
 --small keeps the hostile sizes the test tiers use; --max-seconds stops generating after S seconds.
 Prints how many inputs of each family ran, how long it took, the most CPU one input took (the
 bound is tests/fuzz/harness.py's CPU_LIMIT), and every distinct failure with its smallest input.

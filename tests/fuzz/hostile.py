@@ -208,10 +208,36 @@ def crlf(draw, small: bool = False) -> FuzzCase:
     return FuzzCase(data, family="crlf")
 
 
+# ------------------------------------------------------------------------------------ growth
+
+# One line each that multiplies a value when repeated: followed statically, a few dozen lines
+# need 2^40 characters. (`$S` stands for the variable, `$N` for its name.)
+GROWERS = ('$N=$S$S', '$N="${$N}${$N}${$N}"', '$N=${$N//a/aaaaaaaa}', '$N=("${$N[@]}" "${$N[@]}")',
+           '$N+=("${$N[@]}" x)', 'set -- "$@" "$@"', '$N="$$N$*"')
+# Patterns whose backtracking regex would take n^k steps on a long value.
+STARRY = ("*a*a*a*a*a*a*b", "a*a*a*a*a*c*", "*[ab]*[ab]*[ab]*[ab]*z")
+
+
+@st.composite
+def growth(draw, small: bool = False) -> FuzzCase:
+    name = draw(st.sampled_from(["x", "A", "ARGS"]))
+    lines = [f"{name}=a", "set -- a b"]
+    for _ in range(draw(st.integers(5, 20 if small else 70))):
+        line = draw(st.sampled_from(GROWERS)).replace("$S", f"${name}").replace("$N", name)
+        lines.append(line)
+    if draw(st.booleans()):  # then use it many times
+        lines += [f"y{n}=${name}" for n in range(draw(st.sampled_from([10, 100] if small else [10, 100, 3000])))]
+    pattern = draw(st.sampled_from(STARRY))
+    lines += [f"case ${name} in {pattern}) N=1;; esac", f"[[ ${name} == {pattern} ]] && N=2",
+              f"z=${{{name}%%{pattern}}}"]
+    lines.append(f'{MAIN} trainer.project_name="${name}" trainer.nnodes=$N "${{{name}[@]}}" "$@"')
+    return FuzzCase(("\n".join(lines) + "\n").encode(), family="growth")
+
+
 # ------------------------------------------------------------------------------------- mixes
 
 HOSTILE = {"nesting": nesting, "huge": huge, "yaml": yaml_config, "model": model_config, "control": control,
-           "crlf": crlf}
+           "crlf": crlf, "growth": growth}
 
 
 @st.composite
