@@ -84,8 +84,8 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
             report.error = without_path(str(err), path)
         except UnicodeDecodeError:
             report.error = "not UTF-8 text"
-        except RecursionError:
-            report.error = "the script nests too deeply to read"
+        except RecursionError:  # the reader and each file loader name their own; this is the last guard
+            report.error = "it, or a file it uses, nests too deeply to read"
         except Exception as err:  # one line, never a traceback; other files are still checked
             report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
         reports.append(report)
@@ -175,8 +175,8 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
             done.calls.append(ExplainedCall(invocation, config, judged, header, explain_config(config), predicted))
     except InputError as err:
         done.error = without_path(str(err), path)
-    except RecursionError:
-        done.error = "the script nests too deeply to read"
+    except RecursionError:  # the reader and each file loader name their own; this is the last guard
+        done.error = "it, or a file it uses, nests too deeply to read"
     except Exception as err:  # one line, never a traceback; other files are still explained
         done.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
     return done

@@ -173,6 +173,8 @@ def _read_toml(path: Path) -> dict[str, object]:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:
         raise InputError(f"{path}: not valid TOML ({err})") from None
+    except RecursionError:  # `x = [[[[…` thousands deep
+        raise InputError(f"{path}: the TOML nests too deeply to read") from None
     if key is not None:
         _PARSED[key] = document
     return document

@@ -450,3 +450,24 @@ def test_a_value_referenced_thousands_of_times_is_refused_in_every_command(tmp_p
         result = gen(command, str(path), timeout=60)
         assert result.returncode == 2, (command, result.stdout, result.stderr)
         assert "steps of expansion" in result.stderr and "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("kind", ["yaml-flow", "yaml-block", "toml"])
+def test_a_config_nested_too_deeply_names_that_file_not_the_script(tmp_path, kind):
+    script = tmp_path / "run.sh"
+    script.write_text(f"{MAIN} data.train_batch_size=8\n")
+    if kind == "toml":
+        config = tmp_path / ".verl-gen.toml"
+        config.write_text("select = " + "[" * 100_000 + "]" * 100_000 + "\n")
+        options: list[str] = []
+    else:
+        folder = tmp_path / "conf"
+        folder.mkdir()
+        config = folder / "ppo_trainer.yaml"
+        config.write_text("a: " + "[" * 50_000 + "]" * 50_000 + "\n" if kind == "yaml-flow"
+                          else "a:\n" + "".join("  " * i + "k:\n" for i in range(1, 1500)))
+        options = ["--config-dir", str(folder)]
+    result = gen("check", str(script), *options, timeout=60)
+    assert result.returncode == 2
+    assert f"{config}: the {'TOML' if kind == 'toml' else 'YAML'} nests too deeply to read" in result.stderr
+    assert "Traceback" not in result.stderr

@@ -71,6 +71,8 @@ def load_yaml_text(text: str, where: str = "YAML") -> Any:
         return loader.construct_document(node)
     except yaml.YAMLError as err:
         raise InvalidYaml(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
+    except RecursionError:  # `a: [[[[…` thousands deep: the parser recurses per level
+        raise InputError(f"{where}: the YAML nests too deeply to read") from None
     finally:
         loader.dispose()
 
