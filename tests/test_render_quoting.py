@@ -81,3 +81,28 @@ def test_format_value_keeps_the_users_spelling_when_it_reads_back() -> None:
     assert format_value(True, spelling="true") == "true"
     assert format_value(2e-6, spelling="1e-6") == "2e-06"  # another value: the spelling is not used
     assert format_value(1, spelling="1.0") == "1"  # a float spelling of an int is another type
+
+
+@pytest.mark.parametrize("raw", [*HOSTILE, 'a"b', "x${y", "x}'y", "}{", "'"])
+def test_a_recipe_value_reads_back_through_our_reader_hydra_and_omegaconf(raw: str, tmp_path, monkeypatch) -> None:
+    """The whole chain a user's value takes: gen recipe writes it into the script, our reader
+    reads the script back (as bash would expand it), Hydra parses the override and OmegaConf
+    resolves it: the run sees exactly what was typed."""
+    import json
+
+    from hydra.core.override_parser.overrides_parser import OverridesParser
+    from omegaconf import OmegaConf
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    monkeypatch.setenv("SECRET_TOKEN", "leaked")
+    script = tmp_path / "run.sh"
+    written = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--experiment-name", raw,
+                                       "-o", str(script)])
+    assert written.exit_code == 0, written.output
+    shown = CliRunner().invoke(app, ["show", str(script), "--format", "json"])
+    overrides = json.loads(shown.stdout)["files"][0]["invocations"][0]["overrides"]
+    (value,) = [o["value"] for o in overrides if o["key"] == "trainer.experiment_name"]
+    parsed = OverridesParser.create().parse_overrides([f"trainer.experiment_name={value}"])[0].value()
+    assert OmegaConf.create({"k": parsed}).k == raw

@@ -57,7 +57,7 @@ def find_dollar_close(s: str, i: int, end: int, opener: str) -> int:
         if c == "\\":
             j += 2
             continue
-        if c == "'" and opener == "(":
+        if c == "'":  # bash matches single quotes inside `${…}` too, even within "…"
             j = find_close_quote(s, j + 1, end, "'") + 1
             continue
         if c == '"':
