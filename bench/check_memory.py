@@ -73,9 +73,21 @@ def _comments() -> Iterator[str]:
         yield "# " + "x" * 76 + "\n"
 
 
+def _values_at_the_cap() -> Iterator[str]:
+    # A value doubled to the reader's cap (4,096 parts), copied as often as the work budget
+    # allows (generator.shell.model.WORK_LIMIT), the rest comments: the most parts held at once.
+    yield "x=a\n"
+    for _ in range(12):
+        yield 'x="$x$x"\n'
+    for n in range(200):
+        yield f"y{n}=$x\n"
+    yield from _comments()
+
+
 SHAPES: dict[str, Callable[[], Iterator[str]]] = {
     "assignments": _assignments, "one-long-call": _one_long_call, "short-commands": _short_commands,
     "many-calls": _many_calls, "comments": _comments, "escaped-blanks": _escaped_blanks,
+    "values-at-the-cap": _values_at_the_cap,
 }
 
 
