@@ -99,10 +99,10 @@ MAX_VALUE_PARTS = 4096
 TOO_LARGE = (f"the value grows past {MAX_VALUE_CHARS // 1024} KiB or {MAX_VALUE_PARTS} parts "
              "(built by repetition); not followed")
 # Units of expansion work (a part copied; 64 characters of text handled) one script may cost,
-# about 4 s of CPU at worst. The costliest of the 585 corpus scripts needs 1,247; 1 MiB of
+# about 1 s of CPU at worst. The costliest of the 585 corpus scripts needs 1,247; 1 MiB of
 # references to a value at the caps above would need 10^9 (hours): reading stops with
 # TooMuchWork instead.
-WORK_LIMIT = 1_000_000
+WORK_LIMIT = 300_000
 
 
 class TooMuchWork(Exception):

@@ -320,7 +320,12 @@ class Scope(EvaluatorParts):
             pieces = fx.expander.word(a, b, assign=True)
         except WordError as err:
             return [Piece(unknown_marker("parse-error"), a, b, path=fx.path, unknown=str(err))]
-        return [p.copy(split=False, elem=None) for p in pieces]
+        # Every piece an expansion returns is its own copy (lookups copy what they read), so the
+        # value is marked in place: a second copy doubled the cost of `y=$x` on a large $x.
+        for piece in pieces:
+            piece.split = False
+            piece.elem = None
+        return pieces
 
     def _assign_index(self, name: str, index: str, pieces: list[Piece], a: int, b: int, plus: bool) -> None:
         fx = self.fx
