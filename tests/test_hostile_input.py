@@ -476,3 +476,18 @@ def test_a_config_nested_too_deeply_names_that_file_not_the_script(tmp_path, kin
     assert result.returncode == 2
     assert f"{config}: the {'TOML' if kind == 'toml' else 'YAML'} nests too deeply to read" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+def test_diff_keeps_a_file_name_or_value_with_a_newline_on_one_line(tmp_path):
+    odd = tmp_path / "evil\x1b[2Jname\n.sh"
+    odd.write_text(f"{MAIN} data.train_batch_size=8 trainer.project_name=$'a\\nb'\n")
+    plain = tmp_path / "ok.sh"
+    plain.write_text(f"{MAIN} data.train_batch_size=16 trainer.project_name=c\n")
+    result = run("diff", str(odd), str(plain), "--verl-version", "0.7.0")
+    assert result.exit_code == 0, result.output
+    lines = result.output.splitlines()
+    assert lines[0] == f"A: {tmp_path}/evil\\x1b[2Jname\\n.sh (script)"
+    assert "\x1b" not in result.output
+    assert not any(line.startswith(".sh") for line in lines)
+    # the value's newline is a Hydra grammar error: its note is one line too
+    assert any(line.endswith("(token recognition error at: '\\n')") for line in lines)

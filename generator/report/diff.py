@@ -6,6 +6,7 @@ from __future__ import annotations
 from typing import Callable
 
 from generator.diffing import GROUPS, MISSING, DiffResult, derived_text, same_value, show_value
+from generator.safe_text import one_line
 
 
 def _change_text(a: object, b: object, limit: int = 160) -> str:
@@ -19,8 +20,9 @@ def _change_text(a: object, b: object, limit: int = 160) -> str:
 
 
 def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
-    write(f"A: {result.a.label} ({result.a.kind})\n")
-    write(f"B: {result.b.label} ({result.b.kind})\n")
+    # One line per row, whatever a file name or a value holds (a newline would start a fake row).
+    write(f"A: {one_line(result.a.label)} ({result.a.kind})\n")
+    write(f"B: {one_line(result.b.label)} ({result.b.kind})\n")
     how = f"; version from {result.version_how}" if result.version_how else ""
     write(f"compared as verl {result.version} sees them (release defaults applied{how})\n")
     if not result.changes and not result.derived:
@@ -33,14 +35,14 @@ def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
         width = max(len(c.key) for c in rows)
         for c in rows:
             implied = "  (follows: set on neither side)" if c.implied else ""
-            write(f"  {c.key.ljust(width)}  {_change_text(c.a, c.b)}{implied}\n")
+            write(f"  {c.key.ljust(width)}  {one_line(_change_text(c.a, c.b))}{implied}\n")
     if result.derived:
         write("\nderived numbers\n")
         width = max(len(d.name) for d in result.derived)
         for d in result.derived:
             because = f"  ({'; '.join(d.because)})" if d.because else ""
-            write(f"  {d.name.ljust(width)}  {derived_text(d.a)} → {derived_text(d.b)}{because}\n")
+            write(f"  {d.name.ljust(width)}  {derived_text(d.a)} → {derived_text(d.b)}{one_line(because)}\n")
     if result.notes:
         write("\nnotes\n")
         for note in result.notes:
-            write(f"  {note}\n")
+            write(f"  {one_line(note)}\n")
