@@ -4,15 +4,16 @@
     python bench/check_memory.py --mib 1    # smaller inputs (a quick look)
 
 Writes scripts just under generator.files.SCRIPT_LIMIT in several shapes (assignments, one call
-with many overrides, many short commands, many trainer calls, comments, escaped blanks), runs `gen check` on
-each in a fresh process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1
-when a shape goes over the budget or runs past --timeout (measured on 2 shared cores: 1 MiB of
-assignments 91 MiB / 5 s, one long call 87 MiB / 10 s, many calls 105 MiB / 6 s (refused after
-reading: more than 256 trainer calls), comments 29 MiB; short commands (`echo a; true` lines)
-279 MiB / 32 s — they grew quadratically in the shell reader until it searched the file for `\\ `
-once instead of once per command: 0.5 MiB took 243 s, 1 MiB did not finish in 25 minutes;
-bench/read_scaling.py prints the reader's growth per doubling of input); escaped blanks (`a\\ b`
-words, the most objects per byte) 367 MiB / 47 s, the highest peak. The inputs are
+with many overrides, many short commands, many trainer calls, comments, escaped blanks, a value
+at the reader's size caps copied up to its work budget), runs `gen check` on each in a fresh
+process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1 when a shape goes
+over the budget or runs past --timeout. Measured on 2 cores: assignments 91 MiB / 2.6 s, one long
+call 86 MiB / 9.5 s, short commands (`echo a; true` lines) 277 MiB / 8.8 s — they grew
+quadratically in the shell reader until it searched the file for `\\ ` once instead of once per
+command: 0.5 MiB took 243 s, 1 MiB did not finish in 25 minutes (bench/read_scaling.py prints
+the reader's growth per doubling of input); many calls 89 MiB / 2.4 s (refused at the 257th
+trainer call); comments 29 MiB / 0.7 s; a value at the caps 67 MiB / 2.2 s; escaped blanks
+(`a\\ b` words, the most objects per byte) 364 MiB / 13.1 s, the highest peak. The inputs are
 generated here; nothing is downloaded.
 """
 
@@ -75,11 +76,12 @@ def _comments() -> Iterator[str]:
 
 def _values_at_the_cap() -> Iterator[str]:
     # A value doubled to the reader's cap (4,096 parts), copied as often as the work budget
-    # allows (generator.shell.model.WORK_LIMIT), the rest comments: the most parts held at once.
+    # allows (generator.shell.model.WORK_LIMIT: 60 copies of 4,096 parts, with the doubling,
+    # stay under its 300,000 units), the rest comments: the most parts held at once.
     yield "x=a\n"
     for _ in range(12):
         yield 'x="$x$x"\n'
-    for n in range(200):
+    for n in range(60):
         yield f"y{n}=$x\n"
     yield from _comments()
 

@@ -5,6 +5,8 @@
 
 Families: classic (generated bash, damaged the way files get damaged) and the hostile ones of
 tests/fuzz/hostile.py (nesting, huge, yaml, model, control, crlf, growth); all by default, equally likely.
+Families with few distinct inputs (nesting 50, yaml 15, huge 13) each run every input once:
+hypothesis does not run an input it has already run.
 --small keeps the hostile sizes the test tiers use; --max-seconds stops generating after S seconds.
 Prints how many inputs of each family ran, how long it took, the most CPU one input took (the
 bound is tests/fuzz/harness.py's CPU_LIMIT), and every distinct failure with its smallest input.

@@ -85,12 +85,18 @@ def build(shape: str, size: int) -> bytes:
 
 
 def cpu_seconds(data: bytes, repeat: int) -> float:
+    """The fastest of `repeat` reads. A read the reader refuses (more than 256 trainer calls,
+    past the work budget) counts too: the time to refuse is what a caller waits."""
+    from generator.errors import InputError
     from generator.shell import read_script
 
     best = float("inf")
     for _ in range(repeat):
         start = time.process_time()
-        read_script(data, "scaling.sh")
+        try:
+            read_script(data, "scaling.sh")
+        except InputError:
+            pass
         best = min(best, time.process_time() - start)
     return best
 
