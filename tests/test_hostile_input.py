@@ -415,6 +415,9 @@ GROWING = {
     "array doubled": "a=(x)\n" + 'a=("${a[@]}" "${a[@]}")\n' * 40 + f'{MAIN} "${{a[@]}}"\n',
     "array appended to itself": "a=()\n" + 'a+=("${a[@]}" "${a[@]}" x)\n' * 40 + f'{MAIN} trainer.project_name="${{a[*]}}"\n',
     "positional doubled": "set -- a\n" + 'set -- "$@" "$@"\n' * 40 + f'{MAIN} trainer.project_name="$*"\n',
+    # not exponential, but each line copied the whole list: quadratic, minutes at 1 MiB
+    "array appended line after line": "a=()\n" + "a+=(x)\n" * 140_000 + f'{MAIN} "${{a[@]}}"\n',
+    "string appended line after line": "s=\n" + "s+=x\n" * 190_000 + f"{MAIN} trainer.project_name=$s\n",
     "digits doubled then arithmetic": "x=9\n" + 'x="$x$x"\n' * 25 + f"{MAIN} trainer.nnodes=$((x*x))\n",
     "many stars on a long value": "x=" + "a" * 3000 + "\ncase $x in\n  *a*a*a*a*a*a*a*a*b) N=1;;\nesac\n"
                                   + "if [[ $x == *a*a*a*a*a*a*a*c ]]; then N=2; fi\ny=${x%%a*a*a*a*b}\n"

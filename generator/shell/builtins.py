@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, cast
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
-from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown, oversized
+from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown, size_of, too_large
 from generator.shell.parse import parse_bytes
 from generator.shell.words import Expander, ExpansionHost
 
@@ -56,7 +56,9 @@ class Builtins(EvaluatorParts):
 
     def _b_set(self, args: list[Field], flow: Flow) -> None:
         if args and args[0].text == "--":
-            if oversized([p for f in args[1:] for p in f.pieces]):  # `set -- "$@" "$@"` over and over
+            parts, chars = size_of(p for f in args[1:] for p in f.pieces)
+            self.work.charge(parts, chars)
+            if too_large(parts, chars):  # `set -- "$@" "$@"` over and over
                 self.state.args, self.state.args_label = [], "`set --` (too many to follow)"
                 return
             self.state.args = [list(f.pieces) for f in args[1:]]

@@ -7,7 +7,7 @@ and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Iterable
 
 if TYPE_CHECKING:
     from tree_sitter import Node
@@ -99,7 +99,7 @@ MAX_VALUE_PARTS = 4096
 TOO_LARGE = (f"the value grows past {MAX_VALUE_CHARS // 1024} KiB or {MAX_VALUE_PARTS} parts "
              "(built by repetition); not followed")
 # Units of expansion work (a part copied; 64 characters of text handled) one script may cost,
-# about 1 s of CPU at worst. The costliest of the 585 corpus scripts needs 1,247; 1 MiB of
+# about 1 s of CPU at worst. The costliest of the 585 corpus scripts needs 1,428; 1 MiB of
 # references to a value at the caps above would need 10^9 (hours): reading stops with
 # TooMuchWork instead.
 WORK_LIMIT = 300_000
@@ -123,9 +123,18 @@ class Work:
             raise TooMuchWork
 
 
-def oversized(pieces: list[Piece]) -> bool:
+def size_of(pieces: Iterable[Piece]) -> tuple[int, int]:
+    """(parts, characters) of a value's pieces: what storing it costs, and what the caps measure."""
+    parts = chars = 0
+    for piece in pieces:
+        parts += 1
+        chars += len(piece.text)
+    return parts, chars
+
+
+def too_large(parts: int, chars: int) -> bool:
     """More parts or characters than one value may hold (MAX_VALUE_*)."""
-    return len(pieces) > MAX_VALUE_PARTS or sum(len(p.text) for p in pieces) > MAX_VALUE_CHARS
+    return parts > MAX_VALUE_PARTS or chars > MAX_VALUE_CHARS
 
 
 @dataclass(slots=True)
@@ -152,12 +161,15 @@ class Var:
     env_default: bool = False
 
 
-def var_oversized(var: Var) -> bool:
+def var_size(var: Var) -> tuple[int, int]:
+    """(parts, characters) of a variable's value; an array's parts are its elements or their
+    pieces, whichever are more."""
     if var.pieces is not None:
-        return oversized(var.pieces)
+        return size_of(var.pieces)
     if var.elems is not None:
-        return len(var.elems) > MAX_VALUE_PARTS or oversized([p for e in var.elems for p in e.pieces])
-    return False
+        parts, chars = size_of(p for e in var.elems for p in e.pieces)
+        return max(parts, len(var.elems)), chars
+    return 0, 0
 
 
 def pieces_text(pieces: list[Piece]) -> str:

@@ -10,7 +10,7 @@ from generator.launch import unknown_marker
 from generator.shell import arith
 from generator.shell.context import ASSIGN, EvaluatorParts, Flow, merged_ranges
 from generator.shell.model import (BREAK, TOO_LARGE, Elem, Field, Group, Piece, State, Var, as_text, has_unknown,
-                                   pieces_text, var_oversized)
+                                   pieces_text, too_large, var_size)
 from generator.shell.scan import WordError
 from generator.shell.words import def_group
 
@@ -238,7 +238,10 @@ class Scope(EvaluatorParts):
             self._arith_depth -= 1
 
     def _set(self, name: str, var: Var) -> None:
-        if var_oversized(var) or (var.pieces and all(p.unknown == TOO_LARGE for p in var.pieces)):
+        # Storing a value costs its size (`a+=(x)` line after line copies an ever longer list).
+        parts, chars = var_size(var)
+        self.work.charge(parts, chars)
+        if too_large(parts, chars) or (var.pieces and all(p.unknown == TOO_LARGE for p in var.pieces)):
             # (the second: `x=$x$x` on a value already too large stays one unknown, not two)
             var = Var(unknown=TOO_LARGE, label="too-large", exported=var.exported)
         old = self.state.vars.get(name)
