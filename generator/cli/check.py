@@ -8,7 +8,7 @@ checked even when an earlier one was bad.
 from __future__ import annotations
 
 import sys
-from typing import TYPE_CHECKING, Any, List, NoReturn, Optional
+from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
@@ -200,7 +200,7 @@ def register(app: typer.Typer) -> None:
             files = expand_paths(files)
         except InputError as err:
             _fail(str(err), "json" if fmt == "json" else "text")
-        charted: list[Any] = []  # --chart: one section per call with a memory prediction
+        charted: list[ChartSection] = []  # --chart: one section per call with a memory prediction
         for path in files:
             done = explain_file(path, verl_version=verl_version, config_dir=config_dir, env=env_map, args=list(arg),
                                 memory=memory_args, gpu_named=gpu is not None or gpu_mem is not None, model=model,

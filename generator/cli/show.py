@@ -37,6 +37,7 @@ def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
 
 def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:
     """One dict per path; a file that cannot be read gets a one-line `error` instead."""
+    from generator.inputs import without_path
     from generator.report.show import error_dict, script_dict
 
     out = []
@@ -44,9 +45,7 @@ def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict
         try:
             out.append(script_dict(path, _read(path, env, args)))
         except InputError as err:
-            message = str(err)
-            prefix = f"{path}: "
-            out.append(error_dict(path, message.removeprefix(prefix)))
+            out.append(error_dict(path, without_path(str(err), path)))
         except Exception as err:  # noqa: BLE001 - one bad file must not hide the others
             text = " ".join(str(err).split())[:200]
             out.append(error_dict(path, f"internal error while reading ({type(err).__name__}: {text})"))

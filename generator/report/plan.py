@@ -6,6 +6,7 @@ Pure functions of a Plan (generator.plan); the CLI chooses the stream.
 from __future__ import annotations
 
 import textwrap
+from dataclasses import asdict
 from typing import TYPE_CHECKING, Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
@@ -53,10 +54,8 @@ def score_dict(score: StepTime | None) -> dict[str, float] | None:
     """The estimated step time by part (seconds, 2 decimals); None for a layout not sized."""
     if score is None:
         return None
-    return {"total_s": round(score.total_s, 2), "rollout_s": round(score.rollout_s, 2),
-            "log_prob_s": round(score.log_prob_s, 2), "update_s": round(score.update_s, 2),
-            "offload_s": round(score.offload_s, 2), "bubble_s": round(score.bubble_s, 2),
-            "weight_sync_s": round(score.weight_sync_s, 2)}
+    parts = {name: round(seconds, 2) for name, seconds in asdict(score).items()}
+    return {"total_s": round(score.total_s, 2), **parts}
 
 
 def score_items(score: StepTime) -> list[str]:
@@ -80,8 +79,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
 
 
 def _rank_reason(plan: Plan, index: int) -> str | None:
-    reasons = getattr(plan, "rank_reasons", [])
-    return reasons[index] if index < len(reasons) else None
+    return plan.rank_reasons[index] if index < len(plan.rank_reasons) else None
 
 
 def _offload_text(c: Candidate) -> str:
