@@ -17,8 +17,8 @@ from generator.launch import unknown_marker
 from generator.shell import arith, patterns
 from generator.shell.braces import brace_words
 from generator.shell.fields import split_fields
-from generator.shell.model import (MAX_VALUE_CHARS, MAX_VALUE_PARTS, TOO_LARGE, Field, Group, Piece, Var, Work,
-                                    has_unknown, label_text, pieces_text)
+from generator.shell.model import (TOO_LARGE, Field, Group, Piece, Var, Work, has_unknown, label_text, pieces_text,
+                                    size_of, too_large)
 from generator.shell.scan import WordError, find_backtick, find_close_quote, find_dollar_close, split_words
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -112,7 +112,7 @@ class Expander:
                 before = len(out)
                 i = self._double_quoted(i, b, dq, out, qa, qb)
                 grown += self._charge(out, before)
-                if len(out) > MAX_VALUE_PARTS or grown > MAX_VALUE_CHARS:
+                if too_large(len(out), grown):
                     return [self._too_large(a, b, dq)]
                 continue
             if c == "`":
@@ -124,7 +124,7 @@ class Expander:
                 before = len(out)
                 i = self._dollar(i, b, dq, out, qa, qb)
                 grown += self._charge(out, before)
-                if len(out) > MAX_VALUE_PARTS or grown > MAX_VALUE_CHARS:
+                if too_large(len(out), grown):
                     return [self._too_large(a, b, dq)]
                 continue
             out.append(Piece(c, i, i + 1, True, quote, qa, qb, self.path))  # pragma: no cover
@@ -133,9 +133,8 @@ class Expander:
 
     def _charge(self, out: list[Piece], before: int) -> int:
         """Charge what an expansion added to `out` to the script's work; its characters."""
-        added = out[before:]
-        chars = sum(len(p.text) for p in added)
-        self.host.work.charge(len(added), chars)
+        parts, chars = size_of(out[before:])
+        self.host.work.charge(parts, chars)
         return chars
 
     def _too_large(self, a: int, b: int, dq: bool) -> Piece:
