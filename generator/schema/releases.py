@@ -27,6 +27,13 @@ SNAPSHOTS: dict[str, str] = {
     # trees ship that verl); verl-recipe HEAD targets a newer verl than any packaged release.
     "verl-recipe@21892b9": HEAD_SCHEMA,
     "verl-recipe@48ea0a7": HEAD_SCHEMA,
+    "v0.7.1": "0.7.1",
+    "v0.8.0": "0.8.0",
+    "v0.9.0": "0.9.0",
+    # verl main of 2026-08-22 (0.10.0.dev) and the verl-recipe commit it pins: judged against the
+    # newest packaged release until a schema of that commit is packaged.
+    "HEAD-2608": "0.9.1",
+    "verl-recipe@e7f8895": "0.9.1",
 }
 
 
