@@ -24,8 +24,11 @@ UNKNOWN_CLOSE = ">"
 
 
 def unknown_marker(label: str) -> str:
-    """The placeholder written into value text for an unknown piece, e.g. `<?unset:HOME>`."""
-    return f"{UNKNOWN_OPEN}{label}{UNKNOWN_CLOSE}"
+    """The placeholder written into value text for an unknown piece, e.g. `<?unset:HOME>`.
+
+    A `>` inside the label (`$(cd .. >/dev/null 2>&1; pwd)`) would end the marker early, and the
+    rest of the label would read as the value's own text: it is written as `_` instead."""
+    return f"{UNKNOWN_OPEN}{label.replace(UNKNOWN_CLOSE, '_')}{UNKNOWN_CLOSE}"
 
 
 @dataclass(frozen=True, slots=True)

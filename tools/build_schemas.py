@@ -9,12 +9,15 @@
 
 For each release it downloads the published wheel (`pip download verl==X --no-deps`), reads
 `verl/trainer/config/_generated_ppo{,_megatron}_trainer.yaml` when the wheel ships them, and
-otherwise composes `ppo{,_megatron}_trainer.yaml` with a defaults-list merge
-(generator.schema.compose). The output is one JSON per schema id:
+composes `ppo{,_megatron}_trainer.yaml` with real Hydra (hydra.compose, as verl's @hydra.main does;
+the _generated files, or generator.schema.compose, only when Hydra cannot compose the tree), and
+records what every config-group selection changes (tools/schema_groups.py). The output is one JSON
+per schema id:
 
     {"format": 1, "version": "0.7.0", "source": "...",
      "configs": {"ppo_trainer": {dotted_key: default, ...}, "ppo_megatron_trainer": {...}},
-     "mandatory": {"ppo_trainer": [...], ...}}
+     "mandatory": {"ppo_trainer": [...], ...},
+     "groups": {"ppo_trainer": {"choices": ..., "appends": ..., "dirs": [...]}, ...}}
 
 Interpolations (`${oc.select:...}`) are kept verbatim; `???` values are listed as mandatory
 (and kept as "???" in the defaults). Nothing here is imported at run time.
@@ -53,20 +56,47 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
-def schema_document(version: str, source: str, trees: dict[str, dict[str, Any]]) -> dict[str, Any]:
+def schema_document(version: str, source: str, trees: dict[str, dict[str, Any]],
+                    groups: dict[str, Any] | None = None) -> dict[str, Any]:
     configs: dict[str, dict[str, Any]] = {}
     mandatory: dict[str, list[str]] = {}
     for name, tree in trees.items():
         flat = flatten(tree)
         configs[name] = {k: _jsonable(v) for k, v in sorted(flat.items())}
         mandatory[name] = sorted(k for k, v in flat.items() if v == "???")
-    return {"format": 1, "version": version, "source": source, "configs": configs, "mandatory": mandatory}
+    doc = {"format": 1, "version": version, "source": source, "configs": configs, "mandatory": mandatory}
+    if groups:
+        doc["groups"] = _jsonable(groups)
+    return doc
+
+
+def groups_from_dir(config_dir: Path, names: list[str]) -> dict[str, Any]:
+    """Each config's group selections, composed with Hydra; {} for a tree Hydra cannot compose."""
+    from tools.schema_groups import group_document
+
+    out: dict[str, Any] = {}
+    for name in names:
+        try:
+            out[name] = group_document(config_dir, name)
+        except Exception as exc:  # noqa: BLE001 - an old tree Hydra refuses still gets its keys
+            print(f"note: {name}: no group selections ({type(exc).__name__}: {exc})", file=sys.stderr)
+    return out
 
 
 def trees_from_dir(config_dir: Path) -> dict[str, dict[str, Any]]:
+    from tools.schema_groups import hydra_tree
+
     trees = {}
     for name in CONFIG_NAMES:
         generated = config_dir / f"_generated_{name}.yaml"
+        if not (config_dir / f"{name}.yaml").is_file():
+            continue
+        try:
+            trees[name] = hydra_tree(config_dir, name)
+            continue
+        except Exception as exc:  # noqa: BLE001 - fall back to verl's own flattened print
+            print(f"note: {name}: Hydra cannot compose it ({type(exc).__name__}); using the YAML merge",
+                  file=sys.stderr)
         if generated.is_file():
             trees[name] = load_yaml_text(generated.read_text(encoding="utf-8")) or {}
         elif (config_dir / f"{name}.yaml").is_file():
@@ -118,7 +148,9 @@ def main(argv: list[str] | None = None) -> int:
     if args.from_dir:
         if not args.id:
             parser.error("--from-dir needs --id")
-        doc = schema_document(args.id, args.source or str(args.from_dir), trees_from_dir(args.from_dir))
+        trees = trees_from_dir(args.from_dir)
+        doc = schema_document(args.id, args.source or str(args.from_dir), trees,
+                              groups_from_dir(args.from_dir, list(trees)))
         print(write(doc, args.out))
         return 0
 
@@ -129,7 +161,8 @@ def main(argv: list[str] | None = None) -> int:
             wheel = download_wheel(version, wheel_dir)
             scratch = Path(tmp) / f"x-{version}"
             trees = trees_from_wheel(wheel, scratch)
-            doc = schema_document(version, f"verl {version} wheel ({wheel.name})", trees)
+            doc = schema_document(version, f"verl {version} wheel ({wheel.name})", trees,
+                                  groups_from_dir(scratch / PREFIX, list(trees)))
             path = write(doc, args.out)
             sizes = ", ".join(f"{k}: {len(v)} keys" for k, v in doc["configs"].items())
             print(f"{path.relative_to(REPO) if path.is_relative_to(REPO) else path}  ({sizes})")

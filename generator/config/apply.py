@@ -32,6 +32,7 @@ from generator.config.interp import Resolver, Unresolvable, has_interpolation
 from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Override
 from generator.schema.core import inner_nodes
+from generator.schema.groups import GroupSelections
 from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
 
 
@@ -88,8 +89,12 @@ class _Composition:
     strict=False: the defaults only stand in for a config we could not read, so a key they lack
     is set without an issue (and `~` on it is ignored)."""
 
-    def __init__(self, defaults: dict[str, Any], nodes: Iterable[str], config: Config, strict: bool) -> None:
+    def __init__(self, defaults: dict[str, Any], nodes: Iterable[str], config: Config, strict: bool,
+                 selections: GroupSelections | None = None) -> None:
         self.defaults = defaults
+        # Group selections (`model_engine=megatron`) were composed into the defaults before any
+        # value override, as Hydra does; each one only records which keys it chose.
+        self.selected = selections.consumed if selections is not None else {}
         self.flat = FlatConfig(dict(defaults), nodes)
         self.config = config
         self.version = config.version
@@ -102,6 +107,10 @@ class _Composition:
         self.config.key_issues.append(KeyIssue(override, kind, detail, suggestion))
 
     def apply(self, override: Override) -> None:
+        if id(override) in self.selected:
+            for leaf in self.selected[id(override)]:
+                self.config.set_by[leaf] = override
+            return
         parsed = parse(override)
         if parsed.error is not None:
             self._refuse(override, "grammar", parsed.error)
@@ -250,13 +259,25 @@ def apply_overrides(
     entry: str = PPO_ENTRY,
     passes_args: bool = False,
     strict: bool = True,
+    selections: GroupSelections | None = None,
 ) -> Config:
     """Compose `defaults` (flat) with `overrides` in order; resolve interpolations.
 
     strict=False: `defaults` only stand in for a config we could not read, so a key they lack
-    is set without an issue (and `~` on it is ignored); the rest of the checks still apply."""
+    is set without an issue (and `~` on it is ignored); the rest of the checks still apply.
+    selections: the call's config-group selections already composed into `defaults`
+    (generator.schema.groups.select_groups); their overrides are not applied again, and what
+    Hydra refuses among them becomes a key issue."""
     config = Config(version=version, schema=config_name, entry=entry, passes_args=passes_args)
-    composition = _Composition(defaults, nodes if nodes is not None else inner_nodes(defaults), config, strict)
+    config.defaults = defaults
+    if selections is not None:
+        config.groups = dict(selections.chosen)
+        config.notes.extend(selections.notes)
+        for refusal in selections.refusals:
+            kind = "plus-on-existing" if refusal.override.op == "+" and "append" in refusal.detail else "unknown-key"
+            config.key_issues.append(KeyIssue(refusal.override, kind, f"config group selection: {refusal.detail}"))
+    composition = _Composition(defaults, nodes if nodes is not None else inner_nodes(defaults), config, strict,
+                               selections)
     for override in overrides:
         composition.apply(override)
     return composition.finish()

@@ -11,7 +11,8 @@ from typing import Any
 from generator.config.apply import apply_overrides
 from generator.config.locate import find_config_dir, relative_config_path_status, strip_yaml
 from generator.config.types import Config
-from generator.launch import UNKNOWN_OPEN, Invocation
+from generator.launch import UNKNOWN_OPEN, Invocation, Override
+from generator.schema.groups import GroupSelections, select_groups, select_groups_in_dir
 from generator.verl import PPO_CONFIG, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
 
 
@@ -90,6 +91,7 @@ def build_config(
 
     defaults: dict[str, Any] | None = None
     nodes = None
+    selections: GroupSelections | None = None
     schema_name = name or PPO_CONFIG
     strict = True
     directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir) if name else None
@@ -102,17 +104,24 @@ def build_config(
     elif directory is None and name in PPO_CONFIGS and name in schema.configs:
         defaults = schema.configs[name]
         nodes = schema.nodes(name)
+        selections = _selections(schema, name, defaults, list(invocation.overrides))
     elif name is not None:
         if directory is not None:
             try:
-                defaults, _base = _compose_recipe(directory, name, version)
+                defaults, base = _compose_recipe(directory, name, version)
                 composed_from = directory
+                selections = _recipe_selections(schema, base, defaults, list(invocation.overrides))
             except (ComposeError, OSError, ValueError) as err:
                 notes.append(f"config {name}: {' '.join(str(err).split())}")
         else:
             notes.append(f"config {name} was not found next to the script")
     elif raw_name is None:
         notes.append(f"{invocation.entry}: its default config is not known")
+    if selections is not None:
+        if any(selections.consumed.values()) and defaults is not None:
+            defaults, nodes = selections.defaults, None
+        if not selections.exact:
+            strict = False
     if defaults is None:
         strict = False
         fallback_name = ppo_config_for(name)
@@ -130,6 +139,7 @@ def build_config(
         entry=invocation.entry,
         passes_args=invocation.passes_args,
         strict=strict,
+        selections=selections,
     )
     config.notes[:0] = notes
     config.approximate = not strict
@@ -138,6 +148,36 @@ def build_config(
     if status is not None:
         config.relative_config_path = (invocation.config_path or "", *status)
     return config
+
+
+def _selections(schema: Any, name: str, defaults: dict[str, Any], overrides: list[Override]) -> GroupSelections:
+    """The call's config-group selections on verl's PPO config `name`: from the packaged record
+    of the release, or composed again from the config folder a run-time schema was read from."""
+    if schema.config_dir is not None:
+        return select_groups_in_dir(schema.config_dir, name, defaults, overrides)
+    return select_groups(schema.groups_of(name), defaults, overrides)
+
+
+def _recipe_selections(schema: Any, base: str, composed: dict[str, Any],
+                       overrides: list[Override]) -> GroupSelections | None:
+    """Group selections on a call of a recipe config built on verl's PPO config `base`: the
+    selection's keys replace the PPO defaults, except where the recipe's own YAML set a key
+    (its `_self_` merges after the groups of the config it builds on)."""
+    if base not in schema.configs:
+        return None
+    ppo = schema.configs[base]
+    selections = _selections(schema, base, ppo, overrides)
+    if not any(selections.consumed.values()):
+        return selections
+    merged = dict(selections.defaults)
+    for key, value in composed.items():
+        if key not in ppo or ppo[key] != value:
+            merged[key] = value  # the recipe's own value (or a key the PPO config lacks)
+    for key in ppo:
+        if key not in composed and key in merged and merged[key] == ppo[key]:
+            merged.pop(key)  # the recipe deleted it
+    selections.defaults = merged
+    return selections
 
 
 def _own_config_dir(invocation: Invocation, name: str, script_dir: str | None, config_root: str | None,

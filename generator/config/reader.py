@@ -172,8 +172,11 @@ class ConfigReader:
 
     @property
     def new_engine(self) -> Bool:
-        """trainer.use_legacy_worker_impl=disable selects engine_workers.py (§1.8)."""
-        return self.str("trainer.use_legacy_worker_impl") == "disable"
+        """Whether engine_workers.py runs: always from 0.8.0 (the legacy workers are gone), before
+        that when trainer.use_legacy_worker_impl=disable (§1.8; generator.release_semantics)."""
+        from generator.release_semantics import semantics
+
+        return semantics(self.config.version).engine_active(self.str("trainer.use_legacy_worker_impl"))
 
     @property
     def auto_padding(self) -> Bool:

@@ -76,6 +76,11 @@ class Config:
     # The folder the call's own config was composed from (its --config-path or @hydra.main
     # folder), when it was not the release's PPO config.
     config_dir: str | None = None
+    # The flat defaults the overrides were applied to: the config composed with the call's
+    # config-group selections (`model_engine=megatron`); `groups` names them (override key ->
+    # option). None when built without a schema config.
+    defaults: dict[str, Any] | None = None
+    groups: dict[str, str] = field(default_factory=dict)
 
     def get(self, key: str, default: Any = None) -> Any:
         return self.values.get(key, default)

@@ -140,10 +140,14 @@ def _existing(ctx: Context) -> frozenset[str] | None:
     """Leaves and inner nodes of the call's config before any override (None: not known)."""
     from generator.schema import load
 
-    try:
-        defaults = load(ctx.config.version).configs.get(ctx.config.schema)
-    except Exception:  # an unknown schema id: fall back to what the overrides tell
-        return None
+    # The config the overrides were applied to: with the call's group selections composed in
+    # (`model_engine=megatron` makes actor.megatron a field, not an added key).
+    defaults = ctx.config.defaults
+    if defaults is None:
+        try:
+            defaults = load(ctx.config.version).configs.get(ctx.config.schema)
+        except Exception:  # an unknown schema id: fall back to what the overrides tell
+            return None
     if defaults is None:
         return None
     found: set[str] = set()

@@ -5,6 +5,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.edits import KeyEdit
+from generator.release_semantics import semantics
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF
@@ -111,7 +112,9 @@ def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
                           key=key, fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 
-@rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", None),
+# From 0.8.0 the engine's TrainingWorker runs every critic backend (verl/trainer/main_ppo.py@v0.8.0
+# add_critic_worker), so the refusal is 0.7.x's alone.
+@rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", "0.7.1"),
       verl_ref="B6", backends=_MEG)
 def engine_critic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
@@ -126,7 +129,9 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "use_mbridge"
     if view.new_engine and view.bool(key) is False:
-        yield ctx_finding(engine_mbridge, view, (key,), "use_legacy_worker_impl=disable needs use_mbridge=True",
+        engine = ("the engine workers (the only workers from verl 0.8.0)" if semantics(view.version).engine_workers_only
+                  else "use_legacy_worker_impl=disable")
+        yield ctx_finding(engine_mbridge, view, (key,), f"{engine} need use_mbridge=True",
                           fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))
 
 

@@ -6,6 +6,14 @@ use: `group@package: option`, relative groups (`../optim@optim: megatron`), conf
 (`- actor`, `- ppo_megatron_trainer`), `_self_` (implicitly last), `optional`/`override`
 prefixes, and `null` options. It does not run Hydra (that costs ~250 ms per call).
 
+Group selections as Hydra makes them (`compose(dir, name, choices={"model_engine": "megatron"})`):
+a choice replaces the option of the defaults entry with that override key (`model_engine`,
+`actor@actor_rollout_ref.actor`) wherever it is in the tree; an `override group: option` entry
+does the same for the config that lists it (`ppo_megatron_trainer.yaml` since 0.8.0); options
+interpolated from other groups (`${model_engine}_actor`) follow the choices; `+group` keys
+append `group/option` at the end of the primary config. A choice nothing in the tree takes,
+or an option with no file, raises ComposeError with Hydra's words.
+
 Values stay nested dicts here; `flatten` turns them into the dotted form the schema uses.
 
 Bounded: one composition loads at most MAX_LOADS config files (a defaults list that fans out,
@@ -16,6 +24,7 @@ an InputError (one line, exit 2), as for a YAML file that is too large or an ali
 from __future__ import annotations
 
 import copy
+import re
 from pathlib import Path
 from typing import Any, Callable
 
@@ -32,6 +41,37 @@ Fallback = Callable[[str], "dict[str, Any] | None"]
 
 class ComposeError(Exception):
     pass
+
+
+_INTERPOLATION = re.compile(r"\$\{([A-Za-z_][\w/.-]*)\}")
+
+
+class _Choices:
+    """The group selections of one composition: the caller's (which win, as Hydra's command line
+    does), then each `override` entry met on the way down; and which of them the tree took."""
+
+    def __init__(self, given: dict[str, str] | None) -> None:
+        self.given = dict(given or {})
+        self.chosen: dict[str, str | None] = {}  # override key -> option, as composed
+        self.used: set[str] = set()
+        self.caller: set[str] = set(self.given)  # the caller's own keys (the rest are `override` entries)
+
+    def option_for(self, key: str, written: str | None, local: dict[str, str]) -> str | None:
+        if key in self.given:
+            self.used.add(key)
+            return self.given[key]
+        return local.get(key, written)
+
+    def below(self, local: dict[str, str]) -> _Choices:
+        """The choices for the configs a defaults list includes: its own `override` entries under
+        the caller's. Records go to the same place."""
+        if not local:
+            return self
+        child = _Choices(None)
+        child.given = {**local, **self.given}
+        child.chosen, child.used = self.chosen, self.used
+        child.caller = self.caller
+        return child
 
 
 class _Budget:
@@ -122,11 +162,36 @@ def _norm_group(current_group: str, written: str) -> str:
     return "/".join(parts)
 
 
-def compose(config_dir: str | Path, config_name: str, fallback: Fallback | None = None) -> dict[str, Any]:
-    """The nested config Hydra would compose for `config_name` in `config_dir` (no overrides)."""
+def compose(config_dir: str | Path, config_name: str, fallback: Fallback | None = None,
+            choices: dict[str, str] | None = None) -> dict[str, Any]:
+    """The nested config Hydra would compose for `config_name` in `config_dir` with the group
+    selections `choices` (override key -> option; a key starting with '+' appends a group)."""
     root = Path(config_dir)
     name = config_name[:-5] if config_name.endswith(".yaml") else config_name
-    return _load(root, "", name, "", fallback, _Budget(root), depth=0, primary=True)
+    selections = _Choices({k: v for k, v in (choices or {}).items() if not k.startswith("+")})
+    tree = _load(root, "", name, "", fallback, _Budget(root), depth=0, primary=True, choices=selections)
+    for key, option in (choices or {}).items():
+        if not key.startswith("+"):
+            continue
+        group = key[1:].partition("@")[0]
+        package = key.partition("@")[2] or group.replace("/", ".")
+        if _find(root, group, option) is None:
+            raise ComposeError(f"Could not find '{group}/{option}'")
+        merge(tree, _load(root, group, option, package, None, _Budget(root), depth=1))
+    unused = sorted(selections.caller - selections.used)
+    if unused:
+        raise ComposeError(f"Could not override '{unused[0]}'. No match in the defaults list.")
+    return tree
+
+
+def selections(config_dir: str | Path, config_name: str, choices: dict[str, str] | None = None
+               ) -> dict[str, str | None]:
+    """override key -> option of every group entry in the composed tree."""
+    root = Path(config_dir)
+    name = config_name[:-5] if config_name.endswith(".yaml") else config_name
+    found = _Choices(choices)
+    _load(root, "", name, "", None, _Budget(root), depth=0, primary=True, choices=found)
+    return found.chosen
 
 
 def _find(root: Path, group: str, name: str) -> Path | None:
@@ -145,6 +210,7 @@ def _load(
     budget: _Budget,
     depth: int,
     primary: bool = False,
+    choices: _Choices | None = None,
 ) -> dict[str, Any]:
     if depth > 20:
         raise ComposeError(f"defaults list nests too deeply at {group}/{name}")
@@ -162,6 +228,19 @@ def _load(
     data.pop("hydra", None) if primary else None
     if "_self_" not in defaults:
         defaults = [*defaults, "_self_"]
+    choices = choices if choices is not None else _Choices(None)
+    # `override group: option` entries choose for the configs this one includes (Hydra applies
+    # them to the whole subtree); the caller's choices still win.
+    local: dict[str, str] = {}
+    for entry in defaults:
+        if isinstance(entry, dict) and len(entry) == 1:
+            (head, option), = entry.items()
+            words = str(head).split()
+            if "override" in words[:-1] and option is not None:
+                local[_override_key(group, words[-1], package)] = str(option)
+    choices = choices.below(local)
+    # The option each group of this list ends up with, for `${group}` in other entries.
+    picked: dict[str, str] = {}
     result: dict[str, Any] = {}
     for entry in defaults:
         if entry == "_self_":
@@ -175,16 +254,71 @@ def _load(
         elif isinstance(entry, dict) and len(entry) == 1:
             (head, option), = entry.items()
             words = str(head).split()
+            if "override" in words[:-1]:
+                continue  # taken above: it changes the option of an entry of an included config
             optional = "optional" in words[:-1]
             written, _, pkg = words[-1].partition("@")
+            key = _override_key(group, words[-1], package)
+            option = choices.option_for(key, None if option is None else str(option), local)
+            if isinstance(option, str) and "${" in option:
+                option = _INTERPOLATION.sub(lambda m: picked.get(m.group(1), m.group(0)), option)
+                if "${" in option:
+                    raise ComposeError(f"cannot resolve the defaults entry {head}: {option}")
+            choices.chosen[key] = option
             if option is None:
                 continue
+            picked[written] = str(option)
             target_group = _norm_group(group, written)
             target_name = str(option)
             child_package = _join_package(package, pkg if pkg else written.replace("/", "."))
+            option_file = _find(root, target_group, target_name)
+            if not optional and option_file is None:
+                raise ComposeError(f"Could not find '{target_group}/{target_name}'")
+            header = _package_header(option_file) if option_file is not None and not pkg else None
+            if header is not None:
+                child_package = header
         else:
             raise ComposeError(f"unsupported defaults entry {entry!r} in {path}")
         if optional and _find(root, target_group, target_name) is None:
             continue
-        merge(result, _load(root, target_group, target_name, child_package, fallback, budget, depth + 1))
+        merge(result, _load(root, target_group, target_name, child_package, fallback, budget, depth + 1,
+                            choices=choices))
     return result
+
+
+_PACKAGE_HEADER = re.compile(r"#\s*@package\s+(\S+)")
+
+
+def _package_header(path: Path) -> str | None:
+    """The absolute package a `# @package X` line at the top of the file asks for (`_global_` ->
+    the root), or None."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as handle:
+            head = handle.read(2048)
+    except OSError:
+        return None
+    for line in head.splitlines():
+        text = line.strip()
+        if not text:
+            continue
+        if not text.startswith("#"):
+            return None
+        found = _PACKAGE_HEADER.match(text)
+        if found:
+            value = found.group(1)
+            return _join_package("", value) if value.startswith("_global_") else value
+    return None
+
+
+def _override_key(group: str, written: str, package: str) -> str:
+    """The key a command line names a defaults entry by, as Hydra forms it (get_override_key):
+    the group path as written (under the listing config's group), and `@` the absolute package
+    when the entry moves it from the default one (`actor@actor_rollout_ref.actor`; `critic@critic`
+    is just `critic`)."""
+    path, _, pkg = written.partition("@")
+    full = f"{group}/{path}" if group else path
+    if not pkg:
+        return full
+    final = _join_package(package, pkg)
+    default = _join_package(package, path.replace("/", "."))
+    return full if final == default else f"{full}@{final}"

@@ -58,6 +58,16 @@ class Schema:
     source: str
     configs: dict[str, dict[str, Any]]
     mandatory_by_config: dict[str, list[str]] = field(default_factory=dict)
+    # Per config: what each Hydra config-group selection changes (tools/schema_groups.py builds
+    # it; generator.schema.groups replays it). Empty for a folder read at run time.
+    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    # The config folder a schema read at run time comes from: its group selections are composed
+    # from it (generator.schema.groups.select_groups_in_dir). None for a packaged schema.
+    config_dir: Path | None = None
+
+    def groups_of(self, config_name: str) -> dict[str, Any]:
+        """The config's group selections ({} when not recorded)."""
+        return self.groups.get(config_name, {})
 
     def config_names(self) -> list[str]:
         return list(self.configs)
@@ -184,7 +194,7 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     if not configs:
         raise UnreadableConfig(f"no verl PPO config found in {config_dir}")
     mandatory = {n: sorted(k for k, v in c.items() if v == MANDATORY) for n, c in configs.items()}
-    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
+    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, config_dir=config_dir)
 
 
 def load(version: str) -> Schema:
@@ -205,6 +215,7 @@ def load(version: str) -> Schema:
             raise InputError(f"packaged schema {path.name} is unreadable: {err}") from None
         configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
                    for name, values in doc["configs"].items()}
-        schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}))
+        groups = {name: _restore(entry) for name, entry in doc.get("groups", {}).items()}
+        schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}), groups)
     _CACHE[key] = schema
     return schema

@@ -15,6 +15,9 @@ from generator.versions import parse
 # differs from both, so it is packaged as its own schema id; parse() reads it as 0.7.0, so
 # version-gated rules treat it as 0.7.0.
 HEAD_SCHEMA = "0.7.0+b178a3c"
+# verl main at 1dda039 (corpus snapshot "HEAD-2608", version file 0.10.0.dev): parse() reads 0.10.0,
+# so version-gated rules treat it as newer than every release.
+HEAD_2608_SCHEMA = "0.10.0.dev+1dda039"
 
 SNAPSHOTS: dict[str, str] = {
     "v0.4.1": "0.4.1",
@@ -30,10 +33,10 @@ SNAPSHOTS: dict[str, str] = {
     "v0.7.1": "0.7.1",
     "v0.8.0": "0.8.0",
     "v0.9.0": "0.9.0",
-    # verl main of 2026-08-22 (0.10.0.dev) and the verl-recipe commit it pins: judged against the
-    # newest packaged release until a schema of that commit is packaged.
-    "HEAD-2608": "0.9.1",
-    "verl-recipe@e7f8895": "0.9.1",
+    # verl main of 2026-08-22 (1dda039, 0.10.0.dev) and the verl-recipe commit it pins (whose
+    # config tree is that verl's): packaged as their own schema id, like HEAD above.
+    "HEAD-2608": HEAD_2608_SCHEMA,
+    "verl-recipe@e7f8895": HEAD_2608_SCHEMA,
 }
 
 

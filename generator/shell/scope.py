@@ -434,8 +434,8 @@ def merge_states(states: list[State], label: str) -> State:
             merged.vars[name] = values[0]  # type: ignore[assignment]
             continue
         texts = sorted({_describe(v) for v in values})
-        merged.vars[name] = Var(unknown=f"${name} depends on `{as_text(label)}`: one of {', '.join(texts)}",
-                                label=f"either:{name}")
+        reason = f"${name} depends on `{as_text(label)}`: one of {', '.join(texts)}"
+        merged.vars[name] = _common_prefix_array(name, values, reason) or Var(unknown=reason, label=f"either:{name}")
     for st in states[1:]:
         merged.functions.update(st.functions)
         for src in st.unknown_sources:
@@ -445,6 +445,29 @@ def merge_states(states: list[State], label: str) -> State:
     if any(st.cwd != first.cwd for st in states):
         merged.cwd = None
     return merged
+
+
+def _common_prefix_array(name: str, values: list[Var | None], reason: str) -> Var | None:
+    """An array that only some branches append to (`A+=(x)` under an `if`): the elements every
+    branch has, in order, stay known (with their spans) and one unknown element stands for the
+    rest. verl's 0.8+ examples build every override list this way; losing the whole array would
+    lose every override in it. None when the branches share no leading element."""
+    arrays = [v.elems for v in values if v is not None and not v.unknown and v.elems is not None]
+    if len(arrays) != len(values) or not arrays:
+        return None
+    prefix: list[Elem] = []
+    for column in zip(*arrays):
+        head = column[0]
+        if not all(e.present == head.present and e.a == head.a and e.b == head.b and e.path == head.path
+                   and pieces_text(e.pieces) == pieces_text(head.pieces) for e in column[1:]):
+            break
+        prefix.append(head)
+    if not prefix:
+        return None
+    if all(len(a) == len(prefix) for a in arrays):
+        return None  # identical arrays are merged by the caller
+    tail = Elem(pieces=[Piece(unknown_marker(f"either:{name}"), unknown=reason)], a=None, b=None, path=None)
+    return Var(elems=[*prefix, tail])
 
 
 def _same_value(a: Var, b: Var) -> bool:

@@ -48,7 +48,8 @@ class Expander:
     def word(self, a: int, b: int, *, assign: bool = False) -> list[Piece]:
         """Expand without word splitting (assignment values, conditions, case words)."""
         pieces = self.expand(a, b, tilde=True, assign=assign)
-        return [p for p in pieces if p.kind == ""]
+        # `S="${A[@]}"`: one word, so bash joins the elements with a space (not with nothing).
+        return [Piece(" ", path=self.path) if p.kind == "break" else p for p in pieces if p.kind in ("", "break")]
 
     def fields(self, a: int, b: int) -> list[Field]:
         """Expand a command argument into the fields bash would pass (after word splitting)."""

@@ -41,6 +41,18 @@ PINS: dict[str, list[str]] = {
         "packaging",
         "dill",
     ],
+    "0.9.1": [
+        "numpy==2.2.6",  # verl 0.9.1 declares numpy>=2.0.0
+        "transformers==5.9.0",  # declared >=5.5.3,<5.11,!=5.6.0; 5.9.0 is what its cpu extra pins
+        "tensordict==0.10.0",  # declared >=0.8.0,<=0.10.0,!=0.9.0
+        "hydra-core==1.3.2",
+        "omegaconf==2.3.0",
+        "ray==2.52.1",  # declared >=2.41.0
+        "codetiming",
+        "orjson",
+        "packaging",
+        "dill",
+    ],
 }
 
 
