@@ -59,6 +59,13 @@ REF_MICRO_ASSERT_LEGACY_ONLY = Fact(None, "verl/utils/config.py of the verl 0.9.
                                           "only without use_dynamic_bsz); verl/workers/megatron_workers.py@v0.7.1")
 
 
+# The V1 trainer's agent loop splits a TensorDict of prompts over its workers (torch's chunk: no
+# divisibility assert), where main_ppo_v0's DataProto.chunk asserts len % workers == 0 (D1, VB112).
+V1_AGENT_LOOP_CHUNKS_FREELY = Fact("0.9.0", "verl/trainer/ppo/v1/agent_loop_tq.py of the verl 0.9.1 wheel "
+                                            "(generate_sequences: prompts.chunk on a TensorDict, strict=False); "
+                                            "verl/protocol.py@v0.7.0 lines 884-887 (DataProto.chunk asserts)")
+
+
 @dataclass(frozen=True, slots=True)
 class Semantics:
     """The facts of one release (a schema id such as '0.9.1' or '0.10.0.dev+1dda039')."""
@@ -69,6 +76,12 @@ class Semantics:
     # main_ppo reads the legacy reward_model.* / custom_reward_function.* values: they are the
     # reward config up to 0.7.0 and are migrated into reward.* in 0.7.1 and 0.8.x
     reads_legacy_reward_keys: bool
+
+    def v1_trainer(self, use_v1: object) -> bool:
+        """Whether main_ppo runs the V1 trainer, given trainer.use_v1's value (None: unset)."""
+        if not self.use_v1_default:
+            return False
+        return use_v1 is not False
 
     def engine_active(self, use_legacy_worker_impl: object) -> bool:
         """Whether engine_workers.py runs, given trainer.use_legacy_worker_impl's value."""

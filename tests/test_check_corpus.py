@@ -97,6 +97,47 @@ TRUE_BUGS: dict[tuple[str, str, str], str] = {
     ("verl-recipe@48ea0a7", "low_precision/run_dapo_asyncrl_qwen3_moe_30b_fp8rollout.sh", "VK601"):
         "reward.reward_manager.name is not in the verl this snapshot is checked against (0.7.0+b178a3c; added "
         "in 0.7.1): Hydra refuses it there",
+    # --- the newer snapshots (corpus/NEW-SNAPSHOTS.md), each confirmed by real Hydra compose or
+    # by verl's source at that commit (tests/test_megatron_examples_hydra.py composes the Megatron ones)
+    **{(tag, "examples/grpo_trainer/run_gpt_oss_20b_fsdp.sh", code): why for tag in ("v0.8.0", "HEAD-2608")
+       for code, why in (("VK602", "+fsdp_config.model_dtype exists: Hydra 'Could not append ... already at'"),
+                         ("VK605", "engine_kwargs.sglang.attention_backend without '+': Hydra 'Could not override'"))},
+    **{(tag, "examples/tuning/lora/run_qwen3_8b_merge_fsdp.sh", "VK602"):
+       "+model.lora.merge exists (lora.merge is in the 0.8+ model config): Hydra refuses the '+'"
+       for tag in ("v0.8.0", "HEAD-2608")},
+    **{(tag, path, "VP303"): why for tag in ("v0.8.0", "HEAD-2608") for path, why in (
+        ("examples/grpo_trainer/run_qwen3_235b_a22b_megatron.sh",
+         "64 GPUs (8 nodes x 8) vs ETP·EP·PP = 4·4·8 = 128 (expert_tensor_parallel_size null = TP)"),
+        ("examples/grpo_trainer/run_qwen3_30b_a3b_megatron.sh",
+         "8 GPUs (NNODES defaults to 1) vs ETP·EP·PP = 4·2·2 = 16 (expert_tensor_parallel_size null = TP)"))},
+    **{(tag, path, "VR502"): why for tag in ("v0.8.0", "HEAD-2608") for path, why in (
+        ("examples/grpo_trainer/run_qwen3_235b_a22b_megatron.sh",
+         "vLLM rollout EP 64 != TP 8 x DP 1 (ROLLOUT_DP empty): RolloutConfig asserts "
+         "(verl/workers/config/rollout.py:292 @ 1dda039)"),
+        ("examples/grpo_trainer/run_qwen3_30b_a3b_megatron.sh",
+         "vLLM rollout EP 2 != TP 4 x DP 1: RolloutConfig asserts (verl/workers/config/rollout.py:292 @ 1dda039)"))},
+    **{(tag, path, "VB107"): "FSDP engine on the default 8 GPUs with n=1: per-rank mini 32·1/8 = 4 is not a multiple "
+       "of micro 8; the engine's prepare_micro_batches asserts (verl/workers/engine/utils.py:125, 0.9.1 wheel)"
+       for tag in ("v0.8.0", "HEAD-2608") for path in ("examples/rollout_correction/run_qwen2_5_7b_fsdp.sh",
+                                                       "examples/rollout_correction/run_qwen2_5_7b_fsdp_multi_rs.sh")},
+    # router_replay: `actor_rollout_ref.actor.model_engine=megatron` is not a key (the group is the
+    # top-level `model_engine`), so Hydra refuses it and every actor/ref megatron.* key; read as
+    # written the engine stays FSDP on 6 nodes x 8 GPUs with 3 prompts x n=8
+    **{(tag, "examples/router_replay/run_qwen3_30b_a3b_megatron.sh", code): why for tag in ("v0.8.0", "HEAD-2608")
+       for code, why in (("VK601", "actor_rollout_ref.actor.model_engine and the megatron.* keys: Hydra refuses them"),
+                         ("VB101", "3·8 = 24 responses not divisible by the 48 GPUs: validate_config's A2"),
+                         ("VB103", "24 responses per step on DP 48"),
+                         ("VB116", "mini 3·8 = 24 not divisible by DP 48: the engine's update asserts"))},
+    **{(tag, "examples/tuning/scaling/run_qwen2_5_32b_megatron.sh", "VK601"):
+       "actor_rollout_ref.actor.model_engine is not a key (Hydra refuses it and, the engine staying FSDP, "
+       "the actor/ref megatron.* keys)" for tag in ("v0.8.0", "HEAD-2608")},
+    ("verl-recipe@e7f8895", "fault_recover/run_qwen2_5_0.5b_megatron.sh", "VX911"):
+        "megatron.use_mbridge=False on the engine workers (the only ones from 0.8.0): "
+        "transformer_impl.py asserts use_mbridge",
+    ("verl-recipe@e7f8895", "grpo_mindspeed_mm/run_qwen3_5-35b_npu.sh", "VK605"):
+        "trainer.use_legacy_worker_impl without '+' (removed in 0.8.0): Hydra 'Could not override'",
+    ("verl-recipe@e7f8895", "swe_agent/example/run_simple_test.sh", "VK605"):
+        "trainer.use_legacy_worker_impl without '+' (removed in 0.8.0): Hydra 'Could not override'",
     # relative --config-path: Hydra resolves it against verl/trainer/, not the working directory
     ("v0.6.0", "recipe/deepeyes/run_deepeyes_grpo.sh", "VK611"):
         "--config-path base_dir/recipe/deepeyes/configs is looked up in verl/trainer/ (MissingConfigException; "

@@ -22,10 +22,12 @@ from generator.schema.resolution import (
     Resolution,
     declared_release,
     find_project_verl,
+    oldest_release_with,
     resolve,
     resolve_script,
     script_keys,
 )
+from generator.schema.releases import packaged_releases
 from generator.shell import read_script
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
@@ -202,17 +204,40 @@ def test_fork_without_a_version_file_infers_its_base_release(tmp_path: Path) -> 
     assert resolution.config_dir == project / "verl" / "trainer" / "config"
 
 
-def test_no_verl_anywhere_infers_the_release_and_says_so(tmp_path: Path) -> None:
+def test_no_verl_anywhere_guesses_the_newest_release_with_every_key(tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
-    # rollout.agent.* exists from 0.5.0 on: the oldest release with every key is 0.5.0.
+    # rollout.agent.* exists from 0.5.0 on and is still there: the newest release has every key.
     script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8 "
                       "actor_rollout_ref.rollout.agent.agent_loop_config_path=loops.yaml\n")
     parsed = read_script(script.read_bytes(), str(script))
     resolution = resolve(str(script), keys=lambda: script_keys(parsed.invocations))
-    assert resolution.inferred and resolution.reason.startswith("inferred from the script's keys")
-    assert resolution.release == "0.5.0" and resolution.config_dir is None
+    assert resolution.inferred and resolution.reason.startswith("guessed from the script's keys")
+    assert resolution.release == packaged_releases()[-1] and resolution.config_dir is None
     result = CliRunner().invoke(app, ["check", str(script)])
     assert f"checked against {resolution.summary()}" in result.output
+
+
+def test_a_key_newer_releases_removed_keeps_the_guess_on_its_release(tmp_path: Path) -> None:
+    # rollout.update_weights_bucket_megabytes moved under checkpoint_engine in 0.7.1.
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8 "
+                      "actor_rollout_ref.rollout.update_weights_bucket_megabytes=512 "
+                      "actor_rollout_ref.rollout.agent.agent_loop_config_path=loops.yaml\n")
+    parsed = read_script(script.read_bytes(), str(script))
+    resolution = resolve(str(script), keys=lambda: script_keys(parsed.invocations))
+    assert resolution.release == "0.7.0", resolution.reason
+
+
+def test_a_group_selection_counts_as_a_key_of_the_releases_that_have_the_option(tmp_path: Path) -> None:
+    # model_engine=megatron composes from 0.8.0 on (0.7.1 has the group without the option), and
+    # the Megatron engine keys exist in ppo_trainer only under that selection.
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo model_engine=megatron "
+                      "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=2\n")
+    keys = script_keys(read_script(script.read_bytes(), str(script)).invocations)
+    assert ("model_engine=megatron", "ppo_trainer") in keys
+    assert oldest_release_with(keys) == "0.8.0"
+    assert resolve(str(script), keys=lambda: keys).release == packaged_releases()[-1]
 
 
 @pytest.mark.parametrize("version", ["9.9", "0.7", "banana", "0.7.5"])

@@ -330,6 +330,9 @@ def is_trainer(call: TrainerCall) -> bool:
     inv = call.invocation
     if inv is not None and inv.config_name and "<?" in inv.config_name:
         return False  # the config itself comes from an argument: nothing about it is known
+    if inv is not None and entry != PPO_ENTRY and any(
+            "=" not in arg and any(arg.endswith(name) for name in NON_TRAINER_ENTRIES) for arg in inv.other_args[:2]):
+        return False  # a launcher module running another entry (`-m verl_mlite.launch verl.trainer.sft_trainer`)
     if "sft" in (call.config.schema or "") or "generation" in (call.config.schema or ""):
         return False
     values = call.config.values

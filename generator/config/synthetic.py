@@ -73,13 +73,20 @@ def config_from_overrides(
         for index, text in enumerate(overrides):
             parsed = parse_override(text)
             items.append(synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
+    from generator.schema.groups import select_groups
+
+    defaults = schema.configs[config_name] if config_name in schema.configs else schema.defaults(config_name)
+    # Group selections (`model_engine=megatron`) compose into the defaults first, as in Hydra.
+    selections = select_groups(schema.groups_of(config_name), defaults, items)
+    changed = any(selections.consumed.values())
     return apply_overrides(
-        schema.configs[config_name] if config_name in schema.configs else schema.defaults(config_name),
+        selections.defaults,
         items,
         version=version,
         config_name=config_name,
-        nodes=schema.nodes(config_name),
+        nodes=None if changed else schema.nodes(config_name),
         entry=entry,
+        selections=selections,
     )
 
 

@@ -35,7 +35,9 @@ def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool |
 @rule("VB101", "minimal-batch-not-divisible", severity="error", stage="load", verl_ref="A2, G6")
 def minimal_batch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if view.new_engine or not _static(view, ungated_through="0.5.0"):
+    # validate_config runs A2 whichever workers follow (verl/utils/config.py@v0.8.0 line 110,
+    # called from main_ppo on the engine path too), so the engine path is no exception.
+    if not _static(view, ungated_through="0.5.0"):
         return
     c = actor_batch(view)
     # FSDP's minimal batch is the GPU count whatever ulysses SP is, so DP (None when SP does
@@ -303,9 +305,13 @@ def _rollout_mode(view: ConfigReader) -> str | None:
 @rule("VB112", "agent-loop-chunks", severity="error", stage="runtime", versions=VersionRange("0.5.0", None),
       verl_ref="D1")
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
+    from generator.release_semantics import semantics
+
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "async" or view.auto_padding:
         return
+    if semantics(view.version).v1_trainer(view.bool("trainer.use_v1")):
+        return  # the V1 trainer's agent loop chunks a TensorDict: no divisibility assert
     pn = view.prompts_and_n()
     workers = view.int(ROLLOUT + "agent.num_workers")
     if pn is None or not workers or workers <= 0:

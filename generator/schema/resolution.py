@@ -9,9 +9,9 @@ One answer per script, in this order (the first that applies wins):
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
   4. the verl installed in the active Python environment (found without importing it);
-  5. otherwise the release a script written by `gen recipe` names in its header, else the
-     release inferred from the script's keys (the oldest packaged release whose schema has
-     every key the script sets without `+`); the report says which.
+  5. otherwise the release a script written by `gen recipe` names in its header, else a guess
+     from the script's keys (generator.schema.guess: the newest packaged release whose config
+     has every key the script sets without `+`); the report says it is a guess.
 
 A config tree read from the project is registered as a schema id `<release>+project`:
 its keys and defaults come from composing that YAML, never from a packaged schema of another
@@ -280,7 +280,9 @@ HasKey = Callable[[str, str, str], bool]
 
 
 def _packaged_has(release: str, key: str, name: str) -> bool:
-    return _schema_has(load(release), key, name)
+    from generator.schema.guess import release_has
+
+    return release_has(release, key, name)
 
 
 def oldest_release_with(keys: KeyUses, releases: Sequence[str] | None = None,
@@ -299,20 +301,12 @@ def oldest_release_with(keys: KeyUses, releases: Sequence[str] | None = None,
 
 
 def infer_release(keys: KeyUses) -> tuple[str, str]:
-    """(release, how) from the keys a script sets with plain `key=`: the oldest packaged
-    release whose schema has every one; else the one that has the most (newest on a tie).
-    On the corpus, the oldest release with every key gives 77 errors where each script's own
-    release gives 65 and the newest packaged one 520 (the newest with every key: 114)."""
-    releases = packaged_releases()
-    if not keys:
-        return releases[-1], "inferred: the script sets no key that tells releases apart (newest packaged)"
-    oldest = oldest_release_with(keys)
-    if oldest is not None:
-        return oldest, f"inferred from the script's keys (oldest release with all {len(keys)})"
-    counts = [(sum(1 for key, name in keys if _packaged_has(r, key, name)), index, r)
-              for index, r in enumerate(releases)]
-    best_count, _, best = max(counts)
-    return best, f"inferred from the script's keys ({best_count} of {len(keys)} known in {best}, the most of any release)"
+    """(release, how) from the keys a script sets with plain `key=`: a guess, made by
+    generator.schema.guess (the newest packaged release whose config has every key under some
+    group selection; else the one with the most)."""
+    from generator.schema.guess import guess_release
+
+    return guess_release(keys)
 
 
 # --- helpers ---------------------------------------------------------------------------------
@@ -454,6 +448,12 @@ def _from_installed(version: str, package: Path) -> Resolution | None:
     return None
 
 
+def group_keys() -> frozenset[str]:
+    from generator.schema.guess import group_keys as keys
+
+    return keys()
+
+
 def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     """(key, config name) of every plain `key=` override in the PPO calls that may run: the
     evidence infer_release weighs."""
@@ -464,5 +464,8 @@ def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
         name = packaged_config_of(inv.config_name)
         for override in inv.overrides:
             if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
-                out.append((override.key, name))
+                if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
+                    out.append((f"{override.key}={override.value}", name))  # a group selection
+                else:
+                    out.append((override.key, name))
     return out

@@ -9,11 +9,16 @@ import sys
 import time
 from pathlib import Path
 
+from generator.versions import parse
+
 from .cases import Case, corpus_cases, rule_example_cases
 from .compare import judge_ours, report, summary
 from .environment import PINS, default_venv, ensure_venv
 from .errors import OracleError
-from .mutations import mutation_cases
+from .mutations import example_bases, mutation_cases
+
+# The snapshots whose Megatron examples are the mutation bases of releases from 0.8.0 on.
+EXAMPLE_TAGS = ("v0.9.0", "HEAD-2608")
 from .worker import run_verl
 
 REPO = Path(__file__).resolve().parents[2]
@@ -66,7 +71,14 @@ def main(argv: list[str] | None = None) -> int:
             cases += found
         if not args.no_rule_examples:
             cases += rule_example_cases(version)
-        cases += mutation_cases(args.mutations, args.seed)
+        bases = None
+        if args.mutations and parse(version) >= (0, 8, 0):
+            # From 0.8.0 verl's Megatron examples run ppo_trainer model_engine=megatron: mutate
+            # those (the 0.9.0 and HEAD-2608 snapshots'), not the 0.7.0-style bases.
+            bases = example_bases(args.corpus or default_shared() / "corpus", EXAMPLE_TAGS, version)
+            if not bases:
+                raise OracleError("no Megatron example calls of v0.9.0 / HEAD-2608 in the corpus to mutate")
+        cases += mutation_cases(args.mutations, args.seed, bases)
         if not cases:
             raise OracleError("no cases: the corpus has no calls for this release and --mutations is 0")
         if not args.verl_only:

@@ -48,6 +48,11 @@ PINS: dict[str, list[str]] = {
         "hydra-core==1.3.2",
         "omegaconf==2.3.0",
         "ray==2.52.1",  # declared >=2.41.0
+        # verl.trainer.ppo.utils (need_reference_policy / need_critic) imports the dataset module
+        "datasets==5.2.0",
+        "pandas==3.1.1",
+        "pyarrow==26.0.1",  # declared >=19.0.0
+        "pillow==13.0.0",
         "codetiming",
         "orjson",
         "packaging",

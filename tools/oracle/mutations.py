@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from pathlib import Path
 from typing import Any
 
 from .cases import Case, _model_path, _override_key
@@ -135,6 +136,16 @@ def _mutations_for(base: str) -> list[tuple[str, Any]]:
     return out
 
 
+def _kind(name: str, base: tuple[str, list[str]]) -> str:
+    """The menu a base mutates with: megatron-/fsdp- and -critic (GAE), as the BASES names say."""
+    if name in BASES:
+        return name
+    config_name, words = base
+    megatron = "megatron" in config_name or "model_engine=megatron" in words
+    critic = "algorithm.adv_estimator=gae" in words
+    return ("megatron" if megatron else "fsdp") + ("-ppo-critic" if critic else "-grpo")
+
+
 def _apply(base: list[str], changes: list[str]) -> list[str]:
     """Later wins, as in Hydra; keep one override per key so the case reads like a script."""
     keyed = {_override_key(o): o for o in base}
@@ -143,14 +154,59 @@ def _apply(base: list[str], changes: list[str]) -> list[str]:
     return list(keyed.values())
 
 
-def mutation_cases(count: int, seed: int) -> list[Case]:
+def example_bases(corpus: Path, tags: tuple[str, ...], version: str | None = None
+                  ) -> dict[str, tuple[str, list[str]]]:
+    """verl's own Megatron examples of the corpus snapshots `tags` as mutation bases, one per
+    main_ppo call: its overrides as verl-gen's reader sees them, leaving out any override whose
+    value the reader could not see (the config's default stands instead) or is read from the
+    environment, and, with `version`, any key that release's config does not have (0.9.1 dropped
+    megatron.grad_offload, which the 0.9.0 examples set): the bases compose, so the mutations
+    probe validation rather than one missing key."""
+    import csv
+
+    from generator.config import config_from_overrides
+    from generator.config.apply import is_hydra_rejection
+    from generator.shell import read_file
+
+    with open(corpus / "INDEX.tsv", encoding="utf-8") as handle:
+        backend = {row["sha1"]: row["backend"] for row in csv.DictReader(handle, delimiter="\t")}
+    seen: set[tuple[str, ...]] = set()
+    out: dict[str, tuple[str, list[str]]] = {}
+    with open(corpus / "OCCURRENCES.tsv", encoding="utf-8") as handle:
+        rows = [r for r in csv.DictReader(handle, delimiter="\t") if r["tag"] in tags]
+    for row in rows:
+        if backend.get(row["sha1"]) != "megatron":
+            continue
+        script = read_file(str(corpus / "scripts" / row["first_tag"] / row["first_path"]))
+        for inv in script.invocations:
+            if inv.entry != "verl.trainer.main_ppo" or inv.branch == "dead" or inv.config_path:
+                continue
+            words = [o.text for o in inv.overrides
+                     if not o.unknowns and "<?" not in o.text and "${oc.env:" not in o.text]
+            if "model_engine=megatron" not in words and "megatron" not in (inv.config_name or ""):
+                continue
+            if version is not None:
+                config = config_from_overrides(words, version=version, config_name=inv.config_name or "ppo_trainer")
+                refused = {issue.override.text for issue in config.key_issues if is_hydra_rejection(issue)}
+                words = [w for w in words if w not in refused]
+            if tuple(words) in seen:
+                continue
+            seen.add(tuple(words))
+            name = f"{row['tag']}:{row['path']}:{inv.line}"
+            out[name] = (inv.config_name or "ppo_trainer", words)
+    return out
+
+
+def mutation_cases(count: int, seed: int, bases: dict[str, tuple[str, list[str]]] | None = None) -> list[Case]:
+    """`count` seeded variations of `bases` (default: the four BASES written for verl 0.7.0)."""
     rng = random.Random(seed)
-    names = sorted(BASES)
-    menus = {name: _mutations_for(name) for name in names}
+    bases = bases if bases is not None else BASES
+    names = sorted(bases)
+    menus = {name: _mutations_for(_kind(name, bases[name])) for name in names}
     cases = []
     for index in range(count):
         base = names[index % len(names)]
-        config_name, overrides = BASES[base]
+        config_name, overrides = bases[base]
         changes: list[str] = []
         for _ in range(rng.choice([1, 1, 2, 2, 3, 4])):
             _label, _weight, make = rng.choices(menus[base], weights=[m[1] for m in menus[base]])[0]

@@ -16,7 +16,9 @@ and one answer per request:
      "stage": null | "compose" | "validate", "message": str, "seconds": float}
 
 What is reproduced is exactly what `verl.trainer.main_ppo` does before its first worker
-starts: Hydra compose of the packaged config (or the script's --config-path), resolving the
+starts. From 0.8.0 (engine workers only): Hydra compose, `auto_set_device`, `validate_config` with
+verl's own `need_reference_policy`/`need_critic` (its actor, critic, ref and rollout micro-batch
+checks), then resolving the config. Up to 0.7.x: Hydra compose of the packaged config (or the script's --config-path), resolving the
 config (TaskRunner.run resolves it in place), the worker-class choice by strategy (which raises
 for an unknown strategy), then `validate_config(cfg, use_reference_policy, use_critic)` with the
 two flags computed the way main_ppo computes them. verl's messages are passed through as data.
@@ -52,6 +54,7 @@ def packaged_config_dir() -> Path:
 
 
 CONFIG_DIR = packaged_config_dir()
+RELEASE = (0, 0, 0)
 # verl's own custom configs add `file://verl/trainer/config` to Hydra's search path, relative to
 # the working directory (a verl checkout). Running from site-packages makes that path name the
 # installed release's configs.
@@ -321,6 +324,35 @@ def point_models_at(cfg: Any, model_dir: str) -> None:
                 OmegaConf.update(cfg, key, model_dir, force_add=False)
 
 
+def verl_release() -> tuple[int, ...]:
+    from importlib.metadata import version
+
+    parts = []
+    for piece in version("verl").split(".")[:3]:
+        digits = "".join(ch for ch in piece if ch.isdigit())
+        parts.append(int(digits or 0))
+    return tuple(parts)
+
+
+# From 0.8.0 main_ppo's main() validates before any worker class is chosen, with verl's own
+# need_reference_policy / need_critic, and the legacy worker switch is gone (verl/trainer/main_ppo.py
+# @v0.8.0; 0.9.1 wheel: main() calls auto_set_device, then validate_config; TaskRunner resolves).
+ENGINE_ONLY = (0, 8, 0)
+
+
+def validate_engine_release(cfg: Any, model_dir: str) -> None:
+    from omegaconf import OmegaConf
+    from verl.trainer.ppo.utils import need_critic, need_reference_policy
+    from verl.utils.config import validate_config
+    from verl.utils.device import auto_set_device
+
+    auto_set_device(cfg)
+    point_models_at(cfg, model_dir)
+    validate_config(config=cfg, use_reference_policy=need_reference_policy(cfg), use_critic=need_critic(cfg))
+    OmegaConf.to_container(cfg, resolve=True)  # TaskRunner prints the resolved config
+    OmegaConf.resolve(cfg)
+
+
 def judge(request: dict[str, Any]) -> dict[str, Any]:
     from omegaconf import OmegaConf
     from verl.utils.config import validate_config
@@ -346,6 +378,9 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
     try:
         with warnings.catch_warnings(), contextlib.redirect_stdout(io.StringIO()):
             warnings.simplefilter("ignore")
+            if RELEASE >= ENGINE_ONLY:
+                validate_engine_release(cfg, request["model_dir"])
+                return {"verdict": "accept", "stage": None, "message": ""}
             auto_set_device(cfg)
             point_models_at(cfg, request["model_dir"])
             OmegaConf.to_container(cfg, resolve=True)  # TaskRunner.run prints the resolved config
@@ -361,6 +396,8 @@ def judge(request: dict[str, Any]) -> dict[str, Any]:
 
 
 def serve() -> None:
+    global RELEASE
+    RELEASE = verl_release()
     for line in sys.stdin:
         if not line.strip():
             continue
@@ -369,6 +406,9 @@ def serve() -> None:
             for model_dir in request.get("model_dirs", []):
                 ensure_tokenizer(model_dir)
             import verl.utils.config  # noqa: F401  (pay verl's import once, up front)
+
+            if RELEASE >= ENGINE_ONLY:
+                import verl.trainer.ppo.utils  # noqa: F401
 
             answer: dict[str, Any] = {"ready": True, "config_dir": str(CONFIG_DIR)}
         else:

@@ -1,0 +1,111 @@
+"""Guessing the verl release of a script when no verl is found and no option names one.
+
+The guess is the NEWEST packaged release whose config has every key the script sets with plain
+`key=` (Hydra refuses a missing key there, so the script cannot have run on a release without
+it). Newest, because a key usually survives for many releases after it appears: the oldest
+release with every key judged verl's own 0.7.0 DAPO recipe as 0.4.1, with 0.4.1's meaning of
+its recompute and token settings. A fork built on an old verl still lands on its release, because
+the newer releases removed some of its keys.
+
+A key counts as present when the release's config has it with the script's group selections or
+any other option of its config groups (`actor_rollout_ref.actor.megatron.*` exists in 0.9.1's
+ppo_trainer under `model_engine=megatron`); a group selection (`model_engine=megatron`) counts
+when the release has that group option. When no release has every key, the one with the most
+wins (newest on a tie). Either way the report says it is a guess.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any, Sequence
+
+from generator.errors import InputError
+from generator.schema.core import inner_nodes, load
+from generator.schema.releases import packaged_releases
+from generator.verl import PPO_CONFIGS
+
+KeyUses = Sequence[tuple[str, str]]
+
+
+@lru_cache(maxsize=64)
+def _keys_of(release: str, name: str) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
+    """(every leaf and inner node the config has under any group selection, group override key
+    -> its options)."""
+    schema = load(release)
+    config = name if name in schema.configs else PPO_CONFIGS[0]
+    found: set[str] = set(schema.configs[config])
+    groups = schema.groups_of(config)
+    options: dict[str, frozenset[str]] = {}
+
+    def walk(choices: dict[str, Any]) -> None:
+        for key, entry in choices.items():
+            names = {str(entry.get("default"))} if entry.get("default") is not None else set()
+            for option, delta in entry.get("options", {}).items():
+                if "error" in delta:
+                    continue
+                names.add(option)
+                found.update(delta.get("set", {}))
+                walk(delta.get("choices", {}))
+            options[key] = frozenset(names) | options.get(key, frozenset())
+
+    walk(groups.get("choices", {}))
+    for group, by_option in groups.get("appends", {}).items():
+        for option, delta in by_option.items():
+            if "error" not in delta:
+                found.update(delta.get("set", {}))
+                options[f"+{group}"] = options.get(f"+{group}", frozenset()) | {option}
+    return frozenset(found) | inner_nodes(found), options
+
+
+def release_has(release: str, key: str, name: str) -> bool:
+    """Whether `key` (or a group selection written `group=option`) exists in the release's
+    config `name` under some group selection."""
+    keys, options = _keys_of(release, name)
+    group, sep, option = key.partition("=")
+    if sep:
+        return option in options.get(group, frozenset())
+    return key in keys
+
+
+def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
+    """(release, how) for the newest packaged release that has every key; None when none has."""
+    if not keys:
+        return None
+    for release in reversed(packaged_releases()):
+        try:
+            if all(release_has(release, key, name) for key, name in keys):
+                return release, (f"guessed from the script's keys: the newest release with all {len(keys)} "
+                                 "(no verl found and no --verl-version)")
+        except InputError:
+            continue
+    return None
+
+
+def guess_release(keys: KeyUses) -> tuple[str, str]:
+    """(release, how): the newest release with every key, else the one with the most."""
+    releases = packaged_releases()
+    if not keys:
+        return releases[-1], "guessed: the script sets no key that tells releases apart (newest packaged)"
+    found = newest_release_with(keys)
+    if found is not None:
+        return found
+    counts = [(sum(1 for key, name in keys if release_has(r, key, name)), index, r)
+              for index, r in enumerate(releases)]
+    best_count, _, best = max(counts)
+    return best, (f"guessed from the script's keys ({best_count} of {len(keys)} known in {best}, the most of any "
+                  "release)")
+
+
+@lru_cache(maxsize=1)
+def group_keys() -> frozenset[str]:
+    """Every config-group override key of any packaged release (`model_engine`, `critic`, ...):
+    a plain `key=option` on one of them is a group selection, not a value."""
+    out: set[str] = set()
+    for release in packaged_releases():
+        try:
+            schema = load(release)
+        except InputError:
+            continue
+        for name in schema.configs:
+            out.update(schema.groups_of(name).get("choices", {}))
+    return frozenset(out)
