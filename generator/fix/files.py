@@ -46,6 +46,12 @@ class FileFix:
             return EXIT_BAD_INPUT
         return EXIT_FINDINGS if self.result.errors_left else EXIT_OK
 
+    def dry_run_status(self) -> int:
+        """`status`, and 1 when a fix is pending (not written): as `ruff --diff`, a dry run that
+        would change the file fails, so CI can run `gen fix` to ask "is anything left to fix?"."""
+        pending = self.result is not None and self.result.changed
+        return max(self.status, EXIT_FINDINGS if pending else EXIT_OK)
+
 
 @dataclass(frozen=True, slots=True)
 class FileMigration:
@@ -111,7 +117,7 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
                                                      memory_for=memory_for))
             result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
                                 unsafe=unsafe, script=script)
-            if write and result.changed:
+            if write and result.changed and path != "-":  # stdin's fixed text goes to stdout (the CLI)
                 _write(path, source, result.fixed)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
             yield FileFix(path, None, err, release)
