@@ -116,10 +116,12 @@ def fixable_count(report: FileReport) -> int:
 TEXT_FORMATS = ("text", "concise")  # text: each finding with its source excerpt; concise: one line each
 
 
-def render_text(reports: list[FileReport], *, color: bool = False, concise: bool = False) -> str:
+def render_text(reports: list[FileReport], *, color: bool = False, concise: bool = False,
+                quiet: bool = False) -> str:
     """`path:line:col: CODE severity: message [*]` per finding, in line order ([*]: `gen fix` can
     repair it); unless `concise`, each followed by its source line with a caret, its fix and
-    `gen rule CODE`; then a summary."""
+    `gen rule CODE`; then (unless `quiet`: the findings and nothing else) which verl judged the
+    files and a summary."""
     lines: list[str] = []
     for report in reports:
         if report.error:
@@ -144,6 +146,8 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
                 lines.append("")
         if report.incomplete:
             lines.append(one_line(f"{report.path}: error: {report.incomplete}"))
+    if quiet:
+        return "".join(line + "\n" for line in lines)
     for text in _resolution_lines(reports):
         if color:
             from rich.markup import escape
@@ -333,14 +337,14 @@ def render_failure(message: str, fmt: str) -> str:
     return ""
 
 
-def render(reports: list[FileReport], fmt: str, *, color: bool = False) -> str:
+def render(reports: list[FileReport], fmt: str, *, color: bool = False, quiet: bool = False) -> str:
     if fmt == "json":
         return render_json(reports)
     if fmt == "sarif":
         return render_sarif(reports)
     if fmt == "github":
         return render_github(reports)
-    return render_text(reports, color=color, concise=fmt == "concise")
+    return render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
 
 
 __all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "TEXT_FORMATS", "render_json", "render_sarif", "render_github",
