@@ -57,7 +57,7 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
     options = CheckOptions(version, select, ignore, env, args, model_config, config_dir, memory, plan_fixes)
-    return map_files(check_file, paths, options)
+    return [report for report in map_files(check_file, paths, options) if not report.excluded]
 
 
 def check_file(path: str, options: CheckOptions) -> FileReport:
@@ -76,8 +76,11 @@ def check_file(path: str, options: CheckOptions) -> FileReport:
     try:
         refuse_non_script(path)
         project = load_project(path)
+        if project.excludes(path):
+            report.excluded = True
+            return report
         chosen_select, chosen_ignore, chosen_env, chosen_args = with_project(
-            project, select=select, ignore=ignore, env=env, args=args)
+            project, select=select, ignore=ignore, env=env, args=args, path=path)
         source = _read_bytes(path)
         script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
         silenced = find_suppressions(source)

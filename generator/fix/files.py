@@ -100,8 +100,10 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
             refuse_non_script(path)
             source = _read_bytes(path)
             project = load_project(path)
+            if project.excludes(path):
+                continue  # the project's `exclude`: never fixed, as never checked
             file_select, file_ignore, file_env, file_args = with_project(
-                project, select=select, ignore=ignore, env=env, args=list(args or []))
+                project, select=select, ignore=ignore, env=env, args=list(args or []), path=path)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
             script = read(source, path)

@@ -52,6 +52,8 @@ class FileReport:
     call_resolutions: list[tuple[int, Resolution]] = field(default_factory=list)
     # How many findings `gen fix` (no --unsafe) repairs in this file, when it was planned.
     fixable: int | None = None
+    # The project configuration's `exclude` names it: not checked, and left out of the report.
+    excluded: bool = False
 
     @property
     def failed(self) -> bool:
