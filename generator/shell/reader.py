@@ -58,8 +58,10 @@ def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
 def _read_bytes(name: str) -> bytes:
     """A launch file's bytes. generator.files.read_input refuses FIFOs and devices before
     opening them and caps the size; InputError (one line, naming the file) otherwise."""
-    from generator.files import read_input
+    from generator import boundary
+    from generator.files import STDIN, read_input
 
+    boundary.enter(os.getcwd() if name == STDIN else name)
     try:
         return read_input(name)  # the project's cap for a launch script (generator.files)
     except InputError as err:
@@ -86,9 +88,9 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     except RecursionError:
         # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
         raise InputError(f"{label}: {NESTS_TOO_DEEPLY}") from None
-    except TooMuchWork:
-        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion (values "
-                         "built by repetition); not a launch script gen checks") from None
+    except TooMuchWork as err:
+        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion ({err.cause}); "
+                         "not a launch script gen checks") from None
 
 
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
