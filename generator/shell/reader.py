@@ -9,7 +9,8 @@ from bisect import bisect_right
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
-from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
+from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
+                                     unused_option_hazards)
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
@@ -150,6 +151,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)
+    hazards.extend(invisible_hazards(src, lambda off: line_of(None, off)))
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
         key = (hz.kind, hz.line, hz.message)
