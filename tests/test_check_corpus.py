@@ -99,6 +99,9 @@ TRUE_BUGS: dict[tuple[str, str, str], str] = {
         "in 0.7.1): Hydra refuses it there",
     # --- the newer snapshots (corpus/NEW-SNAPSHOTS.md), each confirmed by real Hydra compose or
     # by verl's source at that commit (tests/test_megatron_examples_hydra.py composes the Megatron ones)
+    ("v0.7.1", "examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh", "VK606"): "<path_to_...> template",
+    ("v0.7.1", "examples/grpo_trainer/run_deepseek671b_math_megatron_80gb.sh", "VB203"):
+        "KL loss with dynamic bsz and no ref micro batch on 0.7.1's legacy Megatron ref worker (C3)",
     **{(tag, "examples/grpo_trainer/run_gpt_oss_20b_fsdp.sh", code): why for tag in ("v0.8.0", "HEAD-2608")
        for code, why in (("VK602", "+fsdp_config.model_dtype exists: Hydra 'Could not append ... already at'"),
                          ("VK605", "engine_kwargs.sglang.attention_backend without '+': Hydra 'Could not override'"))},

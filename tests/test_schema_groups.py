@@ -108,6 +108,7 @@ def test_packaged_release_composes_model_engine_megatron() -> None:
 
 
 def test_packaged_release_refuses_an_option_it_does_not_have() -> None:
-    config = config_from_overrides(["model_engine=megatron"], version="0.7.1", config_name="ppo_trainer")
+    config = config_from_overrides(["model_engine=megatrom"], version="0.8.0", config_name="ppo_trainer")
     issues = [i for i in config.key_issues if is_hydra_rejection(i)]
-    assert len(issues) == 1 and "Could not find 'model_engine/megatron'" in issues[0].detail
+    assert len(issues) == 1 and "Could not find 'model_engine/megatrom'" in issues[0].detail
+    assert "megatron" in issues[0].detail  # the options it has are listed

@@ -62,6 +62,8 @@ def replica_divides(ctx: Context) -> Iterator[Finding]:
       verl_ref="A25")
 def rollout_ep(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
+    if view.str(ROLLOUT + "name") == "trtllm" and parse(view.version) >= (0, 7, 1):
+        return  # TensorRT-LLM sizes its experts itself (verl/workers/config/rollout.py:264 @ v0.7.1)
     sizes = _rollout_sizes(view)
     for finding in _layout_rule_findings(rollout_ep, ctx, (EP_R,)):
         tp, dp, _pp, ep = sizes

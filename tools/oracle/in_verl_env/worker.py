@@ -179,9 +179,9 @@ def cache_interpolation_parsing() -> None:
 
 def cache_defaults_trees() -> None:
     """Building the defaults tree and merging its configs is the rest of a compose, and it
-    depends only on the config name, the search path and the config-GROUP overrides. When a
-    call has no group override (Hydra's own Overrides classification decides), reuse the tree
-    and a copy of the merged config built once for that config; Hydra then applies the value
+    depends only on the config name, the search path and the config-GROUP overrides (Hydra's own
+    `repo.group_exists` classification, as in its Overrides). Reuse the tree and a copy of the
+    merged config built once per config and set of group overrides; Hydra then applies the value
     overrides, sets struct mode and does its bookkeeping exactly as usual."""
     import copy
 
@@ -196,12 +196,15 @@ def cache_defaults_trees() -> None:
     def create_defaults_list(repo: Any, config_name: Any, overrides_list: Any, prepend_hydra: bool,
                              skip_missing: bool) -> Any:
         overrides = Overrides(repo=repo, overrides_list=overrides_list)
-        if overrides.override_choices or overrides.append_group_defaults or overrides.deletions:
+        if overrides.deletions:
             return original_create(repo, config_name, overrides_list, prepend_hydra, skip_missing)
-        key = (config_name, prepend_hydra, skip_missing,
+        # The tree depends on the config-group overrides only (model_engine=megatron on every
+        # 0.8+ Megatron call): key by their text, build it from them alone.
+        groups = [o for o in overrides_list if repo.group_exists(o.key_or_group)]
+        key = (config_name, prepend_hydra, skip_missing, tuple(str(o.input_line or o) for o in groups),
                tuple((source.provider, source.path) for source in repo.get_sources()))
         if key not in trees:
-            trees[key] = original_create(repo, config_name, [], prepend_hydra, skip_missing)
+            trees[key] = original_create(repo, config_name, groups, prepend_hydra, skip_missing)
         base = trees[key]
         return DefaultsList(defaults=base.defaults, config_overrides=overrides.config_overrides,
                             defaults_tree=base.defaults_tree, overrides=base.overrides)
