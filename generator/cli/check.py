@@ -69,11 +69,12 @@ def _memory_chart_section(report: MemoryReport, where: str) -> ChartSection:
 
 
 def register(app: typer.Typer) -> None:
-    from generator.cli.check_run import CHECK_ARGUMENT, CHECK_HELP, CHECK_OPTIONS, run_check
+    from generator.cli import check_run
+    from generator.cli.check_run import CHECK_ARGUMENT, CHECK_HELP, CHECK_OPTIONS
     from generator.cli.options import typer_signature
 
     def check(**options: object) -> None:
-        raise typer.Exit(run_check(**options))
+        raise typer.Exit(check_run.run_check(**options))
 
     # The options are data (generator/cli/check_run.py), shared with the typer-free start.
     check.__signature__, check.__annotations__ = typer_signature(CHECK_ARGUMENT, CHECK_OPTIONS)  # type: ignore[attr-defined]
