@@ -8,10 +8,12 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 MISSING = "???"
+_DIGIT = re.compile(r"\d")
 
 
 class Unresolvable(Exception):
@@ -94,7 +96,7 @@ def _literal(text: str) -> Any:
     except ValueError:
         pass
     try:
-        if any(c.isdigit() for c in raw) or low in ("inf", "-inf", "+inf", "nan"):
+        if _DIGIT.search(raw) or low in ("inf", "-inf", "+inf", "nan"):
             return float(raw.replace("_", ""))
     except ValueError:
         pass
