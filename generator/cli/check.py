@@ -110,7 +110,7 @@ def register(app: typer.Typer) -> None:
     @app.command("explain")
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Explain against this verl release."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
