@@ -159,6 +159,11 @@ def list_models() -> list[ModelFacts]:
     return [entry.facts for entry in _registry()]
 
 
+def registry_model(name: str) -> ModelFacts | None:
+    """The packaged model a name, alias or hub id names (never a local folder); None if none."""
+    return _registry_match(name)
+
+
 def model_slug(facts: ModelFacts) -> str:
     """File-name form in verl's style: `Qwen2.5-7B` -> `qwen2_5-7b`."""
     slug = facts.name.split("/")[-1].lower().replace(".", "_")
