@@ -55,7 +55,7 @@ def _env(cache: Path) -> dict[str, str]:
     env = dict(os.environ)
     env.pop("PYTHONDONTWRITEBYTECODE", None)  # an installed package has its .pyc files
     env["PYTHONPATH"] = str(ROOT)
-    env["VERL_GEN_CACHE_DIR"] = str(cache)
+    env["VERL_GEN_CACHE"] = str(cache)
     env.pop("VERL_GEN_JOBS", None)
     return env
 

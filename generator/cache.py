@@ -8,8 +8,9 @@ under the user's cache folder, named by a SHA-256 of every YAML file's relative 
 The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
 is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all.
 
-Where: `$VERL_GEN_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-gen`, else `~/.cache/verl-gen` (the
-XDG habit, as pip and ruff); `VERL_GEN_CACHE=0` turns it off.
+Where: `$VERL_GEN_CACHE/schemas` (the project's cache folder, as the oracle's), else
+`$XDG_CACHE_HOME/verl-gen/schemas`, else `~/.cache/verl-gen/schemas` (the XDG habit, as pip and
+ruff); `VERL_GEN_NO_CACHE=1` turns it off. Data-file parses go to `.../data` beside it.
 
 A cache file is data we wrote, but not trusted: it is read only when it is a regular file owned
 by this user and not writable by others, under a size bound, and only when it parses as JSON of
@@ -29,8 +30,8 @@ from pathlib import Path
 from typing import Any, Callable
 
 FORMAT = 1
-CACHE_ENV = "VERL_GEN_CACHE_DIR"
-SWITCH_ENV = "VERL_GEN_CACHE"
+CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
+SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
 MAX_ENTRY_BYTES = 64 << 20
 
@@ -40,7 +41,7 @@ Mandatory = dict[str, list[str]]
 
 def cache_dir() -> Path | None:
     """The folder of schema entries, or None when caching is off."""
-    if os.environ.get(SWITCH_ENV, "").strip() == "0":
+    if os.environ.get(SWITCH_ENV, "").strip() not in ("", "0"):
         return None
     chosen = os.environ.get(CACHE_ENV, "").strip()
     if chosen:

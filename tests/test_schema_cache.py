@@ -88,7 +88,7 @@ def test_a_link_is_not_followed(tree: Path, tmp_path: Path) -> None:
 
 
 def test_off_and_unwritable(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cache.SWITCH_ENV, "0")
+    monkeypatch.setenv(cache.SWITCH_ENV, "1")
     assert cache.cache_dir() is None
     assert _from_dir("x", tree).configs["ppo_trainer"]["trainer.n_gpus_per_node"] == 8
     assert not _entries(tmp_path)
