@@ -192,6 +192,7 @@ def register(app: typer.Typer) -> None:
 
             try:
                 write_atomic(chart, charts_for(chart, charted))
+                print(one_line(f"wrote {chart}"), file=sys.stderr)
             except (InputError, OSError) as err:  # one line; the report above is already out
                 print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT

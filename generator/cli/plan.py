@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
+from generator.safe_text import one_line
 
 if TYPE_CHECKING:
     from generator.plan.candidate import Plan
@@ -28,6 +29,7 @@ def _write_chart(path: str, plan: Plan) -> None:
         raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
     title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
     write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title))
+    print(one_line(f"wrote {path}"), file=sys.stderr)  # on stderr: stdout is the plan (or its JSON)
 
 
 def register(app: typer.Typer) -> None:
@@ -130,7 +132,7 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan import plan_dict, render_text
-        from generator.safe_text import use_color
+        from generator.safe_text import one_line, use_color
 
         if output_format == "json":
             json.dump(plan_dict(plan), sys.stdout, indent=2)
