@@ -217,7 +217,7 @@ def _tick_step(scale: float) -> float:
     """A round GiB step (1, 2 or 5 × 10^k) that gives four to ten ticks over [0, scale]."""
     import math
 
-    step = 10 ** math.floor(math.log10(max(scale, 1e-9) / 5))
+    step = 10.0 ** math.floor(math.log10(max(scale, 1e-9) / 5))
     for multiple in (1, 2, 5, 10):
         if scale / (step * multiple) <= 10:
             return step * multiple
