@@ -124,11 +124,17 @@ NO_PROJECT = ProjectSettings()
 
 
 def find_project_file(start: str | Path) -> Path | None:
-    """The project file that applies to a script in folder `start` (or to the file `start`)."""
+    """The project file that applies to a script in folder `start` (or to the file `start`):
+    searched up to the project root (generator.boundary), never above it — a file in a folder
+    above the repository is not the project's and must not change its verdicts."""
+    from generator.boundary import project_root
+
     here = Path(start).resolve()
     if not here.is_dir():
         here = here.parent
-    for folder in [here, *here.parents][:MAX_LEVELS]:
+    top = project_root(here)
+    chain = [here, *here.parents][:MAX_LEVELS]
+    for folder in chain[:chain.index(top) + 1] if top in chain else [here]:
         candidate = folder / PROJECT_FILE
         if candidate.is_file():
             return candidate
@@ -140,6 +146,9 @@ def find_project_file(start: str | Path) -> Path | None:
 
 def load_project(start: str | Path) -> ProjectSettings:
     """The settings that apply to a script in folder `start`; NO_PROJECT when there is no file."""
+    from generator import boundary
+
+    boundary.enter(start)  # the script's project bounds what it makes gen read from here on
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT

@@ -188,6 +188,7 @@ def test_a_rule_that_did_not_run_is_not_judged_unused(tmp_path: Path) -> None:
 # --- project configuration ------------------------------------------------------------------
 
 def test_project_exclude_and_per_file_ignores(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the project's root: its configuration is found up to here, never above
     (tmp_path / "legacy").mkdir()
     (tmp_path / "legacy" / "old.sh").write_text("set -x\n" + CALL)
     (tmp_path / "examples").mkdir()

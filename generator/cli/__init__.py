@@ -35,6 +35,12 @@ def _version(value: bool) -> None:
         raise typer.Exit(0)
 
 
+def _start_command() -> None:
+    from generator import boundary
+
+    boundary.reset()  # each command starts with no script judged and nothing trusted yet
+
+
 def build_app() -> typer.Typer:
     """The typer app with every command registered (built once)."""
     global _app
@@ -58,6 +64,7 @@ def build_app() -> typer.Typer:
     def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                            help="Print the version and exit.")) -> None:
         """Write, check and repair verl launch scripts (Megatron first)."""
+        _start_command()
 
     from importlib import import_module
 
@@ -78,21 +85,53 @@ def _fast(argv: list[str]) -> int | None:
     if argv[:1] == ["check"]:
         from generator.cli.check_run import fast_check
 
+        _start_command()
         return fast_check(argv[1:])
     return None
 
 
-def main() -> None:
+def _output_failed(err: BaseException) -> None:
+    """The report could not be written (stdout is /dev/full, closed, or a full disk): one line
+    on stderr and exit 2, never a traceback, and never exit 1 (which reads as "findings")."""
+    import os
+
+    try:  # nothing more may reach the broken stream, not even at interpreter exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    why = getattr(err, "strerror", None) or "standard output is closed"
     try:
+        print(f"gen: error: cannot write the output ({why})", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(EXIT_BAD_INPUT)
+
+
+def main() -> None:
+    code: str | int | None = 0
+    try:
+        if sys.stdout is None:  # started with stdout closed (`gen check x >&-`)
+            raise OSError(0, "standard output is closed")
         status = _fast(sys.argv[1:])
         if status is not None:
-            sys.stdout.flush()
-            sys.exit(status)
+            raise SystemExit(status)
         build_app()()
+    except SystemExit as done:
+        code = done.code
     except KeyboardInterrupt:  # pragma: no cover - interactive only
         sys.exit(130)
     except BrokenPipeError:  # `gen list | head`
         sys.exit(0)
+    except OSError as err:
+        _output_failed(err)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.exit(0)
+    except (OSError, ValueError) as err:
+        _output_failed(err)
+    sys.exit(code)
 
 
 __all__ = ["app", "build_app", "main", "EXIT_BAD_INPUT"]

@@ -124,6 +124,7 @@ def register(app: typer.Typer) -> None:
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
         chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "
                                             "below the other: FILE.svg or FILE.html (implies --memory)."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.checking import explain_file
@@ -146,7 +147,7 @@ def register(app: typer.Typer) -> None:
             if chart:
                 from generator.report.charts import check_chart_path
 
-                check_chart_path(chart)
+                check_chart_path(chart, force=force)
             from generator.discover import expand_paths
 
             files = expand_paths(files)
@@ -191,7 +192,7 @@ def register(app: typer.Typer) -> None:
             from generator.report.charts import charts_for
 
             try:
-                write_atomic(chart, charts_for(chart, charted))
+                write_atomic(chart, charts_for(chart, charted), replace=force)
                 print(one_line(f"wrote {chart}"), file=sys.stderr)
             except (InputError, OSError) as err:  # one line; the report above is already out
                 print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)

@@ -12,12 +12,29 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
+from generator.errors import InputError
+
 MISSING = "???"
 _DIGIT = re.compile(r"\d")
+# One budget for every interpolation resolved in one config (issue 21): a key looked up costs
+# 1 unit, a subtree 1 per leaf, 64 characters of text built 1. 33 overrides that each double
+# the one before (`x.l2='${x.l1}${x.l1}'`) built 23.6 GiB; verl's own configs need a few
+# thousand units. Past it the call is refused (InterpolationBudget, one line, exit 2).
+INTERP_WORK_LIMIT = 2_000_000
+# The longest text one interpolation may build; longer is unknown ("too large").
+MAX_INTERP_CHARS = 256 * 1024
 
 
 class Unresolvable(Exception):
     """The value cannot be known statically (environment, unknown input, broken reference)."""
+
+
+class InterpolationBudget(InputError):
+    """Resolving the config's interpolations would take more than INTERP_WORK_LIMIT units."""
+
+    def __init__(self) -> None:
+        super().__init__(f"resolving its interpolations takes more than {INTERP_WORK_LIMIT:,} steps (values like "
+                         "`${a}${a}` that double, or many references to a large subtree); refused")
 
 
 class BrokenReference(Unresolvable):
@@ -130,18 +147,32 @@ class Resolver:
         self._nodes = nodes
         self._unknown_of = unknown_of or (lambda key: None)
         self._cache: dict[str, Any] = {}
+        self._failed: dict[str, Unresolvable] = {}  # a failure is remembered too (else retried exponentially)
         self._active: set[str] = set()
+        self._work = 0  # kept across invalidate(): one budget for the whole config
+
+    def _charge(self, units: int) -> None:
+        self._work += units
+        if self._work > INTERP_WORK_LIMIT:
+            raise InterpolationBudget()
 
     # -- lookups -------------------------------------------------------------------------
 
     def _subtree(self, key: str) -> dict[str, Any] | None:
+        if key in self._cache:
+            cached: dict[str, Any] = self._cache[key]
+            return cached
         prefix = key + "."
+        self._charge(1 + (len(self.values) >> 6))
         found = {k[len(prefix):]: v for k, v in self.values.items() if k.startswith(prefix)}
         if not found:
             return None
+        self._charge(len(found))
         from generator.schema.compose import unflatten
 
-        return unflatten({k: self.resolve(prefix + k) for k in found})
+        tree = unflatten({k: self.resolve(prefix + k) for k in found})
+        self._cache[key] = tree
+        return tree
 
     def exists(self, key: str) -> bool:
         if key in self.values:
@@ -153,8 +184,11 @@ class Resolver:
 
     def resolve(self, key: str) -> Any:
         """The resolved value of `key` (a leaf or an inner node); KeyError when it does not exist."""
+        self._charge(1)
         if key in self._cache:
             return self._cache[key]
+        if key in self._failed:
+            raise self._failed[key]
         if key not in self.values:
             sub = self._subtree(key)
             if sub is None:
@@ -171,6 +205,9 @@ class Resolver:
         self._active.add(key)
         try:
             value = self.evaluate(raw, key)
+        except Unresolvable as err:
+            self._failed[key] = err
+            raise
         finally:
             self._active.discard(key)
         self._cache[key] = value
@@ -178,6 +215,7 @@ class Resolver:
 
     def invalidate(self) -> None:
         self._cache.clear()
+        self._failed.clear()
 
     # -- evaluation ----------------------------------------------------------------------
 
@@ -201,12 +239,18 @@ class Resolver:
         if start == 0 and close == len(text) - 1:
             return self._interpolation(text[2:close], owner)
         pieces: list[str] = []
-        pos = 0
+        pos = size = 0
         while start >= 0:
             pieces.append(text[pos:start])
             close = _find_close(text, start + 2)
             value = self._interpolation(text[start + 2 : close], owner)
-            pieces.append(str(value))
+            piece = str(value)
+            size += len(piece)
+            self._charge(1 + (len(piece) >> 6))
+            if size > MAX_INTERP_CHARS:
+                raise Unresolvable(f"the interpolation builds more than {MAX_INTERP_CHARS // 1024} KiB of text "
+                                   "(too large); not followed")
+            pieces.append(piece)
             pos = close + 1
             start = text.find("${", pos)
         pieces.append(text[pos:])

@@ -115,6 +115,9 @@ def known_config_dir(text: str) -> Path:
     folder = Path(text)
     if not _has_ppo_config(folder):
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
+    from generator import boundary
+
+    boundary.trust(folder)  # the user named it: readable from any script's project
     return folder
 
 
