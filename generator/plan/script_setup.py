@@ -74,7 +74,8 @@ class _Reads:
         return value
 
 
-def _model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
+def call_model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
+    """The model facts of a call: --model, else the script's model path; (facts, source, problem)."""
     if model is not None:
         return model, "--model", None
     path = reader.str(MODEL_PATH)
@@ -93,7 +94,7 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     if reader.backend != "megatron":
         return ScriptSetup(None, ("the memory model covers the Megatron actor; this call uses "
                                   f"{reader.backend}",))
-    facts, source, problem = _model(reader, model)
+    facts, source, problem = call_model(reader, model)
     reads = _Reads(reader)
     layout = reader.actor_layout()
     gpus = reader.gpus
@@ -199,6 +200,15 @@ class CallMemory:
 
 
 def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
+    if ConfigReader(config).backend == "fsdp":  # the FSDP actor's model: plan/fsdp_memory.py
+        from generator.plan.fsdp_setup import evaluate_call
+
+        facts, source, problem = call_model(ConfigReader(config), options.model)
+        _setup, verdict, problems = evaluate_call(config, gpu=options.gpu, model=facts,
+                                                  headroom_gib=options.headroom_gib)
+        if verdict is None or facts is None:
+            return CallMemory(options.gpu, None, ((problem,) if problem else ()) + problems)
+        return CallMemory(options.gpu, verdict.report, (), facts.name, source)
     found = setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
     if found.setup is None:
         return CallMemory(options.gpu, None, found.problems)

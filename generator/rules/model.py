@@ -73,26 +73,43 @@ def ulysses_heads(ctx: Context) -> Iterator[Finding]:
                                                        f"neither way")
 
 
-@rule("VM811", "predicted-out-of-memory", severity="error", stage="runtime", backends=_MEG)
+_MEMORY_BACKENDS = ("megatron", "fsdp")
+
+
+@rule("VM811", "predicted-out-of-memory", severity="error", stage="runtime", backends=_MEMORY_BACKENDS)
 def predicted_oom(ctx: Context) -> Iterator[Finding]:
     verdict = ctx.memory
     if verdict is None or verdict.problems or verdict.fits:
         return
     view = ConfigReader.of(ctx)
     over = verdict.peak_gib - verdict.usable_gib
-    message = (f"predicted out of memory on {verdict.gpu}: {verdict.peak_phase} on pipeline stage {verdict.peak_stage} "
-               f"needs {verdict.peak_gib:.1f} GiB of {verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
+    where = (f"{verdict.peak_phase}" if verdict.backend == "fsdp"
+             else f"{verdict.peak_phase} on pipeline stage {verdict.peak_stage}")
+    message = (f"predicted out of memory on {verdict.gpu}: {where} needs {verdict.peak_gib:.1f} GiB of "
+               f"{verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
+    severity = None
+    if verdict.fill_limit is not None:
+        # Packed micro batches (use_remove_padding) hold the real tokens: the run fits while the
+        # sequences stay short enough on average, so this is a warning, with the length it needs.
+        severity = "warning"
+        message += (f" at the maximum lengths; it fits while sequences average at most "
+                    f"{verdict.fill_limit * verdict.seq_len:,.0f} of the {verdict.seq_len:,} prompt+response tokens "
+                    f"({verdict.fill_limit:.0%})")
     fix = None
     if verdict.fix_edits:
         edits = tuple(KeyEdit(key, view.raw(key), value) for key, value in verdict.fix_edits)
         fix = Fix(verdict.fix, edits, applicability="unsafe")
+    elif verdict.backend == "fsdp":
+        message += "; no single memory knob fits: more GPUs, Ulysses sequence parallelism or LoRA"
     else:
         message += "; no single memory knob fits: more GPUs or a larger TP/PP/EP"
-    keys = tuple(key for key, _ in verdict.fix_edits) or ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",)
-    yield ctx_finding(predicted_oom, view, keys, message, fix=fix)
+    default_key = ("actor_rollout_ref.actor.fsdp_config.param_offload" if verdict.backend == "fsdp"
+                   else "actor_rollout_ref.actor.megatron.tensor_model_parallel_size")
+    keys = tuple(key for key, _ in verdict.fix_edits) or (default_key,)
+    yield ctx_finding(predicted_oom, view, keys, message, fix=fix, severity=severity)
 
 
-@rule("VM812", "memory-not-predicted", severity="info", stage="static", backends=_MEG)
+@rule("VM812", "memory-not-predicted", severity="info", stage="static", backends=_MEMORY_BACKENDS)
 def memory_not_predicted(ctx: Context) -> Iterator[Finding]:
     verdict = ctx.memory
     if verdict is None or not verdict.problems:
