@@ -88,6 +88,8 @@ class FsdpKnobs:
     gpu_memory_utilization: float = 0.5
     enforce_eager: bool = True
     max_num_batched_tokens: int = 8192
+    per_rank_mini: int = 0  # sequences of one mini batch on one GPU (0: not bounded)
+    per_rank_batch: int = 0  # sequences of the step's batch on one GPU (the log-prob passes; 0: not bounded)
     fill: float = 1.0  # share of the maximum lengths the real sequences fill (remove padding only)
 
     @property
@@ -124,12 +126,14 @@ def _root_params(model: ModelFacts) -> int:
     return model.vocab_size * model.hidden_size * (1 if model.tie_word_embeddings else 2) + model.hidden_size
 
 
-def _tokens(k: FsdpKnobs, *, micro: int | None, dynamic: bool, budget: int | None) -> float:
-    """Tokens of one micro batch on one GPU, after the Ulysses split."""
-    if dynamic:
-        return float(max(budget or k.seq_len, k.seq_len // k.ulysses))
+def _tokens(k: FsdpKnobs, *, micro: int | None, dynamic: bool, budget: int | None, sequences: int) -> float:
+    """Tokens of one micro batch on one GPU, after the Ulysses split: a token budget packs at most
+    the sequences the GPU has (its share of the mini batch, or of the batch for log-probs)."""
     fill = k.fill if k.length_bound else 1.0
-    return (micro or k.micro_batch) * k.seq_len * fill / k.ulysses
+    real = sequences * k.seq_len * fill / k.ulysses if sequences else float("inf")
+    if dynamic:
+        return float(min(max(budget or k.seq_len, k.seq_len // k.ulysses), real))
+    return min((micro or k.micro_batch) * k.seq_len * fill / k.ulysses, real)
 
 
 def _per_token_layer(model: ModelFacts) -> float:
@@ -174,7 +178,8 @@ def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
                     + (f"; LoRA rank {k.lora_rank}: base frozen" if lora else ""))
 
     # The update: the actor's shards, the gathered units, the activations and the logits.
-    tokens = _tokens(k, micro=k.micro_batch, dynamic=k.use_dynamic_bsz, budget=k.token_budget)
+    tokens = _tokens(k, micro=k.micro_batch, dynamic=k.use_dynamic_bsz, budget=k.token_budget,
+                     sequences=k.per_rank_mini)
     layers = model.num_layers
     if k.activation_offload:
         kept = 2 * 2 * h * tokens + per_layer * tokens
@@ -214,7 +219,7 @@ def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
 
     def forward(name: str, micro: int | None, dynamic: bool, budget: int | None, logit_per: int,
                 model_weights: float, note: str, other: list[MemoryTerm]) -> PhaseMemory:
-        t = _tokens(k, micro=micro, dynamic=dynamic, budget=budget)
+        t = _tokens(k, micro=micro, dynamic=dynamic, budget=budget, sequences=k.per_rank_batch)
         return _phase(name, [
             _term("weights", model_weights, note), *other,
             _term("gathered-units", gathered_fwd, "bf16 root unit + two layers gathered"),
@@ -301,13 +306,14 @@ def fsdp_verdict(model: ModelFacts, k: FsdpKnobs, headroom_gib: float = 0.0) -> 
     full = fsdp_report(model, k, headroom_gib)
     if full.fits or not k.length_bound:
         return FsdpVerdict(full, full.fits, None)
-    # Memory is affine in the tokens: solve usable = fixed + fill · per-fill for the worst phase.
-    empty = fsdp_report(model, replace(k, fill=0.0), headroom_gib)
-    limit = full.usable_gib
-    fill = 1.0
-    for at_full, at_zero in zip(full.stages[0].phases, empty.stages[0].phases):
-        slope = at_full.gib - at_zero.gib
-        if at_full.gib <= limit:
-            continue
-        fill = min(fill, max(0.0, (limit - at_zero.gib) / slope) if slope > 0 else 0.0)
-    return FsdpVerdict(full, False, round(fill, 3))
+    # Memory grows with the fill (tokens are linear in it until a budget caps them): bisect.
+    if not fsdp_report(model, replace(k, fill=0.0), headroom_gib).fits:
+        return FsdpVerdict(full, False, 0.0)
+    low, high = 0.0, 1.0
+    for _ in range(20):
+        mid = (low + high) / 2
+        if fsdp_report(model, replace(k, fill=mid), headroom_gib).fits:
+            low = mid
+        else:
+            high = mid
+    return FsdpVerdict(full, False, round(low, 3))

@@ -87,6 +87,10 @@ def fsdp_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | 
     budget = reader.int(ACTOR + "ppo_max_token_len_per_gpu")
     if dynamic and budget is None:
         problems.append(f"{ACTOR}ppo_max_token_len_per_gpu is not a known integer")
+    pn = reader.prompts_and_n()
+    mini = reader.int(ACTOR + "ppo_mini_batch_size")
+    per_rank_mini = mini * pn[1] // dp if (pn and mini) else 0
+    per_rank_batch = pn[0] * pn[1] // dp if pn else 0
     lora_rank = reader.int(MODEL + "lora_rank") or 0
     targets = reader.raw(MODEL + "target_modules")
     dtype = reader.str(FSDP + "model_dtype")
@@ -104,6 +108,7 @@ def fsdp_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | 
         ulysses=sp, lora_rank=lora_rank,
         lora_all_linear=not isinstance(targets, (list, tuple)) and str(targets or "all-linear") == "all-linear",
         micro_batch=micro or 1, use_dynamic_bsz=dynamic, token_budget=budget,
+        per_rank_mini=per_rank_mini, per_rank_batch=per_rank_batch,
         log_prob_micro_batch=lp_micro, log_prob_dynamic=lp_dynamic,
         log_prob_token_budget=reader.int(ROLLOUT + "log_prob_max_token_len_per_gpu") or budget,
         ref_micro_batch=ref_micro, ref_token_budget=reader.int(REF + "log_prob_max_token_len_per_gpu"),

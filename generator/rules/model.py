@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
@@ -87,7 +87,7 @@ def predicted_oom(ctx: Context) -> Iterator[Finding]:
              else f"{verdict.peak_phase} on pipeline stage {verdict.peak_stage}")
     message = (f"predicted out of memory on {verdict.gpu}: {where} needs {verdict.peak_gib:.1f} GiB of "
                f"{verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
-    severity = None
+    severity: Severity | None = None
     if verdict.fill_limit is not None:
         # Packed micro batches (use_remove_padding) hold the real tokens: the run fits while the
         # sequences stay short enough on average, so this is a warning, with the length it needs.
