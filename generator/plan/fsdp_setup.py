@@ -138,7 +138,8 @@ def _flag_rung(field: str, key: str, words: str, *, when: Callable[[FsdpKnobs], 
                ) -> Callable[[FsdpKnobs], Iterator[_Change]]:
     def rung(k: FsdpKnobs) -> Iterator[_Change]:
         if not getattr(k, field) and when(k):
-            yield _Change(words, replace(k, **{field: True}), ((key, True),))
+            changes: dict[str, Any] = {field: True}
+            yield _Change(words, replace(k, **changes), ((key, True),))
     return rung
 
 
@@ -150,7 +151,8 @@ def _halve(field: str, key: str, floor: Callable[[FsdpKnobs], int], applies: Cal
             return
         value //= 2
         while value >= max(1, floor(k)):
-            yield _Change(f"lower {key.rsplit('.', 1)[-1]} to {value}", replace(k, **{field: value}), ((key, value),))
+            changes: dict[str, Any] = {field: value}
+            yield _Change(f"lower {key.rsplit('.', 1)[-1]} to {value}", replace(k, **changes), ((key, value),))
             value //= 2
     return rung
 
