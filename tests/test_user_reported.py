@@ -50,3 +50,31 @@ def test_a_field_the_model_dataclass_lacks(tmp_path: Path) -> None:
     assert "VK610" not in _check(ok, "0.6.0", "--select", "VK610")
     # before 0.6.0 the model section is a plain mapping
     assert "VK610" not in _check(path, "0.5.0", "--select", "VK610")
+
+
+def test_two_visible_gpus_and_the_default_eight(tmp_path: Path) -> None:
+    """After verl#5954: `export CUDA_VISIBLE_DEVICES=0,1` and `ray start --head --num-gpus=2`, with
+    trainer.n_gpus_per_node left at 8 — 'Total available GPUs ... is less than total desired GPUs 8'."""
+    base = [o for o in BASE if not o.startswith("trainer.n_gpus_per_node")]
+    path = _script(tmp_path, [], before="export CUDA_VISIBLE_DEVICES=0,1\nray stop\nray start --head --num-gpus=2\n")
+    path.write_text(path.read_text().replace("    trainer.n_gpus_per_node=8 \\\n", ""))
+    assert "n_gpus_per_node" not in path.read_text() and base
+    out = _check(path, "0.5.0", "--select", "VP308")
+    assert "VP308 error" in out and "trainer.n_gpus_per_node=8 (the default)" in out and "leaves 2 visible" in out
+    fixed = runner.invoke(app, ["fix", str(path), "--unsafe", "--write", "--select", "VP308", "--verl-version", "0.5.0"])
+    assert fixed.exit_code in (0, 1), fixed.stdout
+    assert "trainer.n_gpus_per_node=2" in path.read_text()
+    assert "VP308" not in _check(path, "0.5.0", "--select", "VP308")
+
+
+def test_slurm_gres_per_node_against_the_trainer(tmp_path: Path) -> None:
+    """After verl#2515 ('Total available GPUs 8.0 is less than total desired GPUs 16'): a Slurm job
+    that books 4 GPUs per node for a trainer asking for 8 on each node."""
+    path = _script(tmp_path, ["trainer.nnodes=2"], before="#SBATCH --nodes=2\n#SBATCH --gres=gpu:4\n")
+    out = _check(path, "0.5.0", "--select", "VP308")
+    assert "VP308 error" in out and "--gres=gpu:4" in out and "on each of 2 node(s)" in out
+    # a variable the reader cannot see is not judged; more visible GPUs than asked for are fine
+    quiet = _script(tmp_path, [], before="export CUDA_VISIBLE_DEVICES=$MY_GPUS\n", name="q.sh")
+    assert "VP308" not in _check(quiet, "0.5.0", "--select", "VP308")
+    wide = _script(tmp_path, [], before="export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n", name="w.sh")
+    assert "VP308" not in _check(wide, "0.5.0", "--select", "VP308")
