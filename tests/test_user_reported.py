@@ -78,3 +78,22 @@ def test_slurm_gres_per_node_against_the_trainer(tmp_path: Path) -> None:
     assert "VP308" not in _check(quiet, "0.5.0", "--select", "VP308")
     wide = _script(tmp_path, [], before="export CUDA_VISIBLE_DEVICES=0,1,2,3,4,5,6,7\n", name="w.sh")
     assert "VP308" not in _check(wide, "0.5.0", "--select", "VP308")
+
+
+def test_strictly_on_policy_with_a_larger_log_prob_micro_batch(tmp_path: Path) -> None:
+    """verl#6280: ppo_epochs 1 and train_batch_size = ppo_mini_batch_size, with the log-prob micro
+    batch twice the actor's (as docs/perf/perf_tuning.rst suggests): pg_clipfrac is non-zero."""
+    on_policy = ["data.train_batch_size=16", "actor_rollout_ref.actor.ppo_mini_batch_size=16",
+                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2",
+                 "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4"]
+    path = _script(tmp_path, on_policy)
+    out = _check(path, "0.8.0", "--select", "VX917")
+    assert "VX917 warning" in out and "pg_clipfrac" in out and "log_prob_micro_batch_size_per_gpu=2" in out
+    # verl 0.7.0's FSDP actor reuses the update's log-probs when on-policy
+    assert "VX917" not in _check(path, "0.7.0", "--select", "VX917")
+    # two mini batches per step are not on-policy anyway
+    off = _script(tmp_path, [*on_policy, "actor_rollout_ref.actor.ppo_mini_batch_size=8"], name="off.sh")
+    assert "VX917" not in _check(off, "0.8.0", "--select", "VX917")
+    fixed = runner.invoke(app, ["fix", str(path), "--write", "--select", "VX917", "--verl-version", "0.8.0"])
+    assert fixed.exit_code in (0, 1), fixed.stdout
+    assert "VX917" not in _check(path, "0.8.0", "--select", "VX917")
