@@ -97,3 +97,14 @@ def test_strictly_on_policy_with_a_larger_log_prob_micro_batch(tmp_path: Path) -
     fixed = runner.invoke(app, ["fix", str(path), "--write", "--select", "VX917", "--verl-version", "0.8.0"])
     assert fixed.exit_code in (0, 1), fixed.stdout
     assert "VX917" not in _check(path, "0.8.0", "--select", "VX917")
+
+
+def test_sequence_longer_than_the_context_by_release(tmp_path: Path) -> None:
+    """Qwen2.5-Math-7B (a 4k context) trained at 2k + 4k, given by its Hugging Face id, as users of
+    the DAPO/SimpleRL recipes write it: verl 0.4.x-0.6.x assert it at rollout start, 0.7+ go on."""
+    path = _script(tmp_path, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-Math-7B", "data.max_prompt_length=2048",
+                              "data.max_response_length=4096"])
+    old = _check(path, "0.4.1", "--select", "VM809")
+    assert "VM809 error" in old and "Qwen2.5-Math-7B max_position_embeddings 4096" in old and "asserts" in old
+    new = _check(path, "0.7.0", "--select", "VM809")
+    assert "VM809 warning" in new

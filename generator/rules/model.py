@@ -52,8 +52,26 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
         return
     limit = ctx.model.max_position_embeddings
     if seq > limit:
-        yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"),
-                          f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}")
+        message = f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}"
+        severity: Severity | None = None
+        if _asserts_context(view.version):
+            # verl 0.4.x-0.6.x's rollouts assert it when they start (vllm_rollout_spmd.py @ v0.4.1):
+            # the run stops there. From 0.7.0 the async servers take max_position_embeddings as
+            # max_model_len, and the overlong requests fail or are cut while the run goes on.
+            severity = "error"
+            message += (f"; verl {view.version} asserts it when the rollout starts ('model context length should "
+                        f"be greater than total sequence length')")
+        yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"), message,
+                          severity=severity)
+
+
+def _asserts_context(version: str) -> bool:
+    from generator.versions import parse
+
+    try:
+        return parse(version)[:3] < (0, 7, 0)
+    except Exception:
+        return False
 
 
 @rule("VM810", "heads-not-divisible-by-ulysses", severity="error", stage="init", verl_ref="C14", backends=("fsdp",))
