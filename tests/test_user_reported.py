@@ -108,3 +108,48 @@ def test_sequence_longer_than_the_context_by_release(tmp_path: Path) -> None:
     assert "VM809 error" in old and "Qwen2.5-Math-7B max_position_embeddings 4096" in old and "asserts" in old
     new = _check(path, "0.7.0", "--select", "VM809")
     assert "VM809 warning" in new
+
+
+def _hub_snapshot(home: Path, hub_id: str, config: dict[str, object]) -> Path:
+    import json
+
+    folder = home / "hub" / ("models--" + hub_id.replace("/", "--"))
+    (folder / "snapshots" / "0123abcd").mkdir(parents=True)
+    (folder / "refs").mkdir()
+    (folder / "refs" / "main").write_text("0123abcd")
+    path = folder / "snapshots" / "0123abcd" / "config.json"
+    path.write_text(json.dumps(config))
+    return path
+
+
+# A small MoE shape written for the test (not any real model's numbers).
+TINY_MOE = {"model_type": "qwen3_moe", "hidden_size": 1024, "num_attention_heads": 12, "num_key_value_heads": 4,
+            "num_hidden_layers": 8, "vocab_size": 32000, "intermediate_size": 2816, "moe_intermediate_size": 512,
+            "num_experts": 16, "num_experts_per_tok": 4, "max_position_embeddings": 4096, "head_dim": 128}
+
+
+def test_a_hub_id_is_read_from_the_local_hugging_face_cache(tmp_path: Path, monkeypatch) -> None:
+    """Users write the hub id (`Qwen/Qwen3.5-35B-A3B`) and keep the download in ~/.cache/huggingface:
+    its config.json is read there (HF_HOME respected, never the network) and the report says so."""
+    monkeypatch.setenv("HF_HOME", str(tmp_path / "hf"))
+    monkeypatch.delenv("HF_HUB_CACHE", raising=False)
+    config = _hub_snapshot(tmp_path / "hf", "my-org/Tiny-MoE-A1B", TINY_MOE)
+    megatron = ["actor_rollout_ref.model.path=my-org/Tiny-MoE-A1B",
+                "actor_rollout_ref.actor.megatron.tensor_model_parallel_size=8"]
+    path = tmp_path / "run.sh"
+    path.write_text("python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\\n"
+                    + " \\\n".join("    " + o for o in [*BASE, *megatron]) + "\n")
+    out = _check(path, "0.7.0", "--select", "VM801")
+    assert "VM801" in out and "12" in out  # 12 heads over TP 8: the cached config's numbers
+    explained = runner.invoke(app, ["explain", str(path), "--memory", "--gpu", "h100", "--verl-version", "0.7.0"])
+    assert "the Hugging Face cache's" in explained.stdout and str(config) in explained.stdout.replace("\n", "")
+    monkeypatch.setenv("HF_HUB_CACHE", str(tmp_path / "elsewhere"))  # HF_HUB_CACHE wins over HF_HOME
+    assert "VM801" not in _check(path, "0.7.0", "--select", "VM801")
+
+
+def test_a_model_folder_whose_prefix_is_unknown_is_matched_by_its_name(tmp_path: Path) -> None:
+    """`actor_rollout_ref.model.path=$HOME/models/Qwen2.5-Math-7B`, as most verl example scripts
+    write it: HOME is unknown to a static reader, the folder's name still names the model."""
+    path = _script(tmp_path, ["actor_rollout_ref.model.path=$HOME/models/Qwen2.5-Math-7B",
+                              "data.max_prompt_length=2048", "data.max_response_length=4096"])
+    assert "VM809 error" in _check(path, "0.5.0", "--select", "VM809")
