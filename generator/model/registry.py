@@ -212,7 +212,7 @@ def hub_cache_config(hub_id: str) -> Path | None:
             if ref.is_file():
                 from generator.files import read_text_input
 
-                snapshot = folder / "snapshots" / read_text_input(ref, limit=256, what="hub ref").strip()
+                snapshot = folder / "snapshots" / read_text_input(ref, limit=256, what="hub ref", trusted=True).strip()
                 if (snapshot / "config.json").is_file():
                     return snapshot / "config.json"
             found = sorted((p for p in (folder / "snapshots").glob("*/config.json") if p.is_file()),
