@@ -100,14 +100,25 @@ def test_strictly_on_policy_with_a_larger_log_prob_micro_batch(tmp_path: Path) -
 
 
 def test_sequence_longer_than_the_context_by_release(tmp_path: Path) -> None:
-    """Qwen2.5-Math-7B (a 4k context) trained at 2k + 4k, given by its Hugging Face id, as users of
-    the DAPO/SimpleRL recipes write it: verl 0.4.x-0.6.x assert it at rollout start, 0.7+ go on."""
-    path = _script(tmp_path, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-Math-7B", "data.max_prompt_length=2048",
-                              "data.max_response_length=4096"])
-    old = _check(path, "0.4.1", "--select", "VM809")
-    assert "VM809 error" in old and "Qwen2.5-Math-7B max_position_embeddings 4096" in old and "asserts" in old
-    new = _check(path, "0.7.0", "--select", "VM809")
-    assert "VM809 warning" in new
+    """Qwen2.5-Math-7B (a 4k context) trained at 2k + 4k, as users of the DAPO/SimpleRL recipes
+    write it: verl 0.4.x-0.6.x assert it at rollout start, 0.7+ go on. With the model's own
+    config.json it is an error there; by its Hugging Face id (the published config, which such users
+    often edit) a warning that says verl would assert."""
+    import json
+
+    folder = tmp_path / "models" / "Qwen2.5-Math-7B"
+    folder.mkdir(parents=True)
+    (folder / "config.json").write_text(json.dumps({
+        "model_type": "qwen2", "hidden_size": 3584, "num_attention_heads": 28, "num_key_value_heads": 4,
+        "num_hidden_layers": 28, "vocab_size": 152064, "intermediate_size": 18944, "max_position_embeddings": 4096}))
+    lengths = ["data.max_prompt_length=2048", "data.max_response_length=4096"]
+    local = _script(tmp_path, [f"actor_rollout_ref.model.path={folder}", *lengths], name="local.sh")
+    old = _check(local, "0.4.1", "--select", "VM809")
+    assert "VM809 error" in old and "max_position_embeddings 4096" in old and "asserts" in old
+    assert "VM809 warning" in _check(local, "0.7.0", "--select", "VM809")
+    by_id = _script(tmp_path, ["actor_rollout_ref.model.path=Qwen/Qwen2.5-Math-7B", *lengths], name="id.sh")
+    published = _check(by_id, "0.4.1", "--select", "VM809")
+    assert "VM809 warning" in published and "with the published config.json verl 0.4.1 asserts" in published
 
 
 def _hub_snapshot(home: Path, hub_id: str, config: dict[str, object]) -> Path:
@@ -152,4 +163,4 @@ def test_a_model_folder_whose_prefix_is_unknown_is_matched_by_its_name(tmp_path:
     write it: HOME is unknown to a static reader, the folder's name still names the model."""
     path = _script(tmp_path, ["actor_rollout_ref.model.path=$HOME/models/Qwen2.5-Math-7B",
                               "data.max_prompt_length=2048", "data.max_response_length=4096"])
-    assert "VM809 error" in _check(path, "0.5.0", "--select", "VM809")
+    assert "Qwen2.5-Math-7B max_position_embeddings 4096" in _check(path, "0.5.0", "--select", "VM809")

@@ -122,6 +122,7 @@ def _entry_from_yaml(raw: dict[str, Any]) -> _Entry:
         vision_params=int(raw.get("vision_params", 0) or 0),
         trust_remote_code=bool(raw.get("trust_remote_code", False)),
         checkpoint_notes=tuple(str(note) for note in raw.get("checkpoint_notes", ())),
+        from_registry=True,
     )
     names = [raw["name"], *raw.get("hf_ids", ()), *raw.get("aliases", ())]
     keys = tuple(dict.fromkeys(name_key(n) for n in names))

@@ -54,13 +54,18 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
     if seq > limit:
         message = f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}"
         severity: Severity | None = None
-        if _asserts_context(view.version):
+        if _asserts_context(view.version) and not ctx.model.from_registry:
             # verl 0.4.x-0.6.x's rollouts assert it when they start (vllm_rollout_spmd.py @ v0.4.1):
             # the run stops there. From 0.7.0 the async servers take max_position_embeddings as
             # max_model_len, and the overlong requests fail or are cut while the run goes on.
             severity = "error"
             message += (f"; verl {view.version} asserts it when the rollout starts ('model context length should "
                         f"be greater than total sequence length')")
+        elif _asserts_context(view.version):
+            # The published config.json: a user's copy may raise max_position_embeddings (as DAPO and
+            # SimpleRL users do for Qwen2.5-Math-7B), so the assertion is likely, not certain.
+            message += (f"; with the published config.json verl {view.version} asserts it when the rollout "
+                        f"starts (a copy whose config.json says more passes)")
         yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"), message,
                           severity=severity)
 
