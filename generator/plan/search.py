@@ -10,8 +10,9 @@ and on each rung the largest micro batch / token budget that fits, then the larg
 
 Ranking (lexicographic): fits; shorter estimated step time (generator.plan.step_time, calibrated
 on published verl runs; times within ~3 % tie); then, to break ties: no CPU optimizer; no
-recompute; micro batches of at least ~4k tokens; expert groups inside a node; smaller TP·PP·CP
-(more data parallelism); fewer offload flags; smaller pipeline bubble; more rollout memory;
+recompute; fewer offload flags (no offload where the layout fits without); micro batches of at
+least ~4k tokens; expert groups inside a node; smaller TP·PP·CP (more data parallelism); smaller
+pipeline bubble; more rollout memory;
 bigger micro batch; smaller rollout TP. The search visits layouts by the best key they could
 reach (their step-time floor: no offload, dynamic batches, the best rollout TP) and stops once
 the top candidates beat the next layout's floor.
@@ -427,7 +428,7 @@ def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> b
 
 
 # rank_key's tuple, compared in order (RANK_CRITERIA names each position); smaller ranks first.
-RankKey = tuple[bool, int, float, bool, bool, bool, int, int, float, int, int, float, float, int]
+RankKey = tuple[bool, int, float, bool, int, bool, bool, int, float, int, int, float, float, int]
 STEP_BUCKET = 1.03  # estimated step times within ~3 % of each other tie; the later criteria decide
 
 
@@ -464,8 +465,8 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: _Setting) -> float:
 def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
     """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s)."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
-    return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, False, crosses,
-            layout.tp * layout.pp * layout.cp, 0, _bubble(layout), _expert_tp(layout, moe), layout.ep,
+    return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, 0, False, crosses,
+            layout.tp * layout.pp * layout.cp, _bubble(layout), _expert_tp(layout, moe), layout.ep,
             -max(GMU_STEPS), -math.inf, 0)
 
 
@@ -475,16 +476,16 @@ def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: i
     # comparable to recompute, unless the whole per-rank mini batch is that small.
     small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
     return (not c.fits, step_bucket(c.score.total_s) if c.score else 0,
-            off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
-            experts_cross_nodes(c, gpus_per_node, moe), c.model_parallel_size,
-            int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
+            off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
+            int(off.param) + int(off.optimizer), small_micro, experts_cross_nodes(c, gpus_per_node, moe),
+            c.model_parallel_size, _bubble(c), _expert_tp(c, moe), c.ep,
             -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
 # What each position of rank_key prefers, in the user's words (kept beside rank_key: one order).
 RANK_CRITERIA = ("it fits", "shorter estimated step time", "less of the CPU optimizer", "no recompute",
-                 "micro-batches of at least ~4k tokens", "expert groups inside a node",
-                 "smaller TP·PP·CP (more data parallelism)", "fewer offload flags", "smaller pipeline bubble",
+                 "no offload (fewer offload flags)", "micro-batches of at least ~4k tokens",
+                 "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "smaller pipeline bubble",
                  "smaller expert TP", "smaller EP", "more rollout memory (gmu)", "bigger micro batch",
                  "smaller rollout TP")
 
