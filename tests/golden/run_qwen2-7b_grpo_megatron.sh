@@ -6,19 +6,19 @@
 # GRPO: group-relative advantages over n responses, KL as a loss term.
 #
 # Derived numbers for the defaults below (`gen check` recomputes them for any values):
-#   DP = GPUs / (TP*PP*CP) = 8 / (2*1*1) = 4
+#   DP = GPUs / (TP*PP*CP) = 8 / (1*4*1) = 2
 #   responses per step G = train_batch_size * n = 1024 * 5 = 5120
-#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 5 / 4 = 320 responses
+#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 5 / 2 = 640 responses
 #   optimizer updates per step = train_batch_size / ppo_mini_batch_size * ppo_epochs = 1024 / 256 * 1 = 4
-#   grad accumulation = per-rank mini / micro = 320 / 5 = 64 micro-batches per update
-#   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.75
+#   grad accumulation = per-rank mini / micro = 640 / 5 = 128 micro-batches per update
+#   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.55
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
-#   offload: param+grad
-#   predicted memory per GPU (GiB): update 63.9, optimizer_step 41.8, log_prob 32.2, ref_log_prob 27.8, rollout 74.3, weight_sync 37.4; limit 77.2 (h100, 79.6 GiB)
-#   why: DP 4 (= 8 GPUs / TP·PP·CP 2·1·1); per-rank mini batch 256·5/4 = 320
-#   why: memory relief: param+grad
-#   why: peak 74.3 GiB in rollout of 77.2 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 43.9 GiB per GPU
+#   offload: none
+#   predicted memory per GPU (GiB): update 75.8, optimizer_step 39.0, log_prob 52.3, ref_log_prob 43.6, rollout 76.2, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
+#   why: DP 2 (= 8 GPUs / TP·PP·CP 1·4·1); per-rank mini batch 256·5/2 = 640
+#   why: memory relief: none needed
+#   why: peak 76.2 GiB in rollout of 77.2 GiB usable
+#   why: rollout TP 1: weights 14.2 GiB, KV cache 27.9 GiB per GPU
 
 set -xeuo pipefail
 
@@ -31,11 +31,11 @@ PROJECT_NAME=${PROJECT_NAME:-verl_megatron}              # logger project
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen2-7b_grpo_megatron}  # logger run name
 NNODES=${NNODES:-1}                                      # nodes
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}                        # GPUs per node
-TP=${TP:-2}                                              # tensor parallel
-PP=${PP:-1}                                              # pipeline parallel
+TP=${TP:-1}                                              # tensor parallel
+PP=${PP:-4}                                              # pipeline parallel
 ROLLOUT_TP=${ROLLOUT_TP:-1}                              # vllm tensor parallel
-GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.75}   # vllm KV-cache share
-PARAM_OFFLOAD=${PARAM_OFFLOAD:-True}                     # params+grads to CPU between phases
+GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.55}   # vllm KV-cache share
+PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}                    # params+grads to CPU between phases
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}            # Adam state to CPU between phases
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-1024}               # prompts per step
 PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-256}          # prompts per optimizer update
