@@ -32,7 +32,7 @@ from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
-from generator.plan.step_time import estimate_step_time
+from generator.plan.step_time import calibrated, estimate_step_time
 from generator.plan.workload import GIB, Workload, algo_roles
 from generator.verl import ALGORITHMS
 
@@ -40,6 +40,7 @@ GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
 MIN_GMU = 0.3
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
+DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
 MAX_PP = 16
 EFFICIENT_MICRO_TOKENS = 4096
 ROLLOUT_WEIGHT_SHARE = 0.6
@@ -269,7 +270,10 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     if rollout_tp is None:
         return None, "no rollout TP divides the attention heads and the GPUs"
     base = Candidate(**layout.sizes(), rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
-    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ)
+    # Dynamic batches where verl's scripts use them, and wherever the calibrated step time says
+    # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
+    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS
+                            or calibrated().static_pad_share > 0)
     fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
                                               "log_prob_token_budget", "offload", "recompute",
                                               "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
@@ -456,10 +460,15 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: _Setting) -> float:
                and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)] or [1]
     best = math.inf
     for rtp in options:
-        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len)
-        step = estimate_step_time(probe, model, s.gpu, work)
+        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                          gpu_memory_utilization=max(GMU_STEPS))
+        # The KV cache can be no larger than at the largest gmu with nothing else resident.
+        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
+        if kv <= 0:
+            continue
+        step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
         best = min(best, step.total_s - step.bubble_s)
-    return best
+    return best if best < math.inf else 0.0
 
 
 def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:

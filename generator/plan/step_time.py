@@ -116,6 +116,13 @@ def ring_all_reduce_s(nbytes: float, ranks: int, link_gb_s: float) -> float:
     return 2 * (ranks - 1) / ranks * nbytes / (link_gb_s * 1e9 * COLLECTIVE_EFFICIENCY)
 
 
+@lru_cache(maxsize=256)
+def _params(model: ModelFacts) -> tuple[int, int]:
+    """(all parameters, parameters active per token)."""
+    return total_params(model), total_params(model, active=True)
+
+
+@lru_cache(maxsize=256)
 def _moe_split(model: ModelFacts) -> tuple[int, int]:
     """(routed-expert params, routed-expert params active per token) over the whole model."""
     if not model.is_moe:
@@ -159,8 +166,7 @@ def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, c
     """One engine step of a rollout replica (rtp GPUs) decoding `in_flight` sequences at `context`:
     the larger of reading weights + KV cache and the FLOPs, then two TP all-reduces per layer of the
     batch's hidden states (over the network when the replica spans nodes) with their fitted latency."""
-    everything = total_params(model)
-    active = total_params(model, active=True)
+    everything, active = _params(model)
     routed, routed_active = _moe_split(model)
     # Small batches touch only the experts their tokens route to.
     weights = everything - routed + min(routed, routed_active * max(1.0, in_flight))
@@ -188,7 +194,7 @@ def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, 
     decode = steps * decode_step_s(model, gpu, rtp, in_flight, context, k, work.gpus_per_node)
     tail = max(0.0, work.response_len - response) * decode_step_s(model, gpu, rtp, 1.0, prompt + response, k,
                                                                    work.gpus_per_node)
-    active = total_params(model, active=True)
+    active = _params(model)[1]
     prefill = 2 * active * per_replica * prompt / (rtp * gpu.peak_tflops * 1e12 * k.decode_mfu)
     return prefill + decode + tail
 
@@ -208,7 +214,7 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     if not cand.use_dynamic_bsz:
         # Fixed micro-batches are not balanced by tokens: part of the padding to the maximum is computed.
         tokens += k.static_pad_share * max(0.0, responses * work.seq_len - tokens)
-    active = total_params(model, active=True)
+    everything, active = _params(model)
     _, routed_active = _moe_split(model)
     flops_per_s = gpus * gpu.peak_tflops * 1e12
     # Dense GEMMs at train_mfu, routed experts' share of the FLOPs at moe_efficiency of that.
@@ -232,7 +238,7 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
             bubble_s += compute * share / (1 - share)
     roll_s = rollout_s(cand, model, gpu, work, responses, kv_tokens, k)
     offload_s = _offload_s(cand, model, gpu, work, dp)
-    weight_sync_s = BF16 * total_params(model) / max(1, cand.rollout_tp) / (gpu.peer_gb_s * 1e9)
+    weight_sync_s = BF16 * everything / max(1, cand.rollout_tp) / (gpu.peer_gb_s * 1e9)
     return StepTime(rollout_s=roll_s, log_prob_s=log_prob_s, update_s=update_s, offload_s=offload_s,
                     bubble_s=bubble_s, weight_sync_s=weight_sync_s, comm_s=comm_s)
 
