@@ -188,3 +188,17 @@ def test_each_alternative_names_the_criterion_the_first_beats_it_on():
     document = json.loads(CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--format",
                                                    "json"]).stdout)
     assert [c["ranked_below_first_by"] for c in document["candidates"]] == plan.rank_reasons
+
+
+def test_mean_response_len_shortens_the_estimate_and_is_checked():
+    base = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--format", "json", "--top", "1"])
+    short = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--format", "json", "--top", "1",
+                                     "--mean-response-len", "64"])
+    assert base.exit_code == 0 and short.exit_code == 0, short.output
+    first = json.loads(base.stdout)["candidates"][0]
+    shorter = json.loads(short.stdout)["candidates"][0]
+    assert shorter["score"]["rollout_s"] < first["score"]["rollout_s"]
+    assert any("counted at 64 of 1024" in line for line in shorter["why"])
+    assert any(f"{calibrated().mean_response_share:.0%} of the maximum" in line for line in first["why"])
+    bad = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--mean-response-len", "2000"])
+    assert bad.exit_code == 2 and "--mean-response-len must be between 1 and --response-len 1024" in bad.output

@@ -32,7 +32,7 @@ from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
-from generator.plan.step_time import calibrated, estimate_step_time
+from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
 from generator.plan.workload import GIB, Workload, algo_roles
 from generator.verl import ALGORITHMS
 
@@ -403,6 +403,11 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
     score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
+    _, response = expected_lengths(work, calibrated())
+    source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
+                                                "published median; --mean-response-len to change)")
+    why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
+               f"tokens expected{source}")
     return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
 
 
