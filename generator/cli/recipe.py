@@ -114,7 +114,8 @@ def register(app: typer.Typer) -> None:
                                                      help="Fused log-prob kernels (no [tokens x vocab] logits)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
-        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file; render a recipe "
+                                   "NAME our memory model predicts over its GPUs."),
         library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
     ) -> None:
@@ -159,7 +160,7 @@ def register(app: typer.Typer) -> None:
                 command = f"gen recipe --from {Path(legacy).name} --launcher {spec.launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
-                spec = _from_library(name, model=model, library=library, **options, **run)
+                spec = _from_library(name, model=model, library=library, force=force, **options, **run)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
                                    + ([f"--launcher {launcher}"] if launcher not in ("auto", "local") else []))
             else:
