@@ -30,7 +30,7 @@ SHIPPED_OVER_LIMIT = {
     "P3": "rollout",
     "P4": "rollout",
     # verl issue #3124: this tuning script fails inside optimizer.step on 8×H20 (DP 1: the whole
-    # optimizer state and Adam's working copies on one GPU). A calibration point, not a miss.
+    # optimizer state and the step's allocations on one GPU). A calibration point, not a miss.
     "T1": "optimizer_step",
 }
 
