@@ -1,22 +1,22 @@
-"""The planner's ranking score against published verl step times (issue 12 part 4).
+"""The calibrated step-time model against published verl step times (issues 12 and 23).
 
     python bench/rank_vs_published.py [--data bench/data/published_step_times.yaml]
+                                      [--write-calibration] [--rounds N]
 
 For every published point (bench/data/published_step_times.yaml, each with its source) the
-layout and knobs are evaluated as given (`plan_layout(fixed=...)`) and the estimated step time
-(generator.plan.step_time) is set beside the published one. Prints, per group of points that
-share model, hardware and workload, the Spearman rank correlation of estimate vs published
-(the ranking only needs the order right), per GPU count inside the group where there are
-several points, the ratio estimate/published per point, and the Spearman over all points of
-the estimated vs published GPU-seconds per token. Exit 0; 2 on an unreadable data file.
+layout and knobs are evaluated as given (`plan_layout(fixed=...)`). Leave-one-group-out: for each
+group (model × GPU type × source) the free constants are refitted on the other groups
+(generator.plan.step_fit) and the group is predicted with them. Prints per point the published
+seconds, the estimate with the stored constants and the held-out estimate; per group and per
+GPU count inside it the Spearman rank correlation of held-out estimate vs published; over all
+points the Spearman of GPU-seconds per token; and the share of held-out estimates within
+0.5-2x. `--write-calibration` refits on every point and writes
+generator/data/step_time_calibration.yaml first. Exit 0; 2 on an unreadable data file.
 
-Measured (19 points from ISEEKYAN/verl_megatron_practice, DAPO on H100): Qwen2.5-7B group +0.32
-(12 points; −0.63 among the 9 on 8 GPUs), Qwen3-30B-A3B group +0.74 (7; −0.77 among 4 on 16
-GPUs, +1.00 among 3 on 32), all points per GPU-second per token +0.64. Across GPU counts the
-order is right; between layouts on the same GPUs it is not: the estimate prefers a wider rollout
-TP (fewer KV-cache waves, weights read in parallel) where the published runs are faster with
-rollout TP 1, and it ignores TP/CP communication. Estimates are 2-9× the published times: they
-assume every response reaches the maximum length (8192), which DAPO's responses do not.
+Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
+Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +0.50 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
+8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x
+(docs/step-time-model.md).
 """
 
 from __future__ import annotations
