@@ -202,3 +202,18 @@ def test_mean_response_len_shortens_the_estimate_and_is_checked():
     assert any(f"{calibrated().mean_response_share:.0%} of the maximum" in line for line in first["why"])
     bad = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--mean-response-len", "2000"])
     assert bad.exit_code == 2 and "--mean-response-len must be between 1 and --response-len 1024" in bad.output
+
+
+def test_a_thin_moe_update_margin_without_recompute_is_noted():
+    from generator.plan import plan_layout
+    from generator.plan.search import MOE_THIN_MARGIN
+
+    plan = plan_layout(find_model("qwen3-30b-a3b"), 8, gpu=gpu_spec("h20"), prompt_len=2048, response_len=8192,
+                       n=16, train_batch_size=512, top=3)
+    assert plan.candidates
+    for cand in plan.candidates:
+        update = cand.phase("update")
+        assert update is not None
+        thin = not cand.recompute and cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib
+        assert thin == any("--recompute buys room" in w for w in cand.warnings), (cand.warnings, update.gib)
+    assert any("--recompute buys room" in w for c in plan.candidates for w in c.warnings)

@@ -27,6 +27,7 @@ from generator.derive import Layout, Parallelism, layout_problems, rollout_probl
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
+from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch import batch_hint, batch_sizes, mini_for
 from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
@@ -44,6 +45,7 @@ DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
 MAX_PP = 16
 EFFICIENT_MICRO_TOKENS = 4096
 ROLLOUT_WEIGHT_SHARE = 0.6
+MOE_THIN_MARGIN = 0.1  # an MoE update with less than this share of the GPU to spare gets a recompute note
 IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this much of the engine budget
 MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
 
@@ -403,6 +405,14 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
     score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
+    update = cand.phase("update")
+    if model.is_moe and not cand.recompute and update is not None and \
+            cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
+        # The routed-expert activations are a calibration (0.5x) where Megatron-core's code reads
+        # 1.0x (docs/memory-model.md): a thin update margin may not hold on the real run.
+        warnings.append(f"MoE update fits with {cand.limit_gib - update.gib:.1f} GiB to spare and no recompute; "
+                        f"expert activations are counted at {MOE_ACTIVATION_FACTOR}x (calibrated, the source reads "
+                        f"1.0x): --recompute buys room for ~{score.update_s / 3:.0f} s more per step")
     _, response = expected_lengths(work, calibrated())
     source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
                                                 "published median; --mean-response-len to change)")
