@@ -91,8 +91,10 @@ def load_verdicts(path: Path) -> dict[FindingId, tuple[str, str]]:
 
 
 def check_script(root: Path, checkout: Path, project: str, script: str) -> ScriptResult:
+    # `-P`: the checkout's folder is not put first on sys.path, as an installed `gen` command does not put
+    # it there either; a project with its own `generator/` package must not stand in for ours.
     env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", script],
+    done = subprocess.run([sys.executable, "-P", "-m", "generator", "check", "--format", "json", script],
                           cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     try:
         document = json.loads(done.stdout)
@@ -102,7 +104,7 @@ def check_script(root: Path, checkout: Path, project: str, script: str) -> Scrip
     file_doc = document["files"][0]
     resolution = file_doc.get("resolution") or {}
     findings = file_doc.get("findings", [])
-    counted = subprocess.run([sys.executable, "-c", COUNT_CALLS, script], cwd=checkout, env=env,
+    counted = subprocess.run([sys.executable, "-P", "-c", COUNT_CALLS, script], cwd=checkout, env=env,
                              capture_output=True, text=True, timeout=300)
     calls = int(counted.stdout.strip()) if counted.stdout.strip().isdigit() else 0
     judged = [(FindingId(project, script, f["code"], str(f.get("line")), f.get("key") or ""),
