@@ -7,15 +7,22 @@ config, verl's arithmetic does not describe the run: the batch-chain rules stand
 says why (docs/rules/batch.md#vb118).
 
 Each entry is a fact found in the project's public source; `neutral` is the value that leaves
-verl's chain as it is (None: any value changes it).
+verl's chain as it is (None: any value changes it). Where the fork's code is in the checkout,
+what it repeats the batch by is read from that code (generator.forkcode) as well; this table is
+the fallback for forks whose code is absent (an installed fork, a script copied alone).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from generator.config.types import Config
+from generator.verl import PPO_ENTRY
+
+if TYPE_CHECKING:
+    from generator.forkcode import ForkCode
 
 
 @dataclass(frozen=True)
@@ -89,14 +96,49 @@ def _settings(config: Config) -> dict[str, tuple[Any, int | None]]:
     return out
 
 
+def code_folders(config: Config) -> list[Path]:
+    """The folders of the fork's own code behind a call: its verl package's `trainer/`, and the
+    folder of a project config the call composes (a recipe's `config/` sits beside its trainer)."""
+    folders: list[Path] = []
+    resolution = config.resolution
+    if resolution is not None and resolution.package is not None:
+        folders.append(resolution.package / "trainer")
+    if config.config_dir and config.entry != PPO_ENTRY:
+        folders.append(Path(config.config_dir).parent)
+    return folders
+
+
+def fork_code(config: Config) -> ForkCode | None:
+    """What the fork's code in the checkout does with config keys; None when there is none."""
+    from generator.forkcode import read_fork_code
+
+    folders = code_folders(config)
+    return read_fork_code(folders) if folders else None
+
+
+def _code_entries(config: Config) -> list[ForkBatchKey]:
+    code = fork_code(config)
+    if code is None:
+        return []
+    entries: dict[str, ForkBatchKey] = {}
+    for repeat in code.repeat_keys:
+        entries.setdefault(repeat.key, ForkBatchKey(
+            repeat.key, f"this project's trainer, {repeat.where}",
+            f"the trainer repeats the batch by {repeat.key} (not only by rollout.n)", neutral=1))
+    return list(entries.values())
+
+
 def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     """The fork keys of `config` that change the batch chain (a neutral or null value does
-    not); an unknown value counts, since it may."""
+    not); an unknown value counts, since it may. Keys the fork's own code repeats the batch by
+    come first; the table above covers forks whose code is not here."""
     found: list[ForkBatchSetting] = []
     settings = _settings(config)
+    from_code = _code_entries(config)
+    table = [e for e in FORK_BATCH_KEYS if not any(_matches(e, c.key) for c in from_code)]
     for key in sorted(settings):
         value, line = settings[key]
-        for entry in FORK_BATCH_KEYS:
+        for entry in (*from_code, *table):
             if not _matches(entry, key):
                 continue
             known_null = value is None and key not in config.unknown and key in config.values
