@@ -62,17 +62,20 @@ def has_verl_config(package: Path) -> bool:
 
 
 def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) -> Path:
-    """The root of the checkout a script belongs to: the working directory when the script lies
-    below it (`gen check` is run from the checkout's root, as the script is); else the nearest
-    folder above the script holding `.git`; else the script's folder."""
+    """The root of the checkout a script belongs to: the deeper of the nearest folder above it
+    holding `.git` and the working directory when that holds the script (`gen check` runs from
+    the checkout's root, as the script does; a working directory above the repository is not
+    the project); else the script's folder. Never above the project boundary's root."""
     here = Path(script_path).absolute().parent
-    base = Path(cwd or os.getcwd()).absolute()
-    if base == here or base in here.parents:
-        return base
+    candidates: list[Path] = []
     for folder in [here, *here.parents][:max_up]:
         if (folder / ".git").exists():
-            return folder
-    return here
+            candidates.append(folder)
+            break
+    base = Path(cwd or os.getcwd()).absolute()
+    if base == here or base in here.parents:
+        candidates.append(base)
+    return max(candidates, key=lambda p: len(p.parts)) if candidates else here
 
 
 def _read(path: Path) -> str:

@@ -20,6 +20,7 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -83,6 +84,9 @@ class Resolution:
     # `@hydra.main` names another config than verl's (a fork's `config_name='grpo_trainer'`):
     # what `python -m verl.trainer.main_ppo` without --config-name loads (generator.schema.entry).
     ppo_entry: tuple[str, str] | None = None
+    # No verl was found and the script sets no verl key: the release is the newest packaged one
+    # by default, so verdicts read from its defaults would be guesses (those rules do not run).
+    guessed: bool = False
     # The project's own verl package (vendored, a submodule, found on the import path): its
     # trainer code is read for what the fork does with config keys (generator.forkcode).
     package: Path | None = None
@@ -123,6 +127,9 @@ def known_config_dir(text: str) -> Path:
     folder = Path(text)
     if not _has_ppo_config(folder):
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
+    from generator import boundary
+
+    boundary.trust(folder)  # the user named it: readable from any script's project
     return folder
 
 
@@ -186,8 +193,9 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
     if written_for is not None and is_packaged(written_for):
         return Resolution(written_for, f"packaged schema {written_for}",
                           f"the script's header (written by gen recipe for verl {written_for})")
-    release, how = infer_release(keys())
-    return Resolution(release, f"packaged schema {release}", how, inferred=True)
+    evidence = keys()
+    release, how = infer_release(evidence)
+    return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence)
 
 
 def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
@@ -341,6 +349,8 @@ def _schema_has(schema: Schema, key: str, name: str) -> bool:
 
 
 def _has_ppo_config(folder: Path) -> bool:
+    if not os.path.isdir(folder):  # one stat for the common case (no such folder), not one per name
+        return False
     return any((folder / f"{prefix}{name}.yaml").is_file() for name in PPO_CONFIGS
                for prefix in ("", "_generated_"))
 
