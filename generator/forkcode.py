@@ -1,8 +1,9 @@
 """What a fork's own trainer code does with config keys, read statically (`ast`: never imported,
 never run).
 
-Two facts are read from the Python files of the project's verl `trainer/` folder (and of a
-project entry module's folder):
+Two facts are read from the Python files of the project's verl `trainer/` folder and its
+`utils/config.py` (where verl 0.6+ prints its deprecation warnings), and of a project entry
+module's folder:
 
 - the config keys it **repeats the batch by** other than verl's `rollout.n`:
   `batch.repeat(repeat_times=self.config.data.n_samples, ...)`, or a name assigned from a config
@@ -178,6 +179,9 @@ class _Reader(ast.NodeVisitor):
 def _files(folders: list[Path]) -> list[Path]:
     out: list[Path] = []
     for folder in folders:
+        if folder.suffix == ".py" and folder.is_file():
+            out.append(folder)
+            continue
         if not folder.is_dir():
             continue
         for path in sorted(folder.rglob("*.py")):
@@ -202,7 +206,7 @@ def read_fork_code(folders: list[Path]) -> ForkCode:
             tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="Python module"), str(path))
         except (InputError, OSError):
             continue
-        base = next((f for f in folders if f in path.parents), path.parent)
+        base = next((f for f in folders if f in path.parents), path.parent.parent)
         reader = _Reader(str(path.relative_to(base.parent)))
         reader.visit(tree)
         found.repeat_keys.extend(reader.repeats)

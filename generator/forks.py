@@ -114,6 +114,7 @@ def code_folders(config: Config) -> list[Path]:
     resolution = config.resolution
     if resolution is not None and resolution.package is not None:
         folders.append(resolution.package / "trainer")
+        folders.append(resolution.package / "utils" / "config.py")  # verl 0.6+ warns of deprecated keys there
     if config.config_dir and config.entry != PPO_ENTRY:
         folders.append(Path(config.config_dir).parent)
     return folders

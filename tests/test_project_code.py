@@ -141,6 +141,10 @@ def test_a_searchpath_whose_verl_is_absent_is_no_internal_error(monkeypatch, tmp
     code, doc = _check(tmp_path / "p", "scripts/train.sh", monkeypatch)
     assert code in (0, 1) and doc["error"] is None
     assert ("VK601", "trainer.no_such_key") in [(f["code"], f.get("key")) for f in doc["findings"]]
+    # No verl anywhere and no verl key the script sets plainly on verl's trainer: the release is the
+    # newest packaged by default, so rules that read its defaults (VB204's micro-batch pair) stand down.
+    assert doc["resolution"]["inferred"]
+    assert not {"VB109", "VB201", "VB204", "VR510"} & set(_codes(doc))
 
 
 # --- 2. behaviour read from the fork's code --------------------------------------------------
@@ -184,3 +188,17 @@ def test_fork_code_reads_repeat_keys_and_live_reads_only():
     assert [k.key for k in code.repeat_keys] == ["data.n_samples"]  # not rollout.n, not the validation n_val
     assert code.reads("data.val_batch_size")
     assert not code.reads("data.no_such_key")
+
+
+def test_a_fork_the_readme_installs_with_pip_e_wins_over_the_nearest(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)  # run from the checkout's root: the README is inside the project
+    for where in ("agent/verl_fork/verl", "scripts/old/verl"):
+        folder = tmp_path / where / "trainer" / "config"
+        folder.mkdir(parents=True)
+        (folder / "ppo_trainer.yaml").write_text("data: {train_batch_size: 8}\n")
+    (tmp_path / "README.md").write_text("## Install\n\n```bash\npip install -e ./agent/verl_fork\n```\n")
+    script = tmp_path / "scripts" / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8\n")
+    found = imported_verl(read_launch(str(script)).invocations, str(script), cwd=str(tmp_path))
+    assert found is not None and found.package == tmp_path / "agent" / "verl_fork" / "verl"
+    assert "`pip install -e ./agent/verl_fork` in README.md" in found.reason
