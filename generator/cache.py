@@ -29,7 +29,7 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-FORMAT = 1
+FORMAT = 2  # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
 CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
