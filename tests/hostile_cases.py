@@ -242,8 +242,8 @@ def _explain_chart(tmp: Path, prepare: Callable[[Path, Path], None], extra: str 
     repo, outside = _repo(tmp)
     _script(repo, CALL)
     prepare(repo, outside)
-    return Case(f"gen explain run.sh --gpu h100 --model Qwen2.5-7B --chart report.html {extra}", repo, rc=2,
-                says="--chart report.html")
+    return Case(f"gen plan --model qwen2-7b --gpus 8 --chart report.html {extra}", repo, rc=2,
+                says="--chart report.html", one_line=False)
 
 
 def chart_through_symlink(tmp: Path) -> Case:

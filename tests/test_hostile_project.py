@@ -96,3 +96,19 @@ def test_a_new_file_never_replaces_one_created_meanwhile(tmp_path, monkeypatch):
     with pytest.raises(InputError, match="pass --force"):
         write_atomic(path, "mine\n", replace=False)
     assert path.read_text() == "theirs\n"
+
+
+def test_a_chart_is_written_once_then_replaced_only_with_force(tmp_path):
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    chart = tmp_path / "report.html"
+    args = ["plan", "--model", "qwen2-7b", "--gpus", "8", "--chart", str(chart)]
+    first = CliRunner().invoke(app, args)
+    assert first.exit_code == 0 and chart.read_text().startswith("<")
+    chart.write_text("mine\n")
+    again = CliRunner().invoke(app, args)
+    assert again.exit_code == 2 and "pass --force" in again.output and chart.read_text() == "mine\n"
+    forced = CliRunner().invoke(app, [*args, "--force"])
+    assert forced.exit_code == 0 and chart.read_text().startswith("<")

@@ -71,7 +71,7 @@ def _output_failed(err: BaseException) -> None:
 
 
 def main() -> None:
-    code: object = 0
+    code: str | int | None = 0
     try:
         if sys.stdout is None:  # started with stdout closed (`gen check x >&-`)
             raise OSError(0, "standard output is closed")
