@@ -8,6 +8,7 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 from generator.errors import InputError
@@ -62,7 +63,8 @@ def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
         i += 1
 
 
-def _split_top(text: str, sep: str) -> list[str]:
+@lru_cache(maxsize=4096)  # pure; the same config strings come back on every call
+def _split_top(text: str, sep: str) -> tuple[str, ...]:
     """Split on `sep` outside ${...}, [...], {...} and quotes."""
     parts: list[str] = []
     depth, start = 0, 0
@@ -75,9 +77,10 @@ def _split_top(text: str, sep: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return parts
+    return tuple(parts)
 
 
+@lru_cache(maxsize=4096)  # pure; the same config strings come back on every call
 def _find_close(text: str, start: int) -> int:
     """Index of the `}` closing the `${` whose body starts at `start`."""
     depth = 1

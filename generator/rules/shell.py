@@ -165,7 +165,7 @@ _HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS715", "unset-in-value", "warning"),
     ("VS716", "env-in-value", "info"),
     ("VS717", "unused-option", "warning"),
-    ("VS718", "invisible-byte", "error"),
+    ("VS720", "invisible-byte", "error"),
 )
 for _code, _kind, _severity in _HAZARD_RULES:
     _hazard_rule(_code, _kind, _severity)

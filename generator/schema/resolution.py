@@ -20,6 +20,7 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -330,6 +331,8 @@ def _schema_has(schema: Schema, key: str, name: str) -> bool:
 
 
 def _has_ppo_config(folder: Path) -> bool:
+    if not os.path.isdir(folder):  # one stat for the common case (no such folder), not one per name
+        return False
     return any((folder / f"{prefix}{name}.yaml").is_file() for name in PPO_CONFIGS
                for prefix in ("", "_generated_"))
 
