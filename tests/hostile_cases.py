@@ -479,7 +479,7 @@ def stdin_closed(tmp: Path) -> Case:
 def bom_before_command(tmp: Path) -> Case:
     repo, _ = _repo(tmp)
     (repo / "run.sh").write_bytes(b"\xef\xbb\xbf" + CALL.encode() + b"\n")
-    return Case("gen check --select VS run.sh", repo, rc=1, says="VS718", one_line=False)
+    return Case("gen check --select VS run.sh", repo, rc=1, says="VS720", one_line=False)
 
 
 def zero_width_before_command(tmp: Path) -> Case:
