@@ -67,6 +67,8 @@ def load_yaml_text(text: str, where: str = "YAML") -> Any:
     try:
         return construct_bounded(_loader()(text), text, where)
     except yaml.YAMLError as err:
+        if "maximum nesting depth" in str(err):  # libyaml's own bound on `[[[[…` or deep blocks
+            raise InputError(f"{where}: the YAML nests too deeply to read") from None
         raise InvalidYaml(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
     except RecursionError:  # `a: [[[[…` thousands deep: the parser recurses per level
         raise InputError(f"{where}: the YAML nests too deeply to read") from None
