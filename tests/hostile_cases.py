@@ -489,6 +489,56 @@ def zero_width_before_command(tmp: Path) -> Case:
     return Case("gen check --select VS run.sh", repo, rc=1, says="zero-width", one_line=False)
 
 
+# --- new attacks (issue 21's second round) -----------------------------------------------------
+
+
+def project_file_symlink(tmp: Path) -> Case:
+    """New: the repository's .verl-gen.toml is a link to a secret file elsewhere."""
+    repo, outside = _repo(tmp)
+    (outside / "creds.toml").write_text(f'token = "{SECRET}"\n')
+    (repo / ".verl-gen.toml").symlink_to(outside / "creds.toml")
+    _script(repo, CALL)
+    return Case("gen check run.sh", repo, rc=2, says="is outside the project")
+
+
+def config_dirs_outside(tmp: Path) -> Case:
+    """New: the project file's config-dirs climbs out of the repository."""
+    repo, outside = _repo(tmp)
+    (outside / "leak.yaml").write_text(f"defaults:\n  - ppo_trainer\n  - _self_\nk: {SECRET}\n")
+    (repo / ".verl-gen.toml").write_text(f'config-dirs = ["{os.path.relpath(outside, repo)}"]\n')
+    _script(repo, "python3 -m verl.trainer.main_ppo --config-name=leak trainer.nnodes=1")
+    return Case("gen check run.sh; gen show --resolved run.sh", repo, rc=(0, 1), says="outside the project",
+                one_line=False)
+
+
+def source_relative_escape(tmp: Path) -> Case:
+    """New: `source ../../outside/env.sh` from a script in a subfolder."""
+    repo, outside = _repo(tmp)
+    (outside / "env.sh").write_text(f"NAME={SECRET}\n")
+    (repo / "scripts").mkdir()
+    _script(repo / "scripts", 'cd "$(dirname "$0")"\nsource ../../outside/env.sh\n'
+                              "python3 -m verl.trainer.main_ppo trainer.nnodes=1 trainer.experiment_name=$NAME")
+    return Case("gen show scripts/run.sh", repo, rc=(0, 1), one_line=False)
+
+
+def config_folder_symlink(tmp: Path) -> Case:
+    """New: a folder of the repository is a link to a folder elsewhere."""
+    repo, outside = _repo(tmp)
+    (outside / "mine.yaml").write_text(f"defaults:\n  - ppo_trainer\n  - _self_\nk: {SECRET}\n")
+    (repo / "configs").symlink_to(outside)
+    _script(repo, f"python3 -m verl.trainer.main_ppo --config-path={repo}/configs --config-name=mine trainer.nnodes=1")
+    return Case("gen check run.sh; gen show --resolved run.sh", repo, rc=(0, 1), says="outside the project",
+                one_line=False)
+
+
+def metadata_huge(tmp: Path) -> Case:
+    """New: a vendored verl's METADATA of 3 MB (a regular file, over its cap)."""
+    repo, _ = _repo(tmp)
+    (_vendored_verl(repo) / "METADATA").write_text("Name: verl\n" + "x" * 3_000_000 + "\nVersion: 9.9.9\n")
+    _script(repo, "python3 -m verl.trainer.main_ppo trainer.nnodes=1")
+    return Case("gen check run.sh", repo, rc=(0, 1, 2), one_line=False)
+
+
 CASES: dict[str, Callable[[Path], Case]] = {f.__name__: f for f in (
     symlinked_schema_config, symlinked_recipe_config_show, defaults_escape, config_path_anywhere, source_absolute,
     source_etc_passwd, project_file_above_repo, broken_pyproject_above_repo,
@@ -498,4 +548,5 @@ CASES: dict[str, Callable[[Path], Case]] = {f.__name__: f for f in (
     library_alias_bomb, flow_list_yaml, defaults_bytes, python_launcher_overrides,
     vocab_401_digits, kv_heads_over_heads, headroom_huge, brace_huge, stdout_dev_full, stdout_closed,
     stdin_closed, bom_before_command, zero_width_before_command,
+    project_file_symlink, config_dirs_outside, source_relative_escape, config_folder_symlink, metadata_huge,
 )}
