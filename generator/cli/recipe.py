@@ -70,13 +70,18 @@ def register(app: typer.Typer) -> None:
         val_files: Optional[list[str]] = typer.Option(None, "--val-files", help="Validation parquet file (repeat for several)."),
         prompt_len: int = typer.Option(1024, "--prompt-len", help="Max prompt tokens."),
         response_len: int = typer.Option(1024, "--response-len", help="Max response tokens."),
+        mean_response_len: Optional[int] = typer.Option(
+            None, "--mean-response-len", help="Expected response tokens for the step-time ranking (default: 15% "
+                                              "of --response-len, the median of published runs)."),
         n: Optional[int] = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         train_batch_size: Optional[int] = typer.Option(None, "--train-batch-size", help="Prompts per step."),
         ppo_mini_batch_size: Optional[int] = typer.Option(None, "--ppo-mini-batch-size",
                                                           help="Prompts per optimizer update (default: a quarter "
                                                                "of the train batch)."),
-        project_name: Optional[str] = typer.Option(None, "--project-name"),
-        experiment_name: Optional[str] = typer.Option(None, "--experiment-name"),
+        project_name: Optional[str] = typer.Option(None, "--project-name",
+            help="trainer.project_name (default: the recipe's name)."),
+        experiment_name: Optional[str] = typer.Option(None, "--experiment-name",
+            help="trainer.experiment_name (default: model, algorithm and GPUs)."),
         logger: Optional[list[str]] = typer.Option(None, "--logger", help="Logger (repeat for several: console, "
                                                    "wandb, tensorboard, ...; default console)."),
         checkpoint_dir: Optional[str] = typer.Option(None, "--checkpoint-dir", help="Where checkpoints are saved "
@@ -94,24 +99,33 @@ def register(app: typer.Typer) -> None:
         ep: Optional[int] = typer.Option(None, "--ep", help="Pin expert parallel."),
         etp: Optional[int] = typer.Option(None, "--etp", help="Pin expert tensor parallel."),
         vpp: Optional[int] = typer.Option(None, "--vpp", help="Pin virtual pipeline stages per rank."),
-        first_stage_layers: Optional[int] = typer.Option(None, "--first-stage-layers"),
-        last_stage_layers: Optional[int] = typer.Option(None, "--last-stage-layers"),
+        first_stage_layers: Optional[int] = typer.Option(None, "--first-stage-layers",
+            help="Layers on the first pipeline stage (uneven split)."),
+        last_stage_layers: Optional[int] = typer.Option(None, "--last-stage-layers",
+            help="Layers on the last pipeline stage (uneven split)."),
         rollout_tp: Optional[int] = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
-        micro_batch_per_gpu: Optional[int] = typer.Option(None, "--micro-batch-per-gpu"),
+        micro_batch_per_gpu: Optional[int] = typer.Option(None, "--micro-batch-per-gpu",
+            help="Pin ppo_micro_batch_size_per_gpu."),
         token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu "
                                                    "(dynamic batch size)."),
-        dynamic_bsz: Optional[bool] = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz"),
-        gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization"),
-        param_offload: Optional[bool] = typer.Option(None, "--param-offload/--no-param-offload"),
-        optimizer_offload: Optional[bool] = typer.Option(None, "--optimizer-offload/--no-optimizer-offload"),
+        dynamic_bsz: Optional[bool] = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz",
+            help="Force use_dynamic_bsz on or off (default: on for long sequences)."),
+        gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization",
+            help="Pin rollout.gpu_memory_utilization (0-1)."),
+        param_offload: Optional[bool] = typer.Option(None, "--param-offload/--no-param-offload",
+            help="Force Megatron param offload on or off."),
+        optimizer_offload: Optional[bool] = typer.Option(None, "--optimizer-offload/--no-optimizer-offload",
+            help="Force Megatron optimizer offload on or off."),
         cpu_optimizer_fraction: Optional[float] = typer.Option(None, "--cpu-optimizer-fraction",
                                                                help="Pin Megatron's CPU optimizer share (0 = off)."),
-        recompute: Optional[bool] = typer.Option(None, "--recompute/--no-recompute"),
+        recompute: Optional[bool] = typer.Option(None, "--recompute/--no-recompute",
+            help="Force full activation recompute on or off."),
         fused_kernels: Optional[bool] = typer.Option(None, "--fused-kernels/--no-fused-kernels",
                                                      help="Fused log-prob kernels (no [tokens x vocab] logits)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
-        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file; render a recipe "
+                                   "NAME our memory model predicts over its GPUs."),
         library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
     ) -> None:
@@ -139,6 +153,8 @@ def register(app: typer.Typer) -> None:
                 token_budget=token_budget, dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization,
                 param_offload=param_offload, optimizer_offload=optimizer_offload,
                 cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute, fused_kernels=fused_kernels)
+            if mean_response_len is not None and (legacy is not None or name is not None):
+                raise InputError("--mean-response-len plans from --model; a recipe name or --from keeps its layout")
             if pins and (legacy is not None or name is not None):
                 raise InputError("layout and knob pins (--tp, --rollout-tp, --param-offload, ...) plan from --model; "
                                  "a recipe name or --from keeps its own layout")
@@ -154,7 +170,7 @@ def register(app: typer.Typer) -> None:
                 command = f"gen recipe --from {Path(legacy).name} --launcher {spec.launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
-                spec = _from_library(name, model=model, library=library, **options, **run)
+                spec = _from_library(name, model=model, library=library, force=force, **options, **run)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
                                    + ([f"--launcher {launcher}"] if launcher not in ("auto", "local") else []))
             else:
@@ -162,7 +178,8 @@ def register(app: typer.Typer) -> None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
                 from generator.plan.spec import planned_spec
 
-                spec = planned_spec(model=model, **options, **run, pins=pins or None)
+                spec = planned_spec(model=model, **options, **run, pins=pins or None,
+                                    mean_response_len=mean_response_len)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)
