@@ -28,7 +28,8 @@ def _version_file_text(tag: str) -> str:
     """What verl/version/version says in a checkout of the snapshot: its release, with a dev
     suffix for a commit between releases (HEAD)."""
     release = snapshot_version(tag)
-    return release.split("+")[0] + (".dev" if "+" in release else "")
+    base = release.split("+")[0]
+    return base + (".dev" if "+" in release and not base.endswith(".dev") else "")
 
 
 @pytest.fixture(scope="module")
@@ -42,7 +43,8 @@ def layouts(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         package = checkout / "verl"
         (package / "version").mkdir(parents=True)
         (package / "version" / "version").write_text(_version_file_text(tag_dir.name) + "\n")
-        (package / "trainer").symlink_to(verl_config_dir / tag_dir.name / "verl" / "trainer")
+        # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
+        shutil.copytree(verl_config_dir / tag_dir.name / "verl" / "trainer", package / "trainer")
         for script in sorted(tag_dir.rglob("*.sh")):
             target = checkout / script.relative_to(tag_dir)
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -68,7 +70,7 @@ def test_checkout_layout_lands_on_the_scripts_own_snapshot(layouts: list[tuple[s
             continue
         resolution = resolve(str(path), keys=lambda: script_keys(script.invocations))
         calls += len(live)
-        own_release = snapshot_version(tag).split("+")[0]
+        own_release = snapshot_version(tag).split("+")[0].removesuffix(".dev")
         if resolution.config_dir == config_dir and resolution.base_release == own_release:
             landed += len(live)
         else:
@@ -85,7 +87,7 @@ def test_check_names_the_release_used(layouts: list[tuple[str, Path, Path]]) -> 
         by_tag.setdefault(tag, (path, config_dir))
     for tag, (path, config_dir) in by_tag.items():
         output = CliRunner().invoke(app, ["check", str(path)]).output
-        release = snapshot_version(tag).split("+")[0]
+        release = snapshot_version(tag).split("+")[0].removesuffix(".dev")
         assert f"checked against verl {release} (config: verl config YAML at {config_dir}; chosen: the project's verl" \
             in output, (tag, output[-400:])
 
@@ -104,6 +106,8 @@ def test_inference_without_any_verl(corpus_dir: Path, every: int) -> None:
             calls += len(live)
             same_schema += len(live) if load(release).configs == own.configs else 0
     print(f"\ninferred from keys alone: {same_schema}/{calls} calls on a release with their snapshot's schema")
-    # Keys alone rarely pin one release (97% of calls have their own release among those with
-    # every key, but so do older ones); measured 141/576 when written.
-    assert same_schema / calls >= 0.24
+    # Keys alone rarely pin one release. The guess is the NEWEST release with every key (issue 19:
+    # the oldest judged 0.7 scripts as 0.4.1), which lands on a newer schema than the script's own
+    # for most calls that do not use a key newer releases removed; measured 13/221 (sample) when
+    # it changed from the oldest (141/576).
+    assert same_schema / calls >= 0.05

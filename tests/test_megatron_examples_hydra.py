@@ -56,7 +56,8 @@ def checked(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         package = checkout / "verl"
         (package / "version").mkdir(parents=True)
         (package / "version" / "version").write_text(VERSION_FILE[tag] + "\n")
-        (package / "trainer").symlink_to(verl_config_dir / tag / "verl" / "trainer")
+        # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
+        shutil.copytree(verl_config_dir / tag / "verl" / "trainer", package / "trainer")
         for rel, stored in scripts:
             target = checkout / rel
             target.parent.mkdir(parents=True, exist_ok=True)
