@@ -11,7 +11,9 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.suppress import find_suppressions
 
-CALL = ("python3 -m verl.trainer.main_ppo data.train_batch_size=${BS:-8} "
+# trainer.use_legacy_worker_impl exists up to 0.7.1 only, so the guessed release (the newest with
+# every key) keeps the legacy workers, whose floored per-rank mini batch VB104 reports.
+CALL = ("python3 -m verl.trainer.main_ppo data.train_batch_size=${BS:-8} trainer.use_legacy_worker_impl=auto "
         "actor_rollout_ref.actor.ppo_mini_batch_size=4 trainer.n_gpus_per_node=8\n")
 
 
