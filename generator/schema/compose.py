@@ -227,6 +227,7 @@ def _load(
     depth: int,
     primary: bool = False,
     choices: _Choices | None = None,
+    use_header: bool = False,
 ) -> dict[str, Any]:
     if depth > 20:
         raise ComposeError(f"defaults list nests too deeply at {group}/{name}")
@@ -238,6 +239,10 @@ def _load(
                 return _place(package, copy.deepcopy(found))
         raise ComposeError(f"config '{(group + '/' if group else '') + name}' not found in {root}")
     data = budget.load(path) or {}
+    if use_header:  # read only after the file itself was read (bounded, inside the project)
+        header = _package_header(path)
+        if header is not None:
+            package = header
     if not isinstance(data, dict):
         raise ComposeError(f"{path} is not a mapping")
     defaults = data.pop("defaults", None) or []
@@ -267,6 +272,7 @@ def _load(
             optional = False
             target_group, _, target_name = _norm_group(group, written).rpartition("/")
             child_package = _join_package(package, pkg) if pkg else package
+            use_header = False
         elif isinstance(entry, dict) and len(entry) == 1:
             (head, option), = entry.items()
             words = str(head).split()
@@ -290,15 +296,13 @@ def _load(
             option_file = _find(root, target_group, target_name)
             if not optional and option_file is None:
                 raise ComposeError(f"Could not find '{target_group}/{target_name}'")
-            header = _package_header(option_file) if option_file is not None and not pkg else None
-            if header is not None:
-                child_package = header
+            use_header = not pkg
         else:
             raise ComposeError(f"unsupported defaults entry {entry!r} in {path}")
         if optional and _find(root, target_group, target_name) is None:
             continue
         merge(result, _load(root, target_group, target_name, child_package, fallback, budget, depth + 1,
-                            choices=choices))
+                            choices=choices, use_header=use_header))
     return result
 
 
