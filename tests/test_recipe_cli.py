@@ -38,6 +38,21 @@ def test_golden_qwen2_7b_on_8_gpus(algo: str) -> None:
     assert result.stdout == golden.read_text()
 
 
+def test_golden_for_an_older_release_is_written_its_way() -> None:
+    """`--verl-version 0.7.0` writes what that release reads: `--config-name=ppo_megatron_trainer`
+    (no model_engine group before 0.8.0) and its 512 MiB weight-sync bucket in the memory line;
+    the default (newest) release writes `model_engine=megatron` and no config name."""
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--verl-version", "0.7.0", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / "run_qwen2-7b_grpo_megatron_verl0.7.0.sh"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()
+    assert "--config-name=ppo_megatron_trainer" in result.stdout and "model_engine=" not in result.stdout
+    newest = (GOLDEN / "run_qwen2-7b_grpo_megatron.sh").read_text()
+    assert "    model_engine=megatron \\\n" in newest and "--config-name" not in newest
+
+
 def test_default_file_name_mode_and_summary(tmp_path: Path) -> None:
     result = gen("--model", "qwen2-7b", "--gpus", "8", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr

@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.config.apply import apply_overrides
+from generator.config.engine_group import apply_engine_selection
 from generator.config.locate import find_config_dir, relative_config_path_status, strip_yaml
 from generator.config.types import Config
 from generator.launch import UNKNOWN_OPEN, Invocation
@@ -96,6 +97,10 @@ def build_config(
     if directory is None and name and name not in PPO_CONFIGS:
         # The project's config folders (its project file's config-dirs) hold recipe configs too.
         directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
+    overrides = list(invocation.overrides)
+    if directory is None and name == PPO_CONFIG and stand_in is None:
+        name, overrides = apply_engine_selection(name, overrides, version)
+        schema_name = name
     composed_from: Path | None = None
     if stand_in is not None and directory is None:
         notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
@@ -123,7 +128,7 @@ def build_config(
         notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
     config = apply_overrides(
         defaults,
-        list(invocation.overrides),
+        overrides,
         version=version,
         config_name=schema_name,
         nodes=nodes,

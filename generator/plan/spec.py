@@ -46,7 +46,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
 
     plan = plan_layout(facts, gpus, nodes=nodes, gpu=device, prompt_len=prompt_len, response_len=response_len,
                        n=n, algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                       pins=pins)
+                       pins=pins, verl_version=version)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"

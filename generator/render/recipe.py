@@ -245,7 +245,9 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     if spec.resume_from is not None:
         trainer.append(Setting("trainer.resume_from_path", None, "RESUME_FROM"))
 
-    for name, settings in (("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
+    from generator.render.release_form import engine_settings
+
+    for name, settings in (("engine", engine_settings(version)), ("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
                            ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
         if settings:
             recipe.groups.append(SettingGroup(name, tuple(fill_knob_values(recipe, settings))))

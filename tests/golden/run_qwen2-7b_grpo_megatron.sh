@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Qwen2-7B GRPO on 8 GPUs (1 node x 8), Megatron actor
-# Written by `gen recipe` for verl 0.7.0 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
-# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo grpo --prompt-len 1024 --response-len 1024 --n 5 --verl-version 0.7.0
+# Written by `gen recipe` for verl 0.9.1 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
+# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo grpo --prompt-len 1024 --response-len 1024 --n 5 --verl-version 0.9.1
 #
 # GRPO: group-relative advantages over n responses, KL as a loss term.
 #
@@ -14,11 +14,11 @@
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.75
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
 #   offload: param+grad
-#   predicted memory per GPU (GiB): update 63.9, optimizer_step 41.8, log_prob 32.2, ref_log_prob 27.8, rollout 74.3, weight_sync 37.4; limit 77.2 (h100, 79.6 GiB)
+#   predicted memory per GPU (GiB): update 63.9, optimizer_step 41.8, log_prob 32.2, ref_log_prob 27.8, rollout 74.3, weight_sync 38.9; limit 77.2 (h100, 79.6 GiB)
 #   why: DP 4 (= 8 GPUs / TP·PP·CP 2·1·1); per-rank mini batch 256·5/4 = 320
 #   why: memory relief: param+grad
 #   why: peak 74.3 GiB in rollout of 77.2 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 43.9 GiB per GPU
+#   why: rollout TP 1: weights 14.2 GiB, KV cache 44.3 GiB per GPU
 
 set -xeuo pipefail
 
@@ -48,7 +48,7 @@ MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-1024}         # tokens
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron overlaps TP communication with compute
 
 python3 -m verl.trainer.main_ppo \
-    --config-name=ppo_megatron_trainer \
+    model_engine=megatron \
     data.train_files="'${TRAIN_FILES}'" \
     data.val_files="'${VAL_FILES}'" \
     data.train_batch_size="${TRAIN_BATCH_SIZE}" \
