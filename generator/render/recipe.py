@@ -110,6 +110,8 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
 
     recipe = ScriptSettings(spec)
     recipe.notes.extend(spec.notes)
+    if spec.nodes_note:
+        recipe.notes.append(spec.nodes_note)
     k = recipe.knobs
     k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
                         "Hugging Face id or local directory of the model"))

@@ -114,6 +114,7 @@ class RecipeSpec:
     # default when it has one); "+key" adds a key the schema does not list.
     extra_overrides: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = ()  # printed in the script's header (e.g. what a re-render changed)
+    nodes_note: str = ""  # why the GPUs were split over `nodes` when --nodes was not given (header, summary)
 
     def __post_init__(self) -> None:
         if self.launcher == AUTO_LAUNCHER:
