@@ -98,7 +98,7 @@ def build_config(
         # The project's config folders (its project file's config-dirs) hold recipe configs too.
         directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
     overrides = list(invocation.overrides)
-    if directory is None and name == PPO_CONFIG and stand_in is None:
+    if directory is None and name in PPO_CONFIGS and stand_in is None:
         name, overrides = apply_engine_selection(name, overrides, version)
         schema_name = name
     composed_from: Path | None = None

@@ -45,10 +45,12 @@ def _is_megatron_selection(override: object) -> bool:
 
 def apply_engine_selection(config_name: str, overrides: Sequence[O], version: str) -> tuple[str, list[O]]:
     """(config to compose, overrides to apply) for a call of `config_name` in `version`: on
-    `ppo_trainer` from 0.8.0 on, `model_engine=megatron` selects the Megatron composition and is
-    not itself a key to set. Anything else is returned unchanged."""
+    `ppo_trainer` (or the `ppo_megatron_trainer` shim) from 0.8.0 on, `model_engine=megatron`
+    selects the Megatron composition and is not itself a key to set. Anything else is returned
+    unchanged."""
     items = list(overrides)
-    if config_name != PPO_CONFIG or not selects_megatron_engine(version):
+    # on the shim itself the selection repeats what its defaults list already chose
+    if config_name not in (PPO_CONFIG, PPO_MEGATRON_CONFIG) or not selects_megatron_engine(version):
         return config_name, items
     kept = [o for o in items if not _is_megatron_selection(o)]
     if len(kept) == len(items):
