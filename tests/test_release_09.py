@@ -172,3 +172,16 @@ def test_the_0_9_1_dapo_recipe_writes_the_overlong_buffer_and_no_false_note() ->
     assert '+reward.reward_kwargs.max_resp_len="${MAX_RESPONSE_LENGTH}"' in text
     assert "overlong buffer" not in text  # the old note said 0.9.1 could not express it
     assert "reward_model." not in text
+
+
+def test_the_oracle_can_ask_verl_about_the_default_recipes() -> None:
+    """tools/oracle/recipe_cases.py: the calls `gen recipe` writes with no version flag, as cases."""
+    from generator.render.spec import DEFAULT_VERSION
+    from tools.oracle.recipe_cases import recipe_cases
+
+    cases = recipe_cases(DEFAULT_VERSION, every=12)
+    assert cases and all(c.ident.startswith("recipe:") for c in cases)
+    for case in cases:
+        assert case.config_name == "ppo_trainer" and case.overrides[0] == "model_engine=megatron"
+        assert case.model_path and not any(o.startswith("--config-name") for o in case.overrides)
+    assert recipe_cases("0.7.0", every=12) == []  # no-flag scripts are written for the newest release only
