@@ -9,7 +9,8 @@ from bisect import bisect_right
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
 from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
-from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
+from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
+                                     unused_option_hazards)
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
@@ -58,8 +59,10 @@ def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
 def _read_bytes(name: str) -> bytes:
     """A launch file's bytes. generator.files.read_input refuses FIFOs and devices before
     opening them and caps the size; InputError (one line, naming the file) otherwise."""
-    from generator.files import read_input
+    from generator import boundary
+    from generator.files import STDIN, read_input
 
+    boundary.enter(os.getcwd() if name == STDIN else name)
     try:
         return read_input(name)  # the project's cap for a launch script (generator.files)
     except InputError as err:
@@ -86,9 +89,9 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     except RecursionError:
         # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
         raise InputError(f"{label}: {NESTS_TOO_DEEPLY}") from None
-    except TooMuchWork:
-        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion (values "
-                         "built by repetition); not a launch script gen checks") from None
+    except TooMuchWork as err:
+        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion ({err.cause}); "
+                         "not a launch script gen checks") from None
 
 
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
@@ -148,6 +151,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)
+    hazards.extend(invisible_hazards(src, lambda off: line_of(None, off)))
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
         key = (hz.kind, hz.line, hz.message)
