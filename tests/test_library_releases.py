@@ -14,7 +14,7 @@ from generator.library.store import load_library
 from generator.versions import parse
 
 LIBRARY = load_library()
-EXAMPLES = [r for r in LIBRARY.sorted() if r.name.startswith("verl-example-")]
+EXAMPLES = [r for r in LIBRARY.sorted() if r.name.startswith("example-")]
 
 
 def _list(*args: str) -> list[dict]:
@@ -32,7 +32,7 @@ def test_verl_examples_of_0_8_and_main_are_in_the_library() -> None:
 
 
 def test_the_0_7_recipes_are_kept_with_their_stamps() -> None:
-    older = [r for r in LIBRARY.sorted() if not r.name.startswith("verl-example-")]
+    older = [r for r in LIBRARY.sorted() if not r.name.startswith("example-")]
     assert len(older) >= 96
     assert all(r.verl_versions and parse(r.target_version) <= parse("0.7.0") for r in older)
 
@@ -43,7 +43,7 @@ def test_gen_list_filters_by_release(release: str, expect_examples: bool, expect
     rows = _list("--verl-version", release)
     names = {row["name"] for row in rows}
     assert bool(names & {r.name for r in EXAMPLES}) == expect_examples
-    assert any(not n.startswith("verl-example-") for n in names) == expect_old
+    assert any(not n.startswith("example-") for n in names) == expect_old
     for row in rows:
         assert any(v == release or v.startswith(release + ".") for v in row["verl_versions"]), row
 
@@ -53,8 +53,16 @@ def test_gen_list_bad_release_is_exit_2() -> None:
     assert result.exit_code == 2 and "not a release number" in result.stderr
 
 
+def test_an_example_our_memory_model_calls_over_says_so() -> None:
+    from generator.library.verdict import OVER_TAG, recipe_verdict
+
+    for recipe in EXAMPLES:
+        verdict = recipe_verdict(recipe)
+        assert verdict is not None and (OVER_TAG in recipe.tags) == (not verdict.fits), (recipe.name, verdict.text())
+
+
 def test_an_example_recipe_renders_for_its_release() -> None:
-    result = CliRunner().invoke(app, ["recipe", "verl-example-main2608-grpo-qwen3-8b", "-o", "-"])
+    result = CliRunner().invoke(app, ["recipe", "example-main2608-grpo-moonlight-16b-a3b", "-o", "-"])
     assert result.exit_code == 0, result.output
     assert "for verl 0.9.1" in result.stdout and "model_engine=megatron" in result.stdout
     assert "--config-name" not in result.stdout

@@ -1,5 +1,5 @@
 """Import verl's own Megatron examples of the 0.8 / 0.9 releases as version-stamped recipes
-(recipes/verl-example-*.yaml), with `gen import`'s own code.
+(recipes/example-*.yaml), with `gen import`'s own code.
 
     python tools/import_verl_examples.py [--corpus ../shared/corpus/scripts] [--out recipes] [--check]
 
@@ -10,7 +10,9 @@ with the same content in several snapshots becomes one recipe stamped with each 
 a file whose content changed becomes one recipe per content. Scripts the importer refuses (a model
 not in the registry, a model path only known at run time, an algorithm the recipes cannot express,
 a setup our checks reject) are listed with the reason and left out. The recipes are tagged
-`verl-example`, never `verl-tested`: verl ships the script, nobody here measured it.
+`verl-example`, never `verl-tested`: verl ships the script, nobody here measured it; one our
+memory model predicts not to fit its GPUs is also tagged `predicted-over` (generator.library.verdict),
+and `gen recipe NAME` renders it only with --force.
 `--check` exits 1 when a committed file differs from what the importer writes now.
 """
 
@@ -31,7 +33,8 @@ SNAPSHOTS: tuple[tuple[str, str], ...] = (("v0.8.0", "0.8.0"), ("v0.9.0", "0.9.0
 # what a recipe name says of the snapshot it was first seen in
 LABELS = {"v0.8.0": "0.8.0", "v0.9.0": "0.9.0", "HEAD-2608": "main2608"}
 OTHER_ENGINES = ("megatron_lite", "mindspeed")
-PREFIX = "verl-example-"
+# not "verl-": those are the hand-written layouts verl tested (tests/test_library.py labels them)
+PREFIX = "example-"
 
 
 @dataclass
@@ -87,6 +90,19 @@ def import_one(corpus: Path, source: Source, workdir: Path) -> tuple[str, str]:
     return name, dump_recipe_yaml(mapping, header=header)
 
 
+def over_tag(name: str, text: str, where: Path) -> str:
+    """The recipe text with `predicted-over` added when our memory model says it does not fit."""
+    from generator.library.store import read_recipe
+    from generator.library.verdict import OVER_TAG, recipe_verdict
+
+    path = where / f"{name}.yaml"
+    path.write_text(text, encoding="utf-8")
+    verdict = recipe_verdict(read_recipe(path, origin="packaged"))
+    if verdict is None or verdict.fits:
+        return text
+    return text.replace("tags: [verl-example", f"tags: [verl-example, {OVER_TAG}", 1)
+
+
 def check_stamps(name: str, text: str, where: Path) -> list[str]:
     """Problems of the recipe on each release it is stamped with (key issues, loud findings)."""
     from generator.library.convert import recipe_model, to_config
@@ -128,7 +144,7 @@ def main(argv: list[str] | None = None) -> int:
             if problems:
                 print(f"skipped {where}: {'; '.join(problems[:2])}")
                 continue
-            written[name] = text
+            written[name] = over_tag(name, text, workdir)
             print(f"{'checked' if args.check else 'wrote'} {name}  ({where})")
     stale = []
     for name, text in sorted(written.items()):
