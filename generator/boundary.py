@@ -77,9 +77,10 @@ def project_root(path: str | os.PathLike[str]) -> Path:
     a repository, the outermost of: the folder given on the command line that holds it, the
     working directory when it holds it (`cd project && gen check scripts/run.sh`), the folder
     holding the project's vendored verl; else the script's own folder."""
-    here = _real(path)
-    if not here.is_dir():
-        here = here.parent
+    name = os.path.abspath(os.fspath(path))
+    # The folder holding the script (a link's own folder, not its target's): the repository
+    # that ships a link owns it.
+    here = _real(name) if os.path.isdir(name) else _real(os.path.dirname(name))
     for folder in [here, *here.parents][:MAX_LEVELS]:
         if (folder / ".git").exists():
             return folder

@@ -22,7 +22,7 @@ def read_bytes(path: str) -> bytes:
     from generator.files import STDIN, read_input
 
     boundary.enter(os.getcwd() if path == STDIN else path)
-    return read_input(path)
+    return read_input(path, trusted=True)  # the user named it
 
 
 # Files people pass by mistake: a config or data file is not a launch script (checking it would

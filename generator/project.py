@@ -41,6 +41,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Mapping
 
+from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
 
@@ -223,6 +224,8 @@ def _read_toml(path: Path) -> dict[str, object]:
         return _PARSED[key]
     try:
         text = read_text_input(path, limit=MAX_BYTES, what="project file")
+    except OutsideProject:  # a link out of the repository: names the path already
+        raise
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
     try:

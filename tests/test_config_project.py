@@ -18,6 +18,7 @@ def _write(path: Path, text: str) -> Path:
 
 
 def test_pyproject_table_found_upward_from_the_script(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # searched up to the repository root (issue 21), never above
     _write(tmp_path / "pyproject.toml", """
 [project]
 name = "demo"
@@ -48,6 +49,7 @@ NNODES = 2
 
 
 def test_pyproject_without_the_table_is_passed_over(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
     _write(tmp_path / "pyproject.toml", "[tool.verl-gen]\ngpu = 'a100'\n")
     inner = tmp_path / "sub"
     _write(inner / "pyproject.toml", "[project]\nname = 'x'\n")

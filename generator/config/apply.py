@@ -34,6 +34,10 @@ from generator.launch import UNKNOWN_OPEN, Override
 from generator.schema.core import inner_nodes
 from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
 
+# Keys that interpolations pointing at mappings may add to one config, all copies together
+# (verl's largest config has ~1,500 keys; a few `${actor_rollout_ref.actor}` copies stay far below).
+MAX_COPIED_KEYS = 20_000
+
 
 @dataclass(frozen=True, slots=True)
 class ParsedOverride:
@@ -228,10 +232,19 @@ class _Composition:
                     resolved[key] = self.resolver.resolve(key)
                 except Unresolvable as err:
                     unknown[key] = str(err)
+        copied = 0
         for key, value in resolved.items():
             if isinstance(value, dict) and value:
-                # An interpolation that points at a mapping: keep the config flat.
-                flat.expand(key, _flatten_value(value, key + "."))
+                # An interpolation that points at a mapping: keep the config flat. Each copy adds
+                # the mapping's keys to the config; past MAX_COPIED_KEYS in all (3,000 `${x.b}`
+                # over a 3,000-key x.b made 9 million keys, minutes of checking) it stays unknown.
+                leaves = _flatten_value(value, key + ".") if copied <= MAX_COPIED_KEYS else []
+                copied += len(leaves)
+                if copied > MAX_COPIED_KEYS:
+                    unknown[key] = (f"the interpolation copies a mapping, and all such copies add more than "
+                                    f"{MAX_COPIED_KEYS:,} keys (too large); not followed")
+                    continue
+                flat.expand(key, leaves)
             else:
                 flat.values[key] = value
         self.config.values = flat.values

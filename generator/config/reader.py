@@ -338,7 +338,10 @@ def fallback_note(config: Config) -> str | None:
     could not be found, so the PPO defaults stand in); None when the config is exact."""
     if not config.approximate:
         return None
+    # A config the boundary refused to read is named first (generator.boundary): the report
+    # must say which file was not read, and why.
+    refused = [note for note in config.notes if "outside the project" in note]
     for note in config.notes:
         if "checked against" in note:
-            return note
-    return "the call's own config was not found; the PPO defaults stood in"
+            return "; ".join([*refused, note])
+    return "; ".join([*refused, "the call's own config was not found; the PPO defaults stood in"])

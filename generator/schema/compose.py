@@ -26,8 +26,9 @@ from generator.schema.yamlload import load_yaml_file
 MAX_LOADS = 500
 # Bytes of YAML all those loads add up to (a file loaded twice counts twice: each load is
 # copied and merged). verl's Megatron trainer composes ~200 KB; 400 defaults entries over one
-# 800 KB file took > 300 s while MAX_LOADS only counted files (issue 21).
-MAX_LOAD_BYTES = 16 * 1024 * 1024
+# 800 KB file took > 300 s while MAX_LOADS only counted files (issue 21). The cap equals one
+# data file's (generator.files.DATA_LIMIT): each copy and merge costs ~0.3 s per MB.
+MAX_LOAD_BYTES = 4 * 1024 * 1024
 
 # Called with a config name ("ppo_megatron_trainer") that is not in the directory; returns
 # the nested config to use instead, or None when it is unknown too.

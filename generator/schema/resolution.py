@@ -129,7 +129,10 @@ def known_config_dir(text: str) -> Path:
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
     from generator import boundary
 
-    boundary.trust(folder)  # the user named it: readable from any script's project
+    # The user named it: readable from any script's project, and so is the verl package it
+    # sits in (`verl/trainer/config`: its version/version file says the release).
+    resolved = folder.resolve()
+    boundary.trust(resolved.parent.parent if resolved.parts[-2:] == CONFIG_SUBDIR else resolved)
     return folder
 
 

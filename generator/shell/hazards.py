@@ -100,7 +100,7 @@ def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Ha
 # Bytes that print as nothing (or as a space) but are not whitespace to bash, in the script's
 # text as the reader keeps it (each byte one latin-1 character): a UTF-8 byte-order mark, zero-
 # width space/joiners, word joiner, no-break space. Before a command they become part of its name.
-_INVISIBLE = re.compile("(?m)^[ \t]*(\xef\xbb\xbf|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xc2\xa0)+(?=[^\s])")
+_INVISIBLE = re.compile("(?m)^[ \t]*(\xef\xbb\xbf|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xc2\xa0)+(?=[^ \t\r\n])")
 _INVISIBLE_NAMES = {"\xef\xbb\xbf": "a byte-order mark (U+FEFF)", "\xc2\xa0": "a no-break space (U+00A0)",
                     "\xe2\x81\xa0": "a word joiner (U+2060)"}
 

@@ -116,9 +116,9 @@ class TooMuchWork(Exception):
 
 # A call of a shell function costs this much plus its body's size (one unit per 64 bytes):
 # `f() { f; f; f; f; f; f; f; f; f; f; }; f` calls f 10^8 times within the depth cap. Walking
-# one small call takes ~0.2 ms, about 64 units of expansion, so WORK_LIMIT allows ~4,700
-# calls (~1 s); real launchers call a few functions a few times (issue 21).
-CALL_COST = 64
+# one small call takes 0.2-1 ms (the machine's load), so a call costs 256 units and WORK_LIMIT
+# allows ~1,170 calls (about 1 s); real launchers call a few functions a few times (issue 21).
+CALL_COST = 256
 FUNCTION_CALLS = "shell function calls, e.g. a function that calls itself many times"
 
 

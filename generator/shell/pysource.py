@@ -31,18 +31,34 @@ class Chunk:
     text: bytes
 
 
+# AST nodes in one top-level statement of a launcher that names a trainer: a statement that
+# lists 2,500 overrides. libcst then reads each such statement; a list of 50,000 overrides took
+# 53 s there (issue 21); real launchers list under a hundred.
+MAX_NODES = 6_000
+
+
 def nesting_depth(tree: ast.AST) -> int:
     """The depth of an AST, counted with an explicit stack."""
-    deepest = 0
+    return _shape(tree)[0]
+
+
+def _shape(tree: ast.AST) -> tuple[int, int]:
+    """(depth, node count) of an AST, counted with an explicit stack."""
+    deepest = count = 0
     stack = [(tree, 1)]
     while stack:
         node, depth = stack.pop()
+        count += 1
         deepest = max(deepest, depth)
         stack.extend((child, depth + 1) for child in ast.iter_child_nodes(node))
-    return deepest
+    return deepest, count
 
 
-def checked_tree(data: bytes, path: str | None, first_line: int = 1) -> ast.Module:
+class TooManyNodes(InputError):
+    """A statement the reader would hand to libcst is larger than MAX_NODES."""
+
+
+def checked_tree(data: bytes, path: str | None, first_line: int = 1, max_nodes: int | None = None) -> ast.Module:
     """The module's AST; InputError (one line) when it is not Python or nests too deeply."""
     where = path or "<python>"
     try:
@@ -54,10 +70,13 @@ def checked_tree(data: bytes, path: str | None, first_line: int = 1) -> ast.Modu
         raise InputError(f"{where}: the Python launcher nests too deeply to read") from None
     except ValueError as err:  # NUL bytes
         raise InputError(f"{where}: not a Python source file ({err})") from None
-    depth = nesting_depth(tree)
+    depth, nodes = _shape(tree)
     if depth > MAX_DEPTH:
         raise InputError(f"{where}: the Python launcher nests too deeply to read "
                          f"({depth} levels; the limit is {MAX_DEPTH})")
+    if max_nodes is not None and nodes > max_nodes:
+        raise TooManyNodes(f"{where}: a statement of the Python launcher (line {first_line}) has more than "
+                         f"{max_nodes:,} parts (e.g. thousands of overrides); refused")
     return tree
 
 
@@ -114,7 +133,9 @@ def chunks_with_strings(data: bytes, path: str | None, wanted: Callable[[str], b
     chunks = [Chunk(begin, data.count(b"\n", 0, begin) + 1, data[begin:end]) for begin, end in ranges]
     try:
         for chunk in chunks:
-            checked_tree(chunk.text, path, chunk.line)
+            checked_tree(chunk.text, path, chunk.line, MAX_NODES)
+    except TooManyNodes:
+        raise
     except InputError:
         if not whole_checked:
             raise

@@ -64,7 +64,7 @@ def _read_bytes(name: str) -> bytes:
 
     boundary.enter(os.getcwd() if name == STDIN else name)
     try:
-        return read_input(name)  # the project's cap for a launch script (generator.files)
+        return read_input(name, trusted=True)  # named by the user; the project's cap for a launch script (generator.files)
     except InputError as err:
         raise InputError(f"{name}: {err}") from None
 

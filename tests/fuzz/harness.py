@@ -18,6 +18,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 
 from hostile import FuzzCase
+from hostile_project import SECRET
 
 MARKER = Path("/tmp/verl_gen_fuzz_marker")
 # Seconds of CPU all commands together may spend on one input (issue 13: bounded work). The
@@ -71,13 +72,32 @@ def run_case(case: FuzzCase, workdir: Path) -> tuple[list[str], float]:
 
 
 def _run_commands(case: FuzzCase, folder: Path) -> list[str]:
+    outside = folder.parent / "outside"
+    place = str(outside).encode()
+    if case.outside or case.links:  # issue 21: a repository, and secrets beside it
+        (folder / ".git").mkdir()
+        shutil.rmtree(outside, ignore_errors=True)
+        outside.mkdir()
+        for relative, content in case.outside.items():
+            (outside / relative).write_bytes(content)
     for relative, content in case.files.items():
         target = folder / relative
         target.parent.mkdir(parents=True, exist_ok=True)
-        target.write_bytes(content)
+        target.write_bytes(content.replace(b"{OUTSIDE}", place))
+    for relative, name in case.links.items():
+        target = folder / relative
+        target.parent.mkdir(parents=True, exist_ok=True)
+        target.symlink_to(outside / name)
     script = folder / case.name
-    script.write_bytes(case.script)
-    data = case.script
+    script.write_bytes(case.script.replace(b"{OUTSIDE}", place))
+    data = script.read_bytes()
+    try:
+        return _commands(case, folder, script, data)
+    finally:
+        shutil.rmtree(outside, ignore_errors=True)
+
+
+def _commands(case: FuzzCase, folder: Path, script: Path, data: bytes) -> list[str]:
     options = [str(folder / a) if a in case.files else a for a in case.check_args]
     problems: list[str] = []
 
@@ -113,6 +133,10 @@ def _run_commands(case: FuzzCase, folder: Path) -> list[str]:
     if MARKER.exists():
         problems.append("a command substitution from the script was executed (marker file exists)")
         MARKER.unlink()
+    for name, result in (("show", show), ("check", check), ("fix --diff", diff), ("fix --write", first)):
+        err = result.stderr if hasattr(result, "stderr") else ""
+        if SECRET in (result.stdout or "") + (err or ""):
+            problems.append(f"{name}: printed the content of a file outside the project")
     return problems
 
 

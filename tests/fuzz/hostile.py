@@ -35,6 +35,10 @@ class FuzzCase:
     files: dict[str, bytes] = field(default_factory=dict)  # relative path -> content
     check_args: tuple[str, ...] = ()  # options for `gen check` (and explain) that read `files`
     family: str = "classic"
+    # Files outside the project (issue 21): written beside the case folder, which then gets a
+    # `.git` (the project root); `links` are case paths made symlinks to outside files.
+    outside: dict[str, bytes] = field(default_factory=dict)
+    links: dict[str, str] = field(default_factory=dict)
 
 
 # ----------------------------------------------------------------------------------- nesting
@@ -238,6 +242,15 @@ def growth(draw, small: bool = False) -> FuzzCase:
 
 HOSTILE = {"nesting": nesting, "huge": huge, "yaml": yaml_config, "model": model_config, "control": control,
            "crlf": crlf, "growth": growth}
+
+
+def _with_project_families() -> None:
+    from hostile_project import PROJECT_FAMILIES  # issue 21's families (they import this module)
+
+    HOSTILE.update(PROJECT_FAMILIES)
+
+
+_with_project_families()
 
 
 @st.composite
