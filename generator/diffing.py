@@ -1,7 +1,7 @@
 """`gen diff A B`: what differs between two launches, as verl would see them.
 
-Both sides become effective Configs of the same verl release (release defaults applied, values
-as Hydra parses them — so `['a','b']` and `'["a","b"]'` are the same list and never reported).
+Each side becomes the effective Config of the verl release it runs (release defaults applied,
+values as Hydra parses them — so `['a','b']` and `'["a","b"]'` are the same list and never reported).
 Only differing keys are shown, grouped (batch, parallel, offload, rollout, data, other), followed
 by the derived numbers that change (DP, per-rank mini batch, updates per step, ...) and, for
 each, the changed inputs that caused it: "per-rank mini batch 320 → 640 (DP 4 → 2)".
@@ -259,6 +259,7 @@ class DiffResult:
     changes: list[Change]
     derived: list[DerivedChange]
     version_how: str = ""
+    releases: tuple[str, str] | None = None  # (A's, B's) when each side was judged on its own
 
     @property
     def notes(self) -> list[str]:
@@ -267,6 +268,8 @@ class DiffResult:
     def to_json(self) -> dict[str, object]:
         return {
             "a": self.a.label, "b": self.b.label, "verl_version": self.version, "version_from": self.version_how,
+            "a_verl_version": self.releases[0] if self.releases else self.version,
+            "b_verl_version": self.releases[1] if self.releases else self.version,
             "changes": [{"key": c.key, "a": json_value(c.a), "b": json_value(c.b), "group": c.group,
                          "a_set": c.a is not MISSING, "b_set": c.b is not MISSING, "implied": c.implied}
                         for c in self.changes],
@@ -365,9 +368,15 @@ def choose_version(explicit: str | None, arguments: tuple[str, ...], library: st
 def diff(arg_a: str, arg_b: str, *, version: str | None = None, library: str | None = None,
          env: dict[str, str] | None = None, args: list[str] | None = None,
          config_dir: str | None = None) -> DiffResult:
-    chosen, how = choose_version(version, (arg_a, arg_b), library, env, args, config_dir)
-    side_a = load_side(arg_a, version=chosen, library=library, env=env, args=args)
-    side_b = load_side(arg_b, version=chosen, library=library, env=env, args=args)
-    result = compare(side_a, side_b, chosen)
-    result.version_how = how
+    """Each side is judged against its own release (as `gen check` judges it, or the release its
+    recipe targets), so `diff A B` and `diff B A` give the same numbers, mirrored. --verl-version
+    or --config-dir names one release for both."""
+    chosen_a, how_a = choose_version(version, (arg_a,), library, env, args, config_dir)
+    chosen_b, how_b = choose_version(version, (arg_b,), library, env, args, config_dir)
+    side_a = load_side(arg_a, version=chosen_a, library=library, env=env, args=args)
+    side_b = load_side(arg_b, version=chosen_b, library=library, env=env, args=args)
+    same = chosen_a == chosen_b
+    result = compare(side_a, side_b, chosen_a if same else f"{chosen_a} (A), {chosen_b} (B)")
+    result.version_how = how_a if same and how_a == how_b else f"A: {how_a}; B: {how_b}"
+    result.releases = (chosen_a, chosen_b)
     return result

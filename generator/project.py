@@ -45,10 +45,6 @@ from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - Python 3.10
-    import tomli as tomllib
 
 PROJECT_FILE = ".verl-gen.toml"
 PYPROJECT = "pyproject.toml"
@@ -228,6 +224,10 @@ def _read_toml(path: Path) -> dict[str, object]:
         raise
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
+    if sys.version_info >= (3, 11):  # imported here: most scripts have no project file to read
+        import tomllib
+    else:  # pragma: no cover - Python 3.10
+        import tomli as tomllib
     try:
         document = tomllib.loads(text)
     except tomllib.TOMLDecodeError as err:

@@ -111,6 +111,8 @@ def _command_end(lines: list[str], start: int) -> int:
 def find_suppressions(source: bytes | str) -> Suppressions:
     """The `# verl-gen: ignore[...]` comments of a script."""
     text = source.decode("utf-8", errors="replace") if isinstance(source, bytes) else source
+    if "verl-gen" not in text.lower():
+        return Suppressions()  # the common case, decided without walking the lines
     lines = text.splitlines()
     directives: list[Directive] = []
     by_line: dict[int, tuple[str, ...]] = {}
@@ -134,13 +136,13 @@ def find_suppressions(source: bytes | str) -> Suppressions:
             _orphans(directives, pending)
             pending = []  # a blank line ends the block: the comment is not directly above
             continue
-        end = _command_end(lines, number)
         if pending:
+            end = _command_end(lines, number)
             directives.extend(Directive(at, codes, number, end) for at, codes in pending)
             by_line[number] = tuple(code for _, codes in pending for code in codes)
             pending = []
+            number = end  # the command's continuation lines are not commands of their own
         in_header = False
-        number = end  # the command's continuation lines are not commands of their own
     _orphans(directives, pending)
     return Suppressions(tuple(sorted(directives, key=lambda d: d.line)), by_line)
 

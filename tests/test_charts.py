@@ -16,7 +16,8 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.report.charts import LIMIT_COLOUR, PALETTE, html_chart, svg_chart, terminal_bars
+from generator.plan.memory import TERM_ORDER
+from generator.report.charts import LIMIT_COLOUR, PALETTE, ChartSection, html_chart, stacked_svg, svg_chart, terminal_bars
 from generator.safe_text import use_color
 
 
@@ -78,7 +79,34 @@ def test_svg_segments_are_proportional_to_gib_and_coloured_per_term():
     per_gib = {round(float(r.get("width")) / float(r.get("data-gib")), 3) for r in rects}
     assert len(per_gib) == 1
     fills = {r.get("data-term"): r.get("fill") for r in rects}
-    assert fills == {"weights": PALETTE[0], "grads": PALETTE[1], "activations": PALETTE[2], "kv-cache": PALETTE[3]}
+    assert fills == {name: PALETTE[TERM_ORDER.index(name)] for name in ("weights", "grads", "activations", "kv-cache")}
+
+
+def test_a_term_has_one_colour_in_every_chart():
+    """Issue 22: colours were assigned in order of appearance, so `kv-cache` changed colour
+    between a chart that has `grads` and one that does not."""
+    other = (Phase("rollout", 50.0, (Term("kv-cache", 30.0), Term("novel-term", 20.0))),)
+    first = {r.get("data-term"): r.get("fill") for r in _rects(svg_chart(PHASES, LIMIT))}
+    second = {r.get("data-term"): r.get("fill") for r in _rects(svg_chart(other, LIMIT))}
+    assert first["kv-cache"] == second["kv-cache"]
+    assert second["novel-term"] not in first.values() and second["novel-term"] != second["kv-cache"]
+    assert len(set(PALETTE)) >= len(TERM_ORDER)  # every term the memory model names has its own colour
+    coloured = [line for line in terminal_bars(other, LIMIT, color=True)]
+    assert "[dark_orange]" not in coloured[0]  # kv-cache is not the second colour merely by coming second
+
+
+def test_the_axis_has_ticks_in_gib():
+    svg = svg_chart(PHASES, LIMIT)
+    root = ElementTree.fromstring(svg)
+    ticks = [e for e in root.iter("{http://www.w3.org/2000/svg}text") if e.get("class") == "tick"]
+    values = [float(t.get("data-gib")) for t in ticks]
+    assert values[0] == 0 and 4 <= len(values) <= 11 and values[-1] <= 90 * 1.05
+    steps = {round(b - a, 6) for a, b in zip(values, values[1:])}
+    assert len(steps) == 1 and steps.pop() in (10, 20)
+    per_gib = {round((float(t.get("x")) - float(ticks[0].get("x"))) / v, 3) for t, v in zip(ticks[1:], values[1:])}
+    rect = _rects(svg)[0]
+    assert per_gib == {round(float(rect.get("width")) / float(rect.get("data-gib")), 3)}  # the bars' scale
+    assert any(e.text == "GiB per GPU" for e in root.iter("{http://www.w3.org/2000/svg}text"))
 
 
 def test_html_holds_the_chart_and_the_numbers():
@@ -273,7 +301,7 @@ def test_explain_charts_every_call_one_below_the_other(tmp_path):
     rollout = [r for r in _rects(svg) if r.get("data-phase") == "rollout"]
     first, second = {r.get("y") for r in rollout[:len(rollout) // 2]}, {r.get("y") for r in rollout[len(rollout) // 2:]}
     assert len(first) == len(second) == 1 and float(second.pop()) > float(root.get("height")) / 2  # stacked
-    limits = [float(e.get("data-gib")) for e in root.iter("{http://www.w3.org/2000/svg}line")]
+    limits = [float(e.get("data-gib")) for e in root.iter("{http://www.w3.org/2000/svg}line") if e.get("class") == "limit"]
     assert len(limits) == 2
     kv = [float(r.get("data-gib")) for r in rollout if "kv" in r.get("data-term", "").lower()]
     assert len(kv) == 2 and kv[0] != kv[1]  # each call drawn with its own numbers (0.3 of the GPU for the second)
@@ -285,3 +313,60 @@ def test_explain_charts_every_call_one_below_the_other(tmp_path):
         x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
         if w > 4:
             assert near(pixel(x + w / 2, y + h / 2), _rgb(rect.get("fill"))), rect.get("data-term")
+
+
+# A page that draws the SVG and writes, for every text of it, whether Chromium's own layout of
+# it (getBBox) lies inside the picture and clear of the other texts.
+_MEASURE = """<!DOCTYPE html><html><body style="margin:0">%s<script>
+const svg = document.querySelector('svg');
+const W = +svg.getAttribute('width'), H = +svg.getAttribute('height');
+const boxes = [...svg.querySelectorAll('text')].map(t => [t, t.getBBox()]);
+const out = [];
+for (const [t, b] of boxes) {
+  if (b.x < 0 || b.y < 0 || b.x + b.width > W || b.y + b.height > H) out.push('outside: ' + t.textContent);
+}
+for (let i = 0; i < boxes.length; i++) for (let j = i + 1; j < boxes.length; j++) {
+  const [s, a] = boxes[i], [t, b] = boxes[j];
+  const overlap = a.x < b.x + b.width - 1 && b.x < a.x + a.width - 1 && a.y < b.y + b.height - 1 && b.y < a.y + a.height - 1;
+  if (overlap) out.push('overlap: ' + s.textContent + ' | ' + t.textContent);
+}
+document.body.setAttribute('data-problems', JSON.stringify(out));
+document.body.setAttribute('data-measured', String(boxes.length));
+</script></body></html>"""
+
+
+def _layout_problems(browser: str, svg: str, tmp_path) -> tuple[int, list[str]]:
+    import json
+    import re
+
+    page = tmp_path / "measure.html"
+    page.write_text(_MEASURE % svg)
+    done = subprocess.run([browser, "--headless", "--no-sandbox", "--disable-gpu", "--dump-dom", page.as_uri()],
+                          capture_output=True, text=True, timeout=120, check=False,
+                          env=dict(os.environ, HOME=str(tmp_path)))
+    measured = re.search(r'data-measured="(\d+)"', done.stdout)
+    problems = re.search(r"data-problems=\"([^\"]*)\"", done.stdout)
+    assert measured and problems, done.stdout[-2000:] + done.stderr[-2000:]
+    import html
+
+    return int(measured.group(1)), json.loads(html.unescape(problems.group(1)))
+
+
+def test_chromium_finds_every_label_inside_the_picture_and_none_overlapping(tmp_path):
+    """Issue 22: the title overlapped "usable", a long phase name was clipped at the left edge
+    ("ptimizer_step (stage 0)") and value labels were cut at the right one."""
+    browser = _browser_or_skip()
+    long_phases = (
+        Phase("optimizer_step (stage 0)", 130.0, (Term("weights", 30.0), Term("optimizer", 100.0))),
+        Phase("rollout", 75.0, (Term("weights", 10.0), Term("kv-cache", 65.0))),
+    )
+    title = "/a/rather/long/path/to/a/launch/script/run_deepseek_v3_671b_megatron.sh:42: memory per GPU by phase"
+    svg = stacked_svg([ChartSection(title, long_phases, 80.0), ChartSection("second call", PHASES, LIMIT)])
+    count, problems = _layout_problems(browser, svg, tmp_path)
+    assert count > 10 and problems == []
+
+
+def test_writing_a_chart_says_so_on_stderr(tmp_path):
+    target = tmp_path / "memory.svg"
+    result = CliRunner().invoke(app, ["plan", "--model", "qwen2-7b", "--gpus", "8", "--chart", str(target)])
+    assert result.exit_code == 0 and f"wrote {target}" in result.stderr and f"wrote {target}" not in result.stdout

@@ -16,6 +16,7 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
+from text_report import finding_lines
 from generator.errors import InputError
 from generator.rules import DEFAULT_SENSITIVE
 from generator.schema.resolution import (
@@ -291,7 +292,7 @@ def test_own_ppo_trainer_under_config_path_is_the_schema(tmp_path: Path) -> None
     script.write_text(f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=ppo_trainer "
                       "data.my_sampler=weighted data.train_batch_sise=16\n")
     result = CliRunner().invoke(app, ["check", str(script), "--verl-version", "0.7.0", "--select", "VK"])
-    unknown = [line for line in result.output.splitlines() if "VK601" in line]
+    unknown = [line for line in finding_lines(result.output) if "VK601" in line]
     assert len(unknown) == 1 and "data.train_batch_sise" in unknown[0], result.output
     assert "did you mean data.train_batch_size?" in unknown[0]
     # The report names the call's own config beside the script's release.

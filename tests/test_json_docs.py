@@ -70,7 +70,7 @@ def test_the_validator_catches_departures():
 
 def test_every_json_command_has_a_documented_shape():
     assert set(shapes()) == {"check", "explain", "show", "show-resolved", "show-recipe", "diff", "plan", "rules",
-                             "list", "sarif-properties"}
+                             "list", "models", "sarif-properties"}
 
 
 @pytest.fixture()
@@ -88,13 +88,14 @@ def _first_recipe() -> str:
 
 
 @pytest.mark.parametrize("name", ["check", "explain", "show", "show-resolved", "show-recipe", "diff", "plan", "rules",
-                                  "list"])
+                                  "list", "models"])
 def test_command_output_matches_its_documented_shape(name, scripts):
     a, b = scripts
     argv = {
         "check": ["check", str(a)], "explain": ["explain", str(a)], "show": ["show", str(a)], "show-resolved": ["show", str(a), "--resolved"],
         "show-recipe": ["show", _first_recipe()], "diff": ["diff", str(a), str(b)],
         "plan": ["plan", "--model", "qwen2-7b", "--gpus", "8"], "rules": ["rules"], "list": ["list"],
+        "models": ["models"],
     }[name]
     result = CliRunner().invoke(app, [*argv, "--format", "json"])
     assert result.exit_code in {"check": (1,)}.get(name, (0,)), result.output

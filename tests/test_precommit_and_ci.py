@@ -75,12 +75,16 @@ def _readme_precommit_snippet() -> dict:
     return yaml.safe_load(found.group(1))
 
 
-def test_readme_snippet_pins_the_release_tag_and_names_real_hooks() -> None:
+def test_readme_snippet_runs_the_real_hooks_without_a_tag_that_does_not_exist() -> None:
+    """No release is tagged yet (issue 22: the README pinned `rev: v0.1.0`, which did not exist):
+    the snippet is a local hook running exactly the entries .pre-commit-hooks.yaml defines."""
     snippet = _readme_precommit_snippet()
     (repo,) = snippet["repos"]
-    version = release.project_version((REPO / "pyproject.toml").read_text(encoding="utf-8"))
-    assert repo["rev"] == f"v{version}"  # the tag tools/release.py writes
-    assert {hook["id"] for hook in repo["hooks"]} <= set(_hooks())
+    assert repo["repo"] == "local" and "rev" not in repo
+    hooks = _hooks()
+    for hook in repo["hooks"]:
+        assert hook["entry"] == hooks[hook["id"]]["entry"] and hook["types"] == hooks[hook["id"]]["types"]
+    assert {hook["id"] for hook in repo["hooks"]} == set(hooks)
 
 
 def test_release_refuses_what_it_must_and_names_the_tag() -> None:

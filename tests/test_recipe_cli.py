@@ -229,6 +229,19 @@ def test_a_model_folder_becomes_its_absolute_path_not_a_hub_id(tmp_path: Path) -
     result = gen("--model", "./my-model/", "--gpus", "8", "-o", "-", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
     assert f"MODEL_PATH=${{MODEL_PATH:-{folder.resolve()}}}" in result.stdout
+    # The Reproduce line names the folder too: the folder's name means nothing to --model elsewhere.
+    reproduce = next(line for line in result.stdout.splitlines() if line.startswith("# Reproduce: "))
+    assert f"--model {folder.resolve()} " in reproduce
+    again = gen(*reproduce.removeprefix("# Reproduce: gen recipe ").split(), "-o", "-", cwd=tmp_path.parent)
+    assert again.exit_code == 0, again.stderr
+
+
+def test_the_reproduce_line_of_a_packaged_model_replays_anywhere(tmp_path: Path) -> None:
+    result = gen("--model", "Qwen/Qwen2.5-7B-Instruct", "--gpus", "8", "-o", "-")
+    reproduce = next(line for line in result.stdout.splitlines() if line.startswith("# Reproduce: "))
+    assert "--model qwen2_5-7b " in reproduce
+    again = gen(*reproduce.removeprefix("# Reproduce: gen recipe ").split(), "-o", "-", cwd=tmp_path)
+    assert again.exit_code == 0 and again.stdout == result.stdout
 
 
 def test_recipe_pins_reach_the_script() -> None:

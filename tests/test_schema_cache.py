@@ -1,4 +1,4 @@
-"""The cache of schemas composed from a config folder (generator/schema/cache.py): a hit gives the
+"""The cache of schemas composed from a config folder (generator/cache.py): a hit gives the
 same schema without reading the YAML, an edit misses, and a corrupt, foreign or hostile entry is
 ignored, never trusted. Each test has its own cache folder and its own small config tree."""
 
@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.schema import cache
+from generator import cache
 from generator.schema.core import _from_dir
 
 YAML = "data:\n  train_batch_size: 64\n  max_prompt_length: 512\ntrainer:\n  n_gpus_per_node: 8\n  total: ???\n"
@@ -88,7 +88,7 @@ def test_a_link_is_not_followed(tree: Path, tmp_path: Path) -> None:
 
 
 def test_off_and_unwritable(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setenv(cache.SWITCH_ENV, "0")
+    monkeypatch.setenv(cache.SWITCH_ENV, "1")
     assert cache.cache_dir() is None
     assert _from_dir("x", tree).configs["ppo_trainer"]["trainer.n_gpus_per_node"] == 8
     assert not _entries(tmp_path)

@@ -1,4 +1,5 @@
-"""`gen check`, `gen rules`, `gen rule CODE`, `gen explain`.
+"""`gen check` (its run and options: generator/cli/check_run.py), `gen rules`, `gen rule CODE`,
+`gen explain`.
 
 Exit codes: 0 no error-severity finding (or --exit-zero); 1 at least one; 2 bad input (a file
 that cannot be read, an unknown --verl-version, --format or --severity, an unreadable
@@ -13,9 +14,7 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 import typer
 
 from generator.cli.common import config_dir_option
-from generator.cli.common import parse_codes as _codes
 from generator.cli.common import parse_pairs as _parse_env
-from generator.inputs import check_codes
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, printable, use_color
 
@@ -24,17 +23,12 @@ if TYPE_CHECKING:
     from generator.plan.script_setup import CallMemory
     from generator.report.charts import ChartSection
 
-FORMATS = ("text", "concise", "json", "sarif", "github")
-SEVERITY_CHOICES = ("error", "warning", "info")
 
 
 def _emit(text: str, color: bool) -> None:
-    if color:
-        from rich.console import Console
+    from generator.cli.check_run import emit
 
-        Console(highlight=False, soft_wrap=True).print(text, end="")
-    else:
-        sys.stdout.write(text)
+    emit(text, color)
 
 
 def _fail(message: str, fmt: str = "text") -> NoReturn:
@@ -49,12 +43,9 @@ def _fail(message: str, fmt: str = "text") -> NoReturn:
 
 def _rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """--select/--ignore as code tuples; an unknown code or prefix is bad input (exit 2)."""
-    if not select and not ignore:
-        return (), ()
-    from generator.rules import load_rules
+    from generator.cli.check_run import rule_codes
 
-    known = load_rules().keys()
-    return (check_codes(_codes(select), known, "--select"), check_codes(_codes(ignore), known, "--ignore"))
+    return rule_codes(select, ignore)
 
 
 def _print_memory_bars(predicted: CallMemory) -> None:
@@ -78,86 +69,17 @@ def _memory_chart_section(report: MemoryReport, where: str) -> ChartSection:
 
 
 def register(app: typer.Typer) -> None:
-    @app.command("check")
-    def check(
-        files: List[str] = typer.Argument(..., help="Launch scripts (.sh), Python launchers (.py), folders "
-                                          "(searched for both, honouring .gitignore), or - for stdin."),
-        fmt: str = typer.Option("text", "--format", "--output-format", "-f",
-                                help="text (each finding with its source line) | concise (one line each) | "
-                                     "json | sarif | github"),
-        select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
-        ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
-        severity: str = typer.Option("info", "--severity", help="Show findings of this severity or worse: "
-                                     "error | warning | info (all, the default)."),
-        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with error findings "
-                                       "(bad input still exits 2)."),
-        statistics: bool = typer.Option(False, "--statistics", help="Print how many findings each rule has, "
-                                        "instead of the findings."),
-        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print the findings and nothing else "
-                                   "(no summary)."),
-        output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report to this "
-                                                  "file instead of stdout."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Check against this verl release."),
-        config_dir: Optional[str] = config_dir_option(),
-        env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
-        arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument ($1, $2, ...)."),
-        model_config: Optional[str] = typer.Option(None, "--model-config",
-                                                   help="HF config.json (or model dir) for model-shape rules."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on (h100, h20, ...): also "
-                                          "predict memory per GPU and report a predicted OOM (VM811)."),
-        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
-    ) -> None:
-        """Check launch scripts against verl's batch, parallel and config rules."""
-        from generator.report import render
+    from generator.cli import check_run
+    from generator.cli.check_run import CHECK_ARGUMENT, CHECK_HELP, CHECK_OPTIONS
+    from generator.cli.options import typer_signature
 
-        if fmt not in FORMATS:
-            _fail(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
-        machine = fmt if fmt in ("json", "sarif", "github") else "text"  # the failure document's format
-        if severity.strip().lower() not in SEVERITY_CHOICES:
-            _fail(f"--severity must be one of {', '.join(SEVERITY_CHOICES)}, got '{severity}'", machine)
-        try:
-            from generator.discover import expand_paths
+    def check(**options: object) -> None:
+        raise typer.Exit(check_run.run_check(**options))
 
-            chosen_select, chosen_ignore = _rule_codes(select, ignore)
-            memory = None
-            if gpu is not None or gpu_mem is not None:
-                from generator.plan.script_setup import memory_options
-
-                memory = memory_options(gpu, gpu_mem, None, headroom)
-            from generator.checking import check_paths
-
-            reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
-                                  env=_parse_env(env), args=list(arg), model_config=model_config,
-                                  config_dir=config_dir, memory=memory, plan_fixes=machine == "text")
-        except InputError as err:
-            _fail(str(err), machine)
-        from generator.report.selection import at_least, statistics_text
-
-        reports = at_least(reports, severity.strip().lower())
-        to_terminal = output_file is None and sys.stdout.isatty()
-        color = machine == "text" and output_file is None and use_color(sys.stdout)
-        text = statistics_text(reports) if statistics else render(reports, fmt, color=color, quiet=quiet)
-        if output_file is not None:
-            from generator.files import write_atomic
-
-            try:
-                write_atomic(output_file, text)
-            except (InputError, OSError) as err:
-                _fail(f"--output-file {output_file}: {err}", "text")
-        else:
-            _emit(text, color and not statistics)
-        bad_file = any(r.bad_input for r in reports)
-        if machine == "text" and not to_terminal:
-            # The report already has the line; repeat it on stderr only when stdout is redirected.
-            for report in reports:
-                for problem in (report.error, report.incomplete):
-                    if problem:
-                        print(one_line(f"{report.path}: error: {problem}"), file=sys.stderr)
-        if bad_file:
-            raise typer.Exit(EXIT_BAD_INPUT)
-        failed = any(r.failed for r in reports)
-        raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_OK)
+    # The options are data (generator/cli/check_run.py), shared with the typer-free start.
+    check.__signature__, check.__annotations__ = typer_signature(CHECK_ARGUMENT, CHECK_OPTIONS)  # type: ignore[attr-defined]
+    check.__doc__ = CHECK_HELP
+    app.command("check")(check)
 
     @app.command("rules")
     def rules(fmt: str = typer.Option("text", "--format", "-f", help="text | json")) -> None:
@@ -188,7 +110,7 @@ def register(app: typer.Typer) -> None:
     @app.command("explain")
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Explain against this verl release."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
@@ -271,6 +193,7 @@ def register(app: typer.Typer) -> None:
 
             try:
                 write_atomic(chart, charts_for(chart, charted), replace=force)
+                print(one_line(f"wrote {chart}"), file=sys.stderr)
             except (InputError, OSError) as err:  # one line; the report above is already out
                 print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT

@@ -29,6 +29,8 @@ def register(app: typer.Typer) -> None:
                                                    "(0.9.1; 0.9 = any 0.9.x)"),
         output_format: str = typer.Option("text", "--format", help="text or json"),
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
+        wide: bool = typer.Option(False, "--wide", help="Every column, whole, however wide (piped output keeps "
+                                                        "to 100 columns otherwise)."),
     ) -> None:
         """List the recipes in the library (packaged and your own)."""
         from generator.library.store import load_library
@@ -55,7 +57,7 @@ def register(app: typer.Typer) -> None:
         from generator.report.tables import print_table
 
         headers, rows = list_rows(found)
-        print_table(headers, rows, stream=sys.stdout, optional=("TAGS", "VERL", "MODEL"))
+        print_table(headers, rows, stream=sys.stdout, optional=("TAGS", "VERL", "MODEL"), wide=wide)
 
     @app.command("import")
     def import_command(

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Optional
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
+from generator.safe_text import one_line
 
 if TYPE_CHECKING:
     from generator.plan.candidate import Plan
@@ -28,6 +29,7 @@ def _write_chart(path: str, plan: Plan, force: bool) -> None:
         raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
     title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
     write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title), replace=force)
+    print(one_line(f"wrote {path}"), file=sys.stderr)  # on stderr: stdout is the plan (or its JSON)
 
 
 def register(app: typer.Typer) -> None:
@@ -39,33 +41,53 @@ def register(app: typer.Typer) -> None:
         gpu: str | None = typer.Option(
             None, "--gpu", help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
         gpu_mem: float | None = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        prompt_len: int = typer.Option(1024, "--prompt-len"),
-        response_len: int = typer.Option(1024, "--response-len"),
+        prompt_len: int = typer.Option(1024, "--prompt-len",
+            help="Max prompt tokens (data.max_prompt_length)."),
+        response_len: int = typer.Option(1024, "--response-len",
+            help="Max response tokens (data.max_response_length)."),
         mean_response_len: int | None = typer.Option(
             None, "--mean-response-len", help="Expected response tokens for the step-time ranking (default: 15% "
                                               "of --response-len, the median of published runs)."),
         n: int | None = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         algo: str = typer.Option("grpo", "--algo", help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
-        train_batch_size: int | None = typer.Option(None, "--train-batch-size"),
-        tp: int | None = typer.Option(None, "--tp"),
-        pp: int | None = typer.Option(None, "--pp"),
-        cp: int | None = typer.Option(None, "--cp"),
-        ep: int | None = typer.Option(None, "--ep"),
-        etp: int | None = typer.Option(None, "--etp"),
-        vpp: int | None = typer.Option(None, "--vpp"),
-        first_stage_layers: int | None = typer.Option(None, "--first-stage-layers"),
-        last_stage_layers: int | None = typer.Option(None, "--last-stage-layers"),
+        train_batch_size: int | None = typer.Option(None, "--train-batch-size",
+            help="Prompts per step (data.train_batch_size; default: planned)."),
+        tp: int | None = typer.Option(None, "--tp",
+            help="Pin tensor parallel (the rest is planned)."),
+        pp: int | None = typer.Option(None, "--pp",
+            help="Pin pipeline parallel."),
+        cp: int | None = typer.Option(None, "--cp",
+            help="Pin context parallel."),
+        ep: int | None = typer.Option(None, "--ep",
+            help="Pin expert parallel (MoE models)."),
+        etp: int | None = typer.Option(None, "--etp",
+            help="Pin expert tensor parallel (MoE models)."),
+        vpp: int | None = typer.Option(None, "--vpp",
+            help="Pin virtual pipeline stages per rank."),
+        first_stage_layers: int | None = typer.Option(None, "--first-stage-layers",
+            help="Layers on the first pipeline stage (uneven split)."),
+        last_stage_layers: int | None = typer.Option(None, "--last-stage-layers",
+            help="Layers on the last pipeline stage (uneven split)."),
         rollout_tp: int | None = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
-        micro_batch_per_gpu: int | None = typer.Option(None, "--micro-batch-per-gpu"),
+        micro_batch_per_gpu: int | None = typer.Option(None, "--micro-batch-per-gpu",
+            help="Pin ppo_micro_batch_size_per_gpu."),
         token_budget: int | None = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu."),
-        dynamic_bsz: bool | None = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz"),
-        gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization"),
-        param_offload: bool | None = typer.Option(None, "--param-offload/--no-param-offload"),
-        optimizer_offload: bool | None = typer.Option(None, "--optimizer-offload/--no-optimizer-offload"),
-        cpu_optimizer_fraction: float | None = typer.Option(None, "--cpu-optimizer-fraction"),
-        recompute: bool | None = typer.Option(None, "--recompute/--no-recompute"),
-        fused_kernels: bool | None = typer.Option(None, "--fused-kernels/--no-fused-kernels"),
-        ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size"),
+        dynamic_bsz: bool | None = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz",
+            help="Force use_dynamic_bsz on or off (default: on for long sequences)."),
+        gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization",
+            help="Pin rollout.gpu_memory_utilization (0-1)."),
+        param_offload: bool | None = typer.Option(None, "--param-offload/--no-param-offload",
+            help="Force Megatron param offload on or off."),
+        optimizer_offload: bool | None = typer.Option(None, "--optimizer-offload/--no-optimizer-offload",
+            help="Force Megatron optimizer offload on or off."),
+        cpu_optimizer_fraction: float | None = typer.Option(None, "--cpu-optimizer-fraction",
+            help="Share of the optimizer on the CPU (Megatron CPU optimizer, 0-1)."),
+        recompute: bool | None = typer.Option(None, "--recompute/--no-recompute",
+            help="Force full activation recompute on or off."),
+        fused_kernels: bool | None = typer.Option(None, "--fused-kernels/--no-fused-kernels",
+            help="Force fused kernels (no full logits) on or off."),
+        ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size",
+            help="Pin ppo_mini_batch_size (prompts per update)."),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
         wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
@@ -116,7 +138,7 @@ def register(app: typer.Typer) -> None:
                 sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan import plan_dict, render_text
-        from generator.safe_text import use_color
+        from generator.safe_text import one_line, use_color
 
         if output_format == "json":
             json.dump(plan_dict(plan), sys.stdout, indent=2)

@@ -8,12 +8,14 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
+import re
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 from generator.errors import InputError
 
 MISSING = "???"
+_DIGIT = re.compile(r"\d")
 # One budget for every interpolation resolved in one config (issue 21): a key looked up costs
 # 1 unit, a subtree 1 per leaf, 64 characters of text built 1. 33 overrides that each double
 # the one before (`x.l2='${x.l1}${x.l1}'`) built 23.6 GiB; verl's own configs need a few
@@ -111,7 +113,7 @@ def _literal(text: str) -> Any:
     except ValueError:
         pass
     try:
-        if any(c.isdigit() for c in raw) or low in ("inf", "-inf", "+inf", "nan"):
+        if _DIGIT.search(raw) or low in ("inf", "-inf", "+inf", "nan"):
             return float(raw.replace("_", ""))
     except ValueError:
         pass

@@ -12,7 +12,6 @@ exists; otherwise its last component is matched against the registry, so
 
 from __future__ import annotations
 
-import difflib
 import re
 from dataclasses import dataclass
 from functools import lru_cache
@@ -129,12 +128,23 @@ def _entry_from_yaml(raw: dict[str, Any]) -> _Entry:
     return _Entry(facts, max_position, keys)
 
 
+def _looks_like_registry(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("models"), list)
+            and all(isinstance(item, dict) and isinstance(item.get("name"), str) for item in data["models"]))
+
+
 @lru_cache(maxsize=1)
 def _registry() -> tuple[_Entry, ...]:
+    from generator.cache import cached_parse
     from generator.resources import data_dir
 
-    raw = _load_yaml(data_dir() / "models.yaml")
-    return tuple(_entry_from_yaml(item) for item in raw["models"])
+    path = data_dir() / "models.yaml"
+    # The parse is cached by the file's bytes (generator/cache.py): `gen check` need not import PyYAML.
+    raw = cached_parse(path, _load_yaml, _looks_like_registry)
+    try:
+        return tuple(_entry_from_yaml(item) for item in raw["models"])
+    except (KeyError, TypeError, ValueError):  # an entry that passed the shape test but not this
+        return tuple(_entry_from_yaml(item) for item in _load_yaml(path)["models"])
 
 
 @lru_cache(maxsize=1)
@@ -148,6 +158,11 @@ def _by_key() -> dict[str, _Entry]:
 
 def list_models() -> list[ModelFacts]:
     return [entry.facts for entry in _registry()]
+
+
+def registry_model(name: str) -> ModelFacts | None:
+    """The packaged model a name, alias or hub id names (never a local folder); None if none."""
+    return _registry_match(name)
 
 
 def model_slug(facts: ModelFacts) -> str:
@@ -269,6 +284,8 @@ def resolve_model(name_or_path: str) -> ModelFacts:
     if facts is not None:
         return facts
     known = {name_key(e.facts.name): e.facts.name for e in _registry()}
+    import difflib
+
     close = difflib.get_close_matches(name_key(name_or_path), list(known), n=3, cutoff=0.5)
     hint = ", ".join(known[k] for k in close) if close else ", ".join(e.facts.name for e in _registry()[:5]) + ", …"
     raise InputError(f"unknown model '{name_or_path}'; close names: {hint} (or pass a directory with config.json)")

@@ -62,6 +62,11 @@ CUDA_GRAPH_GIB = 1.0
 ENGINE_COUNTED_OVERHEAD_GIB = 1.0  # the part of OVERHEAD_GIB vLLM's own claim already holds
 
 PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "weight_sync")
+# Every term the phases name, in the order charts colour them: a term has one colour in every
+# chart (generator/report/charts.py), whatever the phases it appears in.
+TERM_ORDER = ("weights", "grads", "optimizer", "activations", "logits", "kv-cache", "ref-weights", "critic",
+              "step-temporaries", "cuda-graphs", "overhead", "actor-weights", "rollout-weights",
+              "rollout-activations", "sync-bucket", "offloaded-weights", "offloaded-optimizer", "cpu-optimizer")
 
 
 def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: bool = True) -> MemoryTerm:

@@ -51,8 +51,24 @@ def validate(recipe: ScriptSettings) -> list[Any]:
     return [f for f in findings if f.severity not in ("error", "warning")]
 
 
+def _model_spelling(spec: RecipeSpec) -> str:
+    """A `--model` value that names this model wherever the Reproduce line is run: the slug when
+    the packaged registry knows it by that name, else the model folder the recipe was made from
+    (a config.json's folder name means nothing elsewhere)."""
+    import shlex
+
+    from generator.model.registry import registry_model
+
+    known = registry_model(spec.model_slug)
+    if known is not None and known.name == spec.model.name:
+        return spec.model_slug
+    if isinstance(spec.model_path, str) and spec.model_path:
+        return shlex.quote(spec.model_path)
+    return spec.model_slug
+
+
 def _command(spec: RecipeSpec, filename: str) -> str:
-    parts = ["gen recipe", f"--model {spec.model_slug}", f"--gpus {spec.gpus}"]
+    parts = ["gen recipe", f"--model {_model_spelling(spec)}", f"--gpus {spec.gpus}"]
     if spec.nodes != 1:
         parts.append(f"--nodes {spec.nodes}")
     parts += [f"--gpu {spec.gpu_name}", f"--algo {spec.algo}"]

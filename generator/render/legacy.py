@@ -17,7 +17,7 @@ from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
 from generator.render.recipe import build_recipe
-from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec
+from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec, schema_has
 from generator.verl import MEGATRON as M
 from generator.verl import PPO_MEGATRON_CONFIG
 
@@ -138,7 +138,8 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     from generator.config import build_config
     from generator.hardware import gpu_spec
     from generator.model import model_slug, resolve_model
-    from generator.script.extract import find_setup_model, setup_from_config, trainer_call
+    from generator.script.extract import setup_from_config, trainer_call
+    from generator.script.recognise import recognise_model
     from generator.script.presteps import pre_steps_note
     from generator.shell import read_launch
 
@@ -161,10 +162,15 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     dropped = {issue.override.key for issue in config.key_issues}
     for issue in config.key_issues:
         notes.append(f"dropped {issue.override.text!r}: {issue.kind} in verl {version}")
-    facts = resolve_model(model) if model else find_setup_model(setup_from_config(config))
-    if facts is None:
-        model_path = config.values.get("actor_rollout_ref.model.path")
-        raise InputError(f"cannot tell the model from actor_rollout_ref.model.path={model_path!r}; pass --model")
+    if model:
+        facts = resolve_model(model)
+    else:
+        recognised = recognise_model(config, call.invocation, setup_from_config(config),
+                                     script.source.decode("utf-8", "replace"))
+        if recognised.model is None:
+            raise InputError(f"cannot tell the model: {recognised.why}; pass --model")
+        facts = recognised.model
+        notes.append(f"model {facts.name}: recognised from {recognised.why}")
     config = _apply_fixes(config, facts, version, notes)
     setup = setup_from_config(config)
     gpus = config.gpus
@@ -204,7 +210,10 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
                                      "trainer.project_name", "trainer.experiment_name"):
             continue
         value = environment_text(str(override.value), key) if not config.known(key) else config.values.get(key)
-        prefix = "+" if override.op in ("+", "++") and key not in owned else ""
+        # `+` exactly where the target release needs it: for a key its config does not have (a
+        # `+` on a key it has is a Hydra error). A key the recipe writes too keeps the recipe's
+        # own setting, and its `+`.
+        prefix = "" if schema_has(version, key) else "+"
         if key in owned and not isinstance(value, HydraText) and recipe_values[key] == value:
             continue
         extra.append((prefix + key, value))

@@ -264,11 +264,11 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
         recipe.notes.extend(f"{item.setting.key}={format_value(item.setting.value, short_floats=True)}: {item.why}"
                             for item in scale)
     recipe.notes.extend(f"{spec.model.name}: {note}" for note in spec.model.checkpoint_notes)
+    if spec.algo == "dapo":  # before the script's own values, which then replace DAPO's defaults in place
+        dapo_extras(recipe, spec)
     if spec.extra_overrides:
         _apply_extra_overrides(recipe, spec.extra_overrides)
     recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
-    if spec.algo == "dapo":
-        dapo_extras(recipe, spec)
     return recipe
 
 

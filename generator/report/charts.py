@@ -4,7 +4,8 @@ Three drawings of the same data: `terminal_bars` (text; coloured blocks on a col
 one letter per term otherwise, so piped and NO_COLOR output stays plain ASCII), and
 `svg_chart` / `html_chart` (standalone files for `--chart FILE.svg|.html`, no scripts, no
 external resources). Whatever phases and terms the memory model reports are drawn; nothing
-here knows their names. Pure functions of the data.
+here knows their names but the memory model's TERM_ORDER (one colour per term everywhere). Pure
+functions of the data.
 """
 
 from __future__ import annotations
@@ -34,13 +35,24 @@ class PhaseLike(Protocol):
     def terms(self) -> Sequence[TermLike]: ...
 
 
-# Distinct, colour-blind-friendly fills (Okabe-Ito, then Tableau), assigned to terms in the
-# order they first appear; the limit line is red.
+# Distinct, colour-blind-friendly fills (Okabe-Ito, then Tableau). A term's colour is its place in
+# the memory model's TERM_ORDER (generator/plan/memory.py), so it is the same in every chart and
+# every command; a name outside that list takes the next free colour. The limit line is red.
 PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999",
-           "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#393B79", "#AD494A", "#637939", "#E7BA52")
+           "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#393B79", "#AD494A", "#637939", "#E7BA52",
+           "#9467BD", "#2CA02C",
+           # for names the memory model does not list (another producer's terms)
+           "#FF9896", "#98DF8A", "#C5B0D5", "#C49C94")
 LIMIT_COLOUR = "#D62728"
 _RICH = ("blue", "dark_orange", "green", "magenta", "cyan", "red3", "yellow", "grey50", "orange4", "turquoise2",
-         "gold3", "grey37", "navy_blue", "indian_red", "dark_olive_green3", "light_goldenrod3")
+         "gold3", "grey37", "navy_blue", "indian_red", "dark_olive_green3", "light_goldenrod3", "medium_purple",
+         "green4", "light_pink3", "pale_green3", "plum3", "rosy_brown")
+
+
+def _term_order() -> tuple[str, ...]:
+    from generator.plan.memory import TERM_ORDER
+
+    return TERM_ORDER
 
 
 @dataclass(frozen=True)
@@ -57,20 +69,33 @@ class Bar:
     segments: tuple[Segment, ...]
 
 
-def bars(phases: Sequence[PhaseLike]) -> tuple[list[Bar], list[str]]:
-    """The bars, and the term names in colour order (a term keeps its colour in every phase)."""
-    names: list[str] = []
+def colour_index(name: str, others: list[str]) -> int:
+    """A term's colour: its place in TERM_ORDER, else after them in the order `others` met it."""
+    order = _term_order()
+    if name in order:
+        return order.index(name)
+    if name not in others:
+        others.append(name)
+    return len(order) + others.index(name)
+
+
+def bars(phases: Sequence[PhaseLike]) -> tuple[list[Bar], list[tuple[int, str]]]:
+    """The bars, and the legend: (colour index, term) in the order the terms first appear (a term
+    keeps its colour in every phase, and in every chart)."""
+    legend: list[tuple[int, str]] = []
+    others: list[str] = []
     out = []
     for phase in phases:
         segments = []
         for term in phase.terms:
             if term.gib <= 0:
                 continue
-            if term.name not in names:
-                names.append(term.name)
-            segments.append(Segment(term.name, term.gib, names.index(term.name)))
+            index = colour_index(term.name, others)
+            if (index, term.name) not in legend:
+                legend.append((index, term.name))
+            segments.append(Segment(term.name, term.gib, index))
         out.append(Bar(phase.phase, phase.gib, tuple(segments)))
-    return out, names
+    return out, legend
 
 
 def _letters(names: Sequence[str]) -> list[str]:
@@ -122,10 +147,11 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
                   line_width: int = 80) -> list[str]:
     """Lines: `phase  [bar with | at the limit]  GiB`, then a legend. With `color` the lines
     hold rich markup (coloured blocks); without, plain ASCII (a letter per term)."""
-    bar_list, names = bars(phases)
+    bar_list, legend = bars(phases)
     if not bar_list:
         return []
-    letters = _letters(names)
+    names = [name for _, name in legend]
+    letter_of = dict(zip((index for index, _ in legend), _letters(names)))
     scale = _scale(bar_list, limit)
     limit_at = min(width - 1, round(limit / scale * width))
     label_width = max(len(b.phase) for b in bar_list)
@@ -135,7 +161,7 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
         used = 0.0
         for segment in bar.segments:
             start, used = round(used / scale * width), used + segment.gib
-            cells += [(letters[segment.index], segment.index)] * max(0, round(used / scale * width) - start)
+            cells += [(letter_of[segment.index], segment.index)] * max(0, round(used / scale * width) - start)
         cells = cells[:width] + [(" ", None)] * (width - len(cells))
         over = bar.gib > limit
         marker = ("!" if over else "|", None)
@@ -150,8 +176,8 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
             body = "".join(c for c, _ in cells)
         verdict = f"over by {bar.gib - limit:.1f}" if over else "fits"
         lines.append(f"{bar.phase.rjust(label_width)} [{body}] {bar.gib:5.1f} GiB {verdict}")
-    keys = [f"{letters[i]}={name}" for i, name in enumerate(names)]
-    shown = [f"[{_RICH[i % len(_RICH)]}]█[/] {name}" for i, name in enumerate(names)] if color else keys
+    keys = [f"{letter_of[i]}={name}" for i, name in legend]
+    shown = [f"[{_RICH[i % len(_RICH)]}]█[/] {name}" for i, name in legend] if color else keys
     lines.append(f"{' ' * label_width}  {'[bold]|[/]' if color else '|'} usable limit {limit:.1f} GiB")
     # The legend wrapped by its visible length (markup does not take columns).
     row: list[str] = []
@@ -171,9 +197,11 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
 
 BAR_HEIGHT = 28
 BAR_GAP = 14
-LEFT = 130  # room for the phase names
+MIN_LEFT = 130  # room for the phase names (more when a name is longer)
 PLOT_WIDTH = 560
-TOP = 40
+TOP = 64  # the title, then the limit's label above the bars (they never overlap)
+CHAR_PX = 7.2  # a generous width of one character of the 12 px sans-serif text (13 px bold titles: 8.4)
+AXIS_HEIGHT = 36  # ticks, their numbers and "GiB per GPU" under the bars
 
 
 @dataclass(frozen=True)
@@ -185,23 +213,58 @@ class ChartSection:
     limit: float
 
 
+def _tick_step(scale: float) -> float:
+    """A round GiB step (1, 2 or 5 × 10^k) that gives four to ten ticks over [0, scale]."""
+    import math
+
+    step = 10.0 ** math.floor(math.log10(max(scale, 1e-9) / 5))
+    for multiple in (1, 2, 5, 10):
+        if scale / (step * multiple) <= 10:
+            return step * multiple
+    return step * 10
+
+
+def _value_label(bar: Bar, limit: float) -> str:
+    verdict = "fits" if bar.gib <= limit else f"over by {bar.gib - limit:.1f}"
+    return f"{bar.gib:.1f} GiB {verdict}"
+
+
 def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int) -> tuple[list[str], int, int]:
     """The drawing of one section with its top at `y0` (every y is absolute, so sections stack
-    without transforms): its elements, width and height."""
-    bar_list, names = bars(phases)
+    without transforms): its elements, width and height. Every label fits inside: the left
+    margin holds the longest phase name, the right one the longest value label, the width the
+    title."""
+    bar_list, legend = bars(phases)
     scale = _scale(bar_list, limit)
     px = PLOT_WIDTH / scale
-    legend_rows = (len(names) + 2) // 3
-    height = TOP + len(bar_list) * (BAR_HEIGHT + BAR_GAP) + 30 + legend_rows * 20
-    width = LEFT + PLOT_WIDTH + 90
+    left = max(MIN_LEFT, int(16 + CHAR_PX * max((len(b.phase) for b in bar_list), default=0)))
+    right = int(24 + CHAR_PX * max([len(f"usable {limit:.1f} GiB") / 2,
+                                    *(len(_value_label(b, limit)) for b in bar_list)]))
+    legend_rows = (len(legend) + 2) // 3
+    column = max(190, int(30 + CHAR_PX * max((len(name) for _, name in legend), default=0)))
+    width = max(left + PLOT_WIDTH + right, int(20 + 8.4 * len(title)), left + 3 * column)
+    bars_height = len(bar_list) * (BAR_HEIGHT + BAR_GAP) - BAR_GAP
+    height = TOP + bars_height + AXIS_HEIGHT + 24 + legend_rows * 20
     top = y0 + TOP
+    bottom = top + bars_height
     out: list[str] = []
     if title:
-        out.append(f'<text x="10" y="{y0 + 22}" font-size="14" font-weight="bold">{escape(title)}</text>')
+        out.append(f'<text class="title" x="10" y="{y0 + 22}" font-size="13" font-weight="bold">{escape(title)}</text>')
+    step = _tick_step(scale)
+    tick = 0.0
+    while tick <= scale + 1e-9:
+        x = left + tick * px
+        out.append(f'<line class="grid" x1="{x:.2f}" y1="{top - 4}" x2="{x:.2f}" y2="{bottom + 4}" stroke="#e0e0e0"/>')
+        out.append(f'<text class="tick" data-gib="{tick:g}" x="{x:.2f}" y="{bottom + 20}" text-anchor="middle">'
+                   f'{tick:g}</text>')
+        tick = round(tick + step, 9)
+    out.append(f'<text class="axis" x="{left + PLOT_WIDTH:.2f}" y="{bottom + AXIS_HEIGHT - 2}" text-anchor="end">'
+               "GiB per GPU</text>")
     for row, bar in enumerate(bar_list):
         y = top + row * (BAR_HEIGHT + BAR_GAP)
-        out.append(f'<text x="{LEFT - 8}" y="{y + BAR_HEIGHT / 2 + 4:.1f}" text-anchor="end">{escape(bar.phase)}</text>')
-        x = float(LEFT)
+        out.append(f'<text class="phase" x="{left - 8}" y="{y + BAR_HEIGHT / 2 + 4:.1f}" text-anchor="end">'
+                   f'{escape(bar.phase)}</text>')
+        x = float(left)
         for segment in bar.segments:
             w = segment.gib * px
             out.append(f'<rect class="term" data-phase="{escape(bar.phase)}" data-term="{escape(segment.term)}" '
@@ -209,21 +272,20 @@ def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int
                        f'fill="{PALETTE[segment.index % len(PALETTE)]}"><title>{escape(bar.phase)}: '
                        f'{escape(segment.term)} {segment.gib:.1f} GiB</title></rect>')
             x += w
-        verdict = "fits" if bar.gib <= limit else f"over by {bar.gib - limit:.1f}"
-        limit_x = LEFT + limit * px
+        limit_x = left + limit * px
         label_x = limit_x + 8 if x < limit_x < x + 110 else x + 6  # never across the limit line
-        out.append(f'<text x="{label_x:.1f}" y="{y + BAR_HEIGHT / 2 + 4:.1f}">{bar.gib:.1f} GiB {verdict}</text>')
-    limit_x = LEFT + limit * px
-    bottom = top + len(bar_list) * (BAR_HEIGHT + BAR_GAP) - BAR_GAP
+        out.append(f'<text class="value" x="{label_x:.1f}" y="{y + BAR_HEIGHT / 2 + 4:.1f}">'
+                   f'{_value_label(bar, limit)}</text>')
+    limit_x = left + limit * px
     out.append(f'<line class="limit" data-gib="{limit:.3f}" x1="{limit_x:.2f}" y1="{top - 8}" x2="{limit_x:.2f}" '
                f'y2="{bottom + 8}" stroke="{LIMIT_COLOUR}" stroke-width="3"/>')
-    out.append(f'<text x="{limit_x:.2f}" y="{top - 12}" text-anchor="middle" fill="{LIMIT_COLOUR}">'
-               f'usable {limit:.1f} GiB</text>')
-    legend_top = bottom + 30
-    for i, name in enumerate(names):
-        lx, ly = LEFT + (i % 3) * 190, legend_top + (i // 3) * 20
-        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{PALETTE[i % len(PALETTE)]}"/>')
-        out.append(f'<text x="{lx + 18}" y="{ly}">{escape(name)}</text>')
+    out.append(f'<text class="limit-label" x="{limit_x:.2f}" y="{top - 12}" text-anchor="middle" '
+               f'fill="{LIMIT_COLOUR}">usable {limit:.1f} GiB</text>')
+    legend_top = bottom + AXIS_HEIGHT + 24
+    for i, (index, name) in enumerate(legend):
+        lx, ly = left + (i % 3) * column, legend_top + (i // 3) * 20
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{PALETTE[index % len(PALETTE)]}"/>')
+        out.append(f'<text class="legend" x="{lx + 18}" y="{ly}">{escape(name)}</text>')
     return out, width, height
 
 

@@ -23,8 +23,12 @@ def render_text(result: DiffResult, write: Callable[[str], None]) -> None:
     # One line per row, whatever a file name or a value holds (a newline would start a fake row).
     write(f"A: {one_line(result.a.label)} ({result.a.kind})\n")
     write(f"B: {one_line(result.b.label)} ({result.b.kind})\n")
-    how = f"; version from {result.version_how}" if result.version_how else ""
-    write(f"compared as verl {result.version} sees them (release defaults applied{how})\n")
+    if result.releases is not None and result.releases[0] != result.releases[1]:
+        write(f"compared as each runs: A as verl {result.releases[0]}, B as verl {result.releases[1]} sees it "
+              f"(each with its release's defaults; {one_line(result.version_how)})\n")
+    else:
+        how = f"; version from {result.version_how}" if result.version_how else ""
+        write(f"compared as verl {result.version} sees them (release defaults applied{one_line(how)})\n")
     if not result.changes and not result.derived:
         write("\nno differences\n")
     for group in GROUPS:

@@ -43,16 +43,42 @@ def plain_table(headers: Sequence[str], rows: Sequence[Sequence[str]]) -> str:
     return "\n".join(lines) + "\n"
 
 
+PIPED_WIDTH = 100  # columns a table keeps to when not on a terminal (mail, CI logs, a diff)
+
+
+def fit_columns(headers: Sequence[str], rows: Sequence[Sequence[str]], width: int, optional: Sequence[str] = (),
+                gap: int = 2) -> tuple[list[str], list[list[str]]]:
+    """The table within `width` columns: the `optional` columns are dropped (in the order given)
+    until it fits; then the last column's cells are shortened with an ellipsis. The other
+    columns (names, keys) are never cut."""
+    keep = list(range(len(headers)))
+    widths = [max([len(h), *(len(row[i]) for row in rows)]) for i, h in enumerate(headers)]
+    for name in optional:
+        if sum(widths[i] + gap for i in keep) - gap <= width:
+            break
+        if name in headers and len(keep) > 1:
+            keep.remove(list(headers).index(name))
+    kept_headers = [headers[i] for i in keep]
+    kept_rows = [[row[i] for i in keep] for row in rows]
+    room = width - sum(widths[i] + gap for i in keep[:-1])
+    if room >= max(8, len(kept_headers[-1])):
+        kept_rows = [[*row[:-1], row[-1] if len(row[-1]) <= room else row[-1][:room - 1] + "…"] for row in kept_rows]
+    return kept_headers, kept_rows
+
+
 def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title: str | None = None,
-                stream: TextIO | None = None, optional: Sequence[str] = ()) -> None:
+                stream: TextIO | None = None, optional: Sequence[str] = (), wide: bool = False) -> None:
     """On a terminal narrower than the table, the `optional` columns are dropped (in the order
-    given) until it fits; a row is never folded over several lines."""
+    given) until it fits; a row is never folded over several lines. Piped, the table keeps to
+    PIPED_WIDTH columns the same way, unless `wide` (every column, whole)."""
     stream = stream or sys.stdout
     rows = [[one_line(cell) for cell in row] for row in rows]
     console = _console(stream)
     if not is_terminal(stream):
         if title:
             stream.write(title + "\n")
+        if not wide:
+            headers, rows = fit_columns(headers, rows, PIPED_WIDTH, optional)
         stream.write(plain_table(headers, rows))
         return
     from rich.table import Table

@@ -170,9 +170,9 @@ class UnreadableConfig(InputError):
 
 
 def _from_dir(version: str, config_dir: Path) -> Schema:
-    """The schema of a config folder: from the cache when its YAML is unchanged (schema/cache.py),
+    """The schema of a config folder: from the cache when its YAML is unchanged (generator/cache.py),
     else composed and then cached."""
-    from generator.schema import cache
+    from generator import cache
     from generator.schema.generated import stale_note
 
     key = cache.content_key(config_dir)

@@ -164,6 +164,7 @@ def bad_value(key: str, value: object, version: str) -> ValueChange | None:
     return None
 
 
+@lru_cache(maxsize=8192)  # pure on the key (MOVES is fixed); asked for every key of every release
 def _move_for(key: str) -> tuple[_Move, str | None] | None:
     """The most specific hand-written move covering `key`, and the mapped new key."""
     best: tuple[_Move, str | None] | None = None

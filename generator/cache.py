@@ -5,8 +5,12 @@ inside a checkout; the result depends only on the YAML files' content. So it is 
 under the user's cache folder, named by a SHA-256 of every YAML file's relative path and bytes
 (and this format's version): an edit to any of them is a new name, never a stale hit.
 
-Where: `$VERL_GEN_CACHE_DIR`, else `$XDG_CACHE_HOME/verl-gen`, else `~/.cache/verl-gen` (the
-XDG habit, as pip and ruff); `VERL_GEN_CACHE=0` turns it off.
+The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
+is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all.
+
+Where: `$VERL_GEN_CACHE/schemas` (the project's cache folder, as the oracle's), else
+`$XDG_CACHE_HOME/verl-gen/schemas`, else `~/.cache/verl-gen/schemas` (the XDG habit, as pip and
+ruff); `VERL_GEN_NO_CACHE=1` turns it off. Data-file parses go to `.../data` beside it.
 
 A cache file is data we wrote, but not trusted: it is read only when it is a regular file owned
 by this user and not writable by others, under a size bound, and only when it parses as JSON of
@@ -23,11 +27,11 @@ import os
 import stat
 import tempfile
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 FORMAT = 2  # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
-CACHE_ENV = "VERL_GEN_CACHE_DIR"
-SWITCH_ENV = "VERL_GEN_CACHE"
+CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
+SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
 MAX_ENTRY_BYTES = 64 << 20
 
@@ -37,7 +41,7 @@ Mandatory = dict[str, list[str]]
 
 def cache_dir() -> Path | None:
     """The folder of schema entries, or None when caching is off."""
-    if os.environ.get(SWITCH_ENV, "").strip() == "0":
+    if os.environ.get(SWITCH_ENV, "").strip() not in ("", "0"):
         return None
     chosen = os.environ.get(CACHE_ENV, "").strip()
     if chosen:
@@ -113,17 +117,48 @@ def store_entry(key: str, configs: Configs, mandatory: Mandatory) -> None:
     folder = cache_dir()
     if folder is None:
         return
+    _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory},
+                # a value JSON would change (a non-text key, say): not cached rather than wrong
+                check=lambda back: back["configs"] == configs)
+
+
+def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any], bool]) -> Any:
+    """`parse(path)` for a data file that is slow to parse (a YAML file PyYAML reads), from an
+    entry keyed by the file's bytes when there is a trusted one that `valid` accepts; else parsed
+    and the entry written. Only for values JSON keeps exactly (checked before writing)."""
     try:
-        text = json.dumps({"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory})
-        if json.loads(text)["configs"] != configs:
-            return  # a value JSON would change (a non-text key, say): not cached rather than wrong
-        folder.mkdir(parents=True, exist_ok=True, mode=0o700)
-        handle, temporary = tempfile.mkstemp(prefix=f".{key}.", suffix=".tmp", dir=folder)
+        data = path.read_bytes()
+    except OSError:
+        return parse(path)
+    digest = hashlib.sha256(f"verl-gen data cache {FORMAT}\n{path.name}\n".encode() + data).hexdigest()
+    folder = cache_dir()
+    entry = folder.parent / "data" / f"{digest}.json" if folder is not None else None
+    if entry is not None and _trusted(entry):
+        try:
+            with open(entry, "rb") as handle:
+                document = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
+            if isinstance(document, dict) and document.get("key") == digest and valid(document.get("data")):
+                return document["data"]
+        except (OSError, ValueError, RecursionError, TypeError, KeyError):
+            pass
+    value = parse(path)
+    if entry is not None:
+        _write_json(entry, {"format": FORMAT, "key": digest, "data": value}, check=lambda back: back["data"] == value)
+    return value
+
+
+def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], bool]) -> None:
+    try:
+        text = json.dumps(document)
+        if not check(json.loads(text)):
+            return
+        target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
+        handle, temporary = tempfile.mkstemp(prefix=f".{target.stem}.", suffix=".tmp", dir=target.parent)
         try:
             with os.fdopen(handle, "w", encoding="utf-8") as out:
                 out.write(text)
             os.chmod(temporary, 0o600)
-            os.replace(temporary, folder / f"{key}.json")
+            os.replace(temporary, target)
         except BaseException:
             os.unlink(temporary)
             raise
@@ -131,4 +166,4 @@ def store_entry(key: str, configs: Configs, mandatory: Mandatory) -> None:
         return
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "content_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "content_key", "load_entry", "store_entry"]

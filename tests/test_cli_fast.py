@@ -1,0 +1,69 @@
+"""`gen check` starts without typer when its argv is plainly valid (generator/cli/options.py):
+the fast parser must give the run exactly what typer gives it, and hand everything else to typer."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+from typing import Any
+
+import pytest
+from typer.testing import CliRunner
+
+from generator.cli import app, check_run
+from generator.cli.check_run import CHECK_ARGUMENT, CHECK_OPTIONS
+from generator.cli.options import fast_parse
+
+VALID = [
+    ["a.sh"],
+    ["a.sh", "b.sh", "-"],
+    ["a.sh", "--format", "json", "--select", "VB,VK601", "--select", "VS", "--ignore", "VX9"],
+    ["--format=sarif", "a.sh", "--verl-version", "0.7.0", "--exit-zero", "-q"],
+    ["a.sh", "-f", "concise", "--severity", "warning", "--statistics", "-o", "out.txt"],
+    ["a.sh", "--env", "A=1", "--env", "B=2", "--arg", "x", "--gpu", "h100", "--gpu-mem", "80", "--headroom", "2.5"],
+    ["a.sh", "--config-dir", "conf", "--model-config", "m.json", "--", "--odd-name.sh"],
+]
+TYPER_ONLY = [["--help"], ["a.sh", "--help"], ["a.sh", "--formatt", "json"], ["a.sh", "--gpu-mem", "lots"],
+              ["a.sh", "--headroom", "-1"], [], ["a.sh", "--format"], ["a.sh", "--quiet=1"], ["-qf", "json", "a.sh"]]
+
+
+def _typer_kwargs(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> dict[str, Any]:
+    seen: dict[str, Any] = {}
+
+    def record(**options: Any) -> int:
+        seen.update(options)
+        return 0
+
+    monkeypatch.setattr(check_run, "run_check", record)
+    result = CliRunner().invoke(app, ["check", *argv])
+    assert result.exit_code == 0, result.output
+    return seen
+
+
+@pytest.mark.parametrize("argv", VALID)
+def test_the_fast_parser_gives_what_typer_gives(argv: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
+    fast = fast_parse(argv, CHECK_ARGUMENT, CHECK_OPTIONS)
+    assert fast is not None
+    assert {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in fast.items()} == \
+        {k: list(v) if isinstance(v, (list, tuple)) else v for k, v in _typer_kwargs(argv, monkeypatch).items()}
+
+
+@pytest.mark.parametrize("argv", TYPER_ONLY)
+def test_anything_else_goes_to_typer(argv: list[str]) -> None:
+    assert fast_parse(argv, CHECK_ARGUMENT, CHECK_OPTIONS) is None
+
+
+def test_gen_check_does_not_import_typer(tmp_path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.train_batch_size=8\n")
+    code = ("import sys\nsys.argv = ['gen', 'check', sys.argv[1], '--format', 'json']\nfrom generator.cli import main\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print('typer' in sys.modules, 'rich' in sys.modules, file=sys.stderr)")
+    done = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True, timeout=120)
+    assert done.stderr.strip().splitlines()[-1] == "False False"
+    assert '"files"' in done.stdout
+
+
+def test_help_still_comes_from_typer() -> None:
+    result = CliRunner().invoke(app, ["check", "--help"])
+    assert result.exit_code == 0 and "--exit-zero" in result.output and "--statistics" in result.output
