@@ -22,12 +22,11 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
+from generator.launch_shape import names_trainer
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
                        ".mypy_cache", ".pytest_cache"})
-# A launcher names the trainer it starts; a file that names none is not a launch script.
-_LAUNCHES = re.compile(rb"main_ppo|verl[./]trainer|recipe[./][\w./]*main")
 # A directory argument must not turn into an unbounded run.
 MAX_FILES = 10_000
 
@@ -111,7 +110,7 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
 
 def _launches(path: Path) -> bool:
     try:
-        return _LAUNCHES.search(read_input(path)) is not None
+        return names_trainer(read_input(path))
     except InputError as err:
         return "too large" in str(err)  # kept, so that checking it says so instead of skipping it
 

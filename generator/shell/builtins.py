@@ -12,7 +12,7 @@ from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
 from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown, size_of, too_large
-from generator.shell.parse import parse_bytes
+from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.words import Expander, ExpansionHost
 
 if TYPE_CHECKING:
@@ -130,10 +130,11 @@ class Builtins(EvaluatorParts):
             data = self._read_sourced(path, label)
             if data is None:
                 return None
+            data, tree = mask_comment_substitutions(data)
             src = (data + b"\n\n").decode("latin-1")
             sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
             sub.expander = Expander(src, path, cast("ExpansionHost", self))  # self is the whole Evaluator
-            cached = self._source_trees[path] = (parse_bytes(data), sub)
+            cached = self._source_trees[path] = (tree, sub)
             self.sourced[path] = sub
             self._collect_assigned(src)
         size = len(cached[1].src) - 2

@@ -12,6 +12,7 @@ from generator.overrides import looks_like_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
+from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
 from generator.shell.pyentry import entry_config
 from generator.verl import PPO_ENTRY
 
@@ -221,8 +222,6 @@ _HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--r
                 "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i",
                 "--experimental-rerun"}
 _HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
-# A value left as a placeholder for the user to fill in.
-_PLACEHOLDER = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me)\Z")
 # Environment variables a run normally has: a value built on them is not a forgotten variable.
 _ENVIRONMENT = {"HOME", "PWD", "USER", "PATH", "TMPDIR", "HOSTNAME", "SLURM_JOB_ID", "SLURM_PROCID",
                 "CUDA_VISIBLE_DEVICES", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
@@ -245,6 +244,18 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
     while j < len(rest):
         text, f = texts[j], rest[j]
         nxt = texts[j + 1] if j + 1 < len(rest) else None
+        phrase = _placeholder_phrase(texts, j, rest)
+        if phrase:  # `key=path to your model`: one finding for the phrase, not one per word
+            line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+            span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+            words = " ".join(texts[j : j + phrase])
+            out.append(Hazard(
+                "stray-argument", line,
+                f"`{words[:80]}` is a placeholder left in the script, unquoted: bash splits it into {phrase} "
+                f"words, so Hydra gets `{text[:60]}` and stops at the stray argument `{texts[j + 1][:40]}`; "
+                "fill in the real value", span))
+            j += phrase
+            continue
         flag = text.split("=", 1)[0]
         if flag in _CONFIG_FLAGS or flag in _HYDRA_FLAGS:
             j += 2 if ("=" not in text and (flag in _HYDRA_FLAGS_WITH_VALUE or flag in _CONFIG_FLAGS)) else 1
@@ -273,6 +284,50 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
                               "verl stops before training with a Hydra command-line error", span))
         j += 1
     return out
+
+
+def launcher_placeholder_hazards(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> list[Hazard]:
+    """Placeholders in the words before the entry (`ray job submit --address=http://xx.xx.xx.xx:8265`)
+    and in the call's own environment (`PYTHONPATH={the_path_of_your_verl} python3 …`)."""
+    found = find_entry(Argv(rec.fields), [], {})
+    if found is None:
+        return []
+    out: list[Hazard] = []
+    for f in rec.fields[: found.next]:
+        text = as_text(f.text)
+        if f.unknowns or not is_placeholder(text.split("=", 1)[-1] if text.startswith("-") else text):
+            continue
+        line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+        span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+        out.append(Hazard("placeholder-value", line,
+                          f"`{text[:80]}` (before the trainer entry) is a placeholder left in the script: the "
+                          "command receives the text itself; fill in the real value", span))
+    for name, value in rec.env.items():
+        if "<?" not in value and is_placeholder(value):
+            out.append(Hazard("placeholder-value", rec.span.line,
+                              f"{name}={value[:80]} (the call's environment) is a placeholder left in the script; "
+                              "fill in the real value", None))
+    return out
+
+
+def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
+    """How many words from `texts[j]` (an override) on make one unquoted placeholder phrase
+    (`key=path`, `to`, `your`, `model`), or 0 when they do not. Words the reader does not
+    know (an unknown variable's `<?…>`) are never part of one."""
+    if (not looks_like_override(texts[j]) or fields[j].unknowns
+            or texts[j].split("=", 1)[0].lstrip("+~") in LOGGER_NAME_KEYS):
+        return 0
+    end = j + 1
+    while end < len(texts) and texts[end].strip() and not looks_like_override(texts[end]) \
+            and not texts[end].startswith("-") and not fields[end].unknowns:
+        end += 1
+    if end == j + 1:
+        return 0
+    value = texts[j].split("=", 1)[1]
+    if is_placeholder(" ".join([value, *texts[j + 1 : end]])) or any(
+            placeholder_word(w) for w in [value, *texts[j + 1 : end]]):
+        return end - j
+    return 0
 
 
 def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
@@ -307,7 +362,7 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                     f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
                     "in the script; unless the environment sets it, "
                     f"bash passes `{ov.key}={_without_markers(ov.value)}`", ov.provenance.span or ov.word))
-        elif ov.value is not None and _PLACEHOLDER.match(ov.value.strip("'\"")):
+        elif ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value):
             out.append(Hazard(
                 "placeholder-value", ov.word.line,
                 f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "

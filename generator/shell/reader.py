@@ -8,12 +8,14 @@ from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript
-from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
+from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
+                                   recognise)
 from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
+from generator.shell.syntax_verdict import second_opinion
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
 # The one message, in every command, for input that nests deeper than the reader recurses.
@@ -128,6 +130,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
         hazards.extend(override_hazards(inv, ev.assigned_names))
         if rec.branch != "dead":
             hazards.extend(argument_hazards(rec, inv, line_of))
+            hazards.extend(launcher_placeholder_hazards(rec, line_of))
         braced: set[int] = set()
         for ov in inv.overrides:
             if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
@@ -148,6 +151,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)
+    hazards = second_opinion(hazards, data)
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
         key = (hz.kind, hz.line, hz.message)

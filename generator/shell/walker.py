@@ -19,7 +19,7 @@ from generator.shell.builtins import Builtins
 from generator.shell.conditions import Conditions
 from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
 from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
-from generator.shell.parse import parse_bytes
+from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
 from generator.shell.words import Expander, def_group
@@ -60,7 +60,7 @@ class Evaluator(Scope, Conditions, Builtins):
         self.fx: FileCtx | None = None
 
     def run_file(self, data: bytes, path: str | None) -> Tree:
-        tree = parse_bytes(data)
+        data, tree = mask_comment_substitutions(data)  # `# note` in backticks: what bash reads
         src = (data + b"\n\n").decode("latin-1")  # the bytes tree-sitter parsed (offsets unchanged)
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
         fx.expander = Expander(src, path, self)
