@@ -166,6 +166,10 @@ _HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS715", "unset-in-value", "warning"),
     ("VS716", "env-in-value", "info"),
     ("VS717", "unused-option", "warning"),
+    ("VS731", "reader-limit", "info"),
+    ("VS732", "assignment-as-command", "error"),
+    ("VS733", "source-home-path", "warning"),
+    ("VS734", "blank-in-continuation", "error"),
 )
 for _code, _kind, _severity in _HAZARD_RULES:
     _hazard_rule(_code, _kind, _severity)

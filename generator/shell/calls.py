@@ -14,6 +14,7 @@ from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
 from generator.shell.pyentry import entry_config
+from generator.shell.unset_names import from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -346,22 +347,28 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
             seen[ov.key] = ov
         if ov.value is not None and ov.unknowns:
             m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", ov.value)
-            if m and m.group(1) not in assigned and not m.group(1).isupper():
+            if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
                 name = m.group(1)
+                meant = near_miss(name, assigned)
+                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
                 out.append(Hazard(
                     "empty-expansion", ov.word.line,
-                    f"${name} is never set in the script, so bash passes `{ov.key}=` with an empty value",
-                    ov.provenance.span or ov.word))
+                    f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
+                    f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
             partial = _partly_unset(ov.value, assigned)
             if partial is not None:
                 # An upper-case name is usually meant to come from the environment; a lower-case
-                # one never set anywhere is a forgotten or misspelt variable.
-                kind = "env-in-value" if partial.isupper() else "unset-in-value"
+                # one never set anywhere, or one a letter away from a name the script sets
+                # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
+                meant = near_miss(partial, assigned)
+                kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
                 out.append(Hazard(
                     kind, ov.word.line,
                     f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
-                    "in the script; unless the environment sets it, "
-                    f"bash passes `{ov.key}={_without_markers(ov.value)}`", ov.provenance.span or ov.word))
+                    f"in the script{hint}; unless the environment sets it, "
+                    f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
+                    ov.provenance.span or ov.word))
         elif ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value):
             out.append(Hazard(
                 "placeholder-value", ov.word.line,

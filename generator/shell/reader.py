@@ -15,6 +15,7 @@ from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
+from generator.shell.command_traps import command_trap_hazards
 from generator.shell.syntax_verdict import second_opinion
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
@@ -117,6 +118,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     hazards: list[Hazard] = list(ev.hazards)
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
+    hazards.extend(command_trap_hazards(src, tree, lambda off: line_of(None, off)))
     for rec in ev.records:
         inv = recognise(rec, line_of)
         if inv is None:
