@@ -196,7 +196,8 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
         why = (f"the call at line {first.line} is never reached"
                + (f" ({first.context[-1]})" if first.context else ""))
     else:
-        why = "no command runs verl's trainer or a Hydra entry point"
+        unread = next((h for h in script.hazards if h.kind == "unread-call"), None)
+        why = unread.message if unread else "no command runs verl's trainer or a Hydra entry point"
     yield no_trainer_call.finding(f"no trainer call was read, so nothing in this script was checked: {why}",
                                   line=script.invocations[0].line if script.invocations else None)
 

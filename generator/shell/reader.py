@@ -7,7 +7,9 @@ import os
 from bisect import bisect_right
 
 from generator.errors import InputError
-from generator.launch import Hazard, LaunchScript
+from generator.launch import Hazard, LaunchScript, Span
+from generator.shell.context import CommandRecord
+from generator.shell.eval_words import held_call_fields
 from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
                                    recognise)
 from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
@@ -15,6 +17,7 @@ from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
+from generator.shell.callee import in_callee, unread_call
 from generator.shell.command_traps import command_trap_hazards
 from generator.shell.syntax_verdict import second_opinion
 
@@ -94,6 +97,22 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
                          "built by repetition); not a launch script gen checks") from None
 
 
+def _held_calls(ev: Evaluator) -> list[CommandRecord]:
+    """Calls held in a string the script never runs itself (another script evals it)."""
+    out = []
+    for name, words in held_call_fields(ev.state.vars):
+        var = ev.state.vars[name]
+        g = var.group
+        start = g.span_start if g is not None and g.span_start is not None else 0
+        end = g.span_end if g is not None and g.span_end is not None else start
+        fx_path = g.path if g is not None else None
+        table = ev.sourced[fx_path].line_starts if fx_path in ev.sourced else ev.main_line_starts
+        out.append(CommandRecord(fields=words, env={}, span=Span(start, end, bisect_right(table, start)),
+                                 path=fx_path, branch="live", context=(f"held in ${name}, run elsewhere",),
+                                 passes_args=False))
+    return out
+
+
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
                   ) -> LaunchScript:
     env = dict(env or {})
@@ -119,20 +138,27 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
     hazards.extend(command_trap_hazards(src, tree, lambda off: line_of(None, off)))
-    for rec in ev.records:
+    records = list(ev.records)
+    if not any(recognise(rec, line_of) for rec in records if rec.branch != "dead"):
+        records.extend(_held_calls(ev))
+    for rec in records:
         inv = recognise(rec, line_of)
         if inv is None:
             orphan = orphan_hazard(rec) if rec.path == path else None
             if orphan is not None:
                 hazards.append(orphan)
+            unread = unread_call(rec) if rec.branch != "dead" else None
+            if unread is not None:
+                hazards.append(unread)
             continue
         script.invocations.append(inv)
         if len(script.invocations) > MAX_TRAINER_CALLS:
             raise _too_many_calls(path or "<script>")
-        hazards.extend(override_hazards(inv, ev.assigned_names))
+        found = override_hazards(inv, ev.assigned_names)
         if rec.branch != "dead":
-            hazards.extend(argument_hazards(rec, inv, line_of))
-            hazards.extend(launcher_placeholder_hazards(rec, line_of))
+            found.extend(argument_hazards(rec, inv, line_of))
+            found.extend(launcher_placeholder_hazards(rec, line_of))
+        hazards.extend(in_callee(found, inv))
         braced: set[int] = set()
         for ov in inv.overrides:
             if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]

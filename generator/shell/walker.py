@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, unknown_marker
 from generator.shell.builtins import Builtins
+from generator.shell.callee import Callees
 from generator.shell.conditions import Conditions
 from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
 from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
 from generator.shell.comment_subst import mask_comment_substitutions
+from generator.shell.eval_words import run_string_fields
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
 from generator.shell.words import Expander, def_group
@@ -35,7 +37,7 @@ _READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
 
 
-class Evaluator(Scope, Conditions, Builtins):
+class Evaluator(Scope, Conditions, Builtins, Callees):
     def __init__(self, *, base_dir: str | None, env: dict[str, str], args: list[str]) -> None:
         self.base_dir = base_dir
         self.env = {k: from_text(v) for k, v in env.items()}
@@ -333,10 +335,16 @@ class Evaluator(Scope, Conditions, Builtins):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
+        if name in ("eval", "tmux"):  # `eval "$CMD"`, `tmux send-keys "cmd" C-m`: the command run
+            words = run_string_fields(fields)
+            if words:
+                fields, name = words, (words[0].text if not words[0].unknowns else "")
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:
             self._call_function(name, fields, flow, passes_args)
+            return
+        if self._run_script_command(fields, flow, env, fx.line_of(whole.start_byte)):
             return
         self.records.append(CommandRecord(
             fields=fields, env=env, span=fx.span(whole.start_byte, whole.end_byte), path=fx.path,
