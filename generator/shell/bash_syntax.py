@@ -45,4 +45,7 @@ def bash_parses(data: bytes) -> bool | None:
                               timeout=TIMEOUT_S, check=False)
     except (OSError, subprocess.SubprocessError):
         return None
-    return done.returncode == 0
+    # bash -n exits 0 after some errors inside `[[ … ]]` ("unexpected token `;' in conditional
+    # command"): its diagnostics count too (a here-document warning does not: bash runs that).
+    said = done.stderr.decode("utf-8", "replace")
+    return done.returncode == 0 and "syntax error" not in said and "unexpected" not in said
