@@ -80,7 +80,9 @@ def test_placeholder_values() -> None:
                          "    trainer.default_local_dir='<your_ckpt_dir>' \\\n    data.val_files=xxx \\\n"
                          "    trainer.project_name=xxx\n")
     found = [h for h in script.hazards if h.kind == "placeholder-value"]
-    assert [h.line for h in found] == [3, 4, 5]  # a logger's project name is only a label (line 6)
+    # '<your_ckpt_dir>' (line 4) is one Hydra cannot parse: VK606 reports it; a logger's project
+    # name is only a label (line 6).
+    assert [h.line for h in found] == [3, 5]
     assert "verl receives the text `TO_BE_FILLED`" in found[0].message
     assert "placeholder-value" not in kinds(read_script(CALL + "    trainer.project_name=verl_xxx_run\n"))
 

@@ -154,11 +154,23 @@ def test_one_finding_per_unquoted_placeholder() -> None:
     assert sorted((f.code, f.line) for f in findings) == [("VS712", 3), ("VS712", 4)]
 
 
-@pytest.mark.parametrize("value", ["/path/to/your/model", "{the_path_of_your_verl}/ckpt", "http://xx.xx.xx.xx:8265",
-                                   "TASK_NAME_YOU_SELECT", "PATH/TO/val.parquet", "{your_model_dir}"])
+@pytest.mark.parametrize("value", ["/path/to/your/model", "http://xx.xx.xx.xx:8265", "TASK_NAME_YOU_SELECT",
+                                   "PATH/TO/val.parquet", "/data/your_dataset/train.parquet", "robotwin2_TASK_YOU_SELECT"])
 def test_placeholder_forms(value: str) -> None:
     script = read_script(TRAINER + f"    data.train_files={value} \\\n    trainer.n_gpus_per_node=8\n", "t.sh")
     assert [h.kind for h in script.hazards] == ["placeholder-value"]
+
+
+def test_template_placeholders_in_the_environment_and_one_finding_where_hydra_cannot_parse(tmp_path: Path) -> None:
+    text = ('CONFIG_PATH="<your_path_to_X>/config"\nMODEL="<your_model_path>"\n'
+            "PYTHONPATH={the_path_of_your_verl}/src " + TRAINER + "    --config-path=$CONFIG_PATH \\\n"
+            "    actor_rollout_ref.model.path=$MODEL \\\n    trainer.n_gpus_per_node=8\n")
+    hazards = read_script(text, "t.sh").hazards
+    assert sorted(h.message.split(" ")[0] for h in hazards) == ["--config-path", "PYTHONPATH={the_path_of_your_verl}/src"]
+    (tmp_path / "run.sh").write_text(text)
+    done = _gen_check("run.sh", "--select", "VS714,VK606,VK611", cwd=tmp_path)
+    codes = sorted(line.split(" ")[1] for line in done.stdout.splitlines() if ": V" in line)
+    assert codes == ["VK606", "VS714", "VS714"], done.stdout  # no VK611 for the placeholder --config-path
 
 
 def test_placeholder_in_a_launcher_option_and_logger_names_are_labels() -> None:
@@ -176,6 +188,14 @@ def test_unset_variables_in_values() -> None:
     assert set(findings) == {"VS703", "VS715"}
     assert "did you mean $EXP_NAME" in findings["VS715"].message and findings["VS715"].severity == "warning"
     assert "an empty string" in findings["VS703"].message and "ENABLE_MULTI_TURN" in findings["VS703"].message
+
+
+def test_a_call_taking_its_settings_from_the_caller_is_noted_not_warned() -> None:
+    text = (TRAINER + "    actor_rollout_ref.model.path=$BASE_MODEL \\\n    critic.model.path=$BASE_MODEL \\\n"
+            "    trainer.n_gpus_per_node=$N_GPUS \\\n    actor_rollout_ref.rollout.tensor_model_parallel_size=$TP\n")
+    findings = script_findings(read_script(text, "t.sh"), select=["VS703", "VS716"])
+    assert [f.code for f in findings] == ["VS716"] * 4
+    assert "takes $BASE_MODEL, $N_GPUS, $TP from the environment" in findings[0].message
 
 
 def test_would_be_assignment_and_home_source() -> None:

@@ -8,13 +8,13 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from generator.launch import Hazard, Invocation, Override, Provenance, Source, Span
-from generator.overrides import looks_like_override
+from generator.overrides import looks_like_override, parse_override
 from generator.shell.model import Field, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
 from generator.shell.pyentry import entry_config
-from generator.shell.unset_names import from_scheduler, near_miss
+from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -287,9 +287,11 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
     return out
 
 
-def launcher_placeholder_hazards(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> list[Hazard]:
-    """Placeholders in the words before the entry (`ray job submit --address=http://xx.xx.xx.xx:8265`)
-    and in the call's own environment (`PYTHONPATH={the_path_of_your_verl} python3 …`)."""
+def launcher_placeholder_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str | None, int], int]
+                                 ) -> list[Hazard]:
+    """Placeholders in the words before the entry (`ray job submit --address=http://xx.xx.xx.xx:8265`),
+    in the call's --config-path/--config-dir, and in the call's own environment
+    (`PYTHONPATH={the_path_of_your_verl} python3 …`)."""
     found = find_entry(Argv(rec.fields), [], {})
     if found is None:
         return []
@@ -303,12 +305,25 @@ def launcher_placeholder_hazards(rec: CommandRecord, line_of: Callable[[str | No
         out.append(Hazard("placeholder-value", line,
                           f"`{text[:80]}` (before the trainer entry) is a placeholder left in the script: the "
                           "command receives the text itself; fill in the real value", span))
+    for flag, value in (("--config-path", inv.config_path), ("--config-dir", _config_dir(inv))):
+        if value and "<?" not in value and is_placeholder(value):
+            out.append(Hazard("placeholder-value", rec.span.line,
+                              f"{flag} {value[:80]} is a placeholder left in the script: Hydra looks for that "
+                              "folder as written; fill in the real path", None))
     for name, value in rec.env.items():
         if "<?" not in value and is_placeholder(value):
             out.append(Hazard("placeholder-value", rec.span.line,
                               f"{name}={value[:80]} (the call's environment) is a placeholder left in the script; "
                               "fill in the real value", None))
     return out
+
+
+def _config_dir(inv: Invocation) -> str | None:
+    for arg in inv.other_args:
+        for flag in ("--config-dir", "-cd"):
+            if arg.startswith(flag + "=") or arg.startswith(flag + " "):
+                return arg[len(flag) + 1 :]
+    return None
 
 
 def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
@@ -335,6 +350,7 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
+    inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
             prev = seen.get(ov.key)
@@ -351,6 +367,15 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                 name = m.group(1)
                 meant = near_miss(name, assigned)
                 hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+                if name in inputs and meant is None:
+                    # One of several settings the script takes from its caller (TinyZero's
+                    # `export N_GPUS=…; bash train.sh`): said, not warned about.
+                    out.append(Hazard(
+                        "env-in-value", ov.word.line,
+                        f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
+                        f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
+                        ov.provenance.span or ov.word))
+                    continue
                 out.append(Hazard(
                     "empty-expansion", ov.word.line,
                     f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
@@ -369,7 +394,8 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                     f"in the script{hint}; unless the environment sets it, "
                     f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
                     ov.provenance.span or ov.word))
-        elif ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value):
+        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value)
+              and parse_override(ov.text).error is None):  # one Hydra cannot parse is VK606's
             out.append(Hazard(
                 "placeholder-value", ov.word.line,
                 f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "

@@ -22,6 +22,7 @@ _PART = re.compile(
     r"|(?i:(?:^|[^\w.])x{2,3}(?:\.x{1,3}){3}(?![\w.]))"  # xx.xx.xx.xx (host), in a URL too
     r"|(?:_YOU_SELECT\b|\bYOU_SELECT\b)"               # TASK_NAME_YOU_SELECT
     r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
+    r"|(?:<[A-Za-z_][\w .-]*>)"                          # <your_path_to_ARPO>/scripts/config
 )
 # Logger labels: any text is a valid name.
 LOGGER_NAME_KEYS = frozenset({"trainer.project_name", "trainer.experiment_name"})
@@ -38,5 +39,10 @@ def is_placeholder(value: str) -> bool:
 def placeholder_word(word: str) -> bool:
     """A word of an unquoted placeholder phrase (`path to your model`): `your`, `<…>`, `…>`."""
     lowered = word.lower().strip("'\"")
-    return lowered in ("your", "yours", "here", "<your", "your>") or lowered.startswith("<") or lowered.endswith(">") \
-        or is_placeholder(word)
+    return (lowered in _PHRASE_WORDS or lowered.startswith("<") or lowered.endswith(">")
+            or is_placeholder(word))
+
+
+# Words that mark a phrase as one left for the user (`THE PATH YOU WANT TO SAVE YOUR CKPT`,
+# `MODIFIED YOURSELF e.g. …`).
+_PHRASE_WORDS = frozenset({"your", "yours", "yourself", "you", "here", "<your", "your>", "todo", "fixme"})

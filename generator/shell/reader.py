@@ -157,7 +157,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
         found = override_hazards(inv, ev.assigned_names)
         if rec.branch != "dead":
             found.extend(argument_hazards(rec, inv, line_of))
-            found.extend(launcher_placeholder_hazards(rec, line_of))
+            found.extend(launcher_placeholder_hazards(rec, inv, line_of))
         hazards.extend(in_callee(found, inv))
         braced: set[int] = set()
         for ov in inv.overrides:

@@ -4,11 +4,34 @@ underscore away from a name the script does set (`$_EXP_NAME` beside `EXP_NAME=�
 
 from __future__ import annotations
 
+import re
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from generator.launch import Invocation
+
+_WHOLLY_UNSET = re.compile(r"<\?unset:([A-Z_][A-Z0-9_]*)>")
+# A call built on this many different upper-case variables the script never sets takes them
+# from its caller by design (`export BASE_MODEL=… N_GPUS=…; bash train.sh`); one or two, in a
+# script that sets the rest of its settings itself, are more likely forgotten.
+INPUTS_AT_LEAST = 3
+
 # Prefixes of the variables job schedulers and cluster launchers export into every job.
 _SCHEDULER_PREFIXES = ("SLURM_", "ARNOLD_", "PET_", "MLP_", "OMPI_", "PMI_", "PMIX_", "KUBERNETES_", "LSB_", "PBS_",
                        "SGE_", "MASTER_", "WORLD_", "NODE_RANK", "LOCAL_", "GROUP_RANK", "NPROC", "NNODES",
                        "CUDA_", "ROCR_", "HIP_", "ASCEND_", "NCCL_", "HOME", "USER", "PWD", "HOSTNAME", "RANK",
                        "TMPDIR", "PATH")
+
+
+def environment_inputs(inv: Invocation, assigned: set[str]) -> list[str]:
+    """The upper-case names a call's values are wholly made of that the script never sets,
+    when there are INPUTS_AT_LEAST of them (the script's inputs); else []."""
+    names: list[str] = []
+    for ov in inv.overrides:
+        m = _WHOLLY_UNSET.fullmatch(ov.value or "")
+        if m and m.group(1) not in assigned and not from_scheduler(m.group(1)) and m.group(1) not in names:
+            names.append(m.group(1))
+    return names if len(names) >= INPUTS_AT_LEAST else []
 
 
 def from_scheduler(name: str) -> bool:
