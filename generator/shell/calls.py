@@ -250,9 +250,13 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
             line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
             span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
             words = " ".join(texts[j : j + phrase])
+            group = next((p.group for g in rest[j : j + phrase] for p in g.pieces
+                          if p.group is not None and p.group.variable and p.group.span_start is not None), None)
+            where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
+                     if group is not None else "")
             out.append(Hazard(
                 "stray-argument", line,
-                f"`{words[:80]}` is a placeholder left in the script, unquoted: bash splits it into {phrase} "
+                f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into {phrase} "
                 f"words, so Hydra gets `{text[:60]}` and stops at the stray argument `{texts[j + 1][:40]}`; "
                 "fill in the real value", span))
             j += phrase
@@ -330,9 +334,8 @@ def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
     """How many words from `texts[j]` (an override) on make one unquoted placeholder phrase
     (`key=path`, `to`, `your`, `model`), or 0 when they do not. Words the reader does not
     know (an unknown variable's `<?…>`) are never part of one."""
-    if (not looks_like_override(texts[j]) or fields[j].unknowns
-            or texts[j].split("=", 1)[0].lstrip("+~") in LOGGER_NAME_KEYS):
-        return 0
+    if not looks_like_override(texts[j]) or fields[j].unknowns:
+        return 0  # (a logger name split into words is a stray-argument error like any other value)
     end = j + 1
     while end < len(texts) and texts[end].strip() and not looks_like_override(texts[end]) \
             and not texts[end].startswith("-") and not fields[end].unknowns:
