@@ -131,8 +131,26 @@ def test_eval_of_a_plain_string_and_a_held_string() -> None:
     assert "held in $RUN_SCRIPT" in script.invocations[0].context[0]
 
 
+def test_strings_with_quotes_and_continuations_are_parsed_again() -> None:
+    tmux = ('tmux send-keys -t "$S" "python3 -m verl.trainer.main_ppo \\\\\n    data.train_batch_size=64 \\\\\n'
+            "    trainer.logger=['console','wandb'] 2>&1 | tee log.txt\" C-m\n")
+    script = read_script(tmux, "t.sh")
+    [inv] = script.invocations
+    # The pane's shell parses the text again: the single quotes go, as they would there.
+    assert {ov.key: ov.value for ov in inv.overrides} == {"data.train_batch_size": "64",
+                                                         "trainer.logger": "[console,wandb]"}
+    assert [ov.line for ov in inv.overrides] == [2, 3] and "tmux send-keys" in inv.context[-1]
+    held = ('F=./train.parquet\nRUN_SCRIPT="\npython3 -m verl.trainer.main_ppo \\\n    data.train_files="$F" \\\n'
+            "    data.val_files=['a.parquet'] \\\n    trainer.n_gpus_per_node=8\"\n")
+    script = read_script(held, "t.sh")
+    assert _values(script) == {"data.train_files": "./train.parquet", "data.val_files": "[a.parquet]",
+                               "trainer.n_gpus_per_node": "8"}
+    assert script.invocations[0].line == 3
+
+
 def test_an_eval_string_the_reader_cannot_reparse_says_so() -> None:
-    text = "CMD=\"python3 -m verl.trainer.main_ppo data.train_batch_size=64 trainer.logger='[console]'\"\neval $CMD\n"
+    text = ("CMD=\"python3 -m verl.trainer.main_ppo\"\nCMD=\"$CMD data.train_batch_size=64 trainer.logger='[console]'\"\n"
+            "eval $CMD\n")  # built on itself: not one word to read again
     findings = script_findings(read_script(text, "t.sh"), select=["VS709"])
     assert [f.code for f in findings] == ["VS709"] and "string run by `eval`" in findings[0].message
 

@@ -18,17 +18,20 @@ from __future__ import annotations
 
 import dataclasses
 import os
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, cast
 
 from generator.launch import Hazard, Invocation
 from generator.launch_shape import names_trainer
 from generator.shell.context import CommandRecord, EvaluatorParts, Flow
+from generator.shell.builtins import SOURCE_BUDGET
+from generator.shell.comment_subst import mask_comment_substitutions
+from generator.shell.context import FileCtx
 from generator.shell.model import Field, Piece, State, Var, as_text, from_text
+from generator.shell.restring import definition_word, fields_region, reparse_text
+from generator.shell.words import Expander, ExpansionHost
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
-
-    from generator.shell.context import FileCtx
 
 _SHELLS = frozenset({"bash", "sh", "/bin/bash", "/bin/sh", "/usr/bin/bash", "/usr/bin/env bash"})
 _MAX_DEPTH = 4  # scripts running scripts, sourced files included (builtins._sourcing)
@@ -105,6 +108,57 @@ class Callees(EvaluatorParts):
         finally:
             self._sourcing.pop()
             self.state, self.base_dir, self.fx = caller, saved_base, saved_fx
+
+
+    def _reread_string(self, args: list[Field], flow: Flow, line: int, how: str,
+                       variable: tuple[str, str | None] | None = None) -> bool:
+        """Parse and walk the text of a command string written as one word (restring.py): the
+        string `args`, or the value of `variable` (name, file); True when it was read (its
+        commands are then recorded at the word's own lines)."""
+        if variable is not None:
+            text = self._file_text(variable[1])
+            word = definition_word(text, variable[0]) if text is not None else None
+            region = (variable[1], word[0], word[1]) if word is not None else None
+            if word is not None and text is not None:
+                line = text.count("\n", 0, word[0]) + 1  # where the string is set
+        else:
+            region = fields_region(args, self._file_text)
+        if region is None:
+            return False
+        path, qa, qb = region
+        holder = self.fx if self.fx is not None and self.fx.path == path else self.sourced.get(path or "")
+        label = f"{path or '<script>'} (string at line {line})"
+        if holder is None or label in self._sourcing or len(self._sourcing) >= _MAX_DEPTH:
+            return False
+        cached = self._source_trees.get(label)
+        if cached is None:
+            if self._sourced_bytes + len(holder.src) > SOURCE_BUDGET:
+                return False
+            self._sourced_bytes += len(holder.src)
+            text = reparse_text(holder.src, qa, qb)
+            data, tree = mask_comment_substitutions(text[:-2].encode("latin-1"))
+            src = (data + b"\n\n").decode("latin-1")
+            sub = FileCtx(label, src, holder.line_starts, None)  # type: ignore[arg-type]
+            sub.expander = Expander(src, label, cast("ExpansionHost", self))
+            cached = self._source_trees[label] = (tree, sub)
+            self.sourced[label] = sub
+        tree, sub = cached
+        saved_fx = self.fx
+        self.fx = sub
+        self._sourcing.append(label)
+        try:
+            self.walk(tree.root_node, flow.with_(context=f"in the string run by {how} at line {line}"))
+        finally:
+            self._sourcing.pop()
+            self.fx = saved_fx
+        return True
+
+
+    def _file_text(self, path: str | None) -> str | None:
+        if self.fx is not None and self.fx.path == path:
+            return self.fx.src
+        held = self.sourced.get(path or "")
+        return held.src if held is not None else None
 
 
 def callee_label(context: list[str]) -> str | None:

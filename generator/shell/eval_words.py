@@ -43,15 +43,15 @@ def eval_fields(args: list[Field]) -> list[Field] | None:
 _TMUX_KEYS = frozenset({"C-m", "Enter", "KPEnter", "C-j"})
 
 
-def run_string_fields(fields: list[Field]) -> list[Field] | None:
-    """The command a string-running command runs: `eval ARGS`, or `tmux send-keys [-t T] "cmd" C-m`
-    (the text typed into a pane runs there as a command line); None for any other command or
-    text that would need the shell's parser."""
+def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
+    """(how, the string's words) of a string-running command: `eval ARGS`, or `tmux send-keys
+    [-t T] "cmd" C-m` (the text typed into a pane runs there as a command line); None for any
+    other command."""
     if not fields or fields[0].unknowns:
         return None
     name = fields[0].text
     if name == "eval":
-        return eval_fields(fields[1:])
+        return "`eval`", fields[1:]
     if name != "tmux" or len(fields) < 3 or fields[1].text != "send-keys":
         return None
     rest = fields[2:]
@@ -59,18 +59,23 @@ def run_string_fields(fields: list[Field]) -> list[Field] | None:
         rest = rest[2:] if rest[0].text in ("-t", "-N") else rest[1:]
     while rest and rest[-1].text in _TMUX_KEYS:
         rest = rest[:-1]
-    return eval_fields(rest)
+    return "`tmux send-keys`", rest
 
 
-def held_call_fields(vars_: dict[str, Var]) -> list[tuple[str, list[Field]]]:
+def run_string_fields(fields: list[Field]) -> list[Field] | None:
+    """The command a string-running command runs, when its string is plain words; else None."""
+    found = string_args(fields)
+    return eval_fields(found[1]) if found is not None else None
+
+
+def held_call_fields(vars_: dict[str, Var]) -> list[tuple[str, Field, list[Field] | None]]:
     """Strings the script sets but never runs that hold a trainer call (`RUN_SCRIPT="python3 -m
-    …"`, run by another script with `eval $RUN_SCRIPT`): (name, the words the call would be), for
-    a script in which no call was read otherwise."""
-    out: list[tuple[str, list[Field]]] = []
+    …"`, run by another script with `eval $RUN_SCRIPT`): (name, the string, the words the call
+    would be when it is plain words, else None), for a script in which no call was read otherwise."""
+    out: list[tuple[str, Field, list[Field] | None]] = []
     for name, var in vars_.items():
-        if var.pieces is None or not names_trainer(pieces_text(var.pieces).encode("latin-1")):
+        if not var.pieces or not names_trainer(pieces_text(var.pieces).encode("latin-1")):
             continue
-        words = eval_fields([Field(list(var.pieces), 0, 0, var.pieces[0].path if var.pieces else None)])
-        if words:
-            out.append((name, words))
+        whole = Field(list(var.pieces), 0, 0, var.pieces[0].path)
+        out.append((name, whole, eval_fields([whole])))
     return out

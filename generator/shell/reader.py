@@ -8,7 +8,7 @@ from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript, Span
-from generator.shell.context import CommandRecord
+from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
 from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
                                    recognise)
@@ -99,14 +99,22 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
 
 def _held_calls(ev: Evaluator) -> list[CommandRecord]:
     """Calls held in a string the script never runs itself (another script evals it)."""
-    out = []
-    for name, words in held_call_fields(ev.state.vars):
+    out: list[CommandRecord] = []
+    for name, whole, words in held_call_fields(ev.state.vars):
         var = ev.state.vars[name]
         g = var.group
         start = g.span_start if g is not None and g.span_start is not None else 0
         end = g.span_end if g is not None and g.span_end is not None else start
         fx_path = g.path if g is not None else None
         table = ev.sourced[fx_path].line_starts if fx_path in ev.sourced else ev.main_line_starts
+        if words is None:  # quotes, redirections, continuations: parse the string's text again
+            before = len(ev.records)
+            ev.fx = ev.main_fx
+            ev._reread_string([whole], Flow(), 0, f"another script (held in ${name}, never run here)",
+                              variable=(name, fx_path))
+            ev.fx = None
+            out.extend(ev.records[before:])
+            continue
         out.append(CommandRecord(fields=words, env={}, span=Span(start, end, bisect_right(table, start)),
                                  path=fx_path, branch="live", context=(f"held in ${name}, run elsewhere",),
                                  passes_args=False))

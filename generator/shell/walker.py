@@ -21,7 +21,7 @@ from generator.shell.conditions import Conditions
 from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
 from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
 from generator.shell.comment_subst import mask_comment_substitutions
-from generator.shell.eval_words import run_string_fields
+from generator.shell.eval_words import eval_fields, string_args
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
 from generator.shell.words import Expander, def_group
@@ -67,6 +67,7 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
         fx.expander = Expander(src, path, self)
         self.main_line_starts = fx.line_starts
+        self.main_fx = fx  # the script's own file (restring reads strings written in it)
         self._collect_assigned(src)
         self._report_errors(tree.root_node, fx)
         outer = self.fx
@@ -335,10 +336,13 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
-        if name in ("eval", "tmux"):  # `eval "$CMD"`, `tmux send-keys "cmd" C-m`: the command run
-            words = run_string_fields(fields)
+        found = string_args(fields) if name in ("eval", "tmux") else None
+        if found is not None:  # `eval "$CMD"`, `tmux send-keys "cmd" C-m`: the command the string runs
+            words = eval_fields(found[1])
             if words:
                 fields, name = words, (words[0].text if not words[0].unknowns else "")
+            elif self._reread_string(found[1], flow, fx.line_of(whole.start_byte), found[0]):
+                return
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:
