@@ -160,6 +160,9 @@ def test_blank_line_after_ray_job_submit() -> None:
     script = read_script(text, "t.sh")
     [hz] = [h for h in script.hazards if h.kind == "blank-in-continuation"]
     assert hz.line == 2 and "line 3" in hz.message
+    # Only commented-out overrides after the blank line: nothing is cut off.
+    harmless = TRAINER + "    data.train_batch_size=64 \\\n\n    # trainer.total_epochs=2 \\\n\nrm -rf ckpts\n"
+    assert "blank-in-continuation" not in _kinds(read_script(harmless, "t.sh"))
 
 
 # --- findings people keep ------------------------------------------------------------------------

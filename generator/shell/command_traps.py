@@ -117,10 +117,11 @@ def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> lis
         if src[start:blank_end].strip() or _quoted(tree, k):
             continue  # the next line is not blank, or the backslash is quoted text
         rest_start = blank_end + 1
-        while rest_start < len(src):
+        while rest_start < len(src):  # the next line of code: past blank and comment lines
             nxt_end = src.find("\n", rest_start)
             nxt_end = len(src) if nxt_end < 0 else nxt_end
-            if src[rest_start:nxt_end].strip():
+            code = src[rest_start:nxt_end].strip()
+            if code and not code.startswith("#"):
                 break
             rest_start = nxt_end + 1
         nxt_end = src.find("\n", rest_start)
