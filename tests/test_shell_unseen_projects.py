@@ -122,6 +122,15 @@ def test_wrapper_found_from_the_folder_above(tmp_path: Path) -> None:
     assert wrapper.exists()
 
 
+def test_source_with_arguments_sees_them_as_its_own(tmp_path: Path) -> None:
+    (tmp_path / "common.sh").write_text("BATCH=${1:-64}\n")
+    main = tmp_path / "run.sh"
+    main.write_text("source ./common.sh 256 extra\n" + TRAINER + "    data.train_batch_size=$BATCH \\\n"
+                    "    trainer.total_epochs=${1:-1}\n")
+    values = _values(read_script(main.read_bytes(), str(main)))
+    assert values == {"data.train_batch_size": "256", "trainer.total_epochs": "1"}  # the caller's $1 is back
+
+
 def test_eval_of_a_plain_string_and_a_held_string() -> None:
     text = "B=128\nCMD=\"" + TRAINER + "    data.train_batch_size=$B \\\n    trainer.n_gpus_per_node=8\"\neval \"$CMD\"\n"
     assert _values(read_script(text, "t.sh"))["data.train_batch_size"] == "128"

@@ -40,8 +40,18 @@ class Builtins(EvaluatorParts):
         return True
 
     def _b_source(self, args: list[Field], flow: Flow) -> None:
-        if args:
+        if not args:
+            return
+        if len(args) == 1:
             self._source(args[0], flow)
+            return
+        # `source x.sh A B`: the file sees A B as "$@" while it runs; the caller's come back after.
+        saved = self.state.args, self.state.args_label
+        self.state.args, self.state.args_label = [list(f.pieces) for f in args[1:]], None
+        try:
+            self._source(args[0], flow)
+        finally:
+            self.state.args, self.state.args_label = saved
 
     def _b_cd(self, args: list[Field], flow: Flow) -> None:
         target = args[0] if args else None
