@@ -23,6 +23,7 @@ from pathlib import Path
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.launch_shape import names_trainer
+from generator.safe_regex import fullmatch
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -76,12 +77,14 @@ def _glob(pattern: str, path: str) -> bool:
             else:
                 regex.append(re.escape(pattern[i]))
                 i += 1
-    return re.fullmatch("".join(regex), path) is not None
+    # Linear-time matching: `*a*a*a*a*a*a*a*a*a*a*b` or `**/**/…/z` must not hang (issue 21); a
+    # pattern that cannot be judged safely ignores nothing.
+    return fullmatch("".join(regex), path) is True
 
 
 def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
     try:
-        text = read_input(folder / ".gitignore", limit=SCRIPT_LIMIT, what=".gitignore").decode("utf-8", "replace")
+        text = read_input(folder / ".gitignore", limit=SCRIPT_LIMIT, what=".gitignore", trusted=True).decode("utf-8", "replace")
     except InputError:  # absent, a FIFO, too large: no patterns from it
         return []
     rules = []
@@ -110,7 +113,8 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
 
 def _launches(path: Path) -> bool:
     try:
-        return names_trainer(read_input(path))
+        # Trusted: the user named the folder; only whether the file names a trainer is used.
+        return names_trainer(read_input(path, trusted=True))
     except InputError as err:
         return "too large" in str(err)  # kept, so that checking it says so instead of skipping it
 
@@ -150,6 +154,9 @@ def expand_paths(paths: list[str]) -> list[str]:
     out: list[str] = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
+            from generator import boundary
+
+            boundary.given_folder(path)  # without a repository, the folder given is the project
             found = _walk(Path(path))
             if not found:
                 raise InputError(f"{path}: no launch scripts found (shell or Python files that name a verl trainer)")

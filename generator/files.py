@@ -10,9 +10,14 @@ and group, then renamed over the target (all or nothing). Refused with one line,
 written: a target that is not a regular file (FIFO, device, directory), a read-only file or
 directory, a file with several hard links (replacing it would silently split them: the other
 names would keep the old text), a file whose contents changed since the caller read it, an
-owner or group that cannot be kept. A symlink is followed: the file it points at is replaced
-and the link stays. The temporary file is removed on any failure, including SIGTERM/SIGHUP/
-SIGINT arriving during the write.
+owner or group that cannot be kept, a symbolic link (writing through it would replace a file
+elsewhere: `--chart report.html` linked to a dotfile turned the dotfile into HTML, issue 21). An
+existing file is replaced only when the caller says so (`--force`; `gen fix` edits in place).
+With `expected`, the file is compared again just before the rename (content, size and mtime),
+so an edit another program made while the new text was being written is not lost. Extended
+attributes (ACLs among them) are copied to the new file where the platform allows. The
+temporary file is removed on any failure, including SIGTERM/SIGHUP/SIGINT arriving during the
+write.
 
 Errors are InputError with one line. Reader messages leave out the path (callers print it
 beside the message); writer messages start with it.
@@ -31,6 +36,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
+from generator import boundary
 from generator.errors import InputError
 
 MIB = 1024 * 1024
@@ -84,14 +90,24 @@ def _read_bounded(handle: BinaryIO, limit: int, what: str) -> bytes:
 
 
 def read_input(path: str | os.PathLike[str], *, limit: int = SCRIPT_LIMIT, what: str = "launch script",
-               stdin: BinaryIO | None = None) -> bytes:
+               stdin: BinaryIO | None = None, trusted: bool = False) -> bytes:
     """The bytes of a user's file, at most `limit` of them; `-` reads standard input.
 
     InputError (one line, without the path) for a missing file, a directory, a FIFO or device
-    (refused without opening it), a file over `limit`, or a read failure."""
+    (refused without opening it), a file over `limit`, or a read failure. While a script is
+    being judged, a path outside its project is refused unread (generator.boundary.OutsideProject);
+    `trusted` is for paths the user named, not the script."""
     name = os.fspath(path)
     if name == STDIN:
-        return _read_bounded(stdin if stdin is not None else sys.stdin.buffer, limit, what)
+        source = stdin if stdin is not None else getattr(sys.stdin, "buffer", None)
+        if source is None:  # started with stdin closed (`gen check - <&-`)
+            raise InputError("standard input is closed")
+        try:
+            return _read_bounded(source, limit, what)
+        except (OSError, ValueError) as err:
+            raise InputError(f"cannot read standard input ({getattr(err, 'strerror', None) or err})") from None
+    if not trusted:
+        boundary.check(name)
     try:
         before = os.stat(name)
     except OSError as err:
@@ -117,9 +133,10 @@ def read_input(path: str | os.PathLike[str], *, limit: int = SCRIPT_LIMIT, what:
             raise InputError(_os_message(err)) from None
 
 
-def read_text_input(path: str | os.PathLike[str], *, limit: int = DATA_LIMIT, what: str = "file") -> str:
+def read_text_input(path: str | os.PathLike[str], *, limit: int = DATA_LIMIT, what: str = "file",
+                    trusted: bool = False) -> str:
     """`read_input` decoded as UTF-8; InputError when it is not UTF-8 text."""
-    data = read_input(path, limit=limit, what=what)
+    data = read_input(path, limit=limit, what=what, trusted=trusted)
     try:
         return data.decode("utf-8")
     except UnicodeDecodeError as err:
@@ -201,6 +218,9 @@ def _fsync_dir(directory: Path) -> None:
 def _existing_target(path: str, target: Path, *, replace: bool, expected: bytes | None) -> os.stat_result | None:
     """The stat of the file to be replaced (None when it does not exist yet), after every refusal."""
     try:
+        if os.path.islink(path):
+            raise InputError(f"{path}: is a symbolic link; nothing written (gen does not write through links: "
+                             "name the file itself)")
         st = target.stat()
     except FileNotFoundError:
         if expected is not None:
@@ -218,13 +238,45 @@ def _existing_target(path: str, target: Path, *, replace: bool, expected: bytes 
         raise InputError(f"{path}: has {st.st_nlink} hard links; replacing it would split them (the other names "
                          "would keep the old text); nothing written")
     if expected is not None:
-        try:
-            current = read_input(target, limit=max(len(expected), 1) * 2 + MIB)
-        except InputError as err:
-            raise InputError(f"{path}: {err}") from None
-        if current != expected:
-            raise InputError(f"{path}: changed since it was read; nothing written (run the command again)")
+        _unchanged(path, target, expected)
     return st
+
+
+def _unchanged(path: str, target: Path, expected: bytes) -> None:
+    """InputError when `target` no longer holds `expected` (another program wrote it)."""
+    try:
+        current = read_input(target, limit=max(len(expected), 1) * 2 + MIB, trusted=True)
+    except InputError as err:
+        raise InputError(f"{path}: {err}") from None
+    if current != expected:
+        raise InputError(f"{path}: changed since it was read; nothing written (run the command again)")
+
+
+def _recheck(path: str, target: Path, before: os.stat_result, expected: bytes) -> None:
+    try:
+        now = os.lstat(target)
+    except OSError:
+        raise InputError(f"{path}: removed since it was read; nothing written") from None
+    if (now.st_ino, now.st_size, now.st_mtime_ns) != (before.st_ino, before.st_size, before.st_mtime_ns):
+        raise InputError(f"{path}: changed since it was read; nothing written (run the command again)")
+    _unchanged(path, target, expected)
+
+
+def _copy_xattrs(source: Path, fd: int) -> None:
+    """The extended attributes of `source` (ACLs, SELinux labels, user.*) onto the open file; best
+    effort: a platform or filesystem without them, or an attribute we may not set, is passed over."""
+    names = getattr(os, "listxattr", None)
+    if names is None:  # pragma: no cover - not Linux
+        return
+    try:
+        keys = os.listxattr(source)
+    except OSError:
+        return
+    for key in keys:
+        try:
+            os.setxattr(fd, key, os.getxattr(source, key))
+        except OSError:
+            continue
 
 
 def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, expected: bytes | None = None,
@@ -274,8 +326,14 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, expected: b
                             raise InputError(f"{name}: its owner or group cannot be kept (the file belongs to "
                                              "another user); nothing written") from None
                     os.fchmod(handle.fileno(), stat.S_IMODE(st.st_mode))
+                    _copy_xattrs(target, handle.fileno())
                 else:
                     os.fchmod(handle.fileno(), mode & ~_umask())
+            if expected is not None and st is not None:
+                # Again at the rename: an edit made during the write and fsync above must win.
+                _recheck(name, target, st, expected)
+            elif st is None and os.path.lexists(target):  # created by someone else meanwhile
+                raise InputError(f"{name} exists; pass --force to overwrite it")
             os.replace(temp_name, target)
             temp_name = None
             _fsync_dir(directory)

@@ -74,31 +74,43 @@ def _neutral(entry: ForkBatchKey, value: Any) -> bool:
         return False
 
 
-def _settings(config: Config) -> dict[str, tuple[Any, int | None]]:
-    """Every key the call sets or its config has: (value or None when unknown, line). Keys
+_EXACT_KEYS = frozenset(entry.key for entry in FORK_BATCH_KEYS if not entry.key.startswith("."))
+_SUFFIXES = tuple(entry.key for entry in FORK_BATCH_KEYS if entry.key.startswith("."))
+
+
+def _names_fork_key(key: str) -> bool:
+    """A cheap first test (a config has hundreds of keys, checked on every call)."""
+    return key in _EXACT_KEYS or key.endswith(_SUFFIXES)
+
+
+def _matching_entries(key: str) -> list[ForkBatchKey]:
+    return [entry for entry in FORK_BATCH_KEYS if _matches(entry, key)]
+
+
+def _setting(config: Config, key: str) -> tuple[Any, int | None]:
+    """(value or None when unknown, line) of one key the call sets or its config has. Keys
     verl's schema does not have are not in `values` (VK601 reports them) but their overrides
-    still reach the fork's trainer, so they count too."""
-    out: dict[str, tuple[Any, int | None]] = {
-        key: (None if key in config.unknown else value, config.line_of(key)) for key, value in config.values.items()}
-    for key in config.unknown:
-        out.setdefault(key, (None, config.line_of(key)))
-    for issue in config.key_issues:
-        if issue.kind == "unknown-key" and issue.override.key:
+    still reach the fork's trainer, so they count too (the last override of the key wins)."""
+    for issue in reversed(config.key_issues):
+        if issue.kind == "unknown-key" and issue.override.key == key:
             override = issue.override
-            out[override.key] = (override.value if override.resolved else None, override.line)
-    return out
+            return (override.value if override.resolved else None, override.line)
+    if key in config.values and key not in config.unknown:
+        return config.values[key], config.line_of(key)
+    return None, config.line_of(key)
 
 
 def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     """The fork keys of `config` that change the batch chain (a neutral or null value does
     not); an unknown value counts, since it may."""
     found: list[ForkBatchSetting] = []
-    settings = _settings(config)
-    for key in sorted(settings):
-        value, line = settings[key]
-        for entry in FORK_BATCH_KEYS:
-            if not _matches(entry, key):
-                continue
+    keys = set(config.values) | set(config.unknown)
+    keys.update(issue.override.key for issue in config.key_issues
+                if issue.kind == "unknown-key" and issue.override.key)
+    # Only the few keys that name a fork entry are looked at further (a config has hundreds).
+    for key in sorted(k for k in keys if _names_fork_key(k)):
+        value, line = _setting(config, key)
+        for entry in _matching_entries(key):
             known_null = value is None and key not in config.unknown and key in config.values
             written_null = isinstance(value, str) and value.strip().lower() in ("null", "none", "~")
             if known_null or written_null or _neutral(entry, value):

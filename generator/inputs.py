@@ -18,8 +18,10 @@ if TYPE_CHECKING:
 def read_bytes(path: str) -> bytes:
     """The file's bytes (a launch script or Python launcher, `-` for stdin); InputError without
     the path (callers print it beside the message)."""
-    from generator.files import read_input
+    from generator import boundary
+    from generator.files import STDIN, read_input
 
+    boundary.enter(os.getcwd() if path == STDIN else path)
     return read_input(path)
 
 
@@ -55,17 +57,22 @@ def check_codes(codes: tuple[str, ...], known: Iterable[str], option: str) -> tu
 
 
 def with_project(project: ProjectSettings, *, select: tuple[str, ...], ignore: tuple[str, ...], env: dict[str, str],
-                 args: list[str]) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], list[str]]:
+                 args: list[str], path: str | None = None
+                 ) -> tuple[tuple[str, ...], tuple[str, ...], dict[str, str], list[str]]:
     """The options for one script: the command line wins, the project's configuration
-    ([tool.verl-gen] / .verl-gen.toml) fills what it leaves out (env merged, command line per name)."""
+    ([tool.verl-gen] / .verl-gen.toml) fills what it leaves out (env merged, command line per name);
+    the per-file-ignores that match `path` add to the ignored codes."""
     if project.path is None:
         return select, ignore, env, args
-    if project.select or project.ignore:
+    per_file = project.ignores_for(path) if path is not None else ()
+    if project.select or project.ignore or per_file:
         from generator.rules import load_rules
 
         known = load_rules().keys()
         where = project.describe()
         check_codes(tuple(c.upper() for c in project.select), known, f"{where}: select")
         check_codes(tuple(c.upper() for c in project.ignore), known, f"{where}: ignore")
-    return (select or tuple(c.upper() for c in project.select), ignore or tuple(c.upper() for c in project.ignore),
+        check_codes(per_file, known, f"{where}: per-file-ignores")
+    chosen_ignore = ignore or tuple(c.upper() for c in project.ignore)
+    return (select or tuple(c.upper() for c in project.select), chosen_ignore + per_file,
             {**project.env, **env}, args or list(project.args))

@@ -88,7 +88,7 @@ class Hazard:
           unquoted-glob | orphan-overrides | parse-error | brace-expansion (an unquoted
           `{a,b}` that bash splits into several arguments, e.g. a Hydra dict `k={a:1,b:2}`) |
           crlf | split-assignment | stray-argument | unterminated-quote | placeholder-value |
-          unset-in-value | env-in-value | unused-option (rules VS710-VS717 in rules/shell.py)
+          unset-in-value | env-in-value | unused-option | invisible-byte (rules VS710-VS720 in rules/shell.py)
     """
 
     kind: str

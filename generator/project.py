@@ -17,9 +17,18 @@ Format (`[tool.verl-gen]` in pyproject.toml; in .verl-gen.toml the same keys at 
     ignore = ["VX9"]                     # never these
     gpu = "h100"                         # GPU name for memory checks
     args = ["--train_batch_size", "32"]  # the scripts' positional arguments ($1 $2 ...)
+    exclude = ["legacy/*", "*_old.sh"]   # scripts never checked or fixed (globs, see below)
 
     [tool.verl-gen.env]                  # environment the scripts are assumed to run with
     MODEL_PATH = "Qwen/Qwen2.5-7B"
+
+    [tool.verl-gen.per-file-ignores]     # codes ignored in the scripts a glob matches
+    "examples/*.sh" = ["VS716", "VX9"]
+
+A glob (fnmatch: `*` also crosses `/`) matches a script's path relative to the project file's
+folder; one without a `/` also matches the file name alone (ruff's habit). `exclude` applies to
+named files and to those found in folders alike, so a pre-commit hook that names every changed
+file skips them too. Per-file ignores add to `ignore` (the project's or the command line's).
 
 Every key is optional; an unknown key or a value of the wrong type is an InputError naming the
 file and the key (exit 2). Options given on the command line win over these settings.
@@ -48,9 +57,9 @@ MAX_BYTES = 1 << 20
 # How many folders above the script are searched (a checkout is rarely deeper).
 MAX_LEVELS = 12
 
-_STRING_LISTS = ("config-dirs", "select", "ignore", "args")
+_STRING_LISTS = ("config-dirs", "select", "ignore", "args", "exclude")
 _STRINGS = ("verl-version", "gpu")
-_KNOWN = (*_STRINGS, *_STRING_LISTS, "env")
+_KNOWN = (*_STRINGS, *_STRING_LISTS, "env", "per-file-ignores")
 
 
 @dataclass(frozen=True)
@@ -65,10 +74,41 @@ class ProjectSettings:
     gpu: str | None = None
     args: tuple[str, ...] = ()
     env_items: tuple[tuple[str, str], ...] = field(default=())
+    exclude: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes)
 
     @property
     def env(self) -> dict[str, str]:
         return dict(self.env_items)
+
+    def _matches(self, path: str | Path, pattern: str) -> bool:
+        from fnmatch import fnmatchcase
+
+        target = Path(path).resolve()
+        root = self.root
+        relative = target.as_posix()
+        if root is not None:
+            try:
+                relative = target.relative_to(root.resolve()).as_posix()
+            except ValueError:
+                pass
+        pattern = pattern.strip()
+        if pattern.startswith("./"):
+            pattern = pattern[2:]
+        if fnmatchcase(relative, pattern) or fnmatchcase(relative, pattern.rstrip("/") + "/*"):
+            return True
+        return "/" not in pattern and fnmatchcase(target.name, pattern)
+
+    def excludes(self, path: str | Path) -> bool:
+        """Whether `exclude` names this script (it is then neither checked nor fixed)."""
+        return str(path) != "-" and any(self._matches(path, pattern) for pattern in self.exclude)
+
+    def ignores_for(self, path: str | Path) -> tuple[str, ...]:
+        """The per-file-ignores codes of every glob that matches this script."""
+        if str(path) == "-":
+            return ()
+        return tuple(code for pattern, codes in self.per_file_ignores if self._matches(path, pattern)
+                     for code in codes)
 
     @property
     def root(self) -> Path | None:
@@ -88,11 +128,17 @@ NO_PROJECT = ProjectSettings()
 
 
 def find_project_file(start: str | Path) -> Path | None:
-    """The project file that applies to a script in folder `start` (or to the file `start`)."""
+    """The project file that applies to a script in folder `start` (or to the file `start`):
+    searched up to the project root (generator.boundary), never above it — a file in a folder
+    above the repository is not the project's and must not change its verdicts."""
+    from generator.boundary import project_root
+
     here = Path(start).resolve()
     if not here.is_dir():
         here = here.parent
-    for folder in [here, *here.parents][:MAX_LEVELS]:
+    top = project_root(here)
+    chain = [here, *here.parents][:MAX_LEVELS]
+    for folder in chain[:chain.index(top) + 1] if top in chain else [here]:
         candidate = folder / PROJECT_FILE
         if candidate.is_file():
             return candidate
@@ -104,6 +150,9 @@ def find_project_file(start: str | Path) -> Path | None:
 
 def load_project(start: str | Path) -> ProjectSettings:
     """The settings that apply to a script in folder `start`; NO_PROJECT when there is no file."""
+    from generator import boundary
+
+    boundary.enter(start)  # the script's project bounds what it makes gen read from here on
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT
@@ -133,6 +182,10 @@ def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSetti
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
         raise InputError(f"{where}: 'env' must be a table of NAME = \"value\"")
     env_items = tuple((str(k), _env_text(v)) for k, v in env.items())
+    per_file = table.get("per-file-ignores", {})
+    if not isinstance(per_file, dict) or not all(
+            isinstance(v, list) and all(isinstance(c, str) for c in v) for v in per_file.values()):
+        raise InputError(f"{where}: 'per-file-ignores' must be a table of \"glob\" = [\"CODE\", ...]")
     base = path.parent
     return ProjectSettings(
         path=path,
@@ -143,6 +196,9 @@ def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSetti
         gpu=strings["gpu"],
         args=lists["args"],
         env_items=env_items,
+        exclude=tuple(p for p in lists["exclude"] if p.strip()),
+        per_file_ignores=tuple((str(glob), tuple(c.strip().upper() for c in codes if c.strip()))
+                               for glob, codes in per_file.items()),
     )
 
 

@@ -8,7 +8,10 @@ Releases compare as tuples of ints. Rules state the first and last release they 
 from __future__ import annotations
 
 from dataclasses import dataclass
+from functools import lru_cache
 
+
+@lru_cache(maxsize=1024)  # pure, and asked for the same few releases hundreds of times a call
 def parse(version: str) -> tuple[int, ...]:
     """'0.7.0' -> (0, 7, 0); 'v0.6.1' and '0.7.0.dev1+abc' are accepted (the suffix is dropped)."""
     text = version.strip().lstrip("vV")

@@ -73,3 +73,14 @@ def shellcheck() -> str:
     if binary is None:
         pytest.fail("shellcheck not found next to python or on PATH: pip install -e '.[test]'")
     return binary
+
+
+@pytest.fixture(autouse=True)
+def _no_project_boundary_left_over():
+    """Each test starts with no script judged (generator.boundary is per process: a script read
+    by an earlier test must not bound the reads of the next one)."""
+    from generator import boundary
+
+    boundary.reset()
+    yield
+    boundary.reset()

@@ -8,6 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
+from text_report import finding_line
 
 HEADER = "#!/bin/bash\nset -x\n"
 CALL = (
@@ -42,8 +43,8 @@ def test_error_finding_exits_1_with_equation(scripts):
     bad, _ = scripts
     result = run("check", str(bad), "--verl-version", "0.7.0")
     assert result.exit_code == 1, result.output
-    line = next(l for l in result.output.splitlines() if " VB106 " in l)
-    assert line.startswith(f"{bad}:10: VB106 error: local batch = G/DP = 240/4 = 60")
+    line = finding_line(result.output, "VB106")
+    assert line.startswith(f"{bad}:10:5: VB106 error: local batch = G/DP = 240/4 = 60")
     # The mini-batch fix changes the update count: `gen fix` applies it only with --unsafe.
     assert "(60 % 24 = 12)" in line and line.endswith("[*] with --unsafe")
     assert "1 more with `gen fix --unsafe`" in result.output
@@ -89,9 +90,10 @@ def test_sarif_and_github_formats(scripts):
     result = next(r for r in run0["results"] if r["ruleId"] == "VB106")
     assert rule_ids[result["ruleIndex"]] == "VB106" and result["level"] == "error"
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 10
+    assert result["locations"][0]["physicalLocation"]["region"]["startColumn"] == 5  # where the key is written
     github = run("check", str(bad), "--format", "github", "--verl-version", "0.7.0").stdout
     line = next(l for l in github.splitlines() if "VB106" in l)
-    assert line.startswith(f"::error file={bad},line=10,title=VB106::local batch")
+    assert line.startswith(f"::error file={bad},line=10,col=5,title=VB106::local batch")
     assert "60 %25 24 = 12" in line  # '%' is escaped for the workflow command
 
 

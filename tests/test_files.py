@@ -119,13 +119,15 @@ def test_new_file_gets_the_mode_less_the_umask(tmp_path):
     assert stat.S_IMODE((tmp_path / "run.sh").stat().st_mode) == 0o750
 
 
-def test_follows_symlinks(tmp_path):
+def test_refuses_to_write_through_a_symlink(tmp_path):
+    """Issue 21: a link's target (a dotfile elsewhere) must never be replaced."""
     real = tmp_path / "real.sh"
     real.write_bytes(b"a\n")
     link = tmp_path / "link.sh"
     link.symlink_to(real)
-    write_atomic(link, b"b\n")
-    assert link.is_symlink() and real.read_bytes() == b"b\n"
+    with pytest.raises(InputError, match="is a symbolic link; nothing written"):
+        write_atomic(link, b"b\n")
+    assert link.is_symlink() and real.read_bytes() == b"a\n"
 
 
 @pytest.mark.skipif(os.geteuid() != 0, reason="changing a file's owner needs root")

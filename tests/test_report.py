@@ -7,6 +7,7 @@ import json
 from generator.edits import KeyEdit
 from generator.report import FileReport, Located, render_github, render_json, render_sarif, render_text, summary
 from generator.rules.core import Finding, Fix
+from text_report import finding_lines
 
 F1 = Finding("VB106", "error", "local batch 60 % 24 = 12", 10, "k", Fix("d", (KeyEdit("k", 24, 20),), "unsafe"))
 F2 = Finding("VX901", "info", "filter off", None)
@@ -21,8 +22,10 @@ def test_summary_counts_and_failed_files():
 
 def test_text_plain_and_coloured():
     plain = render_text(REPORTS)
-    assert plain.splitlines()[0] == "a.sh:10: VB106 error: local batch 60 % 24 = 12 [*]"
-    assert plain.splitlines()[1] == "a.sh: VX901 info: filter off"
+    assert finding_lines(plain)[0] == "a.sh:10:1: VB106 error: local batch 60 % 24 = 12 [*]"
+    assert finding_lines(plain)[1] == "a.sh: VX901 info: filter off"
+    concise = render_text(REPORTS, concise=True)
+    assert concise.splitlines()[:2] == finding_lines(plain)  # one line per finding
     assert "b.sh: error: no such file" in plain
     coloured = render_text(REPORTS, color=True)
     assert "[bold red]VB106[/bold red]" in coloured

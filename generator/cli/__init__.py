@@ -37,6 +37,9 @@ def _version(value: bool) -> None:
 def _root(version: bool = typer.Option(False, "--version", "-V", callback=_version, is_eager=True,
                                        help="Print the version and exit.")) -> None:
     """Write, check and repair verl launch scripts (Megatron first)."""
+    from generator import boundary
+
+    boundary.reset()  # each command starts with no script judged and nothing trusted yet
 
 
 def _register_all() -> None:
@@ -49,13 +52,45 @@ def _register_all() -> None:
 _register_all()
 
 
-def main() -> None:
+def _output_failed(err: BaseException) -> None:
+    """The report could not be written (stdout is /dev/full, closed, or a full disk): one line
+    on stderr and exit 2, never a traceback, and never exit 1 (which reads as "findings")."""
+    import os
+
+    try:  # nothing more may reach the broken stream, not even at interpreter exit
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, 1)
+    except OSError:
+        pass
+    why = getattr(err, "strerror", None) or "standard output is closed"
     try:
+        print(f"gen: error: cannot write the output ({why})", file=sys.stderr, flush=True)
+    except (OSError, ValueError, AttributeError):
+        pass
+    os._exit(EXIT_BAD_INPUT)
+
+
+def main() -> None:
+    code: str | int | None = 0
+    try:
+        if sys.stdout is None:  # started with stdout closed (`gen check x >&-`)
+            raise OSError(0, "standard output is closed")
         app()
+    except SystemExit as done:
+        code = done.code
     except KeyboardInterrupt:  # pragma: no cover - interactive only
         sys.exit(130)
     except BrokenPipeError:  # `gen list | head`
         sys.exit(0)
+    except OSError as err:
+        _output_failed(err)
+    try:
+        sys.stdout.flush()
+    except BrokenPipeError:
+        sys.exit(0)
+    except (OSError, ValueError) as err:
+        _output_failed(err)
+    sys.exit(code)
 
 
 __all__ = ["app", "main", "EXIT_BAD_INPUT"]

@@ -1,8 +1,8 @@
 """`gen check`, `gen rules`, `gen rule CODE`, `gen explain`.
 
-Exit codes: 0 no error-severity finding; 1 at least one; 2 bad input (a file that cannot be
-read, an unknown --verl-version or --format, an unreadable --model-config). Every file is
-checked even when an earlier one was bad.
+Exit codes: 0 no error-severity finding (or --exit-zero); 1 at least one; 2 bad input (a file
+that cannot be read, an unknown --verl-version, --format or --severity, an unreadable
+--model-config). Every file is checked even when an earlier one was bad.
 """
 
 from __future__ import annotations
@@ -24,7 +24,8 @@ if TYPE_CHECKING:
     from generator.plan.script_setup import CallMemory
     from generator.report.charts import ChartSection
 
-FORMATS = ("text", "json", "sarif", "github")
+FORMATS = ("text", "concise", "json", "sarif", "github")
+SEVERITY_CHOICES = ("error", "warning", "info")
 
 
 def _emit(text: str, color: bool) -> None:
@@ -81,9 +82,21 @@ def register(app: typer.Typer) -> None:
     def check(
         files: List[str] = typer.Argument(..., help="Launch scripts (.sh), Python launchers (.py), folders "
                                           "(searched for both, honouring .gitignore), or - for stdin."),
-        fmt: str = typer.Option("text", "--format", "-f", help="text | json | sarif | github"),
+        fmt: str = typer.Option("text", "--format", "--output-format", "-f",
+                                help="text (each finding with its source line) | concise (one line each) | "
+                                     "json | sarif | github"),
         select: List[str] = typer.Option([], "--select", help="Only these codes or prefixes (VB, VP301, ...)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these codes or prefixes."),
+        severity: str = typer.Option("info", "--severity", help="Show findings of this severity or worse: "
+                                     "error | warning | info (all, the default)."),
+        exit_zero: bool = typer.Option(False, "--exit-zero", help="Exit 0 even with error findings "
+                                       "(bad input still exits 2)."),
+        statistics: bool = typer.Option(False, "--statistics", help="Print how many findings each rule has, "
+                                        "instead of the findings."),
+        quiet: bool = typer.Option(False, "--quiet", "-q", help="Print the findings and nothing else "
+                                   "(no summary)."),
+        output_file: Optional[str] = typer.Option(None, "--output-file", "-o", help="Write the report to this "
+                                                  "file instead of stdout."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Check against this verl release."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
@@ -100,6 +113,9 @@ def register(app: typer.Typer) -> None:
 
         if fmt not in FORMATS:
             _fail(f"--format must be one of {', '.join(FORMATS)}, got '{fmt}'")
+        machine = fmt if fmt in ("json", "sarif", "github") else "text"  # the failure document's format
+        if severity.strip().lower() not in SEVERITY_CHOICES:
+            _fail(f"--severity must be one of {', '.join(SEVERITY_CHOICES)}, got '{severity}'", machine)
         try:
             from generator.discover import expand_paths
 
@@ -113,13 +129,26 @@ def register(app: typer.Typer) -> None:
 
             reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                                   env=_parse_env(env), args=list(arg), model_config=model_config,
-                                  config_dir=config_dir, memory=memory, plan_fixes=fmt == "text")
+                                  config_dir=config_dir, memory=memory, plan_fixes=machine == "text")
         except InputError as err:
-            _fail(str(err), fmt)
-        color = fmt == "text" and use_color(sys.stdout)
-        _emit(render(reports, fmt, color=color), color)
+            _fail(str(err), machine)
+        from generator.report.selection import at_least, statistics_text
+
+        reports = at_least(reports, severity.strip().lower())
+        to_terminal = output_file is None and sys.stdout.isatty()
+        color = machine == "text" and output_file is None and use_color(sys.stdout)
+        text = statistics_text(reports) if statistics else render(reports, fmt, color=color, quiet=quiet)
+        if output_file is not None:
+            from generator.files import write_atomic
+
+            try:
+                write_atomic(output_file, text)
+            except (InputError, OSError) as err:
+                _fail(f"--output-file {output_file}: {err}", "text")
+        else:
+            _emit(text, color and not statistics)
         bad_file = any(r.bad_input for r in reports)
-        if fmt == "text" and not sys.stdout.isatty():
+        if machine == "text" and not to_terminal:
             # The report already has the line; repeat it on stderr only when stdout is redirected.
             for report in reports:
                 for problem in (report.error, report.incomplete):
@@ -127,7 +156,8 @@ def register(app: typer.Typer) -> None:
                         print(one_line(f"{report.path}: error: {problem}"), file=sys.stderr)
         if bad_file:
             raise typer.Exit(EXIT_BAD_INPUT)
-        raise typer.Exit(EXIT_FINDINGS if any(r.failed for r in reports) else EXIT_OK)
+        failed = any(r.failed for r in reports)
+        raise typer.Exit(EXIT_FINDINGS if failed and not exit_zero else EXIT_OK)
 
     @app.command("rules")
     def rules(fmt: str = typer.Option("text", "--format", "-f", help="text | json")) -> None:
@@ -172,6 +202,7 @@ def register(app: typer.Typer) -> None:
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
         chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "
                                             "below the other: FILE.svg or FILE.html (implies --memory)."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.checking import explain_file
@@ -194,7 +225,7 @@ def register(app: typer.Typer) -> None:
             if chart:
                 from generator.report.charts import check_chart_path
 
-                check_chart_path(chart)
+                check_chart_path(chart, force=force)
             from generator.discover import expand_paths
 
             files = expand_paths(files)
@@ -239,7 +270,7 @@ def register(app: typer.Typer) -> None:
             from generator.report.charts import charts_for
 
             try:
-                write_atomic(chart, charts_for(chart, charted))
+                write_atomic(chart, charts_for(chart, charted), replace=force)
             except (InputError, OSError) as err:  # one line; the report above is already out
                 print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)
                 status = EXIT_BAD_INPUT

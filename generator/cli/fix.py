@@ -1,8 +1,9 @@
 """`gen fix` and `gen migrate`: repair launch scripts with minimal byte edits.
 
 Both print a unified diff by default (`--diff`) and write only with `--write` (atomically: a
-failure leaves the original). Exit codes: 0 nothing left to fix, 1 error findings remain
-(`fix`) or keys were left for a human (`migrate`), 2 bad input (nothing written for that file).
+failure leaves the original). `gen fix -` reads stdin and prints the fixed script on stdout.
+Exit codes: 0 nothing left to fix, 1 error findings remain or (`fix` without --write) a fix is
+pending, or keys were left for a human (`migrate`), 2 bad input (nothing written for that file).
 """
 
 from __future__ import annotations
@@ -43,17 +44,22 @@ def _say(said: Said) -> None:
 def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: tuple[str, ...],
             unsafe: bool, verl_version: str | None, env: dict[str, str],
             args: list[str] | None = None, memory: MemoryOptions | None = None,
-            config_dir: str | None = None) -> int:
+            config_dir: str | None = None, diff: bool = False) -> int:
+    """Exit status: 2 bad input, 1 error findings remain or (a dry run) a fix is pending, else 0."""
     from generator.fix.files import fix_files
     from generator.report.fixes import fix_lines, fix_summary
 
     outcomes = []
+    status = EXIT_OK
     for outcome in fix_files(paths, write=write, select=select, ignore=ignore, unsafe=unsafe,
                              verl_version=verl_version, env=env, args=args, memory=memory, config_dir=config_dir):
-        _say(fix_lines(outcome, write=write))  # file by file, as each is done
+        # stdin (`gen fix -`): the fixed text on stdout, as `ruff check --fix -`; `--diff` keeps the diff.
+        stdin_text = outcome.path == "-" and not diff
+        _say(fix_lines(outcome, write=write, fixed_text=stdin_text))  # file by file, as each is done
         outcomes.append(outcome)
-    _err(fix_summary(outcomes, write=write))
-    return max((o.status for o in outcomes), default=EXIT_OK)
+        status = max(status, outcome.status if write or stdin_text else outcome.dry_run_status())
+    _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
+    return status
 
 
 def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
@@ -74,7 +80,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("fix")
     def fix_command(
-        files: List[str] = typer.Argument(..., help="Launch scripts to repair, or folders of them."),
+        files: List[str] = typer.Argument(..., help="Launch scripts to repair, folders of them, or - (stdin: the fixed script is printed)."),
         diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
         write: bool = typer.Option(False, "--write", help="Write the fixes to the files (atomically)."),
         select: List[str] = typer.Option([], "--select", help="Only these rule codes or prefixes (VB,VS701)."),
@@ -105,7 +111,7 @@ def register(app: typer.Typer) -> None:
                 memory = memory_options(gpu, gpu_mem, None, headroom)
             code = run_fix(expand_paths(files), write=write, select=chosen_select, ignore=chosen_ignore,
                            unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory,
-                           config_dir=config_dir)
+                           config_dir=config_dir, diff=diff)
         except InputError as err:
             _err(f"error: {err}")
             raise typer.Exit(EXIT_BAD_INPUT) from None

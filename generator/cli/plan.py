@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from generator.plan.candidate import Plan
 
 
-def _write_chart(path: str, plan: Plan) -> None:
+def _write_chart(path: str, plan: Plan, force: bool) -> None:
     """--chart FILE.svg|.html: the memory picture of the chosen layout (else the closest one)."""
     from generator.files import write_atomic
     from generator.report.charts import chart_for
@@ -27,7 +27,7 @@ def _write_chart(path: str, plan: Plan) -> None:
     if shown is None:
         raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
     title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
-    write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title))
+    write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title), replace=force)
 
 
 def register(app: typer.Typer) -> None:
@@ -67,6 +67,7 @@ def register(app: typer.Typer) -> None:
         output_format: str = typer.Option("text", "--format", help="text|json"),
         wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
         chart: Optional[str] = typer.Option(None, "--chart", help="Also write the memory chart: FILE.svg or FILE.html."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
         from generator.hardware import gpu_spec
@@ -101,7 +102,7 @@ def register(app: typer.Typer) -> None:
                 if "does not fit" not in reason:
                     raise InputError(f"layout {layout_text} is invalid for {facts.name}: {reason}")
             if chart is not None:
-                _write_chart(chart, plan)
+                _write_chart(chart, plan, force)
         except InputError as err:
             typer.echo(f"gen plan: {err}", err=True)
             if output_format == "json":

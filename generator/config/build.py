@@ -9,6 +9,7 @@ from pathlib import Path
 from typing import Any
 
 from generator.config.apply import apply_overrides
+from generator.boundary import OutsideProject
 from generator.config.locate import find_config_dir, relative_config_path_status, strip_yaml
 from generator.config.types import Config
 from generator.launch import UNKNOWN_OPEN, Invocation
@@ -107,7 +108,7 @@ def build_config(
             try:
                 defaults, _base = _compose_recipe(directory, name, version)
                 composed_from = directory
-            except (ComposeError, OSError, ValueError) as err:
+            except (ComposeError, OutsideProject, OSError, ValueError) as err:  # outside: not read, named
                 notes.append(f"config {name}: {' '.join(str(err).split())}")
         else:
             notes.append(f"config {name} was not found next to the script")

@@ -8,13 +8,31 @@ A whole-value interpolation keeps the type of its target; an embedded one become
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Any, Callable, Iterator
 
+from generator.errors import InputError
+
 MISSING = "???"
+# One budget for every interpolation resolved in one config (issue 21): a key looked up costs
+# 1 unit, a subtree 1 per leaf, 64 characters of text built 1. 33 overrides that each double
+# the one before (`x.l2='${x.l1}${x.l1}'`) built 23.6 GiB; verl's own configs need a few
+# thousand units. Past it the call is refused (InterpolationBudget, one line, exit 2).
+INTERP_WORK_LIMIT = 2_000_000
+# The longest text one interpolation may build; longer is unknown ("too large").
+MAX_INTERP_CHARS = 256 * 1024
 
 
 class Unresolvable(Exception):
     """The value cannot be known statically (environment, unknown input, broken reference)."""
+
+
+class InterpolationBudget(InputError):
+    """Resolving the config's interpolations would take more than INTERP_WORK_LIMIT units."""
+
+    def __init__(self) -> None:
+        super().__init__(f"resolving its interpolations takes more than {INTERP_WORK_LIMIT:,} steps (values like "
+                         "`${a}${a}` that double, or many references to a large subtree); refused")
 
 
 class BrokenReference(Unresolvable):
@@ -45,7 +63,8 @@ def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
         i += 1
 
 
-def _split_top(text: str, sep: str) -> list[str]:
+@lru_cache(maxsize=4096)  # pure; the same config strings come back on every call
+def _split_top(text: str, sep: str) -> tuple[str, ...]:
     """Split on `sep` outside ${...}, [...], {...} and quotes."""
     parts: list[str] = []
     depth, start = 0, 0
@@ -58,9 +77,10 @@ def _split_top(text: str, sep: str) -> list[str]:
             parts.append(text[start:i])
             start = i + 1
     parts.append(text[start:])
-    return parts
+    return tuple(parts)
 
 
+@lru_cache(maxsize=4096)  # pure; the same config strings come back on every call
 def _find_close(text: str, start: int) -> int:
     """Index of the `}` closing the `${` whose body starts at `start`."""
     depth = 1
@@ -125,18 +145,32 @@ class Resolver:
         self._nodes = nodes
         self._unknown_of = unknown_of or (lambda key: None)
         self._cache: dict[str, Any] = {}
+        self._failed: dict[str, Unresolvable] = {}  # a failure is remembered too (else retried exponentially)
         self._active: set[str] = set()
+        self._work = 0  # kept across invalidate(): one budget for the whole config
+
+    def _charge(self, units: int) -> None:
+        self._work += units
+        if self._work > INTERP_WORK_LIMIT:
+            raise InterpolationBudget()
 
     # -- lookups -------------------------------------------------------------------------
 
     def _subtree(self, key: str) -> dict[str, Any] | None:
+        if key in self._cache:
+            cached: dict[str, Any] = self._cache[key]
+            return cached
         prefix = key + "."
+        self._charge(1 + (len(self.values) >> 6))
         found = {k[len(prefix):]: v for k, v in self.values.items() if k.startswith(prefix)}
         if not found:
             return None
+        self._charge(len(found))
         from generator.schema.compose import unflatten
 
-        return unflatten({k: self.resolve(prefix + k) for k in found})
+        tree = unflatten({k: self.resolve(prefix + k) for k in found})
+        self._cache[key] = tree
+        return tree
 
     def exists(self, key: str) -> bool:
         if key in self.values:
@@ -148,8 +182,11 @@ class Resolver:
 
     def resolve(self, key: str) -> Any:
         """The resolved value of `key` (a leaf or an inner node); KeyError when it does not exist."""
+        self._charge(1)
         if key in self._cache:
             return self._cache[key]
+        if key in self._failed:
+            raise self._failed[key]
         if key not in self.values:
             sub = self._subtree(key)
             if sub is None:
@@ -166,6 +203,9 @@ class Resolver:
         self._active.add(key)
         try:
             value = self.evaluate(raw, key)
+        except Unresolvable as err:
+            self._failed[key] = err
+            raise
         finally:
             self._active.discard(key)
         self._cache[key] = value
@@ -173,6 +213,7 @@ class Resolver:
 
     def invalidate(self) -> None:
         self._cache.clear()
+        self._failed.clear()
 
     # -- evaluation ----------------------------------------------------------------------
 
@@ -196,12 +237,18 @@ class Resolver:
         if start == 0 and close == len(text) - 1:
             return self._interpolation(text[2:close], owner)
         pieces: list[str] = []
-        pos = 0
+        pos = size = 0
         while start >= 0:
             pieces.append(text[pos:start])
             close = _find_close(text, start + 2)
             value = self._interpolation(text[start + 2 : close], owner)
-            pieces.append(str(value))
+            piece = str(value)
+            size += len(piece)
+            self._charge(1 + (len(piece) >> 6))
+            if size > MAX_INTERP_CHARS:
+                raise Unresolvable(f"the interpolation builds more than {MAX_INTERP_CHARS // 1024} KiB of text "
+                                   "(too large); not followed")
+            pieces.append(piece)
             pos = close + 1
             start = text.find("${", pos)
         pieces.append(text[pos:])

@@ -89,14 +89,16 @@ def default_reader(env: dict[str, str] | None = None,
 
 
 def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-                    resolution: Resolution | None = None, memory_for: MemoryFor | None = None) -> Checker:
+                    resolution: Resolution | None = None, memory_for: MemoryFor | None = None,
+                    config_root: str | None = None) -> Checker:
     """check_script against `resolution` (which verl, chosen once per file), else `version`;
-    `memory_for` predicts each call's memory for the memory rules (a GPU was named)."""
+    `memory_for` predicts each call's memory for the memory rules (a GPU was named);
+    `config_root` is check_script's (where `$PWD`-relative config paths start)."""
     from generator.rules import check_script
 
     def check(script: LaunchScript) -> CheckResults:
         return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore),
-                            resolution=resolution, memory_for=memory_for)
+                            resolution=resolution, memory_for=memory_for, config_root=config_root)
 
     return check
 
@@ -120,13 +122,15 @@ def without_silenced(check: Checker) -> Checker:
 
 def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                select: Sequence[str] = (), ignore: Sequence[str] = (), unsafe: bool = False,
-               max_rounds: int = MAX_ROUNDS, script: LaunchScript | None = None) -> FixResult:
+               max_rounds: int = MAX_ROUNDS, script: LaunchScript | None = None,
+               checked: CheckResults | None = None) -> FixResult:
     """Repair `source` with every applicable fix; pure apart from what `read`/`check` do.
-    `script` is `source` as `read` reads it, when the caller has read it already."""
+    `script` is `source` as `read` reads it, and `checked` what `check` gives for it, when the
+    caller has them already (`gen check` marking what `gen fix` would repair)."""
     result = FixResult(path=path, original=source, fixed=source)
     if script is None:
         script = read(source, path)
-    results = check(script)
+    results = checked if checked is not None else check(script)
     not_applied: dict[tuple[str, int | None], NotApplied] = {}
 
     def refuse(finding: Finding, reason: str) -> None:

@@ -46,6 +46,12 @@ class FileFix:
             return EXIT_BAD_INPUT
         return EXIT_FINDINGS if self.result.errors_left else EXIT_OK
 
+    def dry_run_status(self) -> int:
+        """`status`, and 1 when a fix is pending (not written): as `ruff --diff`, a dry run that
+        would change the file fails, so CI can run `gen fix` to ask "is anything left to fix?"."""
+        pending = self.result is not None and self.result.changed
+        return max(self.status, EXIT_FINDINGS if pending else EXIT_OK)
+
 
 @dataclass(frozen=True, slots=True)
 class FileMigration:
@@ -94,8 +100,10 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
             refuse_non_script(path)
             source = _read_bytes(path)
             project = load_project(path)
+            if project.excludes(path):
+                continue  # the project's `exclude`: never fixed, as never checked
             file_select, file_ignore, file_env, file_args = with_project(
-                project, select=select, ignore=ignore, env=env, args=list(args or []))
+                project, select=select, ignore=ignore, env=env, args=list(args or []), path=path)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
                     else command_line_reader)
             script = read(source, path)
@@ -111,7 +119,7 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
                                                      memory_for=memory_for))
             result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
                                 unsafe=unsafe, script=script)
-            if write and result.changed:
+            if write and result.changed and path != "-":  # stdin's fixed text goes to stdout (the CLI)
                 _write(path, source, result.fixed)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
             yield FileFix(path, None, err, release)

@@ -35,7 +35,7 @@ def user_library_dir(explicit: str | os.PathLike[str] | None = None) -> Path:
     return Path(base) / "verl-gen" / "recipes"
 
 
-def _load_yaml(text: str) -> object:
+def _load_yaml(text: str, where: str = "recipe") -> object:
     """Parse recipe YAML with YAML 1.2 core-schema scalars (what ruamel.yaml reads).
 
     libyaml's C parser (PyYAML, installed with omegaconf) is ~13x faster than ruamel's pure
@@ -48,9 +48,10 @@ def _load_yaml(text: str) -> object:
         from ruamel.yaml import YAML
 
         return YAML(typ="safe", pure=True).load(text)
-    import yaml
+    from generator.schema.yamlload import construct_bounded
 
-    return yaml.load(text, Loader=loader)  # noqa: S506 - a SafeLoader subclass
+    # Bounded like every YAML gen reads: a 1 KB alias bomb in a recipe hung `gen list` (issue 21).
+    return construct_bounded(loader(text), text, where)
 
 
 _FAST_LOADER: list[type[yaml.CSafeLoader] | None] = []  # the loader class, once built (None: no libyaml)
@@ -112,7 +113,7 @@ def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
     from generator.files import read_input
 
     try:  # regular files only, the size cap checked before reading
-        raw = read_input(path, limit=MAX_RECIPE_BYTES, what="recipe")
+        raw = read_input(path, limit=MAX_RECIPE_BYTES, what="recipe", trusted=True)  # the user's own library
     except InputError as err:
         message = str(err)
         raise InputError(f"{where}: {message}, not a recipe file" if message == "is a directory"
@@ -122,7 +123,9 @@ def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
     except UnicodeDecodeError:
         raise InputError(f"{where}: not UTF-8 text") from None
     try:
-        data = _load_yaml(text)
+        data = _load_yaml(text, where)
+    except InputError:  # too many nodes, or aliases that expand too far: already one line
+        raise
     except Exception as err:  # ruamel raises many kinds; all mean "not valid YAML"
         mark = getattr(err, "problem_mark", None)
         at = f" at line {mark.line + 1}" if mark is not None else ""

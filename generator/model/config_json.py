@@ -32,7 +32,9 @@ def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) 
             raise InputError(f"{where}: missing '{key}'; is this a Hugging Face config.json?")
         raise InputError(f"{where}: '{key}' must be a positive integer, got {value!r:.40}")
     if value > _MAX.get(key, 1 << 30):
-        raise InputError(f"{where}: '{key}' is {value:.3g}, larger than any model (at most {_MAX.get(key, 1 << 30)})")
+        # Named by its digits: a 401-digit int has no float form (`:.3g` raised OverflowError).
+        shown = f"{value:.3g}" if value < 10**300 else f"a {len(str(value)) if value < 10**4000 else 'many'}-digit number"
+        raise InputError(f"{where}: '{key}' is {shown}, larger than any model (at most {_MAX.get(key, 1 << 30)})")
     return value
 
 
@@ -54,7 +56,9 @@ def load_model_config(path: str | Path) -> ModelFacts:
 
     try:
         # Regular files only, the size cap checked before reading (a FIFO or a 2 GB file is refused).
-        raw = json.loads(read_text_input(path, limit=DATA_LIMIT, what="config.json"))
+        # Trusted: a model folder usually lives outside the project (/models/...), and only the
+        # numbers of the fields below are ever shown, never the file's text.
+        raw = json.loads(read_text_input(path, limit=DATA_LIMIT, what="config.json", trusted=True))
     except InputError as err:
         raise InputError(f"{where}: {err}") from None
     except RecursionError:
@@ -74,6 +78,10 @@ def load_model_config(path: str | Path) -> ModelFacts:
     heads = _int(cfg, "num_attention_heads", where)
     layers = _int(cfg, "num_hidden_layers", where)
     kv_heads = _int(cfg, "num_key_value_heads", where, default=heads)
+    if kv_heads > heads or heads % kv_heads:
+        # Grouped-query attention shares each KV head among heads/kv_heads query heads: more KV
+        # heads than heads (or a ratio that is not whole) is no model HF could build.
+        raise InputError(f"{where}: 'num_key_value_heads' {kv_heads} must divide num_attention_heads {heads}")
     vocab = _int(cfg, "vocab_size", where)
     ffn = _int(cfg, "intermediate_size", where)
     max_pos = _int(cfg, "max_position_embeddings", where, default=4096)

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.errors import InputError
 from generator.config.derived import reads_global_micro
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
@@ -178,8 +179,17 @@ class MemoryOptions:
     headroom_gib: float = 0.0
 
 
+# --headroom in GiB: below the largest --gpu-mem (generator.hardware) a GPU may be given.
+MAX_HEADROOM_GIB = 4096
+
+
 def memory_options(gpu: str | None, gpu_mem: float | None, model: str | None, headroom_gib: float) -> MemoryOptions:
-    """The command line's memory options; an unknown GPU or model is an InputError."""
+    """The command line's memory options; an unknown GPU or model is an InputError, and so is a
+    --headroom that is not a GiB figure a GPU could have (`1e308` printed a 300-digit limit)."""
+    import math
+
+    if not math.isfinite(headroom_gib) or not 0 <= headroom_gib < MAX_HEADROOM_GIB:
+        raise InputError(f"--headroom must be between 0 and {MAX_HEADROOM_GIB} GiB, got {headroom_gib:g}")
     return MemoryOptions(gpu_spec(gpu, gpu_mem), resolve_model(model) if model else None, headroom_gib)
 
 

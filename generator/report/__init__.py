@@ -31,6 +31,11 @@ class Located:
     # Whether `gen fix` repairs it: True ([*]), "unsafe" (only with --unsafe), False; None when
     # no fix was planned for this report (then any proposed fix counts).
     fixed_by_gen_fix: bool | str | None = None
+    # Where on its line it points (1-based, generator.report.excerpt) and that line's text, for
+    # the column and the source excerpt; None when the finding has no line in the file.
+    column: int | None = None
+    width: int = 1
+    source: str | None = None
 
 
 @dataclass
@@ -47,6 +52,8 @@ class FileReport:
     call_resolutions: list[tuple[int, Resolution]] = field(default_factory=list)
     # How many findings `gen fix` (no --unsafe) repairs in this file, when it was planned.
     fixable: int | None = None
+    # The project configuration's `exclude` names it: not checked, and left out of the report.
+    excluded: bool = False
 
     @property
     def failed(self) -> bool:
@@ -74,12 +81,31 @@ _STYLE = {"error": "bold red", "warning": "yellow", "info": "cyan"}
 
 
 def _text_line(path: str, located: Located) -> tuple[str, str, str]:
-    """(where, code, rest) of one finding, with user-written text made safe for a terminal."""
+    """(where, code, rest) of one finding, with user-written text made safe for a terminal:
+    `path:line:col` (ruff's and shellcheck's gcc-style location), the code, `severity: message [*]`."""
     f = located.finding
-    where = one_line(f"{path}:{f.line}" if f.line else path)
+    where = path
+    if f.line:
+        where += f":{f.line}:{located.column or 1}"
     fixed = located.fixed_by_gen_fix if located.fixed_by_gen_fix is not None else f.fix is not None
     fixable = " [*]" if fixed is True else " [*] with --unsafe" if fixed == "unsafe" else ""
-    return where, f.code, one_line(f"{f.severity}: {f.message}{fixable}")
+    return one_line(where), f.code, one_line(f"{f.severity}: {f.message}{fixable}")
+
+
+def _detail_lines(located: Located) -> list[str]:
+    """Under a finding in the full text format: its source line with a caret under what it points
+    at, the fix it proposes, and where its documentation is (`gen rule CODE`, installed alike)."""
+    from generator.report.excerpt import Span, excerpt
+
+    f = located.finding
+    out = []
+    if f.line and located.source is not None and located.source.strip():
+        out += ["  " + printable(text) for text in
+                excerpt(f.line, located.source, Span(located.column or 1, located.width))]
+    if f.fix is not None:
+        out.append(one_line(f"  = fix ({f.fix.applicability}): {f.fix.description}"))
+    out.append(f"  = docs: gen rule {f.code}")
+    return out
 
 
 def fixable_count(report: FileReport) -> int:
@@ -89,8 +115,15 @@ def fixable_count(report: FileReport) -> int:
     return sum(1 for l in report.findings if l.finding.fix is not None)
 
 
-def render_text(reports: list[FileReport], *, color: bool = False) -> str:
-    """`path:line: CODE severity: message [*]` per finding ([*]: `gen fix` can repair it), then a summary."""
+TEXT_FORMATS = ("text", "concise")  # text: each finding with its source excerpt; concise: one line each
+
+
+def render_text(reports: list[FileReport], *, color: bool = False, concise: bool = False,
+                quiet: bool = False) -> str:
+    """`path:line:col: CODE severity: message [*]` per finding, in line order ([*]: `gen fix` can
+    repair it); unless `concise`, each followed by its source line with a caret, its fix and
+    `gen rule CODE`; then (unless `quiet`: the findings and nothing else) which verl judged the
+    files and a summary."""
     lines: list[str] = []
     for report in reports:
         if report.error:
@@ -105,8 +138,18 @@ def render_text(reports: list[FileReport], *, color: bool = False) -> str:
                 lines.append(f"[bold]{escape(where)}[/bold]: [{style}]{code}[/{style}] {escape(rest)}")
             else:
                 lines.append(f"{where}: {code} {rest}")
+            if not concise:
+                details = _detail_lines(located)
+                if color:
+                    from rich.markup import escape
+
+                    details = [escape(text) for text in details]
+                lines += details
+                lines.append("")
         if report.incomplete:
             lines.append(one_line(f"{report.path}: error: {report.incomplete}"))
+    if quiet:
+        return "".join(line + "\n" for line in lines)
     for text in _resolution_lines(reports):
         if color:
             from rich.markup import escape
@@ -151,6 +194,9 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
         for located in report.findings:
             item = located.finding.to_dict()
             item["invocation_line"] = located.invocation_line
+            # Added in place (schema_version unchanged): where on the line, 1-based, end exclusive.
+            item["column"] = located.column
+            item["end_column"] = located.column + located.width if located.column is not None else None
             findings.append(item)
         files.append({"path": report.path, "error": report.error, "verl_version": report.verl_version,
                       "incomplete": report.incomplete,
@@ -223,6 +269,8 @@ def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) 
             location: dict[str, Any] = {"artifactLocation": {"uri": artifact_uri(report.path)}}
             if f.line:
                 location["region"] = {"startLine": f.line}
+                if located.column is not None:
+                    location["region"].update(startColumn=located.column, endColumn=located.column + located.width)
             result: dict[str, Any] = {
                 "ruleId": f.code, "ruleIndex": index[f.code], "level": _SARIF_LEVEL.get(f.severity, "note"),
                 "message": {"text": f.message}, "locations": [{"physicalLocation": location}],
@@ -267,6 +315,8 @@ def render_github(reports: list[FileReport]) -> str:
         for located in report.findings:
             f = located.finding
             line = f",line={f.line}" if f.line else ""
+            if f.line and located.column is not None:
+                line += f",col={located.column}"
             lines.append(f"::{_GH_LEVEL.get(f.severity, 'notice')} file={path}{line},"
                          f"title={_gh_escape(f.code, prop=True)}::{_gh_escape(f.message)}")
     return "\n".join(lines) + ("\n" if lines else "")
@@ -289,15 +339,15 @@ def render_failure(message: str, fmt: str) -> str:
     return ""
 
 
-def render(reports: list[FileReport], fmt: str, *, color: bool = False) -> str:
+def render(reports: list[FileReport], fmt: str, *, color: bool = False, quiet: bool = False) -> str:
     if fmt == "json":
         return render_json(reports)
     if fmt == "sarif":
         return render_sarif(reports)
     if fmt == "github":
         return render_github(reports)
-    return render_text(reports, color=color)
+    return render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
 
 
-__all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "render_json", "render_sarif", "render_github",
+__all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "TEXT_FORMATS", "render_json", "render_sarif", "render_github",
            "summary", "to_json_obj"]

@@ -269,12 +269,20 @@ def html_chart(phases: Sequence[PhaseLike], limit: float, *, title: str = "") ->
     return stacked_html([ChartSection(title, phases, limit)])
 
 
-def check_chart_path(path: str) -> None:
-    """Refuse (InputError) a --chart file name that is neither *.svg nor *.html/*.htm, before any work."""
-    if not path.lower().endswith((".svg", ".html", ".htm")):
-        from generator.errors import InputError
+def check_chart_path(path: str, *, force: bool = True) -> None:
+    """Refuse (InputError), before any work, a --chart file name that is neither *.svg nor
+    *.html/*.htm, a symbolic link (the write would replace its target), or an existing file
+    without `force` (--force)."""
+    import os
 
+    from generator.errors import InputError
+
+    if not path.lower().endswith((".svg", ".html", ".htm")):
         raise InputError(f"--chart {path}: the file name must end in .svg or .html")
+    if os.path.islink(path):
+        raise InputError(f"--chart {path}: is a symbolic link; nothing written (name the file itself)")
+    if not force and os.path.lexists(path):
+        raise InputError(f"--chart {path}: exists; pass --force to overwrite it")
 
 
 def charts_for(path: str, sections: Sequence[ChartSection]) -> str:

@@ -24,17 +24,21 @@ def file_error(path: str, err: Exception) -> str:
     return f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed"
 
 
-def fix_lines(outcome: FileFix, *, write: bool) -> Said:
-    """The diff (without --write), each fix applied or refused, a syntax error, errors left."""
+def fix_lines(outcome: FileFix, *, write: bool, fixed_text: bool = False) -> Said:
+    """The diff (without --write), each fix applied or refused, a syntax error, errors left.
+    With `fixed_text` (a script read from stdin, as ruff does) the whole fixed text goes to
+    stdout instead of a diff, changed or not, so `gen fix - < a.sh > b.sh` always gives a script."""
     from generator.fix.engine import unified_diff
 
     path, result = outcome.path, outcome.result
     if result is None:
         return [("err", file_error(path, outcome.error or RuntimeError("no result")))]
     said: Said = []
-    if not write and result.changed:
+    if fixed_text:
+        said.append(("out", result.fixed.decode("utf-8", errors="replace")))
+    elif not write and result.changed:
         said.append(("out", unified_diff(result, path)))
-    verb = "fixed" if write else "would fix"
+    verb = "fixed" if write or fixed_text else "would fix"
     for applied in result.applied:
         where = f"{path}:{applied.line}" if applied.line else path
         said.append(("err", f"{where}: {verb} {applied.code}: {applied.description}"))

@@ -96,13 +96,18 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     return findings
 
 
-def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Finding]:
-    """Findings about the script text itself (shell hazards)."""
+def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
+                    with_suppressions: bool = True) -> list[Finding]:
+    """Findings about the script text itself (shell hazards). Without `with_suppressions`, the
+    VS718/VS719 verdicts on its suppression comments are left out (check_script adds them over
+    every call's findings)."""
+    from generator.rules.suppression import CODES as SUPPRESSION_CODES
+
     load_rules()
     ctx = Context(config=Config(version="0.0.0", schema=""), script=script)
     findings: list[Finding] = []
     for rule in selected(select, ignore):
-        if rule.scope == "script":
+        if rule.scope == "script" and (with_suppressions or rule.code not in SUPPRESSION_CODES):
             findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, f.code))
     return findings
@@ -177,9 +182,8 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
         resolution = resolve_script(script, version=version)
     chosen = resolution.release
     results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
-    hazards = script_findings(script, select=select, ignore=ignore)
-    if hazards:
-        results.append((None, None, hazards))
+    hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
+    results.append((None, None, hazards))
     script_dir = os.path.dirname(os.path.abspath(script.path)) if script.path else None
     cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
     for invocation in script.invocations:
@@ -200,7 +204,31 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
             findings = [dataclasses.replace(f, message=f.message + inferred) if f.code in DEFAULT_SENSITIVE else f
                         for f in findings]
         results.append((invocation, config, findings))
+    _judge_suppressions(script, results, select=select, ignore=ignore, memory=memory_for is not None)
+    if not results[0][2]:
+        results.pop(0)  # no script-level finding: the first element is a call's
     return results
+
+
+def _judge_suppressions(script: LaunchScript, results: list[tuple[Invocation | None, Config | None, list[Finding]]],
+                        *, select: Iterable[str], ignore: Iterable[str], memory: bool) -> None:
+    """VS718/VS719 on the script's `# verl-gen: ignore` comments, judged over every finding of
+    every call (before suppression), added to the script-level findings (results[0])."""
+    from generator.rules.suppression import CODES as SUPPRESSION_CODES
+    from generator.rules.suppression import NEEDS_MEMORY, suppression_findings
+
+    chosen = [rule.code for rule in selected(select, ignore)]
+    wanted = [code for code in SUPPRESSION_CODES if code in chosen]
+    if not wanted or b"verl-gen" not in script.source.lower():
+        return
+    ran = [code for code in chosen if memory or code not in NEEDS_MEMORY]
+    found = [(f.code, invocation.line if invocation else None, f.line)
+             for invocation, _config, findings in results for f in findings]
+    extra = suppression_findings(script.source, found, ran=ran, wanted=wanted)
+    if extra:
+        hazards = results[0][2]
+        hazards.extend(extra)
+        hazards.sort(key=lambda f: (f.line or 0, f.code))
 
 
 __all__ = ["check_config", "check_script", "script_findings", "load_rules", "REGISTRY"]

@@ -166,6 +166,7 @@ _HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS715", "unset-in-value", "warning"),
     ("VS716", "env-in-value", "info"),
     ("VS717", "unused-option", "warning"),
+    ("VS720", "invisible-byte", "error"),
     ("VS731", "reader-limit", "info"),
     ("VS732", "assignment-as-command", "error"),
     ("VS733", "source-home-path", "warning"),
@@ -182,6 +183,16 @@ def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:
 
 
 _FIXERS["crlf"] = _strip_crs
+
+
+def _drop_invisible(script: LaunchScript, hazard: Hazard) -> Fix | None:
+    span = hazard.span
+    if span is None:
+        return None
+    return Fix("delete the invisible character(s) before the command", (TextEdit(span.start, span.end, ""),))
+
+
+_FIXERS["invisible-byte"] = _drop_invisible
 
 
 @rule("VS709", "no-trainer-call", severity="warning", stage="shell", verl_ref="", backends=_SCRIPT, scope="script")

@@ -24,6 +24,10 @@ from generator.schema.yamlload import load_yaml_file
 
 # verl's ppo_megatron_trainer loads about 30 files; recipes a few more.
 MAX_LOADS = 500
+# Bytes of YAML all those loads add up to (a file loaded twice counts twice: each load is
+# copied and merged). verl's Megatron trainer composes ~200 KB; 400 defaults entries over one
+# 800 KB file took > 300 s while MAX_LOADS only counted files (issue 21).
+MAX_LOAD_BYTES = 16 * 1024 * 1024
 
 # Called with a config name ("ppo_megatron_trainer") that is not in the directory; returns
 # the nested config to use instead, or None when it is unknown too.
@@ -41,7 +45,8 @@ class _Budget:
     def __init__(self, root: Path) -> None:
         self.root = root
         self.loads = 0
-        self.parsed: dict[Path, Any] = {}
+        self.bytes = 0
+        self.parsed: dict[Path, tuple[Any, int]] = {}
 
     def load(self, path: Path) -> Any:
         self.loads += 1
@@ -49,8 +54,18 @@ class _Budget:
             raise InputError(f"{self.root}: the defaults lists expand to more than {MAX_LOADS} config loads "
                              "(refused; Hydra would compose every one)")
         if path not in self.parsed:
-            self.parsed[path] = load_yaml_file(path)
-        return copy.deepcopy(self.parsed[path])
+            data = load_yaml_file(path)
+            try:
+                size = path.stat().st_size
+            except OSError:
+                size = 0
+            self.parsed[path] = (data, size)
+        data, size = self.parsed[path]
+        self.bytes += size
+        if self.bytes > MAX_LOAD_BYTES:
+            raise InputError(f"{self.root}: the defaults lists load more than {MAX_LOAD_BYTES // (1024 * 1024)} MB "
+                             "of YAML (refused; Hydra would compose every byte)")
+        return copy.deepcopy(data)
 
 
 def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:

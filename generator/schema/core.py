@@ -168,6 +168,22 @@ class UnreadableConfig(InputError):
 
 
 def _from_dir(version: str, config_dir: Path) -> Schema:
+    """The schema of a config folder: from the cache when its YAML is unchanged (schema/cache.py),
+    else composed and then cached."""
+    from generator.schema import cache
+
+    key = cache.content_key(config_dir)
+    hit = cache.load_entry(key) if key is not None else None
+    if hit is not None:
+        configs, mandatory = hit
+        return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
+    schema = _compose_dir(version, config_dir)
+    if key is not None:
+        cache.store_entry(key, schema.configs, schema.mandatory_by_config)
+    return schema
+
+
+def _compose_dir(version: str, config_dir: Path) -> Schema:
     from generator.schema.compose import ComposeError, compose, flatten
     from generator.schema.yamlload import load_yaml_file
 

@@ -7,6 +7,7 @@ from __future__ import annotations
 import importlib.util
 from pathlib import Path
 
+from generator import boundary
 from generator.errors import InputError
 from generator.schema.core import _packaged_ids, _sort_key
 from generator.versions import parse
@@ -15,6 +16,8 @@ from generator.versions import parse
 # differs from both, so it is packaged as its own schema id; parse() reads it as 0.7.0, so
 # version-gated rules treat it as 0.7.0.
 HEAD_SCHEMA = "0.7.0+b178a3c"
+# A package's METADATA holds its README: tens of kilobytes.
+METADATA_LIMIT = 1 << 20
 
 SNAPSHOTS: dict[str, str] = {
     "v0.4.1": "0.4.1",
@@ -88,11 +91,17 @@ def read_version(package: Path) -> str | None:
     except InputError:
         pass
     # A dist-info next to the package: verl-X.dist-info/METADATA
-    for meta in sorted(package.parent.glob("verl-*.dist-info/METADATA")):
+    found = boundary.current()
+    allowed = found is None or found.allows(package)
+    # Through the bounded reader like every file: a METADATA that is a FIFO or a link to
+    # /dev/zero is refused, not waited on or read without end (issue 21).
+    for meta in sorted(package.parent.glob("verl-*.dist-info/METADATA"))[:8]:
         try:
-            for line in meta.read_text(encoding="utf-8").splitlines():
-                if line.startswith("Version:"):
-                    return line.split(":", 1)[1].strip()
-        except OSError:
+            # Beside a package the boundary allows (the installed verl's site-packages, or the project).
+            text = read_text_input(meta, limit=METADATA_LIMIT, what="package METADATA", trusted=allowed)
+        except InputError:
             continue
+        for line in text.splitlines():
+            if line.startswith("Version:"):
+                return line.split(":", 1)[1].strip()[:64]
     return None

@@ -20,6 +20,7 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -114,6 +115,9 @@ def known_config_dir(text: str) -> Path:
     folder = Path(text)
     if not _has_ppo_config(folder):
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
+    from generator import boundary
+
+    boundary.trust(folder)  # the user named it: readable from any script's project
     return folder
 
 
@@ -324,6 +328,8 @@ def _schema_has(schema: Schema, key: str, name: str) -> bool:
 
 
 def _has_ppo_config(folder: Path) -> bool:
+    if not os.path.isdir(folder):  # one stat for the common case (no such folder), not one per name
+        return False
     return any((folder / f"{prefix}{name}.yaml").is_file() for name in PPO_CONFIGS
                for prefix in ("", "_generated_"))
 

@@ -60,7 +60,19 @@ def load_yaml_text(text: str, where: str = "YAML") -> Any:
     InvalidYaml (a ValueError) when it is not YAML."""
     import yaml
 
-    loader = _loader()(text)
+    try:
+        return construct_bounded(_loader()(text), text, where)
+    except yaml.YAMLError as err:
+        raise InvalidYaml(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
+    except RecursionError:  # `a: [[[[…` thousands deep: the parser recurses per level
+        raise InputError(f"{where}: the YAML nests too deeply to read") from None
+
+
+def construct_bounded(loader: Any, text: str, where: str) -> Any:
+    """The document a PyYAML loader (built over `text`) constructs, refused (InputError) past
+    MAX_EXPANDED_NODES nodes, before or after expanding aliases: every YAML gen reads, the
+    user's recipe library too, goes through this bound. YAML errors propagate."""
+    _count_nodes(text, where)
     try:
         node = loader.get_single_node()
         if node is None:
@@ -69,12 +81,44 @@ def load_yaml_text(text: str, where: str = "YAML") -> Any:
         if expanded > MAX_EXPANDED_NODES:
             raise InputError(f"{where}: aliases expand it to more than {MAX_EXPANDED_NODES} nodes (refused)")
         return loader.construct_document(node)
-    except yaml.YAMLError as err:
-        raise InvalidYaml(f"{where}: not valid YAML ({' '.join(str(err).split())})") from None
-    except RecursionError:  # `a: [[[[…` thousands deep: the parser recurses per level
-        raise InputError(f"{where}: the YAML nests too deeply to read") from None
     finally:
         loader.dispose()
+
+
+def _count_nodes(text: str, where: str) -> None:
+    """InputError when the document has more than MAX_EXPANDED_NODES nodes before any alias is
+    expanded: counted from the parser's events (libyaml's when installed), stopping at the bound,
+    before the pure-Python composer builds them (a 4 MB flow list `[1,1,1,…]` took 157 s and
+    1.2 GiB there, issue 21). Syntax errors are left to the loader, which reports them."""
+    import yaml
+
+    parser = getattr(yaml, "CParser", None)
+    events = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
+    count = 0
+    try:
+        if parser is not None:
+            source = parser(text)
+            try:
+                while True:
+                    event = source.get_event()
+                    if event is None or isinstance(event, yaml.StreamEndEvent):
+                        break
+                    if isinstance(event, events):
+                        count += 1
+                        if count > MAX_EXPANDED_NODES:
+                            break
+            finally:
+                source.dispose()
+        else:  # pragma: no cover - PyYAML without libyaml
+            for event in yaml.parse(text, Loader=yaml.SafeLoader):
+                if isinstance(event, events):
+                    count += 1
+                    if count > MAX_EXPANDED_NODES:
+                        break
+    except (yaml.YAMLError, RecursionError):
+        return
+    if count > MAX_EXPANDED_NODES:
+        raise InputError(f"{where}: more than {MAX_EXPANDED_NODES} nodes (refused; a config has a few thousand)")
 
 
 def _expanded_size(node: Any, sizes: dict[int, int], open_nodes: set[int]) -> int:

@@ -19,8 +19,12 @@ def _sequence(body: str) -> list[str] | None:
     if not m:
         return None
     if m.group(1) is not None:
+        if any(len(g.lstrip("-")) > 18 for g in (m.group(1), m.group(2), m.group(3) or "")):
+            return None  # past bash's 64-bit integers (`{1..99999999999999999999}`: an internal error before)
         first, last = int(m.group(1)), int(m.group(2))
         step = abs(int(m.group(3) or 1)) or 1
+        if abs(last - first) // step + 1 > _MAX_BRACE_WORDS:
+            return None
         width = max(len(m.group(1)), len(m.group(2))) if re.match(r"-?0\d", m.group(1) + " ") or re.match(
             r"-?0\d", m.group(2) + " ") else 0
         values = range(first, last + 1, step) if first <= last else range(first, last - 1, -step)

@@ -11,8 +11,9 @@ from typing import TYPE_CHECKING, cast
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
-from generator.shell.model import Field, Group, Piece, Var, as_text, has_unknown, size_of, too_large
 from generator.shell.comment_subst import mask_comment_substitutions
+from generator.shell.model import (CALL_COST, FUNCTION_CALLS, Field, Group, Piece, Var, as_text, has_unknown, size_of,
+                                   too_large)
 from generator.shell.words import Expander, ExpansionHost
 
 if TYPE_CHECKING:
@@ -178,6 +179,7 @@ class Builtins(EvaluatorParts):
         if flow.depth >= _MAX_CALL_DEPTH:
             return
         body, fx = self.state.functions[name]
+        self.work.charge(CALL_COST, body.end_byte - body.start_byte, FUNCTION_CALLS)
         saved_args, saved_label, saved_fx = self.state.args, self.state.args_label, self.fx
         self.state.args = [list(f.pieces) for f in fields[1:]]
         self.state.args_label = None

@@ -97,6 +97,30 @@ def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Ha
     return out
 
 
+# Bytes that print as nothing (or as a space) but are not whitespace to bash, in the script's
+# text as the reader keeps it (each byte one latin-1 character): a UTF-8 byte-order mark, zero-
+# width space/joiners, word joiner, no-break space. Before a command they become part of its name.
+_INVISIBLE = re.compile("(?m)^[ \t]*(\xef\xbb\xbf|\xe2\x80[\x8b-\x8d]|\xe2\x81\xa0|\xc2\xa0)+(?=[^\s])")
+_INVISIBLE_NAMES = {"\xef\xbb\xbf": "a byte-order mark (U+FEFF)", "\xc2\xa0": "a no-break space (U+00A0)",
+                    "\xe2\x81\xa0": "a word joiner (U+2060)"}
+
+
+def invisible_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazard]:
+    """A command preceded by an invisible byte: bash reads `\ufeffpython3` as the command name,
+    finds no such command and the trainer never starts, though the line looks right (issue 21)."""
+    out = []
+    for m in _INVISIBLE.finditer(src):
+        line = line_of(m.start(1))
+        what = _INVISIBLE_NAMES.get(m.group(1), "a zero-width character (U+200B-U+200D)")
+        word = src[m.end():m.end() + 40].split(None, 1)[0] if src[m.end():m.end() + 40].split() else ""
+        out.append(Hazard("invisible-byte", line, f"line {line} starts with {what} before `{word}`: bash reads it as "
+                          f"part of the command name (\"command not found\"), so this command never runs; delete it",
+                          Span(m.start(1), m.end(), line)))
+        if len(out) >= 20:
+            break
+    return out
+
+
 def crlf_hazard(src: str, invocations: list[Invocation], line_of: Callable[[int], int]) -> Hazard | None:
     """Windows line endings: bash keeps the CR as part of the last word of each line, and a
     `\\` before CR escapes the CR, not the newline, so every continued command ends there."""

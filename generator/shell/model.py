@@ -106,7 +106,20 @@ WORK_LIMIT = 300_000
 
 
 class TooMuchWork(Exception):
-    """Reading the script would take more than WORK_LIMIT units of expansion."""
+    """Reading the script would take more than WORK_LIMIT units of expansion; `cause` says what
+    spent the last unit (values built by repetition, shell function calls)."""
+
+    def __init__(self, cause: str = "values built by repetition") -> None:
+        super().__init__(cause)
+        self.cause = cause
+
+
+# A call of a shell function costs this much plus its body's size (one unit per 64 bytes):
+# `f() { f; f; f; f; f; f; f; f; f; f; }; f` calls f 10^8 times within the depth cap. Walking
+# one small call takes ~0.2 ms, about 64 units of expansion, so WORK_LIMIT allows ~4,700
+# calls (~1 s); real launchers call a few functions a few times (issue 21).
+CALL_COST = 64
+FUNCTION_CALLS = "shell function calls, e.g. a function that calls itself many times"
 
 
 class Work:
@@ -117,10 +130,10 @@ class Work:
     def __init__(self) -> None:
         self.spent = 0
 
-    def charge(self, parts: int, chars: int = 0) -> None:
+    def charge(self, parts: int, chars: int = 0, cause: str | None = None) -> None:
         self.spent += parts + (chars >> 6)
         if self.spent > WORK_LIMIT:
-            raise TooMuchWork
+            raise TooMuchWork(cause) if cause else TooMuchWork()
 
 
 def size_of(pieces: Iterable[Piece]) -> tuple[int, int]:

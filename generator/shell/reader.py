@@ -12,7 +12,8 @@ from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
 from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
                                    recognise)
-from generator.shell.hazards import crlf_hazard, has_unquoted_glob, text_hazards, unused_option_hazards
+from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
+                                     unused_option_hazards)
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
@@ -64,8 +65,10 @@ def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
 def _read_bytes(name: str) -> bytes:
     """A launch file's bytes. generator.files.read_input refuses FIFOs and devices before
     opening them and caps the size; InputError (one line, naming the file) otherwise."""
-    from generator.files import read_input
+    from generator import boundary
+    from generator.files import STDIN, read_input
 
+    boundary.enter(os.getcwd() if name == STDIN else name)
     try:
         return read_input(name)  # the project's cap for a launch script (generator.files)
     except InputError as err:
@@ -92,9 +95,9 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
     except RecursionError:
         # Deep `$(…)`, `${…}` or `if` nesting: one message for every command.
         raise InputError(f"{label}: {NESTS_TOO_DEEPLY}") from None
-    except TooMuchWork:
-        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion (values "
-                         "built by repetition); not a launch script gen checks") from None
+    except TooMuchWork as err:
+        raise InputError(f"{label}: reading it takes more than {WORK_LIMIT:,} steps of expansion ({err.cause}); "
+                         "not a launch script gen checks") from None
 
 
 def _held_calls(ev: Evaluator) -> list[CommandRecord]:
@@ -187,6 +190,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)
+    hazards.extend(invisible_hazards(src, lambda off: line_of(None, off)))
     hazards = second_opinion(hazards, data)
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):

@@ -4,8 +4,9 @@ statically. The evaluator expands the words; these functions only decide."""
 from __future__ import annotations
 
 import operator
-import re
 from collections.abc import Callable
+
+from generator.safe_regex import search
 
 _INTEGER_TESTS: dict[str, Callable[[int, int], bool]] = {
     "-eq": operator.eq, "-ne": operator.ne, "-lt": operator.lt, "-le": operator.le, "-gt": operator.gt,
@@ -42,10 +43,9 @@ def compare(op: str, left: str, right: str) -> bool | None:
     if op == "!=":
         return left != right
     if op == "=~":
-        try:
-            return re.search(right, left) is not None
-        except re.error:
-            return None
+        # The script's regex: matched in linear time (`^(a+)+b$` backtracks for seconds in `re`);
+        # unknown when it cannot be judged safely (generator.safe_regex).
+        return search(right, left)
     if op in ("<", ">"):
         return left < right if op == "<" else left > right
     test = _INTEGER_TESTS.get(op)
