@@ -184,6 +184,12 @@ def test_one_finding_per_unquoted_placeholder() -> None:
     assert sorted((f.code, f.line) for f in findings) == [("VS712", 3), ("VS712", 4)]
 
 
+def test_a_deletion_followed_by_stray_words_is_read() -> None:
+    # `~key` has no value; found by the CLI fuzz test (was an IndexError).
+    script = read_script(TRAINER + "    ~data.train_batch_size \\\n    stray words\n", "t.sh")
+    assert [h.kind for h in script.hazards] == ["stray-argument", "stray-argument"]
+
+
 @pytest.mark.parametrize("value", ["/path/to/your/model", "http://xx.xx.xx.xx:8265", "TASK_NAME_YOU_SELECT",
                                    "PATH/TO/val.parquet", "/data/your_dataset/train.parquet", "robotwin2_TASK_YOU_SELECT"])
 def test_placeholder_forms(value: str) -> None:

@@ -334,15 +334,15 @@ def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
     """How many words from `texts[j]` (an override) on make one unquoted placeholder phrase
     (`key=path`, `to`, `your`, `model`), or 0 when they do not. Words the reader does not
     know (an unknown variable's `<?…>`) are never part of one."""
-    if not looks_like_override(texts[j]) or fields[j].unknowns:
-        return 0  # (a logger name split into words is a stray-argument error like any other value)
+    if not looks_like_override(texts[j]) or "=" not in texts[j] or fields[j].unknowns:
+        return 0  # (`~key` has no value; a logger name split into words is a stray argument too)
     end = j + 1
     while end < len(texts) and texts[end].strip() and not looks_like_override(texts[end]) \
             and not texts[end].startswith("-") and not fields[end].unknowns:
         end += 1
     if end == j + 1:
         return 0
-    value = texts[j].split("=", 1)[1]
+    value = texts[j].partition("=")[2]
     if is_placeholder(" ".join([value, *texts[j + 1 : end]])) or any(
             placeholder_word(w) for w in [value, *texts[j + 1 : end]]):
         return end - j
