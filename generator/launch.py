@@ -115,6 +115,15 @@ class Invocation:
     env: dict[str, str] = field(default_factory=dict)  # VAR=x prefixes and `env VAR=x`
     redirects: list[str] = field(default_factory=list)  # "2>&1", "| tee log", "> out.log", "&"
     context: list[str] = field(default_factory=list)  # e.g. ["if [[ $backend == megatron ]]"]
+    # The file the command is written in when it is not the script itself (a script it runs with
+    # `bash x.sh`, a string it evals): its spans are offsets in that file, so no edit is made there.
+    path: str | None = None
+
+
+def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
+    """The call's command is written in another file than the script (its spans are that file's
+    offsets, not the script's): nothing edits it."""
+    return invocation.path is not None and invocation.path != script_path
 
 
 @dataclass(slots=True)

@@ -113,6 +113,18 @@ def test_wrapper_runs_the_callee_with_its_exported_settings(tmp_path: Path) -> N
     assert any("run_x.sh, run by line 5" in c for c in inv.context)
 
 
+def test_gen_fix_never_edits_the_wrapper_at_the_callees_offsets(tmp_path: Path) -> None:
+    wrapper = _wrapper_project(tmp_path)
+    before = wrapper.read_bytes()
+    callee = tmp_path / "examples" / "grpo" / "run_x.sh"
+    callee_before = callee.read_bytes()
+    done = subprocess.run([sys.executable, "-m", "generator", "fix", "--write", "--unsafe", "wrapper.sh"], cwd=tmp_path,
+                          capture_output=True, text=True, env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin"},
+                          timeout=120)
+    assert "Traceback" not in done.stderr and done.returncode in (0, 1), done.stdout + done.stderr
+    assert wrapper.read_bytes() == before and callee.read_bytes() == callee_before
+
+
 def test_wrapper_found_from_the_folder_above(tmp_path: Path) -> None:
     wrapper = _wrapper_project(tmp_path)
     inner = tmp_path / "examples" / "grpo" / "wrap2.sh"
