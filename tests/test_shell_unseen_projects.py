@@ -194,6 +194,11 @@ def test_one_finding_per_unquoted_placeholder() -> None:
             "    trainer.n_gpus_per_node=8\n")
     findings = script_findings(read_script(text, "t.sh"), select=["VS"])
     assert sorted((f.code, f.line) for f in findings) == [("VS712", 3), ("VS712", 4)]
+    two = ('A="YOUR CKPT DIR"\nB="MODIFIED YOURSELF e.g. x"\n' + TRAINER
+           + "    trainer.default_local_dir=$A/$B \\\n    trainer.n_gpus_per_node=8\n")
+    findings = script_findings(read_script(two, "t.sh"), select=["VS"])
+    assert [(f.code, f.line) for f in findings] == [("VS712", 4), ("VS712", 4)]  # one per placeholder
+    assert "$A, line 1" in findings[0].message + findings[1].message and "$B, line 2" in findings[1].message
 
 
 def test_a_deletion_followed_by_stray_words_is_read() -> None:

@@ -250,15 +250,18 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
             line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
             span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
             words = " ".join(texts[j : j + phrase])
-            group = next((p.group for g in rest[j : j + phrase] for p in g.pieces
-                          if p.group is not None and p.group.variable and p.group.span_start is not None), None)
-            where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
-                     if group is not None else "")
-            out.append(Hazard(
-                "stray-argument", line,
-                f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into {phrase} "
-                f"words, so Hydra gets `{text[:60]}` and stops at the stray argument `{texts[j + 1][:40]}`; "
-                "fill in the real value", span))
+            # One finding per placeholder: `dir=$CKPT_PATH/$EXPERIMENT_NAME` holds two of them.
+            groups = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
+                           if p.group is not None and p.group.variable and p.group.span_start is not None
+                           and _has_placeholder_words(p.group.text)}.values())
+            for group in groups or [None]:
+                where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
+                         if group is not None else "")
+                out.append(Hazard(
+                    "stray-argument", line,
+                    f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into "
+                    f"{phrase} words, so Hydra gets `{text[:60]}` and stops at the stray argument "
+                    f"`{texts[j + 1][:40]}`; fill in the real value", span))
             j += phrase
             continue
         flag = text.split("=", 1)[0]
@@ -320,6 +323,11 @@ def launcher_placeholder_hazards(rec: CommandRecord, inv: Invocation, line_of: C
                               f"{name}={value[:80]} (the call's environment) is a placeholder left in the script; "
                               "fill in the real value", None))
     return out
+
+
+def _has_placeholder_words(text: str) -> bool:
+    words = text.split()
+    return len(words) > 1 and (is_placeholder(text) or any(placeholder_word(w) for w in words))
 
 
 def _config_dir(inv: Invocation) -> str | None:
