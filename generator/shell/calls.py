@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from generator.launch import Hazard, Invocation, Override, Provenance, Source, Span
 from generator.overrides import looks_like_override, parse_override
-from generator.shell.model import Field, Piece, as_text, pieces_text
+from generator.shell.model import Field, Group, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
@@ -251,7 +251,7 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
             span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
             words = " ".join(texts[j : j + phrase])
             # One finding per placeholder: `dir=$CKPT_PATH/$EXPERIMENT_NAME` holds two of them.
-            groups = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
+            groups: list[Group | None] = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
                            if p.group is not None and p.group.variable and p.group.span_start is not None
                            and _has_placeholder_words(p.group.text)}.values())
             for group in groups or [None]:
