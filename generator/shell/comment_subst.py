@@ -16,6 +16,7 @@ comments that mention backticks are left as written.
 
 from __future__ import annotations
 
+import re
 from typing import TYPE_CHECKING
 
 from generator.shell.parse import parse_bytes
@@ -27,12 +28,13 @@ if TYPE_CHECKING:
 # right or wrong differently, so passes repeat until none is left (bounded: each pass blanks
 # at least one comment, and no script has more than a few dozen of them).
 _MAX_PASSES = 64
+_MAY_HOLD = re.compile(rb"`[^`\n]*#")
 
 
 def mask_comment_substitutions(data: bytes) -> tuple[bytes, Tree]:
     """(the script with comment-only backtick bodies made `:`, its syntax tree)."""
     tree = parse_bytes(data)
-    if b"`" not in data or b"#" not in data:
+    if _MAY_HOLD.search(data) is None:  # no `#` after a backtick on any line: nothing to mask
         return data, tree
     for _ in range(_MAX_PASSES):
         spans = list(_swallowing_comments(tree.root_node, data))

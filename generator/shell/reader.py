@@ -149,11 +149,10 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
     hazards.extend(command_trap_hazards(src, tree, lambda off: line_of(None, off)))
-    records = list(ev.records)
-    if not any(recognise(rec, line_of) for rec in records if rec.branch != "dead"):
-        records.extend(_held_calls(ev))
-    for rec in records:
-        inv = recognise(rec, line_of)
+    read = [(rec, recognise(rec, line_of)) for rec in ev.records]  # each command recognised once
+    if not any(inv is not None and rec.branch != "dead" for rec, inv in read):
+        read.extend((rec, recognise(rec, line_of)) for rec in _held_calls(ev))
+    for rec, inv in read:
         if inv is None:
             orphan = orphan_hazard(rec) if rec.path == path else None
             if orphan is not None:
