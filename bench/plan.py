@@ -19,7 +19,7 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generator.plan.reference import verl_layouts  # noqa: E402
-from generator.plan.search import describe_layout  # noqa: E402
+from generator.plan.search import deciding_criterion, describe_layout, rank_key  # noqa: E402
 
 
 def offload_weight(c) -> int:
@@ -46,7 +46,8 @@ def phases(c) -> str:
 
 def table() -> int:
     head = ("id", "model", "GPUs", "verl layout", "verl knobs", "verl mem u/os/lp/r/ws", "fits",
-            "our layout", "our knobs", "our mem u/os/lp/r/ws", "MP v/o", "off v/o", "limit")
+            "our layout", "our knobs", "our mem u/os/lp/r/ws", "MP v/o", "off v/o", "limit",
+            "est s v/o", "why ours")
     print("| " + " | ".join(head) + " |")
     print("|" + "---|" * len(head))
     for row in verl_layouts():
@@ -65,8 +66,30 @@ def table() -> int:
                       phases(best), f"{shipped.model_parallel_size}/{best.model_parallel_size}",
                       f"{offload_weight(shipped)}/{offload_weight(best)}"]
         cells.append(f"{shipped.limit_gib:g}")
+        cells += [step_cells(row, shipped, best), departure(row, shipped, best)]
         print("| " + " | ".join(cells) + " |")
     return 0
+
+
+def step_cells(row, shipped, best) -> str:
+    """Estimated step seconds of verl's layout as shipped and of ours, and the estimated gain."""
+    if best is None or shipped.score is None or best.score is None:
+        return "-"
+    gain = shipped.score.total_s / best.score.total_s
+    return f"{shipped.score.total_s:.0f}/{best.score.total_s:.0f} ({gain:.2f}x)"
+
+
+def departure(row, shipped, best) -> str:
+    """Why our plan departs from verl's layout: the first ranking criterion ours wins on."""
+    if best is None:
+        return "nothing fits"
+    seq = row.row["prompt"] + row.row["response"]
+    moe = row.model.is_moe
+    per_node = min(8, row.row["gpus"])
+    if describe_layout(shipped) == describe_layout(best) and shipped.rollout_tp == best.rollout_tp:
+        return "verl's layout"
+    reason = deciding_criterion(rank_key(best, seq, moe, per_node), rank_key(shipped, seq, moe, per_node))
+    return reason or "tie"
 
 
 def timing() -> int:

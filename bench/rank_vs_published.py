@@ -1,27 +1,28 @@
-"""The planner's ranking score against published verl step times (issue 12 part 4).
+"""The calibrated step-time model against published verl step times (issues 12 and 23).
 
     python bench/rank_vs_published.py [--data bench/data/published_step_times.yaml]
+                                      [--write-calibration] [--rounds N]
 
 For every published point (bench/data/published_step_times.yaml, each with its source) the
-layout and knobs are evaluated as given (`plan_layout(fixed=...)`) and the estimated step time
-(generator.plan.step_time) is set beside the published one. Prints, per group of points that
-share model, hardware and workload, the Spearman rank correlation of estimate vs published
-(the ranking only needs the order right), per GPU count inside the group where there are
-several points, the ratio estimate/published per point, and the Spearman over all points of
-the estimated vs published GPU-seconds per token. Exit 0; 2 on an unreadable data file.
+layout and knobs are evaluated as given (`plan_layout(fixed=...)`). Leave-one-group-out: for each
+group (model × GPU type × source) the free constants are refitted on the other groups
+(generator.plan.step_fit) and the group is predicted with them. Prints per point the published
+seconds, the estimate with the stored constants and the held-out estimate; per group and per
+GPU count inside it the Spearman rank correlation of held-out estimate vs published; over all
+points the Spearman of GPU-seconds per token; and the share of held-out estimates within
+0.5-2x. `--write-calibration` refits on every point and writes
+generator/data/step_time_calibration.yaml first. Exit 0; 2 on an unreadable data file.
 
-Measured (19 points from ISEEKYAN/verl_megatron_practice, DAPO on H100): Qwen2.5-7B group +0.32
-(12 points; −0.63 among the 9 on 8 GPUs), Qwen3-30B-A3B group +0.74 (7; −0.77 among 4 on 16
-GPUs, +1.00 among 3 on 32), all points per GPU-second per token +0.64. Across GPU counts the
-order is right; between layouts on the same GPUs it is not: the estimate prefers a wider rollout
-TP (fewer KV-cache waves, weights read in parallel) where the published runs are faster with
-rollout TP 1, and it ignores TP/CP communication. Estimates are 2-9× the published times: they
-assume every response reaches the maximum length (8192), which DAPO's responses do not.
+Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
+Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +0.50 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
+8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x
+(docs/step-time-model.md).
 """
 
 from __future__ import annotations
 
 import argparse
+from dataclasses import replace
 import sys
 from pathlib import Path
 from typing import Any
@@ -34,8 +35,14 @@ sys.path.insert(0, str(ROOT))
 from generator.hardware import gpu_spec  # noqa: E402
 from generator.model import resolve_model  # noqa: E402
 from generator.plan import plan_layout  # noqa: E402
+from generator.plan.engine import engine_memory  # noqa: E402
+from generator.plan.step_fit import Case, fit, leave_one_group_out, parts  # noqa: E402
+from generator.plan.step_time import FREE_CONSTANTS, StepConstants, calibrated, estimate_step_time  # noqa: E402
+from generator.plan.workload import Workload, algo_roles  # noqa: E402
+from generator.resources import data_dir  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "published_step_times.yaml"
+CALIBRATION = data_dir() / "step_time_calibration.yaml"
 
 
 def ranks(values: list[float]) -> list[float]:
@@ -68,84 +75,182 @@ def spearman(xs: list[float], ys: list[float]) -> float | None:
 
 
 def _budget(text: str) -> tuple[bool, int]:
-    """'20k' → (dynamic, 20480); 'micro 4' → (static, 4)."""
+    """'20k' → (dynamic, 20480); '11680' → (dynamic, 11680); 'micro 4' → (static, 4)."""
     text = str(text).strip().lower()
     if text.startswith("micro"):
         return False, int(text.split()[1])
-    return True, int(float(text.rstrip("k")) * 1024)
+    if text.endswith("k"):
+        return True, int(float(text.rstrip("k")) * 1024)
+    return True, int(text)
 
 
-def estimate(point: dict[str, Any]) -> tuple[float | None, str]:
-    """(estimated step seconds, note) for one published point."""
-    model = resolve_model(point["model"])
+def _fixed(point: dict[str, Any]) -> dict[str, Any]:
     dynamic, actor = _budget(point["actor_budget"])
     _, log_prob = _budget(point["log_prob_budget"])
     offload = bool(point["offload"])
+    fraction = float(point.get("cpu_optimizer_fraction", 0.0))
     fixed: dict[str, Any] = {
         "tp": point["tp"], "pp": point["pp"], "cp": point["cp"], "ep": point["ep"], "vpp": point.get("vpp"),
         "rollout_tp": point["rollout_tp"], "use_dynamic_bsz": dynamic,
-        "offload": {"param": offload, "grad": offload, "optimizer": offload},
+        "offload": {"param": offload, "grad": offload, "optimizer": offload, "cpu_optimizer": fraction > 0,
+                    "cpu_optimizer_fraction": fraction},
         "recompute": bool(point.get("recompute", False)),
         "gpu_memory_utilization": point["gpu_memory_utilization"],
     }
-    if "etp" in point:
-        fixed["etp"] = point["etp"]
+    for key, name in (("etp", "etp"), ("first", "first_stage_layers"), ("last", "last_stage_layers")):
+        if point.get(key) is not None:
+            fixed[name] = point[key]
     if dynamic:
         fixed.update(token_budget=actor, log_prob_token_budget=log_prob)
     else:
         fixed.update(micro_batch_per_gpu=actor, log_prob_micro_batch_per_gpu=log_prob)
-    plan = plan_layout(model, point["gpus"], nodes=max(1, point["gpus"] // 8), gpu=gpu_spec(point["gpu"]),
+    return fixed
+
+
+def case_for(point: dict[str, Any]) -> tuple[Case | None, str]:
+    """The published point as a fitting case (its layout sized as given), or (None, why not)."""
+    model = resolve_model(point["model"])
+    gpu = gpu_spec(point["gpu"])
+    plan = plan_layout(model, point["gpus"], nodes=max(1, point["gpus"] // 8), gpu=gpu,
                        prompt_len=point["prompt_len"], response_len=point["response_len"], n=point["n"],
                        algo=point["algo"], train_batch_size=point["train_batch_size"],
-                       ppo_mini_batch_size=point["ppo_mini_batch_size"], fixed=fixed, top=1)
+                       ppo_mini_batch_size=point["ppo_mini_batch_size"], fixed=_fixed(point), top=1)
     cand = plan.candidates[0] if plan.candidates else None
     if cand is None or cand.score is None:
         return None, plan.rejected[0][1] if plan.rejected else "not evaluated"
-    return cand.score.total_s, "" if cand.fits else "predicted not to fit"
+    has_ref, has_critic = algo_roles(point["algo"])
+    dp = point["gpus"] // cand.model_parallel_size
+    mini = cand.ppo_mini_batch_size or point["ppo_mini_batch_size"]
+    responses = point["train_batch_size"] * point["n"]
+    work = Workload(gpus=point["gpus"], gpu_memory_gib=gpu.memory_gib, prompt_len=point["prompt_len"],
+                    response_len=point["response_len"], per_rank_mini_batch=max(1, mini * point["n"] // dp),
+                    has_ref=has_ref, has_critic=has_critic, responses_per_step=responses,
+                    max_num_batched_tokens=max(8192, point["prompt_len"] + point["response_len"]),
+                    mean_response_len=int(point.get("mean_response_len") or 0))
+    kv_tokens = engine_memory(model, cand, work, responses_per_step=responses).kv_tokens
+
+    def estimate_with(k: StepConstants) -> Any:
+        return estimate_step_time(cand, model, gpu, work, kv_tokens=kv_tokens, constants=k)
+
+    case = Case(id=point["id"], group=point["group"], estimate=estimate_with, step_s=float(point["step_s"]),
+                gen_s=point.get("gen_s"), update_s=point.get("update_s"), log_prob_s=point.get("log_prob_s"))
+    return case, "" if cand.fits else "predicted not to fit"
+
+
+def estimate(point: dict[str, Any]) -> tuple[float | None, str]:
+    """(estimated step seconds with the calibrated constants, note) for one published point."""
+    case, note = case_for(point)
+    return (None, note) if case is None else (case.estimate(calibrated()).total_s, note)
+
+
+def load_points(path: Path) -> list[dict[str, Any]]:
+    data = yaml.safe_load(path.read_text())
+    defaults = data.get("defaults", {})
+    return [{**defaults, **p} for p in data["points"]]
 
 
 def _fmt(rho: float | None) -> str:
     return "n/a" if rho is None else f"{rho:+.2f}"
 
 
+def _within(est: float, published: float) -> bool:
+    return 0.5 <= est / published <= 2.0
+
+
+def published_response_share(points: list[dict[str, Any]]) -> float:
+    """Median published mean/maximum response length over the points that give a mean."""
+    shares = sorted(p["mean_response_len"] / p["response_len"] for p in points if p.get("mean_response_len"))
+    middle = len(shares) // 2
+    return shares[middle] if len(shares) % 2 else (shares[middle - 1] + shares[middle]) / 2
+
+
+def write_calibration(constants: StepConstants, cases: list[Case], path: Path) -> None:
+    values = {name: float(f"{getattr(constants, name):.4g}") for name in
+              (*FREE_CONSTANTS, "mean_response_share", "mean_prompt_share")}
+    header = ("# The step-time model's constants (generator.plan.step_time.StepConstants).\n"
+              "# Written by `python bench/rank_vs_published.py --write-calibration`: the free constants\n"
+              f"# ({', '.join(FREE_CONSTANTS)}) fitted by generator.plan.step_fit on all {len(cases)} points of\n"
+              "# bench/data/published_step_times.yaml (each with its source); mean_response_share is the median\n"
+              "# published mean/maximum response length (dapo14b.csv, dapo32b.csv, verl docs/perf/dpsk.md);\n"
+              "# mean_prompt_share is assumed (no source publishes mean prompt lengths).\n")
+    path.write_text(header + yaml.safe_dump({"constants": values}, sort_keys=False))
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
+    parser.add_argument("--write-calibration", action="store_true",
+                        help="refit the constants on every point and write generator/data/step_time_calibration.yaml")
+    parser.add_argument("--rounds", type=int, default=6, help="coordinate-descent rounds per fit")
     args = parser.parse_args(argv)
     try:
-        data = yaml.safe_load(args.data.read_text())
-        defaults = data.get("defaults", {})
-        points = [{**defaults, **p} for p in data["points"]]
+        points = load_points(args.data)
     except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
         print(f"error: cannot read {args.data}: {exc}", file=sys.stderr)
         return 2
-    groups: dict[str, list[tuple[dict[str, Any], float]]] = {}
-    per_token: list[tuple[float, float]] = []
-    print(f"{'point':<18} {'GPUs':>4} {'layout':<16} {'rTP':>3} {'published s':>11} {'estimate s':>10} {'ratio':>6}")
+    cases: list[Case] = []
+    by_id: dict[str, dict[str, Any]] = {}
     for point in points:
-        est, note = estimate(point)
+        case, note = case_for(point)
+        if case is None:
+            print(f"{point['id']}: not evaluated ({note})")
+            continue
+        cases.append(case)
+        by_id[case.id] = point
+    start = calibrated()
+    if args.write_calibration:
+        constants = fit(cases, replace(StepConstants(), mean_response_share=published_response_share(points)),
+                        rounds=args.rounds)
+        write_calibration(constants, cases, CALIBRATION)
+        print(f"wrote {CALIBRATION}")
+        start = constants
+    held = leave_one_group_out(cases, start, rounds=args.rounds)
+    held_est: dict[str, float] = {}
+    for group, (_, steps) in held.items():
+        for case, step in zip([c for c in cases if c.group == group], steps):
+            held_est[case.id] = step.total_s
+    print(f"{'point':<16} {'GPUs':>4} {'layout':<18} {'rTP':>3} {'published':>9} {'fitted':>7} {'held-out':>8} "
+          f"{'ratio':>5}  gen pub/est")
+    for case in cases:
+        point = by_id[case.id]
         layout = f"TP{point['tp']} PP{point['pp']}" + (f" VPP{point['vpp']}" if point.get("vpp") else "") + \
             (f" CP{point['cp']}" if point["cp"] > 1 else "") + (f" EP{point['ep']}" if point["ep"] > 1 else "")
-        shown = "-" if est is None else f"{est:10.1f}"
-        ratio = "-" if est is None else f"{est / point['step_s']:6.2f}"
-        print(f"{point['id']:<18} {point['gpus']:>4} {layout:<16} {point['rollout_tp']:>3} "
-              f"{point['step_s']:>11} {shown:>10} {ratio:>6}" + (f"  ({note})" if note else ""))
-        if est is None:
-            continue
-        groups.setdefault(point["group"], []).append((point, est))
-        tokens = point["train_batch_size"] * point["n"] * (point["prompt_len"] + point["response_len"])
-        per_token.append((est * point["gpus"] / tokens, point["step_s"] * point["gpus"] / tokens))
+        fitted = case.estimate(start)
+        out = held_est[case.id]
+        gen = f"{case.gen_s:g}/{parts(fitted)['gen_s']:.0f}" if case.gen_s else "-"
+        print(f"{case.id:<16} {point['gpus']:>4} {layout:<18} {point['rollout_tp']:>3} {case.step_s:>9g} "
+              f"{fitted.total_s:>7.0f} {out:>8.0f} {out / case.step_s:>5.2f}  {gen}")
     print()
-    for name, members in groups.items():
-        rho = spearman([e for _, e in members], [p["step_s"] for p, _ in members])
-        print(f"{name}: Spearman {_fmt(rho)} over {len(members)} points")
-        for gpus in sorted({p["gpus"] for p, _ in members}):
-            same = [(p, e) for p, e in members if p["gpus"] == gpus]
+    print("Spearman of held-out estimates vs published step times (each group predicted by constants fitted "
+          "without it):")
+    within_gpus: list[float] = []
+    groups = dict.fromkeys(c.group for c in cases)
+    for group in groups:
+        members = [c for c in cases if c.group == group]
+        rho = spearman([held_est[c.id] for c in members], [c.step_s for c in members])
+        line = f"  {group}: {_fmt(rho)} over {len(members)} points"
+        for gpus in sorted({by_id[c.id]["gpus"] for c in members}):
+            same = [c for c in members if by_id[c.id]["gpus"] == gpus]
             if len(same) >= 3:
-                rho = spearman([e for _, e in same], [p["step_s"] for p, _ in same])
-                print(f"  {gpus} GPUs: Spearman {_fmt(rho)} over {len(same)} points")
+                rho = spearman([held_est[c.id] for c in same], [c.step_s for c in same])
+                line += f"; {gpus} GPUs {_fmt(rho)} over {len(same)}"
+                if rho is not None:
+                    within_gpus.append(rho)
+        print(line)
+    per_token = []
+    for case in cases:
+        point = by_id[case.id]
+        tokens = point["train_batch_size"] * point["n"] * (point["prompt_len"] + point["response_len"])
+        per_token.append((held_est[case.id] * point["gpus"] / tokens, case.step_s * point["gpus"] / tokens))
     rho = spearman([e for e, _ in per_token], [p for _, p in per_token])
-    print(f"all points, GPU-seconds per token: Spearman {_fmt(rho)} over {len(per_token)} points")
+    print(f"  all points, GPU-seconds per token: {_fmt(rho)} over {len(per_token)} points")
+    if within_gpus:
+        print(f"  within one model and GPU count: min {min(within_gpus):+.2f}, mean "
+              f"{sum(within_gpus) / len(within_gpus):+.2f} over {len(within_gpus)} sets")
+    inside = sum(_within(held_est[c.id], c.step_s) for c in cases)
+    print(f"held-out estimate/published within 0.5-2x: {inside}/{len(cases)} points ({inside / len(cases):.0%})")
+    constants = ", ".join(f"{name} {getattr(start, name):.3g}" for name in FREE_CONSTANTS)
+    print(f"constants (all points): {constants}")
     return 0
 
 

@@ -220,7 +220,7 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
         for invocation in calls:
             config = build_config(invocation, version=resolution.release, script_dir=script_dir,
                                   config_root=os.getcwd(), stand_in=resolution.stand_in,
-                                  search_dirs=resolution.search_dirs)
+                                  search_dirs=resolution.search_dirs, ppo_entry=resolution.ppo_entry)
             branch = "" if invocation.branch == "live" else f", {invocation.branch}"
             judged = resolution.for_call(config.schema, config.config_dir)
             header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "

@@ -7,15 +7,22 @@ config, verl's arithmetic does not describe the run: the batch-chain rules stand
 says why (docs/rules/batch.md#vb118).
 
 Each entry is a fact found in the project's public source; `neutral` is the value that leaves
-verl's chain as it is (None: any value changes it).
+verl's chain as it is (None: any value changes it). Where the fork's code is in the checkout,
+what it repeats the batch by is read from that code (generator.forkcode) as well; this table is
+the fallback for forks whose code is absent (an installed fork, a script copied alone).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 from generator.config.types import Config
+from generator.verl import PPO_ENTRY
+
+if TYPE_CHECKING:
+    from generator.forkcode import ForkCode
 
 
 @dataclass(frozen=True)
@@ -100,17 +107,54 @@ def _setting(config: Config, key: str) -> tuple[Any, int | None]:
     return None, config.line_of(key)
 
 
+def code_folders(config: Config) -> list[Path]:
+    """The folders of the fork's own code behind a call: its verl package's `trainer/`, and the
+    folder of a project config the call composes (a recipe's `config/` sits beside its trainer)."""
+    folders: list[Path] = []
+    resolution = config.resolution
+    if resolution is not None and resolution.package is not None:
+        folders.append(resolution.package / "trainer")
+        folders.append(resolution.package / "utils" / "config.py")  # verl 0.6+ warns of deprecated keys there
+    if config.config_dir and config.entry != PPO_ENTRY:
+        folders.append(Path(config.config_dir).parent)
+    return folders
+
+
+def fork_code(config: Config) -> ForkCode | None:
+    """What the fork's code in the checkout does with config keys; None when there is none."""
+    from generator.forkcode import read_fork_code
+
+    folders = code_folders(config)
+    return read_fork_code(folders) if folders else None
+
+
+def _code_entries(config: Config) -> list[ForkBatchKey]:
+    code = fork_code(config)
+    if code is None:
+        return []
+    entries: dict[str, ForkBatchKey] = {}
+    for repeat in code.repeat_keys:
+        entries.setdefault(repeat.key, ForkBatchKey(
+            repeat.key, f"this project's trainer, {repeat.where}",
+            f"the trainer repeats the batch by {repeat.key} (not only by rollout.n)", neutral=1))
+    return list(entries.values())
+
+
 def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     """The fork keys of `config` that change the batch chain (a neutral or null value does
-    not); an unknown value counts, since it may."""
+    not); an unknown value counts, since it may. Keys the fork's own code repeats the batch by
+    come first; the table above covers forks whose code is not here."""
     found: list[ForkBatchSetting] = []
     keys = set(config.values) | set(config.unknown)
     keys.update(issue.override.key for issue in config.key_issues
                 if issue.kind == "unknown-key" and issue.override.key)
+    from_code = _code_entries(config)
+    code_keys = {entry.key: entry for entry in from_code}
     # Only the few keys that name a fork entry are looked at further (a config has hundreds).
-    for key in sorted(k for k in keys if _names_fork_key(k)):
+    for key in sorted(k for k in keys if _names_fork_key(k) or k in code_keys):
         value, line = _setting(config, key)
-        for entry in _matching_entries(key):
+        entries = [code_keys[key]] if key in code_keys else _matching_entries(key)
+        for entry in entries:
             known_null = value is None and key not in config.unknown and key in config.values
             written_null = isinstance(value, str) and value.strip().lower() in ("null", "none", "~")
             if known_null or written_null or _neutral(entry, value):

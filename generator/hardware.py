@@ -22,6 +22,7 @@ class GpuSpec:
     hbm_tb_s: float = 3.35  # HBM bandwidth, TB/s
     host_gb_s: float = 64.0  # host link per GPU, one direction, GB/s (PCIe Gen5 x16 = 64)
     peer_gb_s: float = 450.0  # GPU-to-GPU inside a node, one direction, GB/s (NVLink 4: 900 both ways)
+    net_gb_s: float = 50.0  # GPU-to-GPU across nodes, per GPU, one direction, GB/s (one 400 Gb/s NIC per GPU)
 
 
 # nvidia-smi "Total" memory of each part, in MiB.
@@ -59,6 +60,11 @@ _SPEEDS: dict[str, tuple[float, float, float, float]] = {
     "b200": (2250, 8.0, 64, 900), "gb200": (2500, 8.0, 450, 900),
     "mi300x": (1307, 5.3, 64, 448), "mi325x": (1307, 6.0, 64, 448),
 }
+# Scale-out network per GPU, GB/s one direction: the reference clusters' one NIC per GPU (DGX H100/H200
+# and HGX H20/H800: ConnectX-7 400 Gb/s; DGX A100: ConnectX-6 200 Gb/s; DGX B200: ConnectX-7 400 Gb/s,
+# GB200 NVL72 ConnectX-8 800 Gb/s); PCIe workstation parts: one 100 Gb/s NIC per node of 8 assumed.
+_NETWORK_GB_S: dict[str, float] = {"a100-80g": 25, "a100-40g": 25, "a800": 25, "l40s": 1.6, "l40": 1.6, "l20": 1.6,
+                                   "a6000": 1.6, "a10g": 1.6, "rtx4090": 1.6, "gb200": 100}
 _GPU_ALIASES = {"a100": "a100-80g", "h100-80g": "h100", "h100-sxm": "h100", "a800-80g": "a800",
                 "h20-96g": "h20", "h200-141g": "h200"}
 DEFAULT_GPU = "h100"
@@ -82,4 +88,5 @@ def gpu_spec(name: str | None, mem_gb: float | None = None) -> GpuSpec:
     mib, note = _GPUS[key]
     memory = float(mem_gb) if mem_gb is not None else round(mib / 1024, 1)
     tflops, hbm, host, peer = _SPEEDS[key]
-    return GpuSpec(key, memory, note=note, peak_tflops=tflops, hbm_tb_s=hbm, host_gb_s=host, peer_gb_s=peer)
+    return GpuSpec(key, memory, note=note, peak_tflops=tflops, hbm_tb_s=hbm, host_gb_s=host, peer_gb_s=peer,
+                   net_gb_s=_NETWORK_GB_S.get(key, 50.0))

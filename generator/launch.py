@@ -115,6 +115,10 @@ class Invocation:
     env: dict[str, str] = field(default_factory=dict)  # VAR=x prefixes and `env VAR=x`
     redirects: list[str] = field(default_factory=list)  # "2>&1", "| tee log", "> out.log", "&"
     context: list[str] = field(default_factory=list)  # e.g. ["if [[ $backend == megatron ]]"]
+    # Where Python would import the entry from: the working directory after the script's `cd`s
+    # ("" = where the script started, None = unknown) and the PYTHONPATH it exported (text).
+    cwd: str | None = ""
+    pythonpath: str | None = None
     # The file the command is written in when it is not the script itself (a script it runs with
     # `bash x.sh`, a string it evals): its spans are offsets in that file, so no edit is made there.
     path: str | None = None

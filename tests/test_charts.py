@@ -240,7 +240,8 @@ def test_chromium_draws_the_bars(tmp_path, kind):
 
 def test_explain_memory_draws_bars_and_writes_the_chart(tmp_path):
     script = tmp_path / "run.sh"
-    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "-o", str(script)])
+    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--tp", "2", "--pp", "1",
+                                    "-o", str(script)])  # one stage: the bars are named by phase alone
     assert made.exit_code == 0, made.output
     chart = tmp_path / "memory.html"
     result = CliRunner().invoke(app, ["explain", str(script), "--memory", "--chart", str(chart)])
@@ -254,7 +255,8 @@ def test_explain_memory_draws_bars_and_writes_the_chart(tmp_path):
 
 def test_explain_charts_every_call_one_below_the_other(tmp_path):
     script = tmp_path / "run.sh"
-    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "-o", str(script)])
+    made = CliRunner().invoke(app, ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--tp", "2", "--pp", "1",
+                                    "-o", str(script)])  # one stage: the bars are named by phase alone
     assert made.exit_code == 0, made.output
     text = script.read_text()
     script.write_text(text + text.replace('gpu_memory_utilization="${GPU_MEMORY_UTILIZATION}"',

@@ -46,9 +46,43 @@ def test_packaged_library_has_verl_layouts_and_reads_cleanly():
     lib = load_library(packaged=True)
     assert lib.errors == []
     assert len(PACKAGED) >= 30
-    verl_rows = [r for r in lib.recipes.values() if "verl-tested" in r.tags]
-    assert len(verl_rows) >= 25
+    verl_rows = [r for r in lib.recipes.values() if r.name.startswith("verl-")]
+    assert len(verl_rows) >= 30
+    assert sum("verl-tested" in r.tags for r in verl_rows) >= 20
     assert all(r.provenance.startswith("modelled on verl ") for r in verl_rows)
+
+
+@pytest.mark.parametrize("path", [p for p in PACKAGED if p.stem.startswith("verl-")], ids=lambda p: p.stem)
+def test_a_recipe_is_labelled_tested_only_when_its_own_verdict_fits(path):
+    """Issue 23: the library tells the truth. Over by our memory model -> predicted-over (or the
+    published OOM's known-oom), never verl-tested; fits -> verl-tested."""
+    from generator.library.verdict import KNOWN_OOM_TAG, OVER_TAG, TESTED_TAG, recipe_verdict
+
+    recipe = read_recipe(path, origin="packaged")
+    verdict = recipe_verdict(recipe)
+    assert verdict is not None
+    if verdict.fits:
+        assert TESTED_TAG in recipe.tags and OVER_TAG not in recipe.tags, verdict.text()
+    else:
+        assert TESTED_TAG not in recipe.tags and (OVER_TAG in recipe.tags or KNOWN_OOM_TAG in recipe.tags), \
+            verdict.text()
+
+
+def test_the_3124_layout_is_a_known_oom_rendered_only_with_force_and_its_fix_fits():
+    from typer.testing import CliRunner
+
+    from generator.cli import app
+
+    runner = CliRunner()
+    refused = runner.invoke(app, ["recipe", "verl-qwen2.5-32b-grpo-8xh20", "-o", "-"])
+    assert refused.exit_code == 2 and refused.stdout == ""
+    assert "predicted not to fit 8 x h20: optimizer_step needs" in refused.stderr
+    assert "#3124" in refused.stderr and "--force renders it anyway" in refused.stderr
+    forced = runner.invoke(app, ["recipe", "verl-qwen2.5-32b-grpo-8xh20", "-o", "-", "--force"])
+    assert forced.exit_code == 0 and "rendered because of --force" in forced.stderr
+    fixed = runner.invoke(app, ["recipe", "fixed-qwen2.5-32b-grpo-8xh20-cpu-optimizer", "-o", "-"])
+    assert fixed.exit_code == 0, fixed.stderr
+    assert "predicted not to fit" not in fixed.stderr
 
 
 @pytest.mark.parametrize("path", PACKAGED, ids=lambda p: p.stem)

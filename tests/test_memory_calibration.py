@@ -38,9 +38,13 @@ def test_every_point_names_a_row_a_source_and_an_outcome():
 def test_calibration_point(point):
     report = _report(point)
     where = f"{report.peak_phase} on stage {report.peak_stage}: {report.peak_gib} of {report.usable_gib} GiB"
+    if "known_miss" in point:  # a published outcome the model gets wrong, said in the data file
+        assert report.fits != (point["expect"] == "fits"), f"{point['id']} now agrees: drop known_miss ({where})"
+        return
     if point["expect"] == "over":
         assert not report.fits, where
-        assert report.peak_phase == point["phase"], where
+        if "phase" in point:  # the report names where it failed
+            assert report.peak_phase == point["phase"], where
     else:
         assert report.fits, where
     if "peak_gib" in point:

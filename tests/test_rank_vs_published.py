@@ -33,10 +33,54 @@ def test_every_point_has_a_source_and_an_estimate():
         assert estimate is not None and estimate > 0, point["id"]
 
 
-def test_the_benchmark_prints_a_figure_per_group(capsys):
+POINTS = bench.load_points(bench.DATA)
+# Published points the calibrated model misses by more than 2x, and why (docs/step-time-model.md):
+# the 235B run's rollout TP16 spans two nodes and its decode is 4x slower than the network figures
+# explain; the fixed-micro CP2 run takes 3x its TP4 twin (not modelled).
+KNOWN_MISSES = {"dapo-moe235b-2", "grpo7b-3"}
+
+
+@pytest.mark.parametrize("point", POINTS, ids=[p["id"] for p in POINTS])
+def test_each_published_point_is_estimated_within_2x(point):
+    estimate, _ = bench.estimate(point)
+    assert estimate is not None
+    ratio = estimate / point["step_s"]
+    if point["id"] in KNOWN_MISSES:
+        assert not 0.5 <= ratio <= 2.0, f"{point['id']} is now within 2x ({ratio:.2f}): drop it from KNOWN_MISSES"
+    else:
+        assert 0.5 <= ratio <= 2.0, f"{point['id']}: estimate/published {ratio:.2f}"
+
+
+def test_the_published_response_share_is_the_median_of_the_published_means():
+    from generator.plan.step_time import calibrated
+
+    share = bench.published_response_share(POINTS)
+    assert calibrated().mean_response_share == pytest.approx(share, rel=1e-3)
+    assert bench.published_response_share([{"mean_response_len": 1, "response_len": 4},
+                                           {"mean_response_len": 3, "response_len": 4}]) == 0.5
+
+
+@pytest.mark.slow
+def test_the_benchmark_prints_held_out_figures_and_meets_the_issue_targets(capsys):
     assert bench.main([]) == 0
     out = capsys.readouterr().out
-    assert "qwen2.5-7b-dapo-h100: Spearman" in out and "all points, GPU-seconds per token: Spearman" in out
+    assert "qwen2.5-7b-dapo-h100: +" in out and "all points, GPU-seconds per token: +" in out
+    share = float(out.split("within 0.5-2x: ")[1].split("(")[1].split("%")[0])
+    assert share >= 80
+
+
+@pytest.mark.slow
+def test_the_stored_constants_are_the_fit_on_every_point():
+    from dataclasses import replace
+
+    from generator.plan.step_fit import fit
+    from generator.plan.step_time import FREE_CONSTANTS, StepConstants, calibrated
+
+    cases = [case for case, _ in map(bench.case_for, POINTS) if case is not None]
+    start = replace(StepConstants(), mean_response_share=bench.published_response_share(POINTS))
+    fitted = fit(cases, start)
+    for name in FREE_CONSTANTS:
+        assert getattr(calibrated(), name) == pytest.approx(getattr(fitted, name), rel=1e-3), name
 
 
 def test_an_unreadable_data_file_is_refused(tmp_path, capsys):

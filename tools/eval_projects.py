@@ -14,7 +14,8 @@ VERDICTS   TSV rows `project<TAB>script<TAB>code<TAB>line<TAB>key<TAB>verdict<TA
 
 Each script is checked as its user would: `python -m generator check --format json SCRIPT`, run from inside
 its project's checkout with no version flag, so the project's own verl (vendored, submodule, config file) is
-what the check has to find. Findings are matched to verdicts by (project, script, code, line, key); the ones
+what the check has to find. Findings are matched to verdicts by (project, script, code, line, key) (the n-th repeat
+of one code, line and key in a script has the line `LINE#n`); the ones
 with no verdict are printed as TSV rows to judge and count as neither real nor noise.
 
 Exit status: 0 when the run completed, 2 on bad input (a missing folder or file, a malformed row).
@@ -91,8 +92,10 @@ def load_verdicts(path: Path) -> dict[FindingId, tuple[str, str]]:
 
 
 def check_script(root: Path, checkout: Path, project: str, script: str) -> ScriptResult:
+    # `-P`: the checkout's folder is not put first on sys.path, as an installed `gen` command does not put
+    # it there either; a project with its own `generator/` package must not stand in for ours.
     env = dict(os.environ, PYTHONPATH=str(root), NO_COLOR="1")
-    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", script],
+    done = subprocess.run([sys.executable, "-P", "-m", "generator", "check", "--format", "json", script],
                           cwd=checkout, env=env, capture_output=True, text=True, timeout=300)
     try:
         document = json.loads(done.stdout)
@@ -102,12 +105,20 @@ def check_script(root: Path, checkout: Path, project: str, script: str) -> Scrip
     file_doc = document["files"][0]
     resolution = file_doc.get("resolution") or {}
     findings = file_doc.get("findings", [])
-    counted = subprocess.run([sys.executable, "-c", COUNT_CALLS, script], cwd=checkout, env=env,
+    counted = subprocess.run([sys.executable, "-P", "-c", COUNT_CALLS, script], cwd=checkout, env=env,
                              capture_output=True, text=True, timeout=300)
     calls = int(counted.stdout.strip()) if counted.stdout.strip().isdigit() else 0
-    judged = [(FindingId(project, script, f["code"], str(f.get("line")), f.get("key") or ""),
-               f["severity"], f["message"])
-              for f in findings if f["severity"] in JUDGED_SEVERITIES]
+    judged = []
+    seen: dict[tuple[str, str, str], int] = {}
+    for f in findings:
+        if f["severity"] not in JUDGED_SEVERITIES:
+            continue
+        line, key = str(f.get("line")), f.get("key") or ""
+        # Several findings of one code on one line and key (one per word of a split placeholder)
+        # are told apart by their order: `60`, `60#2`, `60#3`..., so each gets its own verdict.
+        seen[(f["code"], line, key)] = count = seen.get((f["code"], line, key), 0) + 1
+        judged.append((FindingId(project, script, f["code"], line if count == 1 else f"{line}#{count}", key),
+                       f["severity"], f["message"]))
     infos = sum(1 for f in findings if f["severity"] not in JUDGED_SEVERITIES)
     return ScriptResult(project, script, done.returncode, file_doc.get("error"), resolution.get("release"),
                         resolution.get("config_source"), calls, judged, infos)

@@ -41,6 +41,9 @@ def register(app: typer.Typer) -> None:
         gpu_mem: float | None = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         prompt_len: int = typer.Option(1024, "--prompt-len"),
         response_len: int = typer.Option(1024, "--response-len"),
+        mean_response_len: int | None = typer.Option(
+            None, "--mean-response-len", help="Expected response tokens for the step-time ranking (default: 15% "
+                                              "of --response-len, the median of published runs)."),
         n: int | None = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         algo: str = typer.Option("grpo", "--algo", help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
         train_batch_size: int | None = typer.Option(None, "--train-batch-size"),
@@ -96,7 +99,8 @@ def register(app: typer.Typer) -> None:
             plan = plan_layout(facts, gpus, nodes=nodes, gpu=spec, prompt_len=prompt_len,
                                response_len=response_len, n=n if n is not None else default_n(algo.lower()),
                                algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                               fixed=fixed or None, pins=None if fixed else knobs or None, top=top)
+                               fixed=fixed or None, pins=None if fixed else knobs or None, top=top,
+                               mean_response_len=mean_response_len)
             if fixed and not plan.candidates and plan.rejected:
                 layout_text, reason = plan.rejected[0]
                 if "does not fit" not in reason:

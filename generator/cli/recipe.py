@@ -70,6 +70,9 @@ def register(app: typer.Typer) -> None:
         val_files: Optional[list[str]] = typer.Option(None, "--val-files", help="Validation parquet file (repeat for several)."),
         prompt_len: int = typer.Option(1024, "--prompt-len", help="Max prompt tokens."),
         response_len: int = typer.Option(1024, "--response-len", help="Max response tokens."),
+        mean_response_len: Optional[int] = typer.Option(
+            None, "--mean-response-len", help="Expected response tokens for the step-time ranking (default: 15% "
+                                              "of --response-len, the median of published runs)."),
         n: Optional[int] = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
         train_batch_size: Optional[int] = typer.Option(None, "--train-batch-size", help="Prompts per step."),
         ppo_mini_batch_size: Optional[int] = typer.Option(None, "--ppo-mini-batch-size",
@@ -111,7 +114,8 @@ def register(app: typer.Typer) -> None:
                                                      help="Fused log-prob kernels (no [tokens x vocab] logits)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
-        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing output file; render a recipe "
+                                   "NAME our memory model predicts over its GPUs."),
         library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
     ) -> None:
@@ -139,6 +143,8 @@ def register(app: typer.Typer) -> None:
                 token_budget=token_budget, dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization,
                 param_offload=param_offload, optimizer_offload=optimizer_offload,
                 cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute, fused_kernels=fused_kernels)
+            if mean_response_len is not None and (legacy is not None or name is not None):
+                raise InputError("--mean-response-len plans from --model; a recipe name or --from keeps its layout")
             if pins and (legacy is not None or name is not None):
                 raise InputError("layout and knob pins (--tp, --rollout-tp, --param-offload, ...) plan from --model; "
                                  "a recipe name or --from keeps its own layout")
@@ -154,7 +160,7 @@ def register(app: typer.Typer) -> None:
                 command = f"gen recipe --from {Path(legacy).name} --launcher {spec.launcher} " \
                           f"--verl-version {spec.version}"
             elif name is not None:
-                spec = _from_library(name, model=model, library=library, **options, **run)
+                spec = _from_library(name, model=model, library=library, force=force, **options, **run)
                 command = " ".join(["gen recipe", name] + ([f"--gpus {gpus}"] if gpus else [])
                                    + ([f"--launcher {launcher}"] if launcher not in ("auto", "local") else []))
             else:
@@ -162,7 +168,8 @@ def register(app: typer.Typer) -> None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
                 from generator.plan.spec import planned_spec
 
-                spec = planned_spec(model=model, **options, **run, pins=pins or None)
+                spec = planned_spec(model=model, **options, **run, pins=pins or None,
+                                    mean_response_len=mean_response_len)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)

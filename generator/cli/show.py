@@ -108,7 +108,7 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
             continue
         config = build_config(invocation, version=resolution.release, script_dir=script_dir,
                               config_root=os.getcwd(), stand_in=resolution.stand_in,
-                              search_dirs=resolution.search_dirs)
+                              search_dirs=resolution.search_dirs, ppo_entry=resolution.ppo_entry)
         judged = resolution.for_call(config.schema, config.config_dir)
         calls.append({"line": invocation.line, "entry": invocation.entry, "config_name": config.schema,
                       "verl_version": judged.base_release, "config_source": judged.config_source,

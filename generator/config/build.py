@@ -21,9 +21,12 @@ _RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {
 
 def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str, Any], str]:
     """Flat defaults of a config found next to the script, its defaults list resolved
-    against the packaged PPO schema; and the PPO config it builds on."""
+    against the packaged PPO schema (which stands for `pkg://verl.trainer.config` in its
+    `hydra.searchpath`) and the checkout folders its searchpath names; and the PPO config it
+    builds on."""
     from generator.schema import load
     from generator.schema.compose import compose, flatten, unflatten
+    from generator.schema.searchpath import searchpath_dirs
 
     path = directory / f"{name}.yaml"
     mtime = path.stat().st_mtime if path.exists() else 0.0
@@ -33,8 +36,15 @@ def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str,
         return dict(cached), base
     schema = load(version)
     used: list[str] = []
+    searched = searchpath_dirs(path, [Path.cwd(), directory.parent, directory.parent.parent])
 
     def fallback(config: str) -> dict[str, Any] | None:
+        for folder in searched:
+            if (folder / f"{config}.yaml").is_file():
+                return compose(folder, config, fallback=from_schema)
+        return from_schema(config)
+
+    def from_schema(config: str) -> dict[str, Any] | None:
         if config in schema.configs:
             used.append(config)
             return unflatten(schema.configs[config])
@@ -55,6 +65,7 @@ def build_config(
     entry_config: tuple[str | None, str | None] | None = None,
     stand_in: str | None = None,
     search_dirs: tuple[Path, ...] = (),
+    ppo_entry: tuple[str, str] | None = None,
 ) -> Config:
     """The effective config of one trainer call under verl `version` (a schema id).
 
@@ -70,6 +81,8 @@ def build_config(
     says the same of the whole release: `version` only stands in for a config that could not
     be read, so every call is approximate. `search_dirs` (a project's config-dirs) are where a
     recipe config named by --config-name is looked up when the call does not say where.
+    `ppo_entry`: (config dir, config name) the project's own verl trainer entry composes by
+    default (Resolution.ppo_entry), for verl's trainer calls that name no config.
     """
     from generator.schema import load
     from generator.schema.compose import ComposeError
@@ -82,6 +95,9 @@ def build_config(
         raw_name = "?"
     if entry_config is None and invocation.entry != PPO_ENTRY and script_dir is not None:
         entry_config = _entry_default_config(invocation.entry, script_dir, config_root)
+    if entry_config is None and invocation.entry == PPO_ENTRY and ppo_entry is not None \
+            and invocation.config_path is None:
+        entry_config = ppo_entry
     entry_dir, entry_name = entry_config if entry_config else (None, None)
     if raw_name is None:
         raw_name = entry_name

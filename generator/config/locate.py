@@ -6,6 +6,7 @@ written, and whether the config named by `--config-name` is there.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
 
 from generator.launch import UNKNOWN_OPEN, Invocation
@@ -17,7 +18,15 @@ def strip_yaml(name: str) -> str:
 
 
 def _plain_path(config_path: str) -> str:
-    return config_path[len("file://"):] if config_path.startswith("file://") else config_path
+    """The path as Hydra reads it; a head the user is meant to fill in (`<your_path_to_X>/cfg`,
+    `{your_root}/cfg`) becomes an unknown `<?...>` head, like a variable the reader could not see."""
+    text = config_path[len("file://"):] if config_path.startswith("file://") else config_path
+    head = _PLACEHOLDER_HEAD.match(text)
+    return f"{UNKNOWN_OPEN}{head.group(1)}>{text[head.end():]}" if head else text
+
+
+# `<your_path>/...`, `{the_path_of_your_verl}/...`: a placeholder standing for an absolute folder.
+_PLACEHOLDER_HEAD = re.compile(r"[<{]([A-Za-z_][\w.-]*)[>}](?=/|$)")
 
 
 def is_relative_config_path(config_path: str | None) -> bool:

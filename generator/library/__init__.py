@@ -17,12 +17,16 @@ _PLANNING_ONLY = ("model", "n", "train_batch_size", "gpu_mem")
 
 
 def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = None, nodes: int | None = None,
-                 gpu: str | None = None, verl_version: str | None = None, **options: Any) -> tuple[RecipeSpec, list[str]]:
+                 gpu: str | None = None, verl_version: str | None = None, force: bool = False,
+                 **options: Any) -> tuple[RecipeSpec, list[str]]:
     """`gen recipe NAME [--gpus N] ...` -> (a RecipeSpec, notes). With another GPU count the layout
-    is re-planned and the notes say what changed."""
+    is re-planned and the notes say what changed. A recipe predicted over its own GPUs is refused
+    unless `force` (generator.library.verdict)."""
     from generator.library.convert import to_spec
+    from generator.library.verdict import refuse_over
 
     recipe = load_library(library).get(name)
+    over_note = refuse_over(recipe, force=force) if gpus in (None, recipe.gpus) else None
     for option in _PLANNING_ONLY:
         if options.get(option) is not None:
             raise InputError(f"--{option.replace('_', '-')} is not used with a recipe name ('{name}'); "
@@ -46,7 +50,7 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
             raise InputError(f"--{key.replace('_', '-')} {value} is not used with a recipe name ('{name}' sets "
                              f"{recipe_value})")
     result = to_spec(recipe, gpus, version=verl_version, nodes=nodes if gpus is not None else None, **passthrough)
-    return result.spec, list(result.notes)
+    return result.spec, list(result.notes) + ([over_note] if over_note else [])
 
 
 __all__ = ["Library", "Recipe", "load_library", "read_recipe", "recipe_from_mapping", "recipe_to_mapping",

@@ -40,10 +40,13 @@ class StepTime:
     offload_s: float  # host transfers of offloaded params/grads/optimizer state, CPU optimizer step
     bubble_s: float  # pipeline idle time of the log-prob and update passes
     weight_sync_s: float  # actor weights handed to the rollout engine
+    comm_s: float = 0.0  # TP/CP/EP communication of the log-prob and update passes
+
 
     @property
     def total_s(self) -> float:
-        return self.rollout_s + self.log_prob_s + self.update_s + self.offload_s + self.bubble_s + self.weight_sync_s
+        return (self.rollout_s + self.log_prob_s + self.update_s + self.offload_s + self.bubble_s + self.weight_sync_s
+                + self.comm_s)
 
 
 @dataclass(frozen=True, slots=True)

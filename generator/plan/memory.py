@@ -3,7 +3,7 @@
 docs/memory-model.md; the points live in data/memory_calibration.yaml and each is a test.
 
 Phases (verl's hybrid engine): `update` (forward/backward over every micro-batch),
-`optimizer_step` (the step after the last backward: activations freed, Adam's working copies
+`optimizer_step` (the step after the last backward: activations freed, the step's allocations
 allocated), `log_prob` (old log-probs with entropy), `ref_log_prob`, `rollout` (the engine's
 gmu·total claim next to whatever Megatron state is not offloaded) and `weight_sync` (actor bf16
 weights loaded next to the engine's weights while they are pushed). Every phase is computed on
@@ -23,14 +23,22 @@ Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a 
 - OVERHEAD_GIB = 4 per GPU, + 2 with expert parallelism (CUDA context, NCCL/DeepEP buffers,
   fragmentation): DeepSeek-V3 on 96 H20 then peaks near the 66 GB verl measured (its docs/perf/dpsk.md @ v0.7.0).
 - FIT_FRACTION = 0.97 of the GPU total is usable.
-- STEP_TEMP_BYTES = 8 per parameter of the GPU's optimizer shard at the optimizer step: Adam's
-  fp32 working copies (torch's multi-tensor Adam allocates sqrt(v) over the whole shard) and the
-  m and v the first step creates next to the allocator's cached blocks. verl issue #3124
-  (Qwen2.5-32B, 8×H20, TP8 = DP 1, all offload) fails inside optimizer.step at 2k/6k and at 1k/2k
-  alike — the step does not depend on the lengths; at 4 B it would fit by ~2 GiB.
+- STEP_TEMP_BYTES = 5.5 per parameter of the GPU's optimizer shard at the optimizer step, fitted
+  (not derived): Megatron-core's step itself allocates nothing per parameter — its Adam is
+  Transformer Engine's FusedAdam, apex's as fallback (megatron/core/optimizer/__init__.py
+  @core_r0.13.0), updating in place in chunks, and the fp32 main-grad shard it hands the optimizer
+  is a view of the grad buffer when grad_reduce_in_fp32 is on (distrib_optimizer.py
+  `_copy_model_grads_to_main_grads` @core_r0.13.0: `shard_model_grad.float()`; verl sets it True,
+  verl/utils/megatron_utils.py @v0.7.0). What the step does add is the optimizer state coming back
+  from CPU next to the allocator's cached blocks of the backward pass. Two public points bound it:
+  verl issue #3124 (Qwen2.5-32B, 8×H20, TP8 = DP 1, all offload) fails inside optimizer.step at
+  2k/6k and at 1k/2k alike, which needs ≥ 4.7 B; verl's DeepSeek-V3 80 GB script runs, which
+  allows ≤ 6.3 B. 5.5 B is the middle of that window.
 - CUDA_GRAPH_GIB = 1 per GPU: vLLM's own capture logs (0.2 GiB for a 1B model; its warning
   says 1–3 GiB in the older engine).
-- MOE_ACTIVATION_FACTOR (plan/activations.py) = 0.5 for the routed-expert tensors.
+- MOE_ACTIVATION_FACTOR (plan/activations.py) = 0.5 for the routed-expert tensors: calibrated on
+  dpsk.md's Qwen3-30B-A3B on 8 H20 without recompute running; Megatron-core's code reads as 1.0
+  (4h + 6f per routed copy, docs/memory-model.md "How the constants follow").
 """
 
 from __future__ import annotations
@@ -179,7 +187,8 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     phases["optimizer_step"] = _phase("optimizer_step", [
         *trainer_state,
         term("step-temporaries", step_temp,
-             lambda: f"Adam working copies, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer shard"
+             lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
+                     f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
              if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
         *beside_update, graphs, overhead])
 

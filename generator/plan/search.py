@@ -8,11 +8,14 @@ docs/memory-model.md#knobs-in-order-of-cost gives — stopping at the first rung
 and on each rung the largest micro batch / token budget that fits, then the largest
 `gpu_memory_utilization` that fits next to what stays resident.
 
-Ranking (lexicographic): fits; no CPU optimizer; no recompute (both cost time on every
-step); micro batches of at least ~4k tokens; expert groups inside a node; smaller TP·PP·CP
-(more data parallelism); fewer offload flags (param/optimizer offload costs a few PCIe copies
-per step, and buys rollout memory); smaller pipeline bubble; more rollout memory; bigger
-micro batch; shorter estimated step time (generator.plan.step_time, shown as the score).
+Ranking (lexicographic): fits; shorter estimated step time (generator.plan.step_time, calibrated
+on published verl runs; times within ~3 % tie); then, to break ties: no CPU optimizer; no
+recompute; fewer offload flags (no offload where the layout fits without); micro batches of at
+least ~4k tokens; expert groups inside a node; smaller TP·PP·CP (more data parallelism); smaller
+pipeline bubble; more rollout memory;
+bigger micro batch; smaller rollout TP. The search visits layouts by the best key they could
+reach (their step-time floor: no offload, dynamic batches, the best rollout TP) and stops once
+the top candidates beat the next layout's floor.
 """
 
 from __future__ import annotations
@@ -24,12 +27,13 @@ from generator.derive import Layout, Parallelism, layout_problems, rollout_probl
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
+from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch import batch_hint, batch_sizes, mini_for
 from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
 from generator.plan.stages import stage_layer_counts, stage_params
-from generator.plan.step_time import estimate_step_time
+from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
 from generator.plan.workload import GIB, Workload, algo_roles
 from generator.verl import ALGORITHMS
 
@@ -37,9 +41,12 @@ GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
 MIN_GMU = 0.3
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
+DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
 MAX_PP = 16
 EFFICIENT_MICRO_TOKENS = 4096
 ROLLOUT_WEIGHT_SHARE = 0.6
+MOE_THIN_MARGIN = 0.1  # an MoE update with less than this share of the GPU to spare gets a recompute note
+IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this much of the engine budget
 MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
 
 # (param, optimizer, cpu-optimizer fraction, recompute)
@@ -112,6 +119,7 @@ class _Setting:
     algo: str
     train_batch_size: int
     mini: int
+    mean_response_len: int = 0  # expected response tokens for the step-time score (0: a share of the max)
 
     @property
     def seq_len(self) -> int:
@@ -169,6 +177,15 @@ def _rollout_tp(model: ModelFacts, s: _Setting, params: int, gmu: float) -> int 
     options = [r for r in _powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
                and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)  # no replica straddles a node
                and not rollout_problems(s.gpus, r, gpus_per_node=s.gpus_per_node, model=model)]
+    in_node = [r for r in options if r <= s.gpus_per_node]
+    for r in in_node:
+        if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
+            return r
+    # verl keeps a replica inside one node (Qwen3-235B: TP8, not 16): a decode step's all-reduces
+    # over the network cost more than a smaller KV cache, as long as the weights leave some room.
+    roomy = [r for r in in_node if 2 * params / r <= IN_NODE_WEIGHT_SHARE * budget]
+    if roomy:
+        return roomy[0]
     for r in options:
         if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
             return r
@@ -244,7 +261,8 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
                     has_ref=has_ref, has_critic=has_critic,
-                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n)
+                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n,
+                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node)
     floor = _static_floor_gib(model, layout, work)
     if prune and floor > usable_gib(s.gpu.memory_gib):
         return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
@@ -254,7 +272,10 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
     if rollout_tp is None:
         return None, "no rollout TP divides the attention heads and the GPUs"
     base = Candidate(**layout.sizes(), rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
-    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ)
+    # Dynamic batches where verl's scripts use them, and wherever the calibrated step time says
+    # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
+    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS
+                            or calibrated().static_pad_share > 0)
     fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
                                               "log_prob_token_budget", "offload", "recompute",
                                               "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
@@ -383,7 +404,20 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: _Setting, p
     elif engine.resident_fraction < 1:
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
-    score = estimate_step_time(cand, model, s.gpu, work, kv_resident_fraction=engine.resident_fraction)
+    score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
+    update = cand.phase("update")
+    if model.is_moe and not cand.recompute and update is not None and \
+            cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
+        # The routed-expert activations are a calibration (0.5x) where Megatron-core's code reads
+        # 1.0x (docs/memory-model.md): a thin update margin may not hold on the real run.
+        warnings.append(f"MoE update fits with {cand.limit_gib - update.gib:.1f} GiB to spare and no recompute; "
+                        f"expert activations are counted at {MOE_ACTIVATION_FACTOR}x (calibrated, the source reads "
+                        f"1.0x): --recompute buys room for ~{score.update_s / 3:.0f} s more per step")
+    _, response = expected_lengths(work, calibrated())
+    source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
+                                                "published median; --mean-response-len to change)")
+    why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
+               f"tokens expected{source}")
     return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
 
 
@@ -413,14 +447,51 @@ def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> b
 
 
 # rank_key's tuple, compared in order (RANK_CRITERIA names each position); smaller ranks first.
-RankKey = tuple[bool, float, bool, bool, bool, int, int, float, int, int, float, float, float, int]
+RankKey = tuple[bool, int, float, bool, int, bool, bool, int, float, int, int, float, float, int]
+STEP_BUCKET = 1.03  # estimated step times within ~3 % of each other tie; the later criteria decide
 
 
-def optimistic_key(layout: Layout, moe: bool) -> RankKey:
-    """The best rank_key any sizing of this layout could reach."""
+def step_bucket(seconds: float) -> int:
+    """The estimated step time on a log scale of STEP_BUCKET steps (ties within ~3 %)."""
+    return int(math.floor(math.log(max(seconds, 1e-6)) / math.log(STEP_BUCKET)))
+
+
+def _floor_work(model: ModelFacts, layout: Layout, s: _Setting) -> Workload:
+    dp = max(1, layout.gpus // (layout.tp * layout.pp * layout.cp))
+    has_ref, has_critic = algo_roles(s.algo)
+    per_rank_mini = max(1, (s.mini or s.train_batch_size) * s.n // dp)
+    return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
+                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini, has_ref=has_ref,
+                    has_critic=has_critic, max_num_batched_tokens=max(8192, s.seq_len),
+                    responses_per_step=s.train_batch_size * s.n, gpus_per_node=s.gpus_per_node,
+                    mean_response_len=s.mean_response_len)
+
+
+def step_floor_s(model: ModelFacts, layout: Layout, s: _Setting) -> float:
+    """The shortest step any sizing of `layout` could reach: no offload or recompute, dynamic
+    batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
+    work = _floor_work(model, layout, s)
+    options = [r for r in _powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
+               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)] or [1]
+    best = math.inf
+    for rtp in options:
+        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                          gpu_memory_utilization=max(GMU_STEPS))
+        # The KV cache can be no larger than at the largest gmu with nothing else resident.
+        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
+        if kv <= 0:
+            continue
+        step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
+        best = min(best, step.total_s - step.bubble_s)
+    return best if best < math.inf else 0.0
+
+
+def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
+    """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s)."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
-    return (False, 0.0, False, False, crosses, layout.tp * layout.pp * layout.cp, 0, _bubble(layout),
-            _expert_tp(layout, moe), layout.ep, -max(GMU_STEPS), -math.inf, 0.0, 0)
+    return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, 0, False, crosses,
+            layout.tp * layout.pp * layout.cp, _bubble(layout), _expert_tp(layout, moe), layout.ep,
+            -max(GMU_STEPS), -math.inf, 0)
 
 
 def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> RankKey:
@@ -428,18 +499,19 @@ def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: i
     # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
     # comparable to recompute, unless the whole per-rank mini batch is that small.
     small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
-    return (not c.fits, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute, small_micro,
-            experts_cross_nodes(c, gpus_per_node, moe), c.model_parallel_size,
-            int(off.param) + int(off.optimizer), _bubble(c), _expert_tp(c, moe), c.ep,
-            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)),
-            round(c.score.total_s, 3) if c.score else 0.0, c.rollout_tp)
+    return (not c.fits, step_bucket(c.score.total_s) if c.score else 0,
+            off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
+            int(off.param) + int(off.optimizer), small_micro, experts_cross_nodes(c, gpus_per_node, moe),
+            c.model_parallel_size, _bubble(c), _expert_tp(c, moe), c.ep,
+            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
 # What each position of rank_key prefers, in the user's words (kept beside rank_key: one order).
-RANK_CRITERIA = ("it fits", "less of the CPU optimizer", "no recompute", "micro-batches of at least ~4k tokens",
-                 "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "fewer offload flags",
-                 "smaller pipeline bubble", "smaller expert TP", "smaller EP", "more rollout memory (gmu)",
-                 "bigger micro batch", "shorter estimated step time", "smaller rollout TP")
+RANK_CRITERIA = ("it fits", "shorter estimated step time", "less of the CPU optimizer", "no recompute",
+                 "no offload (fewer offload flags)", "micro-batches of at least ~4k tokens",
+                 "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "smaller pipeline bubble",
+                 "smaller expert TP", "smaller EP", "more rollout memory (gmu)", "bigger micro batch",
+                 "smaller rollout TP")
 
 
 def deciding_criterion(better: tuple[object, ...], worse: tuple[object, ...]) -> str | None:
@@ -451,7 +523,7 @@ def deciding_criterion(better: tuple[object, ...], worse: tuple[object, ...]) ->
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
-              algo: str) -> int:
+              algo: str, mean_response_len: int | None = None) -> int:
     if gpus < 1:
         raise InputError(f"--gpus must be ≥ 1, got {gpus}")
     if nodes < 1 or gpus % nodes:
@@ -460,6 +532,9 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
         raise InputError(f"prompt and response lengths must be positive, got {prompt_len}/{response_len}")
     if n < 1:
         raise InputError(f"--n must be ≥ 1, got {n}")
+    if mean_response_len is not None and not 1 <= mean_response_len <= response_len:
+        raise InputError(f"--mean-response-len must be between 1 and --response-len {response_len}, "
+                         f"got {mean_response_len}")
     if algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGORITHMS)}")
     if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:
@@ -473,7 +548,7 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
                 ppo_mini_batch_size: int | None = None, fixed: dict | None = None, pins: dict | None = None,
-                top: int = 5) -> Plan:
+                top: int = 5, mean_response_len: int | None = None) -> Plan:
     """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
     `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
@@ -486,11 +561,11 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     rungs of the memory relief.
     """
     algo = algo.lower()
-    gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo)
+    gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo, mean_response_len)
     prompts, mini = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size, ppo_mini_batch_size)
     s = _Setting(gpus=gpus, gpus_per_node=min(gpus_per_node, gpu.gpus_per_node) if nodes > 1 else gpus_per_node,
                  gpu=gpu, prompt_len=prompt_len, response_len=response_len, n=n, algo=algo,
-                 train_batch_size=prompts, mini=mini)
+                 train_batch_size=prompts, mini=mini, mean_response_len=mean_response_len or 0)
     params = total_params(model)
     plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
                 response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
@@ -515,11 +590,13 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     # Branch and bound: the ranking is lexicographic, and a layout's best conceivable key (no
     # relief, the largest gmu and micro batch) is known before sizing it. Visit layouts by
     # that key and stop once the top candidates beat the next layout's best conceivable key.
-    layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe))
+    floors = {id(lay): step_floor_s(model, lay, s) for lay in layouts} if not fixed else {}
+    layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe, floors.get(id(lay), 0.0)))
     skipped = 0
     keys: list[RankKey] = []
     for index, layout in enumerate(layouts):
-        if not fixed and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(layout, model.is_moe):
+        if not fixed and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(
+                layout, model.is_moe, floors[id(layout)]):
             skipped = len(layouts) - index
             break
         problems = layout_problems(layout, model)
@@ -538,7 +615,8 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     if skipped:
         plan.rejected.append((f"{skipped} more layouts",
                               f"not evaluated: even with no offload, the largest gpu_memory_utilization and "
-                              f"micro batch they would rank below the {max(1, top)} shown"))
+                              f"micro batch, and their shortest conceivable step time, they would rank below "
+                              f"the {max(1, top)} shown"))
     sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe, s.gpus_per_node))
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit

@@ -20,7 +20,8 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
                  experiment_name: str | None, ppo_mini_batch_size: int | None = None,
                  loggers: tuple[str, ...] = ("console",), checkpoint_dir: str | None = None, save_freq: int = 20,
                  resume_mode: str | None = None, resume_from: str | None = None, lr: float = 1e-6,
-                 total_epochs: int = 15, pins: dict[str, object] | None = None) -> RecipeSpec:
+                 total_epochs: int = 15, pins: dict[str, object] | None = None,
+                 mean_response_len: int | None = None) -> RecipeSpec:
     """`gen recipe --model M --gpus N ...` options -> RecipeSpec, with the layout and batch sizes
     the planner chooses. InputError (one line) on bad options or when no layout fits."""
     if algo not in ALGORITHMS:
@@ -46,7 +47,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
 
     plan = plan_layout(facts, gpus, nodes=nodes, gpu=device, prompt_len=prompt_len, response_len=response_len,
                        n=n, algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                       pins=pins)
+                       pins=pins, mean_response_len=mean_response_len)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
@@ -59,7 +60,8 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
     return RecipeSpec(
         model=facts, layout=best, gpus=gpus, nodes=nodes, gpu_name=device.name, gpu_memory_gib=device.memory_gib,
         algo=algo, rollout=rollout, launcher=launcher, version=version, model_path=model_path,
-        train_files=train_files, val_files=val_files, prompt_len=prompt_len, response_len=response_len, n=n,
+        train_files=train_files, val_files=val_files, prompt_len=prompt_len, response_len=response_len,
+        mean_response_len=mean_response_len, n=n,
         train_batch_size=train_bs, ppo_mini_batch_size=mini, project_name=project_name,
         experiment_name=experiment_name, model_slug=model_slug(facts), loggers=loggers,
         checkpoint_dir=checkpoint_dir, save_freq=save_freq, resume_mode=resume_mode, resume_from=resume_from,

@@ -1,45 +1,96 @@
 """Estimated time of one training step for a sized layout: the planner's ranking score.
 
-A roofline estimate, meant to order layouts of the same run, not to predict wall-clock time:
-  rollout    decode is bound by reading the weights (and the KV cache) once per generated token,
-             batched over the sequences a replica holds at once; prefill and a compute floor are
-             counted at DECODE_MFU;
+A roofline estimate from the hardware table's figures (generator.hardware), with a few free
+constants fitted to published verl step times (generator/data/step_time_calibration.yaml, fitted
+by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-time-model.md):
+  lengths    responses are counted at their EXPECTED length (Workload.mean_response_len, or
+             MEAN_RESPONSE_SHARE of the maximum, the median share of the published means), prompts
+             at MEAN_PROMPT_SHARE of theirs; the rollout's tail runs to the maximum;
+  rollout    continuous batching: each engine step decodes one token for every sequence in flight
+             (as many as the KV cache holds at the mean context, at most vLLM's max_num_seqs) and
+             costs max(weights + KV read at HBM speed, 2·N_active FLOPs per token at decode_mfu),
+             plus a rollout-TP synchronisation per layer and a per-step overhead (both fitted);
+             after the last wave the longest responses run on alone, one token per step;
   log-prob   2·N_active FLOPs per token per forward pass (old log-prob, ref, critic values);
-  update     6·N_active FLOPs per token (forward + backward), 8·N_active with full recompute;
-             both at TRAIN_MFU of the GPUs' dense bf16 peak;
+  static     fixed micro-batches compute static_pad_share of the padding to the maximum length
+             (fitted: the published fixed-micro runs take 2-3× the dynamic ones' update time);
+  update     6·N_active FLOPs per token (forward + backward), 8·N_active with full recompute (the
+             forward runs again); dense GEMMs at train_mfu of the dense bf16 peak, routed experts
+             at moe_efficiency of that;
+  comm       TP: 2 all-reduces of the tokens' hidden states per layer per forward (4 per
+             forward+backward, 6 with recompute), ring cost 2(t−1)/t·bytes over the in-node link;
+             CP: each rank's K and V pass around the ring, (c−1)/c of the group's KV bytes per layer
+             per forward (twice in backward); EP: dispatch + combine all-to-all of top_k copies of
+             each token's hidden state per MoE layer, (e−1)/e of them leave the GPU, over the in-node
+             link or the network when the expert group spans nodes;
+  bubble     the 1F1B pipeline idles (PP−1)/(VPP·M) of the compute time (M micro-batches per pass);
   offload    bytes moved over the host link per step for each offloaded state, plus the CPU
              optimizer's step;
-  bubble     the 1F1B pipeline idles (PP−1)/(VPP·M) of the compute time (M micro-batches per
-             pass), i.e. a fraction (PP−1)/(VPP·M + PP−1) of the pipelined time;
   weight sync  each rollout rank receives its shard of the bf16 weights over the in-node links.
-Not modelled: attention FLOPs (the same for every layout of a run), TP/CP/EP communication,
-response-length variance. GPU speeds live in generator.hardware.
 """
 
 from __future__ import annotations
 
 import math
+from dataclasses import dataclass, fields
+from functools import lru_cache
 
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
-from generator.model.params import kv_cache_bytes_per_token
+from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
 from generator.plan.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
 
-# Model FLOPs utilisation assumed for Megatron training passes. Megatron-LM reports 40-47 % on
-# H100 for GPT pretraining at scale (Narayanan et al. 2021; NVIDIA's Megatron-Core performance
-# table); RL micro-batches are shorter and vary in length, so we assume less.
-TRAIN_MFU = 0.35
-# Share of peak a decoding engine reaches when compute-bound (large batches), and for prefill.
-DECODE_MFU = 0.4
 # Share of the nominal host-link bandwidth pinned-memory copies reach (PCIe: ~80 % of nominal).
 HOST_LINK_EFFICIENCY = 0.8
+# Share of the nominal NVLink / network bandwidth NCCL's ring collectives reach for large messages
+# (NVIDIA's nccl-tests report bus bandwidths of ~75-85 % of the link figure on DGX H100).
+COLLECTIVE_EFFICIENCY = 0.8
 # Parameters per second one GPU's share of the host updates with a CPU Adam: the ZeRO-Offload
 # paper (Ren et al. 2021) measures its CPU-Adam at roughly 1e9-2e9 params/s on a whole
 # multi-core host; eight GPU processes share that host.
 CPU_ADAM_PARAMS_PER_S = 0.2e9
+# vLLM's default max_num_seqs (sequences decoded at once per engine), as verl leaves it.
+MAX_NUM_SEQS = 1024
 BF16, FP32, ADAM_STATE = 2, 4, 12  # bytes per parameter: weights, main grads, fp32 master + two moments
+
+
+@dataclass(frozen=True, slots=True)
+class StepConstants:
+    """The model's free constants (fitted) and its length assumptions (sourced)."""
+
+    train_mfu: float = 0.35  # dense Megatron GEMMs, share of the dense bf16 peak
+    moe_efficiency: float = 0.5  # routed-expert (grouped) GEMMs relative to dense ones
+    decode_mfu: float = 0.4  # decode and prefill when compute-bound
+    decode_tp_sync_s: float = 30e-6  # per layer per engine step, rollout TP > 1
+    decode_step_overhead_s: float = 5e-3  # scheduler + sampling per engine step
+    static_pad_share: float = 0.0  # static micro-batches: share of the padding to the maximum length computed
+    mean_response_share: float = 0.15  # expected response / maximum, when the workload does not say
+    mean_prompt_share: float = 0.5  # expected prompt / maximum
+
+
+FREE_CONSTANTS = ("train_mfu", "moe_efficiency", "decode_mfu", "decode_tp_sync_s", "decode_step_overhead_s",
+                  "static_pad_share")
+
+
+@lru_cache(maxsize=1)
+def calibrated() -> StepConstants:
+    """The constants generator/data/step_time_calibration.yaml holds (the fit on every published point)."""
+    import yaml
+
+    from generator.resources import data_dir
+
+    with (data_dir() / "step_time_calibration.yaml").open(encoding="utf-8") as handle:
+        raw = yaml.safe_load(handle)
+    known = {f.name for f in fields(StepConstants)}
+    return StepConstants(**{k: float(v) for k, v in raw["constants"].items() if k in known})
+
+
+def expected_lengths(work: Workload, k: StepConstants) -> tuple[float, float]:
+    """(expected prompt, expected response) tokens of one sequence."""
+    response = work.mean_response_len or k.mean_response_share * work.response_len
+    return k.mean_prompt_share * work.prompt_len, min(float(work.response_len), float(response))
 
 
 def micro_batches(per_rank_responses: int, seq_len: int, cand: Candidate, *, log_prob: bool) -> int:
@@ -58,54 +109,138 @@ def bubble_fraction(pp: int, vpp: int | None, micro: int) -> float:
     return (pp - 1) / ((vpp or 1) * micro + pp - 1)
 
 
+def ring_all_reduce_s(nbytes: float, ranks: int, link_gb_s: float) -> float:
+    """A ring all-reduce of `nbytes` over `ranks` GPUs: each sends 2(r−1)/r of it."""
+    if ranks <= 1:
+        return 0.0
+    return 2 * (ranks - 1) / ranks * nbytes / (link_gb_s * 1e9 * COLLECTIVE_EFFICIENCY)
+
+
+@lru_cache(maxsize=256)
+def _params(model: ModelFacts) -> tuple[int, int]:
+    """(all parameters, parameters active per token)."""
+    return total_params(model), total_params(model, active=True)
+
+
+@lru_cache(maxsize=256)
+def _moe_split(model: ModelFacts) -> tuple[int, int]:
+    """(routed-expert params, routed-expert params active per token) over the whole model."""
+    if not model.is_moe:
+        return 0, 0
+    moe_layers = model.num_layers - model.first_k_dense_layers
+    routed = moe_layers * moe_layer_params(model).experts
+    active = routed // (model.num_experts or 1) * (model.experts_per_token or 0)
+    return routed, active
+
+
+def training_comm_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, tokens: float,
+                    forwards: float) -> float:
+    """TP, CP and EP communication of `forwards` forward-equivalents over `tokens` tokens, per GPU.
+
+    A backward pass moves twice a forward's bytes, so forward+backward is 3 forwards' worth."""
+    gpus = max(1, work.gpus)
+    dp = max(1, gpus // (cand.tp * cand.pp * cand.cp))
+    layers_per_stage = model.num_layers / cand.pp
+    group_tokens = tokens / dp / cand.cp  # one TP group's tokens at each of its stage's layers
+    tp_bytes = 2 * group_tokens * model.hidden_size * BF16  # two all-reduces per layer per forward
+    comm = forwards * layers_per_stage * ring_all_reduce_s(tp_bytes, cand.tp, gpu.peer_gb_s)
+    if cand.cp > 1:
+        kv_per_token = 2 * model.num_kv_heads * model.head_dim * BF16 / cand.tp
+        if model.is_mla:
+            kv_per_token = ((model.kv_lora_rank or 0) + (model.qk_rope_head_dim or 0)) * BF16
+        sent = (cand.cp - 1) * group_tokens * kv_per_token
+        comm += forwards * layers_per_stage * sent / (gpu.peer_gb_s * 1e9 * COLLECTIVE_EFFICIENCY)
+    if model.is_moe and cand.ep > 1:
+        etp = cand.tp if cand.etp is None else cand.etp
+        link = gpu.peer_gb_s if cand.ep * etp <= max(1, work.gpus_per_node) else gpu.net_gb_s
+        moe_layers = (model.num_layers - model.first_k_dense_layers) / cand.pp
+        per_gpu_tokens = tokens * cand.pp / gpus
+        leaving = (cand.ep - 1) / cand.ep
+        nbytes = 2 * per_gpu_tokens * (model.experts_per_token or 1) * model.hidden_size * BF16 * leaving
+        comm += forwards * moe_layers * nbytes / (link * 1e9 * COLLECTIVE_EFFICIENCY)
+    return comm
+
+
+def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, context: float,
+                  k: StepConstants, gpus_per_node: int = 8) -> float:
+    """One engine step of a rollout replica (rtp GPUs) decoding `in_flight` sequences at `context`:
+    the larger of reading weights + KV cache and the FLOPs, then two TP all-reduces per layer of the
+    batch's hidden states (over the network when the replica spans nodes) with their fitted latency."""
+    everything, active = _params(model)
+    routed, routed_active = _moe_split(model)
+    # Small batches touch only the experts their tokens route to.
+    weights = everything - routed + min(routed, routed_active * max(1.0, in_flight))
+    read = (BF16 * weights / rtp + in_flight * context * kv_cache_bytes_per_token(model, rtp)) / (gpu.hbm_tb_s * 1e12)
+    compute = 2 * active * in_flight / (rtp * gpu.peak_tflops * 1e12 * k.decode_mfu)
+    sync = 0.0
+    if rtp > 1:
+        link = gpu.peer_gb_s if rtp <= max(1, gpus_per_node) else gpu.net_gb_s
+        reduce = ring_all_reduce_s(in_flight * model.hidden_size * BF16, rtp, link)
+        sync = 2 * model.num_layers * (k.decode_tp_sync_s + reduce)
+    return max(read, compute) + sync + k.decode_step_overhead_s
+
+
+def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
+              kv_tokens: int | None, k: StepConstants) -> float:
+    """Prefill and decode of every response; replicas run in parallel, the slowest sets the time."""
+    prompt, response = expected_lengths(work, k)
+    rtp = max(1, cand.rollout_tp)
+    replicas = max(1, work.gpus // rtp)
+    per_replica = math.ceil(responses / replicas)
+    context = prompt + response / 2  # mean context over a sequence's life
+    capacity = per_replica if kv_tokens is None else max(1.0, kv_tokens / max(context, 1.0))
+    in_flight = max(1.0, min(float(per_replica), float(MAX_NUM_SEQS), capacity))
+    steps = per_replica * response / in_flight
+    decode = steps * decode_step_s(model, gpu, rtp, in_flight, context, k, work.gpus_per_node)
+    tail = max(0.0, work.response_len - response) * decode_step_s(model, gpu, rtp, 1.0, prompt + response, k,
+                                                                   work.gpus_per_node)
+    active = _params(model)[1]
+    prefill = 2 * active * per_replica * prompt / (rtp * gpu.peak_tflops * 1e12 * k.decode_mfu)
+    return prefill + decode + tail
+
+
 def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, *,
-                       kv_resident_fraction: float = 1.0) -> StepTime:
+                       kv_tokens: int | None = None, constants: StepConstants | None = None) -> StepTime:
     """Seconds per step by part for `cand` (a sized layout); pure arithmetic on its knobs.
 
-    `kv_resident_fraction` is the share of a rollout replica's responses its KV cache holds at
-    once (generator.plan.engine); below 1 the replica decodes in several waves."""
+    `kv_tokens` is the KV cache one rollout replica holds (generator.plan.engine); None counts a
+    replica's whole batch in flight (up to vLLM's max_num_seqs)."""
+    k = constants or calibrated()
     gpus = max(1, work.gpus)
     dp = max(1, gpus // (cand.tp * cand.pp * cand.cp))
     responses = work.responses_per_step or work.per_rank_mini_batch * dp
-    seq_len = work.seq_len
-    tokens = responses * seq_len
-    active = total_params(model, active=True)
-    everything = total_params(model)
+    prompt, response = expected_lengths(work, k)
+    tokens = responses * (prompt + response)
+    if not cand.use_dynamic_bsz:
+        # Fixed micro-batches are not balanced by tokens: part of the padding to the maximum is computed.
+        tokens += k.static_pad_share * max(0.0, responses * work.seq_len - tokens)
+    everything, active = _params(model)
+    _, routed_active = _moe_split(model)
     flops_per_s = gpus * gpu.peak_tflops * 1e12
-
-    # Training passes: forward-only passes at 2·N, the update at 6·N (8·N when recomputing).
-    forward_s = 2 * active * tokens / (flops_per_s * TRAIN_MFU)
+    # Dense GEMMs at train_mfu, routed experts' share of the FLOPs at moe_efficiency of that.
+    seconds_per_flop = ((active - routed_active) + routed_active / k.moe_efficiency) / active / (
+        flops_per_s * k.train_mfu)
+    forward_s = 2 * active * tokens * seconds_per_flop
     passes = 1 + int(work.has_ref) + int(work.has_critic)
+    trained = 1 + int(work.has_critic)
     log_prob_s = passes * forward_s
-    update_s = (1 + int(work.has_critic)) * 3 * forward_s * (4 / 3 if cand.recompute else 1.0)
+    update_forwards = 3 + (1 if cand.recompute else 0)  # forward + backward (2×), + a recomputed forward
+    update_s = trained * update_forwards * forward_s
+    comm_s = training_comm_s(cand, model, gpu, work, tokens, passes + trained * update_forwards)
     per_rank = math.ceil(responses / dp)
     bubble_s = 0.0
     if cand.pp > 1:
+        seq_len = work.seq_len
         # idle = compute·(PP−1)/(VPP·M): the fraction b of the pipelined time is idle, b/(1−b) of the compute.
         for compute, micro in ((log_prob_s, micro_batches(per_rank, seq_len, cand, log_prob=True)),
                                (update_s, micro_batches(work.per_rank_mini_batch, seq_len, cand, log_prob=False))):
             share = bubble_fraction(cand.pp, cand.vpp, micro)
             bubble_s += compute * share / (1 - share)
-
-    # Rollout: each replica (rollout_tp GPUs) decodes its responses in waves of what its KV cache holds.
-    rtp = max(1, cand.rollout_tp)
-    replicas = max(1, gpus // rtp)
-    per_replica = math.ceil(responses / replicas)
-    waves = max(1, math.ceil(1 / max(kv_resident_fraction, 1e-6)))
-    in_flight = math.ceil(per_replica / waves)
-    hbm = gpu.hbm_tb_s * 1e12
-    weight_read_s = BF16 * everything / rtp / hbm
-    mean_context = work.prompt_len + work.response_len / 2
-    kv_read_s = in_flight * mean_context * kv_cache_bytes_per_token(model, rtp) / hbm
-    decode_compute_s = 2 * active * in_flight / (rtp * gpu.peak_tflops * 1e12 * DECODE_MFU)
-    decode_s = waves * work.response_len * max(weight_read_s + kv_read_s, decode_compute_s)
-    prefill_s = 2 * active * responses * work.prompt_len / (flops_per_s * DECODE_MFU)
-    rollout_s = decode_s + prefill_s
-
+    roll_s = rollout_s(cand, model, gpu, work, responses, kv_tokens, k)
     offload_s = _offload_s(cand, model, gpu, work, dp)
-    weight_sync_s = BF16 * everything / rtp / (gpu.peer_gb_s * 1e9)
-    return StepTime(rollout_s=rollout_s, log_prob_s=log_prob_s, update_s=update_s, offload_s=offload_s,
-                    bubble_s=bubble_s, weight_sync_s=weight_sync_s)
+    weight_sync_s = BF16 * everything / max(1, cand.rollout_tp) / (gpu.peer_gb_s * 1e9)
+    return StepTime(rollout_s=roll_s, log_prob_s=log_prob_s, update_s=update_s, offload_s=offload_s,
+                    bubble_s=bubble_s, weight_sync_s=weight_sync_s, comm_s=comm_s)
 
 
 def _offload_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, dp: int) -> float:

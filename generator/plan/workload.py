@@ -34,6 +34,7 @@ class Workload:
     max_num_batched_tokens: int = 8192
     gpus_per_node: int = 8  # for host RAM per node
     responses_per_step: int = 0  # train_batch_size·n (the step-time estimate; 0 = one per-rank mini per GPU)
+    mean_response_len: int = 0  # expected response tokens (the step-time estimate; 0 = a share of the maximum)
 
     @property
     def seq_len(self) -> int:

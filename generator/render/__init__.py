@@ -58,8 +58,10 @@ def _command(spec: RecipeSpec, filename: str) -> str:
         parts.append(f"--rollout {spec.rollout}")
     if spec.launcher != "local":
         parts.append(f"--launcher {spec.launcher}")
-    parts += [f"--prompt-len {spec.prompt_len}", f"--response-len {spec.response_len}", f"--n {spec.n}",
-              f"--verl-version {spec.version}"]
+    parts += [f"--prompt-len {spec.prompt_len}", f"--response-len {spec.response_len}"]
+    if spec.mean_response_len:
+        parts.append(f"--mean-response-len {spec.mean_response_len}")
+    parts += [f"--n {spec.n}", f"--verl-version {spec.version}"]
     return " ".join(parts)
 
 

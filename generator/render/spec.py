@@ -91,6 +91,7 @@ class RecipeSpec:
     val_files: str | HydraText | None = None
     prompt_len: int = 1024
     response_len: int = 1024
+    mean_response_len: int | None = None  # the expected response length the plan's step time counted
     n: int = 5
     train_batch_size: int = 1024
     ppo_mini_batch_size: int = 256

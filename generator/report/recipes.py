@@ -100,8 +100,8 @@ def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[
             detail = ", ".join(f"{t['name']} {t['gib']:g}" for t in top)
             verdict = "fits" if phase["fits"] else f"OVER by {phase['gib'] - limit:.1f} GiB"
             rows.append((phase["phase"], f"{phase['gib']:.1f} GiB of {limit:g} usable - {verdict} ({detail})"))
-        if "verl-tested" in recipe.tags and any(not p["fits"] for p in report["memory"]["phases"]):
-            rows.append(("note", "verl reports this layout running; the estimate is conservative here"))
+        if any(not p["fits"] for p in report["memory"]["phases"]):
+            rows.append(("note", f"predicted over: `gen recipe {recipe.name}` renders it only with --force"))
         sections.append(("predicted memory per GPU (worst pipeline stage)", rows))
     if report["problems"]:
         sections.append(("problems", [("error", p) for p in report["problems"]]))

@@ -56,6 +56,16 @@ DEFAULT_SENSITIVE = frozenset({"VB109", "VB201", "VB202", "VB203", "VB204", "VB2
 # wrong, so they stand down and VB118 says so once.
 CHAIN_ARITHMETIC = frozenset({"VB101", "VB102", "VB103", "VB104", "VB105", "VB106", "VB107", "VB112", "VB113",
                               "VB114", "VB116", "VB117", "VB206", "VB207", "VB208", "VB209", "VD402", "VD403"})
+# The code that says why they stood down. Every other batch rule (VB1xx, VB2xx: which micro-batch
+# keys a call must set, how they pair) stands down with them: such a fork splits and validates
+# its batches in its own code (per agent, per sample group), so a verdict from verl's batch rules
+# next to "the batch rules stand down" would contradict it.
+FORK_CHAIN_CODE = "VB118"
+
+
+def stands_down_for_fork(code: str) -> bool:
+    """Whether a rule does not run on a call whose fork changes the batch chain."""
+    return code != FORK_CHAIN_CODE and (code in CHAIN_ARITHMETIC or code.startswith("VB"))
 
 
 def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
@@ -82,6 +92,10 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory)
     trainer = is_trainer(ctx)
     approximate = fallback_note(config) is not None
+    # A release guessed with no evidence (no verl found, no verl key set): its defaults are not
+    # the run's, so default-reading rules stand down as for an approximate config.
+    if config.resolution is not None and config.resolution.guessed:
+        approximate = True
     forked_chain = bool(fork_batch_settings(config))
     findings: list[Finding] = []
     for rule in selected(select, ignore):
@@ -89,7 +103,7 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
             continue
         if approximate and rule.code in DEFAULT_SENSITIVE:
             continue
-        if forked_chain and rule.code in CHAIN_ARITHMETIC:
+        if forked_chain and stands_down_for_fork(rule.code):
             continue
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
@@ -190,7 +204,8 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
         if invocation.branch == "dead":
             continue
         config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
-                              stand_in=resolution.stand_in, search_dirs=resolution.search_dirs)
+                              stand_in=resolution.stand_in, search_dirs=resolution.search_dirs,
+                              ppo_entry=resolution.ppo_entry)
         config.resolution = resolution.for_call(config.schema, config.config_dir)
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None

@@ -9,6 +9,7 @@ from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
+from generator.forks import fork_code
 from generator.verl import ACTOR, CRITIC
 from generator.versions import VersionRange
 from generator.verl import PPO_ENTRY
@@ -92,6 +93,9 @@ _kind_rule("VK607", "bad-value", stage="init")
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
+        code = fork_code(ctx.config)
+        if code is not None and code.reads("data.val_batch_size"):
+            return  # the fork's trainer still batches validation by it: live there, not deprecated
         yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
                                      line=view.line("data.val_batch_size"), key="data.val_batch_size")
 

@@ -25,7 +25,7 @@ import tempfile
 from pathlib import Path
 from typing import Any
 
-FORMAT = 1
+FORMAT = 2  # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
 CACHE_ENV = "VERL_GEN_CACHE_DIR"
 SWITCH_ENV = "VERL_GEN_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached

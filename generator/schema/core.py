@@ -58,6 +58,8 @@ class Schema:
     source: str
     configs: dict[str, dict[str, Any]]
     mandatory_by_config: dict[str, list[str]] = field(default_factory=dict)
+    # Why a file of the config folder was passed over (a stale _generated_*.yaml), for the report.
+    notes: list[str] = field(default_factory=list)
 
     def config_names(self) -> list[str]:
         return list(self.configs)
@@ -171,12 +173,14 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     """The schema of a config folder: from the cache when its YAML is unchanged (schema/cache.py),
     else composed and then cached."""
     from generator.schema import cache
+    from generator.schema.generated import stale_note
 
     key = cache.content_key(config_dir)
     hit = cache.load_entry(key) if key is not None else None
     if hit is not None:
         configs, mandatory = hit
-        return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
+        notes = [n for n in (stale_note(config_dir, name, flat) for name, flat in configs.items()) if n]
+        return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes)
     schema = _compose_dir(version, config_dir)
     if key is not None:
         cache.store_entry(key, schema.configs, schema.mandatory_by_config)
@@ -184,23 +188,24 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
 
 
 def _compose_dir(version: str, config_dir: Path) -> Schema:
-    from generator.schema.compose import ComposeError, compose, flatten
-    from generator.schema.yamlload import load_yaml_file
+    from generator.schema.compose import ComposeError
+    from generator.schema.generated import read_config
 
     configs: dict[str, dict[str, Any]] = {}
+    notes: list[str] = []
     for name in PPO_CONFIGS:
-        generated = config_dir / f"_generated_{name}.yaml"
         try:
-            if generated.is_file():
-                configs[name] = flatten(load_yaml_file(generated) or {})
-            elif (config_dir / f"{name}.yaml").is_file():
-                configs[name] = flatten(compose(config_dir, name))
+            chosen = read_config(config_dir, name)
         except (OSError, ValueError, ComposeError) as err:
             raise UnreadableConfig(f"cannot read verl config {name} in {config_dir}: {err}") from None
+        if chosen is not None:
+            configs[name] = chosen.flat
+            if chosen.note:
+                notes.append(chosen.note)
     if not configs:
         raise UnreadableConfig(f"no verl PPO config found in {config_dir}")
     mandatory = {n: sorted(k for k, v in c.items() if v == MANDATORY) for n, c in configs.items()}
-    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory)
+    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes)
 
 
 def load(version: str) -> Schema:

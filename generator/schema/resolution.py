@@ -40,6 +40,8 @@ from generator.schema.core import (
     project_base,
     register_dir,
 )
+from generator.schema.entry import ppo_entry_config
+from generator.schema.imports import ImportedVerl, imported_verl
 from generator.schema.releases import installed_verl, nearest_older, packaged_releases, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
 from generator.versions import parse
@@ -78,6 +80,16 @@ class Resolution:
     stand_in: str | None = None
     # Folders a call's --config-name is also looked up in (the project file's config-dirs).
     search_dirs: tuple[Path, ...] = ()
+    # (config dir, config name) the project's own `verl/trainer/main_ppo.py` composes when its
+    # `@hydra.main` names another config than verl's (a fork's `config_name='grpo_trainer'`):
+    # what `python -m verl.trainer.main_ppo` without --config-name loads (generator.schema.entry).
+    ppo_entry: tuple[str, str] | None = None
+    # No verl was found and the script sets no verl key: the release is the newest packaged one
+    # by default, so verdicts read from its defaults would be guesses (those rules do not run).
+    guessed: bool = False
+    # The project's own verl package (vendored, a submodule, found on the import path): its
+    # trainer code is read for what the fork does with config keys (generator.forkcode).
+    package: Path | None = None
 
     @property
     def base_release(self) -> str:
@@ -137,15 +149,19 @@ def resolve(
     project: ProjectSettings = NO_PROJECT,
     keys: Callable[[], KeyUses] = lambda: (),
     declared: Callable[[], str | None] = lambda: None,
+    imported: Callable[[], ImportedVerl | None] = lambda: None,
 ) -> Resolution:
     """The Resolution for a script at `script_path` (None: text without a file). `keys` and
-    `declared` give the evidence for step 5 (script_keys, declared_release)."""
-    found = _resolve(script_path, version, config_dir, project, keys, declared)
+    `declared` give the evidence for step 5 (script_keys, declared_release); `imported` the verl
+    the script's calls would import from the checkout (generator.schema.imports) when no verl
+    sits above the script."""
+    found = _resolve(script_path, version, config_dir, project, keys, declared, imported)
     return replace(found, search_dirs=project.config_dirs) if project.config_dirs else found
 
 
 def _resolve(script_path: str | None, version: str | None, config_dir: str | None, project: ProjectSettings,
-             keys: Callable[[], KeyUses], declared: Callable[[], str | None]) -> Resolution:
+             keys: Callable[[], KeyUses], declared: Callable[[], str | None],
+             imported: Callable[[], ImportedVerl | None]) -> Resolution:
     explicit = known_release(version, "--verl-version") if version and version.strip() else None
     if config_dir:
         return _from_config_dir(known_config_dir(config_dir), explicit, "--config-dir", keys)
@@ -165,6 +181,9 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         package = find_project_verl(script_path)
         if package is not None:
             return _from_package(package, keys)
+        found_import = imported()
+        if found_import is not None:
+            return _from_package(found_import.package, keys, found_import.reason)
 
     found = _installed_resolution()
     if found is not None:
@@ -174,8 +193,9 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
     if written_for is not None and is_packaged(written_for):
         return Resolution(written_for, f"packaged schema {written_for}",
                           f"the script's header (written by gen recipe for verl {written_for})")
-    release, how = infer_release(keys())
-    return Resolution(release, f"packaged schema {release}", how, inferred=True)
+    evidence = keys()
+    release, how = infer_release(evidence)
+    return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence)
 
 
 def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
@@ -223,7 +243,8 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
         return found
 
     found = resolve(where, version=version, config_dir=config_dir, project=project, keys=keys,
-                    declared=lambda: declared_release(script.source))
+                    declared=lambda: declared_release(script.source),
+                    imported=lambda: imported_verl(script.invocations, where) if where is not None else None)
     if found.inferred and entry_config:
         return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"))
     return found
@@ -232,7 +253,7 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
 def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> Iterable[tuple[str, KeyUses]]:
     """(where, keys) of each live call's own entry config found in the project: the composed
     `@hydra.main` config of an entry module other than verl's trainer."""
-    from generator.schema.compose import compose, flatten
+    from generator.schema.compose import ComposeError, compose, flatten
     from generator.shell.pyentry import entry_config
 
     for inv in invocations:
@@ -243,8 +264,8 @@ def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> I
             continue
         try:
             flat = flatten(compose(found.config_dir, found.config_name))
-        except (InputError, OSError, ValueError):
-            continue
+        except (InputError, OSError, ValueError, ComposeError):
+            continue  # e.g. its defaults list names verl's ppo_trainer from a searchpath: not evidence here
         if flat:
             yield f"{found.config_name}.yaml at {found.config_dir}", [(key, PPO_CONFIGS[0]) for key in flat]
 
@@ -400,36 +421,49 @@ def _from_config_dir(folder: Path, release: str | None, why: str, keys: Callable
         release, how = infer_release(keys())
         reason, inferred = f"{why}; release {how}", True
     schema_id = _register(release, folder, f"verl config YAML at {folder}")
-    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred))
+    package = folder.parent.parent if folder.parts[-2:] == CONFIG_SUBDIR else None
+    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred,
+                                package=package))
 
 
-def _from_package(package: Path, keys: Callable[[], KeyUses]) -> Resolution:
-    """The project's own verl: its config YAML is the schema."""
+def _from_package(package: Path, keys: Callable[[], KeyUses], why: str | None = None) -> Resolution:
+    """The project's own verl: its config YAML is the schema. `why` says how it was found when
+    it is not the one above the script."""
     folder = package.joinpath(*CONFIG_SUBDIR)
     version_text = read_version(package)
     release = _base_of(version_text)
+    found = f"the project's verl at {package}" + (f": {why}" if why else "")
     if release is not None:
-        reason = f"the project's verl at {package} (version file: {version_text})"
+        reason = f"{found} (version file: {version_text})"
         inferred = False
     else:
         release, how = infer_release(keys())
-        reason, inferred = f"the project's verl at {package} (no version file; release {how})", True
+        reason, inferred = f"{found} (no version file; release {how})", True
     schema_id = _register(release, folder, f"the project's verl config YAML at {folder}")
-    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred))
+    found_entry = ppo_entry_config(package)
+    ppo_entry = None
+    if found_entry is not None:
+        ppo_entry = (str(found_entry.config_dir), found_entry.config_name)
+        reason += f"; {found_entry.reason}"
+    return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred,
+                                ppo_entry=ppo_entry, package=package))
 
 
 def _readable(found: Resolution) -> Resolution:
     """`found` when its config folder composes; else the nearest packaged release stands in
     for it, marked so that the checks do not trust its defaults."""
     try:
-        load(found.release)
+        schema = load(found.release)
     except UnreadableConfig as err:
         base = found.base_release
         older = [r for r in packaged_releases() if parse(r) <= parse(base)]
         stand_in = base if base in packaged_releases() else older[-1] if older else packaged_releases()[0]
         return Resolution(stand_in, f"packaged schema {stand_in}, standing in for {found.config_source}",
                           f"{found.reason}; its config could not be read", found.config_dir, found.inferred,
-                          stand_in=f"the config at {found.config_dir} ({err})")
+                          stand_in=f"the config at {found.config_dir} ({err})", ppo_entry=found.ppo_entry,
+                          package=found.package)
+    if schema.notes:
+        return replace(found, reason=f"{found.reason}; {'; '.join(schema.notes)}")
     return found
 
 

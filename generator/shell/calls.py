@@ -38,7 +38,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
         launcher=" ".join(launcher), config_path=None, config_name=None,
         branch=rec.branch,  # type: ignore[arg-type]
         passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),
-        context=list(rec.context), path=rec.path,
+        context=list(rec.context), cwd=rec.cwd, pythonpath=rec.pythonpath, path=rec.path,
     )
     j = 0
     while j < len(rest):

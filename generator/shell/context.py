@@ -69,6 +69,10 @@ class CommandRecord:
     passes_args: bool
     redirects: list[str] = field(default_factory=list)
     words: list[tuple[int, int]] = field(default_factory=list)  # source ranges of the words
+    # Where Python would import from (generator.schema.imports): the working directory after the
+    # script's `cd`s ("" = where it started, None = unknown) and the exported PYTHONPATH's text.
+    cwd: str | None = ""
+    pythonpath: str | None = None
 
 
 def line_starts_of(src: str) -> list[int]:

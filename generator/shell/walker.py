@@ -354,7 +354,15 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
             fields=fields, env=env, span=fx.span(whole.start_byte, whole.end_byte), path=fx.path,
             branch=flow.branch, context=flow.context, passes_args=passes_args,
             words=[(a, b) for a, b, _k in word_ranges],
+            cwd=self.state.cwd, pythonpath=env.get("PYTHONPATH", self._exported_text("PYTHONPATH")),
         ))
+
+    def _exported_text(self, name: str) -> str | None:
+        """The text of an exported scalar variable (unknown parts as `<?label>`), else None."""
+        var = self.state.vars.get(name)
+        if var is None or not var.exported or var.pieces is None:
+            return None
+        return pieces_text(var.pieces)
 
     def _command_fields(self, word_ranges: list[tuple[int, int, str]], flow: Flow) -> list[Field]:
         """The arguments bash passes for these words; a word whose quote never closes becomes an

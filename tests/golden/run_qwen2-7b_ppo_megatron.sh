@@ -6,19 +6,20 @@
 # PPO: GAE advantages from a Megatron critic with the actor's layout.
 #
 # Derived numbers for the defaults below (`gen check` recomputes them for any values):
-#   DP = GPUs / (TP*PP*CP) = 8 / (2*1*1) = 4
+#   DP = GPUs / (TP*PP*CP) = 8 / (1*2*1) = 4
 #   responses per step G = train_batch_size * n = 1024 * 1 = 1024
 #   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 1 / 4 = 64 responses
 #   optimizer updates per step = train_batch_size / ppo_mini_batch_size * ppo_epochs = 1024 / 256 * 1 = 4
-#   grad accumulation = per-rank mini / micro = 64 / 4 = 16 micro-batches per update
+#   dynamic batch: token budget 6144 (update), 12288 (log-prob, ref); each * CP 1 >= prompt+response = 2048
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.65
 #   agent loop: G / num_workers = 1024 / 8 = 128 responses per worker
 #   offload: param+grad
-#   predicted memory per GPU (GiB): update 58.5, optimizer_step 41.8, log_prob 40.9, rollout 77.0, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
-#   why: DP 4 (= 8 GPUs / TP·PP·CP 2·1·1); per-rank mini batch 256·1/4 = 64
+#   predicted memory per GPU (GiB): update 68.7, optimizer_step 41.8, log_prob 56.1, rollout 77.0, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
+#   why: DP 4 (= 8 GPUs / TP·PP·CP 1·2·1); per-rank mini batch 256·1/4 = 64
 #   why: memory relief: param+grad
 #   why: peak 77.0 GiB in rollout of 77.2 GiB usable
 #   why: rollout TP 1: weights 14.2 GiB, KV cache 35.9 GiB per GPU
+#   why: step ~23 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
 
@@ -31,19 +32,22 @@ PROJECT_NAME=${PROJECT_NAME:-verl_megatron}              # logger project
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen2-7b_ppo_megatron}  # logger run name
 NNODES=${NNODES:-1}                                      # nodes
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}                        # GPUs per node
-TP=${TP:-2}                                              # tensor parallel
-PP=${PP:-1}                                              # pipeline parallel
+TP=${TP:-1}                                              # tensor parallel
+PP=${PP:-2}                                              # pipeline parallel
+VPP=${VPP:-2}                                            # virtual pipeline stages per rank
 ROLLOUT_TP=${ROLLOUT_TP:-1}                              # vllm tensor parallel
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.65}   # vllm KV-cache share
 PARAM_OFFLOAD=${PARAM_OFFLOAD:-True}                     # params+grads to CPU between phases
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}            # Adam state to CPU between phases
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-1024}               # prompts per step
 PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-256}          # prompts per optimizer update
-MICRO_BATCH_PER_GPU=${MICRO_BATCH_PER_GPU:-4}            # responses per forward/backward
-LOG_PROB_MICRO_BATCH_PER_GPU=${LOG_PROB_MICRO_BATCH_PER_GPU:-4}  # responses per log-prob forward
+MICRO_BATCH_PER_GPU=${MICRO_BATCH_PER_GPU:-1}            # responses per forward/backward
+LOG_PROB_MICRO_BATCH_PER_GPU=${LOG_PROB_MICRO_BATCH_PER_GPU:-1}  # responses per log-prob forward
 N_RESPONSES=${N_RESPONSES:-1}                            # responses per prompt
 MAX_PROMPT_LENGTH=${MAX_PROMPT_LENGTH:-1024}             # tokens
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-1024}         # tokens
+ACTOR_TOKEN_BUDGET=${ACTOR_TOKEN_BUDGET:-6144}           # tokens per GPU per micro-batch (update)
+LOG_PROB_TOKEN_BUDGET=${LOG_PROB_TOKEN_BUDGET:-12288}    # tokens per GPU per micro-batch (log-prob, ref)
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron overlaps TP communication with compute
 
@@ -60,9 +64,11 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.actor.optim.lr=1e-6 \
     actor_rollout_ref.actor.ppo_mini_batch_size="${PPO_MINI_BATCH_SIZE}" \
     actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu="${MICRO_BATCH_PER_GPU}" \
-    actor_rollout_ref.actor.use_dynamic_bsz=False \
+    actor_rollout_ref.actor.use_dynamic_bsz=True \
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu="${ACTOR_TOKEN_BUDGET}" \
     actor_rollout_ref.actor.megatron.tensor_model_parallel_size="${TP}" \
     actor_rollout_ref.actor.megatron.pipeline_model_parallel_size="${PP}" \
+    actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size="${VPP}" \
     actor_rollout_ref.actor.megatron.param_offload="${PARAM_OFFLOAD}" \
     actor_rollout_ref.actor.megatron.optimizer_offload="${OPTIMIZER_OFFLOAD}" \
     actor_rollout_ref.actor.use_kl_loss=False \
@@ -73,13 +79,19 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.rollout.gpu_memory_utilization="${GPU_MEMORY_UTILIZATION}" \
     actor_rollout_ref.rollout.n="${N_RESPONSES}" \
     actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu="${LOG_PROB_MICRO_BATCH_PER_GPU}" \
+    actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu="${LOG_PROB_TOKEN_BUDGET}" \
     actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu="${LOG_PROB_MICRO_BATCH_PER_GPU}" \
+    actor_rollout_ref.ref.log_prob_max_token_len_per_gpu="${LOG_PROB_TOKEN_BUDGET}" \
     critic.model.path="'${MODEL_PATH}'" \
     critic.optim.lr=1e-5 \
     critic.optim.lr_warmup_steps_ratio=0.0 \
     critic.ppo_micro_batch_size_per_gpu="${MICRO_BATCH_PER_GPU}" \
+    critic.use_dynamic_bsz=True \
+    critic.ppo_max_token_len_per_gpu="${ACTOR_TOKEN_BUDGET}" \
+    critic.forward_max_token_len_per_gpu="${LOG_PROB_TOKEN_BUDGET}" \
     critic.megatron.tensor_model_parallel_size="${TP}" \
     critic.megatron.pipeline_model_parallel_size="${PP}" \
+    critic.megatron.virtual_pipeline_model_parallel_size="${VPP}" \
     critic.megatron.param_offload="${PARAM_OFFLOAD}" \
     critic.megatron.optimizer_offload="${OPTIMIZER_OFFLOAD}" \
     algorithm.adv_estimator=gae \

@@ -1,0 +1,218 @@
+"""What a fork's own trainer code does with config keys, read statically (`ast`: never imported,
+never run).
+
+Two facts are read from the Python files of the project's verl `trainer/` folder and its
+`utils/config.py` (where verl 0.6+ prints its deprecation warnings), and of a project entry
+module's folder:
+
+- the config keys it **repeats the batch by** other than verl's `rollout.n`:
+  `batch.repeat(repeat_times=self.config.data.n_samples, ...)`, or a name assigned from a config
+  key and then used as `repeat_times=` or as the count of a comprehension that copies batch rows
+  (`[[b[i:i + 1] for _ in range(n_samples)] ...]`). Such a fork's step is not P·n responses, so
+  verl's batch arithmetic does not describe it (VB118). Repeats in validation (a function named
+  `*val*`/`*test*`, a key like `rollout.n_val`) leave the training chain alone and do not count;
+- the config keys it **reads as values** (`self.config.data.val_batch_size` as an argument, an
+  assignment, a branch of a conditional expression). A key read only in an `if` test (the
+  deprecation warning verl itself prints) does not count. A key verl deprecated that the fork
+  still reads is live for that fork (VK608 stays silent).
+
+The keys are dotted from the config root: the attribute chain after a name or attribute called
+`config` (`self.config.data.n_samples` -> `data.n_samples`), `.get('key')` included. Bounded: at
+most MAX_FILES files of at most SCRIPT_LIMIT bytes each; a file that does not parse is skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from generator.errors import InputError
+from generator.files import SCRIPT_LIMIT, read_input
+from generator.shell.pysource import checked_tree
+
+MAX_FILES = 120
+# The keys verl's own trainer repeats by: not a change of the chain.
+_VERL_REPEAT_KEYS = frozenset({"actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.val_kwargs.n",
+                               "rollout.n", "rollout.val_kwargs.n"})
+_CONFIG_NAMES = frozenset({"config", "cfg", "conf"})
+
+
+@dataclass(frozen=True)
+class RepeatKey:
+    key: str
+    where: str  # file:line, relative to the folder read
+
+
+@dataclass
+class ForkCode:
+    repeat_keys: list[RepeatKey] = field(default_factory=list)
+    read_keys: set[str] = field(default_factory=set)
+    # Last parts of keys a string of the code calls deprecated ("WARNING: val_batch_size is
+    # deprecated"): verl 0.4-0.8 still use the value but warn; such a fork warns too.
+    warned: set[str] = field(default_factory=set)
+
+    def reads(self, key: str) -> bool:
+        """The code uses the key's value and does not itself call the key deprecated."""
+        return key in self.read_keys and key.rsplit(".", 1)[-1] not in self.warned
+
+
+def config_key(node: ast.AST) -> str | None:
+    """`self.config.data.n_samples` -> 'data.n_samples'; `config.data.get("x")` -> 'data.x'."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            parts.append(node.args[0].value)
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _CONFIG_NAMES:
+                return ".".join(reversed(parts)) or None
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return ".".join(reversed(parts)) or None if node.id in _CONFIG_NAMES else None
+        else:
+            return None
+
+
+def _keys_in(node: ast.AST) -> list[str]:
+    """The config keys of the longest chains in an expression (not their prefixes)."""
+    found = []
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        key = config_key(sub)
+        if key:
+            found.append(key)
+            continue
+        stack.extend(ast.iter_child_nodes(sub))
+    return found
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.assigned: dict[str, str] = {}  # local name -> config key it holds
+        self.repeats: list[RepeatKey] = []
+        self.reads: set[str] = set()
+        self.warned: set[str] = set()
+        self.function = ""
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "deprecat" in node.value.lower():
+            self.warned.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value))
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        text = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        if "deprecat" in text.lower():
+            self.warned.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        outer, self.function = self.function, node.name
+        self.generic_visit(node)
+        self.function = outer
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        outer, self.function = self.function, node.name
+        self.generic_visit(node)
+        self.function = outer
+
+    def _note_repeat(self, expr: ast.AST, line: int) -> None:
+        if "val" in self.function.lower() or "test" in self.function.lower():
+            return  # validation repeats its own batch (rollout.n_val...): the training chain is untouched
+        keys = _keys_in(expr) or [self.assigned[n.id] for n in ast.walk(expr)
+                                  if isinstance(n, ast.Name) and n.id in self.assigned]
+        for key in keys:
+            if key not in _VERL_REPEAT_KEYS and "val" not in key.rsplit(".", 1)[-1]:
+                self.repeats.append(RepeatKey(key, f"{self.where}:{line}"))
+
+    def visit_If(self, node: ast.If) -> None:  # a key read only in a test is not a live read
+        for child in node.body + node.orelse:
+            self.visit(child)
+
+    def visit_While(self, node: ast.While) -> None:
+        for child in node.body + node.orelse:
+            self.visit(child)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        key = config_key(node.value)
+        if key:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.assigned[target.id] = key
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "repeat":
+            for keyword in node.keywords:
+                if keyword.arg == "repeat_times":
+                    self._note_repeat(keyword.value, node.lineno)
+        self.generic_visit(node)
+
+    def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> None:
+        # `[b[i:i + 1] for _ in range(n)]`: rows of a batch copied n times
+        copies_rows = isinstance(node.elt, ast.Subscript) and isinstance(node.elt.slice, ast.Slice)
+        for generator in node.generators:
+            it = generator.iter
+            if copies_rows and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+                for arg in it.args:
+                    self._note_repeat(arg, node.lineno)
+        self.generic_visit(node)
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
+        self._comprehension(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        key = config_key(node)
+        if key:
+            self.reads.add(key)
+            return
+        self.generic_visit(node)
+
+
+def _files(folders: list[Path]) -> list[Path]:
+    out: list[Path] = []
+    for folder in folders:
+        if folder.suffix == ".py" and folder.is_file():
+            out.append(folder)
+            continue
+        if not folder.is_dir():
+            continue
+        for path in sorted(folder.rglob("*.py")):
+            if len(out) >= MAX_FILES:
+                return out
+            if "tests" not in path.relative_to(folder).parts and path.is_file():
+                out.append(path)
+    return out
+
+
+_CACHE: dict[tuple[Path, ...], ForkCode] = {}
+
+
+def read_fork_code(folders: list[Path]) -> ForkCode:
+    """What the Python files below `folders` do with config keys (cached per folder list)."""
+    cache_key = tuple(p.resolve() for p in folders)
+    if cache_key in _CACHE:
+        return _CACHE[cache_key]
+    found = ForkCode()
+    for path in _files(folders):
+        try:
+            tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="Python module"), str(path))
+        except (InputError, OSError):
+            continue
+        base = next((f for f in folders if f in path.parents), path.parent.parent)
+        reader = _Reader(str(path.relative_to(base.parent)))
+        reader.visit(tree)
+        found.repeat_keys.extend(reader.repeats)
+        found.read_keys |= reader.reads
+        found.warned |= reader.warned
+    _CACHE[cache_key] = found
+    return found
+
+
