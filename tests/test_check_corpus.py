@@ -20,7 +20,16 @@ from generator.shell import read_script
 
 _CUT = "bash cuts the command (see the VS7xx finding), so the trainer never receives the later overrides"
 _NO_MICRO = "no micro batch key at all with static batching: verl refuses the config at load (A4/A11)"
+_NO_FIELD = "adds a key the section's dataclass lacks (VK610): building it raises"
 TRUE_BUGS: dict[tuple[str, str, str], str] = {
+    # a '+key' the dataclass built from the section's _target_ does not have (VK610, issue 25)
+    ("v0.6.0", "examples/sglang_multiturn/run_qwen2.5-0.5b_gsm8k_multiturn_w_interaction.sh", "VK610"):
+        _NO_FIELD + ": HFModelConfig has no enable_activation_offloading at v0.6.0 (verl/workers/config/model.py), "
+        "and the workers build actor_rollout_ref.model with omega_conf_to_dataclass",
+    ("v0.8.0", "examples/sapo_trainer/run_qwen3_30b_a3b_fsdp.sh", "VK610"):
+        _NO_FIELD + ": tau_pos/tau_neg are FSDPActorConfig fields at v0.8.0, not PolicyLossConfig ones",
+    ("v0.8.0", "examples/sapo_trainer/run_qwen3_8b_fsdp.sh", "VK610"):
+        _NO_FIELD + ": tau_pos/tau_neg are FSDPActorConfig fields at v0.8.0, not PolicyLossConfig ones",
     # shell: the command is cut in two
     ("v0.4.1", "examples/ppo_trainer/run_deepseek7b_llm_pfppo.sh", "VS702"): "backslash + spaces + comment",
     ("v0.5.0", "examples/ppo_trainer/run_deepseek7b_llm_pfppo.sh", "VS702"): "backslash + spaces + comment",

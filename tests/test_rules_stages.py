@@ -58,7 +58,9 @@ def test_added_keys_under_dataclass_sections():
     assert "VK610" in _errors([f"+{A}no_such_section.x=1"])
     assert "VK610" not in _errors([f"++{A}ppo_epochs=2"])  # ++ on an existing field just sets it
     assert "VK610" not in _errors([f"+{A}megatron.override_transformer_config.recompute_granularity=full"])
-    assert "VK610" not in _errors([f"+{R}no_such_field=1"])  # 0.7.0 builds the rollout config in the workers
+    # the rollout section carries a _target_ (RolloutConfig): the workers build it, and refuse the key
+    assert "VK610" in _errors([f"+{R}no_such_field=1"])
+    assert "VK610" not in _errors([f"+{R}engine_kwargs.vllm.swap_space=4"])  # an open mapping of the dataclass
     assert "VK610" not in _errors([f"+{A}fsdp_config.mixed_precision.param_dtype=bf16"], config_name="ppo_trainer")
     assert "VK610" not in _errors([f"+{A}megatron.no_such_field=1"], version="0.5.0")
 

@@ -239,7 +239,9 @@ def _keep_what_verl_accepts(mapping: dict[str, Any], target: Path, version: str,
                 refused.setdefault(finding.key, f"{finding.code}: {finding.message}")
         droppable = {k for k in extra if k.lstrip("+") in refused}
         if not droppable:
-            problems = [f"{f.code} {f.message}" for f in loud if f.severity == "error"]
+            # A recipe is written only when its config is clean of errors and warnings
+            # (generator.render refuses either), so a setup with either is refused here, in one line.
+            problems = [f"{f.code} {f.message}" for f in loud]
             problems += [f"{k}: {why}" for k, why in refused.items() if k not in {x.lstrip('+') for x in extra}
                          and "in verl" in why]
             if problems:

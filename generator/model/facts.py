@@ -44,6 +44,9 @@ class ModelFacts:
     # What running the model needs beyond its architecture (generated scripts and recipes).
     trust_remote_code: bool = False  # its Hugging Face repository ships its own modelling code
     checkpoint_notes: tuple[str, ...] = ()  # what to do with the published checkpoint first
+    # True for the packaged registry's facts (the published config.json), False for a config.json
+    # that was read: a user's copy may differ in the keys people edit (max_position_embeddings).
+    from_registry: bool = False
 
     @property
     def is_moe(self) -> bool:

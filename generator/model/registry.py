@@ -122,6 +122,7 @@ def _entry_from_yaml(raw: dict[str, Any]) -> _Entry:
         vision_params=int(raw.get("vision_params", 0) or 0),
         trust_remote_code=bool(raw.get("trust_remote_code", False)),
         checkpoint_notes=tuple(str(note) for note in raw.get("checkpoint_notes", ())),
+        from_registry=True,
     )
     names = [raw["name"], *raw.get("hf_ids", ()), *raw.get("aliases", ())]
     keys = tuple(dict.fromkeys(name_key(n) for n in names))
@@ -179,22 +180,89 @@ def _config_path(name_or_path: str) -> Path | None:
     return None
 
 
+_HUB_ID = re.compile(r"^[A-Za-z0-9][\w.-]*/[\w.-]+$")
+
+
+def hub_cache_roots() -> list[Path]:
+    """Where the Hugging Face hub keeps downloads on this machine, in the order huggingface_hub
+    reads its settings: HF_HUB_CACHE, else HF_HOME/hub, else XDG_CACHE_HOME or ~/.cache, /huggingface/hub."""
+    import os
+
+    if os.environ.get("HF_HUB_CACHE"):
+        return [Path(os.environ["HF_HUB_CACHE"]).expanduser()]
+    if os.environ.get("HF_HOME"):
+        return [Path(os.environ["HF_HOME"]).expanduser() / "hub"]
+    cache = os.environ.get("XDG_CACHE_HOME") or "~/.cache"
+    return [Path(cache).expanduser() / "huggingface" / "hub"]
+
+
+def hub_cache_config(hub_id: str) -> Path | None:
+    """The config.json of a hub id (`Qwen/Qwen2.5-7B`) in the local hub cache, never the network:
+    the snapshot refs/main names, else the newest snapshot that has one. This is the one read
+    outside the project boundary the tool makes (docs/memory-model.md#where-the-model-comes-from):
+    a model's config.json, through the bounded reader, for its architecture numbers only."""
+    if not _HUB_ID.match(hub_id.strip()):
+        return None
+    org, name = hub_id.strip().split("/")
+    for root in hub_cache_roots():
+        folder = root / f"models--{org}--{name}"
+        try:
+            if not folder.is_dir():
+                continue
+            ref = folder / "refs" / "main"
+            if ref.is_file():
+                from generator.files import read_text_input
+
+                snapshot = folder / "snapshots" / read_text_input(ref, limit=256, what="hub ref", trusted=True).strip()
+                if (snapshot / "config.json").is_file():
+                    return snapshot / "config.json"
+            found = sorted((p for p in (folder / "snapshots").glob("*/config.json") if p.is_file()),
+                           key=lambda p: p.stat().st_mtime, reverse=True)
+        except (OSError, InputError):
+            continue
+        if found:
+            return found[0]
+    return None
+
+
+def locate_model(name_or_path: str) -> tuple[ModelFacts | None, str]:
+    """Facts for a name, hub id, model directory or config.json, and which config gave them: a
+    local config.json (a path, or the hub cache for an id), else the packaged registry."""
+    if not name_or_path or not name_or_path.strip():
+        return None, ""
+    for config, where in ((_config_path(name_or_path), "config.json at"),
+                          (hub_cache_config(name_or_path), "the Hugging Face cache's")):
+        if config is None:
+            continue
+        try:
+            facts = load_model_config(config)
+        except InputError:
+            continue  # an unreadable local config: fall back to the name
+        if where.startswith("the Hugging Face"):
+            from dataclasses import replace
+
+            facts = replace(facts, name=name_or_path.strip().split("/")[-1])  # not the snapshot's hash
+        return facts, f"{where} {config}"
+    matched = _registry_match(name_or_path)
+    return matched, (f"the packaged registry ({matched.name})" if matched is not None else "")
+
+
 def find_model(name_or_path: str) -> ModelFacts | None:
     """Facts for a name, hub id, model directory or config.json; None when nothing matches."""
-    if not name_or_path or not name_or_path.strip():
-        return None
-    config = _config_path(name_or_path)
-    if config is not None:
-        try:
-            return load_model_config(config)
-        except InputError:
-            pass  # an unreadable local config: fall back to the name
-    return _registry_match(name_or_path)
+    return locate_model(name_or_path)[0]
+
+
+def known_tail(value: str) -> str | None:
+    """The last path component of a model path whose earlier part is unknown
+    (`<?unset:HOME>/models/Qwen2.5-7B` -> `Qwen2.5-7B`), for a match by name; None when the tail
+    itself is unknown."""
+    tail = value.rstrip("/").rsplit("/", 1)[-1]
+    return None if (not tail or "<?" in tail or "?>" in tail) else tail
 
 
 def resolve_model(name_or_path: str) -> ModelFacts:
     """Like find_model, but an unknown name is an InputError that lists close names."""
-    config = _config_path(name_or_path)
+    config = _config_path(name_or_path) or hub_cache_config(name_or_path)
     if config is not None:
         return load_model_config(config)
     facts = _registry_match(name_or_path)

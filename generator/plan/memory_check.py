@@ -124,6 +124,12 @@ def smallest_fix(setup: MemorySetup) -> _Change | None:
 def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOptions) -> MemoryVerdict:
     """The call's verdict on the named GPU, with the smallest fix when it does not fit; with
     `problems` (the unknown model or values) when it cannot be predicted."""
+    from generator.config.reader import ConfigReader
+
+    if ConfigReader(config).backend == "fsdp":  # the FSDP actor has its own model (plan/fsdp_memory.py)
+        from generator.plan.fsdp_setup import fsdp_memory_verdict
+
+        return fsdp_memory_verdict(config, options.model or model, options.gpu, options.headroom_gib)
     found = setup_from_config(config, gpu=options.gpu, model=options.model or model, headroom_gib=options.headroom_gib)
     if found.setup is None:
         return MemoryVerdict(gpu=options.gpu.name, fits=True, peak_gib=0.0, usable_gib=0.0, peak_phase="",

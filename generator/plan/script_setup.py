@@ -15,7 +15,7 @@ from generator.config.derived import reads_global_micro
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
-from generator.model import find_model, resolve_model
+from generator.model import resolve_model
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
@@ -75,16 +75,36 @@ class _Reads:
         return value
 
 
-def _model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
+def call_model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
+    """The model facts of a call: --model, else the script's model path; (facts, source, problem)."""
     if model is not None:
         return model, "--model", None
+    from generator.model.registry import known_tail, locate_model
+
     path = reader.str(MODEL_PATH)
+    raw = reader.config.values.get(MODEL_PATH)
+    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
+        path = known_tail(raw)  # `$HOME/models/Qwen2.5-7B`: the folder's name still names the model
     if not path or (path == DEFAULT_MODEL_PATH and not reader.explicit(MODEL_PATH)):
         return None, "", f"{MODEL_PATH} is not set or not known; pass --model NAME or a config.json"
-    found = find_model(path)
+    found, _where = locate_model(path)
     if found is None:
         return None, "", f"model '{path}' is not in the registry; pass --model NAME or a config.json"
     return found, MODEL_PATH, None
+
+
+def model_config_used(reader: ConfigReader, model: ModelFacts | None) -> str:
+    """Which config gave the call's model facts ('--model', a config.json path, the Hugging Face
+    cache's config.json, the packaged registry entry), for the report."""
+    from generator.model.registry import known_tail, locate_model
+
+    if model is not None:
+        return "--model"
+    path = reader.str(MODEL_PATH)
+    raw = reader.config.values.get(MODEL_PATH)
+    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
+        path = known_tail(raw)
+    return locate_model(path)[1] if path else ""
 
 
 def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
@@ -94,7 +114,7 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     if reader.backend != "megatron":
         return ScriptSetup(None, ("the memory model covers the Megatron actor; this call uses "
                                   f"{reader.backend}",))
-    facts, source, problem = _model(reader, model)
+    facts, source, problem = call_model(reader, model)
     reads = _Reads(reader)
     layout = reader.actor_layout()
     gpus = reader.gpus
@@ -202,6 +222,7 @@ class CallMemory:
     problems: tuple[str, ...] = ()
     model: str = ""
     model_source: str = ""
+    model_config: str = ""  # which config gave the model's numbers (docs/memory-model.md#where-the-model-comes-from)
 
     @property
     def over(self) -> bool:
@@ -209,7 +230,18 @@ class CallMemory:
 
 
 def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
+    if ConfigReader(config).backend == "fsdp":  # the FSDP actor's model: plan/fsdp_memory.py
+        from generator.plan.fsdp_setup import evaluate_call
+
+        facts, source, problem = call_model(ConfigReader(config), options.model)
+        _setup, verdict, problems = evaluate_call(config, gpu=options.gpu, model=facts,
+                                                  headroom_gib=options.headroom_gib)
+        if verdict is None or facts is None:
+            return CallMemory(options.gpu, None, ((problem,) if problem else ()) + problems)
+        return CallMemory(options.gpu, verdict.report, (), facts.name, source,
+                          model_config_used(ConfigReader(config), options.model))
     found = setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
     if found.setup is None:
         return CallMemory(options.gpu, None, found.problems)
-    return CallMemory(options.gpu, evaluate_memory(found.setup), (), found.setup.model.name, found.model_source)
+    return CallMemory(options.gpu, evaluate_memory(found.setup), (), found.setup.model.name, found.model_source,
+                      model_config_used(ConfigReader(config), options.model))

@@ -107,6 +107,10 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
                 raise InputError(f"the {label} token budget {cap} x CP {c.cp} is below prompt+response = {seq_len}")
     micro = c.micro_batch_per_gpu
     log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
+    if spec.ppo_mini_batch_size == spec.train_batch_size and spec.ppo_epochs == 1:
+        # Strictly on-policy: old log-probs computed in other micro batches than the update's
+        # make the ratio drift from 1 (VX917, docs/rules/cross-checks.md#vx917).
+        log_prob_micro = micro
 
     recipe = ScriptSettings(spec)
     recipe.notes.extend(spec.notes)
@@ -188,9 +192,10 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
                 Setting(r + "gpu_memory_utilization", c.gpu_memory_utilization, "GPU_MEMORY_UTILIZATION"),
                 Setting(r + "n", spec.n, "N_RESPONSES"),
                 Setting(r + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    on_policy = spec.ppo_mini_batch_size == spec.train_batch_size and spec.ppo_epochs == 1
+    log_prob_budget = c.token_budget if on_policy else (c.log_prob_token_budget or c.token_budget)
     if dynamic:
-        rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
-                               "LOG_PROB_TOKEN_BUDGET"))
+        rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
     if seq_len > 8192:
         # vLLM schedules at most this many tokens per step; below prompt+response it cannot
         # prefill one sequence when chunked prefill is off (and is slow when it is on).
@@ -200,8 +205,7 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     f = REF
     ref = [Setting(f + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
     if dynamic:
-        ref.append(Setting(f + "log_prob_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
-                           "LOG_PROB_TOKEN_BUDGET"))
+        ref.append(Setting(f + "log_prob_max_token_len_per_gpu", log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
     if not at_least(version, "0.7.0"):
         # before 0.7.0 the ref's sizes were literals (1), not interpolations of the actor's
         ref += [s for s in _megatron_layout_settings(f, c, offload=False)

@@ -78,11 +78,13 @@ def call_memory_dict(call: CallMemory) -> dict[str, Any] | None:
     """A call's `memory` object; None (with `memory_problems`) when it could not be predicted."""
     if call.report is None:
         return None
-    return {"model": call.model, "model_from": call.model_source, "gpu": call.gpu.name, **memory_dict(call.report)}
+    return {"model": call.model, "model_from": call.model_source, "model_config": call.model_config,
+            "gpu": call.gpu.name, **memory_dict(call.report)}
 
 
 def call_memory_text(call: CallMemory) -> str:
     if call.report is None:
         return "  memory per GPU: not predicted — " + "; ".join(call.problems) + "\n"
-    head = f"  memory of {call.model} (from {call.model_source}) on {call.gpu.name}:\n"
+    config = f": {call.model_config}" if call.model_config and call.model_config != call.model_source else ""
+    head = f"  memory of {call.model} (from {call.model_source}{config}) on {call.gpu.name}:\n"
     return head + memory_text(call.report, indent="  ")

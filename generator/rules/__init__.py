@@ -138,7 +138,11 @@ def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelF
             cache[model_config] = load_model_config(model_config)
         return cache[model_config]
     path = config.values.get(MODEL_PATH_KEY)
-    if not isinstance(path, str) or MODEL_PATH_KEY in config.unknown or not path:
+    if isinstance(path, str) and MODEL_PATH_KEY in config.unknown:
+        from generator.model.registry import known_tail
+
+        path = known_tail(path)  # `$HOME/models/Qwen2.5-7B`: matched by the folder's name
+    if not isinstance(path, str) or not path:
         return None
     if path == DEFAULT_MODEL_PATH and MODEL_PATH_KEY not in config.set_by:
         return None  # verl's placeholder default, not the model the script trains

@@ -91,6 +91,11 @@ class MemoryVerdict:
     fix: str = ""  # the smallest change that fits, in words ("" when none fits)
     fix_edits: tuple[tuple[str, Any], ...] = ()  # (key, new value) for that change
     problems: tuple[str, ...] = ()  # why it could not be predicted (then the numbers mean nothing)
+    backend: str = "megatron"  # whose memory model judged it (FSDP has no pipeline stages)
+    # FSDP with packed micro batches: over at the maximum lengths, fits while the real sequences
+    # fill at most this share of prompt + response (None: the lengths do not change the verdict).
+    fill_limit: float | None = None
+    seq_len: int = 0  # prompt + response the fill refers to
 
 
 @dataclass(slots=True)

@@ -99,7 +99,10 @@ def example_findings(rule: Rule, example: Example) -> list[Finding]:
     from generator.rules import check_config
 
     config = example_config(rule, example)
-    return [f for f in check_config(config, model=example_model(example), select=[rule.code], memory=example.memory)
+    script = example_script(example) if example.script is not None else None
+    calls = [inv for inv in script.invocations if inv.branch != "dead"] if script is not None else []
+    return [f for f in check_config(config, model=example_model(example), select=[rule.code], memory=example.memory,
+                                    script=script, invocation=calls[0] if calls else None)
             if f.code == rule.code]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import Iterator
 
 from generator.shell.placeholders import is_placeholder
@@ -10,7 +11,6 @@ from generator.rules.core import Context, Finding, Rule, Severity, Stage, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
 from generator.forks import fork_code
-from generator.verl import ACTOR, CRITIC
 from generator.versions import VersionRange
 from generator.verl import PPO_ENTRY
 
@@ -108,37 +108,54 @@ def keys_not_checked(ctx: Context) -> Iterator[Finding]:
         yield keys_not_checked.finding(f"cannot decide key existence or rely on defaults: {note}", line=line)
 
 
-# Sections verl turns into dataclasses at config load (validate_config): the actor always, the
-# critic when one is used. Hydra's instantiate builds every nested `_target_` node below them too.
-_BUILT_AT_LOAD = (ACTOR.rstrip("."), CRITIC.rstrip("."))
+# The sections a call builds as dataclasses: the `_target_` nodes verl's code passes to
+# omega_conf_to_dataclass on the worker path the call takes (legacy workers or the new engine's),
+# read from verl's source per release (generator/data/dataclass_fields.json, "_built_*"); the
+# nested `_target_` nodes below them are built with them. A role's sections only when it is used.
 
 
-# Dataclass fields verl 0.7.0's YAML does not list (so a '+' is needed to set them, and it is
-# accepted), by class name. Measured with dataclasses.fields() on verl 0.7.0's config classes.
-_ENGINE_ONLY = ("infer_max_token_len_per_gpu", "infer_micro_batch_size_per_gpu", "max_token_len_per_gpu",
-                "micro_batch_size_per_gpu", "use_dynamic_bsz", "use_fused_kernels")
-_TOOL_ONLY = ("name",)
-_FIELDS_NOT_IN_YAML: dict[str, frozenset[str]] = {
-    "McoreActorConfig": frozenset({"engine", "global_batch_info", "model_config", "ppo_infer_max_token_len_per_gpu",
-                                   "ppo_infer_micro_batch_size_per_gpu", "profile", "use_rollout_log_probs"}),
-    "FSDPActorConfig": frozenset({"engine", "global_batch_info", "model_config", "ppo_infer_max_token_len_per_gpu",
-                                  "ppo_infer_micro_batch_size_per_gpu", "use_rollout_log_probs"}),
-    "McoreCriticConfig": frozenset({"engine", "model_config", "ppo_infer_max_token_len_per_gpu",
-                                    "ppo_infer_micro_batch_size_per_gpu"}),
-    "FSDPCriticConfig": frozenset({"engine", "model_config", "ppo_infer_max_token_len_per_gpu",
-                                   "ppo_infer_micro_batch_size_per_gpu"}),
-    "McoreEngineConfig": frozenset({"full_determinism", "strategy", *_ENGINE_ONLY}),
-    "FSDPEngineConfig": frozenset({"grad_offload", "mixed_precision", "use_remove_padding", *_ENGINE_ONLY}),
-    "McoreOptimizerConfig": frozenset({"grad_clip"}),
-    "FSDPOptimizerConfig": frozenset({"grad_clip"}),
-    "ProfilerConfig": frozenset({"global_tool_config"}),
-    "NPUToolConfig": frozenset(_TOOL_ONLY),
-    "NsightToolConfig": frozenset(_TOOL_ONLY),
-    "TorchProfilerToolConfig": frozenset({"manual_save", *_TOOL_ONLY}),
-    "TorchMemoryToolConfig": frozenset(_TOOL_ONLY),
-    "FSDPCriticModelCfg": frozenset({"lora"}),
-}
-_FIELDS_MEASURED_ON = "0.7.0"
+def _built_sections(config: Config, view: ConfigReader, built: frozenset[str]) -> list[str]:
+    """The call's `_target_` nodes that its worker path builds (found in its config, not listed)."""
+    nodes = sorted(key[: -len("._target_")] for key in config.values if key.endswith("._target_"))
+    roots: list[str] = []
+    for node in nodes:
+        if not any(node == chain or node.endswith("." + chain) for chain in built):
+            continue
+        role = node.split(".", 1)[0]
+        if role == "critic" and view.critic_used is not True:
+            continue
+        if role == "reward_model" and view.raw("reward_model.enable") is not True:
+            continue
+        roots.append(node)
+    return roots
+
+
+# Dataclass fields verl's YAML does not list (so a '+' is needed to set them, and it is accepted),
+# by class name: generator/data/dataclass_fields.json, read from verl's source at each release tag
+# by tools/dataclass_fields.py. A release without its own list is judged with the nearest older one.
+
+
+@lru_cache(maxsize=1)
+def _dataclass_fields() -> dict[str, dict[str, frozenset[str]]]:
+    import json
+
+    from generator.resources import data_dir
+
+    raw = json.loads((data_dir() / "dataclass_fields.json").read_text(encoding="utf-8"))
+    return {release: {name: frozenset(fields) for name, fields in classes.items()} for release, classes in raw.items()}
+
+
+def _fields_release(version: str) -> str | None:
+    """The measured release whose fields judge `version`: itself, else the nearest older one."""
+    from generator.versions import parse as parse_version
+
+    measured = sorted(_dataclass_fields(), key=parse_version)
+    try:
+        wanted = parse_version(version)
+    except Exception:
+        return measured[-1] if measured else None
+    older = [r for r in measured if parse_version(r) <= wanted]
+    return older[-1] if older else None
 
 
 def _existing(ctx: Context) -> frozenset[str] | None:
@@ -173,6 +190,23 @@ def _existed_without_plus(config: Config, node: str) -> bool:
     return False
 
 
+def _engine_group(config: Config) -> str:
+    """The engine the call selects: a `model_engine=...` group selection (which the packaged
+    defaults may not know, so it can sit among the key issues), else the config's backend."""
+    chosen = config.values.get("model_engine")
+    if not chosen:
+        for issue in config.key_issues:
+            if issue.override.key == "model_engine" and "=" in issue.override.text:
+                chosen = issue.override.text.split("=", 1)[1].strip("'\" ")
+    return str(chosen or config.backend)
+
+
+def _other_engine(class_name: str, backend: str) -> bool:
+    """An FSDP class judged for a Megatron call, or the other way round."""
+    fsdp = backend in ("fsdp", "fsdp2", "dp", "unknown")
+    return (not fsdp and class_name.startswith("FSDP")) or (backend != "megatron" and class_name.startswith("Mcore"))
+
+
 @rule("VK610", "added-key-in-dataclass-section", severity="error", stage="load", versions=VersionRange("0.6.0",
       None), verl_ref="§3", backends=_ANY)
 def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
@@ -180,7 +214,10 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     if fallback_note(config) or not is_trainer(ctx):
         return
     view = ConfigReader.of(ctx)
-    roots = [_BUILT_AT_LOAD[0]] + ([_BUILT_AT_LOAD[1]] if view.critic_used is True else [])
+    measured = _fields_release(ctx.version)
+    fields_of = _dataclass_fields().get(measured, {}) if measured else {}
+    built = fields_of.get("_built_engine" if view.new_engine else "_built_legacy", frozenset())
+    roots = _built_sections(config, view, built)
     added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
              and not o.key.endswith("._target_") and any(o.key.startswith(root + ".") for root in roots)}
     if not added:
@@ -206,14 +243,22 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             continue
         new_field = parts[len(parent.split("."))]
         class_name = target.rsplit(".", 1)[-1]
-        if new_field in _FIELDS_NOT_IN_YAML.get(class_name, ()):
+        if _other_engine(class_name, _engine_group(config)):
+            continue  # the defaults are another engine's group (model_engine=...): not this call's class
+        fields = fields_of.get(class_name)
+        if fields is None:
+            continue  # a class verl's source does not define as a dataclass at that release: not judged
+        if new_field in fields:
             continue  # a field of the dataclass that verl's YAML leaves out: '+' is the way to set it
-        measured = ctx.version == _FIELDS_MEASURED_ON
+        exact = measured == ctx.version
+        guessed = config.resolution is not None and config.resolution.inferred
         yield added_key_in_dataclass.finding(
             f"'{override.text}' adds '{new_field}' to {parent}, which verl {ctx.version} builds as "
-            f"{class_name} at load: TypeError (unexpected keyword argument '{new_field}')"
-            + ("" if measured else f" (fields checked against verl {_FIELDS_MEASURED_ON})"),
-            line=override.line, key=key, severity=None if measured else "warning")
+            f"{class_name} (from its _target_), a dataclass without that field: the call fails when it is built "
+            f"(unexpected keyword argument '{new_field}')"
+            + ("" if exact else f" (fields read from verl {measured}'s source)")
+            + (" (the release was inferred from the script's keys; name it with --verl-version)" if guessed else ""),
+            line=override.line, key=key, severity=None if exact and not guessed else "warning")
 
 
 @rule("VK611", "relative-config-path", severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any")

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
@@ -52,8 +52,31 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
         return
     limit = ctx.model.max_position_embeddings
     if seq > limit:
-        yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"),
-                          f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}")
+        message = f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}"
+        severity: Severity | None = None
+        if _asserts_context(view.version) and not ctx.model.from_registry:
+            # verl 0.4.x-0.6.x's rollouts assert it when they start (vllm_rollout_spmd.py @ v0.4.1):
+            # the run stops there. From 0.7.0 the async servers take max_position_embeddings as
+            # max_model_len, and the overlong requests fail or are cut while the run goes on.
+            severity = "error"
+            message += (f"; verl {view.version} asserts it when the rollout starts ('model context length should "
+                        f"be greater than total sequence length')")
+        elif _asserts_context(view.version):
+            # The published config.json: a user's copy may raise max_position_embeddings (as DAPO and
+            # SimpleRL users do for Qwen2.5-Math-7B), so the assertion is likely, not certain.
+            message += (f"; with the published config.json verl {view.version} asserts it when the rollout "
+                        f"starts (a copy whose config.json says more passes)")
+        yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"), message,
+                          severity=severity)
+
+
+def _asserts_context(version: str) -> bool:
+    from generator.versions import parse
+
+    try:
+        return parse(version)[:3] < (0, 7, 0)
+    except Exception:
+        return False
 
 
 @rule("VM810", "heads-not-divisible-by-ulysses", severity="error", stage="init", verl_ref="C14", backends=("fsdp",))
@@ -73,26 +96,43 @@ def ulysses_heads(ctx: Context) -> Iterator[Finding]:
                                                        f"neither way")
 
 
-@rule("VM811", "predicted-out-of-memory", severity="error", stage="runtime", backends=_MEG)
+_MEMORY_BACKENDS = ("megatron", "fsdp")
+
+
+@rule("VM811", "predicted-out-of-memory", severity="error", stage="runtime", backends=_MEMORY_BACKENDS)
 def predicted_oom(ctx: Context) -> Iterator[Finding]:
     verdict = ctx.memory
     if verdict is None or verdict.problems or verdict.fits:
         return
     view = ConfigReader.of(ctx)
     over = verdict.peak_gib - verdict.usable_gib
-    message = (f"predicted out of memory on {verdict.gpu}: {verdict.peak_phase} on pipeline stage {verdict.peak_stage} "
-               f"needs {verdict.peak_gib:.1f} GiB of {verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
+    where = (f"{verdict.peak_phase}" if verdict.backend == "fsdp"
+             else f"{verdict.peak_phase} on pipeline stage {verdict.peak_stage}")
+    message = (f"predicted out of memory on {verdict.gpu}: {where} needs {verdict.peak_gib:.1f} GiB of "
+               f"{verdict.usable_gib:.1f} usable ({over:.1f} GiB over)")
+    severity: Severity | None = None
+    if verdict.fill_limit is not None:
+        # Packed micro batches (use_remove_padding) hold the real tokens: the run fits while the
+        # sequences stay short enough on average, so this is a warning, with the length it needs.
+        severity = "warning"
+        message += (f" at the maximum lengths; it fits while sequences average at most "
+                    f"{verdict.fill_limit * verdict.seq_len:,.0f} of the {verdict.seq_len:,} prompt+response tokens "
+                    f"({verdict.fill_limit:.0%})")
     fix = None
     if verdict.fix_edits:
         edits = tuple(KeyEdit(key, view.raw(key), value) for key, value in verdict.fix_edits)
         fix = Fix(verdict.fix, edits, applicability="unsafe")
+    elif verdict.backend == "fsdp":
+        message += "; no single memory knob fits: more GPUs, Ulysses sequence parallelism or LoRA"
     else:
         message += "; no single memory knob fits: more GPUs or a larger TP/PP/EP"
-    keys = tuple(key for key, _ in verdict.fix_edits) or ("actor_rollout_ref.actor.megatron.tensor_model_parallel_size",)
-    yield ctx_finding(predicted_oom, view, keys, message, fix=fix)
+    default_key = ("actor_rollout_ref.actor.fsdp_config.param_offload" if verdict.backend == "fsdp"
+                   else "actor_rollout_ref.actor.megatron.tensor_model_parallel_size")
+    keys = tuple(key for key, _ in verdict.fix_edits) or (default_key,)
+    yield ctx_finding(predicted_oom, view, keys, message, fix=fix, severity=severity)
 
 
-@rule("VM812", "memory-not-predicted", severity="info", stage="static", backends=_MEG)
+@rule("VM812", "memory-not-predicted", severity="info", stage="static", backends=_MEMORY_BACKENDS)
 def memory_not_predicted(ctx: Context) -> Iterator[Finding]:
     verdict = ctx.memory
     if verdict is None or not verdict.problems:
