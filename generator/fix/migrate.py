@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
-from generator.launch import Invocation, LaunchScript, Override
+from generator.launch import Invocation, LaunchScript, Override, written_elsewhere
 from generator.edits import TextEdit
 from generator.verl import packaged_config_of
 from generator.versions import parse
@@ -250,8 +250,8 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
     lo, hi = parse(from_version), parse(to_version)
     changes = [c for c in value_changes if lo < parse(c.since) <= hi]
     for invocation in script.invocations:
-        if invocation.branch == "dead":
-            continue
+        if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
+            continue  # (a call in a script this one runs is migrated in its own file)
         name = schema_name(invocation)
         backend = invocation_backend(invocation)
         defaults = target_defaults(name)
