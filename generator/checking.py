@@ -62,9 +62,10 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
 
 def check_file(path: str, options: CheckOptions) -> FileReport:
     """The FileReport of one path (never raises)."""
+    from generator.launch_shape import looks_like_launcher
     from generator.project import load_project
     from generator.report import FileReport, Located
-    from generator.rules import check_script
+    from generator.rules import check_script, script_findings
     from generator.schema.resolution import resolve_script
     from generator.shell import read_launch
     from generator.suppress import find_suppressions
@@ -84,6 +85,12 @@ def check_file(path: str, options: CheckOptions) -> FileReport:
         source = _read_bytes(path)
         script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
         silenced = find_suppressions(source)
+        if not script.invocations and not looks_like_launcher(source):
+            # A helper script (data preparation, downloads): only VS730 says so; not judged.
+            report.findings.extend(Located(f, None) for f in script_findings(
+                script, select=chosen_select, ignore=chosen_ignore) if f.code == "VS730"
+                and not silenced.silences(f.code, None, f.line))
+            return report
         broken = [h.line for h in script.hazards if h.kind == "parse-error"]
         if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
             report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"

@@ -22,13 +22,12 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
+from generator.launch_shape import names_trainer
 from generator.safe_regex import fullmatch
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
                        ".mypy_cache", ".pytest_cache"})
-# A launcher names the trainer it starts; a file that names none is not a launch script.
-_LAUNCHES = re.compile(rb"main_ppo|verl[./]trainer|recipe[./][\w./]*main")
 # A directory argument must not turn into an unbounded run.
 MAX_FILES = 10_000
 
@@ -115,7 +114,7 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
 def _launches(path: Path) -> bool:
     try:
         # Trusted: the user named the folder; only whether the file names a trainer is used.
-        return _LAUNCHES.search(read_input(path, trusted=True)) is not None
+        return names_trainer(read_input(path, trusted=True))
     except InputError as err:
         return "too large" in str(err)  # kept, so that checking it says so instead of skipping it
 

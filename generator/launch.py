@@ -122,6 +122,15 @@ class Invocation:
     # ("" = where the script started, None = unknown) and the PYTHONPATH it exported (text).
     cwd: str | None = ""
     pythonpath: str | None = None
+    # The file the command is written in when it is not the script itself (a script it runs with
+    # `bash x.sh`, a string it evals): its spans are offsets in that file, so no edit is made there.
+    path: str | None = None
+
+
+def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
+    """The call's command is written in another file than the script (its spans are that file's
+    offsets, not the script's): nothing edits it."""
+    return invocation.path is not None and invocation.path != script_path
 
 
 @dataclass(slots=True)

@@ -28,36 +28,37 @@ def rendered():
     return {r.name: render_recipe(to_spec(r).spec, filename=f"run_{r.name}.sh") for r in RECIPES}
 
 
-@pytest.fixture(scope="module")
-def hydra_v070(verl_config_dir):
-    """Compose with verl v0.7.0's own config tree (initialised once for the module).
+# the config tree a release's scripts compose against (0.9.1's YAML is 0.9.0's tree)
+CONFIG_TREE = {"0.6.0": "v0.6.0", "0.6.1": "v0.6.1", "0.7.0": "v0.7.0", "0.8.0": "v0.8.0", "0.9.0": "v0.9.0",
+               "0.9.1": "v0.9.0"}
 
-    Hydra's verdict depends on each override's operator, key and value grammar, not on the
-    numbers, so recipes whose overrides have the same (op, key, value type) signature are
-    composed once (28 compositions for 91 recipes; ~0.25 s each on an idle core)."""
+
+@pytest.fixture(scope="module")
+def hydra_trees(verl_config_dir):
+    """compose(tree, config name, overrides) with verl's own config tree of a release. Hydra's
+    verdict depends on each override's operator, key and value grammar, not on the numbers, so
+    recipes whose overrides have the same (op, key, value type) signature are composed once per tree."""
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
     from generator.overrides import parse_override
 
-    config_dir = verl_config_dir / "v0.7.0" / "verl" / "trainer" / "config"
-    if not config_dir.is_dir():
-        pytest.skip(f"verl config tree not present: {config_dir}")
-    seen: dict[tuple, str] = {}
+    seen: set[tuple] = set()
 
-    def composed(name: str, overrides: list[str]):
-        """The composed config, or None when a recipe with the same signature already passed."""
-        signature = tuple(sorted((p.op, p.key, type(p.value).__name__) for p in map(parse_override, overrides)))
+    def composed(tree: str, config_name: str, overrides: list[str]):
+        signature = (tree, config_name,
+                     tuple(sorted((p.op, p.key, type(p.value).__name__) for p in map(parse_override, overrides))))
         if signature in seen:
             return None
-        cfg = compose(config_name="ppo_megatron_trainer", overrides=overrides)  # raises if Hydra rejects
-        seen[signature] = name
+        config_dir = verl_config_dir / tree / "verl" / "trainer" / "config"
+        GlobalHydra.instance().clear()
+        with initialize_config_dir(config_dir=str(config_dir), version_base=None):
+            cfg = compose(config_name=config_name, overrides=overrides)  # raises if Hydra rejects
+        GlobalHydra.instance().clear()
+        seen.add(signature)
         return cfg
 
-    GlobalHydra.instance().clear()
-    with initialize_config_dir(config_dir=str(config_dir), version_base=None):
-        yield composed
-    GlobalHydra.instance().clear()
+    return composed
 
 
 def _lookup(config: Any, key: str) -> Any:
@@ -68,13 +69,15 @@ def _lookup(config: Any, key: str) -> Any:
 
 
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
-def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_v070):
+def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_trees):
+    from generator.render.release_form import composed_config_name
     from generator.rules import check_script
     from generator.shell import read_script
 
+    release = recipe.target_version  # what the script is rendered for (0.8+ examples: model_engine=megatron)
     text = rendered[recipe.name]
     script = read_script(text, path=f"run_{recipe.name}.sh")
-    results = check_script(script, version="0.7.0")
+    results = check_script(script, version=release)
     trainer_calls = [(inv, cfg, findings) for inv, cfg, findings in results if inv is not None]
     assert len(trainer_calls) == 1
     loud = [f"{f.code} {f.message}" for _, _, findings in results for f in findings
@@ -101,7 +104,7 @@ def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_v070):
     assert config.gpus == recipe.gpus
 
     # REAL Hydra accepts the overrides (and, where composed, holds the same values).
-    cfg = hydra_v070(recipe.name, to_overrides(recipe, "0.7.0"))
+    cfg = hydra_trees(CONFIG_TREE[release], composed_config_name(release), to_overrides(recipe, release))
     if cfg is not None:
         for key, value in expected.items():
             assert _lookup(cfg, key) == value, key

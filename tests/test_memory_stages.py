@@ -12,7 +12,7 @@ from hypothesis import strategies as st
 from generator.model import find_model, total_params
 from generator.plan.candidate import Candidate, Offload
 from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB, PHASES,
-                                   STEP_TEMP_BYTES, SYNC_BUCKET_BYTES, MemorySetup, evaluate_memory, phase_memory,
+                                   STEP_TEMP_BYTES, MemorySetup, evaluate_memory, phase_memory,
                                    usable_gib)
 from generator.plan.stages import accounted_stage_sizes, stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload
@@ -89,7 +89,9 @@ def test_weight_sync_holds_actor_and_rollout_weights_together():
     stage = stage_params(QWEN2_7B, G1, 1, [14, 14]).total  # the last stage holds the output layer too
     assert sync["actor-weights"] == pytest.approx(2 * stage / GIB, abs=0.01)
     assert sync["rollout-weights"] == pytest.approx(2 * total_params(QWEN2_7B) / 2 / GIB, abs=0.01)  # rollout TP 2
-    assert sync["sync-bucket"] == pytest.approx(SYNC_BUCKET_BYTES / GIB, abs=0.01)
+    assert sync["sync-bucket"] == pytest.approx(G1_WORK.sync_bucket_mib / 1024, abs=0.01)  # the workload's bucket
+    bigger = {p.phase: p for p in phase_memory(QWEN2_7B, offloaded, replace(G1_WORK, sync_bucket_mib=2048))}
+    assert terms(bigger["weight_sync"])["sync-bucket"] == pytest.approx(2.0, abs=0.01)  # 0.9.1's default
     assert sync["grads"] == 0 and sync["optimizer"] == 0
 
 

@@ -38,6 +38,21 @@ def test_golden_qwen2_7b_on_8_gpus(algo: str) -> None:
     assert result.stdout == golden.read_text()
 
 
+def test_golden_for_an_older_release_is_written_its_way() -> None:
+    """`--verl-version 0.7.0` writes what that release reads: `--config-name=ppo_megatron_trainer`
+    (no model_engine group before 0.8.0) and its 512 MiB weight-sync bucket in the memory line;
+    the default (newest) release writes `model_engine=megatron` and no config name."""
+    result = gen("--model", "qwen2-7b", "--gpus", "8", "--verl-version", "0.7.0", "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    golden = GOLDEN / "run_qwen2-7b_grpo_megatron_verl0.7.0.sh"
+    if os.environ.get("UPDATE_GOLDEN") == "1":
+        golden.write_text(result.stdout)
+    assert result.stdout == golden.read_text()
+    assert "--config-name=ppo_megatron_trainer" in result.stdout and "model_engine=" not in result.stdout
+    newest = (GOLDEN / "run_qwen2-7b_grpo_megatron.sh").read_text()
+    assert "    model_engine=megatron \\\n" in newest and "--config-name" not in newest
+
+
 def test_default_file_name_mode_and_summary(tmp_path: Path) -> None:
     result = gen("--model", "qwen2-7b", "--gpus", "8", cwd=tmp_path)
     assert result.exit_code == 0, result.stderr
@@ -66,6 +81,8 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     (["--model", "qwen2-7b", "--gpus", "8", "--algo", "a3c"], "unknown algorithm 'a3c'"),
     (["--model", "qwen2-7b", "--gpus", "8", "--algo", "rloo", "--n", "1"], "got 1"),
     (["--model", "qwen2-7b", "--gpus", "8", "--nodes", "3"], "cannot be split evenly"),
+    (["--model", "qwen2-7b", "--gpus", "12"], "--gpus 12 does not fill whole h100 nodes of 8 GPUs"),
+    (["--model", "qwen2-7b", "--gpus", "20", "--gpu", "h20"], "--gpus 20 does not fill whole h20 nodes of 8 GPUs"),
     (["--model", "qwen2-7b", "--gpus", "8", "--gpu", "tpu-v5"], "unknown GPU"),
     (["--model", "qwen2-7b", "--gpus", "8", "--launcher", "k8s"], "unknown launcher"),
     (["--model", "qwen2-7b", "--gpus", "8", "--verl-version", "banana"], "not a verl version"),
@@ -146,6 +163,22 @@ def test_more_than_one_node_gets_a_cluster_launcher_never_the_local_one() -> Non
     assert refused.exit_code == 2 and "--launcher ray" in refused.stderr
     one_node = gen("--model", "qwen2-7b", "--gpus", "8", "-o", "-")
     assert "Ray starts a local cluster" in one_node.stdout
+
+
+@pytest.mark.parametrize("gpus, nodes", [(16, 2), (64, 8), (256, 32)])
+def test_gpus_above_one_node_without_nodes_become_nodes_of_the_gpu_type(gpus: int, nodes: int) -> None:
+    """Ray places each node's GPUs as one group on one machine: --gpus 16 as "1 node x 16" could
+    never be scheduled on 8-GPU machines. Without --nodes the GPUs are split into the GPU type's
+    nodes, the cluster launcher is used, and the summary and header say so."""
+    result = gen("--model", "qwen2-7b", "--gpus", str(gpus), "-o", "-")
+    assert result.exit_code == 0, result.stderr
+    assert f"({nodes} nodes x 8)" in result.stdout.splitlines()[1]
+    assert f"NNODES=${{NNODES:-{nodes}}}" in result.stdout and "GPUS_PER_NODE=${GPUS_PER_NODE:-8}" in result.stdout
+    assert "ray job submit" in result.stdout and "runs on this machine" not in result.stdout
+    assert f"{nodes} nodes x 8, launcher ray" in result.stderr
+    assert f"--gpus {gpus} is more than one h100 node holds" in result.stderr
+    pinned = gen("--model", "qwen2-7b", "--gpus", "8", "-o", "-")  # fits one node: unchanged
+    assert "(1 node x 8)" in pinned.stdout and "more than one" not in pinned.stderr
 
 
 def test_run_options_reach_the_trainer(tmp_path: Path) -> None:

@@ -9,6 +9,7 @@ from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
 from generator.render.recipe import build_recipe, recipe_overrides
+from generator.render.release_form import composed_config_name
 from generator.render.spec import RecipeSpec
 
 DENSE = ModelFacts(name="Toy-7B", hidden_size=3584, num_layers=28, num_attention_heads=28, num_kv_heads=4,
@@ -165,29 +166,38 @@ def test_every_key_exists_in_the_target_release(version: str, algo: str) -> None
     s = spec(algo=algo, version=version, n=1 if algo == "ppo" else 5, layout=DYNAMIC_MOE, model=MOE, gpus=32,
              nodes=4, train_batch_size=512, ppo_mini_batch_size=128)
     config = config_from_overrides(recipe_overrides(build_recipe(s)), version=version,
-                                   config_name="ppo_megatron_trainer")
+                                   config_name=composed_config_name(version))
     assert [(i.kind, i.override.key) for i in config.key_issues] == []
+    assert config.schema == "ppo_megatron_trainer" and config.backend == "megatron"  # 0.8.0 on: ppo_trainer + model_engine=megatron
 
 
 def test_dapo_extras_follow_the_schema() -> None:
-    recipe = build_recipe(spec(algo="dapo"))
+    recipe = build_recipe(spec(algo="dapo", version="0.7.0"))
     keys = {s.key for s in recipe.settings}
     assert "algorithm.filter_groups.enable" not in keys  # not a main_ppo key in 0.7.0
     assert any("filter_groups" in note for note in recipe.notes)
+    recipe = build_recipe(spec(algo="dapo"))  # the default release (0.9.1) has dynamic sampling on main_ppo
+    assert "algorithm.filter_groups.enable" in {s.key for s in recipe.settings}
+    assert recipe.notes == [] or not any("filter_groups" in note for note in recipe.notes)
 
 
-@pytest.mark.parametrize("version, through_kwargs", [("0.5.0", False), ("0.6.0", True), ("0.7.0", True),
-                                                     ("0.8.0", False)])
-def test_dapo_overlong_buffer_goes_through_the_reward_managers_kwargs(version: str, through_kwargs: bool) -> None:
-    """main_ppo reaches DAPO's overlong buffer as verl's own DAPO scripts do (0.6.0-0.7.x):
-    reward_manager=dapo and +reward_model.reward_kwargs.overlong_buffer_cfg.*."""
+@pytest.mark.parametrize("version, form", [("0.5.0", None), ("0.6.0", "reward_model"), ("0.7.0", "reward_model"),
+                                           ("0.7.1", "reward"), ("0.8.0", "reward"), ("0.9.1", "reward")])
+def test_dapo_overlong_buffer_goes_through_the_reward_managers_kwargs(version: str, form: str | None) -> None:
+    """main_ppo reaches DAPO's overlong buffer as verl's own DAPO scripts do: up to 0.7.0
+    reward_model.reward_manager=dapo and +reward_model.reward_kwargs.*; from the release with the
+    `reward` group on, reward.reward_manager.name=dapo and +reward.reward_kwargs.* (which 0.9.1's
+    reward-loop DAPO manager reads)."""
     recipe = build_recipe(spec(algo="dapo", version=version, response_len=2048))
     words = recipe_overrides(recipe)
-    if through_kwargs:
-        assert "reward_model.reward_manager=dapo" in words
-        assert "+reward_model.reward_kwargs.overlong_buffer_cfg.len=512" in words
-        assert "+reward_model.reward_kwargs.max_resp_len=2048" in words
+    if form is not None:
+        manager = "reward.reward_manager.name" if form == "reward" else "reward_model.reward_manager"
+        assert f"{manager}=dapo" in words
+        assert f"+{form}.reward_kwargs.overlong_buffer_cfg.len=512" in words
+        assert f"+{form}.reward_kwargs.max_resp_len=2048" in words
         assert not any("overlong buffer" in note for note in recipe.notes)
+        other = "reward_model." if form == "reward" else "reward."
+        assert not any(word.lstrip("+").startswith(other) for word in words)
     else:
         assert not any("reward_kwargs" in word for word in words)
         assert any("overlong buffer" in note for note in recipe.notes)

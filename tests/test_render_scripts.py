@@ -7,8 +7,9 @@ Two matrices:
     plus older releases — runs without the planner;
   * the planner's choice for every packaged model at the GPU counts where it fits (GRPO), and
     every algorithm at each model's smallest count (marker `slow`; the default tier takes every
-    eighth model). These compose against v0.7.0; the hand-built matrix covers every algorithm
-    at HEAD too.
+    eighth model). These target the default (newest) release and compose against its config tree
+    (v0.9.0 for 0.9.x, with `model_engine=megatron`); the hand-built matrix covers every algorithm
+    at 0.7.0 (`--config-name=ppo_megatron_trainer`) and at HEAD-2608 too.
 
 Cost control: scripts are rendered once per session; shellcheck runs once over all files;
 Hydra initialises once per config tree and composes each distinct override set once.
@@ -24,20 +25,23 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import InputError
-from generator.model import list_models, model_slug
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate, Offload
-from generator.plan.spec import planned_spec
 from generator.render import default_filename, generate
 from generator.render.recipe import recipe_overrides
-from generator.render.spec import LAUNCHERS, RecipeSpec
+from generator.render.matrix import planned_scripts
+from generator.render.release_form import written_config_name
+from generator.render.spec import DEFAULT_VERSION, LAUNCHERS, RecipeSpec
 from generator.rules import check_script
 from generator.shell import read_script
 from generator.verl import ALGORITHMS
 
 TRAINER = "verl.trainer.main_ppo"
-GPU_COUNTS = (1, 2, 4, 8, 16, 24, 32, 64, 96, 128, 256, 512)
+
+# the config tree each release's scripts compose against (0.9.1's YAML is 0.9.0's tree: same keys)
+CONFIG_TREE = {"0.5.0": "v0.5.0", "0.6.1": "v0.6.1", "0.7.0": "v0.7.0", "0.7.1": "v0.7.1", "0.8.0": "v0.8.0",
+               "0.9.0": "v0.9.0", "0.9.1": "v0.9.0"}
+NEWEST_TREES = (CONFIG_TREE[DEFAULT_VERSION], "HEAD-2608")
 
 DENSE = ModelFacts(name="Toy-7B", hidden_size=3584, num_layers=28, num_attention_heads=28, num_kv_heads=4,
                    head_dim=128, ffn_hidden_size=18944, vocab_size=152064, max_position_embeddings=32768,
@@ -67,11 +71,19 @@ def _hand_cases() -> list[Case]:
         for launcher in LAUNCHERS:
             cases.append(Case(f"dense-{algo}-{launcher}", RecipeSpec(
                 model=DENSE, layout=STATIC, gpus=8, algo=algo, launcher=launcher, n=n, train_batch_size=1024,
-                ppo_mini_batch_size=256, model_slug="toy-7b"), ("v0.7.0", "HEAD")))
-        cases.append(Case(f"moe-{algo}-32gpus", RecipeSpec(
-            model=MOE, layout=EVERYTHING, gpus=32, nodes=4, algo=algo, launcher="slurm", n=n,
-            train_batch_size=512, ppo_mini_batch_size=128, prompt_len=1024, response_len=2048,
-            rollout="sglang" if algo == "gspo" else "vllm", model_slug="toymoe"), ("v0.7.0", "HEAD")))
+                ppo_mini_batch_size=256, model_slug="toy-7b"), NEWEST_TREES))
+        cases.append(Case(f"dense-{algo}-0.7.0", RecipeSpec(
+            model=DENSE, layout=STATIC, gpus=8, algo=algo, n=n, train_batch_size=1024, version="0.7.0",
+            ppo_mini_batch_size=256, model_slug="toy-7b"), ("v0.7.0", "HEAD")))
+        for version, trees in ((DEFAULT_VERSION, NEWEST_TREES), ("0.7.0", ("v0.7.0", "HEAD"))):
+            cases.append(Case(f"moe-{algo}-32gpus-{version}", RecipeSpec(
+                model=MOE, layout=EVERYTHING, gpus=32, nodes=4, algo=algo, launcher="slurm", n=n,
+                train_batch_size=512, ppo_mini_batch_size=128, prompt_len=1024, response_len=2048, version=version,
+                rollout="sglang" if algo == "gspo" else "vllm", model_slug="toymoe"), trees))
+    for version, snapshot in (("0.8.0", "v0.8.0"), ("0.7.1", "v0.7.1")):
+        cases.append(Case(f"dense-dapo-{version}", RecipeSpec(
+            model=DENSE, layout=STATIC, gpus=8, algo="dapo", version=version, train_batch_size=1024,
+            ppo_mini_batch_size=256, model_slug="toy-7b"), (snapshot,)))
     for version, snapshot in (("0.6.1", "v0.6.1"), ("0.5.0", "v0.5.0")):
         for algo in ("grpo", "ppo"):
             cases.append(Case(f"dense-{algo}-{version}", RecipeSpec(
@@ -81,35 +93,8 @@ def _hand_cases() -> list[Case]:
 
 
 def _planned_cases(every: int = 1) -> list[Case]:
-    """The planner's scripts for every `every`-th packaged model."""
-    cases = []
-    for facts in list_models()[::every]:
-        slug = model_slug(facts)
-        smallest = None
-        for gpus in GPU_COUNTS:
-            nodes = max(1, gpus // 8)
-            try:
-                spec = planned_spec(model=slug, gpus=gpus, nodes=nodes, gpu=None, gpu_mem=None, algo="grpo",
-                                    rollout="vllm", launcher="auto", verl_version=None, model_path=None,
-                                    train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
-                                    train_batch_size=None, project_name=None, experiment_name=None)
-            except InputError:
-                continue
-            smallest = smallest or gpus
-            cases.append(Case(f"{slug}-grpo-{gpus}", spec, ("v0.7.0",)))
-        if smallest is None:
-            continue
-        for algo in ALGORITHMS[1:]:
-            nodes = max(1, smallest // 8)
-            try:
-                spec = planned_spec(model=slug, gpus=smallest, nodes=nodes, gpu=None, gpu_mem=None, algo=algo,
-                                    rollout="vllm", launcher="auto", verl_version=None, model_path=None,
-                                    train_files=None, val_files=None, prompt_len=1024, response_len=1024, n=None,
-                                    train_batch_size=None, project_name=None, experiment_name=None)
-            except InputError:
-                continue
-            cases.append(Case(f"{slug}-{algo}-{smallest}", spec, ("v0.7.0",)))
-    return cases
+    """The planner's scripts (no version flag: the newest release) for every `every`-th packaged model."""
+    return [Case(p.ident, p.spec, (CONFIG_TREE[p.spec.version],)) for p in planned_scripts(every)]
 
 
 HAND = _hand_cases()
@@ -243,6 +228,17 @@ def _overrides(outcome: Outcome) -> tuple[str, ...]:
     return tuple(a for a in (outcome.argv or ()) if not a.startswith("--config-name"))
 
 
+def _config_name(outcome: Outcome) -> str:
+    """The config the call names (`--config-name=X`), else main_ppo's default `ppo_trainer`."""
+    named = [a.split("=", 1)[1] for a in (outcome.argv or ()) if a.startswith("--config-name=")]
+    return named[0] if named else "ppo_trainer"
+
+
+def _expected_argv(outcome: Outcome) -> list[str]:
+    name = written_config_name(outcome.case.spec.version)
+    return ([f"--config-name={name}"] if name else []) + list(outcome.expected or ())
+
+
 def _compose_key(outcome: Outcome, snapshot: str) -> tuple[str, tuple[str, ...]]:
     """Hand-built cases compose their exact override set. Planner cases differ from each other
     only in generator-chosen numbers, so they compose one representative per distinct key set
@@ -250,8 +246,8 @@ def _compose_key(outcome: Outcome, snapshot: str) -> tuple[str, tuple[str, ...]]
     parsed by Hydra's own override parser in test_planned_matrix_is_valid)."""
     overrides = _overrides(outcome)
     if outcome.case in HAND:
-        return snapshot, overrides
-    return snapshot, tuple(w.split("=", 1)[0] for w in overrides)
+        return snapshot, (_config_name(outcome), *overrides)
+    return snapshot, (_config_name(outcome), *(w.split("=", 1)[0] for w in overrides))
 
 
 def _compose_all(outcomes: dict[str, Outcome], verl_config_dir: Path) -> dict[tuple[str, tuple[str, ...]], object]:
@@ -273,7 +269,7 @@ def _compose_all(outcomes: dict[str, Outcome], verl_config_dir: Path) -> dict[tu
         with initialize_config_dir(config_dir=str(config_dir), version_base=None):
             for key, overrides in sets.items():
                 try:
-                    results[key] = compose("ppo_megatron_trainer", overrides=list(overrides))
+                    results[key] = compose(key[1][0], overrides=list(overrides))
                 except Exception as err:  # the verdict is the point: report it per case
                     results[key] = err
     GlobalHydra.instance().clear()
@@ -307,7 +303,7 @@ def test_shellcheck_clean_at_warning_level(batch, shellcheck_report, case_id: st
 def test_trainer_receives_exactly_the_recipe_overrides(batch, case_id: str) -> None:
     outcome = batch[case_id]
     assert outcome.run_error == ""
-    assert outcome.argv == ["--config-name=ppo_megatron_trainer", *outcome.expected]
+    assert outcome.argv == _expected_argv(outcome)
 
 
 @pytest.mark.parametrize("case_id", _ids())
@@ -324,6 +320,12 @@ def test_real_hydra_compose(batch, composed, case_id: str) -> None:
         assert cfg.actor_rollout_ref.rollout.name == spec.rollout
         if spec.algo == "ppo":
             assert cfg.critic.megatron.tensor_model_parallel_size == spec.layout.tp
+        if spec.version == DEFAULT_VERSION:  # the Megatron engine, selected as 0.9.x's examples do
+            assert cfg.model_engine == "megatron" and "--config-name" not in " ".join(outcome.argv or ())
+        if spec.algo == "dapo" and "reward" in cfg and "reward_manager" in cfg.reward:
+            assert cfg.reward.reward_manager.name == "dapo"
+            assert cfg.reward.reward_kwargs.overlong_buffer_cfg.enable is True
+            assert cfg.reward.reward_kwargs.max_resp_len == spec.response_len
 
 
 def _check_script_findings(text: str, path: Path, version: str) -> list:
@@ -359,14 +361,14 @@ def test_planned_matrix_is_valid(every: int, tmp_path: Path, shellcheck: str, ve
             problems.append(f"{outcome.case.id}: bash -n: {outcome.bash_n}")
         if shellcheck_report.get(str(outcome.path)):
             problems.append(f"{outcome.case.id}: shellcheck: {shellcheck_report[str(outcome.path)]}")
-        if outcome.argv != ["--config-name=ppo_megatron_trainer", *outcome.expected]:
+        if outcome.argv != _expected_argv(outcome):
             problems.append(f"{outcome.case.id}: argv differs from the recipe ({outcome.run_error})")
             continue
         for snapshot in outcome.case.config_dirs:
             cfg = composed[_compose_key(outcome, snapshot)]
             if isinstance(cfg, Exception):
                 problems.append(f"{outcome.case.id}: compose {snapshot}: {cfg}")
-        for word in outcome.argv[1:]:
+        for word in _overrides(outcome):
             if word not in parsed_words:
                 try:
                     parser.parse_overrides([word])

@@ -58,6 +58,7 @@ def test_a_subcommand_other_than_run_is_not_a_call() -> None:
 
 
 def test_entry_with_hydra_main_is_a_trainer_without_overrides(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()  # the project root: the entry module is read inside it only
     (tmp_path / "mypkg").mkdir()
     (tmp_path / "mypkg" / "__init__.py").write_text("")
     (tmp_path / "mypkg" / "main_grpo.py").write_text(

@@ -25,6 +25,8 @@ def register(app: typer.Typer) -> None:
         gpus: Optional[int] = typer.Option(None, "--gpus", help="exact GPU count", min=1),
         algo: Optional[str] = typer.Option(None, "--algo", help="grpo, ppo, dapo, ..."),
         tag: Optional[str] = typer.Option(None, "--tag", help="e.g. verl-tested, moe, lora"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="recipes stamped for this release "
+                                                   "(0.9.1; 0.9 = any 0.9.x)"),
         output_format: str = typer.Option("text", "--format", help="text or json"),
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
         wide: bool = typer.Option(False, "--wide", help="Every column, whole, however wide (piped output keeps "
@@ -37,12 +39,12 @@ def register(app: typer.Typer) -> None:
             _fail(f"--format must be text or json, not '{output_format}'")
         try:
             lib = load_library(library)
+            found = lib.search(model=model, gpus=gpus, algo=algo, tag=tag, verl_version=verl_version)
         except InputError as err:
             _fail(str(err))
             return
         for error in lib.errors:
             typer.echo(f"gen: warning: skipped {error}", err=True)
-        found = lib.search(model=model, gpus=gpus, algo=algo, tag=tag)
         if output_format == "json":
             from generator.report.documents import dumps
 

@@ -57,7 +57,8 @@ def register(app: typer.Typer) -> None:
         name: Optional[str] = typer.Argument(None, help="A packaged recipe (see `gen list`); omit to plan from --model."),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (qwen2-7b, llama3.1-8b, ...) or a config.json."),
         gpus: Optional[int] = typer.Option(None, "--gpus", help="Total GPUs."),
-        nodes: int = typer.Option(1, "--nodes", help="Nodes (GPUs are split evenly)."),
+        nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes (GPUs are split evenly; default: the "
+                                            "GPU type's GPUs per node, e.g. --gpus 16 on h100 = 2 nodes x 8)."),
         gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type: h100, h20, h200, a100-80g, ... (default h100)."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         algo: str = typer.Option("grpo", "--algo", help="grpo | ppo | dapo | gspo | rloo | reinforce_plus_plus."),

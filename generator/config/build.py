@@ -10,6 +10,7 @@ from typing import Any
 
 from generator.config.apply import apply_overrides
 from generator.boundary import OutsideProject
+from generator.config.engine_group import apply_engine_selection
 from generator.config.locate import find_config_dir, relative_config_path_status, strip_yaml
 from generator.config.types import Config
 from generator.launch import UNKNOWN_OPEN, Invocation, Override
@@ -115,19 +116,23 @@ def build_config(
     if directory is None and name and name not in PPO_CONFIGS:
         # The project's config folders (its project file's config-dirs) hold recipe configs too.
         directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
+    overrides = list(invocation.overrides)
+    if directory is None and name in PPO_CONFIGS and stand_in is None:
+        name, overrides = apply_engine_selection(name, overrides, version)
+        schema_name = name
     composed_from: Path | None = None
     if stand_in is not None and directory is None:
         notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
     elif directory is None and name in PPO_CONFIGS and name in schema.configs:
         defaults = schema.configs[name]
         nodes = schema.nodes(name)
-        selections = _selections(schema, name, defaults, list(invocation.overrides))
+        selections = _selections(schema, name, defaults, overrides)
     elif name is not None:
         if directory is not None:
             try:
                 defaults, base = _compose_recipe(directory, name, version)
                 composed_from = directory
-                selections = _recipe_selections(schema, base, defaults, list(invocation.overrides))
+                selections = _recipe_selections(schema, base, defaults, overrides)
             except (ComposeError, OutsideProject, OSError, ValueError) as err:  # outside: not read, named
                 notes.append(f"config {name}: {' '.join(str(err).split())}")
         else:
@@ -149,7 +154,7 @@ def build_config(
         notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
     config = apply_overrides(
         defaults,
-        list(invocation.overrides),
+        overrides,
         version=version,
         config_name=schema_name,
         nodes=nodes,

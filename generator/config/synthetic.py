@@ -7,6 +7,7 @@ from __future__ import annotations
 from typing import Any
 
 from generator.config.apply import apply_overrides, under_open_mapping
+from generator.config.engine_group import apply_engine_selection
 from generator.config.flat import FlatConfig
 from generator.config.interp import MISSING
 from generator.config.types import Config
@@ -73,10 +74,11 @@ def config_from_overrides(
         for index, text in enumerate(overrides):
             parsed = parse_override(text)
             items.append(synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
+    config_name, items = apply_engine_selection(config_name, items, version)
     from generator.schema.groups import select_groups
 
     defaults = schema.configs[config_name] if config_name in schema.configs else schema.defaults(config_name)
-    # Group selections (`model_engine=megatron`) compose into the defaults first, as in Hydra.
+    # Any other group selection (`critic=...`, `+group=...`) composes into the defaults first, as in Hydra.
     selections = select_groups(schema.groups_of(config_name), defaults, items)
     changed = any(selections.consumed.values())
     return apply_overrides(

@@ -15,6 +15,7 @@ from generator.inputs import read_bytes, refuse_non_script, with_project
 if TYPE_CHECKING:
     from generator.fix.engine import FixResult, Reader
     from generator.fix.migrate import MigrateResult
+    from generator.launch import LaunchScript
     from generator.plan.script_setup import MemoryOptions
     from generator.schema.core import Schema
 
@@ -150,7 +151,8 @@ def migrate_files(paths: list[str], *, to_version: str, from_version: str | None
             if from_version is not None:
                 start, _ = schema.resolve_version(from_version, "--from")
             else:
-                start = infer_from_version(script, has=has, releases=schema.available())
+                start = _script_release(script, path) or infer_from_version(script, has=has,
+                                                                           releases=schema.available())
                 if start is None:
                     raise InputError(f"{path}: cannot tell which verl release the script targets; "
                                      "pass --from VERSION")
@@ -161,6 +163,21 @@ def migrate_files(paths: list[str], *, to_version: str, from_version: str | None
             yield FileMigration(path, start, None, err)
             continue
         yield FileMigration(path, start, result)
+
+
+def _script_release(script: LaunchScript, path: str) -> str | None:
+    """The packaged release the script is judged against, as `gen check` resolves it (its
+    project's or the installed verl, the release a `gen recipe` header names): one answer for
+    check and migrate. None when check would only infer it from the keys."""
+    from generator.schema.resolution import recipe_release, resolve_script
+
+    try:
+        found = resolve_script(script, path)
+    except InputError:
+        return None
+    if found.inferred:
+        return None  # a guess from the keys: migrate's own inference (or --from) decides
+    return recipe_release(found)[0]
 
 
 def _migrate_one(source: bytes, path: str, read: Reader, start: str, target: str, target_schema: Schema,

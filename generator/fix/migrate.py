@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
-from generator.launch import Invocation, LaunchScript, Override
+from generator.launch import Invocation, LaunchScript, Override, written_elsewhere
 from generator.edits import TextEdit
 from generator.verl import packaged_config_of
 from generator.versions import parse
@@ -73,12 +73,40 @@ def migration_table(from_version: str, to_version: str) -> list[Rename | StaleRe
     from generator.schema.migrations import history
 
     table: list[Rename | StaleRename] = list(schema.renames(from_version, to_version))
+    table = [r for r in table if r.old_key not in _LEGACY_REWARD_KEYS]
+    table.extend(legacy_reward_renames(to_version))
     known = {r.old_key for r in table}
     for old_key, rename in history(schema.resolve_version(to_version)[0]).items():
         if old_key not in known:
             table.append(StaleRename(rename.old_key, rename.new_key, rename.since, rename.note,
                                      getattr(rename, "backend", None)))
     return table
+
+
+def legacy_reward_renames(to_version: str) -> list[Rename]:
+    """`reward_model.*` / `custom_reward_function.*` / `sandbox_fusion.*` → `reward.*` for a target
+    with the reward group (0.7.1 on). The old keys still compose there (null stubs), so the schema
+    diff never reports them; 0.7.1 and 0.8.0 migrate them at start (deprecated), 0.9.0's main_ppo
+    ignores them (generator.schema.reward_moves). A prefix move covers every key below it."""
+    from generator.schema.migrations import Rename
+    from generator.schema.reward_moves import MOVES, NOT_MIGRATED_SINCE, REWARD_GROUP_SINCE, has_reward_group
+
+    if not has_reward_group(to_version):
+        return []
+    ignored = parse(to_version) >= parse(NOT_MIGRATED_SINCE)
+    note = (f"main_ppo stopped reading the legacy reward keys in {NOT_MIGRATED_SINCE}" if ignored else
+            f"the legacy reward keys are deprecated since {REWARD_GROUP_SINCE}; reward.* is what verl reads")
+    return [Rename(move.old, move.new, NOT_MIGRATED_SINCE if ignored else REWARD_GROUP_SINCE, note)
+            for move in MOVES]
+
+
+def _legacy_reward_keys() -> frozenset[str]:
+    from generator.schema.reward_moves import MOVES
+
+    return frozenset(m.old for m in MOVES)
+
+
+_LEGACY_REWARD_KEYS = _legacy_reward_keys()
 
 
 @dataclass(frozen=True, slots=True)
@@ -222,8 +250,8 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
     lo, hi = parse(from_version), parse(to_version)
     changes = [c for c in value_changes if lo < parse(c.since) <= hi]
     for invocation in script.invocations:
-        if invocation.branch == "dead":
-            continue
+        if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
+            continue  # (a call in a script this one runs is migrated in its own file)
         name = schema_name(invocation)
         backend = invocation_backend(invocation)
         defaults = target_defaults(name)
@@ -353,6 +381,16 @@ def _rename_step(script: LaunchScript, override: Override, rename: Rename | Stal
             return Step(override.line, override.key,
                         f"{override.key} left the schema in {rename.since} but its parent takes any key; "
                         f"kept as +{override.key}{note}", (edit,))
+        from generator.schema.migrations import SAME_AS_REMOVAL
+
+        same = SAME_AS_REMOVAL.get(override.key)
+        written = (override.value or "").strip("'\"")
+        if same is not None and (same == "*" or written == same):
+            edit = delete_word_edit(script, override)
+            if edit is not None:
+                what = "nothing read it" if same == "*" else f"{same} is what the release always does"
+                return Step(override.line, override.key, f"dropped {override.key}={written}: removed in "
+                            f"{rename.since}, and {what}{note}", (edit,))
         if not unsafe:
             return Refusal(override.line, override.key,
                            f"{override.key} was removed in {rename.since} without replacement{note}; "

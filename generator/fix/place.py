@@ -17,7 +17,7 @@ from generator.config.types import Config
 from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import CannotQuote, requote
 from generator.fix.values import hydra_text
-from generator.launch import Invocation, LaunchScript, Override, Span
+from generator.launch import Invocation, LaunchScript, Override, Span, written_elsewhere
 from generator.rules.core import Applicability, Fix
 
 
@@ -208,6 +208,8 @@ def insertion_edit(script: LaunchScript, invocation: Invocation, text: str) -> t
     override is on it. Never after a comment line or a backslash followed by whitespace. A
     one-line command gets ` text` after its last override word.
     """
+    if written_elsewhere(script.path, invocation):
+        return None, f"the call at line {invocation.line} is written in {invocation.path}; fix that file"
     source = script.source
     start, end = invocation.span.start, invocation.span.end
     on_command_line = [

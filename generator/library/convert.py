@@ -66,16 +66,19 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
 
 def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
     """The recipe's model, layout, knobs and workload, as the memory model evaluates them."""
+    from generator.plan.release_defaults import rollout_defaults
     from generator.plan.workload import Workload, algo_roles
 
     gpu = recipe_gpu(recipe)
     has_ref, has_critic = algo_roles(recipe.algorithm)
     extra = recipe.config.overrides
     batched = extra.get("actor_rollout_ref.rollout.max_num_batched_tokens")
+    defaults = rollout_defaults(recipe.target_version)  # the release the recipe targets
     work = Workload(
         gpus=recipe.gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=recipe.config.prompt_len,
         response_len=recipe.config.response_len, per_rank_mini_batch=per_rank_mini_batch(recipe) or 1,
         has_ref=has_ref, has_critic=has_critic,
+        sync_bucket_mib=defaults.sync_bucket_mib, max_num_seqs=defaults.max_num_seqs,
         **({"max_num_batched_tokens": int(batched)} if isinstance(batched, int) else {}),
     )
     return MemorySetup(recipe_model(recipe), recipe_candidate(recipe), work)
@@ -155,7 +158,8 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
     cfg = recipe.config
     plan = plan_layout(model, gpus, nodes=nodes, gpu=gpu, prompt_len=cfg.prompt_len,
                        response_len=cfg.response_len, n=cfg.n, algo=recipe.algorithm,
-                       train_batch_size=cfg.train_batch_size, ppo_mini_batch_size=cfg.ppo_mini_batch_size)
+                       train_batch_size=cfg.train_batch_size, ppo_mini_batch_size=cfg.ppo_mini_batch_size,
+                       verl_version=recipe.target_version)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:2]) or "no layout fits"

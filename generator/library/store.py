@@ -153,7 +153,10 @@ class Library:
         return recipe
 
     def search(self, *, model: str | None = None, gpus: int | None = None, algo: str | None = None,
-               tag: str | None = None) -> list[Recipe]:
+               tag: str | None = None, verl_version: str | None = None) -> list[Recipe]:
+        if verl_version is not None:
+            return [r for r in self.search(model=model, gpus=gpus, algo=algo, tag=tag)
+                    if stamped_for(r, verl_version)]
         found = [r for r in self.sorted() if matches(r, model=model, gpus=gpus, algo=algo, tag=tag)]
         if model and not found:
             # `qwen2.5-7b-instruct` or a local model folder: compare registry identities instead
@@ -188,6 +191,21 @@ def matches(recipe: Recipe, *, model: str | None = None, gpus: int | None = None
     if tag and tag.lower() not in (t.lower() for t in recipe.tags):
         return False
     return True
+
+
+def stamped_for(recipe: Recipe, release: str) -> bool:
+    """Whether the recipe says it targets `release`: an exact stamp ('0.9.1'), or any stamp of a
+    shorter release number ('0.9' matches 0.9.0 and 0.9.1). InputError for text that is not a
+    release number."""
+    from generator.errors import InputError
+    from generator.versions import parse
+
+    text = release.strip().lstrip("vV")
+    try:
+        parse(text)
+    except ValueError:
+        raise InputError(f"--verl-version: '{release}' is not a release number") from None
+    return any(stamp == text or stamp.startswith(text + ".") for stamp in recipe.verl_versions)
 
 
 def _registry_name(model: str) -> str | None:

@@ -12,7 +12,6 @@ from generator.model.params import kv_cache_bytes_per_token, total_params
 from generator.plan.candidate import Candidate
 from generator.plan.workload import GIB, Workload
 
-VLLM_MAX_NUM_SEQS = 1024
 ENGINE_TERMS = ("rollout-weights", "rollout-activations", "kv-cache")  # together: gmu × GPU memory
 
 
@@ -45,7 +44,7 @@ def engine_fixed_bytes(model: ModelFacts, cand: Candidate, work: Workload) -> tu
     width = max(model.ffn_hidden_size if not model.is_moe else
                 (model.experts_per_token or 1) * (model.expert_ffn_hidden_size or 0), model.hidden_size)
     tokens = max(work.max_num_batched_tokens, work.seq_len)
-    activation = tokens * (8 * model.hidden_size + 6 * width) / rtp + VLLM_MAX_NUM_SEQS * model.vocab_size * 4 / rtp
+    activation = tokens * (8 * model.hidden_size + 6 * width) / rtp + work.max_num_seqs * model.vocab_size * 4 / rtp
     return weights, activation
 
 

@@ -33,7 +33,7 @@ from generator.model.params import dense_layer_params, moe_layer_params, total_p
 from generator.plan.activations import dense_layer_activation_bytes, moe_layer_activation_bytes
 from generator.plan.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.engine import engine_fixed_bytes
-from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB, SYNC_BUCKET_BYTES,
+from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB,
                                    MemoryReport, StageMemory, usable_gib)
 from generator.plan.workload import GIB
 
@@ -268,7 +268,9 @@ def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
         _term("actor-weights", 0.0 if on_host else base_bytes, "the shards, loaded for the sync"),
         _term("optimizer", resident_optimizer),
         _term("rollout-weights", engine_weights, f"2·N/rollout TP {k.rollout_tp}"),
-        _term("sync-bucket", max(SYNC_BUCKET_BYTES, largest_param), "one full parameter (the embedding) gathered"),
+        # the bucket is the Workload's (0.7.0's 512 MiB here: FsdpKnobs carry no release)
+        _term("sync-bucket", max(work.sync_bucket_mib * 2**20, largest_param),
+              "one full parameter (the embedding) gathered"),
         graphs, overhead])
     return phases
 

@@ -60,7 +60,6 @@ FIT_FRACTION = 0.97
 STEP_TEMP_BYTES = 5.5
 CUDA_GRAPH_GIB = 1.0
 ENGINE_COUNTED_OVERHEAD_GIB = 1.0  # the part of OVERHEAD_GIB vLLM's own claim already holds
-SYNC_BUCKET_BYTES = 512 * 2**20  # rollout.update_weights_bucket_megabytes (verl 0.7.0 default)
 
 PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "weight_sync")
 # Every term the phases name, in the order charts colour them: a term has one colour in every
@@ -255,7 +254,8 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         term("actor-weights", weights, "bf16, loaded for the sync"),
         resident_grads, resident_opt, *with_ref, *with_critic,
         term("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
-        term("sync-bucket", SYNC_BUCKET_BYTES, "update_weights_bucket_megabytes"),
+        term("sync-bucket", work.sync_bucket_mib * 2**20,
+             lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
         graphs, overhead])
     return {name: phases[name] for name in PHASES if name in phases}
 

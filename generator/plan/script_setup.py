@@ -183,9 +183,24 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
                     per_rank_mini_batch=max(1, mini * n // dp), has_ref=has_ref is not False,
                     has_critic=bool(has_critic), entropy_in_update=entropy != 0,
                     max_num_batched_tokens=batched or VLLM_MAX_NUM_BATCHED_TOKENS,
-                    gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node)
+                    gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node,
+                    **_release_rollout_defaults(config))
     del prompts  # the per-rank mini batch, not the step's prompts, sets the micro-batches in flight
     return ScriptSetup(MemorySetup(facts, cand, work, headroom_gib), (), source)
+
+
+def _release_rollout_defaults(config: Config) -> dict[str, int]:
+    """The weight-sync bucket and max_num_seqs the call runs with: its own values, which hold
+    its release's defaults when the script does not set them (generator.plan.release_defaults)."""
+    from generator.plan.release_defaults import max_num_seqs_from, sync_bucket_from
+
+    out: dict[str, int] = {}
+    bucket, seqs = sync_bucket_from(config.values), max_num_seqs_from(config.values)
+    if bucket is not None:
+        out["sync_bucket_mib"] = bucket
+    if seqs is not None:
+        out["max_num_seqs"] = seqs
+    return out
 
 
 # ---------------------------------------------------------------------------------------------

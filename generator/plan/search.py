@@ -32,6 +32,7 @@ from generator.plan.batch import batch_hint, batch_sizes, mini_for
 from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.memory import phase_memory, usable_gib
+from generator.plan.release_defaults import BASELINE, RolloutDefaults, rollout_defaults
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
 from generator.plan.workload import GIB, Workload, algo_roles
@@ -120,6 +121,7 @@ class _Setting:
     train_batch_size: int
     mini: int
     mean_response_len: int = 0  # expected response tokens for the step-time score (0: a share of the max)
+    rollout: RolloutDefaults = BASELINE
 
     @property
     def seq_len(self) -> int:
@@ -262,7 +264,8 @@ def size_layout(model: ModelFacts, layout: Layout, s: _Setting, *, params: int,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
                     has_ref=has_ref, has_critic=has_critic,
                     max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n,
-                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node)
+                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node,
+                    sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
     floor = _static_floor_gib(model, layout, work)
     if prune and floor > usable_gib(s.gpu.memory_gib):
         return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
@@ -548,7 +551,7 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
                 ppo_mini_batch_size: int | None = None, fixed: dict | None = None, pins: dict | None = None,
-                top: int = 5, mean_response_len: int | None = None) -> Plan:
+                top: int = 5, mean_response_len: int | None = None, verl_version: str | None = None) -> Plan:
     """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
     `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
@@ -559,13 +562,16 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     the one they describe when the search does not produce it), its knobs are pinned as in
     `fixed`, and param_offload/optimizer_offload/cpu_optimizer_fraction/recompute pin single
     rungs of the memory relief.
+    `verl_version`: the release whose defaults (weight-sync bucket, max_num_seqs) the memory
+    model uses (generator.plan.release_defaults; None: 0.7.0's).
     """
     algo = algo.lower()
     gpus_per_node = _validate(model, gpus, nodes, prompt_len, response_len, n, algo, mean_response_len)
     prompts, mini = batch_sizes(gpus, n, prompt_len, response_len, algo, train_batch_size, ppo_mini_batch_size)
     s = _Setting(gpus=gpus, gpus_per_node=min(gpus_per_node, gpu.gpus_per_node) if nodes > 1 else gpus_per_node,
                  gpu=gpu, prompt_len=prompt_len, response_len=response_len, n=n, algo=algo,
-                 train_batch_size=prompts, mini=mini, mean_response_len=mean_response_len or 0)
+                 train_batch_size=prompts, mini=mini, mean_response_len=mean_response_len or 0,
+                 rollout=rollout_defaults(verl_version))
     params = total_params(model)
     plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
                 response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,

@@ -13,7 +13,7 @@ from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
 from generator.verl import ALGORITHMS
 
 
-def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem: float | None, algo: str,
+def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, gpu_mem: float | None, algo: str,
                  rollout: str, launcher: str, verl_version: str | None, model_path: str | None,
                  train_files: str | HydraText | None, val_files: str | HydraText | None, prompt_len: int,
                  response_len: int, n: int | None, train_batch_size: int | None, project_name: str | None,
@@ -23,11 +23,16 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
                  total_epochs: int = 15, pins: dict[str, object] | None = None,
                  mean_response_len: int | None = None) -> RecipeSpec:
     """`gen recipe --model M --gpus N ...` options -> RecipeSpec, with the layout and batch sizes
-    the planner chooses. InputError (one line) on bad options or when no layout fits."""
+    the planner chooses. InputError (one line) on bad options or when no layout fits.
+    `nodes` None: as many nodes as the GPU type's GPUs per node need (nodes_for_gpus)."""
     if algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm '{algo}'; choose one of {', '.join(ALGORITHMS)}")
     if gpus < 1:
         raise InputError(f"--gpus must be at least 1, got {gpus}")
+    device = gpu_spec(gpu, gpu_mem)
+    nodes_note = ""
+    if nodes is None:
+        nodes, nodes_note = nodes_for_gpus(gpus, device.name, device.gpus_per_node)
     if nodes < 1 or gpus % nodes:
         raise InputError(f"{gpus} GPUs cannot be split evenly over {nodes} node(s)")
     if n is None:
@@ -35,7 +40,6 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
     facts = resolve_model(model)
     if model_path is None:
         model_path = local_model_path(model)
-    device = gpu_spec(gpu, gpu_mem)
     version = verl_version or DEFAULT_VERSION
     if verl_version is not None:
         from generator.versions import parse
@@ -47,7 +51,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
 
     plan = plan_layout(facts, gpus, nodes=nodes, gpu=device, prompt_len=prompt_len, response_len=response_len,
                        n=n, algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                       pins=pins, mean_response_len=mean_response_len)
+                       pins=pins, mean_response_len=mean_response_len, verl_version=version)
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
@@ -65,8 +69,23 @@ def planned_spec(*, model: str, gpus: int, nodes: int, gpu: str | None, gpu_mem:
         train_batch_size=train_bs, ppo_mini_batch_size=mini, project_name=project_name,
         experiment_name=experiment_name, model_slug=model_slug(facts), loggers=loggers,
         checkpoint_dir=checkpoint_dir, save_freq=save_freq, resume_mode=resume_mode, resume_from=resume_from,
-        lr=lr, total_epochs=total_epochs,
+        lr=lr, total_epochs=total_epochs, nodes_note=nodes_note,
     )
+
+
+def nodes_for_gpus(gpus: int, gpu_name: str, per_node: int) -> tuple[int, str]:
+    """(nodes, why) for `--gpus` without `--nodes`: one node up to the GPU type's GPUs per node,
+    else gpus / per-node. Ray places each node's GPUs as one group on one machine
+    (trainer.n_gpus_per_node), so 16 GPUs on one "node" could never be scheduled on 8-GPU
+    machines. A count that does not fill whole nodes is an InputError with the reason."""
+    if gpus <= per_node:
+        return 1, ""
+    if gpus % per_node:
+        raise InputError(f"--gpus {gpus} does not fill whole {gpu_name} nodes of {per_node} GPUs; give a multiple "
+                         f"of {per_node} or --nodes N with N dividing {gpus}")
+    nodes = gpus // per_node
+    return nodes, (f"{gpus} GPUs are more than the {per_node} of one {gpu_name} node: {nodes} nodes x {per_node}, "
+                   "each node's GPUs one Ray placement group (--nodes chooses another split)")
 
 
 def local_model_path(model: str) -> str | None:

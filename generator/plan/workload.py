@@ -35,6 +35,9 @@ class Workload:
     gpus_per_node: int = 8  # for host RAM per node
     responses_per_step: int = 0  # train_batch_size·n (the step-time estimate; 0 = one per-rank mini per GPU)
     mean_response_len: int = 0  # expected response tokens (the step-time estimate; 0 = a share of the maximum)
+    # verl defaults that changed between releases (generator.plan.release_defaults; these are 0.7.0's)
+    sync_bucket_mib: int = 512  # rollout weight-sync bucket
+    max_num_seqs: int = 1024  # rollout.max_num_seqs: sequences vLLM's profiling run samples
 
     @property
     def seq_len(self) -> int:

@@ -14,7 +14,6 @@ from typing import Any
 from generator.errors import InputError
 from generator.render.recipe import build_recipe, recipe_overrides
 from generator.render.spec import LAUNCHERS, RecipeSpec, ScriptSettings
-from generator.verl import PPO_MEGATRON_CONFIG
 
 __all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "ScriptSettings", "build_recipe",
            "recipe_overrides", "render_recipe", "generate", "render", "validate", "default_filename"]
@@ -40,7 +39,10 @@ def validate(recipe: ScriptSettings) -> list[Any]:
     from generator.config import config_from_overrides
     from generator.rules import check_config
 
-    config = config_from_overrides(recipe_overrides(recipe), version=recipe.spec.version, config_name=PPO_MEGATRON_CONFIG)
+    from generator.render.release_form import composed_config_name
+
+    version = recipe.spec.version
+    config = config_from_overrides(recipe_overrides(recipe), version=version, config_name=composed_config_name(version))
     problems = [f"{issue.kind} {issue.override.key}" for issue in config.key_issues]
     findings = check_config(config, model=recipe.spec.model)
     problems += [f"{f.code} {f.message}" for f in findings if f.severity in ("error", "warning")]

@@ -64,11 +64,26 @@ def algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
     raise InputError(f"unknown algorithm '{algo}'")
 
 
-# The releases whose DAPO scripts on main_ppo pass the overlong buffer as the DAPO reward
-# manager's kwargs (seen in verl's scripts from v0.6.0 to v0.7.x; 0.8.0 moved reward settings
-# under `reward.`, so later releases get the note instead).
-DAPO_REWARD_KWARGS = ("0.6.0", "0.8.0")
-DAPO_KWARGS = "reward_model.reward_kwargs."
+# Where a release reads the DAPO reward manager and its kwargs (the overlong buffer, max_resp_len)
+# on main_ppo. Up to 0.7.x: `reward_model.reward_manager=dapo` + `+reward_model.reward_kwargs.*`, as
+# verl's own DAPO scripts on main_ppo do (e.g. v0.7.0 recipe/dapo/test_dapo_gptoss_20b_megatron.sh).
+# From 0.8.0 (the release that has `reward.reward_manager.name`): `reward.reward_manager.name=dapo` +
+# `+reward.reward_kwargs.*`, which the reward loop's DAPO manager reads
+# (verl/experimental/reward_loop/reward_manager/dapo.py@v0.9.1: config.reward.reward_kwargs) and
+# verl's own examples write (examples/grpo_trainer/run_deepseek_v4_flash_megatron.sh@v0.9.0). 0.9.0's
+# main_ppo no longer migrates the legacy keys, so the old form would be silently ignored there.
+DAPO_REWARD_KWARGS_SINCE = "0.6.0"
+LEGACY_REWARD = ("reward_model.reward_manager", "reward_model.reward_kwargs.")
+REWARD_LOOP = ("reward.reward_manager.name", "reward.reward_kwargs.")
+
+
+def dapo_reward_keys(version: str) -> tuple[str, str] | None:
+    """(reward manager key, reward kwargs prefix) of `version`'s main_ppo; None when it has neither."""
+    if schema_has(version, REWARD_LOOP[0]):
+        return REWARD_LOOP
+    if at_least(version, DAPO_REWARD_KWARGS_SINCE) and schema_has(version, LEGACY_REWARD[0]):
+        return LEGACY_REWARD
+    return None
 
 
 def dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
@@ -82,19 +97,19 @@ def dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
     else:
         missing.append("dynamic sampling (algorithm.filter_groups)")
     overlong = max(1, spec.response_len // 4)
+    reward_keys = dapo_reward_keys(version)
     if schema_has(version, "reward_model.overlong_buffer.enable"):
         extras += [Setting("reward_model.overlong_buffer.enable", True),
                    Setting("reward_model.overlong_buffer.len", overlong),
                    Setting("reward_model.overlong_buffer.penalty_factor", 1.0)]
-    elif at_least(version, DAPO_REWARD_KWARGS[0]) and not at_least(version, DAPO_REWARD_KWARGS[1]):
-        # main_ppo reaches the overlong buffer through the DAPO reward manager's kwargs, as
-        # verl's own DAPO scripts on main_ppo do (e.g. v0.7.0 recipe/dapo/test_dapo_gptoss_20b_megatron.sh)
-        extras += [Setting("reward_model.reward_manager", "dapo"),
-                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.enable", True, add=True),
-                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.len", overlong, add=True),
-                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.penalty_factor", 1.0, add=True),
-                   Setting(DAPO_KWARGS + "overlong_buffer_cfg.log", False, add=True),
-                   Setting(DAPO_KWARGS + "max_resp_len", spec.response_len, "MAX_RESPONSE_LENGTH", add=True)]
+    elif reward_keys is not None:
+        manager, kwargs = reward_keys
+        extras += [Setting(manager, "dapo"),
+                   Setting(kwargs + "overlong_buffer_cfg.enable", True, add=True),
+                   Setting(kwargs + "overlong_buffer_cfg.len", overlong, add=True),
+                   Setting(kwargs + "overlong_buffer_cfg.penalty_factor", 1.0, add=True),
+                   Setting(kwargs + "overlong_buffer_cfg.log", False, add=True),
+                   Setting(kwargs + "max_resp_len", spec.response_len, "MAX_RESPONSE_LENGTH", add=True)]
     else:
         missing.append("the overlong buffer (reward_model.overlong_buffer)")
     if extras:

@@ -82,5 +82,8 @@ def derive_numbers(recipe: ScriptSettings) -> HeaderNumbers:
                f"batch {spec.train_batch_size} prompts x n {spec.n} = {chain.responses_per_step}, mini "
                f"{spec.ppo_mini_batch_size} -> {chain.per_rank_mini_batch} per rank"
                + (f", {chain.optimizer_updates_per_step} updates/step" if chain.optimizer_updates_per_step else "")
-               + (f"; memory {memory} GiB ({fit})" if memory else ""))
+               + (f"; memory {memory} GiB ({fit})" if memory else "")
+               + (f"; {spec.nodes} nodes x {spec.gpus_per_node}, launcher {spec.launcher}" if spec.nodes > 1 else "")
+               + (f" (--gpus {spec.gpus} is more than one {spec.gpu_name} node holds; --nodes chooses another split)"
+                  if spec.nodes_note else ""))
     return HeaderNumbers(dp, chain, tuple(lines), summary)

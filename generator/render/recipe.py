@@ -114,6 +114,8 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
 
     recipe = ScriptSettings(spec)
     recipe.notes.extend(spec.notes)
+    if spec.nodes_note:
+        recipe.notes.append(spec.nodes_note)
     k = recipe.knobs
     k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
                         "Hugging Face id or local directory of the model"))
@@ -249,7 +251,9 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     if spec.resume_from is not None:
         trainer.append(Setting("trainer.resume_from_path", None, "RESUME_FROM"))
 
-    for name, settings in (("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
+    from generator.render.release_form import engine_settings
+
+    for name, settings in (("engine", engine_settings(version)), ("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
                            ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
         if settings:
             recipe.groups.append(SettingGroup(name, tuple(fill_knob_values(recipe, settings))))

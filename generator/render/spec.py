@@ -9,6 +9,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from generator.errors import InputError
+from generator.schema.releases import newest_release
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate
 from generator.verl import ALGORITHMS, PPO_MEGATRON_CONFIG, ROLLOUT_ENGINES
@@ -17,7 +18,9 @@ from generator.versions import parse
 LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
 AUTO_LAUNCHER = "auto"
 
-DEFAULT_VERSION = "0.7.0"
+# The newest packaged release (the one `pip install verl` gets): scripts target it unless
+# --verl-version names another.
+DEFAULT_VERSION = newest_release()
 AGENT_LOOP_WORKERS = 8  # rollout.agent.num_workers default (D1: G % workers == 0)
 
 KnobKind = Literal["int", "float", "bool", "text", "shell", "hydra"]
@@ -112,6 +115,7 @@ class RecipeSpec:
     # default when it has one); "+key" adds a key the schema does not list.
     extra_overrides: tuple[tuple[str, Any], ...] = ()
     notes: tuple[str, ...] = ()  # printed in the script's header (e.g. what a re-render changed)
+    nodes_note: str = ""  # why the GPUs were split over `nodes` when --nodes was not given (header, summary)
 
     def __post_init__(self) -> None:
         if self.launcher == AUTO_LAUNCHER:

@@ -12,7 +12,7 @@ from generator.render.derived import HeaderNumbers
 from generator.render.quoting import shell_word, shq
 from generator.render.spec import Knob, ScriptSettings, Setting
 from generator.resources import templates_dir
-from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
+from generator.verl import PPO_ENTRY
 
 
 def comment(text: object) -> str:
@@ -109,8 +109,10 @@ class View:
         return PPO_ENTRY
 
     @property
-    def config_name(self) -> str:
-        return PPO_MEGATRON_CONFIG
+    def config_name(self) -> str | None:
+        from generator.render.release_form import written_config_name
+
+        return written_config_name(self.recipe.spec.version)
 
     @property
     def runtime_env_json(self) -> str:

@@ -155,12 +155,17 @@ def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelF
 
 
 def _scope_note(invocation: Invocation) -> str:
+    # A call in a script this one runs (`bash x.sh`): its lines are the callee's (shell/callee.py).
+    from generator.shell.callee import callee_label
+
+    callee = callee_label(invocation.context)
+    ran = f" [{callee}]" if callee else ""
     if invocation.branch == "conditional":
         where = f" ({invocation.context[-1]})" if invocation.context else ""
-        return f" [in a conditional branch{where}]"
+        return f" [in a conditional branch{where}]" + ran
     if invocation.branch == "loop":
-        return " [inside a loop]"
-    return ""
+        return " [inside a loop]" + ran
+    return ran
 
 
 def _inferred_default_note(resolution: Resolution, config: Config) -> str:

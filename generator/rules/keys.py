@@ -6,6 +6,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Iterator
 
+from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
@@ -270,6 +271,8 @@ def relative_config_path(ctx: Context) -> Iterator[Finding]:
     if found is None:
         return
     path, status, where, sure = found
+    if is_placeholder(path):
+        return  # `<your_path_to_X>/config`: not relative once filled in; VS714 names the placeholder
     line = ctx.invocation.line if ctx.invocation is not None else None
     advice = f'write --config-path="$(pwd)/{path}" (from the folder it is relative to) or an absolute path'
     if status == "missing":

@@ -8,6 +8,7 @@ from typing import Callable, Iterator
 
 from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
+from generator.launch_shape import looks_like_launcher
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
@@ -166,6 +167,10 @@ _HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS716", "env-in-value", "info"),
     ("VS717", "unused-option", "warning"),
     ("VS720", "invisible-byte", "error"),
+    ("VS731", "reader-limit", "info"),
+    ("VS732", "assignment-as-command", "error"),
+    ("VS733", "source-home-path", "warning"),
+    ("VS734", "blank-in-continuation", "error"),
 )
 for _code, _kind, _severity in _HAZARD_RULES:
     _hazard_rule(_code, _kind, _severity)
@@ -195,11 +200,24 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
     script = ctx.script
     if script is None or any(inv.branch != "dead" for inv in script.invocations):
         return
+    if not script.invocations and not looks_like_launcher(script.source):
+        return  # a helper script: VS730 says so, and it passes
     if script.invocations:
         first = script.invocations[0]
         why = (f"the call at line {first.line} is never reached"
                + (f" ({first.context[-1]})" if first.context else ""))
     else:
-        why = "no command runs verl's trainer or a Hydra entry point"
+        unread = next((h for h in script.hazards if h.kind == "unread-call"), None)
+        why = unread.message if unread else "no command runs verl's trainer or a Hydra entry point"
     yield no_trainer_call.finding(f"no trainer call was read, so nothing in this script was checked: {why}",
                                   line=script.invocations[0].line if script.invocations else None)
+
+
+@rule("VS730", "not-a-launch-script", severity="info", stage="shell", verl_ref="", backends=_SCRIPT, scope="script")
+def not_a_launch_script(ctx: Context) -> Iterator[Finding]:
+    script = ctx.script
+    if script is None or script.invocations or looks_like_launcher(script.source):
+        return
+    yield not_a_launch_script.finding(
+        "not a launch script: it names no trainer entry (main_ppo, verl.trainer…, a recipe main) and gives no "
+        "Hydra overrides (key.path=value), so there is nothing to check; skipped")

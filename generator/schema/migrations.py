@@ -112,6 +112,8 @@ MOVES: tuple[_Move, ...] = (
     _Move("reward_model.rollout.", "reward.reward_model.rollout.", "0.7.1", "reward settings moved under reward."),
     _Move("reward_model.", "reward.reward_model.", "0.7.1", "reward settings moved under reward."),
     _Move("critic.model.fsdp_config.", "critic.fsdp.", "0.8.0", "the critic's FSDP engine config moved"),
+    _Move("trainer.use_legacy_worker_impl", None, "0.8.0",
+          "0.8.0 removed the legacy workers; the engine workers (what 'disable' chose) are the only path"),
     _Move(_ARR + "rollout.skip_rollout", _ARR + "rollout.skip.enable", "0.8.0"),
     _Move(_ARR + "rollout.skip_dump_dir", _ARR + "rollout.skip.dump_dir", "0.8.0"),
     _Move(_ARR + "rollout.skip.", "skip.rollout.", "0.9.0", "rollout skipping moved to the top-level skip."),
@@ -122,6 +124,19 @@ MOVES: tuple[_Move, ...] = (
     _Move(_ARR + "ref.megatron.grad_offload", None, "0.9.1", "it was never used"),
     _Move("critic.megatron.grad_offload", None, "0.9.1", "it was never used: gradient buffers follow param_offload"),
 )
+
+# Removed keys whose value, when it is this one, chose what the target release always does: the
+# override is dropped without --unsafe (nothing changes for the run). Any other value changes
+# behaviour, so it stays an --unsafe drop. "*": any value (a key verl never read).
+SAME_AS_REMOVAL: dict[str, str] = {
+    # 0.7.x: 'disable' ran the engine workers, the only workers from 0.8.0
+    # (verl/trainer/main_ppo.py@v0.7.1 vs @v0.8.0)
+    "trainer.use_legacy_worker_impl": "disable",
+    # never read by the Megatron workers (grad buffers follow param_offload); 0.9.1 removed the key
+    _ARR + "actor.megatron.grad_offload": "*",
+    _ARR + "ref.megatron.grad_offload": "*",
+    "critic.megatron.grad_offload": "*",
+}
 
 VALUE_CHANGES: tuple[ValueChange, ...] = (
     ValueChange(_ARR + "rollout.mode", "sync", "async", "0.7.0",
@@ -162,6 +177,19 @@ def _move_for(key: str) -> tuple[_Move, str | None] | None:
         elif key == move.old and len(move.old) > best_len:
             best, best_len = (move, move.new), len(move.old)
     return best
+
+
+def _follow(target: str | None, new_keys: set[str], to_version: str) -> str | None:
+    """A key that moved again (rollout.skip_rollout -> rollout.skip.enable in 0.8.0 -> skip.rollout.enable
+    in 0.9.0): follow the later moves, up to `to_version`, until the key exists there."""
+    seen: set[str] = set()
+    while target is not None and target not in new_keys and target not in seen:
+        seen.add(target)
+        found = _move_for(target)
+        if found is None or parse(found[0].since) > parse(to_version) or found[1] is None:
+            break
+        target = found[1]
+    return target
 
 
 def _sequence(from_version: str, to_version: str) -> list[str]:
@@ -209,6 +237,7 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
             # `since`: the first packaged schema without the key (HEAD-like ids included);
             # the table's release when the key stays but changed meaning (backend moves).
             since = _first_missing(key, from_version, to_version) if gone else move.since
+            target = _follow(target, new_keys, to_version)
             if target is not None and target in new_keys:
                 out.append(Rename(key, target, since, move.note, move.backend))
                 continue

@@ -58,6 +58,11 @@ def packaged_releases() -> list[str]:
     return sorted((v for v in _packaged_ids() if "+" not in v), key=_sort_key)
 
 
+def newest_release() -> str:
+    """The newest packaged release (what a plain `pip install verl` installs today)."""
+    return packaged_releases()[-1]
+
+
 def nearest_older(version: str) -> str | None:
     target = parse(version)
     older = [r for r in packaged_releases() if parse(r) <= target]

@@ -11,9 +11,9 @@ from typing import TYPE_CHECKING, cast
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
 from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_starts_of
+from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.model import (CALL_COST, FUNCTION_CALLS, Field, Group, Piece, Var, as_text, has_unknown, size_of,
                                    too_large)
-from generator.shell.parse import parse_bytes
 from generator.shell.words import Expander, ExpansionHost
 
 if TYPE_CHECKING:
@@ -41,8 +41,18 @@ class Builtins(EvaluatorParts):
         return True
 
     def _b_source(self, args: list[Field], flow: Flow) -> None:
-        if args:
+        if not args:
+            return
+        if len(args) == 1:
             self._source(args[0], flow)
+            return
+        # `source x.sh A B`: the file sees A B as "$@" while it runs; the caller's come back after.
+        saved = self.state.args, self.state.args_label
+        self.state.args, self.state.args_label = [list(f.pieces) for f in args[1:]], None
+        try:
+            self._source(args[0], flow)
+        finally:
+            self.state.args, self.state.args_label = saved
 
     def _b_cd(self, args: list[Field], flow: Flow) -> None:
         target = args[0] if args else None
@@ -131,10 +141,11 @@ class Builtins(EvaluatorParts):
             data = self._read_sourced(path, label)
             if data is None:
                 return None
+            data, tree = mask_comment_substitutions(data)
             src = (data + b"\n\n").decode("latin-1")
             sub = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
             sub.expander = Expander(src, path, cast("ExpansionHost", self))  # self is the whole Evaluator
-            cached = self._source_trees[path] = (parse_bytes(data), sub)
+            cached = self._source_trees[path] = (tree, sub)
             self.sourced[path] = sub
             self._collect_assigned(src)
         size = len(cached[1].src) - 2

@@ -8,11 +8,13 @@ from collections.abc import Callable
 from itertools import pairwise
 
 from generator.launch import Hazard, Invocation, Override, Provenance, Source, Span
-from generator.overrides import looks_like_override
-from generator.shell.model import Field, Piece, as_text, pieces_text
+from generator.overrides import looks_like_override, parse_override
+from generator.shell.model import Field, Group, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
+from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
 from generator.shell.pyentry import entry_config
+from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -36,7 +38,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
         launcher=" ".join(launcher), config_path=None, config_name=None,
         branch=rec.branch,  # type: ignore[arg-type]
         passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),
-        context=list(rec.context), cwd=rec.cwd, pythonpath=rec.pythonpath,
+        context=list(rec.context), cwd=rec.cwd, pythonpath=rec.pythonpath, path=rec.path,
     )
     j = 0
     while j < len(rest):
@@ -221,8 +223,6 @@ _HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--r
                 "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i",
                 "--experimental-rerun"}
 _HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
-# A value left as a placeholder for the user to fill in.
-_PLACEHOLDER = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me)\Z")
 # Environment variables a run normally has: a value built on them is not a forgotten variable.
 _ENVIRONMENT = {"HOME", "PWD", "USER", "PATH", "TMPDIR", "HOSTNAME", "SLURM_JOB_ID", "SLURM_PROCID",
                 "CUDA_VISIBLE_DEVICES", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
@@ -245,6 +245,25 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
     while j < len(rest):
         text, f = texts[j], rest[j]
         nxt = texts[j + 1] if j + 1 < len(rest) else None
+        phrase = _placeholder_phrase(texts, j, rest)
+        if phrase:  # `key=path to your model`: one finding for the phrase, not one per word
+            line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+            span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+            words = " ".join(texts[j : j + phrase])
+            # One finding per placeholder: `dir=$CKPT_PATH/$EXPERIMENT_NAME` holds two of them.
+            groups: list[Group | None] = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
+                           if p.group is not None and p.group.variable and p.group.span_start is not None
+                           and _has_placeholder_words(p.group.text)}.values())
+            for group in groups or [None]:
+                where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
+                         if group is not None else "")
+                out.append(Hazard(
+                    "stray-argument", line,
+                    f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into "
+                    f"{phrase} words, so Hydra gets `{text[:60]}` and stops at the stray argument "
+                    f"`{texts[j + 1][:40]}`; fill in the real value", span))
+            j += phrase
+            continue
         flag = text.split("=", 1)[0]
         if flag in _CONFIG_FLAGS or flag in _HYDRA_FLAGS:
             j += 2 if ("=" not in text and (flag in _HYDRA_FLAGS_WITH_VALUE or flag in _CONFIG_FLAGS)) else 1
@@ -275,10 +294,74 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
     return out
 
 
+def launcher_placeholder_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str | None, int], int]
+                                 ) -> list[Hazard]:
+    """Placeholders in the words before the entry (`ray job submit --address=http://xx.xx.xx.xx:8265`),
+    in the call's --config-path/--config-dir, and in the call's own environment
+    (`PYTHONPATH={the_path_of_your_verl} python3 …`)."""
+    found = find_entry(Argv(rec.fields), [], {})
+    if found is None:
+        return []
+    out: list[Hazard] = []
+    for f in rec.fields[: found.next]:
+        text = as_text(f.text)
+        if f.unknowns or not is_placeholder(text.split("=", 1)[-1] if text.startswith("-") else text):
+            continue
+        line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+        span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+        out.append(Hazard("placeholder-value", line,
+                          f"`{text[:80]}` (before the trainer entry) is a placeholder left in the script: the "
+                          "command receives the text itself; fill in the real value", span))
+    for flag, value in (("--config-path", inv.config_path), ("--config-dir", _config_dir(inv))):
+        if value and "<?" not in value and is_placeholder(value):
+            out.append(Hazard("placeholder-value", rec.span.line,
+                              f"{flag} {value[:80]} is a placeholder left in the script: Hydra looks for that "
+                              "folder as written; fill in the real path", None))
+    for name, value in rec.env.items():
+        if "<?" not in value and is_placeholder(value):
+            out.append(Hazard("placeholder-value", rec.span.line,
+                              f"{name}={value[:80]} (the call's environment) is a placeholder left in the script; "
+                              "fill in the real value", None))
+    return out
+
+
+def _has_placeholder_words(text: str) -> bool:
+    words = text.split()
+    return len(words) > 1 and (is_placeholder(text) or any(placeholder_word(w) for w in words))
+
+
+def _config_dir(inv: Invocation) -> str | None:
+    for arg in inv.other_args:
+        for flag in ("--config-dir", "-cd"):
+            if arg.startswith(flag + "=") or arg.startswith(flag + " "):
+                return arg[len(flag) + 1 :]
+    return None
+
+
+def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
+    """How many words from `texts[j]` (an override) on make one unquoted placeholder phrase
+    (`key=path`, `to`, `your`, `model`), or 0 when they do not. Words the reader does not
+    know (an unknown variable's `<?…>`) are never part of one."""
+    if not looks_like_override(texts[j]) or "=" not in texts[j] or fields[j].unknowns:
+        return 0  # (`~key` has no value; a logger name split into words is a stray argument too)
+    end = j + 1
+    while end < len(texts) and texts[end].strip() and not looks_like_override(texts[end]) \
+            and not texts[end].startswith("-") and not fields[end].unknowns:
+        end += 1
+    if end == j + 1:
+        return 0
+    value = texts[j].partition("=")[2]
+    if is_placeholder(" ".join([value, *texts[j + 1 : end]])) or any(
+            placeholder_word(w) for w in [value, *texts[j + 1 : end]]):
+        return end - j
+    return 0
+
+
 def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
+    inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
             prev = seen.get(ov.key)
@@ -291,23 +374,39 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
             seen[ov.key] = ov
         if ov.value is not None and ov.unknowns:
             m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", ov.value)
-            if m and m.group(1) not in assigned and not m.group(1).isupper():
+            if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
                 name = m.group(1)
+                meant = near_miss(name, assigned)
+                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+                if name in inputs and meant is None:
+                    # One of several settings the script takes from its caller (TinyZero's
+                    # `export N_GPUS=…; bash train.sh`): said, not warned about.
+                    out.append(Hazard(
+                        "env-in-value", ov.word.line,
+                        f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
+                        f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
+                        ov.provenance.span or ov.word))
+                    continue
                 out.append(Hazard(
                     "empty-expansion", ov.word.line,
-                    f"${name} is never set in the script, so bash passes `{ov.key}=` with an empty value",
-                    ov.provenance.span or ov.word))
+                    f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
+                    f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
             partial = _partly_unset(ov.value, assigned)
             if partial is not None:
                 # An upper-case name is usually meant to come from the environment; a lower-case
-                # one never set anywhere is a forgotten or misspelt variable.
-                kind = "env-in-value" if partial.isupper() else "unset-in-value"
+                # one never set anywhere, or one a letter away from a name the script sets
+                # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
+                meant = near_miss(partial, assigned)
+                kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
                 out.append(Hazard(
                     kind, ov.word.line,
                     f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
-                    "in the script; unless the environment sets it, "
-                    f"bash passes `{ov.key}={_without_markers(ov.value)}`", ov.provenance.span or ov.word))
-        elif ov.value is not None and _PLACEHOLDER.match(ov.value.strip("'\"")):
+                    f"in the script{hint}; unless the environment sets it, "
+                    f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
+                    ov.provenance.span or ov.word))
+        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value)
+              and parse_override(ov.text).error is None):  # one Hydra cannot parse is VK606's
             out.append(Hazard(
                 "placeholder-value", ov.word.line,
                 f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "

@@ -7,14 +7,20 @@ import os
 from bisect import bisect_right
 
 from generator.errors import InputError
-from generator.launch import Hazard, LaunchScript
-from generator.shell.calls import argument_hazards, orphan_hazard, override_hazards, recognise
+from generator.launch import Hazard, LaunchScript, Span
+from generator.shell.context import CommandRecord, Flow
+from generator.shell.eval_words import held_call_fields
+from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
+                                   recognise)
 from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
                                      unused_option_hazards)
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
 from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
+from generator.shell.callee import in_callee, unread_call
+from generator.shell.command_traps import command_trap_hazards
+from generator.shell.syntax_verdict import second_opinion
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
 # The one message, in every command, for input that nests deeper than the reader recurses.
@@ -94,6 +100,30 @@ def read_script(source: bytes | str, path: str | None = None, *, env: dict[str, 
                          "not a launch script gen checks") from None
 
 
+def _held_calls(ev: Evaluator) -> list[CommandRecord]:
+    """Calls held in a string the script never runs itself (another script evals it)."""
+    out: list[CommandRecord] = []
+    for name, whole, words in held_call_fields(ev.state.vars):
+        var = ev.state.vars[name]
+        g = var.group
+        start = g.span_start if g is not None and g.span_start is not None else 0
+        end = g.span_end if g is not None and g.span_end is not None else start
+        fx_path = g.path if g is not None else None
+        table = ev.sourced[fx_path].line_starts if fx_path in ev.sourced else ev.main_line_starts
+        if words is None:  # quotes, redirections, continuations: parse the string's text again
+            before = len(ev.records)
+            ev.fx = ev.main_fx
+            ev._reread_string([whole], Flow(), 0, f"another script (held in ${name}, never run here)",
+                              variable=(name, fx_path))
+            ev.fx = None
+            out.extend(ev.records[before:])
+            continue
+        out.append(CommandRecord(fields=words, env={}, span=Span(start, end, bisect_right(table, start)),
+                                 path=fx_path, branch="live", context=(f"held in ${name}, run elsewhere",),
+                                 passes_args=False))
+    return out
+
+
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
                   ) -> LaunchScript:
     env = dict(env or {})
@@ -118,19 +148,27 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     hazards: list[Hazard] = list(ev.hazards)
     hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
-    for rec in ev.records:
-        inv = recognise(rec, line_of)
+    hazards.extend(command_trap_hazards(src, tree, lambda off: line_of(None, off)))
+    read = [(rec, recognise(rec, line_of)) for rec in ev.records]  # each command recognised once
+    if not any(inv is not None and rec.branch != "dead" for rec, inv in read):
+        read.extend((rec, recognise(rec, line_of)) for rec in _held_calls(ev))
+    for rec, inv in read:
         if inv is None:
             orphan = orphan_hazard(rec) if rec.path == path else None
             if orphan is not None:
                 hazards.append(orphan)
+            unread = unread_call(rec) if rec.branch != "dead" else None
+            if unread is not None:
+                hazards.append(unread)
             continue
         script.invocations.append(inv)
         if len(script.invocations) > MAX_TRAINER_CALLS:
             raise _too_many_calls(path or "<script>")
-        hazards.extend(override_hazards(inv, ev.assigned_names))
+        found = override_hazards(inv, ev.assigned_names)
         if rec.branch != "dead":
-            hazards.extend(argument_hazards(rec, inv, line_of))
+            found.extend(argument_hazards(rec, inv, line_of))
+            found.extend(launcher_placeholder_hazards(rec, inv, line_of))
+        hazards.extend(in_callee(found, inv))
         braced: set[int] = set()
         for ov in inv.overrides:
             if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
@@ -152,6 +190,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     if crlf is not None:
         hazards.append(crlf)
     hazards.extend(invisible_hazards(src, lambda off: line_of(None, off)))
+    hazards = second_opinion(hazards, data)
     seen = set()
     for hz in sorted(hazards, key=lambda h: (h.line, h.kind)):
         key = (hz.kind, hz.line, hz.message)

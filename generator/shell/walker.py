@@ -16,10 +16,12 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, unknown_marker
 from generator.shell.builtins import Builtins
+from generator.shell.callee import Callees
 from generator.shell.conditions import Conditions
 from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
 from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
-from generator.shell.parse import parse_bytes
+from generator.shell.comment_subst import mask_comment_substitutions
+from generator.shell.eval_words import eval_fields, string_args
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
 from generator.shell.words import Expander, def_group
@@ -35,7 +37,7 @@ _READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
 
 
-class Evaluator(Scope, Conditions, Builtins):
+class Evaluator(Scope, Conditions, Builtins, Callees):
     def __init__(self, *, base_dir: str | None, env: dict[str, str], args: list[str]) -> None:
         self.base_dir = base_dir
         self.env = {k: from_text(v) for k, v in env.items()}
@@ -60,11 +62,12 @@ class Evaluator(Scope, Conditions, Builtins):
         self.fx: FileCtx | None = None
 
     def run_file(self, data: bytes, path: str | None) -> Tree:
-        tree = parse_bytes(data)
+        data, tree = mask_comment_substitutions(data)  # `# note` in backticks: what bash reads
         src = (data + b"\n\n").decode("latin-1")  # the bytes tree-sitter parsed (offsets unchanged)
         fx = FileCtx(path, src, line_starts_of(src), None)  # type: ignore[arg-type]
         fx.expander = Expander(src, path, self)
         self.main_line_starts = fx.line_starts
+        self.main_fx = fx  # the script's own file (restring reads strings written in it)
         self._collect_assigned(src)
         self._report_errors(tree.root_node, fx)
         outer = self.fx
@@ -333,10 +336,19 @@ class Evaluator(Scope, Conditions, Builtins):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
+        found = string_args(fields) if name in ("eval", "tmux") else None
+        if found is not None:  # `eval "$CMD"`, `tmux send-keys "cmd" C-m`: the command the string runs
+            words = eval_fields(found[1])
+            if words:
+                fields, name = words, (words[0].text if not words[0].unknowns else "")
+            elif self._reread_string(found[1], flow, fx.line_of(whole.start_byte), found[0]):
+                return
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:
             self._call_function(name, fields, flow, passes_args)
+            return
+        if self._run_script_command(fields, flow, env, fx.line_of(whole.start_byte)):
             return
         self.records.append(CommandRecord(
             fields=fields, env=env, span=fx.span(whole.start_byte, whole.end_byte), path=fx.path,

@@ -35,6 +35,20 @@ _ANSI = {"n": "\n", "t": "\t", "r": "\r", "a": "\a", "b": "\b", "e": "\x1b", "E"
          "f": "\f", "v": "\v", "\\": "\\", "'": "'", '"': '"', "?": "?"}
 
 
+def outputs_nothing(body: str) -> bool:
+    """A substitution body that prints nothing: blank and comment lines, and at most the no-op
+    `:` or `true` (`:` with arguments too, but no `;`, `&` or `|` that would run another
+    command)."""
+    for line in body.split("\n"):
+        line = line.strip()
+        if not line or line.startswith("#"):
+            continue
+        if line in (":", "true") or (line.startswith((": ", ":\t")) and not any(c in line for c in ";&|`$")):
+            continue
+        return False
+    return True
+
+
 class Expander:
     """Expands words of one file (`src` is its bytes as latin-1) against an evaluator state."""
 
@@ -193,6 +207,10 @@ class Expander:
 
     def _unknown_cmd(self, body: str, a: int, b: int, dq: bool, body_at: int | None = None) -> Piece:
         cmd = body.strip()
+        if outputs_nothing(cmd):
+            # `` `# note` `` (made `:` by comment_subst), `$(:)`, `$()`: no output, so the
+            # substitution adds nothing (unquoted, a word of only it vanishes).
+            return Piece("", a, b, False, '"' if dq else "", None, None, self.path, split=not dq)
         if body_at is not None:
             emulated = self._pure_command(body_at, body_at + len(body), a, b, dq)
             if emulated is not None:

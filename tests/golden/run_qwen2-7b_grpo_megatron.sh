@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Qwen2-7B GRPO on 8 GPUs (1 node x 8), Megatron actor
-# Written by `gen recipe` for verl 0.7.0 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
-# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo grpo --prompt-len 1024 --response-len 1024 --n 5 --verl-version 0.7.0
+# Written by `gen recipe` for verl 0.9.1 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
+# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo grpo --prompt-len 1024 --response-len 1024 --n 5 --verl-version 0.9.1
 #
 # GRPO: group-relative advantages over n responses, KL as a loss term.
 #
@@ -14,11 +14,11 @@
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.55
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
 #   offload: none
-#   predicted memory per GPU (GiB): update 58.8, optimizer_step 39.0, log_prob 56.1, ref_log_prob 45.6, rollout 76.2, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
+#   predicted memory per GPU (GiB): update 58.8, optimizer_step 39.0, log_prob 56.1, ref_log_prob 45.6, rollout 76.2, weight_sync 49.6; limit 77.2 (h100, 79.6 GiB)
 #   why: DP 2 (= 8 GPUs / TP·PP·CP 1·4·1); per-rank mini batch 256·5/2 = 640
 #   why: memory relief: none needed
 #   why: peak 76.2 GiB in rollout of 77.2 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 27.9 GiB per GPU
+#   why: rollout TP 1: weights 14.2 GiB, KV cache 28.4 GiB per GPU
 #   why: step ~60 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
@@ -51,7 +51,7 @@ LOG_PROB_TOKEN_BUDGET=${LOG_PROB_TOKEN_BUDGET:-12288}    # tokens per GPU per mi
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron overlaps TP communication with compute
 
 python3 -m verl.trainer.main_ppo \
-    --config-name=ppo_megatron_trainer \
+    model_engine=megatron \
     data.train_files="'${TRAIN_FILES}'" \
     data.val_files="'${VAL_FILES}'" \
     data.train_batch_size="${TRAIN_BATCH_SIZE}" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Qwen2-7B PPO on 8 GPUs (1 node x 8), Megatron actor
-# Written by `gen recipe` for verl 0.7.0 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
-# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo ppo --prompt-len 1024 --response-len 1024 --n 1 --verl-version 0.7.0
+# Written by `gen recipe` for verl 0.9.1 (Megatron actor, vllm rollout); runs on this machine (Ray starts a local cluster)
+# Reproduce: gen recipe --model qwen2-7b --gpus 8 --gpu h100 --algo ppo --prompt-len 1024 --response-len 1024 --n 1 --verl-version 0.9.1
 #
 # PPO: GAE advantages from a Megatron critic with the actor's layout.
 #
@@ -14,11 +14,11 @@
 #   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.65
 #   agent loop: G / num_workers = 1024 / 8 = 128 responses per worker
 #   offload: param+grad
-#   predicted memory per GPU (GiB): update 68.7, optimizer_step 41.8, log_prob 56.1, rollout 77.0, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
+#   predicted memory per GPU (GiB): update 68.7, optimizer_step 41.8, log_prob 56.1, rollout 77.0, weight_sync 49.6; limit 77.2 (h100, 79.6 GiB)
 #   why: DP 4 (= 8 GPUs / TP·PP·CP 1·2·1); per-rank mini batch 256·1/4 = 64
 #   why: memory relief: param+grad
 #   why: peak 77.0 GiB in rollout of 77.2 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 35.9 GiB per GPU
+#   why: rollout TP 1: weights 14.2 GiB, KV cache 36.3 GiB per GPU
 #   why: step ~23 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
@@ -52,7 +52,7 @@ LOG_PROB_TOKEN_BUDGET=${LOG_PROB_TOKEN_BUDGET:-12288}    # tokens per GPU per mi
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron overlaps TP communication with compute
 
 python3 -m verl.trainer.main_ppo \
-    --config-name=ppo_megatron_trainer \
+    model_engine=megatron \
     data.train_files="'${TRAIN_FILES}'" \
     data.val_files="'${VAL_FILES}'" \
     data.train_batch_size="${TRAIN_BATCH_SIZE}" \

@@ -1,0 +1,26 @@
+"""Whether a file looks like a launch script at all, from its text alone: it names a trainer
+entry (`main_ppo`, `verl.trainer`, a `recipe.….main…` module) or carries Hydra override
+shapes (`a.b=value`, `+a.b=…`, `~a.b`). Helper scripts (data preparation, downloads, installs)
+do neither: `gen check` says "not a launch script" for them and passes them (exit 0), in a
+folder walk, for a file named on the command line and in the pre-commit hook alike. A file that
+looks like a launcher but whose call could not be read keeps VS709 (exit 1)."""
+
+from __future__ import annotations
+
+import re
+
+# A launcher names the trainer it starts.
+NAMES_TRAINER = re.compile(rb"main_ppo|verl[./]trainer|recipe[./][\w./]*main")
+# A dotted Hydra key given a value (or deleted) as a word of its own: `trainer.n_gpus_per_node=8`.
+_OVERRIDE_SHAPE = re.compile(rb"(?:^|[\s'\"])(?:\+\+?|~)?[A-Za-z_]\w*(?:\.\w+)+=|(?:^|\s)~[A-Za-z_]\w*(?:\.\w+)+(?=\s|$)",
+                             re.MULTILINE)
+
+
+def names_trainer(source: bytes) -> bool:
+    return NAMES_TRAINER.search(source) is not None
+
+
+def looks_like_launcher(source: bytes) -> bool:
+    """A trainer entry named, or Hydra override shapes in the text (comments included: a call
+    commented out still marks the file as a launcher whose call is not read)."""
+    return names_trainer(source) or _OVERRIDE_SHAPE.search(source) is not None

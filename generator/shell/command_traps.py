@@ -1,0 +1,137 @@
+"""Traps in how a script's commands are written, found on its syntax tree and text:
+
+- `$rm_key=$KEY` run as a command: a would-be assignment (bash expands `$rm_key` and runs the
+  result as a program: "command not found", the variable is never set);
+- `source /home/<someone>/…` under `set -e`: a file in one person's home folder; on any other
+  machine `source` fails and `set -e` stops the script before training starts;
+- a blank line right after a `\\` continuation: the continuation joins the blank line, the
+  command ends there, and the next line (`-- python3 -m verl…` after `ray job submit … \\`)
+  runs as a command of its own.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import TYPE_CHECKING
+
+from generator.launch import Hazard, Span
+from generator.launch_shape import looks_like_launcher
+
+if TYPE_CHECKING:
+    from tree_sitter import Node, Tree
+
+_ASSIGN_LIKE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?=")
+_HOME_PATH = re.compile(r"/home/([^/\s]+)/")
+_ERREXIT = re.compile(r"^[ \t]*set[ \t]+(?:-[a-zA-Z]*e[a-zA-Z]*\b|-o[ \t]+errexit\b|.*[ \t]-[a-zA-Z]*e[a-zA-Z]*\b)",
+                      re.MULTILINE)
+_SHEBANG_E = re.compile(r"\A#![^\n]*\bbash[ \t]+-[a-zA-Z]*e")
+_SKIPPED = frozenset({"string", "raw_string", "heredoc_body", "heredoc_redirect", "comment", "ansi_c_string"})
+_MAX_NODES = 200_000
+
+
+def _commands(tree: Tree) -> list[Node]:
+    out: list[Node] = []
+    stack = [tree.root_node]
+    seen = 0
+    while stack and seen < _MAX_NODES:
+        node = stack.pop()
+        seen += 1
+        if node.type == "command":
+            out.append(node)
+        if node.type not in _SKIPPED:
+            stack.extend(node.children)
+    return sorted(out, key=lambda n: n.start_byte)
+
+
+def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
+    out: list[Hazard] = []
+    errexit = _errexit_line(src, line_of)
+    for cmd in _commands(tree):
+        name = cmd.child_by_field_name("name")
+        if name is None:
+            continue
+        word = src[name.start_byte : name.end_byte]
+        line = line_of(name.start_byte)
+        m = _ASSIGN_LIKE.match(word)
+        if m:
+            var = m.group(1)
+            out.append(Hazard(
+                "assignment-as-command", line,
+                f"`{word[:60]}` runs as a command, not an assignment: bash expands ${var} and tries to run the "
+                f"result as a program (command not found), and no variable is set; to set {var}, write "
+                f"`{var}={word[m.end():][:40]}` (no `$` before the name)",
+                Span(name.start_byte, name.end_byte, line)))
+            continue
+        if word not in ("source", ".") or errexit is None or errexit[1] > name.start_byte:
+            continue
+        args = [c for c in cmd.children if c.is_named and c.type != "command_name"]
+        if not args:
+            continue
+        target = src[args[0].start_byte : args[0].end_byte].strip("'\"")
+        home = _HOME_PATH.match(target)
+        if home is None:
+            continue
+        out.append(Hazard(
+            "source-home-path", line,
+            f"`{word} {target[:80]}` reads a file in {home.group(1)}'s home folder; with `set -e` (line "
+            f"{errexit[0]}) the script stops here on any machine without that file, before training starts; use "
+            "a path relative to the project or one the run sets (`$HOME`, `$CONDA_PREFIX`)",
+            Span(args[0].start_byte, args[0].end_byte, line)))
+    out.extend(_blank_line_cuts(src, tree, line_of))
+    return out
+
+
+def _quoted(tree: Tree, offset: int) -> bool:
+    node = tree.root_node.descendant_for_byte_range(offset, offset + 1)
+    while node is not None:
+        if node.type in _SKIPPED:
+            return True
+        node = node.parent
+    return False
+
+
+def _errexit_line(src: str, line_of: Callable[[int], int]) -> tuple[int, int] | None:
+    """(line, offset) of the first `set -e` (or `-o errexit`, or `bash -e` in the shebang)."""
+    if _SHEBANG_E.match(src):
+        return 1, 0
+    m = _ERREXIT.search(src)
+    return (line_of(m.start()), m.start()) if m else None
+
+
+def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
+    out: list[Hazard] = []
+    start = 0
+    while True:
+        k = src.find("\\\n", start)
+        if k < 0:
+            return out
+        start = k + 2
+        j = k - 1
+        while j >= 0 and src[j] == "\\":
+            j -= 1
+        if (k - j - 1) % 2 == 1:
+            continue  # the backslash is escaped
+        nl = src.find("\n", start)
+        blank_end = len(src) if nl < 0 else nl
+        if src[start:blank_end].strip() or _quoted(tree, k):
+            continue  # the next line is not blank, or the backslash is quoted text
+        rest_start = blank_end + 1
+        while rest_start < len(src):  # the next line of code: past blank and comment lines
+            nxt_end = src.find("\n", rest_start)
+            nxt_end = len(src) if nxt_end < 0 else nxt_end
+            code = src[rest_start:nxt_end].strip()
+            if code and not code.startswith("#"):
+                break
+            rest_start = nxt_end + 1
+        nxt_end = src.find("\n", rest_start)
+        following = src[rest_start : len(src) if nxt_end < 0 else nxt_end].strip()
+        if not following or not (following.startswith("-") or looks_like_launcher(following.encode("latin-1"))):
+            continue  # nothing after it that belonged to the command
+        line = line_of(start)
+        out.append(Hazard(
+            "blank-in-continuation", line,
+            f"line {line} is blank right after a `\\` continuation: bash ends the command at line {line - 1}, and "
+            f"runs `{following[:60]}` (line {line_of(rest_start)}) as a separate command; delete the blank line",
+            Span(start, blank_end, line)))
+

@@ -1,0 +1,48 @@
+"""What a value left for the user to fill in looks like: one home for the shapes, used for
+override values, launcher options and runs of stray words.
+
+Names (`TO_BE_FILLED`, `your_model`, `<path_to_model>`, `xxx`), paths (`/path/to/your/…`,
+`PATH/TO/…`), hosts (`xx.xx.xx.xx`, `http://xx.xx.xx.xx:8265`), templates (`{the_path_of_your_verl}`,
+`{…your…}`) and choices (`TASK_NAME_YOU_SELECT`). A logger's project or experiment name is
+only a label (`Your_project_name` trains fine and files the run under that name), so it is
+never a placeholder finding.
+"""
+
+from __future__ import annotations
+
+import re
+
+# The whole value is a placeholder word.
+_WHOLE = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me)\Z")
+# A placeholder somewhere in the value.
+_PART = re.compile(
+    r"(?i:(?:^|[\s/=:'\"])/?path/to/)"                 # /path/to/your/model, PATH/TO/data
+    r"|(?i:\{[^{}$]*\byour[^{}]*\})"                   # {the_path_of_your_verl}, {your model}
+    r"|(?i:\{[^{}$]*_your_[^{}]*\})"
+    r"|(?i:(?:^|[^\w.])x{2,3}(?:\.x{1,3}){3}(?![\w.]))"  # xx.xx.xx.xx (host), in a URL too
+    r"|(?:_YOU_SELECT\b|\bYOU_SELECT\b)"               # TASK_NAME_YOU_SELECT
+    r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
+    r"|(?:<[A-Za-z_][\w .-]*>)"                          # <your_path_to_ARPO>/scripts/config
+)
+# Logger labels: any text is a valid name.
+LOGGER_NAME_KEYS = frozenset({"trainer.project_name", "trainer.experiment_name"})
+
+
+def is_placeholder(value: str) -> bool:
+    """Whether `value` (quotes stripped) holds a placeholder shape."""
+    text = value.strip().strip("'\"")
+    if not text:
+        return False
+    return _WHOLE.match(text) is not None or _PART.search(text) is not None
+
+
+def placeholder_word(word: str) -> bool:
+    """A word of an unquoted placeholder phrase (`path to your model`): `your`, `<…>`, `…>`."""
+    lowered = word.lower().strip("'\"")
+    return (lowered in _PHRASE_WORDS or lowered.startswith("<") or lowered.endswith(">")
+            or is_placeholder(word))
+
+
+# Words that mark a phrase as one left for the user (`THE PATH YOU WANT TO SAVE YOUR CKPT`,
+# `MODIFIED YOURSELF e.g. …`).
+_PHRASE_WORDS = frozenset({"your", "yours", "yourself", "you", "here", "<your", "your>", "todo", "fixme"})
