@@ -71,8 +71,8 @@ _WRAP = textwrap.dedent("""
         rc, late = -9, True
     took = time.monotonic() - start
     peak = resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss / 1024
-    print(json.dumps({"rc": rc, "stdout": out.decode("utf-8", "replace")[-20000:],
-                      "stderr": err.decode("utf-8", "replace")[-20000:], "seconds": took, "rss_mb": peak,
+    print(json.dumps({"rc": rc, "stdout": out.decode("utf-8", "replace")[-2_000_000:],
+                      "stderr": err.decode("utf-8", "replace")[-2_000_000:], "seconds": took, "rss_mb": peak,
                       "timed_out": late}))
 """)
 
