@@ -153,6 +153,14 @@ TRUE_BUGS: dict[tuple[str, str, str], str] = {
         "trainer.use_legacy_worker_impl without '+' (removed in 0.8.0): Hydra 'Could not override'",
     ("verl-recipe@e7f8895", "swe_agent/example/run_simple_test.sh", "VK605"):
         "trainer.use_legacy_worker_impl without '+' (removed in 0.8.0): Hydra 'Could not override'",
+    ("v0.9.0", "examples/grpo_trainer/run_hy_v3_megatron.sh", "VK612"):
+        "legacy reward keys under main_ppo from 0.9.0: verl/trainer/main_ppo.py@v0.9.0 no longer calls migrate_legacy_reward_impl (only fully_async_main.py does), so the DAPO reward manager and overlong penalty is silently lost",
+    ("HEAD-2608", "examples/grpo_trainer/run_nemotron_nano_v3_30b_a3b_megatron.sh", "VK612"):
+        "legacy reward keys under main_ppo from 0.9.0: verl/trainer/main_ppo.py@v0.9.0 no longer calls migrate_legacy_reward_impl (only fully_async_main.py does), so the DAPO reward manager and overlong penalty is silently lost",
+    ("HEAD-2608", "examples/grpo_trainer/run_qwen3_30b_a3b_megatron.sh", "VK612"):
+        "legacy reward keys under main_ppo from 0.9.0: verl/trainer/main_ppo.py@v0.9.0 no longer calls migrate_legacy_reward_impl (only fully_async_main.py does), so the DAPO reward manager and overlong penalty is silently lost",
+    ("verl-recipe@e7f8895", "swe_agent/example/run_simple_test.sh", "VK612"):
+        "legacy reward keys under main_ppo from 0.9.0: verl/trainer/main_ppo.py@v0.9.0 no longer calls migrate_legacy_reward_impl (only fully_async_main.py does), so the custom reward function is silently lost",
     # relative --config-path: Hydra resolves it against verl/trainer/, not the working directory
     ("v0.6.0", "recipe/deepeyes/run_deepeyes_grpo.sh", "VK611"):
         "--config-path base_dir/recipe/deepeyes/configs is looked up in verl/trainer/ (MissingConfigException; "
