@@ -57,6 +57,18 @@ def rerendered(tmp_path: Path) -> Path:
     return out
 
 
+@pytest.fixture()
+def rerendered_070(tmp_path: Path) -> Path:
+    """The same script re-rendered for 0.7.0, the release it was written for (its rollout mode is
+    what 0.7.0 refuses, its mini batch what 0.7.0's legacy workers floor)."""
+    legacy = tmp_path / "legacy.sh"
+    legacy.write_text(LEGACY)
+    out = tmp_path / "new070.sh"
+    result = CliRunner().invoke(app, ["recipe", "--from", str(legacy), "--verl-version", "0.7.0", "-o", str(out)])
+    assert result.exit_code == 0, result.stderr
+    return out
+
+
 def _argv(script: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess:
     stubs = tmp_path / "stubs"
     stubs.mkdir(exist_ok=True)
@@ -68,8 +80,8 @@ def _argv(script: Path, tmp_path: Path, env: dict[str, str]) -> subprocess.Compl
                                "STUB_LOG": str(tmp_path / "argv"), **env})
 
 
-def test_values_kept_and_derived_fields_corrected(rerendered: Path, tmp_path: Path) -> None:
-    done = _argv(rerendered, tmp_path, {"EXPERIMENT_NAME": "run_7"})
+def test_values_kept_and_derived_fields_corrected(rerendered_070: Path, tmp_path: Path) -> None:
+    done = _argv(rerendered_070, tmp_path, {"EXPERIMENT_NAME": "run_7"})
     assert done.returncode == 0, done.stderr
     argv = (tmp_path / "argv").read_bytes().decode().split("\0")[:-1]
     # kept verbatim
@@ -86,7 +98,7 @@ def test_values_kept_and_derived_fields_corrected(rerendered: Path, tmp_path: Pa
     assert "trainer.experiment_name=run_7" in argv
     # the ref follows the actor through the recipe's own layout, not a stale literal
     assert not any(a.startswith("actor_rollout_ref.ref.megatron.tensor_model_parallel_size") for a in argv)
-    text = rerendered.read_text()
+    text = rerendered_070.read_text()
     assert "VB106" in text and "re-rendered from" in text
 
 

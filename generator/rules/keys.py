@@ -262,7 +262,15 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             f"(unexpected keyword argument '{new_field}')"
             + ("" if exact else f" (fields read from verl {measured}'s source)")
             + (" (the release was inferred from the script's keys; name it with --verl-version)" if guessed else ""),
-            line=override.line, key=key, severity=None if exact and not guessed else "warning")
+            line=override.line, key=key, severity=None if exact and not guessed else "warning",
+            stage=None if _built_at_load(parent) else "init")
+
+
+def _built_at_load(section: str) -> bool:
+    """verl's validate_config builds the actor and critic dataclasses before any worker starts
+    (verl/utils/config.py@v0.7.0 validate_config, lines 151 and 185: omega_conf_to_dataclass of both); the
+    other sections (rollout, model, ref, ...) are built in the workers' __init__, after Ray starts."""
+    return any(section == root or section.startswith(root + ".") for root in ("actor_rollout_ref.actor", "critic"))
 
 
 @rule("VK611", "relative-config-path", severity="error", stage="load", verl_ref="§3", backends=_ANY, scope="any")
