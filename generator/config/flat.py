@@ -161,6 +161,11 @@ def structure_problem(flat: FlatConfig, key: str, value: object) -> str | None:
         return "a list cannot replace a mapping"
     if isinstance(value, dict) and isinstance(flat.values.get(key), list):
         return "a mapping cannot replace a list"
+    parts = key.split(".")
+    for cut in range(1, len(parts)):  # a key under a list: OmegaConf indexes lists by integers only
+        parent = ".".join(parts[:cut])
+        if isinstance(flat.values.get(parent), list) and not parts[cut].isdigit():
+            return f"'{parent}' is a list: '{parts[cut]}' is not an index"
     return None
 
 
