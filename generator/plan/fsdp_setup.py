@@ -15,12 +15,12 @@ from generator.config.types import Config
 from generator.hardware import GpuSpec
 from generator.model.facts import ModelFacts
 from generator.plan.fsdp_memory import FsdpKnobs, FsdpVerdict, fsdp_verdict
+from generator.plan.memory import lowered_gmu
 from generator.rules.core import MemoryVerdict
 from generator.verl import ACTOR, REF, ROLLOUT
 
 MODEL = "actor_rollout_ref.model."
 FSDP = ACTOR + "fsdp_config."
-MIN_GMU = 0.3
 VLLM_MAX_NUM_BATCHED_TOKENS = 8192
 _DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 
@@ -158,11 +158,9 @@ def _halve(field: str, key: str, floor: Callable[[FsdpKnobs], int], applies: Cal
 
 
 def _lower_gmu(k: FsdpKnobs) -> Iterator[_Change]:
-    gmu = round(k.gpu_memory_utilization - 0.05, 2)
-    while gmu >= MIN_GMU:
+    for gmu in lowered_gmu(k.gpu_memory_utilization):
         yield _Change(f"lower gpu_memory_utilization to {gmu:g}", replace(k, gpu_memory_utilization=gmu),
                       ((ROLLOUT + "gpu_memory_utilization", gmu),))
-        gmu = round(gmu - 0.05, 2)
 
 
 _RUNGS: tuple[Callable[[FsdpKnobs], Iterator[_Change]], ...] = (

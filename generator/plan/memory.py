@@ -43,7 +43,7 @@ Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
 from generator.model.facts import ModelFacts
@@ -405,3 +405,18 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
                  for name in PHASES if name in worst)
+
+
+# The lowest gpu_memory_utilization the planner and the memory fixes go down to (below it the KV
+# cache holds too few sequences to be worth a rollout), and the step the fixes take towards it.
+MIN_GMU = 0.3
+GMU_FIX_STEP = 0.05
+
+
+def lowered_gmu(gmu: float) -> Iterator[float]:
+    """gpu_memory_utilization values below `gmu`, one fix step apart, down to MIN_GMU (rounded as a
+    script writes them)."""
+    lower = round(gmu - GMU_FIX_STEP, 2)
+    while lower >= MIN_GMU:
+        yield lower
+        lower = round(lower - GMU_FIX_STEP, 2)

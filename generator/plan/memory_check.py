@@ -13,13 +13,12 @@ from typing import Any
 from generator.config.types import Config
 from generator.model.facts import ModelFacts
 from generator.plan.candidate import Candidate
-from generator.plan.memory import MemorySetup, evaluate_memory
+from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
 from generator.plan.script_setup import OPTIMIZER_OVERRIDES, MemoryOptions, setup_from_config
 from generator.rules.core import MemoryVerdict
 from generator.verl import ACTOR, MEGATRON, ROLLOUT, TRANSFORMER
 
 CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
-MIN_GMU = 0.3
 
 
 @dataclass(frozen=True, slots=True)
@@ -79,11 +78,9 @@ def _smaller_batches(c: Candidate, seq_len: int) -> Iterator[_Change]:
 
 
 def _lower_gmu(c: Candidate) -> Iterator[_Change]:
-    gmu = round(c.gpu_memory_utilization - 0.05, 2)
-    while gmu >= MIN_GMU:
+    for gmu in lowered_gmu(c.gpu_memory_utilization):
         yield _Change(f"lower gpu_memory_utilization to {gmu:g}", replace(c, gpu_memory_utilization=gmu),
                       ((ROLLOUT + "gpu_memory_utilization", gmu),))
-        gmu = round(gmu - 0.05, 2)
 
 
 def _rungs(c: Candidate, seq_len: int) -> list[Callable[[Candidate], Iterator[_Change]]]:

@@ -31,7 +31,7 @@ from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch import batch_hint, batch_sizes, mini_for
 from generator.plan.candidate import Candidate, Offload, Plan
 from generator.plan.engine import ENGINE_TERMS, engine_memory
-from generator.plan.memory import phase_memory, usable_gib
+from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
 from generator.plan.release_defaults import BASELINE, RolloutDefaults, rollout_defaults
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
@@ -39,7 +39,6 @@ from generator.plan.workload import GIB, Workload, algo_roles
 from generator.verl import ALGORITHMS
 
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
-MIN_GMU = 0.3
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
