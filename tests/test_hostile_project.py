@@ -13,11 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_cases import CASES, MAX_RSS_MB, MAX_SECONDS, run_case, problems  # noqa: E402
+from hostile_cases import CASES, MAX_RSS_MB, MAX_SECONDS, run_case, problems
 
-from generator import boundary, project_root  # noqa: E402
-from generator.errors import InputError  # noqa: E402
-from generator.files import read_input, write_atomic  # noqa: E402
+from generator import boundary, project_root
+from generator.errors import InputError
+from generator.files import read_input, write_atomic
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
