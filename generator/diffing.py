@@ -18,6 +18,18 @@ from pathlib import Path
 from generator.config.types import Config
 from generator.errors import InputError
 from generator.verl import ACTOR, MEGATRON, ROLLOUT
+from generator import derive
+from generator.config import build_config
+from generator.config.derived import actor_batch
+from generator.config.reader import ConfigReader
+from generator.library.convert import to_config
+from generator.library.store import load_library
+from generator.overrides import parse_override
+from generator.project import load_project
+from generator.schema import resolve_version
+from generator.schema.resolution import check_explicit, resolve, resolve_script
+from generator.script.extract import trainer_call
+from generator.shell import read_launch
 
 GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
 
@@ -121,10 +133,6 @@ class Side:
 
 def _script_side(path: str, version: str, *, env: dict[str, str] | None,
                  args: list[str] | None) -> Side:
-    from generator.config import build_config
-    from generator.script.extract import trainer_call
-    from generator.shell import read_launch
-
     call = trainer_call(read_launch(path, env=env, args=args))
     if call is None:
         raise InputError(f"{path}: no trainer call found (nothing to compare)")
@@ -147,16 +155,11 @@ def _script_side(path: str, version: str, *, env: dict[str, str] | None,
 
 
 def _parsed(text: str, fallback: object) -> object:
-    from generator.overrides import parse_override
-
     parsed = parse_override(text)
     return fallback if parsed.error else parsed.value
 
 
 def _recipe_side(name: str, version: str, library: str | None) -> Side:
-    from generator.library.convert import to_config
-    from generator.library.store import load_library
-
     recipe = load_library(library).get(name)
     config = to_config(recipe, version)
     return Side(label=name, kind="recipe", config=config, values=dict(config.values))
@@ -182,10 +185,6 @@ class DerivedNumber:
 
 def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
     """The batch/parallel chain (docs/batch-chain.md) in the config's numbers (None: not decidable)."""
-    from generator import derive
-    from generator.config.derived import actor_batch
-    from generator.config.reader import ConfigReader
-
     view = ConfigReader(config)
     out: dict[str, DerivedNumber] = {}
 
@@ -337,11 +336,6 @@ def choose_version(explicit: str | None, arguments: tuple[str, ...], library: st
     first script argument runs, as `gen check` resolves it (its project file, its project's verl,
     the installed verl); else the release the first recipe targets; else the first script's
     release inferred from its keys."""
-    from generator.project import load_project
-    from generator.schema import resolve_version
-    from generator.schema.resolution import check_explicit, resolve, resolve_script
-    from generator.shell import read_launch
-
     check_explicit(explicit, config_dir)
     scripts = [a for a in arguments if is_script_argument(a)]
     if config_dir:  # the folder is the schema for both sides, whichever script comes first
@@ -358,8 +352,6 @@ def choose_version(explicit: str | None, arguments: tuple[str, ...], library: st
         if not (resolution.inferred and recipes):
             return resolution.release, resolution.summary()
     if recipes:
-        from generator.library.store import load_library
-
         target = load_library(library).get(recipes[0]).target_version
         return resolve_version(target)[0], f"the release recipe '{recipes[0]}' targets"
     return resolve_version(None)

@@ -24,6 +24,7 @@ from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.launch_shape import names_trainer
 from generator.safe_regex import fullmatch
+from generator import boundary
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -154,8 +155,6 @@ def expand_paths(paths: list[str]) -> list[str]:
     out: list[str] = []
     for path in paths:
         if path != "-" and os.path.isdir(path):
-            from generator import boundary
-
             boundary.given_folder(path)  # without a repository, the folder given is the project
             found = _walk(Path(path))
             if not found:

@@ -20,6 +20,7 @@ from typing import TYPE_CHECKING, Any
 
 from generator.config.types import Config
 from generator.verl import PPO_ENTRY
+from generator.forkcode import read_fork_code
 
 if TYPE_CHECKING:
     from generator.forkcode import ForkCode
@@ -122,8 +123,6 @@ def code_folders(config: Config) -> list[Path]:
 
 def fork_code(config: Config) -> ForkCode | None:
     """What the fork's code in the checkout does with config keys; None when there is none."""
-    from generator.forkcode import read_fork_code
-
     folders = code_folders(config)
     return read_fork_code(folders) if folders else None
 

@@ -10,6 +10,9 @@ import os
 from typing import TYPE_CHECKING, Iterable
 
 from generator.errors import InputError
+from generator.files import STDIN, read_input
+from generator.project_root import enter
+from generator.rules import load_rules
 
 if TYPE_CHECKING:
     from generator.project import ProjectSettings
@@ -18,9 +21,6 @@ if TYPE_CHECKING:
 def read_bytes(path: str) -> bytes:
     """The file's bytes (a launch script or Python launcher, `-` for stdin); InputError without
     the path (callers print it beside the message)."""
-    from generator.files import STDIN, read_input
-    from generator.project_root import enter
-
     enter(os.getcwd() if path == STDIN else path)
     return read_input(path, trusted=True)  # the user named it
 
@@ -66,8 +66,6 @@ def with_project(project: ProjectSettings, *, select: tuple[str, ...], ignore: t
         return select, ignore, env, args
     per_file = project.ignores_for(path) if path is not None else ()
     if project.select or project.ignore or per_file:
-        from generator.rules import load_rules
-
         known = load_rules().keys()
         where = project.describe()
         check_codes(tuple(c.upper() for c in project.select), known, f"{where}: select")

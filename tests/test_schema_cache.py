@@ -34,7 +34,9 @@ def _no_yaml(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(*_args: object, **_kwargs: object) -> None:
         raise AssertionError("the YAML was read although the cache had it")
 
-    monkeypatch.setattr("generator.schema.yamlload.load_yaml_file", refuse)
+    # Every name the schema's YAML is read through (each module binds it at import).
+    for module in ("generator.schema.yamlload", "generator.schema.generated", "generator.schema.compose"):
+        monkeypatch.setattr(f"{module}.load_yaml_file", refuse)
 
 
 def test_a_hit_gives_the_same_schema_without_reading_yaml(tree: Path, tmp_path: Path,

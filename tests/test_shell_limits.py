@@ -97,7 +97,7 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
         reads.append(str(path))
         return real_read(path, **kwargs)
 
-    monkeypatch.setattr(files, "read_input", counting_read)
+    monkeypatch.setattr(builtins, "read_input", counting_read)  # the name `source` reads through
     path = tmp_path / "run.sh"
     script = read_script(path.read_bytes(), str(path))
     assert reads == [str(tmp_path / "common.sh")]

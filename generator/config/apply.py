@@ -34,6 +34,8 @@ from generator.launch import UNKNOWN_OPEN, Override
 from generator.schema.core import inner_nodes
 from generator.schema.groups import GroupSelections
 from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
+from generator.overrides import parse_override
+from generator.schema.migrations import bad_value
 
 # Keys that interpolations pointing at mappings may add to one config, all copies together
 # (verl's largest config has ~1,500 keys; a few `${actor_rollout_ref.actor}` copies stay far below).
@@ -55,8 +57,6 @@ class ParsedOverride:
 
 def parse(override: Override) -> ParsedOverride:
     """Parse one override's text with Hydra's grammar."""
-    from generator.overrides import parse_override
-
     text = override.text
     if override.unknowns or UNKNOWN_OPEN in text:
         # The value is partly unknown: check the grammar of the key and operator with a
@@ -202,8 +202,6 @@ class _Composition:
         return KeyIssue(override, "unknown-key", detail, suggest(missing_key, flat))
 
     def _store(self, override: Override, parsed: ParsedOverride) -> None:
-        from generator.schema.migrations import bad_value
-
         key, op, value = parsed.key, parsed.op, parsed.value
         reason = "; ".join(override.unknowns) if override.unknowns else "value depends on an unknown"
         written = self.flat.set(key, value if parsed.value_known else parsed.stored)

@@ -16,6 +16,9 @@ from generator.config.types import Config
 from generator.launch import UNKNOWN_OPEN, Invocation, Override
 from generator.schema.groups import GroupSelections, select_groups, select_groups_in_dir
 from generator.verl import PPO_CONFIG, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
+from generator.pylaunch.hydra_main import entry_config
+from generator.schema import load
+from generator.schema.compose import compose, flatten, unflatten, ComposeError
 
 
 _RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
@@ -26,9 +29,7 @@ def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str,
     against the packaged PPO schema (which stands for `pkg://verl.trainer.config` in its
     `hydra.searchpath`) and the checkout folders its searchpath names; and the PPO config it
     builds on."""
-    from generator.schema import load
-    from generator.schema.compose import compose, flatten, unflatten
-    from generator.schema.searchpath import searchpath_dirs
+    from generator.schema.searchpath import searchpath_dirs  # lazy: only a recipe folder's config has a searchpath
 
     path = directory / f"{name}.yaml"
     mtime = path.stat().st_mtime if path.exists() else 0.0
@@ -86,9 +87,6 @@ def build_config(
     `ppo_entry`: (config dir, config name) the project's own verl trainer entry composes by
     default (Resolution.ppo_entry), for verl's trainer calls that name no config.
     """
-    from generator.schema import load
-    from generator.schema.compose import ComposeError
-
     schema = load(version)
     notes: list[str] = []
     raw_name = invocation.config_name
@@ -218,8 +216,6 @@ def _own_config_dir(invocation: Invocation, name: str, script_dir: str | None, c
 def _entry_default_config(entry: str, script_dir: str, config_root: str | None
                           ) -> tuple[str | None, str | None] | None:
     """(config dir, config name) of the entry module's `@hydra.main`, found next to the script."""
-    from generator.pylaunch.hydra_main import entry_config
-
     found = entry_config(entry, Path(script_dir) / "_", repo_root=config_root)
     if found is None:
         return None

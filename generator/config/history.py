@@ -11,6 +11,10 @@ import weakref
 from generator.config.flat import FlatConfig
 from generator.config.types import KeyIssue
 from generator.launch import Override
+from generator.schema import load
+from generator.schema.core import project_base
+from generator.schema.migrations import added_later, history, _move_for
+from generator.versions import parse
 
 
 # Suggestions already made, per config and its key set (FlatConfig.generation): a call that
@@ -55,11 +59,8 @@ def _closest(key: str, flat: FlatConfig) -> str | None:
 def migration_issue(override: Override, key: str, version: str) -> KeyIssue | None:
     """Why upstream verl lacks `key` in `version` (renamed, removed, moved, added later), or
     None. A project's own config tree (a fork) is its own history: upstream's does not apply."""
-    from generator.schema.core import project_base
-
     if project_base(version) is not None:
         return None
-    from generator.schema.migrations import added_later, history
 
     try:
         moved = history(version).get(key)
@@ -92,10 +93,6 @@ def _hand_move_issue(override: Override, key: str, version: str) -> KeyIssue | N
     """A key this config lacks that a hand-written move covers, typically a backend-specific
     move whose old key survives in the other backend's config: still an unknown key here, with
     the move explained (and its target suggested when this release has it)."""
-    from generator.schema import load
-    from generator.schema.migrations import _move_for
-    from generator.versions import parse
-
     found = _move_for(key)
     if found is None:
         return None

@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any, Callable, Iterator
 
 from generator.errors import InputError
+from generator.schema.compose import unflatten
 
 MISSING = "???"
 _DIGIT = re.compile(r"\d")
@@ -168,7 +169,6 @@ class Resolver:
         if not found:
             return None
         self._charge(len(found))
-        from generator.schema.compose import unflatten
 
         tree = unflatten({k: self.resolve(prefix + k) for k in found})
         self._cache[key] = tree

@@ -11,6 +11,7 @@ from pathlib import Path
 
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import PPO_ENTRY
+from generator.pylaunch.hydra_main import find_entry_file
 
 
 def strip_yaml(name: str) -> str:
@@ -51,8 +52,6 @@ def _entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> t
     Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
     (folder, sure): `sure` is False when only a package folder stood in for a file that was not
     seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown."""
-    from generator.pylaunch.hydra_main import find_entry_file
-
     if not entry or UNKNOWN_OPEN in entry:
         return None
     script_path = Path(script_dir) / "_" if script_dir else None

@@ -21,6 +21,9 @@ from generator.verl import (
     ROLLOUT,
     TRANSFORMER,
 )
+from generator.errors import InputError
+from generator.release_semantics import semantics
+from generator.schema import load
 
 
 class TrainerCall(Protocol):
@@ -132,9 +135,6 @@ class ConfigReader:
     def release_default(self, key: Str) -> tuple[Bool, Any]:
         """(known, value): what the call's schema (a packaged release, or the project's own fork
         config) gives `key` before any override; (False, None) when that is not known."""
-        from generator.errors import InputError
-        from generator.schema import load
-
         try:
             defaults = load(self.config.version).configs.get(self.config.schema)
         except InputError:
@@ -174,8 +174,6 @@ class ConfigReader:
     def new_engine(self) -> Bool:
         """Whether engine_workers.py runs: always from 0.8.0 (the legacy workers are gone), before
         that when trainer.use_legacy_worker_impl=disable (§1.8; generator.release_semantics)."""
-        from generator.release_semantics import semantics
-
         return semantics(self.config.version).engine_active(self.str("trainer.use_legacy_worker_impl"))
 
     @property

@@ -13,6 +13,9 @@ from generator.config.interp import MISSING
 from generator.config.types import Config
 from generator.launch import Override, Provenance, Span
 from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
+from generator.overrides import format_value, parse_override
+from generator.schema import load
+from generator.schema.groups import select_groups
 
 
 def synthetic(text: str, key: str, op: str, value: str | None, index: int) -> Override:
@@ -24,17 +27,12 @@ def synthetic(text: str, key: str, op: str, value: str | None, index: int) -> Ov
 def needed_op(key: str, *, version: str, config_name: str = PPO_MEGATRON_CONFIG) -> str:
     """The prefix a script must write to set `key` to a scalar: "" when the key exists, "+"
     when it must be added."""
-    from generator.schema import load
-
     return "" if load(version).has(key, config_name) else "+"
 
 
 def overrides_from_dict(values: dict[str, Any], *, version: str, config_name: str) -> list[Override]:
     """Override objects for {key: python value}: `key=v` when the key exists, `+key=v` when it
     does not but may be added (under a free-form mapping, or below a null/{} leaf)."""
-    from generator.overrides import format_value
-    from generator.schema import load
-
     schema = load(version)
     defaults = schema.configs.get(config_name, {})
     flat = FlatConfig(defaults, schema.nodes(config_name) if config_name in schema.configs else ())
@@ -63,9 +61,6 @@ def config_from_overrides(
 ) -> Config:
     """The effective config for generated configs and tests: `["a.b=1", "+c=2"]` as Hydra
     override text, or `{"a.b": 1}` as Python values."""
-    from generator.overrides import parse_override
-    from generator.schema import load
-
     schema = load(version)
     if isinstance(overrides, dict):
         items = overrides_from_dict(overrides, version=version, config_name=config_name)
@@ -75,7 +70,6 @@ def config_from_overrides(
             parsed = parse_override(text)
             items.append(synthetic(text, parsed.key, parsed.op, parsed.value_text, index))
     config_name, items = apply_engine_selection(config_name, items, version)
-    from generator.schema.groups import select_groups
 
     defaults = schema.configs[config_name] if config_name in schema.configs else schema.defaults(config_name)
     # Any other group selection (`critic=...`, `+group=...`) composes into the defaults first, as in Hydra.

@@ -8,6 +8,7 @@ from typing import Any
 
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
+from generator.files import DATA_LIMIT, read_text_input
 
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_next", "olmo2", "gemma3"})
@@ -52,7 +53,6 @@ def load_model_config(path: str | Path) -> ModelFacts:
     if path.is_dir():
         path = path / "config.json"
     where = str(path)
-    from generator.files import DATA_LIMIT, read_text_input
 
     try:
         # Regular files only, the size cap checked before reading (a FIFO or a 2 GB file is refused).

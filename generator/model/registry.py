@@ -21,6 +21,8 @@ from typing import Any
 from generator.errors import InputError
 from generator.model.config_json import load_model_config
 from generator.model.facts import ModelFacts
+from generator.files import read_text_input
+from generator.resources import data_dir
 
 # Trailing name parts that do not change the architecture.
 _NEUTRAL_SUFFIXES = frozenset(
@@ -135,9 +137,7 @@ def _looks_like_registry(data: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _registry() -> tuple[_Entry, ...]:
-    from generator.cache import cached_parse
-    from generator.resources import data_dir
-
+    from generator.cache import cached_parse  # lazy: the packaged registry needs no cache (hashlib) (issue 22)
     path = data_dir() / "models.yaml"
     # The parse is cached by the file's bytes (generator/cache.py): `gen check` need not import PyYAML.
     raw = cached_parse(path, _load_yaml, _looks_like_registry)
@@ -226,8 +226,6 @@ def hub_cache_config(hub_id: str) -> Path | None:
                 continue
             ref = folder / "refs" / "main"
             if ref.is_file():
-                from generator.files import read_text_input
-
                 snapshot = folder / "snapshots" / read_text_input(ref, limit=256, what="hub ref", trusted=True).strip()
                 if (snapshot / "config.json").is_file():
                     return snapshot / "config.json"

@@ -30,6 +30,7 @@ from typing import Any, Callable
 
 from generator.errors import InputError
 from generator.schema.yamlload import load_yaml_file
+from generator.files import DATA_LIMIT, read_text_input
 
 # verl's ppo_megatron_trainer loads about 30 files; recipes a few more.
 MAX_LOADS = 500
@@ -312,8 +313,6 @@ _PACKAGE_HEADER = re.compile(r"#\s*@package\s+(\S+)")
 def _package_header(path: Path) -> str | None:
     """The absolute package a `# @package X` line at the top of the file asks for (`_global_` ->
     the root), or None."""
-    from generator.files import DATA_LIMIT, read_text_input
-
     try:  # the same bounded, project-confined read as the file's YAML (it is loaded next)
         head = read_text_input(path, limit=DATA_LIMIT, what="YAML config")[:2048]
     except (InputError, OSError):

@@ -11,6 +11,7 @@ from typing import Any, Iterable
 from generator.errors import InputError
 from generator.verl import PPO_CONFIGS, PPO_MEGATRON_CONFIG
 from generator.versions import parse
+from generator.schema.compose import ComposeError
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
@@ -182,6 +183,7 @@ class UnreadableConfig(InputError):
 def _from_dir(version: str, config_dir: Path) -> Schema:
     """The schema of a config folder: from the cache when its YAML is unchanged (generator/cache.py),
     else composed and then cached."""
+    # lazy: a packaged schema needs neither the cache (hashlib) nor the YAML composer: `gen check FILE` (issue 22)
     from generator import cache
     from generator.schema.generated import stale_note
 
@@ -199,8 +201,7 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
 
 
 def _compose_dir(version: str, config_dir: Path) -> Schema:
-    from generator.schema.compose import ComposeError
-    from generator.schema.generated import read_config
+    from generator.schema.generated import read_config  # lazy: see _from_dir
 
     configs: dict[str, dict[str, Any]] = {}
     notes: list[str] = []

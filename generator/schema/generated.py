@@ -14,6 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+from generator.schema.compose import ComposeError, compose, flatten
+from generator.schema.yamlload import load_yaml_file
 
 
 @dataclass(frozen=True)
@@ -27,9 +29,6 @@ def read_config(config_dir: Path, name: str) -> ChosenConfig | None:
     """The flat keys of config `name` in `config_dir`; None when neither file is there. Raises
     what the loaders raise (OSError, ValueError, ComposeError, InputError) when the only file
     there cannot be read."""
-    from generator.schema.compose import ComposeError, compose, flatten
-    from generator.schema.yamlload import load_yaml_file
-
     primary = config_dir / f"{name}.yaml"
     generated = config_dir / f"_generated_{name}.yaml"
     if not generated.is_file():
@@ -61,9 +60,6 @@ def _difference(generated_name: str, name: str, composed: dict[str, Any], flat_g
 def stale_note(config_dir: Path, name: str, flat: dict[str, Any]) -> str | None:
     """For a config read from the cache (`flat`, what read_config chose): why the generated file
     was passed over, when it was; None when there is no generated file or it was used."""
-    from generator.schema.compose import flatten
-    from generator.schema.yamlload import load_yaml_file
-
     generated = config_dir / f"_generated_{name}.yaml"
     if not generated.is_file() or not (config_dir / f"{name}.yaml").is_file():
         return None

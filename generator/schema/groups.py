@@ -24,6 +24,8 @@ from pathlib import Path
 from typing import Any
 
 from generator.launch import UNKNOWN_OPEN, Override
+from generator.overrides import parse_override
+from generator.schema.compose import compose, flatten, ComposeError, selections
 
 
 @dataclass(frozen=True, slots=True)
@@ -82,8 +84,6 @@ def _pending(dirs: set[str], overrides: list[Override], result: GroupSelections
              ) -> list[tuple[Override, str, str, str]]:
     """The group selections among `overrides`: (override, op, override key, option). A selection
     whose option the reader could not see is consumed with a note (its keys are not known)."""
-    from generator.overrides import parse_override
-
     pending: list[tuple[Override, str, str, str]] = []
     for override in overrides:
         if override.op == "~" or not override.key:
@@ -212,8 +212,6 @@ _COMPOSED: dict[tuple[str, str, tuple[tuple[str, str], ...]], dict[str, Any]] = 
 
 
 def _composed(config_dir: Path, name: str, choices: dict[str, str]) -> dict[str, Any]:
-    from generator.schema.compose import compose, flatten
-
     key = (str(config_dir), name, tuple(sorted(choices.items())))
     if key not in _COMPOSED:
         _COMPOSED[key] = flatten(compose(config_dir, name, choices=choices))
@@ -225,8 +223,6 @@ def select_groups_in_dir(config_dir: Path, name: str, defaults: dict[str, Any],
     """The same for a config folder read at run time (a checkout's or the installed verl's):
     the config is composed again with the selections (generator.schema.compose follows Hydra's
     defaults-list rules), and a selection Hydra refuses is refused with its words."""
-    from generator.schema.compose import ComposeError, selections
-
     result = GroupSelections(defaults)
     pending = _pending(set(group_dirs(config_dir)), overrides, result)
     if not pending:

@@ -17,6 +17,7 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from generator.versions import parse
+from generator.schema.core import available, load, normalize
 
 if TYPE_CHECKING:
     from generator.schema.core import Schema
@@ -193,8 +194,6 @@ def _follow(target: str | None, new_keys: set[str], to_version: str) -> str | No
 
 
 def _sequence(from_version: str, to_version: str) -> list[str]:
-    from generator.schema.core import available
-
     lo, hi = sorted((from_version, to_version), key=parse)
     ids = [v for v in available() if parse(lo) <= parse(v) <= parse(hi)]
     # `0.7.0+b178a3c` sorts after 0.7.0 (same tuple); keep the endpoints exact.
@@ -203,8 +202,6 @@ def _sequence(from_version: str, to_version: str) -> list[str]:
 
 def _first_missing(key: str, from_version: str, to_version: str) -> str:
     """The first schema id after from_version (up to to_version) that lacks `key`."""
-    from generator.schema.core import load
-
     for version in _sequence(from_version, to_version):
         if version == from_version:
             continue
@@ -219,8 +216,6 @@ def _in_any_config(schema: Schema, key: str) -> bool:
 
 @lru_cache(maxsize=64)
 def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
-    from generator.schema.core import load
-
     old = load(from_version)
     new = load(to_version)
     new_keys = new.all_keys()
@@ -254,8 +249,6 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
 
 def renames(from_version: str, to_version: str) -> list[Rename]:
     """Keys of `from_version`'s PPO configs that are renamed or gone in `to_version`."""
-    from generator.schema.core import normalize
-
     return list(_renames_cached(normalize(from_version), normalize(to_version)))
 
 
@@ -263,8 +256,6 @@ def renames(from_version: str, to_version: str) -> list[Rename]:
 def history(version: str) -> dict[str, Rename]:
     """Every key of an older packaged release that is renamed or gone in `version`
     (old key -> Rename; the newest older release wins for its `since`)."""
-    from generator.schema.core import available
-
     target = parse(version)
     out: dict[str, Rename] = {}
     for older in available():
@@ -278,8 +269,6 @@ def history(version: str) -> dict[str, Rename]:
 @lru_cache(maxsize=16)
 def added_later(version: str) -> dict[str, str]:
     """Keys absent from `version` that a newer packaged release has: key -> first release."""
-    from generator.schema.core import available, load
-
     here = load(version).all_keys()
     out: dict[str, str] = {}
     for newer in available():

@@ -45,6 +45,10 @@ from generator.schema.releases import nearest_older, packaged_releases
 from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
 from generator.versions import parse
+from generator import boundary
+from generator.pylaunch.hydra_main import entry_config
+from generator.schema.compose import ComposeError, compose, flatten
+from generator.schema.guess import release_has, guess_release, group_keys as keys
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
 KeyUses = Sequence[tuple[str, str]]
@@ -120,7 +124,6 @@ def known_config_dir(text: str) -> Path:
     folder = Path(text)
     if not has_ppo_config(folder):
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
-    from generator import boundary
 
     # The user named it: readable from any script's project, and so is the verl package it
     # sits in (`verl/trainer/config`: its version/version file says the release).
@@ -249,9 +252,6 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
 def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> Iterable[tuple[str, KeyUses]]:
     """(where, keys) of each live call's own entry config found in the project: the composed
     `@hydra.main` config of an entry module other than verl's trainer."""
-    from generator.schema.compose import ComposeError, compose, flatten
-    from generator.pylaunch.hydra_main import entry_config
-
     for inv in invocations:
         if inv.branch == "dead" or inv.entry == PPO_ENTRY or not inv.entry:
             continue
@@ -281,8 +281,6 @@ HasKey = Callable[[str, str, str], bool]
 
 
 def _packaged_has(release: str, key: str, name: str) -> bool:
-    from generator.schema.guess import release_has
-
     return release_has(release, key, name)
 
 
@@ -305,8 +303,6 @@ def infer_release(keys: KeyUses) -> tuple[str, str]:
     """(release, how) from the keys a script sets with plain `key=`: a guess, made by
     generator.schema.guess (the newest packaged release whose config has every key under some
     group selection; else the one with the most)."""
-    from generator.schema.guess import guess_release
-
     return guess_release(keys)
 
 
@@ -441,8 +437,6 @@ def _from_installed(version: str, package: Path) -> Resolution | None:
 
 
 def group_keys() -> frozenset[str]:
-    from generator.schema.guess import group_keys as keys
-
     return keys()
 
 

@@ -14,14 +14,13 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator.errors import InputError
+from generator.schema.yamlload import load_yaml_file
 
 VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"
 
 
 def searchpath_entries(primary: Path) -> list[str]:
     """The `hydra.searchpath` list of a primary config file, as written ([] when absent)."""
-    from generator.schema.yamlload import load_yaml_file
-
     try:
         data = load_yaml_file(primary)
     except (InputError, OSError, ValueError):

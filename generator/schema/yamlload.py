@@ -17,6 +17,8 @@ from pathlib import Path
 from typing import Any
 
 from generator.errors import InputError
+from generator.boundary import OutsideProject
+from generator.files import DATA_LIMIT, read_text_input
 
 # verl's largest composed config has ~1,500 nodes; a real one never comes near this.
 MAX_EXPANDED_NODES = 200_000
@@ -160,9 +162,6 @@ def _expanded_size(node: Any, sizes: dict[int, int], open_nodes: set[int]) -> in
 
 def load_yaml_file(path: str | Path) -> Any:
     """A YAML config file: a regular file of at most DATA_LIMIT bytes (checked before reading)."""
-    from generator.boundary import OutsideProject
-    from generator.files import DATA_LIMIT, read_text_input
-
     try:
         text = read_text_input(path, limit=DATA_LIMIT, what="YAML config")
     except OutsideProject:  # names the path already; callers keep the config unknown

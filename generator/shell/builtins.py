@@ -15,6 +15,7 @@ from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.model import (CALL_COST, FUNCTION_CALLS, Field, Group, Piece, Var, as_text, has_unknown, size_of,
                                    too_large)
 from generator.shell.words import Expander, ExpansionHost
+from generator.files import read_input
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
@@ -159,8 +160,6 @@ class Builtins(EvaluatorParts):
     def _read_sourced(self, path: str, label: str) -> bytes | None:
         """A sourced file's bytes through the project's input layer (regular files only, size
         capped); None (and the reason noted as an unknown source) when it cannot be read."""
-        from generator.files import read_input
-
         try:
             data = read_input(path, limit=SOURCE_BUDGET, what="sourced file")
             if b"\0" in data:
