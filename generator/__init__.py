@@ -13,7 +13,8 @@ def project_url() -> str | None:
     except metadata.PackageNotFoundError:
         return None
     for entry in meta.get_all("Project-URL") or []:
-        label, _, url = entry.partition(",")
+        label, _, url = str(entry).partition(",")
         if label.strip().lower() in ("homepage", "home", "source", "repository"):
             return url.strip()
-    return meta.get("Home-page") or None
+    home = meta.get_all("Home-page")  # a PackageMetadata is an email.message.Message at run time
+    return str(home[0]) if home else None

@@ -35,7 +35,7 @@ def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
         raise InputError(f"{path}: {without_path(str(err), path)}") from None
 
 
-def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:
+def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict[str, Any]]:
     """One dict per path; a file that cannot be read gets a one-line `error` instead."""
     from generator.inputs import without_path
     from generator.report.show import error_dict, script_dict
@@ -64,7 +64,7 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     # Broken bash is read around the broken region, but the reading is incomplete: say so
     # in one line and exit 2 like any other bad input.
     broken = [(f, h) for f in files if not f["error"] for h in f["hazards"][:] if h["kind"] == "parse-error"]
-    first_broken = {}
+    first_broken: dict[str, Any] = {}
     for f, h in broken:
         first_broken.setdefault(f["path"], h)
     from generator.report.documents import JSON_SCHEMA_VERSION

@@ -100,10 +100,13 @@ def _count_nodes(text: str, where: str) -> None:
     1.2 GiB there, issue 21). Syntax errors are left to the loader, which reports them."""
     import yaml
 
+    parser: Any = None
     try:
-        from yaml.cyaml import CParser as parser
+        from yaml import cyaml
+
+        parser = getattr(cyaml, "CParser")  # noqa: B009 - not in cyaml's __all__, so the stubs hide it
     except ImportError:  # pragma: no cover - PyYAML without libyaml
-        parser = None
+        pass
     events = (yaml.ScalarEvent, yaml.SequenceStartEvent, yaml.MappingStartEvent, yaml.AliasEvent)
     count = 0
     try:
