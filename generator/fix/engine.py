@@ -19,7 +19,7 @@ from generator.fix.hazards import fallback_fixes
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules.core import Finding, MemoryVerdict
+from generator.rules.core import Finding, MemoryVerdict, code_wanted
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -70,12 +70,6 @@ class FixResult:
 
 def _parse_errors(script: LaunchScript) -> int:
     return sum(1 for h in script.hazards if h.kind == "parse-error")
-
-
-def _wanted(finding: Finding, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    if select and not any(finding.code.startswith(s) for s in select):
-        return False
-    return not any(finding.code.startswith(i) for i in ignore)
 
 
 def default_reader(env: dict[str, str] | None = None,
@@ -142,7 +136,7 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
         structural_fix_at = fallback_fixes(script)
         for invocation, config, findings in results:
             for finding in findings:
-                if not _wanted(finding, select, ignore):
+                if not code_wanted(finding.code, select, ignore):
                     continue
                 if finding.fix is None and invocation is None and finding.line not in hazard_lines_claimed:
                     # A shell hazard reported without a repair: see if the text can be mended.
