@@ -205,7 +205,7 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
     try:
         refuse_non_script(path)
         project = load_project(path)
-        _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env, args=args)
+        _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env, args=args, path=path)
         script = read_launch(path, source=_read_bytes(path), env=file_env, args=file_args)
         broken = [h.line for h in script.hazards if h.kind == "parse-error"]
         if broken:

@@ -99,10 +99,10 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
         release = None
         try:
             refuse_non_script(path)
-            source = _read_bytes(path)
             project = load_project(path)
             if project.excludes(path):
-                continue  # the project's `exclude`: never fixed, as never checked
+                continue  # the project's `exclude`: never read nor fixed, as never checked
+            source = _read_bytes(path)
             file_select, file_ignore, file_env, file_args = with_project(
                 project, select=select, ignore=ignore, env=env, args=list(args or []), path=path)
             read = (default_reader(file_env or None, file_args or None) if project.path is not None
