@@ -13,7 +13,6 @@ with pkgutil.
 from __future__ import annotations
 
 import dataclasses
-import os
 import pkgutil
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -182,39 +181,44 @@ def _inferred_default_note(resolution: Resolution, config: Config) -> str:
     return f" [verl {resolution.base_release}'s default; the release was inferred from the script's keys]"
 
 
+CheckResults = list[tuple[Invocation | None, Config | None, list[Finding]]]
+MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict | None]
+
+
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
                  ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
-                 resolution: Resolution | None = None,
-                 memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None = None,
-                 ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
-    """Check every live, conditional or loop call of a read script (dead branches are skipped).
+                 resolution: Resolution | None = None, memory_for: MemoryFor | None = None) -> CheckResults:
+    """`check_resolved` for a script whose release the caller has not resolved: `resolution`
+    when given, else resolved for the script (generator.schema.resolution) with `version` as
+    `--verl-version`. The commands resolve once per file and call `check_resolved` themselves.
+    Raises InputError for an unknown --verl-version or an unreadable --model-config."""
+    if resolution is None:
+        from generator.schema.resolution import resolve_script
+
+        resolution = resolve_script(script, version=version)
+    return check_resolved(script, resolution, select=select, ignore=ignore, model_config=model_config,
+                          config_root=config_root, memory_for=memory_for)
+
+
+def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iterable[str] = (),
+                   ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
+                   memory_for: MemoryFor | None = None) -> CheckResults:
+    """Check every live, conditional or loop call of a read script (dead branches are skipped)
+    against `resolution` (which verl judges it; each call's Config carries it).
 
     The first element, when the script has shell hazards, is (None, None, hazard findings).
     `config_root` is where `$PWD`-relative config paths start (the directory the script is run
-    from, usually the repository root). `resolution` says which verl to judge against; without
-    it, it is resolved for the script (generator.schema.resolution) with `version` as
-    `--verl-version`. Each call's Config carries it. `memory_for` predicts a call's memory (the
-    caller's, on the GPU it named) for the memory rules.
-    Raises InputError for an unknown --verl-version or an unreadable --model-config.
+    from, usually the repository root). `memory_for` predicts a call's memory (the caller's, on
+    the GPU it named) for the memory rules.
+    Raises InputError for an unreadable --model-config.
     """
-    from generator.config import build_config
-    from generator.schema.resolution import resolve_script
+    from generator.rules.calls import call_configs
 
-    if resolution is None:
-        resolution = resolve_script(script, version=version)
-    chosen = resolution.release
-    results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
+    results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
     results.append((None, None, hazards))
-    script_dir = os.path.dirname(os.path.abspath(script.path)) if script.path else None
     cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
-    for invocation in script.invocations:
-        if invocation.branch == "dead":
-            continue
-        config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
-                              stand_in=resolution.stand_in, search_dirs=resolution.search_dirs,
-                              ppo_entry=resolution.ppo_entry)
-        config.resolution = resolution.for_call(config.schema, config.config_dir)
+    for invocation, config in call_configs(script, resolution, config_root):
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None
         findings = check_config(config, model=model, invocation=invocation, script=script,
@@ -233,7 +237,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     return results
 
 
-def _judge_suppressions(script: LaunchScript, results: list[tuple[Invocation | None, Config | None, list[Finding]]],
+def _judge_suppressions(script: LaunchScript, results: CheckResults,
                         *, select: Iterable[str], ignore: Iterable[str], memory: bool) -> None:
     """VS718/VS719 on the script's `# verl-gen: ignore` comments, judged over every finding of
     every call (before suppression), added to the script-level findings (results[0])."""
@@ -254,4 +258,4 @@ def _judge_suppressions(script: LaunchScript, results: list[tuple[Invocation | N
         hazards.sort(key=lambda f: (f.line or 0, f.code))
 
 
-__all__ = ["check_config", "check_script", "script_findings", "load_rules", "REGISTRY"]
+__all__ = ["check_config", "check_script", "check_resolved", "script_findings", "load_rules", "REGISTRY"]
