@@ -194,10 +194,10 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
                  args: list[str], memory: MemoryOptions | None, gpu_named: bool, model: str | None, headroom: float) -> ExplainedFile:
     """The numbers verl derives for each live call of one file (never raises: a failure is the
     file's `error`, after the calls explained before it)."""
-    from generator.config import build_config
     from generator.plan.script_setup import call_memory, memory_options
     from generator.project import load_project
     from generator.report.explain import explain_config
+    from generator.rules.calls import call_configs, live_calls
     from generator.schema.resolution import resolve_script
     from generator.shell import read_launch
 
@@ -211,18 +211,13 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
         if broken:
             done.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
         resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir, project=project)
-        calls = [inv for inv in script.invocations if inv.branch != "dead"]
-        done.no_calls = not calls
-        script_dir = os.path.dirname(os.path.abspath(path))
+        done.no_calls = not live_calls(script)
         file_memory = memory
         if memory is not None and not gpu_named and project.gpu:
             file_memory = memory_options(project.gpu, None, model, headroom)  # the project's GPU
-        for invocation in calls:
-            config = build_config(invocation, version=resolution.release, script_dir=script_dir,
-                                  config_root=os.getcwd(), stand_in=resolution.stand_in,
-                                  search_dirs=resolution.search_dirs, ppo_entry=resolution.ppo_entry)
+        for invocation, config in call_configs(script, resolution, os.getcwd()):  # as `gen check` builds them
             branch = "" if invocation.branch == "live" else f", {invocation.branch}"
-            judged = resolution.for_call(config.schema, config.config_dir)
+            judged = config.resolution or resolution
             header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                       f"verl {judged.base_release}, {config.backend}{branch})\n"
                       f"  judged against {judged.summary()}")
