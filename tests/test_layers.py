@@ -28,6 +28,7 @@ LAYERS: list[set[str]] = [
     {"report"},
     {"diffing"},
     {"fix", "library"},
+    {"file_context"},  # one file's settings, release and memory options, built once for check, fix and explain
     {"plan"},
     {"render", "inputs"},
     {"rules"},
