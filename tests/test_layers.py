@@ -118,6 +118,8 @@ def test_no_import_runs_back_up() -> None:
     for module, targets in _imports(modules).items():
         for target, line in targets.items():
             low, high = _room(module), _room(target)
+            if low not in rank or high not in rank:
+                continue  # a room without a layer: test_every_room_has_a_layer names it
             if low != high and rank[low] >= rank[high]:
                 where = f"{modules[module].relative_to(REPO)}:{line} imports {target}"
                 climbs[(low, high)].append(where)
