@@ -27,6 +27,7 @@ REF = "actor_rollout_ref.ref."
 CRITIC = "critic."
 MEGATRON = ACTOR + "megatron."
 TRANSFORMER = MEGATRON + "override_transformer_config."
+OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."  # passed to Megatron's OptimizerConfig as is
 
 # verl's config default for actor_rollout_ref.model.path in every release: a placeholder, not the
 # model a script that leaves the key unset (or sets it to an unreadable value) really trains.

@@ -14,9 +14,9 @@ from generator.config.types import Config
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
-from generator.plan.script_setup import OPTIMIZER_OVERRIDES, MemoryOptions, setup_from_config
+from generator.plan.script_setup import MemoryOptions, memory_setup_from_config
 from generator.rules.core import MemoryVerdict
-from generator.verl import ACTOR, MEGATRON, ROLLOUT, TRANSFORMER
+from generator.verl import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, ROLLOUT, TRANSFORMER
 
 CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
@@ -127,7 +127,8 @@ def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOpti
         from generator.plan.fsdp_setup import fsdp_memory_verdict
 
         return fsdp_memory_verdict(config, options.model or model, options.gpu, options.headroom_gib)
-    found = setup_from_config(config, gpu=options.gpu, model=options.model or model, headroom_gib=options.headroom_gib)
+    found = memory_setup_from_config(config, gpu=options.gpu, model=options.model or model,
+                                     headroom_gib=options.headroom_gib)
     if found.setup is None:
         return MemoryVerdict(gpu=options.gpu.name, fits=True, peak_gib=0.0, usable_gib=0.0, peak_phase="",
                              peak_stage=0, problems=found.problems or ("the call could not be read",))
