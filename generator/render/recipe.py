@@ -91,7 +91,7 @@ def _cpu_optimizer_settings(prefix: str, c: Candidate) -> list[Setting]:
     return [Setting(o + "optimizer_cpu_offload", True, add=True),
             Setting(o + "overlap_cpu_optimizer_d2h_h2d", True, add=True),
             Setting(o + "use_precision_aware_optimizer", True, add=True),
-            Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction or 1.0, add=True)]
+            Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction, add=True)]
 
 
 def build_recipe(spec: RecipeSpec) -> ScriptSettings:

@@ -16,7 +16,7 @@ from generator.config.reader import ConfigReader, as_int
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, Offload
+from generator.layout import Candidate
 from generator.script.algorithms import algorithm_of
 from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 
@@ -112,8 +112,7 @@ def setup_from_config(config: Config, *, entry: str = PPO_ENTRY) -> Setup:
         log_prob_micro_batch_per_gpu=log_prob_micro or micro or 1,
         use_dynamic_bsz=dynamic, token_budget=token_budget,
         log_prob_token_budget=log_prob_budget or token_budget,
-        offload=Offload(param=off.param, grad=off.grad, optimizer=off.optimizer, cpu_optimizer=off.cpu_optimizer,
-                        cpu_optimizer_fraction=(fraction or 1.0) if off.cpu_optimizer else 0.0),
+        offload=off,  # an unset optimizer_offload_fraction is Megatron's 0.0, as verl runs it
         recompute=knobs.recompute,
         gpu_memory_utilization=gmu or 0.5,
         why=("layout and batch sizes kept from the legacy script",),
