@@ -10,6 +10,7 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from generator.derive import local_batch, per_rank_mini_batch
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec
@@ -89,8 +90,8 @@ def fsdp_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | 
         problems.append(f"{ACTOR}ppo_max_token_len_per_gpu is not a known integer")
     pn = reader.prompts_and_n()
     mini = reader.int(ACTOR + "ppo_mini_batch_size")
-    per_rank_mini = mini * pn[1] // dp if (pn and mini) else 0
-    per_rank_batch = pn[0] * pn[1] // dp if pn else 0
+    per_rank_mini = per_rank_mini_batch(mini, pn[1], dp) if (pn and mini) else 0
+    per_rank_batch = local_batch(pn[0], pn[1], dp) if pn else 0
     lora_rank = reader.int(MODEL + "lora_rank") or 0
     targets = reader.raw(MODEL + "target_modules")
     dtype = reader.str(FSDP + "model_dtype")

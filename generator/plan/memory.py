@@ -46,6 +46,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
@@ -110,9 +111,8 @@ class _Sizes:
 
 def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, counts: list[int]) -> _Sizes:
     params = stage_params(model, cand, stage, counts)
-    dp = max(1, work.gpus // (cand.tp * cand.pp * cand.cp))
-    etp = cand.tp if cand.etp is None else cand.etp
-    edp = max(1, work.gpus // (etp * cand.ep * cand.pp))
+    dp = layout_dp(work.gpus, cand)
+    edp = layout_edp(work.gpus, cand)
     cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
     # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
     optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)

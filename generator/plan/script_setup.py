@@ -10,6 +10,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.derive import layout_dp, per_rank_mini_batch
 from generator.errors import InputError
 from generator.config.derived import reads_global_micro
 from generator.config.knobs import Reads, read_knobs
@@ -105,7 +106,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
     if problems or facts is None or layout is None or gpus is None or pn is None:
         return ScriptSetup(None, tuple(problems), source)
     assert prompt is not None and response is not None and mini is not None  # else a problem was recorded
-    dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
+    dp = layout_dp(gpus, layout)
     if micro is None and global_micro and global_read:
         micro = max(1, global_micro // dp)
     if lp_micro is None and global_lp_micro and global_read:
@@ -125,7 +126,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
     )
     prompts, n = pn
     work = Workload(gpus=gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=prompt, response_len=response,
-                    per_rank_mini_batch=max(1, mini * n // dp), has_ref=has_ref is not False,
+                    per_rank_mini_batch=max(1, per_rank_mini_batch(mini, n, dp)), has_ref=has_ref is not False,
                     has_critic=bool(has_critic), entropy_in_update=entropy != 0,
                     max_num_batched_tokens=batched or VLLM_MAX_NUM_BATCHED_TOKENS,
                     gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node,

@@ -15,7 +15,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
-from generator.derive import Layout, rollout_problems, vpp_micro_batch_problem
+from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_problems, vpp_micro_batch_problem
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
 from generator.plan.activations import MOE_ACTIVATION_FACTOR
@@ -140,7 +140,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
                 overrides: dict[str, Any] | None = None, prune: bool = True) -> tuple[Candidate | None, str]:
     """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason)."""
     overrides = dict(overrides or {})
-    dp = layout.gpus // (layout.tp * layout.pp * layout.cp)
+    dp = layout_dp(layout.gpus, layout)
     if (s.train_batch_size * s.n) % dp:
         return None, (f"responses per step P·n = {s.train_batch_size}·{s.n} = {s.train_batch_size * s.n} "
                       f"not divisible by DP {dp}")
@@ -149,7 +149,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
         return None, f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
     if (mini * s.n) % dp:  # the batch is kept as given: this DP cannot split it
         return None, f"ppo_mini_batch_size·n = {mini}·{s.n} = {mini * s.n} not divisible by DP {dp}"
-    per_rank_mini = mini * s.n // dp
+    per_rank_mini = per_rank_mini_batch(mini, s.n, dp)
     has_ref, has_critic = algo_roles(s.algo)
     work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
