@@ -90,3 +90,8 @@ ESTIMATOR_ALGORITHM: dict[str, str] = {"gae": "ppo", "grpo": "grpo", "rloo": "rl
                                        "reinforce_plus_plus": "reinforce_plus_plus"}
 
 ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
+
+# rollout.max_num_batched_tokens in verl's config (verl/trainer/config/rollout/rollout.yaml@v0.7.0):
+# the most tokens vLLM schedules in one step. Below prompt+response it cannot prefill one sequence
+# when chunked prefill is off, so the planner and the renderer raise it to the sequence length.
+VLLM_MAX_NUM_BATCHED_TOKENS = 8192

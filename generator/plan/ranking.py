@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import math
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import Layout, layout_dp, per_rank_mini_batch
 from generator.layout import Candidate, Parallelism
 from generator.model import ModelFacts
@@ -61,7 +62,7 @@ def _floor_work(model: ModelFacts, layout: Layout, s: Setting) -> Workload:
     per_rank_mini = max(1, per_rank_mini_batch(s.mini or s.train_batch_size, s.n, dp))
     return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini, has_ref=has_ref,
-                    has_critic=has_critic, max_num_batched_tokens=max(8192, s.seq_len),
+                    has_critic=has_critic, max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, s.seq_len),
                     responses_per_step=s.train_batch_size * s.n, gpus_per_node=s.gpus_per_node,
                     mean_response_len=s.mean_response_len)
 

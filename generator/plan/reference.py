@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import layout_dp, per_rank_mini_batch
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
@@ -89,7 +90,7 @@ class VerlLayout:
         mini = cand.ppo_mini_batch_size or r["mini"]
         work = Workload(gpus=r["gpus"], gpu_memory_gib=self.gpu.memory_gib, prompt_len=r["prompt"],
                         response_len=r["response"], per_rank_mini_batch=per_rank_mini_batch(mini, r["n"], dp), has_ref=has_ref,
-                        has_critic=has_critic, max_num_batched_tokens=max(8192, r["prompt"] + r["response"]))
+                        has_critic=has_critic, max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, r["prompt"] + r["response"]))
         return MemorySetup(self.model, cand, work)
 
     def evaluate_layout(self) -> Plan:

@@ -20,13 +20,12 @@ from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate
+from generator.plan.call_model import call_model, model_config_used
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload
-from generator.verl import ACTOR, DEFAULT_MODEL_PATH, ROLLOUT
-from generator.verl import MODEL_PATH_KEY as MODEL_PATH
+from generator.verl import ACTOR, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
-VLLM_MAX_NUM_BATCHED_TOKENS = 8192  # verl's rollout.max_num_batched_tokens default
 
 
 @dataclass(frozen=True, slots=True)
@@ -36,38 +35,6 @@ class ScriptSetup:
     setup: MemorySetup | None
     problems: tuple[str, ...] = ()  # unknown or unreadable values, in the user's key names
     model_source: str = ""  # where the model facts came from
-
-
-def call_model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
-    """The model facts of a call: --model, else the script's model path; (facts, source, problem)."""
-    if model is not None:
-        return model, "--model", None
-    from generator.model.registry import known_tail, locate_model
-
-    path = reader.str(MODEL_PATH)
-    raw = reader.config.values.get(MODEL_PATH)
-    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
-        path = known_tail(raw)  # `$HOME/models/Qwen2.5-7B`: the folder's name still names the model
-    if not path or (path == DEFAULT_MODEL_PATH and not reader.explicit(MODEL_PATH)):
-        return None, "", f"{MODEL_PATH} is not set or not known; pass --model NAME or a config.json"
-    found, _where = locate_model(path)
-    if found is None:
-        return None, "", f"model '{path}' is not in the registry; pass --model NAME or a config.json"
-    return found, MODEL_PATH, None
-
-
-def model_config_used(reader: ConfigReader, model: ModelFacts | None) -> str:
-    """Which config gave the call's model facts ('--model', a config.json path, the Hugging Face
-    cache's config.json, the packaged registry entry), for the report."""
-    from generator.model.registry import known_tail, locate_model
-
-    if model is not None:
-        return "--model"
-    path = reader.str(MODEL_PATH)
-    raw = reader.config.values.get(MODEL_PATH)
-    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
-        path = known_tail(raw)
-    return locate_model(path)[1] if path else ""
 
 
 def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
@@ -192,7 +159,7 @@ class CallMemory:
 
 def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
     if ConfigReader(config).backend == "fsdp":  # the FSDP actor's model: plan/fsdp_memory.py
-        from generator.plan.fsdp_setup import evaluate_call
+        from generator.plan.fsdp_setup import evaluate_call  # loaded for FSDP calls only (import cost)
 
         facts, source, problem = call_model(ConfigReader(config), options.model)
         _setup, verdict, problems = evaluate_call(config, gpu=options.gpu, model=facts,

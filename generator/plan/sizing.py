@@ -15,6 +15,7 @@ import math
 from dataclasses import replace
 from typing import Any
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_problems, vpp_micro_batch_problem
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
@@ -154,7 +155,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
                     has_ref=has_ref, has_critic=has_critic,
-                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n,
+                    max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, s.seq_len), responses_per_step=s.train_batch_size * s.n,
                     mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node,
                     sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
     floor = _static_floor_gib(model, layout, work)

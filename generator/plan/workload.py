@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+
 GIB = float(2**30)
 
 
@@ -31,7 +33,7 @@ class Workload:
     has_ref: bool = True
     has_critic: bool = False
     entropy_in_update: bool = False  # entropy_coeff != 0
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS
     gpus_per_node: int = 8  # for host RAM per node
     responses_per_step: int = 0  # train_batch_size·n (the step-time estimate; 0 = one per-rank mini per GPU)
     mean_response_len: int = 0  # expected response tokens (the step-time estimate; 0 = a share of the maximum)

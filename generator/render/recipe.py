@@ -34,7 +34,7 @@ from generator.render.spec import (
     check_spec,
     fill_knob_values,
 )
-from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT
+from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -198,9 +198,7 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     log_prob_budget = c.token_budget if on_policy else (c.log_prob_token_budget or c.token_budget)
     if dynamic:
         rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
-    if seq_len > 8192:
-        # vLLM schedules at most this many tokens per step; below prompt+response it cannot
-        # prefill one sequence when chunked prefill is off (and is slow when it is on).
+    if seq_len > VLLM_MAX_NUM_BATCHED_TOKENS:  # vLLM could not prefill one sequence in a step
         rollout.append(Setting(r + "max_num_batched_tokens", seq_len))
 
     # ref: Megatron asserts its micro key even with dynamic bsz
