@@ -53,8 +53,6 @@ CLIMBS_ALLOWED: dict[tuple[str, str], str] = {
 
 # Files that import each other in a circle today, each with why.
 CIRCLES_ALLOWED: dict[frozenset[str], str] = {
-    frozenset({"generator.plan.fsdp_setup", "generator.plan.script_setup"}):
-        "the Megatron and FSDP layout readers call each other's evaluator (issue 24, h-24a)",
     frozenset({"generator.rules", "generator.rules.suppression"}):
         "the rules package face registers the suppression rule, which reads the registry it is in",
 }
