@@ -14,6 +14,16 @@ DP_INLINE = re.compile(r"[/%]\s*\(\s*[\w.]*\btp\s*\*\s*[\w.]*\bpp\s*\*\s*[\w.]*\
 PER_RANK_MINI_INLINE = re.compile(r"\*\s*[\w.\[\]\"']*\bn\b[\]\"')]*\s*//\s*\w*dp\b")
 
 
+# Algorithm facts: a list of algorithm names (who has a critic, a group baseline, no KL ...) or a
+# comparison with PPO's name or estimator is the table's to answer (generator.verl.ALGORITHM_TABLE).
+_NAME = r'"(?:grpo|ppo|dapo|gspo|rloo|gae|reinforce_plus_plus)"'
+ALGORITHM_FACT_INLINE = re.compile(rf"\(\s*{_NAME}\s*,\s*{_NAME}|[!=]=\s*\"(?:ppo|gae)\"")
+# The relief ladder: a (param, optimizer, CPU fraction, recompute) rung or a list of CPU-optimizer
+# fractions written out (generator.plan.relief).
+LADDER_INLINE = re.compile(r"\((?:True|False),\s*(?:True|False),\s*[0-9.]+,\s*(?:True|False)\)"
+                           r"|\(\s*0\.25,\s*0\.5|\(\s*0\.5,\s*1\.0\s*\)")
+
+
 def _hits(pattern: re.Pattern[str], *, home: str) -> list[str]:
     out = []
     for path in sorted(ROOT.rglob("*.py")):
@@ -35,6 +45,11 @@ def test_patterns_catch_the_inline_forms() -> None:
                  "per_rank = new_mini * n // dp", "(prompts * n // dp) // per_rank"):
         assert PER_RANK_MINI_INLINE.search(line), line
     assert not DP_INLINE.search("return self.tp * self.pp * self.cp")
+    for line in ('if algo in ("ppo", "gae"):', 'if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:',
+                 'return 1 if algo == "ppo" else 5', 'return estimator == "gae"'):
+        assert ALGORITHM_FACT_INLINE.search(line), line
+    for line in ("    (True, True, 0.5, False),", "CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)"):
+        assert LADDER_INLINE.search(line), line
 
 
 def test_data_parallel_size_is_computed_in_derive_only() -> None:
@@ -43,3 +58,11 @@ def test_data_parallel_size_is_computed_in_derive_only() -> None:
 
 def test_per_rank_mini_batch_is_computed_in_derive_only() -> None:
     assert _hits(PER_RANK_MINI_INLINE, home="derive.py") == []
+
+
+def test_algorithm_facts_live_in_the_table_only() -> None:
+    assert _hits(ALGORITHM_FACT_INLINE, home="verl.py") == []
+
+
+def test_the_relief_ladder_is_written_once() -> None:
+    assert _hits(LADDER_INLINE, home="plan/relief.py") == []

@@ -13,13 +13,12 @@ from generator.config.types import Config
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
-from generator.plan.relief import KnobChange, Rung, cheapest_change
+from generator.plan.relief import CHECK_CPU_FRACTIONS, MEGATRON_RELIEF, KnobChange, Rung, cheapest_change
 from generator.plan.script_setup import MemoryOptions, memory_setup_from_config
 from generator.rules.core import MemoryVerdict
 from generator.verl import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, ROLLOUT, TRANSFORMER
 
 _Relief = KnobChange[Candidate]  # one rung of this actor's memory relief
-CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
 
 
 def _param(c: Candidate) -> _Relief | None:
@@ -38,7 +37,7 @@ def _optimizer(c: Candidate) -> _Relief | None:
 
 def _cpu_optimizer(c: Candidate) -> Iterator[_Relief]:
     current = c.offload.cpu_optimizer_fraction if c.offload.cpu_optimizer else 0.0
-    for fraction in CPU_FRACTIONS:
+    for fraction in CHECK_CPU_FRACTIONS:
         if fraction > current:
             yield _Relief(f"set optimizer_cpu_offload with optimizer_offload_fraction={fraction:g}",
                           replace(c, offload=replace(c.offload, cpu_optimizer=True, cpu_optimizer_fraction=fraction)),
@@ -78,8 +77,9 @@ def _lower_gmu(c: Candidate) -> Iterator[_Relief]:
 def _rungs(c: Candidate, seq_len: int) -> list[Rung[Candidate]]:
     def one(make: Callable[[Candidate], _Relief | None]) -> Rung[Candidate]:
         return lambda cand: iter([change] if (change := make(cand)) is not None else [])
-    return [one(_param), one(_optimizer), _cpu_optimizer, one(_recompute),
-            lambda cand: _smaller_batches(cand, seq_len), _lower_gmu]
+    relief: dict[str, Rung[Candidate]] = {"param_offload": one(_param), "optimizer_offload": one(_optimizer),
+                                          "cpu_optimizer": _cpu_optimizer, "recompute": one(_recompute)}
+    return [*(relief[step] for step in MEGATRON_RELIEF), lambda cand: _smaller_batches(cand, seq_len), _lower_gmu]
 
 
 def smallest_fix(setup: MemorySetup) -> _Relief | None:

@@ -11,6 +11,36 @@ from typing import Any, Generic, TypeVar
 
 K = TypeVar("K")
 
+# The Megatron actor's memory relief, cheapest first (docs/memory-model.md#knobs-in-order-of-cost):
+# param (+grad) offload, optimizer offload, Megatron's CPU optimizer at rising fractions, full
+# recompute. The planner climbs it cumulatively (PLANNER_LADDER); `gen check --gpu` tries each step
+# alone, then stacked, at finer fractions (plan/memory_check).
+MEGATRON_RELIEF = ("param_offload", "optimizer_offload", "cpu_optimizer", "recompute")
+PLANNER_CPU_FRACTIONS = (0.5, 1.0)
+CHECK_CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
+
+Rung4 = tuple[bool, bool, float, bool]  # (param offload, optimizer offload, CPU-optimizer fraction, recompute)
+
+
+def _planner_ladder() -> tuple[Rung4, ...]:
+    """Nothing, then each MEGATRON_RELIEF step on top of the ones before it (the CPU optimizer
+    once per PLANNER_CPU_FRACTIONS)."""
+    rungs: list[Rung4] = [(False, False, 0.0, False)]
+    param, optimizer, fraction, recompute = False, False, 0.0, False
+    for step in MEGATRON_RELIEF:
+        if step == "cpu_optimizer":
+            for fraction in PLANNER_CPU_FRACTIONS:
+                rungs.append((param, optimizer, fraction, recompute))
+            continue
+        param = param or step == "param_offload"
+        optimizer = optimizer or step == "optimizer_offload"
+        recompute = recompute or step == "recompute"
+        rungs.append((param, optimizer, fraction, recompute))
+    return tuple(rungs)
+
+
+PLANNER_LADDER: tuple[Rung4, ...] = _planner_ladder()
+
 
 @dataclass(frozen=True)  # no slots: a slotted Generic dataclass breaks KnobChange[T](...) calls
 class KnobChange(Generic[K]):

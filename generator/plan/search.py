@@ -23,7 +23,7 @@ from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
 from generator.plan.sizing import size_layout
-from generator.verl import ALGORITHMS
+from generator.verl import ALGORITHM_TABLE, ALGORITHMS
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
@@ -41,8 +41,9 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
                          f"got {mean_response_len}")
     if algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGORITHMS)}")
-    if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:
-        raise InputError(f"{algo} compares responses within a group: --n must be ≥ 2, got {n}")
+    min_n = ALGORITHM_TABLE[algo].min_n
+    if n < min_n:
+        raise InputError(f"{algo} compares responses within a group: --n must be ≥ {min_n}, got {n}")
     if prompt_len + response_len > model.max_position_embeddings:
         raise InputError(f"prompt+response = {prompt_len + response_len} tokens exceeds {model.name}'s "
                          f"max_position_embeddings {model.max_position_embeddings}")

@@ -24,6 +24,7 @@ from generator.plan.batch import mini_for
 from generator.plan.engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
 from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
+from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
@@ -37,15 +38,7 @@ ROLLOUT_WEIGHT_SHARE = 0.6
 MOE_THIN_MARGIN = 0.1  # an MoE update with less than this share of the GPU to spare gets a recompute note
 IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this much of the engine budget
 
-# (param, optimizer, cpu-optimizer fraction, recompute)
-_LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
-    (False, False, 0.0, False),
-    (True, False, 0.0, False),
-    (True, True, 0.0, False),
-    (True, True, 0.5, False),
-    (True, True, 1.0, False),
-    (True, True, 1.0, True),
-)
+_LADDER = PLANNER_LADDER  # (param, optimizer, cpu-optimizer fraction, recompute), cheapest first
 
 
 # Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS, algorithm_facts
 
 GIB = float(2**30)
 
@@ -13,12 +13,8 @@ def algo_roles(algo: str) -> tuple[bool, bool]:
     """(has_ref, has_critic) as `gen recipe` configures each algorithm: verl builds the reference
     model only for a KL term (GRPO and REINFORCE++ use a KL loss, RLOO a KL reward; PPO, DAPO
     and GSPO none), and only PPO trains a critic. Unknown names keep a reference (conservative)."""
-    algo = algo.lower()
-    if algo in ("ppo", "gae"):
-        return False, True
-    if algo in ("dapo", "gspo"):
-        return False, False
-    return True, False
+    facts = algorithm_facts(algo)
+    return (True, False) if facts is None else (facts.has_ref, facts.critic)
 
 
 @dataclass(frozen=True, slots=True)
