@@ -10,10 +10,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.derive import layout_dp, per_rank_mini_batch
+from generator.derive import Layout, layout_dp, per_rank_mini_batch
 from generator.errors import InputError
 from generator.config.derived import reads_global_micro
-from generator.config.knobs import Reads, read_knobs
+from generator.config.knobs import Knobs, Reads, read_knobs
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
@@ -38,7 +38,7 @@ class ScriptSetup:
 
 
 def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
-                      headroom_gib: float = 0.0) -> ScriptSetup:
+                             headroom_gib: float = 0.0) -> ScriptSetup:
     """The call's MemorySetup on `gpu`, or the reasons it cannot be evaluated."""
     reader = ConfigReader(config)
     if reader.backend != "megatron":
@@ -59,7 +59,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
     response = reads.int("data.max_response_length")
     mini = reads.int(ACTOR + "ppo_mini_batch_size")
     knobs = read_knobs(reads)
-    dynamic, micro, budget, lp_micro = knobs.dynamic, knobs.micro, knobs.token_budget, knobs.log_prob_micro
+    dynamic, micro, lp_micro = knobs.dynamic, knobs.micro, knobs.log_prob_micro
     global_micro, global_lp_micro = knobs.global_micro, knobs.global_log_prob_micro
     batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
     entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
@@ -78,19 +78,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
         micro = max(1, global_micro // dp)
     if lp_micro is None and global_lp_micro and global_read:
         lp_micro = max(1, global_lp_micro // dp)
-    first, last = layout.first_stage_layers, layout.last_stage_layers
-    if first is None and last is None:
-        first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
-                                            layout.loss_in_pipeline_split)
-    cand = Candidate(
-        tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
-        first_stage_layers=first, last_stage_layers=last, rollout_tp=knobs.rollout_tp or 1,
-        micro_batch_per_gpu=micro or 1, use_dynamic_bsz=dynamic, token_budget=budget,
-        log_prob_token_budget=knobs.log_prob_token_budget or knobs.ref_log_prob_token_budget or budget,
-        log_prob_micro_batch_per_gpu=lp_micro, offload=knobs.offload, recompute=knobs.recompute,
-        gpu_memory_utilization=0.5 if knobs.gpu_memory_utilization is None else knobs.gpu_memory_utilization,
-        use_fused_kernels=knobs.use_fused_kernels, enforce_eager=knobs.enforce_eager, ppo_mini_batch_size=mini,
-    )
+    cand = _candidate(layout, facts, knobs, micro=micro, log_prob_micro=lp_micro, mini=mini)
     prompts, n = pn
     work = Workload(gpus=gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=prompt, response_len=response,
                     per_rank_mini_batch=max(1, per_rank_mini_batch(mini, n, dp)), has_ref=has_ref is not False,
@@ -100,6 +88,26 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
                     **_release_rollout_defaults(config))
     del prompts  # the per-rank mini batch, not the step's prompts, sets the micro-batches in flight
     return ScriptSetup(MemorySetup(facts, cand, work, headroom_gib), (), source)
+
+
+def _candidate(layout: Layout, facts: ModelFacts, knobs: Knobs, *, micro: int | None, log_prob_micro: int | None,
+               mini: int) -> Candidate:
+    """The call's layout and knobs as the memory model's Candidate: an even split of the layers
+    counts the embedding and loss as verl's split does; a null gmu is verl's 0.5."""
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    if first is None and last is None:
+        first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
+                                            layout.loss_in_pipeline_split)
+    budget = knobs.token_budget
+    return Candidate(
+        tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
+        first_stage_layers=first, last_stage_layers=last, rollout_tp=knobs.rollout_tp or 1,
+        micro_batch_per_gpu=micro or 1, use_dynamic_bsz=knobs.dynamic, token_budget=budget,
+        log_prob_token_budget=knobs.log_prob_token_budget or knobs.ref_log_prob_token_budget or budget,
+        log_prob_micro_batch_per_gpu=log_prob_micro, offload=knobs.offload, recompute=knobs.recompute,
+        gpu_memory_utilization=0.5 if knobs.gpu_memory_utilization is None else knobs.gpu_memory_utilization,
+        use_fused_kernels=knobs.use_fused_kernels, enforce_eager=knobs.enforce_eager, ppo_mini_batch_size=mini,
+    )
 
 
 def _release_rollout_defaults(config: Config) -> dict[str, int]:
