@@ -11,36 +11,15 @@ E PPO epochs, DP data-parallel size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
+from generator.layout import Parallelism
 from generator.model.facts import ModelFacts
 
 # ---------------------------------------------------------------------------------------------
 # Parallel layout (§1.2, §2 E-table)
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Parallelism:
-    """How Megatron splits the actor: the one layout type the rules (Layout), the planner
-    (Candidate) and the recipe library share."""
-
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    etp: int | None = None  # None: Megatron uses TP
-    vpp: int | None = None
-    first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
-    last_stage_layers: int | None = None
-
-    def sizes(self) -> dict[str, int | None]:
-        """These fields as keyword arguments, to build another Parallelism type from this one."""
-        return {name: getattr(self, name) for name in PARALLELISM_FIELDS}
-
-
-PARALLELISM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Parallelism))
 
 
 @dataclass(frozen=True, kw_only=True)
