@@ -48,6 +48,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     dp = view.dp()
     if view.backend == "megatron":
         if layout is not None:
+            assert gpus is not None  # a layout is read only with the GPU count
             add(("DP", f"W / (TP·PP·CP) = {gpus} / ({layout.tp}·{layout.pp}·{layout.cp}) = "
                        + (str(dp) if dp else f"{gpus / (layout.tp * layout.pp * layout.cp):g} (not divisible)")))
             if layout.ep > 1 or layout.etp is not None:
@@ -79,6 +80,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     add(("responses/step G", f"train_batch_size·n = {prompts}·{n} = {responses}"))
     mini, micro, epochs, chain = batch.mini, batch.micro, batch.epochs, batch.chain
     if chain is not None and mini is not None:
+        assert dp is not None  # the chain is derived from DP
         exact = mini * n / dp
         add(("per-rank mini m", f"ppo_mini_batch_size·n / DP = {mini}·{n} / {dp} = "
                                 + (f"{exact:.2f} → floored to {chain.per_rank_mini_batch}" if chain.floored
@@ -100,6 +102,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
             add(("grad accumulation A", "dynamic: ceil(local tokens / token cap), at most m"))
         elif chain.grad_accum_steps is not None:
             if batch.micro_scale != 1:
+                assert micro is not None  # grad accumulation is derived from the micro batch
                 add(("micro batch μ", f"ppo_micro_batch_size / DP = {micro * batch.micro_scale} / {batch.micro_scale} "
                                       f"= {micro} (the deprecated global key, divided by the worker)"))
             tail = f" (last micro-batch {chain.micro_remainder})" if chain.micro_remainder else ""

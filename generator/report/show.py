@@ -79,7 +79,7 @@ def error_dict(path: str, message: str) -> dict[str, object]:
     return {"path": path, "error": message, "invocations": [], "hazards": []}
 
 
-def render_scripts_text(files: list[dict], stream: TextIO) -> None:
+def render_scripts_text(files: list[dict[str, Any]], stream: TextIO) -> None:
     from rich.markup import escape as markup_escape
 
     from generator.safe_text import use_color
