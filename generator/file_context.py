@@ -1,5 +1,5 @@
 """One file's context, built once and handed down to `gen check`, `gen fix` and `gen explain` alike
-(generator.checking, generator.fix.files): the project's settings and the options they give the
+(generator.checking, generator.fix.per_file): the project's settings and the options they give the
 file, its text read with them, the verl release that judges it and the memory options its calls
 are predicted with (`Judging`). Below it nothing resolves again: the rules (`rules.check_resolved`),
 the fix loop and explain are handed the resolution and the memory predictor made here.

@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from generator.config.types import Config
 from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits, select_compatible
-from generator.fix.hazards import fallback_fixes
+from generator.fix.hazard_repairs import fallback_fixes
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts

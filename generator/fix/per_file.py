@@ -1,7 +1,7 @@
 """The work behind `gen fix` and `gen migrate`, one file at a time: read it with the project's
 settings, resolve which verl judges it (as `gen check` does), repair or migrate it in memory, and
 write it back atomically when asked. Nothing here prints: each file's outcome is yielded as soon
-as it is done (so the CLI reports file by file), and generator/report/fixes.py puts it into words.
+as it is done (so the CLI reports file by file), and generator/report/fix_outcomes.py puts it into words.
 """
 
 from __future__ import annotations
