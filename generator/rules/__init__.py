@@ -194,6 +194,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     Raises InputError for an unknown --verl-version or an unreadable --model-config.
     """
     from generator.config import build_config
+    from generator.rules.loop_repeats import fold_loop_repeats
     from generator.schema.resolution import resolve_script
 
     if resolution is None:
@@ -223,6 +224,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
             findings = [dataclasses.replace(f, message=f.message + inferred) if f.code in DEFAULT_SENSITIVE else f
                         for f in findings]
         results.append((invocation, config, findings))
+    results = fold_loop_repeats(results)  # one finding per cause, not one per loop value
     _judge_suppressions(script, results, select=select, ignore=ignore, memory=memory_for is not None)
     if not results[0][2]:
         results.pop(0)  # no script-level finding: the first element is a call's

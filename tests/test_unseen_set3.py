@@ -1,0 +1,123 @@
+"""Mechanisms found on issue 20's third evaluation set (projects nobody here had looked at), one per
+test, on fixtures written here: a loop that repeats one mistake per value, placeholders carried by
+one variable into several keys, placeholder shapes the set showed, a `\\` that ends a complete
+command before a blank line, and the EasyR1-style dataclass config."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check(script: Path, cwd: Path, *args: str) -> tuple[int, list[dict[str, object]]]:
+    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", *args, str(script)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    document = json.loads(done.stdout)
+    return done.returncode, list(document["files"][0]["findings"])
+
+
+# --- one finding per cause in an unrolled loop -------------------------------------------------
+
+LOOP_WITH_COMMAS = """sizes=(
+  "small",
+  "medium",
+  "large",
+  "huge"
+)
+for s in "${sizes[@]}"; do
+  python3 -m verl.trainer.main_ppo \\
+    data.train_files="data/${s}/train.parquet" \\
+    trainer.experiment_name="run-${s}" \\
+    trainer.n_gpus_per_node=8
+done
+"""
+
+
+def test_a_loop_carried_mistake_is_one_finding_naming_the_other_values(tmp_path: Path) -> None:
+    script = tmp_path / "sweep.sh"
+    script.write_text(LOOP_WITH_COMMAS)
+    code, findings = _check(script, tmp_path)
+    grammar = [f for f in findings if f["code"] == "VK606"]
+    # Three of four values end in `,` (the array's commas are part of the words): one finding per key.
+    assert sorted((f["line"], f["key"]) for f in grammar) == [(9, "data.train_files"), (10, "trainer.experiment_name")]
+    first = grammar[0]["message"]
+    assert "small," in str(first) and "the same in 2 more passes of the loop" in str(first)
+    assert "`s=medium,`" in str(first) and "`s=large,`" in str(first) and "huge" not in str(first)
+    assert code == 1  # still an error: the run fails
+
+
+def test_a_finding_only_one_value_gives_is_not_folded(tmp_path: Path) -> None:
+    script = tmp_path / "sweep.sh"
+    script.write_text(LOOP_WITH_COMMAS.replace('"small",', '"small"').replace('"medium",', '"medium"')
+                      .replace('"large",', '"large"'))
+    _, findings = _check(script, tmp_path)
+    assert [f for f in findings if f["code"] == "VK606"] == []
+    every_pass = [f for f in findings if f["code"] == "VX901"]
+    assert len(every_pass) == 1 and "the same in 3 more passes" in str(every_pass[0]["message"])
+
+
+# --- a `\` before a blank line ----------------------------------------------------------------
+
+def _kinds(text: str) -> list[str]:
+    from generator.shell import read_script
+
+    return [h.kind for h in read_script(text, "t.sh").hazards]
+
+
+TRAINER = "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n    trainer.n_gpus_per_node=8\n"
+
+
+def test_a_stray_backslash_between_two_whole_commands_is_not_a_cut() -> None:
+    text = "python -m mypkg.make_data \\\n    --out data/train.parquet \\\n\n# then train\n" + TRAINER
+    assert "blank-in-continuation" not in _kinds(text)
+
+
+def test_a_cut_that_strands_the_trainer_or_its_settings_is_still_found() -> None:
+    for before in ("ray job submit --address=http://127.0.0.1:8265 \\\n\n-- ",  # the entry is cut off
+                   "CUDA_VISIBLE_DEVICES=0,1 \\\n\n",                           # the settings are cut off
+                   "nohup \\\n\n"):
+        assert "blank-in-continuation" in _kinds(before + TRAINER), before
+    overrides_cut = "python3 -m verl.trainer.main_ppo \\\n\n    data.train_batch_size=64 \\\n    trainer.n_gpus_per_node=8\n"
+    assert "blank-in-continuation" in _kinds(overrides_cut)
+
+
+# --- placeholders --------------------------------------------------------------------------------
+
+def _placeholders(text: str) -> list[tuple[int, str]]:
+    from generator.shell import read_script
+
+    return [(h.line, h.message) for h in read_script(text, "t.sh").hazards if h.kind == "placeholder-value"]
+
+
+def test_one_placeholder_variable_reaching_two_keys_is_one_finding() -> None:
+    text = ("SUITE=TASK_NAME_YOU_SELECT\nOUT=/your/save/path\nMODEL=/your/model/path\n"
+            "python3 -m verl.trainer.main_ppo \\\n    data.task=suite_$SUITE \\\n    actor_rollout_ref.rollout.task=suite_${SUITE} \\\n"
+            "    trainer.default_local_dir=$OUT \\\n    trainer.rollout_save_path=$OUT/rollout \\\n"
+            "    actor_rollout_ref.model.path=$MODEL \\\n    critic.model.path=/your/model/path \\\n"
+            "    trainer.n_gpus_per_node=8\n")
+    found = _placeholders(text)
+    # SUITE and OUT each once (naming the second key), MODEL once, and the literal on its own line.
+    assert [line for line, _ in found] == [5, 7, 9, 10]
+    assert "also reaches actor_rollout_ref.rollout.task at line 6" in found[0][1]
+    assert "also reaches trainer.rollout_save_path at line 8" in found[1][1]
+    assert "also reaches" not in found[2][1] + found[3][1]
+
+
+def test_placeholder_shapes_of_the_third_set() -> None:
+    from generator.shell.placeholders import is_placeholder
+
+    assert is_placeholder("path_to_base_model") and is_placeholder("['YOUR HOME DIR/data/train.parquet']")
+    assert is_placeholder("YOUR SFT_MODEL_PATH")
+    # Prose that merely says "your" and ordinary names are not placeholders.
+    assert not is_placeholder("Please put your final answer in a box") and not is_placeholder("path_tokens")
+    assert not is_placeholder("my_path_to_data")
+    text = ('HOME="YOUR HOME DIR"\ntrain="[\'$HOME/data/train.parquet\']"\ntest="[\'$HOME/data/test.parquet\']"\n'
+            'python3 -m verl.trainer.main_ppo \\\n    data.train_files="$train" \\\n    data.val_files="$test" \\\n'
+            '    trainer.n_gpus_per_node=8\n')
+    [(line, message)] = _placeholders(text)
+    assert line == 5 and "also reaches data.val_files at line 6" in message
