@@ -121,3 +121,51 @@ def test_placeholder_shapes_of_the_third_set() -> None:
             '    trainer.n_gpus_per_node=8\n')
     [(line, message)] = _placeholders(text)
     assert line == 5 and "also reaches data.val_files at line 6" in message
+
+
+# --- a verl configured by dataclasses (EasyR1 style) -----------------------------------------------
+
+def _dataclass_fork(root: Path) -> Path:
+    (root / ".git").mkdir()
+    trainer = root / "verl" / "trainer"
+    trainer.mkdir(parents=True)
+    (root / "verl" / "__init__.py").write_text('__version__ = "0.2.0.dev0"\n')
+    (trainer / "__init__.py").write_text("")
+    (trainer / "config.py").write_text(
+        "from dataclasses import dataclass, field\n\n\n@dataclass\nclass DataConfig:\n    val_batch_size: int = -1\n\n\n"
+        "@dataclass\nclass PPOConfig:\n    data: DataConfig = field(default_factory=DataConfig)\n")
+    (trainer / "main.py").write_text(
+        "from omegaconf import OmegaConf\nfrom .config import PPOConfig\n\n\ndef main():\n"
+        "    config = OmegaConf.merge(OmegaConf.structured(PPOConfig()), OmegaConf.from_cli())\n")
+    (trainer / "ray_trainer.py").write_text(
+        "class Trainer:\n    def loader(self):\n        return make(batch_size=self.config.data.val_batch_size)\n")
+    script = root / "examples" / "run_vlm.sh"
+    script.parent.mkdir()
+    script.write_text("python3 -m verl.trainer.main \\\n    config=examples/config.yaml \\\n"
+                      "    data.val_batch_size=256 \\\n    worker.actor.model.model_path=Qwen/Qwen2.5-VL-3B-Instruct \\\n"
+                      "    trainer.n_gpus_per_node=8\n")
+    return script
+
+
+def test_a_dataclass_configured_fork_is_named_and_its_keys_are_not_judged_against_a_release(tmp_path: Path) -> None:
+    script = _dataclass_fork(tmp_path)
+    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", str(script)],
+                          cwd=tmp_path, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    document = json.loads(done.stdout)
+    file_doc = document["files"][0]
+    codes = {f["code"] for f in file_doc["findings"]}
+    # worker.* is not a key of any verl release and data.val_batch_size is live in the fork's trainer:
+    # neither is reported from a packaged release's config.
+    assert not codes & {"VK601", "VK602", "VK608"} and done.returncode == 0
+    reason = json.dumps(file_doc["resolution"])
+    assert "dataclasses" in reason and "schema unknown" in reason and str(tmp_path / "verl") in reason
+
+
+def test_a_verl_with_yaml_is_not_taken_for_a_dataclass_fork(tmp_path: Path) -> None:
+    from generator.schema.dataclass_fork import find_dataclass_verl
+
+    script = _dataclass_fork(tmp_path)
+    assert find_dataclass_verl(str(script)) == (tmp_path / "verl", tmp_path / "verl" / "trainer" / "config.py")
+    (tmp_path / "verl" / "trainer" / "config").mkdir()
+    assert find_dataclass_verl(str(script)) is None
