@@ -169,3 +169,27 @@ def test_a_verl_with_yaml_is_not_taken_for_a_dataclass_fork(tmp_path: Path) -> N
     assert find_dataclass_verl(str(script)) == (tmp_path / "verl", tmp_path / "verl" / "trainer" / "config.py")
     (tmp_path / "verl" / "trainer" / "config").mkdir()
     assert find_dataclass_verl(str(script)) is None
+
+
+def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -> None:
+    from generator.shell import read_script
+
+    text = ('export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH\n'
+            "export WANDB_API_KEY=YOUR_WANDB_API_KEY\nexport HF_TOKEN=your_token_here\n"
+            "export MODEL=/path/to/your/model\n"
+            "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=$MODEL \\\n"
+            "    trainer.logger=['console','wandb'] \\\n    trainer.n_gpus_per_node=8\n")
+    found = _placeholders(text)
+    # PYTHONPATH and the wandb key at their exports; MODEL where the call uses it; the HF token is
+    # not reported, as the script uses no Hugging Face service by name.
+    assert [line for line, _ in found] == [1, 2, 6]
+    assert found[0][1].startswith("export PYTHONPATH=") and "exported to every program" in found[0][1]
+    # A variable a script run by this one reads is reported where that script uses it, not here.
+    callee = tmp_path / "inner.sh"
+    callee.write_text("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=$BASE \\\n"
+                      "    trainer.n_gpus_per_node=8\n")
+    wrapper = tmp_path / "outer.sh"
+    wrapper.write_text(f"export BASE=PATH/TO/BASE_MODEL\nbash {callee}\n")
+    script = read_script(wrapper.read_bytes(), str(wrapper))
+    messages = [h.message for h in script.hazards if h.kind == "placeholder-value"]
+    assert len(messages) == 1 and not messages[0].startswith("export")
