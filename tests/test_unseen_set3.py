@@ -176,13 +176,14 @@ def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -
 
     text = ('export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH\n'
             "export WANDB_API_KEY=YOUR_WANDB_API_KEY\nexport HF_TOKEN=your_token_here\n"
-            "export MODEL=/path/to/your/model\n"
+            "export MODEL=/path/to/your/model\nexport WANDB_ENTITY=${WANDB_ENTITY:-\"your wandb team\"}\n"
             "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=$MODEL \\\n"
             "    trainer.logger=['console','wandb'] \\\n    trainer.n_gpus_per_node=8\n")
     found = _placeholders(text)
     # PYTHONPATH and the wandb key at their exports; MODEL where the call uses it; the HF token is
-    # not reported, as the script uses no Hugging Face service by name.
-    assert [line for line, _ in found] == [1, 2, 6]
+    # not reported, as the script uses no Hugging Face service by name, nor a default for what the
+    # environment is meant to give.
+    assert [line for line, _ in found] == [1, 2, 7]
     assert found[0][1].startswith("export PYTHONPATH=") and "exported to every program" in found[0][1]
     # A variable a script run by this one reads is reported where that script uses it, not here.
     callee = tmp_path / "inner.sh"

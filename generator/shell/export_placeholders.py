@@ -7,7 +7,8 @@ the placeholder folder (so not the fork the script was written for), wandb logs 
 placeholder key. Reported at the `export` line, once per variable. A variable the script reads
 itself (`$NAME` anywhere but its own assignment), or a script it runs its trainer call in reads,
 is left to where it is used; a service
-credential (`WANDB_*`) only counts when the script mentions the service at all.
+credential (`WANDB_*`) only counts when the script mentions the service at all, and
+`export NAME=${NAME:-<placeholder>}` (take it from the environment) is not a placeholder left in.
 """
 
 from __future__ import annotations
@@ -70,6 +71,8 @@ def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], 
             name = src[name_node.start_byte : name_node.end_byte]
             value = src[value_node.start_byte : value_node.end_byte]
             text = value.strip("'\"")
+            if re.match(r"\$\{" + re.escape(name) + r":?-", text):
+                continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
             if (name in reported or not is_placeholder(text) and not is_placeholder(text.split(":")[0])
                     or _read_elsewhere(src, name, export.start_byte, export.end_byte)
                     or _read_elsewhere(callees, name, 0, 0)
