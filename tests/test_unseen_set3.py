@@ -185,6 +185,9 @@ def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -
     # environment is meant to give.
     assert [line for line, _ in found] == [1, 2, 7]
     assert found[0][1].startswith("export PYTHONPATH=") and "exported to every program" in found[0][1]
+    judge = _placeholders('export JUDGE_URL="your judge server/v1"\nexport NOTE="a note on your run"\n'
+                          "python3 -m verl.trainer.main_ppo \\\n    trainer.n_gpus_per_node=8\n")
+    assert [line for line, _ in judge] == [1]  # a setting left as "your …", not prose that mentions "your"
     # A variable a script run by this one reads is reported where that script uses it, not here.
     callee = tmp_path / "inner.sh"
     callee.write_text("python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=$BASE \\\n"
@@ -194,3 +197,13 @@ def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -
     script = read_script(wrapper.read_bytes(), str(wrapper))
     messages = [h.message for h in script.hazards if h.kind == "placeholder-value"]
     assert len(messages) == 1 and not messages[0].startswith("export")
+
+
+def test_a_value_repeating_its_variables_name_is_a_placeholder_and_labels_in_paths_are_folder_names() -> None:
+    text = ("PROJECT=your_project_name\nEXP=your_experiment_name\nREF_MODEL_PATH=ref_model_path\nMODEL=model\n"
+            "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=${REF_MODEL_PATH} \\\n"
+            "    critic.model.path=$MODEL \\\n    trainer.project_name=$PROJECT \\\n    trainer.experiment_name=$EXP \\\n"
+            "    trainer.default_local_dir=ckpts/$PROJECT/$EXP \\\n    trainer.n_gpus_per_node=8\n")
+    found = _placeholders(text)
+    # Only the model path: `model` may be a real folder, and the labels are valid names, in a path too.
+    assert [line for line, _ in found] == [6] and "ref_model_path" in found[0][1]

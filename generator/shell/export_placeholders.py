@@ -25,6 +25,9 @@ if TYPE_CHECKING:
 
 _SKIPPED = frozenset({"string", "raw_string", "heredoc_body", "heredoc_redirect", "comment", "ansi_c_string"})
 _MAX_NODES = 200_000
+# A short phrase starting with "your" (`"your wandb key"`, `"your judge server/v1"`): what an
+# exported setting says when left for the user; prose would not be exported as a setting.
+_YOUR_PHRASE = re.compile(r"(?i)your\s+\S+(?:\s+\S+){0,4}")
 # Credentials of a service: a placeholder there matters only when the script uses that service.
 _SERVICES = {"WANDB_": "wandb", "SWANLAB_": "swanlab", "HF_": "huggingface", "OPENAI_": "openai"}
 
@@ -73,7 +76,8 @@ def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], 
             text = value.strip("'\"")
             if re.match(r"\$\{" + re.escape(name) + r":?-", text):
                 continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
-            if (name in reported or not is_placeholder(text) and not is_placeholder(text.split(":")[0])
+            shaped = is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
+            if (name in reported or not shaped
                     or _read_elsewhere(src, name, export.start_byte, export.end_byte)
                     or _read_elsewhere(callees, name, 0, 0)
                     or _service_unused(name, src)):
