@@ -207,3 +207,31 @@ def test_a_value_repeating_its_variables_name_is_a_placeholder_and_labels_in_pat
     found = _placeholders(text)
     # Only the model path: `model` may be a real folder, and the labels are valid names, in a path too.
     assert [line for line, _ in found] == [6] and "ref_model_path" in found[0][1]
+
+
+# --- calls run through `bash -c` and wrappers in folder walks -------------------------------------
+
+def test_a_call_in_a_bash_c_string_is_read() -> None:
+    from generator.shell import read_script
+
+    for text in ('bash -c "python3 -m verl.trainer.main_ppo data.train_batch_size=7 trainer.n_gpus_per_node=8"\n',
+                 'M=Qwen/Qwen2.5-7B\nsh -c "cd /srv && python3 -m verl.trainer.main_ppo '
+                 'actor_rollout_ref.model.path=\\"$M\\" data.train_batch_size=7"\n'):
+        script = read_script(text, "t.sh")
+        [call] = script.invocations
+        values = {ov.key: ov.value for ov in call.overrides}
+        assert values["data.train_batch_size"] == "7"
+    assert values["actor_rollout_ref.model.path"] == "Qwen/Qwen2.5-7B"
+
+
+def test_a_folder_walk_keeps_a_wrapper_that_runs_a_launcher(tmp_path: Path) -> None:
+    from generator.discover import expand_paths
+
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "examples").mkdir()
+    (tmp_path / "examples" / "run_x.sh").write_text(
+        "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=$BS \\\n    trainer.n_gpus_per_node=8\n")
+    (tmp_path / "wrap.sh").write_text("export BS=7\nbash examples/run_x.sh\n")
+    (tmp_path / "download.sh").write_text("bash scripts/fetch_data.sh\nwget https://example.com/data.tar\n")
+    found = {Path(p).name for p in expand_paths([str(tmp_path)])}
+    assert found == {"run_x.sh", "wrap.sh"}
