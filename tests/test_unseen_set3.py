@@ -174,7 +174,7 @@ def test_a_verl_with_yaml_is_not_taken_for_a_dataclass_fork(tmp_path: Path) -> N
 def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -> None:
     from generator.shell import read_script
 
-    text = ('export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH\n'
+    text = ('export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH\necho "$PYTHONPATH"\n'
             "export WANDB_API_KEY=YOUR_WANDB_API_KEY\nexport HF_TOKEN=your_token_here\n"
             "export MODEL=/path/to/your/model\nexport WANDB_ENTITY=${WANDB_ENTITY:-\"your wandb team\"}\n"
             "python3 -m verl.trainer.main_ppo \\\n    actor_rollout_ref.model.path=$MODEL \\\n"
@@ -183,7 +183,7 @@ def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -
     # PYTHONPATH and the wandb key at their exports; MODEL where the call uses it; the HF token is
     # not reported, as the script uses no Hugging Face service by name, nor a default for what the
     # environment is meant to give.
-    assert [line for line, _ in found] == [1, 2, 7]
+    assert [line for line, _ in found] == [1, 3, 8]
     assert found[0][1].startswith("export PYTHONPATH=") and "exported to every program" in found[0][1]
     judge = _placeholders('export JUDGE_URL="your judge server/v1"\nexport NOTE="a note on your run"\n'
                           "python3 -m verl.trainer.main_ppo \\\n    trainer.n_gpus_per_node=8\n")

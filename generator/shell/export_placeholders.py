@@ -6,7 +6,7 @@ exported reaches every program the script starts through the environment: Python
 the placeholder folder (so not the fork the script was written for), wandb logs in with the
 placeholder key. Reported at the `export` line, once per variable. A variable the script reads
 itself (`$NAME` anywhere but its own assignment), or a script it runs its trainer call in reads,
-is left to where it is used; a service
+is left to where it is used, except PYTHONPATH and service keys, which programs read themselves; a service
 credential (`WANDB_*`) only counts when the script mentions the service at all, and
 `export NAME=${NAME:-<placeholder>}` (take it from the environment) is not a placeholder left in.
 """
@@ -51,6 +51,12 @@ def _read_elsewhere(src: str, name: str, start: int, end: int) -> bool:
     return any(not (start <= m.start() < end) for m in pattern.finditer(src))
 
 
+def _consumed_by_programs(name: str) -> bool:
+    """Python (PYTHONPATH) and a service's client (WANDB_API_KEY) read these from the environment
+    themselves: that the script also reads one (`echo $PYTHONPATH`) does not report it elsewhere."""
+    return name == "PYTHONPATH" or any(name.startswith(prefix) for prefix in _SERVICES)
+
+
 def _service_unused(name: str, src: str) -> bool:
     for prefix, service in _SERVICES.items():
         if name.startswith(prefix):
@@ -78,8 +84,9 @@ def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], 
                 continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
             shaped = is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
             if (name in reported or not shaped
-                    or _read_elsewhere(src, name, export.start_byte, export.end_byte)
-                    or _read_elsewhere(callees, name, 0, 0)
+                    or not _consumed_by_programs(name) and (
+                        _read_elsewhere(src, name, export.start_byte, export.end_byte)
+                        or _read_elsewhere(callees, name, 0, 0))
                     or _service_unused(name, src)):
                 continue
             reported.add(name)
