@@ -29,7 +29,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-FORMAT = 2  # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
+# 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
+# 3: the entry keeps why a generated file was passed over (the notes), so a hit reads no YAML at all
+FORMAT = 3
 CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
@@ -80,11 +82,13 @@ def _trusted(path: Path) -> bool:
     return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _valid(document: object, key: str) -> tuple[Configs, Mandatory] | None:
+def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str]] | None:
     if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("key") != key:
         return None
-    configs, mandatory = document.get("configs"), document.get("mandatory")
+    configs, mandatory, notes = document.get("configs"), document.get("mandatory"), document.get("notes")
     if not isinstance(configs, dict) or not configs or not isinstance(mandatory, dict):
+        return None
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return None
     for name, values in configs.items():
         if not isinstance(name, str) or not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
@@ -92,11 +96,12 @@ def _valid(document: object, key: str) -> tuple[Configs, Mandatory] | None:
     for name, keys in mandatory.items():
         if name not in configs or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             return None
-    return configs, mandatory
+    return configs, mandatory, notes
 
 
-def load_entry(key: str) -> tuple[Configs, Mandatory] | None:
-    """The cached (configs, mandatory) for `key`, or None (no entry, or one not to be trusted)."""
+def load_entry(key: str) -> tuple[Configs, Mandatory, list[str]] | None:
+    """The cached (configs, mandatory, notes) for `key`, or None (no entry, or one not to be
+    trusted)."""
     folder = cache_dir()
     if folder is None or len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
         return None
@@ -111,13 +116,15 @@ def load_entry(key: str) -> tuple[Configs, Mandatory] | None:
     return _valid(document, key)
 
 
-def store_entry(key: str, configs: Configs, mandatory: Mandatory) -> None:
+def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[str]) -> None:
     """Write the entry (atomically: a reader sees the old file or the whole new one); any
-    failure leaves no entry and is not an error."""
+    failure leaves no entry and is not an error. `notes`: why a file of the folder was passed
+    over (a stale _generated_*.yaml), which depends on the same YAML as the key."""
     folder = cache_dir()
     if folder is None:
         return
-    _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory},
+    _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory,
+                                         "notes": list(notes)},
                 # a value JSON would change (a non-text key, say): not cached rather than wrong
                 check=lambda back: back["configs"] == configs)
 
