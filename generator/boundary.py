@@ -26,6 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import InputError
+from generator.folder_memo import remembered
 
 # How many folders above a script are searched for `.git` (a checkout is rarely deeper).
 MAX_LEVELS = 12
@@ -78,9 +79,17 @@ def project_root(path: str | os.PathLike[str]) -> Path:
     working directory when it holds it (`cd project && gen check scripts/run.sh`), the folder
     holding the project's vendored verl; else the script's own folder."""
     name = os.path.abspath(os.fspath(path))
+    try:
+        cwd_key: str | None = os.getcwd()
+    except OSError:
+        cwd_key = None
     # The folder holding the script (a link's own folder, not its target's): the repository
-    # that ships a link owns it.
-    here = _real(name) if os.path.isdir(name) else _real(os.path.dirname(name))
+    # that ships a link owns it. Scripts in one folder share its answer.
+    folder = name if os.path.isdir(name) else os.path.dirname(name)
+    return remembered(("project_root", folder, tuple(_GIVEN), cwd_key), lambda: _project_root(_real(folder)))
+
+
+def _project_root(here: Path) -> Path:
     for folder in [here, *here.parents][:MAX_LEVELS]:
         if (folder / ".git").exists():
             return folder

@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import Callable, Iterable, Sequence
 
 from generator.errors import InputError
+from generator.folder_memo import remembered
 from generator.launch import UNKNOWN_OPEN, Invocation, LaunchScript
 from generator.project import NO_PROJECT, ProjectSettings
 from generator.schema.core import (
@@ -289,6 +290,10 @@ def find_project_verl(script_path: str) -> Path | None:
     `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
     stops at the folder holding `.git`."""
     here = Path(script_path).absolute().parent
+    return remembered(("project_verl", here), lambda: _find_project_verl(here))
+
+
+def _find_project_verl(here: Path) -> Path | None:
     for folder in [here, *here.parents][:MAX_LEVELS]:
         for place in _PACKAGE_PLACES:
             package = folder.joinpath(*place)
