@@ -6,7 +6,9 @@ under the user's cache folder, named by a SHA-256 of every YAML file's relative 
 (and this format's version): an edit to any of them is a new name, never a stale hit.
 
 The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
-is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all.
+is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all; and
+for a small value derived from many packaged files (`cached_value`: the config-group keys of
+every packaged schema, which otherwise means parsing 2 MB of JSON to judge one script).
 
 Where: `$VERL_GEN_CACHE/schemas` (the project's cache folder, as the oracle's), else
 `$XDG_CACHE_HOME/verl-gen/schemas`, else `~/.cache/verl-gen/schemas` (the XDG habit, as pip and
@@ -138,6 +140,26 @@ def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any]
     except OSError:
         return parse(path)
     digest = hashlib.sha256(f"verl-gen data cache {FORMAT}\n{path.name}\n".encode() + data).hexdigest()
+    return _through_entry(digest, lambda: parse(path), valid)
+
+
+def cached_value(name: str, paths: list[Path], compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+    """`compute()` for a value derived from several packaged data files (the group keys of every
+    packaged schema, say): from an entry keyed by `name` and every file's name and bytes when
+    there is a trusted one that `valid` accepts; else computed and the entry written. An edit to
+    any file is a new key. Only for values JSON keeps exactly (checked before writing)."""
+    digest = hashlib.sha256(f"verl-gen derived cache {FORMAT}\n{name}\n".encode())
+    try:
+        for path in paths:
+            data = path.read_bytes()
+            label = path.name.encode("utf-8", "surrogateescape")
+            digest.update(len(label).to_bytes(8, "big") + label + len(data).to_bytes(8, "big") + data)
+    except OSError:
+        return compute()
+    return _through_entry(digest.hexdigest(), compute, valid)
+
+
+def _through_entry(digest: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
     folder = cache_dir()
     entry = folder.parent / "data" / f"{digest}.json" if folder is not None else None
     if entry is not None and _trusted(entry):
@@ -148,7 +170,7 @@ def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any]
                 return document["data"]
         except (OSError, ValueError, RecursionError, TypeError, KeyError):
             pass
-    value = parse(path)
+    value = compute()
     if entry is not None:
         _write_json(entry, {"format": FORMAT, "key": digest, "data": value}, check=lambda back: back["data"] == value)
     return value
@@ -173,4 +195,4 @@ def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], b
         return
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "content_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "store_entry"]
