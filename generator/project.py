@@ -45,6 +45,8 @@ from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
 from generator.folder_memo import remembered
+from generator.project_root import enter, project_root
+from generator.verl_places import MAX_LEVELS
 
 
 PROJECT_FILE = ".verl-gen.toml"
@@ -52,8 +54,6 @@ PYPROJECT = "pyproject.toml"
 TABLE = ("tool", "verl-gen")
 # A project file is a few lines; anything larger is not one (and is not read whole).
 MAX_BYTES = 1 << 20
-# How many folders above the script are searched (a checkout is rarely deeper).
-MAX_LEVELS = 12
 
 _STRING_LISTS = ("config-dirs", "select", "ignore", "args", "exclude")
 _STRINGS = ("verl-version", "gpu")
@@ -127,7 +127,7 @@ NO_PROJECT = ProjectSettings()
 
 def find_project_file(start: str | Path) -> Path | None:
     """The project file that applies to a script in folder `start` (or to the file `start`):
-    searched up to the project root (generator.boundary), never above it — a file in a folder
+    searched up to the project root (generator.project_root), never above it — a file in a folder
     above the repository is not the project's and must not change its verdicts."""
     import os
 
@@ -140,12 +140,11 @@ def find_project_file(start: str | Path) -> Path | None:
     except OSError:
         cwd = None
     # project_root depends on the folders named on the command line and the working directory too
-    return remembered(("project_file", where, tuple(boundary._GIVEN), cwd), lambda: _find_project_file(where))
+    return remembered(("project_file", where, tuple(boundary.given_folders()), cwd),
+                      lambda: _find_project_file(where))
 
 
 def _find_project_file(start_folder: str) -> Path | None:
-    from generator.boundary import project_root
-
     here = Path(start_folder)
     top = project_root(here)
     chain = [here, *here.parents][:MAX_LEVELS]
@@ -161,12 +160,12 @@ def _find_project_file(start_folder: str) -> Path | None:
 
 def load_project(start: str | Path) -> ProjectSettings:
     """The settings that apply to a script in folder `start`; NO_PROJECT when there is no file."""
-    from generator import boundary
-
-    boundary.enter(start)  # the script's project bounds what it makes gen read from here on
+    enter(start)  # the script's project bounds what it makes gen read from here on
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT
+    from generator import boundary
+
     found = path
     return remembered(("project_settings", found, boundary.current()),
                       lambda: settings_from_table(found, _table(found, _read_toml(found)) or {}))

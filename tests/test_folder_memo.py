@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import boundary, folder_memo
+from generator import boundary, folder_memo, project_root
 from generator.project import find_project_file
 
 
@@ -62,15 +62,15 @@ def test_scripts_of_one_folder_share_the_walk_up(tmp_path: Path, monkeypatch: py
     (tmp_path / ".git").mkdir()
     scripts = [tmp_path / f"run_{i}.sh" for i in range(3)]
     walked: list[Path] = []
-    real = boundary._project_root
-    monkeypatch.setattr(boundary, "_project_root", lambda here: walked.append(here) or real(here))
+    real = project_root._project_root
+    monkeypatch.setattr(project_root, "_project_root", lambda here: walked.append(here) or real(here))
     with folder_memo.one_run():
-        roots = {boundary.project_root(s) for s in scripts}
+        roots = {project_root.project_root(s) for s in scripts}
     assert roots == {tmp_path.resolve()} and len(walked) == 1
     boundary.reset()
     boundary.given_folder(tmp_path)  # another input of the answer: asked again, not reused
     with folder_memo.one_run():
-        boundary.project_root(scripts[0])
-        boundary.project_root(scripts[1])
+        project_root.project_root(scripts[0])
+        project_root.project_root(scripts[1])
     boundary.reset()
     assert len(walked) == 2
