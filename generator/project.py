@@ -47,6 +47,7 @@ from generator.files import read_text_input
 from generator.folder_memo import remembered
 from generator.project_root import enter, project_root
 from generator.verl_places import MAX_LEVELS
+from generator import boundary
 
 
 PROJECT_FILE = ".verl-gen.toml"
@@ -131,7 +132,6 @@ def find_project_file(start: str | Path) -> Path | None:
     above the repository is not the project's and must not change its verdicts."""
     import os
 
-    from generator import boundary
 
     where = os.path.realpath(start)  # what Path.resolve() gives
     where = where if os.path.isdir(where) else os.path.dirname(where)
@@ -164,7 +164,6 @@ def load_project(start: str | Path) -> ProjectSettings:
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT
-    from generator import boundary
 
     found = path
     return remembered(("project_settings", found, boundary.current()),

@@ -34,6 +34,7 @@ from generator.files import read_text_input
 from generator.folder_memo import remembered
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
+from generator import boundary
 
 # How deep below the checkout root a vendored fork is looked for (`ARPO/verl_arpo_entropy/verl`
 # is 3 deep, `Tool_Star_RL/src/verl/verl` 4) and how many folders are listed at most.
@@ -90,8 +91,6 @@ def project_package_dirs(root: Path) -> list[tuple[Path, str]]:
     """Folders the project installs as import roots: setup.py / pyproject.toml package dirs and
     `pip install -e <folder>` in its README and top-level shell scripts (each also checked for a
     `src/` layout of its own)."""
-    from generator import boundary
-
     return list(remembered(("package_dirs", root, boundary.current()), lambda: _package_dirs(root)))
 
 
