@@ -28,7 +28,7 @@ def main() -> int:
     args = parser.parse_args()
 
     from generator.schema import available, load, snapshot_version
-    from generator.schema.core import _CACHE
+    from generator.schema.release_schema import _CACHE
 
     for version in available():
         _CACHE.clear()

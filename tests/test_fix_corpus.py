@@ -31,7 +31,7 @@ def _allowed_lines(script, results) -> set[int]:
     """Lines of the original a fix may touch: each finding's line, and for fixes the lines where
     the values its key edits change are defined and the lines of its text edits."""
     from generator.fix.place import setting_override
-    from generator.edits import KeyEdit
+    from generator.edit_kinds import KeyEdit
 
     allowed: set[int] = set()
     for invocation, config, findings in results:

@@ -14,7 +14,7 @@ from generator.fix.edits import (
     requote,
     select_compatible,
 )
-from generator.edits import TextEdit
+from generator.edit_kinds import TextEdit
 
 
 # --- apply_edits ---------------------------------------------------------------------------

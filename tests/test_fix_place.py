@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from generator.config.types import Config
-from generator.edits import KeyEdit, TextEdit
+from generator.edit_kinds import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits
 from generator.fix.engine import fix_source
 from generator.fix.migrate import delete_word_edit, migrate_source

@@ -9,7 +9,7 @@ import subprocess
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.fix.edits import apply_edits
 from generator.fix.place import place_fix
 from generator.fix.values import hydra_text

@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [
     {"verl_places", "pylaunch", "hardware"},
     {"files"},
     {"boundary", "release_semantics"},
-    {"errors", "launch", "edits", "overrides", "suppress", "pool", "cache", "launch_shape", "safe_regex", "versions",
+    {"errors", "launch", "edit_kinds", "overrides", "suppress", "pool", "cache", "launch_shape", "safe_regex", "versions",
      "verl", "resources", "layout"},
     {"safe_text", "__init__", "folder_memo"},  # the bottom: imports nothing of the project
 ]
@@ -185,6 +185,6 @@ def test_the_check_sees_a_climb_and_a_circle() -> None:
     assert _circles(graph) == [frozenset({"generator.a", "generator.b", "generator.c"})]
     imports = _imports(_modules())
     assert "generator.boundary" in imports["generator.files"]  # `from generator import boundary`
-    assert "generator.launch" in imports["generator.shell.reader"]
+    assert "generator.launch" in imports["generator.shell.launch_reader"]
     lazy = imports["generator.inputs"]  # imports inside a function and under TYPE_CHECKING
     assert "generator.project_root" in lazy and "generator.project" in lazy

@@ -7,7 +7,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.errors import InputError
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.fix.edits import apply_edits
 from generator.pylaunch import (
     entry_config,

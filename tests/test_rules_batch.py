@@ -4,7 +4,7 @@ values that keep P, n and the GPUs), version gating and undecidable values."""
 from __future__ import annotations
 
 from generator import derive
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules import check_config
 from generator.rules.examples import config_for
 

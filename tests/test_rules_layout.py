@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules import check_config, check_script
 from generator.rules.examples import config_for
 from generator.shell import read_script

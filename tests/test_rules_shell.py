@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.edits import TextEdit
+from generator.edit_kinds import TextEdit
 from generator.launch import Hazard, LaunchScript, Span
 from generator.rules import script_findings
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator import cache
-from generator.schema.core import _from_dir
+from generator.schema.release_schema import _from_dir
 
 YAML = "data:\n  train_batch_size: 64\n  max_prompt_length: 512\ntrainer:\n  n_gpus_per_node: 8\n  total: ???\n"
 

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 import generator.pylaunch.override_lists as pylaunch
 import generator.shell.builtins as builtins
-import generator.shell.reader as shell_reader
+import generator.shell.launch_reader as shell_reader
 from generator.cli import app
 from generator.errors import InputError
 from generator.pylaunch.override_lists import read_launcher

@@ -31,7 +31,7 @@ from generator.config.history import migration_issue, suggest
 from generator.config.interp import Resolver, Unresolvable, has_interpolation
 from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Override
-from generator.schema.core import inner_nodes
+from generator.schema.release_schema import inner_nodes
 from generator.schema.groups import GroupSelections
 from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
 from generator.overrides import parse_override

@@ -11,7 +11,7 @@ from generator.config.flat import FlatConfig
 from generator.config.types import KeyIssue
 from generator.launch import Override
 from generator.schema import load
-from generator.schema.core import project_base
+from generator.schema.release_schema import project_base
 from generator.schema.migrations import added_later, history, _move_for
 from generator.versions import parse
 

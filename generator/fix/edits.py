@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from typing import Iterable, Sequence
 
-from generator.edits import TextEdit
+from generator.edit_kinds import TextEdit
 
 
 class OverlappingEdits(ValueError):

@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Callable, Sequence
 
 from generator.config.types import Config
-from generator.edits import KeyEdit, TextEdit
+from generator.edit_kinds import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.hazard_repairs import fallback_fixes
 from generator.fix.place import Placement, place_fix

@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING, Any, Callable, Sequence
 from generator.fix.edits import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
 from generator.launch import Invocation, LaunchScript, Override, written_elsewhere
-from generator.edits import TextEdit
+from generator.edit_kinds import TextEdit
 from generator.verl import packaged_config_of
 from generator.versions import parse
 

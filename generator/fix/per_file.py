@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from generator.fix.migrate import MigrateResult
     from generator.launch import LaunchScript
     from generator.plan.script_setup import MemoryOptions
-    from generator.schema.core import Schema
+    from generator.schema.release_schema import Schema
 
 # The rule that reports a bash syntax error (rules/shell.py, hazard "parse-error").
 PARSE_ERROR_CODE = "VS707"

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.config.types import Config
-from generator.edits import KeyEdit, TextEdit
+from generator.edit_kinds import KeyEdit, TextEdit
 from generator.fix.edits import CannotQuote, requote
 from generator.fix.values import hydra_text
 from generator.launch import Invocation, LaunchScript, Override, Span, written_elsewhere

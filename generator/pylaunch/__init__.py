@@ -1,7 +1,7 @@
 """Python launchers: a `.py` file that runs verl (`compose(overrides=[...])`, a subprocess list),
 and the `@hydra.main` of a Hydra entry module. Read statically, never imported or run.
 
-One package beneath the shell reader, which hands it every `.py` (shell/reader.read_launch
+One package beneath the shell reader, which hands it every `.py` (shell/launch_reader.read_launch
 dispatches by file type): chunks.py checks and cuts the source before a parse (depth, size),
 hydra_main.py reads `@hydra.main` with the standard library's `ast`, override_lists.py reads the
 override lists with libcst into a LaunchScript and places edits in them. It imports nothing

@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any, Iterable, Sequence, cast
 
-from generator.edits import KeyEdit, TextEdit
+from generator.edit_kinds import KeyEdit, TextEdit
 from generator.errors import InputError
 from generator.launch import Invocation, LaunchScript, Op, Override, Provenance, Span
 from generator.overrides import format_value

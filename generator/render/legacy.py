@@ -110,7 +110,7 @@ def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[st
     from generator.config import config_from_overrides
     from generator.overrides import format_value
     from generator.rules import check_config
-    from generator.edits import KeyEdit
+    from generator.edit_kinds import KeyEdit
 
     rank = {"error": 0, "warning": 1}
     for _round in range(8):

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.config.derived import trained_prompts_and_n
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader

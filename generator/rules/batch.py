@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator.config.derived import actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.forks import fork_batch_settings
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix

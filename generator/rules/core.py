@@ -15,7 +15,7 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Literal, Protocol
 
 from generator.config.types import Config
-from generator.edits import KeyEdit, TextEdit
+from generator.edit_kinds import KeyEdit, TextEdit
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.versions import ALL, VersionRange

@@ -8,7 +8,7 @@ import math
 
 from generator import derive
 from generator.config.derived import ActorBatch
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR

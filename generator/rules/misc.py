@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.release_semantics import semantics
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader

@@ -7,7 +7,7 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator import derive
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, family_rule, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader

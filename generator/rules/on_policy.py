@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from generator.config.reader import ConfigReader
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.verl import ACTOR, ROLLOUT
 from generator.versions import parse

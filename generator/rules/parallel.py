@@ -9,7 +9,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from generator import derive
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.model.facts import ModelFacts
 from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader

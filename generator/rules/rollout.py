@@ -7,7 +7,7 @@ import dataclasses
 from typing import Iterator
 
 from generator import derive
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT

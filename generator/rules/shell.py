@@ -6,7 +6,7 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from generator.edits import TextEdit
+from generator.edit_kinds import TextEdit
 from generator.launch import Hazard, LaunchScript
 from generator.launch_shape import looks_like_launcher
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule

@@ -10,7 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from generator.config.reader import ConfigReader
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 
 _CVD = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?CUDA_VISIBLE_DEVICES=(['\"]?)([0-9][0-9,\s]*?)\1(?=$|[\s;&|)])")

@@ -7,7 +7,7 @@ Loading one takes a few ms; nothing here imports hydra, omegaconf or verl.
 
 from __future__ import annotations
 
-from generator.schema.core import (
+from generator.schema.release_schema import (
     DEFAULT_CONFIG,
     Schema,
     available,

@@ -20,7 +20,7 @@ from functools import lru_cache
 from typing import Any, Sequence
 
 from generator.errors import InputError
-from generator.schema.core import inner_nodes, load
+from generator.schema.release_schema import inner_nodes, load
 from generator.schema.releases import packaged_releases
 from generator.verl import PPO_CONFIGS
 
@@ -103,7 +103,7 @@ def group_keys() -> frozenset[str]:
     cache by the schema files' bytes (generator.cache): judging one script needs one or two
     releases' schemas, and reading all of them for this set was a tenth of a check's time."""
     from generator.cache import cached_value
-    from generator.schema.core import _REGISTERED_DIRS, DATA_DIR
+    from generator.schema.release_schema import _REGISTERED_DIRS, DATA_DIR
 
     releases = packaged_releases()
     if any(release in _REGISTERED_DIRS for release in releases):  # a folder read at run time stands in

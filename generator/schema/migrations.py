@@ -17,10 +17,10 @@ from functools import lru_cache
 from typing import TYPE_CHECKING, Any
 
 from generator.versions import parse
-from generator.schema.core import available, load, normalize
+from generator.schema.release_schema import available, load, normalize
 
 if TYPE_CHECKING:
-    from generator.schema.core import Schema
+    from generator.schema.release_schema import Schema
 
 
 @dataclass(frozen=True)

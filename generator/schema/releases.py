@@ -5,7 +5,7 @@ where verl is installed and the version a verl package says it is, generator.ver
 from __future__ import annotations
 
 from generator.errors import InputError
-from generator.schema.core import _packaged_ids, _sort_key
+from generator.schema.release_schema import _packaged_ids, _sort_key
 from generator.versions import parse
 
 # verl at b178a3c (the corpus snapshot "HEAD") sits between 0.7.0 and 0.7.1 and its config

@@ -30,7 +30,7 @@ from typing import Callable, Iterable, Sequence
 from generator.errors import InputError
 from generator.launch import UNKNOWN_OPEN, Invocation, LaunchScript
 from generator.project import NO_PROJECT, ProjectSettings
-from generator.schema.core import (
+from generator.schema.release_schema import (
     PROJECT_MARK,
     Schema,
     UnreadableConfig,

@@ -6,6 +6,6 @@ the shell reader under it). Nothing in
 a script is ever executed; what cannot be known statically is marked `<?label>`.
 """
 
-from generator.shell.reader import read_file, read_launch, read_script
+from generator.shell.launch_reader import read_file, read_launch, read_script
 
 __all__ = ["read_file", "read_launch", "read_script"]

@@ -1,7 +1,7 @@
 """Placeholders a script exports and never uses itself: `export PYTHONPATH=<your_path>/verl:$PYTHONPATH`,
 `export WANDB_API_KEY=YOUR_WANDB_API_KEY`.
 
-A placeholder that reaches an override is reported there (shell/calls.py). One that is only
+A placeholder that reaches an override is reported there (shell/trainer_calls.py). One that is only
 exported reaches every program the script starts through the environment: Python imports from
 the placeholder folder (so not the fork the script was written for), wandb logs in with the
 placeholder key. Reported at the `export` line, once per variable. A variable the script reads

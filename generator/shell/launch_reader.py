@@ -11,7 +11,7 @@ from generator.launch import Hazard, Invocation, LaunchScript, Span
 from generator.pylaunch.override_lists import read_launcher
 from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
-from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
+from generator.shell.trainer_calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
                                    recognise)
 from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
                                      unused_option_hazards)
