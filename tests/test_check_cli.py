@@ -92,7 +92,7 @@ def test_sarif_and_github_formats(scripts):
     assert result["locations"][0]["physicalLocation"]["region"]["startLine"] == 10
     assert result["locations"][0]["physicalLocation"]["region"]["startColumn"] == 5  # where the key is written
     github = run("check", str(bad), "--format", "github", "--verl-version", "0.7.0").stdout
-    line = next(l for l in github.splitlines() if "VB106" in l)
+    line = next(text_line for text_line in github.splitlines() if "VB106" in text_line)
     assert line.startswith(f"::error file={bad},line=10,col=5,title=VB106::local batch")
     assert "60 %25 24 = 12" in line  # '%' is escaped for the workflow command
 
@@ -110,7 +110,7 @@ def test_rules_lists_every_code():
     assert data["schema_version"] == 1
     assert {r["code"] for r in data["rules"]} == set(load_rules())
     text = run("rules").stdout
-    assert any(l.startswith("VB106  error   runtime") for l in text.splitlines())
+    assert any(text_line.startswith("VB106  error   runtime") for text_line in text.splitlines())
 
 
 def test_rule_doc_shows_computed_finding():

@@ -19,7 +19,7 @@ from conftest import FIXTURES, REPO
 from text_report import finding_line
 
 sys.path.insert(0, str(REPO / "tools"))
-import release  # noqa: E402  (tools/ is a folder of scripts)
+import release
 
 BIN = Path(sys.executable).parent  # the console scripts pip installed with this python
 FAILING = FIXTURES / "fix" / "micro_literal.sh"  # VB101 error, fixable

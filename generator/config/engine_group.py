@@ -33,7 +33,7 @@ def selects_megatron_engine(version: str) -> bool:
         return False
 
 
-O = TypeVar("O")
+OverrideT = TypeVar("OverrideT")
 
 
 def _is_megatron_selection(override: object) -> bool:
@@ -43,7 +43,7 @@ def _is_megatron_selection(override: object) -> bool:
     return key == ENGINE_GROUP and op == "=" and value is not None and value.strip("'\"") == MEGATRON_ENGINE
 
 
-def apply_engine_selection(config_name: str, overrides: Sequence[O], version: str) -> tuple[str, list[O]]:
+def apply_engine_selection(config_name: str, overrides: Sequence[OverrideT], version: str) -> tuple[str, list[OverrideT]]:
     """(config to compose, overrides to apply) for a call of `config_name` in `version`: on
     `ppo_trainer` (or the `ppo_megatron_trainer` shim) from 0.8.0 on, `model_engine=megatron`
     selects the Megatron composition and is not itself a key to set. Anything else is returned

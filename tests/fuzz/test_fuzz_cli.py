@@ -17,9 +17,9 @@ from hypothesis import HealthCheck, Phase, given, settings
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from harness import clean_marker, run_one  # noqa: E402
-from hostile import HOSTILE, FuzzCase, large_case  # noqa: E402
-from strategies import script_bytes  # noqa: E402
+from harness import clean_marker, run_one
+from hostile import HOSTILE, FuzzCase, large_case
+from strategies import script_bytes
 
 DEFAULT_EXAMPLES = 30
 

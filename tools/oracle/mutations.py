@@ -123,8 +123,8 @@ def _mutations_for(base: str) -> list[tuple[str, Any]]:
             ("critic micro", 2, lambda r: [f"critic.ppo_micro_batch_size_per_gpu={_micro(r)}"]),
             ("critic deprecated micro", 1, lambda r: r.choice([
                 [f"critic.ppo_micro_batch_size={_micro(r) * 8}"],
-                [f"critic.ppo_micro_batch_size_per_gpu=null"],
-                [f"critic.ppo_micro_batch_size_per_gpu=null", f"critic.ppo_micro_batch_size={_micro(r) * 8}"]])),
+                ["critic.ppo_micro_batch_size_per_gpu=null"],
+                ["critic.ppo_micro_batch_size_per_gpu=null", f"critic.ppo_micro_batch_size={_micro(r) * 8}"]])),
             ("critic dynamic bsz", 1, lambda r: [f"critic.use_dynamic_bsz={r.choice(['True', 'False'])}"]),
         ]
     if critic and not megatron:

@@ -408,7 +408,7 @@ def serve() -> None:
         if request.get("op") == "init":
             for model_dir in request.get("model_dirs", []):
                 ensure_tokenizer(model_dir)
-            import verl.utils.config  # noqa: F401  (pay verl's import once, up front)
+            import verl.utils.config
 
             if RELEASE >= ENGINE_ONLY:
                 import verl.trainer.ppo.utils  # noqa: F401
