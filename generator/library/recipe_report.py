@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 
 
 def recipe_report(recipe: Recipe) -> dict:
