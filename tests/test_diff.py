@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.config import config_from_overrides
 from generator.diffing import MISSING, Side, compare, group_of, same_value
-from generator.report.diff import render_text
+from generator.report.diff_text import render_text
 
 runner = CliRunner()
 

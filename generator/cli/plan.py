@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
 
                 sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
-        from generator.report.plan import plan_dict, render_text
+        from generator.report.plan_report import plan_dict, render_text
         from generator.safe_text import use_color
 
         if output_format == "json":

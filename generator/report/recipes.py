@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence, TextIO
 
 from generator.library.recipe_format import Recipe
 
@@ -49,7 +49,7 @@ def versions_text(versions: Sequence[str]) -> str:
     return ordered[0] if len(ordered) == 1 else f"{ordered[0]}..{ordered[-1]}"
 
 
-def _offload_text(offload: dict) -> str:
+def _offload_text(offload: dict[str, Any]) -> str:
     flags = [name for name in ("param", "grad", "optimizer") if offload[name]]
     text = "+".join(flags) if flags else "none"
     if offload["cpu_optimizer"]:
@@ -57,7 +57,7 @@ def _offload_text(offload: dict) -> str:
     return text
 
 
-def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+def recipe_sections(recipe: Recipe, report: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The text view of recipe_report: titled blocks of (label, value)."""
     s = report["settings"]
     b = s["batch"]
@@ -108,7 +108,7 @@ def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[
     return sections
 
 
-def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream=None) -> None:
+def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream: TextIO | None = None) -> None:
     """`gen show NAME`: print a recipe (text or json). Raises InputError for an unknown name."""
     import sys
 
