@@ -117,7 +117,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
 
 
 def _same(a: object, b: object) -> bool:
-    from generator.diffing import same_value
+    from generator.config.parsed_values import same_value
 
     return same_value(a, b)
 
