@@ -50,8 +50,11 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
     request = FileRequest(version, config_dir, select, ignore, env, args, memory, gpu_named=memory is not None)
+    from generator.folder_memo import one_run
+
     options = CheckOptions(request, model_config, plan_fixes)
-    return [report for report in map_files(check_file, paths, options) if not report.excluded]
+    with one_run():  # the folders above the scripts are asked about once, not once per script
+        return [report for report in map_files(check_file, paths, options) if not report.excluded]
 
 
 def check_file(path: str, options: CheckOptions) -> FileReport:

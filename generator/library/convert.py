@@ -61,7 +61,7 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
     dp = derive.data_parallel_size(recipe.gpus, lay.tp, lay.pp, lay.cp)
     if not dp:
         return None
-    return max(1, recipe.config.ppo_mini_batch_size * recipe.config.n // dp)
+    return max(1, derive.per_rank_mini_batch(recipe.config.ppo_mini_batch_size, recipe.config.n, dp))
 
 
 def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
@@ -193,7 +193,9 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
 
 
 def _per_rank(mini: int, n: int, dp: int | None) -> str:
-    return "?" if not dp else str(mini * n // dp)
+    from generator import derive
+
+    return "?" if not dp else str(derive.per_rank_mini_batch(mini, n, dp))
 
 
 def _short(value: object) -> str:

@@ -82,8 +82,8 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
             batch["log_prob_token_budget"] = setup.log_prob_token_budget
     offload: dict[str, Any] = {"param": lay.offload.param, "grad": lay.offload.grad,
                                "optimizer": lay.offload.optimizer, "cpu_optimizer": lay.offload.cpu_optimizer}
-    if lay.offload.cpu_optimizer:
-        offload["cpu_optimizer_fraction"] = lay.offload.cpu_optimizer_fraction
+    if lay.offload.cpu_optimizer and setup.cpu_optimizer_fraction is not None:
+        offload["cpu_optimizer_fraction"] = setup.cpu_optimizer_fraction  # unset: the recipe's default
     rollout_name = setup.rollout_name
     if rollout_name not in ROLLOUT_ENGINES:
         notes.append(f"rollout engine '{rollout_name}' is not one a recipe renders; using vllm")

@@ -28,6 +28,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.model.facts import ModelFacts
 from generator.model.params import dense_layer_params, moe_layer_params, total_params
 from generator.plan.activations import dense_layer_activation_bytes, moe_layer_activation_bytes
@@ -87,7 +88,7 @@ class FsdpKnobs:
     rollout_tp: int = 1
     gpu_memory_utilization: float = 0.5
     enforce_eager: bool = True
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS
     per_rank_mini: int = 0  # sequences of one mini batch on one GPU (0: not bounded)
     per_rank_batch: int = 0  # sequences of the step's batch on one GPU (the log-prob passes; 0: not bounded)
     fill: float = 1.0  # share of the maximum lengths the real sequences fill (remove padding only)

@@ -73,7 +73,7 @@ def _parallel_rows(view: ConfigReader, gpus: int | None, dp: int | None) -> list
         if layout is not None:
             assert gpus is not None  # a layout is read only with the GPU count
             add(("DP", f"W / (TP·PP·CP) = {gpus} / ({layout.tp}·{layout.pp}·{layout.cp}) = "
-                       + (str(dp) if dp else f"{gpus / (layout.tp * layout.pp * layout.cp):g} (not divisible)")))
+                       + (str(dp) if dp else f"{gpus / layout.model_parallel_size:g} (not divisible)")))
             if layout.ep > 1 or layout.etp is not None:
                 etp = layout.tp if layout.etp is None else layout.etp
                 edp = derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp)
