@@ -12,7 +12,6 @@ is resolved when first asked for (a helper script that starts no trainer is neve
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 

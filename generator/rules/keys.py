@@ -181,7 +181,7 @@ def _existed_without_plus(config: Config, node: str) -> bool:
     """Whether `node` is in the config other than through a '+'/'++' override ('=' only sets
     keys that exist, so anything else came from the defaults)."""
     prefix = node + "."
-    for key, value in config.values.items():
+    for key in config.values:
         if key == node or key.startswith(prefix):
             source = config.set_by.get(key)
             if source is None or source.op not in ("+", "++"):
