@@ -113,8 +113,8 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
         visible.append((invocation, config, shown))
         report.findings.extend(Located(f, line) for f in shown)
     _place(report, source)
-    if options.plan_fixes and broken is None and any(located.finding.fix is not None or located.invocation_line is None
-                                                     for located in report.findings):
+    if options.plan_fixes and broken is None and any(
+            located.finding.fix is not None or located.invocation_line is None for located in report.findings):
         # As gen fix runs: the project's settings, the same suppressions. The check above is
         # the fix loop's first round unless codes were chosen or a model config was named.
         same = not context.select and not context.ignore and not options.model_config

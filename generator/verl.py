@@ -119,7 +119,7 @@ ALGORITHMS: tuple[str, ...] = tuple(ALGORITHM_TABLE)
 
 # algorithm.adv_estimator -> the recipe algorithm it starts from (the first in the table that
 # uses it). GRPO's estimator also runs DAPO and GSPO, which differ in the actor's loss keys (see
-# generator.script.algorithms).
+# generator.script.algorithm_reading).
 ESTIMATOR_ALGORITHM: dict[str, str] = {}
 for _algorithm in ALGORITHM_TABLE.values():
     ESTIMATOR_ALGORITHM.setdefault(_algorithm.estimator, _algorithm.name)

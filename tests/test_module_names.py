@@ -11,16 +11,9 @@ from conftest import REPO
 PACKAGE = REPO / "generator"
 COMMANDS = REPO / "generator" / "cli"
 
-# Names still held twice, each with whose rename is pending (issue 24); the test fails when one
-# is resolved and still listed, so the list only shrinks.
-PENDING: dict[str, str] = {
-    "algorithms": "h-24a: render/algorithms and script/algorithms (the one Algorithm table)",
-    "batch": "h-24a: plan/batch",
-    "derived": "h-24a: render/derived",
-    "engine": "h-24a: plan/engine",
-    "recipe": "h-24a: library/recipe, render/recipe",
-    "spec": "h-24a: plan/spec or render/spec",
-}
+# Names allowed twice, each with why (none since issue 24's renames); the test fails when one is
+# resolved and still listed, so the list only shrinks.
+PENDING: dict[str, str] = {}
 
 
 def _command_modules() -> set[str]:

@@ -1,5 +1,5 @@
 """`gen plan` and `gen recipe` take one set of pin options (generator.cli.pin_options), named as
-the planner's pins (generator.plan.spec.PIN_OPTIONS) and helped alike."""
+the planner's pins (generator.plan.recipe_plan.PIN_OPTIONS) and helped alike."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ import typer.main
 
 from generator.cli import app
 from generator.cli.pin_options import PINS
-from generator.plan.spec import PIN_OPTIONS
+from generator.plan.recipe_plan import PIN_OPTIONS
 
 
 def _options(command: str) -> dict[str, tuple[tuple[str, ...], str | None]]:

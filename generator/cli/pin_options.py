@@ -1,6 +1,6 @@
 """The 18 layout and knob pins `gen plan` and `gen recipe` both take (--tp ... --fused-kernels),
 written once: `with_pin_options` adds them to a typer command, which receives them as one
-`pin_values` mapping (option name -> value, None = not pinned; generator.plan.spec turns them
+`pin_values` mapping (option name -> value, None = not pinned; generator.plan.recipe_plan turns them
 into the planner's pins)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-# option name -> (type, flag, help). The names are generator.plan.spec.PIN_OPTIONS' keys.
+# option name -> (type, flag, help). The names are generator.plan.recipe_plan.PIN_OPTIONS' keys.
 PINS: dict[str, tuple[Any, str, str]] = {
     "tp": (Optional[int], "--tp", "Pin tensor parallel (the rest is planned)."),
     "pp": (Optional[int], "--pp", "Pin pipeline parallel."),

@@ -67,8 +67,8 @@ def register(app: typer.Typer) -> None:
         from generator.hardware import gpu_spec
         from generator.model import resolve_model
         from generator.plan import plan_layout
-        from generator.plan.batch import default_n
-        from generator.plan.spec import pins_from_options
+        from generator.plan.batch_choice import default_n
+        from generator.plan.recipe_plan import pins_from_options
         from generator.render.spec import DEFAULT_VERSION  # memory at the release `gen recipe` writes for
 
         try:

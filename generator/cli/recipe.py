@@ -1,6 +1,6 @@
 """`gen recipe`: plan a layout, check the config, and write a Megatron run_*.sh.
 
-The command is thin: options -> RecipeSpec (generator.plan.spec for --model, the library for a
+The command is thin: options -> RecipeSpec (generator.plan.recipe_plan for --model, the library for a
 recipe NAME, generator.render.legacy for --from) -> generator.render.generate -> an atomic write.
 """
 
@@ -120,7 +120,7 @@ def register(app: typer.Typer) -> None:
                 ("total_epochs", epochs), ("ppo_mini_batch_size", ppo_mini_batch_size)) if value is not None}
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
-            from generator.plan.spec import pins_from_options
+            from generator.plan.recipe_plan import pins_from_options
 
             pins = pins_from_options(**(pin_values or {}))
             if mean_response_len is not None and (legacy is not None or name is not None):
@@ -146,7 +146,7 @@ def register(app: typer.Typer) -> None:
             else:
                 if model is None or gpus is None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
-                from generator.plan.spec import planned_spec
+                from generator.plan.recipe_plan import planned_spec
 
                 spec = planned_spec(model=model, **options, **run, pins=pins or None,
                                     mean_response_len=mean_response_len)

@@ -51,7 +51,7 @@ from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
-from generator.plan.engine import engine_fixed_bytes
+from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload
 
@@ -132,8 +132,32 @@ def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, count
                   optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
 
 
+@dataclass(frozen=True, slots=True)
+class _CallFacts:
+    """What every stage of one candidate shares: computed once per candidate, not per stage
+    (the search evaluates ~10 stages of each of ~1,000 candidates for a large model)."""
+
+    tokens: float  # per training micro-batch
+    lp_tokens: float  # per log-prob micro-batch
+    micro_batches: int  # per step
+    dense_act: float
+    moe_non_expert: float
+    moe_routed: float
+    engine_weights: float
+    engine_activations: float
+
+
+def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFacts:
+    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
+    return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
+                      micro_batches_per_step(cand, work), dense_layer_activation_bytes(model), moe_non_expert,
+                      moe_routed, engine_weights, engine_activations)
+
+
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
-                  counts: list[int], detail: bool = True) -> dict[str, PhaseMemory]:
+                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None) -> dict[str, PhaseMemory]:
+    f = facts if facts is not None else _call_facts(model, cand, work)
     t, pp = cand.tp, cand.pp
     off = cand.offload
     z = _sizes(model, cand, work, stage, counts)
@@ -164,10 +188,9 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         beside_update.append(("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
 
     # Activations of the update on this stage.
-    tokens = tokens_per_micro(cand, work, log_prob=False)
-    in_flight = in_flight_micro_batches(cand, stage, micro_batches_per_step(cand, work))
-    dense_act = dense_layer_activation_bytes(model)
-    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    tokens = f.tokens
+    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
+    dense_act, moe_non_expert, moe_routed = f.dense_act, f.moe_non_expert, f.moe_routed
     # Routed-expert tensors: tokens are SP-split (÷TP) before dispatch, expert widths split by ETP.
     per_token_stack = ((params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
                        + params.moe_layers * moe_routed / (t * etp))
@@ -206,7 +229,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         *beside_update, graphs, overhead], detail, terms=False)
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
-    lp_tokens = tokens_per_micro(cand, work, log_prob=True)
+    lp_tokens = f.lp_tokens
     forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
     resident_grads = ("grads", 0.0 if off.param else grads,
                       "offloaded with params" if off.param else "grad buffer stays")
@@ -241,7 +264,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     # weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
     # exceed the claim).
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
-    engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
+    engine_weights, engine_activations = f.engine_weights, f.engine_activations
     kv_cache = engine_budget - engine_weights - engine_activations
 
     def claim() -> str:
@@ -372,12 +395,13 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
     """Every phase on every pipeline stage; the verdict is the maximum over all of them."""
     model, cand, work, headroom_gib = setup.model, setup.candidate, setup.workload, setup.headroom_gib
     counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work)
     stages = []
     for stage in range(cand.pp):
         params = stage_params(model, cand, stage, counts)
-        phases = _stage_phases(model, cand, work, stage, counts, False)
+        phases = _stage_phases(model, cand, work, stage, counts, False, facts)
         if detail:  # totals from the unrounded terms, as the search decides fit on them
-            shown = _stage_phases(model, cand, work, stage, counts, True)
+            shown = _stage_phases(model, cand, work, stage, counts, True, facts)
             phases = {name: replace(shown[name], gib=phase.gib) for name, phase in phases.items()}
         stages.append(StageMemory(stage, params.dense_layers, params.moe_layers, tuple(phases.values())))
     host = _host_ram_terms(model, cand, work, counts, detail)
@@ -402,16 +426,17 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
     and rounding (the search evaluates thousands of settings and shows a handful)."""
     counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
     for stage in _distinct_stages(model, cand, work, counts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False).items():
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     if not detail:
         return tuple(worst[name][1] for name in PHASES if name in worst)
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
     # are the ones `fits` was decided on (a sum of rounded terms can differ by a rounding step).
-    detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
+    detailed = {stage: _stage_phases(model, cand, work, stage, counts, True, facts) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
                  for name in PHASES if name in worst)
 

@@ -16,7 +16,7 @@ from generator.derive import Layout, layout_dp, per_rank_mini_batch
 from generator.layout import Candidate, Parallelism
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
-from generator.plan.engine import engine_memory
+from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
 from generator.plan.step_time import estimate_step_time

@@ -16,7 +16,7 @@ from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.layout import Candidate
 from generator.model import ModelFacts, total_params
-from generator.plan.batch import batch_hint, batch_sizes
+from generator.plan.batch_choice import batch_hint, batch_sizes
 from generator.plan.enumeration import describe_layout, enumerate_layouts
 from generator.plan.ranking import RankKey, deciding_criterion, optimistic_key, rank_key, step_floor_s
 from generator.plan.release_defaults import rollout_defaults

@@ -20,8 +20,8 @@ from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_pro
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
 from generator.plan.activations import MOE_ACTIVATION_FACTOR
-from generator.plan.batch import mini_for
-from generator.plan.engine import ENGINE_TERMS, engine_memory
+from generator.plan.batch_choice import mini_for
+from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
 from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
 from generator.plan.relief import PLANNER_LADDER

@@ -204,7 +204,7 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
                        kv_tokens: int | None = None, constants: StepConstants | None = None) -> StepTime:
     """Seconds per step by part for `cand` (a sized layout); pure arithmetic on its knobs.
 
-    `kv_tokens` is the KV cache one rollout replica holds (generator.plan.engine); None counts a
+    `kv_tokens` is the KV cache one rollout replica holds (generator.plan.rollout_engine); None counts a
     replica's whole batch in flight (up to vLLM's max_num_seqs)."""
     k = constants or calibrated()
     gpus = max(1, work.gpus)

@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
-from generator.render.recipe import build_recipe
+from generator.render.recipe_settings import build_recipe
 from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec, schema_has
 from generator.verl import MEGATRON as M
 from generator.verl import PPO_MEGATRON_CONFIG

@@ -57,8 +57,8 @@ class FileReport:
 
     @property
     def failed(self) -> bool:
-        return self.error is not None or any(located.finding.severity == "error" or located.finding.code in FAILS_CHECK
-                                             for located in self.findings)
+        return self.error is not None or any(
+            located.finding.severity == "error" or located.finding.code in FAILS_CHECK for located in self.findings)
 
     @property
     def bad_input(self) -> bool:

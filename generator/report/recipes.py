@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any, Sequence, TextIO
 
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 
 
 def layout_text(recipe: Recipe) -> str:
@@ -112,7 +112,7 @@ def show_recipe(name: str, *, library: str | None = None, output_format: str = "
     """`gen show NAME`: print a recipe (text or json). Raises InputError for an unknown name."""
     import sys
 
-    from generator.library.show import recipe_report
+    from generator.library.recipe_report import recipe_report
     from generator.library.store import load_library
     from generator.report.tables import print_sections
 

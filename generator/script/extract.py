@@ -17,7 +17,7 @@ from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate
-from generator.script.algorithms import algorithm_of
+from generator.script.algorithm_reading import algorithm_of
 from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 
 MODEL_PATH = "actor_rollout_ref.model.path"

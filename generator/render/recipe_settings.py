@@ -19,7 +19,7 @@ from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.overrides import format_value
 from generator.layout import Candidate
-from generator.render.algorithms import algorithm_keys, dapo_extras
+from generator.render.algorithm_settings import algorithm_keys, dapo_extras
 from generator.render.quoting import hydra_body
 from generator.render.scale import scale_settings
 from generator.render.spec import (

@@ -9,7 +9,7 @@ from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
 from generator.plan import plan_layout
-from generator.plan.batch import default_n
+from generator.plan.batch_choice import default_n
 from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
 from generator.verl import ALGORITHMS
 
