@@ -2,17 +2,19 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from generator.library.recipe_format import Recipe
 
 
-def recipe_report(recipe: Recipe) -> dict:
+def recipe_report(recipe: Recipe) -> dict[str, Any]:
     """Everything `gen show NAME` prints, as data: metadata, settings, derived numbers and the
     predicted memory per phase. Memory and derived numbers are None when they cannot be
     computed (e.g. a user recipe for a model the registry does not know)."""
     from generator.errors import InputError
 
     cfg = recipe.config
-    report: dict = {
+    report: dict[str, Any] = {
         "recipe": recipe.summary() | {
             "provenance": recipe.provenance, "path": str(recipe.path) if recipe.path else None,
             "model_path": recipe.model_path,

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from functools import lru_cache
+from typing import Any
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import layout_dp, per_rank_mini_batch
@@ -23,11 +24,11 @@ LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 
 @dataclass(frozen=True)
 class VerlLayout:
-    row: dict
+    row: dict[str, Any]
 
     @property
     def id(self) -> str:
-        return self.row["id"]
+        return str(self.row["id"])
 
     @property
     def model(self) -> ModelFacts:
@@ -37,7 +38,7 @@ class VerlLayout:
     def gpu(self) -> GpuSpec:
         return gpu_spec(self.row["gpu"])
 
-    def layout(self) -> dict:
+    def layout(self) -> dict[str, Any]:
         out = {k: self.row[k] for k in LAYOUT_KEYS if self.row.get(k) is not None}
         if self.row.get("first") is not None:
             out["first_stage_layers"] = self.row["first"]
@@ -45,7 +46,7 @@ class VerlLayout:
             out["last_stage_layers"] = self.row["last"]
         return out
 
-    def knobs(self) -> dict:
+    def knobs(self) -> dict[str, Any]:
         """The script's own memory knobs, in plan_layout's `fixed` vocabulary."""
         r = self.row
         fraction = float(r.get("cpu_optimizer_fraction", 0.0))
@@ -68,7 +69,7 @@ class VerlLayout:
             out["log_prob_micro_batch_per_gpu"] = r.get("lp_micro", r["micro"])
         return out
 
-    def workload(self) -> dict:
+    def workload(self) -> dict[str, Any]:
         r = self.row
         nodes = max(1, r["gpus"] // 8)
         return {"nodes": nodes, "gpu": self.gpu, "prompt_len": r["prompt"], "response_len": r["response"],

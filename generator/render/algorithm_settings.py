@@ -36,7 +36,7 @@ def algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
     kl_loss = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
                Setting(a + "kl_loss_type", "mse" if algo == "reinforce_plus_plus" else "low_var_kl"))
     entropy = (Setting(a + "entropy_coeff", 0),)
-    actor = kl_loss + entropy if facts.kl == "loss" else (Setting(a + "use_kl_loss", False),) + entropy
+    actor: tuple[Setting, ...] = kl_loss + entropy if facts.kl == "loss" else (Setting(a + "use_kl_loss", False),) + entropy
     algorithm: tuple[Setting, ...] = (Setting("algorithm.use_kl_in_reward", False),)
     if facts.kl == "reward":
         algorithm = (Setting("algorithm.use_kl_in_reward", True), Setting("algorithm.kl_penalty", "kl"),

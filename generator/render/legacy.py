@@ -120,8 +120,10 @@ def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[st
         if not fixable:
             return config
         finding = min(fixable, key=lambda f: rank[f.severity])
-        edits = {e.key: e.new for e in finding.fix.edits if isinstance(e, KeyEdit)}
-        notes.append(f"{finding.code}: {finding.fix.description}")
+        fix = finding.fix
+        assert fix is not None  # chosen among the findings with a fix
+        edits = {e.key: e.new for e in fix.edits if isinstance(e, KeyEdit)}
+        notes.append(f"{finding.code}: {fix.description}")
         words = [o.text for o in config.set_by.values() if o.key not in edits]
         words += [f"{key}={format_value(value)}" for key, value in edits.items()]
         fixed = config_from_overrides(words, version=version, config_name=PPO_MEGATRON_CONFIG)

@@ -33,7 +33,7 @@ def knob_default_text(knob: Knob) -> str:
         assert knob.shell_default is not None
         return knob.shell_default
     if knob.kind == "hydra":
-        return knob.value.shell_default
+        return str(knob.value.shell_default)
     if knob.kind == "text":
         from generator.render.quoting import hydra_body
 
@@ -121,6 +121,6 @@ class View:
 
 def render_text(view: View, derived: HeaderNumbers) -> str:
     template = environment().get_template(f"recipe/{view.recipe.spec.launcher}.sh.j2")
-    text = template.render(r=view, d=derived)
+    text = str(template.render(r=view, d=derived))
     # The import line of each template leaves one empty line before the shebang.
     return text.lstrip("\n")
