@@ -9,6 +9,9 @@ from dataclasses import dataclass
 
 from generator.config.types import Config
 from generator.verl import ACTOR, MEGATRON, ROLLOUT
+from generator import derive
+from generator.config.derived import actor_batch
+from generator.config.reader import ConfigReader
 
 
 @dataclass(frozen=True)
@@ -20,10 +23,6 @@ class DerivedNumber:
 
 def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
     """The batch/parallel chain (docs/batch-chain.md) in the config's numbers (None: not decidable)."""
-    from generator import derive
-    from generator.config.derived import actor_batch
-    from generator.config.reader import ConfigReader
-
     view = ConfigReader(config)
     out: dict[str, DerivedNumber] = {}
 
