@@ -19,7 +19,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from generator.plan.reference import verl_layouts  # noqa: E402
-from generator.plan.search import deciding_criterion, describe_layout, rank_key  # noqa: E402
+from generator.plan.enumeration import describe_layout  # noqa: E402
+from generator.plan.ranking import deciding_criterion, rank_key  # noqa: E402
 
 
 def offload_weight(c) -> int:

@@ -11,7 +11,10 @@ command line (`--config-dir`, `--model-config`) is trusted as given.
 A read that would leave the boundary is not made: `generator.files.read_input` raises
 OutsideProject (an InputError naming the path, never its content), and each caller keeps the
 value unknown with a finding that names the path. The boundary is per process and follows the
-script being judged: `enter(script)` is called as each script is read.
+script being judged: `generator.project_root.enter(script)` is called as each script is read.
+
+This module holds the boundary in force and the test every read passes (the bottom of the import
+graph: generator.files asks it); where a script's project lies is generator.project_root.
 
 Why: a CI job that checks pull requests from strangers prints its report in a public log; a
 script (or a symlinked config file) pointing at `/etc/passwd` or a key file must not put that
@@ -27,8 +30,6 @@ from pathlib import Path
 
 from generator.errors import InputError
 
-# How many folders above a script are searched for `.git` (a checkout is rarely deeper).
-MAX_LEVELS = 12
 _HERE = Path(__file__).resolve().parent  # the generator package: its own data is always readable
 
 
@@ -68,66 +69,23 @@ _TRUSTED: list[Path] = []
 _GIVEN: list[Path] = []
 
 
-def _real(path: str | os.PathLike[str]) -> Path:
+def real_path(path: str | os.PathLike[str]) -> Path:
+    """`path` with every link resolved (what the boundary compares)."""
     return Path(os.path.realpath(os.fspath(path)))
 
 
-def project_root(path: str | os.PathLike[str]) -> Path:
-    """The project a script (or folder) belongs to: the nearest ancestor holding `.git`. Outside
-    a repository, the outermost of: the folder given on the command line that holds it, the
-    working directory when it holds it (`cd project && gen check scripts/run.sh`), the folder
-    holding the project's vendored verl; else the script's own folder."""
-    name = os.path.abspath(os.fspath(path))
-    # The folder holding the script (a link's own folder, not its target's): the repository
-    # that ships a link owns it.
-    here = _real(name) if os.path.isdir(name) else _real(os.path.dirname(name))
-    for folder in [here, *here.parents][:MAX_LEVELS]:
-        if (folder / ".git").exists():
-            return folder
-    candidates = [g for g in _GIVEN if here == g or g in here.parents]
-    try:
-        cwd = Path(os.getcwd()).resolve()
-    except OSError:
-        cwd = None
-    if cwd is not None and cwd != Path(cwd.anchor) and (here == cwd or cwd in here.parents):
-        candidates.append(cwd)
-    vendored = _vendored_verl_folder(here)
-    if vendored is not None:
-        candidates.append(vendored)
-    return min(candidates, key=lambda p: len(p.parts)) if candidates else here
-
-
-def _vendored_verl_folder(here: Path) -> Path | None:
-    """The folder above `here` whose `verl/` (or `src/verl/`…) holds verl's config tree."""
-    from generator.schema.resolution import find_project_verl
-
-    package = find_project_verl(str(here / "_"))
-    if package is None:
-        return None
-    top = _real(package).parent
-    while top != here and top not in here.parents and top.parent != top:  # src/verl, verl/verl
-        top = top.parent
-    return top
-
-
-def _installed_verl() -> Path | None:
-    from generator.schema.releases import installed_verl
-
-    found = installed_verl()
-    return _real(found[1]) if found is not None else None
-
-
-_VERL: list[Path | None] = []
-
-
-def enter(script: str | os.PathLike[str]) -> Boundary:
-    """Judge `script` from now on: reads are bounded to its project (and the trusted places)."""
-    if not _VERL:
-        _VERL.append(_installed_verl())
-    others = [p for p in (_VERL[0], _HERE, *_TRUSTED) if p is not None]
-    found = Boundary(project_root(script), tuple(others))
+def bound_to(root: Path, *places: Path | None) -> Boundary:
+    """Judge a script of the project at `root` from now on: reads are bounded to it, to `places`
+    (the installed verl) and to the trusted paths. (Finding the root is generator.project_root.)"""
+    others = [p for p in (*places, _HERE, *_TRUSTED) if p is not None]
+    found = Boundary(root, tuple(others))
     _CURRENT.set(found)
     return found
+
+
+def given_folders() -> list[Path]:
+    """The folder arguments of this command (see given_folder), shortest first."""
+    return list(_GIVEN)
 
 
 def reset() -> None:
@@ -148,7 +106,7 @@ def current() -> Boundary | None:
 
 def trust(path: str | os.PathLike[str]) -> None:
     """A path the user named on the command line: readable whatever the script's project."""
-    real = _real(os.path.expanduser(os.fspath(path)))
+    real = real_path(os.path.expanduser(os.fspath(path)))
     if real not in _TRUSTED:
         _TRUSTED.append(real)
     found = _CURRENT.get()
@@ -159,7 +117,7 @@ def trust(path: str | os.PathLike[str]) -> None:
 def given_folder(path: str | os.PathLike[str]) -> None:
     """A folder argument (`gen check DIR`): without a repository, it is the project root of the
     scripts found under it."""
-    real = _real(path)
+    real = real_path(path)
     if real not in _GIVEN:
         _GIVEN.append(real)
         _GIVEN.sort(key=lambda p: len(p.parts))
@@ -172,5 +130,5 @@ def check(path: str | os.PathLike[str]) -> None:
         found.check(path)
 
 
-__all__ = ["Boundary", "MAX_LEVELS", "OutsideProject", "check", "current", "enter", "given_folder", "leave",
-           "project_root", "reset", "trust"]
+__all__ = ["Boundary", "OutsideProject", "bound_to", "check", "current", "given_folder", "given_folders", "leave",
+           "reset", "trust"]

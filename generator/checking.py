@@ -1,42 +1,35 @@
-"""The work behind `gen check` and `gen explain`, one file at a time: read it with the project's
-settings, resolve which verl judges it, then check it (FileReports for the report) or explain
-it (the numbers and, when asked, the memory of each trainer call). The CLI parses options and
-prints; nothing here prints.
+"""The work behind `gen check` and `gen explain`, one file at a time: its context (generator.file_context:
+the project's settings, the text read with them, the verl that judges it, the memory options),
+then check it (FileReports for the report) or explain it (the numbers and, when asked, the memory
+of each trainer call). The CLI parses options and prints; nothing here prints.
 """
 
 from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from generator.errors import InputError
-from generator.inputs import read_bytes as _read_bytes
-from generator.inputs import refuse_non_script, with_project, without_path
+from generator.file_context import FileContext, FileRequest, file_context
+from generator.inputs import without_path
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.fix.engine import CheckResults
-    from generator.launch import Invocation, LaunchScript
-    from generator.model.facts import ModelFacts
+    from generator.launch import Invocation
     from generator.plan.script_setup import CallMemory, MemoryOptions
     from generator.report import FileReport
-    from generator.rules.core import MemoryVerdict
+    from generator.rules import CheckResults
     from generator.schema.resolution import Resolution
 
 
 @dataclass(frozen=True)
 class CheckOptions:
-    """What `gen check` was asked, the same for every file (a worker process gets it by fork)."""
+    """What `gen check` was asked, the same for every file (a worker process gets it by fork):
+    the request every file's context is built from, and what only check uses."""
 
-    version: str | None
-    select: tuple[str, ...]
-    ignore: tuple[str, ...]
-    env: dict[str, str]
-    args: list[str]
-    model_config: str | None
-    config_dir: str | None = None
-    memory: MemoryOptions | None = None
+    request: FileRequest
+    model_config: str | None = None
     plan_fixes: bool = False
 
 
@@ -56,72 +49,22 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         from generator.model import load_model_config
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
-    options = CheckOptions(version, select, ignore, env, args, model_config, config_dir, memory, plan_fixes)
+    request = FileRequest(version, config_dir, select, ignore, env, args, memory, gpu_named=memory is not None)
+    options = CheckOptions(request, model_config, plan_fixes)
     return [report for report in map_files(check_file, paths, options) if not report.excluded]
 
 
 def check_file(path: str, options: CheckOptions) -> FileReport:
     """The FileReport of one path (never raises)."""
-    from generator.launch_shape import looks_like_launcher
-    from generator.project import load_project
-    from generator.report import FileReport, Located
-    from generator.rules import check_script, script_findings
-    from generator.schema.resolution import resolve_script
-    from generator.shell import read_launch
-    from generator.suppress import find_suppressions
+    from generator.report import FileReport
 
-    version, select, ignore, env, args = options.version, options.select, options.ignore, options.env, options.args
-    model_config, config_dir, memory, plan_fixes = (options.model_config, options.config_dir, options.memory,
-                                                    options.plan_fixes)
     report = FileReport(path=path)
     try:
-        refuse_non_script(path)
-        project = load_project(path)
-        if project.excludes(path):
-            report.excluded = True
+        context = file_context(path, options.request)
+        if context is None:
+            report.excluded = True  # the project's `exclude`
             return report
-        chosen_select, chosen_ignore, chosen_env, chosen_args = with_project(
-            project, select=select, ignore=ignore, env=env, args=args, path=path)
-        source = _read_bytes(path)
-        script = read_launch(path, source=source, env=chosen_env, args=chosen_args)
-        silenced = find_suppressions(source)
-        if not script.invocations and not looks_like_launcher(source):
-            # A helper script (data preparation, downloads): only VS730 says so; not judged.
-            report.findings.extend(Located(f, None) for f in script_findings(
-                script, select=chosen_select, ignore=chosen_ignore) if f.code == "VS730"
-                and not silenced.silences(f.code, None, f.line))
-            return report
-        broken = [h.line for h in script.hazards if h.kind == "parse-error"]
-        if broken:  # read around the broken region, but incompletely: bad input, like `gen show`
-            report.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-        resolution = resolve_script(script, path, version=version, config_dir=config_dir, project=project)
-        # --gpu wins; else the project's `gpu` setting names the GPU the memory rules judge against.
-        memory_for = None
-        if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
-            from generator.plan.memory_check import memory_checker
-
-            memory_for = memory_checker(memory, project.gpu)
-        report.resolution = resolution
-        report.verl_version = resolution.base_release
-        visible: CheckResults = []  # what `gen fix`'s checker would see of this text
-        for invocation, config, findings in check_script(script, select=chosen_select, ignore=chosen_ignore,
-                                                         model_config=model_config, config_root=os.getcwd(),
-                                                         resolution=resolution, memory_for=memory_for):
-            line = invocation.line if invocation else None
-            if config is not None and config.resolution not in (None, resolution) and line is not None:
-                report.call_resolutions.append((line, config.resolution))
-            shown = [f for f in findings if not silenced.silences(f.code, line, f.line)]
-            visible.append((invocation, config, shown))
-            report.findings.extend(Located(f, line) for f in shown)
-        _place(report, source)
-        if plan_fixes and not broken and any(l.finding.fix is not None or l.invocation_line is None
-                                             for l in report.findings):
-            # As gen fix runs: the project's settings, the same suppressions. The check above is
-            # the fix loop's first round unless codes were chosen or a model config was named.
-            same = not chosen_select and not chosen_ignore and not model_config
-            _plan_fixes(report, source, script, path, env=chosen_env, args=chosen_args, resolution=resolution,
-                        memory_for=memory_for, select=chosen_select, ignore=chosen_ignore,
-                        checked=visible if same else None)
+        _judge(report, context, options)
     except InputError as err:
         report.error = without_path(str(err), path)
     except UnicodeDecodeError:
@@ -131,6 +74,47 @@ def check_file(path: str, options: CheckOptions) -> FileReport:
     except Exception as err:  # one line, never a traceback; other files are still checked
         report.error = f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
     return report
+
+
+def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> None:
+    """The findings of one read file, in its report: the shell's, then each call's against the
+    file's release, less what its comments silence; with `plan_fixes`, what `gen fix` repairs."""
+    from generator.launch_shape import looks_like_launcher
+    from generator.report import Located
+    from generator.rules import script_findings
+    from generator.suppress import find_suppressions
+
+    script, source = context.script, context.source
+    silenced = find_suppressions(source)
+    if not script.invocations and not looks_like_launcher(source):
+        # A helper script (data preparation, downloads): only VS730 says so; not judged.
+        report.findings.extend(Located(f, None) for f in script_findings(
+            script, select=context.select, ignore=context.ignore) if f.code == "VS730"
+            and not silenced.silences(f.code, None, f.line))
+        return
+    broken = context.syntax_error_line
+    if broken is not None:  # read around the broken region, but incompletely: bad input, like `gen show`
+        report.incomplete = f"bash syntax error at line {broken} (the rest was read)"
+    resolution = context.resolution
+    report.resolution = resolution
+    report.verl_version = resolution.base_release
+    check = context.checker(select=context.select, ignore=context.ignore, model_config=options.model_config,
+                            config_root=os.getcwd())
+    visible: CheckResults = []  # what `gen fix`'s checker would see of this text
+    for invocation, config, findings in check(script):
+        line = invocation.line if invocation else None
+        if config is not None and config.resolution not in (None, resolution) and line is not None:
+            report.call_resolutions.append((line, config.resolution))
+        shown = [f for f in findings if not silenced.silences(f.code, line, f.line)]
+        visible.append((invocation, config, shown))
+        report.findings.extend(Located(f, line) for f in shown)
+    _place(report, source)
+    if options.plan_fixes and broken is None and any(l.finding.fix is not None or l.invocation_line is None
+                                                     for l in report.findings):
+        # As gen fix runs: the project's settings, the same suppressions. The check above is
+        # the fix loop's first round unless codes were chosen or a model config was named.
+        same = not context.select and not context.ignore and not options.model_config
+        _plan_fixes(report, context, checked=visible if same else None)
 
 
 def _place(report: FileReport, source: bytes) -> None:
@@ -146,20 +130,16 @@ def _place(report: FileReport, source: bytes) -> None:
     report.findings.sort(key=lambda located: (located.finding.line or 0, located.column or 0))
 
 
-def _plan_fixes(report: FileReport, source: bytes, script: LaunchScript, path: str, *, env: dict[str, str],
-                args: list[str], resolution: Resolution,
-                memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None,
-                select: tuple[str, ...], ignore: tuple[str, ...], checked: CheckResults | None = None) -> None:
+def _plan_fixes(report: FileReport, context: FileContext, checked: CheckResults | None = None) -> None:
     """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
     reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
     what `gen fix` applies, never a fix it would refuse (unsafe, unplaceable, or one that creates
     a new error)."""
-    from generator.fix.engine import default_checker, default_reader, fix_source, without_silenced
+    from generator.fix.engine import fix_source, without_silenced
 
-    check = without_silenced(default_checker(resolution.release, resolution=resolution, memory_for=memory_for,
-                                             config_root=os.getcwd()))
-    result = fix_source(source, path, read=default_reader(env or None, args or None), check=check,
-                        select=select, ignore=ignore, script=script, checked=checked)
+    check = without_silenced(context.checker(config_root=os.getcwd()))
+    result = fix_source(context.source, context.path, read=context.read, check=check, select=context.select,
+                        ignore=context.ignore, script=context.script, checked=checked)
     applied = {(a.code, a.line) for a in result.applied}
     needs_unsafe = {(n.code, n.line) for n in result.not_applied if n.reason.startswith("an unsafe fix")}
     for located in report.findings:
@@ -191,38 +171,30 @@ class ExplainedFile:
 
 
 def explain_file(path: str, *, verl_version: str | None, config_dir: str | None = None, env: dict[str, str],
-                 args: list[str], memory: MemoryOptions | None, gpu_named: bool, model: str | None, headroom: float) -> ExplainedFile:
+                 args: list[str], memory: MemoryOptions | None, gpu_named: bool) -> ExplainedFile:
     """The numbers verl derives for each live call of one file (never raises: a failure is the
-    file's `error`, after the calls explained before it)."""
-    from generator.config import build_config
-    from generator.plan.script_setup import call_memory, memory_options
-    from generator.project import load_project
+    file's `error`, after the calls explained before it). `memory` is the command line's memory
+    options when a prediction was asked for (with its --model and --headroom); the project's `gpu`
+    stands in for a GPU it did not name."""
+    from generator.plan.script_setup import call_memory
     from generator.report.explain import explain_config
-    from generator.schema.resolution import resolve_script
-    from generator.shell import read_launch
+    from generator.rules.calls import call_configs, live_calls
 
     done = ExplainedFile(path)
+    request = FileRequest(verl_version, config_dir, env=env, args=args, memory=memory, gpu_named=gpu_named,
+                          project_gpu_predicts=False, honour_exclude=False)
     try:
-        refuse_non_script(path)
-        project = load_project(path)
-        _, _, file_env, file_args = with_project(project, select=(), ignore=(), env=env, args=args)
-        script = read_launch(path, source=_read_bytes(path), env=file_env, args=file_args)
-        broken = [h.line for h in script.hazards if h.kind == "parse-error"]
-        if broken:
-            done.incomplete = f"bash syntax error at line {broken[0]} (the rest was read)"
-        resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir, project=project)
-        calls = [inv for inv in script.invocations if inv.branch != "dead"]
-        done.no_calls = not calls
-        script_dir = os.path.dirname(os.path.abspath(path))
-        file_memory = memory
-        if memory is not None and not gpu_named and project.gpu:
-            file_memory = memory_options(project.gpu, None, model, headroom)  # the project's GPU
-        for invocation in calls:
-            config = build_config(invocation, version=resolution.release, script_dir=script_dir,
-                                  config_root=os.getcwd(), stand_in=resolution.stand_in,
-                                  search_dirs=resolution.search_dirs, ppo_entry=resolution.ppo_entry)
+        context = file_context(path, request)
+        assert context is not None  # explain does not honour `exclude`: it explains what it is named
+        script, resolution = context.script, context.resolution
+        broken = context.syntax_error_line
+        if broken is not None:
+            done.incomplete = f"bash syntax error at line {broken} (the rest was read)"
+        done.no_calls = not live_calls(script)
+        file_memory = context.memory
+        for invocation, config in call_configs(script, resolution, os.getcwd()):  # as `gen check` builds them
             branch = "" if invocation.branch == "live" else f", {invocation.branch}"
-            judged = resolution.for_call(config.schema, config.config_dir)
+            judged = config.resolution or resolution
             header = (f"{path}:{invocation.line}: {invocation.entry} ({config.schema}, "
                       f"verl {judged.base_release}, {config.backend}{branch})\n"
                       f"  judged against {judged.summary()}")

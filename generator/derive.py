@@ -11,36 +11,15 @@ E PPO epochs, DP data-parallel size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass
 from typing import Literal
 
+from generator.layout import Parallelism
 from generator.model.facts import ModelFacts
 
 # ---------------------------------------------------------------------------------------------
 # Parallel layout (§1.2, §2 E-table)
 # ---------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True, slots=True)
-class Parallelism:
-    """How Megatron splits the actor: the one layout type the rules (Layout), the planner
-    (Candidate) and the recipe library share."""
-
-    tp: int = 1
-    pp: int = 1
-    cp: int = 1
-    ep: int = 1
-    etp: int | None = None  # None: Megatron uses TP
-    vpp: int | None = None
-    first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
-    last_stage_layers: int | None = None
-
-    def sizes(self) -> dict[str, int | None]:
-        """These fields as keyword arguments, to build another Parallelism type from this one."""
-        return {name: getattr(self, name) for name in PARALLELISM_FIELDS}
-
-
-PARALLELISM_FIELDS: tuple[str, ...] = tuple(f.name for f in fields(Parallelism))
 
 
 @dataclass(frozen=True, kw_only=True)
@@ -57,7 +36,7 @@ class Layout(Parallelism):
 
 @dataclass(frozen=True)
 class LayoutProblem:
-    code: str  # the rule code that reports it (e.g. "VP301")
+    kind: str  # which check failed (e.g. "model-parallel-grid"); the rule reporting it names it (Rule.reports)
     message: str  # in the user's numbers
 
 
@@ -92,30 +71,30 @@ def _stage_layer_problems(layout: Layout, layers: int) -> list[LayoutProblem]:
         counted = f"{layers} layers" if not extra else f"{layers} layers + {extra} (embedding/loss) = {slots}"
         if slots % pp:
             problems.append(LayoutProblem(
-                "VM805", f"{counted} are not divisible by PP {pp} "
+                "layers-by-pp", f"{counted} are not divisible by PP {pp} "
                 f"({slots} % {pp} = {slots % pp}); set num_layers_in_first/last_pipeline_stage "
                 f"or choose PP among {_divisors_upto(slots, pp * 2)}"))
         elif vpp and vpp > 1 and (slots // pp) % vpp:
             problems.append(LayoutProblem(
-                "VM807", f"layers per pipeline stage = {slots} / PP {pp} = {slots // pp}, "
+                "stage-layers-by-vpp", f"layers per pipeline stage = {slots} / PP {pp} = {slots // pp}, "
                 f"not divisible by VPP {vpp}"))
         return problems
     # Uneven split: the given stages take their layers, the middle stages share the rest evenly.
     if any(v is not None and v <= 0 for v in (first, last)):
         problems.append(LayoutProblem(
-            "VM806", f"num_layers_in_first/last_pipeline_stage must be > 0 (got first={first}, last={last})"))
+            "uneven-pipeline-split", f"num_layers_in_first/last_pipeline_stage must be > 0 (got first={first}, last={last})"))
         return problems
     middle_stages = pp - (first is not None) - (last is not None)
     rest = layers - (first or 0) - (last or 0)
     shown = f"{layers} - {first or 0} - {last or 0} = {rest}"
     if rest < 0 or (middle_stages == 0 and rest != 0):
         problems.append(LayoutProblem(
-            "VM806", f"first/last pipeline stages take {(first or 0) + (last or 0)} layers; "
+            "uneven-pipeline-split", f"first/last pipeline stages take {(first or 0) + (last or 0)} layers; "
                      f"{shown} left for {middle_stages} middle stages"))
         return problems
     if middle_stages > 0 and rest % middle_stages:
         problems.append(LayoutProblem(
-            "VM806", f"layers left for the middle stages = {shown}, not divisible by "
+            "uneven-pipeline-split", f"layers left for the middle stages = {shown}, not divisible by "
                      f"{middle_stages} middle stages (PP {pp})"))
         return problems
     if vpp and vpp > 1:
@@ -124,7 +103,7 @@ def _stage_layer_problems(layout: Layout, layers: int) -> list[LayoutProblem]:
         for name, count in per_stage.items():
             if count is not None and count % vpp:
                 problems.append(LayoutProblem(
-                    "VM807", f"{name} has {count} layers, not divisible by VPP {vpp}"))
+                    "stage-layers-by-vpp", f"{name} has {count} layers, not divisible by VPP {vpp}"))
     return problems
 
 
@@ -135,56 +114,56 @@ def _divisors_upto(value: int, limit: int) -> list[int]:
 def layout_problems(layout: Layout, model: ModelFacts | None = None) -> list[LayoutProblem]:
     """Every reason Megatron-core (or the model) would refuse this layout; [] when it is valid.
 
-    Model-independent (VP3xx): E1, E2, E3, TP inside a node. With `model` (VM8xx): E4-E10.
+    Model-independent: E1, E2, E3, TP inside a node. With `model`: E4-E10.
     """
     w, tp, pp, cp, ep = layout.gpus, layout.tp, layout.pp, layout.cp, layout.ep
     problems: list[LayoutProblem] = []
     for name, size in (("TP", tp), ("PP", pp), ("CP", cp), ("EP", ep), ("ETP", layout.etp), ("VPP", layout.vpp)):
         if size is not None and size < 1:
-            problems.append(LayoutProblem("VP301", f"{name} = {size} must be ≥ 1"))
+            problems.append(LayoutProblem("model-parallel-grid", f"{name} = {size} must be ≥ 1"))
     if problems:
         return problems
     if data_parallel_size(w, tp, pp, cp) is None:
         problems.append(LayoutProblem(
-            "VP301", f"{w} GPUs are not divisible by TP·PP·CP = {tp}·{pp}·{cp} = {tp * pp * cp}"))
+            "model-parallel-grid", f"{w} GPUs are not divisible by TP·PP·CP = {tp}·{pp}·{cp} = {tp * pp * cp}"))
     if layout.vpp is not None and layout.vpp > 1 and pp <= 1:
         problems.append(LayoutProblem(
-            "VP302", f"VPP {layout.vpp} needs PP > 1 (the interleaved schedule splits pipeline stages), got PP {pp}"))
+            "vpp-without-pp", f"VPP {layout.vpp} needs PP > 1 (the interleaved schedule splits pipeline stages), got PP {pp}"))
     etp = tp if layout.etp is None else layout.etp
     if ep > 1 or layout.etp not in (None, tp):
         if expert_data_parallel_size(w, tp, pp, ep, layout.etp) is None:
             etp_note = f"ETP {etp} (= TP, unset)" if layout.etp is None else f"ETP {etp}"
             problems.append(LayoutProblem(
-                "VP303", f"{w} GPUs are not divisible by ETP·EP·PP = {etp}·{ep}·{pp} = {etp * ep * pp} "
+                "expert-grid", f"{w} GPUs are not divisible by ETP·EP·PP = {etp}·{ep}·{pp} = {etp * ep * pp} "
                          f"({etp_note}); Megatron cannot build the expert grid"))
     per_node = layout.gpus_per_node
     if per_node and tp > per_node:
         problems.append(LayoutProblem(
-            "VP304", f"TP {tp} is larger than the {per_node} GPUs of one node: "
+            "tp-across-nodes", f"TP {tp} is larger than the {per_node} GPUs of one node: "
                      f"tensor-parallel all-reduces would cross nodes"))
     elif per_node and per_node % tp:
         # Megatron puts TP ranks next to each other, so groups tile the node only when TP divides it.
         problems.append(LayoutProblem(
-            "VP304", f"TP {tp} does not divide the {per_node} GPUs of a node: some tensor-parallel "
+            "tp-across-nodes", f"TP {tp} does not divide the {per_node} GPUs of a node: some tensor-parallel "
                      f"groups straddle two nodes"))
     if model is None:
         return problems
     heads = model.num_attention_heads
     if heads % tp:
         problems.append(LayoutProblem(
-            "VM801", f"{model.name}: {heads} attention heads are not divisible by TP {tp}"))
+            "heads-by-tp", f"{model.name}: {heads} attention heads are not divisible by TP {tp}"))
     if not model.is_mla and model.num_kv_heads and model.num_kv_heads % tp:
         # Megatron-core (core_v0.15) requires num_query_groups % TP == 0; it does not
         # replicate KV heads when TP exceeds them.
         problems.append(LayoutProblem(
-            "VM802", f"{model.name}: {model.num_kv_heads} KV heads (num_query_groups) are not divisible "
+            "kv-heads-by-tp", f"{model.name}: {model.num_kv_heads} KV heads (num_query_groups) are not divisible "
                      f"by TP {tp}; Megatron-core requires num_key_value_heads % TP == 0"))
     if ep > 1 and not model.is_moe:
         problems.append(LayoutProblem(
-            "VM803", f"EP {ep} needs a mixture-of-experts model; {model.name} is dense"))
+            "ep-on-dense", f"EP {ep} needs a mixture-of-experts model; {model.name} is dense"))
     if model.is_moe and model.num_experts and model.num_experts % ep:
         problems.append(LayoutProblem(
-            "VM804", f"{model.name}: {model.num_experts} experts are not divisible by EP {ep}"))
+            "experts-by-ep", f"{model.name}: {model.num_experts} experts are not divisible by EP {ep}"))
     problems.extend(_stage_layer_problems(layout, model.num_layers))
     return problems
 
@@ -201,28 +180,28 @@ def rollout_problems(gpus: int, rollout_tp: int, rollout_dp: int = 1, rollout_pp
     F1 heads % TP_r."""
     problems: list[LayoutProblem] = []
     if min(rollout_tp, rollout_dp, rollout_pp, rollout_ep) < 1:
-        return [LayoutProblem("VR501", f"rollout sizes must be ≥ 1 (TP {rollout_tp}, DP {rollout_dp}, "
+        return [LayoutProblem("rollout-replica", f"rollout sizes must be ≥ 1 (TP {rollout_tp}, DP {rollout_dp}, "
                                        f"PP {rollout_pp}, EP {rollout_ep})")]
     replica = rollout_replica_size(rollout_tp, rollout_dp, rollout_pp)
     if gpus % replica:
         problems.append(LayoutProblem(
-            "VR501", f"{gpus} GPUs are not divisible by the rollout replica size TP·DP·PP = "
+            "rollout-replica", f"{gpus} GPUs are not divisible by the rollout replica size TP·DP·PP = "
                      f"{rollout_tp}·{rollout_dp}·{rollout_pp} = {replica}"))
     if rollout_ep > 1 and rollout_ep != rollout_tp * rollout_dp:
         problems.append(LayoutProblem(
-            "VR502", f"rollout EP {rollout_ep} must equal rollout TP·DP = {rollout_tp}·{rollout_dp} = "
+            "rollout-ep", f"rollout EP {rollout_ep} must equal rollout TP·DP = {rollout_tp}·{rollout_dp} = "
                      f"{rollout_tp * rollout_dp}"))
     if rollout_pp > 1 and engine in (None, "vllm", "sglang", "trtllm"):
         problems.append(LayoutProblem(
-            "VR503", f"rollout PP {rollout_pp}: {engine or 'the rollout engine'} does not implement "
+            "rollout-pp", f"rollout PP {rollout_pp}: {engine or 'the rollout engine'} does not implement "
                      f"pipeline_model_parallel_size > 1 in verl"))
     if gpus_per_node and replica > gpus_per_node and replica % gpus_per_node:
         problems.append(LayoutProblem(
-            "VR504", f"a rollout replica of {replica} GPUs spans nodes but is not a multiple of the "
+            "rollout-replica-nodes", f"a rollout replica of {replica} GPUs spans nodes but is not a multiple of the "
                      f"{gpus_per_node} GPUs per node"))
     if model is not None and model.num_attention_heads % rollout_tp:
         problems.append(LayoutProblem(
-            "VM808", f"{model.name}: {model.num_attention_heads} attention heads are not divisible by "
+            "heads-by-rollout-tp", f"{model.name}: {model.num_attention_heads} attention heads are not divisible by "
                      f"rollout TP {rollout_tp} (vLLM/SGLang refuse to load)"))
     return problems
 

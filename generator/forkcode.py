@@ -30,7 +30,7 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
-from generator.shell.pysource import checked_tree
+from generator.pylaunch.chunks import checked_tree
 
 MAX_FILES = 120
 # The keys verl's own trainer repeats by: not a change of the chain.

@@ -18,10 +18,10 @@ if TYPE_CHECKING:
 def read_bytes(path: str) -> bytes:
     """The file's bytes (a launch script or Python launcher, `-` for stdin); InputError without
     the path (callers print it beside the message)."""
-    from generator import boundary
     from generator.files import STDIN, read_input
+    from generator.project_root import enter
 
-    boundary.enter(os.getcwd() if path == STDIN else path)
+    enter(os.getcwd() if path == STDIN else path)
     return read_input(path, trusted=True)  # the user named it
 
 

@@ -44,6 +44,8 @@ from typing import Mapping
 from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
+from generator.project_root import enter, project_root
+from generator.verl_places import MAX_LEVELS
 
 
 PROJECT_FILE = ".verl-gen.toml"
@@ -51,8 +53,6 @@ PYPROJECT = "pyproject.toml"
 TABLE = ("tool", "verl-gen")
 # A project file is a few lines; anything larger is not one (and is not read whole).
 MAX_BYTES = 1 << 20
-# How many folders above the script are searched (a checkout is rarely deeper).
-MAX_LEVELS = 12
 
 _STRING_LISTS = ("config-dirs", "select", "ignore", "args", "exclude")
 _STRINGS = ("verl-version", "gpu")
@@ -126,10 +126,8 @@ NO_PROJECT = ProjectSettings()
 
 def find_project_file(start: str | Path) -> Path | None:
     """The project file that applies to a script in folder `start` (or to the file `start`):
-    searched up to the project root (generator.boundary), never above it — a file in a folder
+    searched up to the project root (generator.project_root), never above it — a file in a folder
     above the repository is not the project's and must not change its verdicts."""
-    from generator.boundary import project_root
-
     here = Path(start).resolve()
     if not here.is_dir():
         here = here.parent
@@ -147,9 +145,7 @@ def find_project_file(start: str | Path) -> Path | None:
 
 def load_project(start: str | Path) -> ProjectSettings:
     """The settings that apply to a script in folder `start`; NO_PROJECT when there is no file."""
-    from generator import boundary
-
-    boundary.enter(start)  # the script's project bounds what it makes gen read from here on
+    enter(start)  # the script's project bounds what it makes gen read from here on
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT

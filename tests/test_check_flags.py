@@ -5,6 +5,7 @@ dry-run exit code and `gen fix -`. Each test writes its own scripts."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -212,6 +213,26 @@ def test_project_per_file_ignores_refuse_an_unknown_code(tmp_path: Path) -> None
     (tmp_path / "run.sh").write_text(CALL)
     result = run("check", str(tmp_path / "run.sh"))
     assert result.exit_code == 2 and "unknown rule code 'VS7O5'" in result.output
+
+
+def test_check_fix_and_explain_read_a_files_project_settings_alike(tmp_path: Path) -> None:
+    """One order for every command: the project's `exclude` is decided before the file is read
+    (gen fix read it first, and failed on an excluded file gen check skipped), and its
+    per-file-ignores are validated for explain as for check (explain skipped them)."""
+    (tmp_path / ".git").mkdir()
+    (tmp_path / "legacy").mkdir()
+    os.mkfifo(tmp_path / "legacy" / "old.sh")  # a file no command may read (it would block)
+    (tmp_path / ".verl-gen.toml").write_text('exclude = ["legacy/*"]\n')
+    from generator.fix.files import fix_files
+
+    fixed = list(fix_files([str(tmp_path / "legacy" / "old.sh")], write=False, select=(), ignore=(), unsafe=False,
+                           verl_version="0.7.0", env={}))
+    assert fixed == []  # skipped, as `gen check` skips it; not an error for a file never to be read
+    (tmp_path / ".verl-gen.toml").write_text('[per-file-ignores]\n"*.sh" = ["VS7O5"]\n')
+    (tmp_path / "run.sh").write_text(CALL)
+    for command in ("check", "explain"):
+        result = run(command, str(tmp_path / "run.sh"))
+        assert result.exit_code == 2 and "unknown rule code 'VS7O5'" in result.output, (command, result.output)
 
 
 # --- gen fix ---------------------------------------------------------------------------------

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 from pathlib import Path
 
-import pytest
 
 from generator.config import build_config, config_from_overrides, is_hydra_rejection, needed_op
 from generator.launch import Invocation, Override, Provenance, Span

@@ -68,7 +68,7 @@ def test_checkout_layout_lands_on_the_scripts_own_snapshot(layouts: list[tuple[s
         live = [inv for inv in script.invocations if inv.branch != "dead"]
         if not live:
             continue
-        resolution = resolve(str(path), keys=lambda: script_keys(script.invocations))
+        resolution = resolve(str(path), keys=lambda script=script: script_keys(script.invocations))
         calls += len(live)
         own_release = snapshot_version(tag).split("+")[0].removesuffix(".dev")
         if resolution.config_dir == config_dir and resolution.base_release == own_release:

@@ -13,11 +13,11 @@ import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 
-from hostile_cases import CASES, MAX_RSS_MB, MAX_SECONDS, run_case, problems  # noqa: E402
+from hostile_cases import CASES, MAX_RSS_MB, MAX_SECONDS, run_case, problems
 
-from generator import boundary  # noqa: E402
-from generator.errors import InputError  # noqa: E402
-from generator.files import read_input, write_atomic  # noqa: E402
+from generator import boundary, project_root
+from generator.errors import InputError
+from generator.files import read_input, write_atomic
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -35,7 +35,7 @@ def test_the_boundary_refuses_a_path_outside_and_names_only_the_path(tmp_path):
     secret = tmp_path / "secret.txt"
     secret.write_text("TOPSECRET\n")
     (repo / "link.sh").symlink_to(secret)
-    boundary.enter(repo / "run.sh")
+    project_root.enter(repo / "run.sh")
     with pytest.raises(boundary.OutsideProject) as err:
         read_input(repo / "link.sh")
     assert "TOPSECRET" not in str(err.value) and str(repo / "link.sh") in str(err.value)
@@ -48,7 +48,7 @@ def test_the_project_root_is_the_repository_not_a_folder_above(tmp_path):
     repo = tmp_path / "a" / "repo"
     (repo / ".git").mkdir(parents=True)
     (repo / "sub").mkdir()
-    assert boundary.project_root(repo / "sub" / "run.sh") == repo.resolve()
+    assert project_root.project_root(repo / "sub" / "run.sh") == repo.resolve()
 
 
 def test_fix_refuses_when_the_file_changes_during_the_write(tmp_path, monkeypatch):

@@ -175,7 +175,7 @@ def test_chosen_gmu_is_the_largest_that_fits(model, gpus, gpu):
 
     from generator.plan.memory import phase_memory
     from generator.plan.workload import Workload, algo_roles
-    from generator.plan.search import GMU_STEPS
+    from generator.plan.sizing import GMU_STEPS
 
     facts = find_model(model)
     plan = plan_layout(facts, gpus, gpu=gpu_spec(gpu))

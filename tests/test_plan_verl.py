@@ -8,7 +8,7 @@ import functools
 import pytest
 
 from generator.derive import Layout, layout_problems
-from generator.plan.candidate import Plan
+from generator.plan.result import Plan
 from generator.plan.reference import verl_layouts
 
 ROWS = {row.id: row for row in verl_layouts()}
@@ -117,7 +117,7 @@ def test_search_is_never_worse_on_both_counts(row_id, shipped):
 def test_the_plan_is_verls_layout_or_one_estimated_faster(row_id, shipped):
     """Issue 23: re-planned from the model, GPUs and workload, our choice is estimated no slower than
     verl's layout as shipped (step times within one STEP_BUCKET tie); bench/plan.py --table says why."""
-    from generator.plan.search import STEP_BUCKET
+    from generator.plan.ranking import STEP_BUCKET
 
     best, verl = searched(row_id).best, shipped[row_id]
     assert best is not None and best.score is not None and verl.score is not None

@@ -202,3 +202,14 @@ def test_a_fork_the_readme_installs_with_pip_e_wins_over_the_nearest(tmp_path, m
     found = imported_verl(read_launch(str(script)).invocations, str(script), cwd=str(tmp_path))
     assert found is not None and found.package == tmp_path / "agent" / "verl_fork" / "verl"
     assert "`pip install -e ./agent/verl_fork` in README.md" in found.reason
+
+
+def test_explain_sees_the_fork_check_sees(monkeypatch):
+    """`gen explain` builds each call's config as `gen check` does (generator.rules.calls), so the
+    fork code of the project's own verl package changes its batch chain as it stands check's rules
+    down (explain printed verl's chain for a run the fork batches itself)."""
+    monkeypatch.chdir(PROJECTS / "repeating_fork")
+    result = CliRunner().invoke(app, ["explain", "scripts/train.sh"])
+    assert result.exit_code == 0, result.output
+    assert "changed by this fork: data.n_samples=8" in result.output
+    assert "per-rank mini m" not in result.output  # verl's chain does not describe this run

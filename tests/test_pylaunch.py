@@ -7,14 +7,24 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.errors import InputError
+from generator.edits import KeyEdit
+from generator.fix.edits import apply_edits
 from generator.pylaunch import (
-    apply_key_edits,
     entry_config,
     find_entry_file,
+    key_edits_to_text_edits,
     read_hydra_main,
     read_override_lists,
 )
-from generator.edits import KeyEdit
+
+
+
+def apply_key_edits(source: str, key_edits: list[KeyEdit]) -> tuple[bytes, list[str]]:
+    """The launcher's edits for these keys, applied the way the fix engine applies them."""
+    data = source.encode()
+    edits, refused = key_edits_to_text_edits(data, key_edits)
+    return apply_edits(data, edits), refused
+
 
 MAIN_DAPO = '''\
 import hydra
@@ -230,8 +240,8 @@ _STATEMENTS = [
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8))
 def test_chunked_reading_finds_what_a_whole_file_parse_finds(parts: list[str]) -> None:
-    from generator.pylaunch import _override_lists_in, read_override_lists
-    from generator.shell.pysource import Chunk
+    from generator.pylaunch.override_lists import _override_lists_in, read_override_lists
+    from generator.pylaunch.chunks import Chunk
 
     data = "".join(parts).encode()
     whole = _override_lists_in(Chunk(0, 1, data), "launcher.py")

@@ -26,10 +26,10 @@ from pathlib import Path
 import pytest
 
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Candidate, Offload
+from generator.layout import Candidate, Offload
 from generator.render import default_filename, generate
 from generator.render.recipe import recipe_overrides
-from generator.render.matrix import planned_scripts
+from generator.plan.planned_scripts import planned_scripts
 from generator.render.release_form import written_config_name
 from generator.render.spec import DEFAULT_VERSION, LAUNCHERS, RecipeSpec
 from generator.rules import check_script

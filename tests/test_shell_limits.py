@@ -10,11 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import generator.pylaunch as pylaunch
+import generator.pylaunch.override_lists as pylaunch
 import generator.shell.builtins as builtins
+import generator.shell.reader as shell_reader
 from generator.cli import app
 from generator.errors import InputError
-from generator.pylaunch import read_launcher
+from generator.pylaunch.override_lists import read_launcher
 from generator.shell import read_script
 
 MAIN = "verl.trainer.main_ppo"
@@ -113,7 +114,7 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
 
 
 def test_an_entry_module_is_read_bounded(tmp_path: Path) -> None:
-    from generator.shell.pyentry import entry_config, read_hydra_main
+    from generator.pylaunch.hydra_main import entry_config, read_hydra_main
 
     deep = "import hydra\n@hydra.main(config_path=" + "[" * 150 + "]" * 150 + ")\ndef main(cfg):\n    pass\n"
     with pytest.raises(InputError, match="nests too deeply|not valid Python"):
@@ -179,7 +180,7 @@ def test_a_recursion_error_past_the_launcher_depth_check_is_the_same_one_line(
     def too_deep(source: bytes | str, name: str | None = None) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(pylaunch, "read_launcher", too_deep)
+    monkeypatch.setattr(shell_reader, "read_launcher", too_deep)
     result = CliRunner().invoke(app, [command, str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}: error: the script nests too deeply to read" in result.output or (

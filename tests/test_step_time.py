@@ -12,7 +12,7 @@ from generator.cli import app
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import ModelFacts, find_model, total_params
 from generator.model.params import kv_cache_bytes_per_token
-from generator.plan.candidate import Candidate, Offload
+from generator.layout import Candidate, Offload
 from generator.plan.step_time import (ADAM_STATE, COLLECTIVE_EFFICIENCY, HOST_LINK_EFFICIENCY, StepConstants,
                                       bubble_fraction, calibrated, decode_step_s, estimate_step_time,
                                       expected_lengths, micro_batches, ring_all_reduce_s, training_comm_s)
@@ -174,7 +174,7 @@ def test_plan_json_carries_the_score_parts_for_every_candidate():
 
 def test_each_alternative_names_the_criterion_the_first_beats_it_on():
     from generator.plan import plan_layout
-    from generator.plan.search import RANK_CRITERIA, deciding_criterion, rank_key
+    from generator.plan.ranking import RANK_CRITERIA, deciding_criterion, rank_key
 
     model = find_model("qwen2-7b")
     plan = plan_layout(model, 8, gpu=gpu_spec("h100"))
@@ -206,7 +206,7 @@ def test_mean_response_len_shortens_the_estimate_and_is_checked():
 
 def test_a_thin_moe_update_margin_without_recompute_is_noted():
     from generator.plan import plan_layout
-    from generator.plan.search import MOE_THIN_MARGIN
+    from generator.plan.sizing import MOE_THIN_MARGIN
 
     plan = plan_layout(find_model("qwen3-30b-a3b"), 8, gpu=gpu_spec("h20"), prompt_len=2048, response_len=8192,
                        n=16, train_batch_size=512, top=3)

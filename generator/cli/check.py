@@ -156,8 +156,7 @@ def register(app: typer.Typer) -> None:
         charted: list[ChartSection] = []  # --chart: one section per call with a memory prediction
         for path in files:
             done = explain_file(path, verl_version=verl_version, config_dir=config_dir, env=env_map, args=list(arg),
-                                memory=memory_args, gpu_named=gpu is not None or gpu_mem is not None, model=model,
-                                headroom=headroom)
+                                memory=memory_args, gpu_named=gpu is not None or gpu_mem is not None)
             explained: list[dict[str, object]] = []
             documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})
             if done.incomplete:  # the rest is explained, but the input is bad: exit 2 as in every command

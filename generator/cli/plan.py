@@ -16,7 +16,7 @@ from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import one_line
 
 if TYPE_CHECKING:
-    from generator.plan.candidate import Plan
+    from generator.plan.result import Plan
 
 
 def _write_chart(path: str, plan: Plan, force: bool) -> None:

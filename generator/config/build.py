@@ -218,7 +218,7 @@ def _own_config_dir(invocation: Invocation, name: str, script_dir: str | None, c
 def _entry_default_config(entry: str, script_dir: str, config_root: str | None
                           ) -> tuple[str | None, str | None] | None:
     """(config dir, config name) of the entry module's `@hydra.main`, found next to the script."""
-    from generator.shell.pyentry import entry_config
+    from generator.pylaunch.hydra_main import entry_config
 
     found = entry_config(entry, Path(script_dir) / "_", repo_root=config_root)
     if found is None:

@@ -51,7 +51,7 @@ def _entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> t
     Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
     (folder, sure): `sure` is False when only a package folder stood in for a file that was not
     seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown."""
-    from generator.shell.pyentry import find_entry_file
+    from generator.pylaunch.hydra_main import find_entry_file
 
     if not entry or UNKNOWN_OPEN in entry:
         return None

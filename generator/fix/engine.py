@@ -19,7 +19,7 @@ from generator.fix.hazards import fallback_fixes
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules.core import Finding, MemoryVerdict
+from generator.rules.core import Finding, MemoryVerdict, code_wanted
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -72,12 +72,6 @@ def _parse_errors(script: LaunchScript) -> int:
     return sum(1 for h in script.hazards if h.kind == "parse-error")
 
 
-def _wanted(finding: Finding, select: Sequence[str], ignore: Sequence[str]) -> bool:
-    if select and not any(finding.code.startswith(s) for s in select):
-        return False
-    return not any(finding.code.startswith(i) for i in ignore)
-
-
 def default_reader(env: dict[str, str] | None = None,
                    args: list[str] | None = None) -> Reader:
     def read(source: bytes, path: str | None) -> LaunchScript:
@@ -120,103 +114,145 @@ def without_silenced(check: Checker) -> Checker:
     return check_visible
 
 
+class _Refusals:
+    """Why each finding's fix was not applied, by (code, line); a later round may apply it after all."""
+
+    def __init__(self) -> None:
+        self.by_finding: dict[tuple[str, int | None], NotApplied] = {}
+
+    def refuse(self, finding: Finding, reason: str) -> None:
+        self.by_finding[(finding.code, finding.line)] = NotApplied(finding.code, finding.line, reason)
+
+    def forget(self, finding: Finding) -> None:
+        self.by_finding.pop((finding.code, finding.line), None)
+
+    def still_there(self, remaining: list[Finding]) -> list[NotApplied]:
+        """The refusals of findings the fixed script still has (a refusal of a finding another fix
+        removed says nothing)."""
+        still = {(f.code, f.line) for f in remaining}
+        return [n for key, n in self.by_finding.items() if key in still]
+
+
+Candidate = tuple[Finding, Placement]
+
+
 def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
                select: Sequence[str] = (), ignore: Sequence[str] = (), unsafe: bool = False,
                max_rounds: int = MAX_ROUNDS, script: LaunchScript | None = None,
                checked: CheckResults | None = None) -> FixResult:
     """Repair `source` with every applicable fix; pure apart from what `read`/`check` do.
     `script` is `source` as `read` reads it, and `checked` what `check` gives for it, when the
-    caller has them already (`gen check` marking what `gen fix` would repair)."""
+    caller has them already (`gen check` marking what `gen fix` would repair).
+
+    Each round places the fixes of the wanted findings (`_placed_fixes`), keeps those whose edits
+    do not overlap, splices them and keeps only those the new text proves right
+    (`_proven_edits`: the syntax still parses, each edited value reaches a call, no new error),
+    then checks the new text for the next round."""
     result = FixResult(path=path, original=source, fixed=source)
     if script is None:
         script = read(source, path)
     results = checked if checked is not None else check(script)
-    not_applied: dict[tuple[str, int | None], NotApplied] = {}
-
-    def refuse(finding: Finding, reason: str) -> None:
-        not_applied[(finding.code, finding.line)] = NotApplied(finding.code, finding.line, reason)
-
+    refusals = _Refusals()
     for _ in range(max_rounds):
-        candidates: list[tuple[Finding, Placement]] = []
-        hazard_lines_claimed: set[int] = set()
-        structural_fix_at = fallback_fixes(script)
-        for invocation, config, findings in results:
-            for finding in findings:
-                if not _wanted(finding, select, ignore):
-                    continue
-                if finding.fix is None and invocation is None and finding.line not in hazard_lines_claimed:
-                    # A shell hazard reported without a repair: see if the text can be mended.
-                    structural = structural_fix_at(finding.line)
-                    if structural is not None:
-                        hazard_lines_claimed.add(finding.line)
-                        finding = dataclasses.replace(finding, fix=structural)
-                if finding.fix is None:
-                    continue
-                placement = place_fix(finding.fix, script, invocation, config)
-                if placement.reason is not None:
-                    if placement.reason != "already applied":
-                        refuse(finding, placement.reason)
-                    continue
-                if placement.applicability == "unsafe" and not unsafe:
-                    why = "an unsafe fix (changes behaviour beyond the broken value); use --unsafe"
-                    if placement.notes:
-                        why += f" ({'; '.join(placement.notes)})"
-                    refuse(finding, why)
-                    continue
-                candidates.append((finding, placement))
+        candidates = _placed_fixes(script, results, select=select, ignore=ignore, unsafe=unsafe, refusals=refusals)
         if not candidates:
             break
         taken, later = select_compatible([p.edits for _, p in candidates])
         for index in later:
-            refuse(candidates[index][0],
-                   "its edit overlaps another fix's edit of the same text (e.g. one variable that two "
-                   "calls want set differently); fix by hand")
-        edits = [e for index in taken for e in candidates[index][1].edits]
-        new_source = apply_edits(script.source, edits)
-        if new_source == script.source:
+            refusals.refuse(candidates[index][0],
+                            "its edit overlaps another fix's edit of the same text (e.g. one variable that two "
+                            "calls want set differently); fix by hand")
+        proven = _proven_edits(script, results, [candidates[index] for index in taken], read=read, check=check,
+                               path=path, refusals=refusals)
+        if proven is None:
             break
-        new_script = read(new_source, path)
-        if _parse_errors(new_script) > _parse_errors(script):
-            for index in taken:
-                refuse(candidates[index][0], "the edit would break the script's syntax; not applied")
-            break
-        unseen = [index for index in taken if not _key_edits_reach_a_call(candidates[index][0], new_script)]
-        if unseen:
-            # An edit the reader cannot see in any trainer call (say, a line appended inside an
-            # unterminated quote) would be written again on every run: leave it out.
-            for index in unseen:
-                refuse(candidates[index][0],
-                       "the edited value would not reach the trainer call (e.g. it lands inside an "
-                       "unterminated quote); not applied")
-            taken = [index for index in taken if index not in unseen]
-            if not taken:
-                break
-            new_source = apply_edits(script.source, [e for index in taken for e in candidates[index][1].edits])
-            new_script = read(new_source, path)
-        creators = _fixes_creating_errors(script, results, [candidates[index][1].edits for index in taken],
-                                          new_script, read=read, check=check, path=path)
-        if creators:
-            # A fix that trades one error for another is not a fix: leave it out, say which error.
-            for position, created in creators.items():
-                refuse(candidates[taken[position]][0], f"the fix would create a new error ({created}); not applied")
-            taken = [index for position, index in enumerate(taken) if position not in creators]
-            if not taken:
-                break
-            new_source = apply_edits(script.source, [e for index in taken for e in candidates[index][1].edits])
-            new_script = read(new_source, path)
-        for index in taken:
-            finding, placement = candidates[index]
-            not_applied.pop((finding.code, finding.line), None)
-            result.applied.append(Applied(finding.code, finding.line, finding.fix.description,
+        applied, script = proven
+        for finding, placement in applied:
+            refusals.forget(finding)
+            result.applied.append(Applied(finding.code, finding.line, finding.fix.description if finding.fix else "",
                                           placement.applicability, tuple(placement.notes)))
-        script = new_script
         results = check(script)
     result.fixed = script.source
     result.remaining = [f for _, _, findings in results for f in findings]
-    # Only report refusals for findings that are still there after fixing.
-    still = {(f.code, f.line) for f in result.remaining}
-    result.not_applied = [n for key, n in not_applied.items() if key in still]
+    result.not_applied = refusals.still_there(result.remaining)
     return result
+
+
+def _placed_fixes(script: LaunchScript, results: CheckResults, *, select: Sequence[str], ignore: Sequence[str],
+                  unsafe: bool, refusals: _Refusals) -> list[Candidate]:
+    """Each wanted finding's fix placed in the text (a shell hazard without a fix of its own gets
+    the structural repair of its line, once per line); a fix that cannot be placed, or needs
+    --unsafe, is refused with why."""
+    candidates: list[Candidate] = []
+    hazard_lines_claimed: set[int | None] = set()
+    structural_fix_at = fallback_fixes(script)
+    for invocation, config, findings in results:
+        for finding in findings:
+            if not code_wanted(finding.code, select, ignore):
+                continue
+            if finding.fix is None and invocation is None and finding.line not in hazard_lines_claimed:
+                # A shell hazard reported without a repair: see if the text can be mended.
+                structural = structural_fix_at(finding.line)
+                if structural is not None:
+                    hazard_lines_claimed.add(finding.line)
+                    finding = dataclasses.replace(finding, fix=structural)
+            if finding.fix is None:
+                continue
+            placement = place_fix(finding.fix, script, invocation, config)
+            if placement.reason is not None:
+                if placement.reason != "already applied":
+                    refusals.refuse(finding, placement.reason)
+                continue
+            if placement.applicability == "unsafe" and not unsafe:
+                why = "an unsafe fix (changes behaviour beyond the broken value); use --unsafe"
+                if placement.notes:
+                    why += f" ({'; '.join(placement.notes)})"
+                refusals.refuse(finding, why)
+                continue
+            candidates.append((finding, placement))
+    return candidates
+
+
+def _spliced(script: LaunchScript, taken: list[Candidate], read: Reader, path: str | None) -> LaunchScript:
+    return read(apply_edits(script.source, [e for _, placement in taken for e in placement.edits]), path)
+
+
+def _proven_edits(script: LaunchScript, results: CheckResults, taken: list[Candidate], *, read: Reader,
+                  check: Checker, path: str | None, refusals: _Refusals
+                  ) -> tuple[list[Candidate], LaunchScript] | None:
+    """The fixes of `taken` that survive splicing, with the new script; None when none is left
+    (or the splice changes nothing). Refused with why: all of them when the splice breaks the
+    syntax; each whose edited value reaches no trainer call; each that alone creates an error."""
+    new_source = apply_edits(script.source, [e for _, placement in taken for e in placement.edits])
+    if new_source == script.source:
+        return None
+    new_script = read(new_source, path)
+    if _parse_errors(new_script) > _parse_errors(script):
+        for finding, _placement in taken:
+            refusals.refuse(finding, "the edit would break the script's syntax; not applied")
+        return None
+    unseen = [c for c in taken if not _key_edits_reach_a_call(c[0], new_script)]
+    if unseen:
+        # An edit the reader cannot see in any trainer call (say, a line appended inside an
+        # unterminated quote) would be written again on every run: leave it out.
+        for finding, _placement in unseen:
+            refusals.refuse(finding, "the edited value would not reach the trainer call (e.g. it lands inside an "
+                                     "unterminated quote); not applied")
+        taken = [c for c in taken if all(c is not u for u in unseen)]
+        if not taken:
+            return None
+        new_script = _spliced(script, taken, read, path)
+    creators = _fixes_creating_errors(script, results, [placement.edits for _, placement in taken],
+                                      new_script, read=read, check=check, path=path)
+    if creators:
+        # A fix that trades one error for another is not a fix: leave it out, say which error.
+        for position, created in creators.items():
+            refusals.refuse(taken[position][0], f"the fix would create a new error ({created}); not applied")
+        taken = [c for position, c in enumerate(taken) if position not in creators]
+        if not taken:
+            return None
+        new_script = _spliced(script, taken, read, path)
+    return taken, new_script
 
 
 def _errors(results: CheckResults) -> set[tuple[str, str | None]]:

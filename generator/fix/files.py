@@ -10,7 +10,8 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.inputs import read_bytes, refuse_non_script, with_project
+from generator.file_context import FileContext, FileRequest, file_context
+from generator.inputs import read_bytes, refuse_non_script
 
 if TYPE_CHECKING:
     from generator.fix.engine import FixResult, Reader
@@ -89,43 +90,34 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
               args: list[str] | None = None, memory: MemoryOptions | None = None,
               config_dir: str | None = None) -> Iterator[FileFix]:
     """Repair each file (written only with `write`); never raises for a single bad file."""
-    from generator.fix.engine import default_checker, default_reader, fix_source, without_silenced
-    from generator.project import load_project
-    from generator.schema.resolution import check_explicit, resolve_script
+    from generator.schema.resolution import check_explicit
 
     check_explicit(verl_version, config_dir)  # fail early, once
-    command_line_reader = default_reader(env or None, args or None)
+    request = FileRequest(verl_version, config_dir, select, ignore, env, list(args or []), memory,
+                          gpu_named=memory is not None)
     for path in paths:
         release = None
         try:
-            refuse_non_script(path)
-            source = _read_bytes(path)
-            project = load_project(path)
-            if project.excludes(path):
-                continue  # the project's `exclude`: never fixed, as never checked
-            file_select, file_ignore, file_env, file_args = with_project(
-                project, select=select, ignore=ignore, env=env, args=list(args or []), path=path)
-            read = (default_reader(file_env or None, file_args or None) if project.path is not None
-                    else command_line_reader)
-            script = read(source, path)
-            resolution = resolve_script(script, path, version=verl_version, config_dir=config_dir,
-                                        project=project)
-            release = resolution.base_release
-            memory_for = None
-            if memory is not None or project.gpu:  # the planner's memory model, loaded only when asked for
-                from generator.plan.memory_check import memory_checker
-
-                memory_for = memory_checker(memory, project.gpu)
-            check = without_silenced(default_checker(resolution.release, resolution=resolution,
-                                                     memory_for=memory_for))
-            result = fix_source(source, path, read=read, check=check, select=file_select, ignore=file_ignore,
-                                unsafe=unsafe, script=script)
+            context = file_context(path, request)
+            if context is None:
+                continue  # the project's `exclude`: never read nor fixed, as never checked
+            release = context.resolution.base_release
+            result = _fix_one(context, unsafe)
             if write and result.changed and path != "-":  # stdin's fixed text goes to stdout (the CLI)
-                _write(path, source, result.fixed)
+                _write(path, context.source, result.fixed)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
             yield FileFix(path, None, err, release)
             continue
         yield FileFix(path, result, release=release)
+
+
+def _fix_one(context: FileContext, unsafe: bool) -> FixResult:
+    """The fix loop over one file's text, checked as `gen check` checks it (its release, its memory
+    predictor, its suppression comments), repairing the findings of its codes."""
+    from generator.fix.engine import fix_source, without_silenced
+
+    return fix_source(context.source, context.path, read=context.read, check=without_silenced(context.checker()),
+                      select=context.select, ignore=context.ignore, unsafe=unsafe, script=context.script)
 
 
 def migrate_files(paths: list[str], *, to_version: str, from_version: str | None, write: bool,

@@ -75,7 +75,7 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
     from_variable = prov.source == "variable" or bool(prov.variable)
     try:
         if prov.quoting.startswith("py:"):  # a string literal in a Python launcher
-            from generator.pylaunch import py_requote
+            from generator.pylaunch.override_lists import py_requote
 
             style = prov.quoting[3:]
             quote = style.lstrip("rRuUfFbB")
@@ -303,7 +303,7 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
             return placement
         op = "" if config is None or edit.key in config.values else "+"
         if invocation.launcher in ("compose", "subprocess"):  # a Python launcher's list
-            from generator.pylaunch import insertion_for
+            from generator.pylaunch.override_lists import insertion_for
 
             text_edit, reason = insertion_for(script, invocation, f"{op}{edit.key}", hydra_text(edit.new))
         else:

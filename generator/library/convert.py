@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from generator.errors import InputError
 from generator.library.recipe import Recipe
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Candidate, PhaseMemory
+from generator.layout import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
 
 if TYPE_CHECKING:

@@ -15,9 +15,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, overload
 
-from generator.derive import Parallelism
 from generator.errors import InputError
-from generator.plan.candidate import Offload
+from generator.layout import Offload, Parallelism
 from generator.verl import ALGORITHMS, ROLLOUT_ENGINES
 from generator.versions import parse as parse_version
 

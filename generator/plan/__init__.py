@@ -1,13 +1,14 @@
 """Layout planning: which Megatron layout, batch sizes and memory knobs to use.
 
-`search` enumerates and ranks layouts, `memory` sizes each one phase by phase, `candidate`
-holds what they hand to `gen plan` and `gen recipe`.
+`search` is the entry point: `enumeration` lists the layouts, `sizing` chooses each one's knobs
+(memory from `memory`, phase by phase), `ranking` orders them; `result` holds what they hand to
+`gen plan` and `gen recipe`. The layout records themselves live in `generator.layout`.
 """
 
 from __future__ import annotations
 
 from generator.plan.batch import batch_sizes
-from generator.plan.candidate import Candidate, MemoryTerm, Offload, PhaseMemory, Plan
+from generator.plan.result import Plan
 from generator.plan.search import plan_layout
 
-__all__ = ["Candidate", "MemoryTerm", "Offload", "PhaseMemory", "Plan", "batch_sizes", "plan_layout"]
+__all__ = ["Plan", "batch_sizes", "plan_layout"]

@@ -49,7 +49,7 @@ from dataclasses import dataclass, replace
 from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
-from generator.plan.candidate import Candidate, MemoryTerm, PhaseMemory
+from generator.layout import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload

@@ -12,7 +12,7 @@ from typing import Any
 
 from generator.config.types import Config
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Candidate
+from generator.layout import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
 from generator.plan.script_setup import OPTIMIZER_OVERRIDES, MemoryOptions, setup_from_config
 from generator.rules.core import MemoryVerdict

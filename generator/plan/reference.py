@@ -12,7 +12,7 @@ from functools import lru_cache
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Plan
+from generator.plan.result import Plan
 from generator.plan.memory import MemorySetup
 from generator.plan.workload import Workload, algo_roles
 

@@ -17,7 +17,7 @@ from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Candidate, Offload
+from generator.layout import Candidate, Offload
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload

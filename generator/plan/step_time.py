@@ -38,7 +38,7 @@ from functools import lru_cache
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
-from generator.plan.candidate import Candidate, StepTime
+from generator.layout import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
 

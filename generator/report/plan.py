@@ -15,7 +15,8 @@ from generator.safe_text import one_line
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from generator.plan.candidate import Candidate, Plan, StepTime
+    from generator.layout import Candidate, StepTime
+    from generator.plan.result import Plan
 
 
 def candidate_dict(c: Candidate) -> dict[str, Any]:
@@ -88,7 +89,7 @@ def _offload_text(c: Candidate) -> str:
 
 
 def _row(index: int, plan: Plan, c: Candidate) -> list[str]:
-    from generator.plan.search import describe_layout
+    from generator.plan.enumeration import describe_layout
 
     phases = {p.phase: p.gib for p in c.memory}
     batching = (f"dyn {c.token_budget}/{c.log_prob_token_budget}" if c.use_dynamic_bsz

@@ -13,7 +13,6 @@ with pkgutil.
 from __future__ import annotations
 
 import dataclasses
-import os
 import pkgutil
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -44,28 +43,32 @@ def load_rules() -> dict[str, Rule]:
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
-# Rules that decide from DEFAULT values (a key left unset, whether a critic exists). When the
-# call's own config could not be found and the PPO defaults stand in, their verdicts would be
-# guesses, so they do not run (VK609 says why).
-DEFAULT_SENSITIVE = frozenset({"VB109", "VB201", "VB202", "VB203", "VB204", "VB205", "VB206", "VB207", "VB208",
-                               "VP305", "VD404", "VR510", "VX910"})
-
-
-# Rules whose verdict is arithmetic on verl's batch chain (P·n, the mini batch, DP). A fork that
-# repeats or regroups the batch outside that chain (generator/forks.py) makes their numbers
-# wrong, so they stand down and VB118 says so once.
-CHAIN_ARITHMETIC = frozenset({"VB101", "VB102", "VB103", "VB104", "VB105", "VB106", "VB107", "VB112", "VB113",
-                              "VB114", "VB116", "VB117", "VB206", "VB207", "VB208", "VB209", "VD402", "VD403"})
-# The code that says why they stood down. Every other batch rule (VB1xx, VB2xx: which micro-batch
+# The code that says why the chain_arithmetic rules stood down. Every other batch rule (VB1xx, VB2xx: which micro-batch
 # keys a call must set, how they pair) stands down with them: such a fork splits and validates
 # its batches in its own code (per agent, per sample group), so a verdict from verl's batch rules
 # next to "the batch rules stand down" would contradict it.
 FORK_CHAIN_CODE = "VB118"
 
 
-def stands_down_for_fork(code: str) -> bool:
-    """Whether a rule does not run on a call whose fork changes the batch chain."""
-    return code != FORK_CHAIN_CODE and (code in CHAIN_ARITHMETIC or code.startswith("VB"))
+def stands_down_for_fork(rule: Rule) -> bool:
+    """Whether a rule does not run on a call whose fork changes the batch chain (its
+    `chain_arithmetic` flag, or a batch rule other than VB118)."""
+    return rule.code != FORK_CHAIN_CODE and (rule.chain_arithmetic or rule.code.startswith("VB"))
+
+
+def reads_defaults(code: str) -> bool:
+    """Whether the rule of `code` decides from default values (its `reads_defaults` flag)."""
+    registered = REGISTRY.get(code)
+    return registered is not None and registered.reads_defaults
+
+
+def problem_code(kind: str) -> str:
+    """The code of the rule that reports a problem kind (generator.derive's LayoutProblem.kind, a
+    key-issue or shell-hazard kind): the rule whose `reports` flag names it. KeyError for none."""
+    for registered in load_rules().values():
+        if registered.reports == kind:
+            return registered.code
+    raise KeyError(kind)
 
 
 def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
@@ -101,9 +104,9 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     for rule in selected(select, ignore):
         if not _applies(rule, config, trainer):
             continue
-        if approximate and rule.code in DEFAULT_SENSITIVE:
+        if approximate and rule.reads_defaults:
             continue
-        if forked_chain and stands_down_for_fork(rule.code):
+        if forked_chain and stands_down_for_fork(rule):
             continue
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
@@ -169,7 +172,7 @@ def _scope_note(invocation: Invocation) -> str:
 
 
 def _inferred_default_note(resolution: Resolution, config: Config) -> str:
-    """What a DEFAULT_SENSITIVE finding adds when the defaults it relied on are those of a release
+    """What a finding of a `reads_defaults` rule adds when the defaults it relied on are those of a release
     inferred from the script's keys (no option, project file, project verl or installed verl named
     one): the verdict stands, but the user is told whose default it is and how to name the real
     release (docs/rules/defaults.md says why these rules run rather than stand down)."""
@@ -178,39 +181,44 @@ def _inferred_default_note(resolution: Resolution, config: Config) -> str:
     return f" [verl {resolution.base_release}'s default; the release was inferred from the script's keys]"
 
 
+CheckResults = list[tuple[Invocation | None, Config | None, list[Finding]]]
+MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict | None]
+
+
 def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
                  ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
-                 resolution: Resolution | None = None,
-                 memory_for: Callable[[Config, ModelFacts | None], MemoryVerdict | None] | None = None,
-                 ) -> list[tuple[Invocation | None, Config | None, list[Finding]]]:
-    """Check every live, conditional or loop call of a read script (dead branches are skipped).
+                 resolution: Resolution | None = None, memory_for: MemoryFor | None = None) -> CheckResults:
+    """`check_resolved` for a script whose release the caller has not resolved: `resolution`
+    when given, else resolved for the script (generator.schema.resolution) with `version` as
+    `--verl-version`. The commands resolve once per file and call `check_resolved` themselves.
+    Raises InputError for an unknown --verl-version or an unreadable --model-config."""
+    if resolution is None:
+        from generator.schema.resolution import resolve_script
+
+        resolution = resolve_script(script, version=version)
+    return check_resolved(script, resolution, select=select, ignore=ignore, model_config=model_config,
+                          config_root=config_root, memory_for=memory_for)
+
+
+def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iterable[str] = (),
+                   ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
+                   memory_for: MemoryFor | None = None) -> CheckResults:
+    """Check every live, conditional or loop call of a read script (dead branches are skipped)
+    against `resolution` (which verl judges it; each call's Config carries it).
 
     The first element, when the script has shell hazards, is (None, None, hazard findings).
     `config_root` is where `$PWD`-relative config paths start (the directory the script is run
-    from, usually the repository root). `resolution` says which verl to judge against; without
-    it, it is resolved for the script (generator.schema.resolution) with `version` as
-    `--verl-version`. Each call's Config carries it. `memory_for` predicts a call's memory (the
-    caller's, on the GPU it named) for the memory rules.
-    Raises InputError for an unknown --verl-version or an unreadable --model-config.
+    from, usually the repository root). `memory_for` predicts a call's memory (the caller's, on
+    the GPU it named) for the memory rules.
+    Raises InputError for an unreadable --model-config.
     """
-    from generator.config import build_config
-    from generator.schema.resolution import resolve_script
+    from generator.rules.calls import call_configs
 
-    if resolution is None:
-        resolution = resolve_script(script, version=version)
-    chosen = resolution.release
-    results: list[tuple[Invocation | None, Config | None, list[Finding]]] = []
+    results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
     results.append((None, None, hazards))
-    script_dir = os.path.dirname(os.path.abspath(script.path)) if script.path else None
     cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
-    for invocation in script.invocations:
-        if invocation.branch == "dead":
-            continue
-        config = build_config(invocation, version=chosen, script_dir=script_dir, config_root=config_root,
-                              stand_in=resolution.stand_in, search_dirs=resolution.search_dirs,
-                              ppo_entry=resolution.ppo_entry)
-        config.resolution = resolution.for_call(config.schema, config.config_dir)
+    for invocation, config in call_configs(script, resolution, config_root):
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None
         findings = check_config(config, model=model, invocation=invocation, script=script,
@@ -220,7 +228,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
             findings = [dataclasses.replace(f, message=f.message + note) for f in findings]
         inferred = _inferred_default_note(resolution, config)
         if inferred:
-            findings = [dataclasses.replace(f, message=f.message + inferred) if f.code in DEFAULT_SENSITIVE else f
+            findings = [dataclasses.replace(f, message=f.message + inferred) if reads_defaults(f.code) else f
                         for f in findings]
         results.append((invocation, config, findings))
     _judge_suppressions(script, results, select=select, ignore=ignore, memory=memory_for is not None)
@@ -229,7 +237,7 @@ def check_script(script: LaunchScript, *, version: str | None = None, select: It
     return results
 
 
-def _judge_suppressions(script: LaunchScript, results: list[tuple[Invocation | None, Config | None, list[Finding]]],
+def _judge_suppressions(script: LaunchScript, results: CheckResults,
                         *, select: Iterable[str], ignore: Iterable[str], memory: bool) -> None:
     """VS718/VS719 on the script's `# verl-gen: ignore` comments, judged over every finding of
     every call (before suppression), added to the script-level findings (results[0])."""
@@ -250,4 +258,4 @@ def _judge_suppressions(script: LaunchScript, results: list[tuple[Invocation | N
         hazards.sort(key=lambda f: (f.line or 0, f.code))
 
 
-__all__ = ["check_config", "check_script", "script_findings", "load_rules", "REGISTRY"]
+__all__ = ["check_config", "check_script", "check_resolved", "script_findings", "load_rules", "REGISTRY"]

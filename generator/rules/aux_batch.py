@@ -44,7 +44,8 @@ def _pair_findings(the_rule: Rule, view: ConfigReader, per_gpu: str, global_key:
                           f"[{role}] neither {short_pg} nor {short_g} is set", key=per_gpu, fix=fix)
 
 
-@rule("VB201", "rollout-logprob-micro-pair", severity="error", stage="load", verl_ref="A11, D5")
+@rule("VB201", "rollout-logprob-micro-pair", severity="error", stage="load", verl_ref="A11, D5",
+      reads_defaults=True)
 def rollout_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False:
@@ -53,7 +54,8 @@ def rollout_pair(ctx: Context) -> Iterator[Finding]:
                               view.int(ACTOR + "ppo_micro_batch_size_per_gpu"))
 
 
-@rule("VB202", "ref-logprob-micro-pair", severity="error", stage="load", verl_ref="A10")
+@rule("VB202", "ref-logprob-micro-pair", severity="error", stage="load", verl_ref="A10",
+      reads_defaults=True)
 def ref_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.actor_dynamic is not False or view.ref_used is not True:
@@ -62,7 +64,8 @@ def ref_pair(ctx: Context) -> Iterator[Finding]:
                               view.int(ACTOR + "ppo_micro_batch_size_per_gpu"))
 
 
-@rule("VB203", "megatron-ref-micro-missing", severity="error", stage="init", verl_ref="C3", backends=("megatron",))
+@rule("VB203", "megatron-ref-micro-missing", severity="error", stage="init", verl_ref="C3", backends=("megatron",),
+      reads_defaults=True)
 def megatron_ref_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.ref_used is not True or view.actor_dynamic is not True:
@@ -81,7 +84,8 @@ def _critic_static(view: ConfigReader) -> bool | None:
     return None if dynamic is None else not dynamic
 
 
-@rule("VB204", "critic-micro-pair", severity="error", stage="load", verl_ref="A14")
+@rule("VB204", "critic-micro-pair", severity="error", stage="load", verl_ref="A14",
+      reads_defaults=True)
 def critic_pair(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -112,7 +116,8 @@ def critic_pair(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VB205", "megatron-critic-micro-missing", severity="error", stage="runtime", verl_ref="D6",
-      backends=("megatron",))
+      backends=("megatron",),
+      reads_defaults=True)
 def megatron_critic_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True or _critic_static(view) is not False:
@@ -140,7 +145,8 @@ def _critic_chain(view: ConfigReader) -> tuple[derive.BatchChain, tuple[int, int
     return chain, pn, dp, mini
 
 
-@rule("VB206", "critic-mini-batch-chain", severity="error", stage="runtime", verl_ref="D4, C1", backends=("megatron",))
+@rule("VB206", "critic-mini-batch-chain", severity="error", stage="runtime", verl_ref="D4, C1", backends=("megatron",),
+      reads_defaults=True, chain_arithmetic=True)
 def critic_chain(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine or view.critic_used is not True:
@@ -166,7 +172,8 @@ def critic_chain(ctx: Context) -> Iterator[Finding]:
                           f"{chain.mini_batch_remainder})", fix=fix)
 
 
-@rule("VB207", "critic-mini-larger-than-train-batch", severity="error", stage="load", verl_ref="A16")
+@rule("VB207", "critic-mini-larger-than-train-batch", severity="error", stage="load", verl_ref="A16",
+      reads_defaults=True, chain_arithmetic=True)
 def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -181,7 +188,8 @@ def critic_mini_larger(ctx: Context) -> Iterator[Finding]:
                       f"critic.ppo_mini_batch_size {mini} > train_batch_size {pn[0]} (both count prompts)", fix=fix)
 
 
-@rule("VB208", "fsdp-critic-micro-does-not-divide", severity="error", stage="init", verl_ref="C12", backends=("fsdp",))
+@rule("VB208", "fsdp-critic-micro-does-not-divide", severity="error", stage="init", verl_ref="C12", backends=("fsdp",),
+      reads_defaults=True, chain_arithmetic=True)
 def fsdp_critic_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or _critic_static(view) is not True:
@@ -223,7 +231,8 @@ def critic_mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
                       f"({mini} % {micro} = {mini % micro})", key=C_MICRO_GLOBAL, fix=fix)
 
 
-@rule("VB209", "logprob-micro-larger-than-local-batch", severity="info", stage="silent", verl_ref="§1.5")
+@rule("VB209", "logprob-micro-larger-than-local-batch", severity="info", stage="silent", verl_ref="§1.5",
+      chain_arithmetic=True)
 def logprob_micro_large(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool(ROLLOUT + "log_prob_use_dynamic_bsz") is not False:

@@ -32,7 +32,8 @@ def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool |
 
 # --- A2 ---------------------------------------------------------------------------------------
 
-@rule("VB101", "minimal-batch-not-divisible", severity="error", stage="load", verl_ref="A2, G6")
+@rule("VB101", "minimal-batch-not-divisible", severity="error", stage="load", verl_ref="A2, G6",
+      chain_arithmetic=True)
 def minimal_batch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     # validate_config runs A2 whichever workers follow (verl/utils/config.py@v0.8.0 line 110,
@@ -72,7 +73,8 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
 
 # --- A6 ---------------------------------------------------------------------------------------
 
-@rule("VB102", "mini-batch-larger-than-train-batch", severity="error", stage="load", verl_ref="A6")
+@rule("VB102", "mini-batch-larger-than-train-batch", severity="error", stage="load", verl_ref="A6",
+      chain_arithmetic=True)
 def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not _static(view):
@@ -103,7 +105,8 @@ def _before_mini_check(version: str) -> bool:
 
 # --- D3 ---------------------------------------------------------------------------------------
 
-@rule("VB103", "step-not-divisible-by-dp", severity="error", stage="runtime", verl_ref="D3, D2")
+@rule("VB103", "step-not-divisible-by-dp", severity="error", stage="runtime", verl_ref="D3, D2",
+      chain_arithmetic=True)
 def step_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.auto_padding:
@@ -121,7 +124,8 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
 
 # --- C1/C10/D4 --------------------------------------------------------------------------------
 
-@rule("VB104", "per-rank-mini-batch-zero", severity="error", stage="runtime", verl_ref="C1, C10, D4")
+@rule("VB104", "per-rank-mini-batch-zero", severity="error", stage="runtime", verl_ref="C1, C10, D4",
+      chain_arithmetic=True)
 def mini_zero(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -133,7 +137,8 @@ def mini_zero(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(mini_zero, view, (MINI, N_KEY), f"{c.per_rank_equation()}: no sample per rank", fix=fix)
 
 
-@rule("VB105", "per-rank-mini-batch-floored", severity="warning", stage="silent", verl_ref="C1, H1")
+@rule("VB105", "per-rank-mini-batch-floored", severity="warning", stage="silent", verl_ref="C1, H1",
+      chain_arithmetic=True)
 def mini_floored(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -149,7 +154,8 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
                       f"responses, not {asked}", fix=fix)
 
 
-@rule("VB106", "local-batch-not-divisible-by-mini", severity="error", stage="runtime", verl_ref="D4, H3")
+@rule("VB106", "local-batch-not-divisible-by-mini", severity="error", stage="runtime", verl_ref="D4, H3",
+      chain_arithmetic=True)
 def local_not_divisible(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine:
@@ -183,7 +189,8 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                           fix=fix, severity="warning")
 
 
-@rule("VB107", "micro-does-not-divide-mini", severity="error", stage="init", verl_ref="C11, H2, A2")
+@rule("VB107", "micro-does-not-divide-mini", severity="error", stage="init", verl_ref="C11, H2, A2",
+      chain_arithmetic=True)
 def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     c = actor_batch(view)
@@ -231,7 +238,8 @@ def both_micro(ctx: Context) -> Iterator[Finding]:
                                   (KeyEdit(MICRO_GLOBAL, old, None),)))
 
 
-@rule("VB109", "missing-micro-batch", severity="error", stage="load", verl_ref="A4, A2b, G6, D5")
+@rule("VB109", "missing-micro-batch", severity="error", stage="load", verl_ref="A4, A2b, G6, D5",
+      reads_defaults=True)
 def missing_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     dynamic = view.actor_dynamic
@@ -303,7 +311,8 @@ def _rollout_mode(view: ConfigReader) -> str | None:
 
 
 @rule("VB112", "agent-loop-chunks", severity="error", stage="runtime", versions=VersionRange("0.5.0", None),
-      verl_ref="D1")
+      verl_ref="D1",
+      chain_arithmetic=True)
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
     from generator.release_semantics import semantics
 
@@ -327,7 +336,8 @@ def agent_chunks(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VB113", "sync-rollout-dispatch", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"),
-      verl_ref="G8, D1, §1.12")
+      verl_ref="G8, D1, §1.12",
+      chain_arithmetic=True)
 def sync_dispatch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "sync":
@@ -356,7 +366,8 @@ def sync_dispatch(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VB114", "balance-batch-world", severity="error", stage="runtime", versions=VersionRange(None, "0.6.1"),
-      verl_ref="G7, D2")
+      verl_ref="G7, D2",
+      chain_arithmetic=True)
 def balance_world(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.bool("trainer.balance_batch") is not True:
@@ -388,7 +399,8 @@ def global_micro_logprob(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VB116", "engine-mini-not-divisible", severity="error", stage="init", verl_ref="C15",
-      versions=VersionRange("0.7.0", None))
+      versions=VersionRange("0.7.0", None),
+      chain_arithmetic=True)
 def engine_mini(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.new_engine:
@@ -407,7 +419,8 @@ _CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI
                  ACTOR + "megatron.context_parallel_size")
 
 
-@rule("VB117", "batch-chain-undecided", severity="info", stage="static", verl_ref="§1")
+@rule("VB117", "batch-chain-undecided", severity="info", stage="static", verl_ref="§1",
+      chain_arithmetic=True)
 def chain_undecided(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     unknown = [(key, ctx.config.unknown[key]) for key in _CHAIN_INPUTS if key in ctx.config.unknown]

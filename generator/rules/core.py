@@ -138,6 +138,18 @@ class Rule:
     backends: tuple[str, ...] = ("megatron", "fsdp")
     # "trainer": only PPO-trainer calls (batch/parallel rules); "any": every Hydra call (keys, shell)
     scope: str = "trainer"
+    # Decides from DEFAULT values (a key left unset, whether a critic exists). When the call's own
+    # config could not be found and the PPO defaults stand in, its verdict would be a guess, so it
+    # does not run (VK609 says why); on a release inferred from the keys its message says whose
+    # default it read (docs/rules/defaults.md).
+    reads_defaults: bool = False
+    # Its verdict is arithmetic on verl's batch chain (P·n, the mini batch, DP): a fork that
+    # repeats or regroups the batch outside that chain (generator/forks.py) makes its numbers
+    # wrong, so it stands down (`stands_down_for_fork`) and VB118 says so once.
+    chain_arithmetic: bool = False
+    # For a rule of a family sharing one check (`family_rule`): the kind of problem it turns into
+    # findings (a generator.derive problem kind, a Config key-issue kind, a shell hazard kind).
+    reports: str = ""
 
     # The prose and the worked examples live in the rule catalog (read on first use).
     @property
@@ -250,17 +262,33 @@ def rule(code: str, name: str, *, severity: Severity, stage: Stage,
     return register
 
 
+def family_rule(check: Callable[[Rule, Context], Iterable[Finding]], code: str, name: str, *,
+                severity: Severity, stage: Stage, reports: str, **meta: Any) -> Rule:
+    """Register a rule of a family that shares one check: `check(rule, ctx)` is told which rule
+    it runs for, and reads what differs from its flags (`reports`: the problem kind it turns into
+    findings). The same Rule as `@rule` makes, without a function of its own."""
+
+    def check_one(ctx: Context) -> Iterable[Finding]:
+        return check(registered, ctx)
+
+    registered = rule(code, name, severity=severity, stage=stage, reports=reports, **meta)(check_one)
+    return registered
+
+
+def code_wanted(code: str, select: Iterable[str] = (), ignore: Iterable[str] = ()) -> bool:
+    """Whether `code` is chosen by code prefixes (ruff-style: 'VB' selects VB101, VB102, ...;
+    an ignored prefix wins over a selected one). The one home of the matching: `selected` picks
+    rules with it and the fix loop findings."""
+    select = tuple(select)
+    if select and not any(code.startswith(prefix) for prefix in select):
+        return False
+    return not any(code.startswith(prefix) for prefix in ignore)
+
+
 def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
-    """Rules chosen by code prefixes (ruff-style: 'VB' selects VB101, VB102, ...)."""
+    """Rules chosen by code prefixes (`code_wanted`), in code order."""
     select, ignore = tuple(select), tuple(ignore)
-    chosen = []
-    for code in sorted(REGISTRY):
-        if select and not any(code.startswith(s) for s in select):
-            continue
-        if any(code.startswith(i) for i in ignore):
-            continue
-        chosen.append(REGISTRY[code])
-    return chosen
+    return [REGISTRY[code] for code in sorted(REGISTRY) if code_wanted(code, select, ignore)]
 
 
 class KeyLines(Protocol):

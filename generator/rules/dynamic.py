@@ -73,7 +73,8 @@ def _vpp(view: ConfigReader) -> tuple[int, int] | None:
     return layout.pp, group
 
 
-@rule("VD402", "vpp-micro-batch-count", severity="error", stage="runtime", verl_ref="D9, E13", backends=("megatron",))
+@rule("VD402", "vpp-micro-batch-count", severity="error", stage="runtime", verl_ref="D9, E13", backends=("megatron",),
+      chain_arithmetic=True)
 def vpp_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
@@ -103,7 +104,8 @@ def vpp_micro(ctx: Context) -> Iterator[Finding]:
                               f"(VPP on, PP {pp})", key=key)
 
 
-@rule("VD403", "vpp-dynamic-rows", severity="error", stage="runtime", verl_ref="D8", backends=("megatron",))
+@rule("VD403", "vpp-dynamic-rows", severity="error", stage="runtime", verl_ref="D8", backends=("megatron",),
+      chain_arithmetic=True)
 def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     pp_group = _vpp(view)
@@ -120,7 +122,8 @@ def vpp_dynamic(ctx: Context) -> Iterator[Finding]:
                           f"micro-batch count exceeds the rows")
 
 
-@rule("VD404", "critic-token-cap-not-inherited", severity="info", stage="silent", verl_ref="H9")
+@rule("VD404", "critic-token-cap-not-inherited", severity="info", stage="silent", verl_ref="H9",
+      reads_defaults=True)
 def critic_cap(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if not view.critic_used or view.bool(CRITIC + "use_dynamic_bsz") is not True:

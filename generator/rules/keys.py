@@ -7,7 +7,7 @@ from functools import lru_cache
 from typing import Iterator
 
 from generator.shell.placeholders import is_placeholder
-from generator.rules.core import Context, Finding, Rule, Severity, Stage, rule
+from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
 from generator.forks import fork_code
@@ -64,28 +64,23 @@ def _message(issue: KeyIssue) -> str:
     return f"'{text}': {issue.detail or kind}"
 
 
-_KIND_OF = {"unknown-key": "unknown-key", "plus-on-existing-key": "plus-on-existing",
-            "delete-missing-key": "delete-missing", "renamed-key": "renamed", "removed-key": "removed",
-            "override-grammar": "grammar", "bad-value": "bad-value"}
+def _key_issue_findings(the_rule: Rule, ctx: Context) -> Iterator[Finding]:
+    yield from _issues(the_rule, ctx, the_rule.reports)
 
 
-def _kind_rule(code: str, name: str, severity: Severity = "error", stage: Stage = "load") -> Rule:
-    kind = _KIND_OF[name]
-
-    def check(ctx: Context) -> Iterator[Finding]:
-        yield from _issues(registered, ctx, kind)
-
-    registered = rule(code, name, severity=severity, stage=stage, verl_ref="§3", backends=_ANY, scope="any")(check)
-    return registered
-
-
-_kind_rule("VK601", "unknown-key")
-_kind_rule("VK602", "plus-on-existing-key")
-_kind_rule("VK603", "delete-missing-key")
-_kind_rule("VK604", "renamed-key", severity="error")
-_kind_rule("VK605", "removed-key")
-_kind_rule("VK606", "override-grammar")
-_kind_rule("VK607", "bad-value", stage="init")
+# One rule per kind of Config.key_issues (generator.config): (code, name, the kind it reports, stage).
+_KEY_ISSUE_RULES: tuple[tuple[str, str, str, Stage], ...] = (
+    ("VK601", "unknown-key", "unknown-key", "load"),
+    ("VK602", "plus-on-existing-key", "plus-on-existing", "load"),
+    ("VK603", "delete-missing-key", "delete-missing", "load"),
+    ("VK604", "renamed-key", "renamed", "load"),
+    ("VK605", "removed-key", "removed", "load"),
+    ("VK606", "override-grammar", "grammar", "load"),
+    ("VK607", "bad-value", "bad-value", "init"),
+)
+for _code, _name, _kind, _stage in _KEY_ISSUE_RULES:
+    family_rule(_key_issue_findings, _code, _name, severity="error", stage=_stage, reports=_kind, verl_ref="§3",
+                backends=_ANY, scope="any")
 
 
 @rule("VK608", "deprecated-val-batch-size", severity="warning", stage="load", verl_ref="A19", backends=_ANY,

@@ -115,7 +115,8 @@ def fp16_mbridge(ctx: Context) -> Iterator[Finding]:
 # From 0.8.0 the engine's TrainingWorker runs every critic backend (verl/trainer/main_ppo.py@v0.8.0
 # add_critic_worker), so the refusal is 0.7.x's alone.
 @rule("VX910", "engine-megatron-critic", severity="error", stage="init", versions=VersionRange("0.7.0", "0.7.1"),
-      verl_ref="B6", backends=_MEG)
+      verl_ref="B6", backends=_MEG,
+      reads_defaults=True)
 def engine_critic(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.new_engine and view.critic_used and view.str(CRITIC + "strategy") in ("megatron", None):

@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.edits import KeyEdit
-from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, family_rule, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
 from generator.verl import ROLLOUT
@@ -16,31 +16,33 @@ from generator.verl import ROLLOUT
 _MEG = ("megatron",)
 
 
-def _layout_rule(code: str, name: str, refs: str) -> Rule:
-    def check(ctx: Context) -> Iterator[Finding]:
-        yield from layout_findings(registered, ctx, with_model=True)
-
-    registered = rule(code, name, severity="error", stage="init", verl_ref=refs, backends=_MEG)(check)
-    return registered
+def _layout_with_model(the_rule: Rule, ctx: Context) -> Iterator[Finding]:
+    yield from layout_findings(the_rule, ctx, with_model=True)
 
 
-_layout_rule("VM801", "heads-not-divisible-by-tp", "E4")
-_layout_rule("VM802", "kv-heads-not-divisible-by-tp", "E5")
-_layout_rule("VM803", "ep-on-dense-model", "E6")
-_layout_rule("VM804", "experts-not-divisible-by-ep", "E7")
-_layout_rule("VM805", "layers-not-divisible-by-pp", "E8")
-_layout_rule("VM806", "uneven-pipeline-split-invalid", "E9")
-_layout_rule("VM807", "stage-layers-not-divisible-by-vpp", "E10, E9")
+# Megatron refuses the layout for this model: (code, name, the generator.derive problem kind, verl refs).
+_MODEL_LAYOUT_RULES = (
+    ("VM801", "heads-not-divisible-by-tp", "heads-by-tp", "E4"),
+    ("VM802", "kv-heads-not-divisible-by-tp", "kv-heads-by-tp", "E5"),
+    ("VM803", "ep-on-dense-model", "ep-on-dense", "E6"),
+    ("VM804", "experts-not-divisible-by-ep", "experts-by-ep", "E7"),
+    ("VM805", "layers-not-divisible-by-pp", "layers-by-pp", "E8"),
+    ("VM806", "uneven-pipeline-split-invalid", "uneven-pipeline-split", "E9"),
+    ("VM807", "stage-layers-not-divisible-by-vpp", "stage-layers-by-vpp", "E10, E9"),
+)
+for _code, _name, _kind, _refs in _MODEL_LAYOUT_RULES:
+    family_rule(_layout_with_model, _code, _name, severity="error", stage="init", reports=_kind, verl_ref=_refs,
+                backends=_MEG)
 
 
-@rule("VM808", "heads-not-divisible-by-rollout-tp", severity="error", stage="init", verl_ref="F1")
+@rule("VM808", "heads-not-divisible-by-rollout-tp", severity="error", stage="init", verl_ref="F1", reports="heads-by-rollout-tp")
 def rollout_heads(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     tp, gpus = view.int(ROLLOUT + "tensor_model_parallel_size"), view.gpus
     if ctx.model is None or not tp or tp <= 0 or gpus is None:
         return
     for problem in derive.rollout_problems(gpus, tp, model=ctx.model):
-        if problem.code == "VM808":
+        if problem.kind == rollout_heads.reports:
             yield ctx_finding(rollout_heads, view, (ROLLOUT + "tensor_model_parallel_size",), problem.message)
 
 

@@ -18,19 +18,20 @@ from generator.versions import parse
 
 _SIZE_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
               "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size")
+# The keys a finding of each generator.derive layout problem kind points at.
 _KEYS_FOR = {
-    "VP301": (MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
+    "model-parallel-grid": (MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
               MEGATRON + "context_parallel_size", "trainer.n_gpus_per_node"),
-    "VP302": (MEGATRON + "virtual_pipeline_model_parallel_size",),
-    "VP303": (MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size"),
-    "VP304": (MEGATRON + "tensor_model_parallel_size",),
-    "VM801": (MEGATRON + "tensor_model_parallel_size",),
-    "VM802": (MEGATRON + "tensor_model_parallel_size",),
-    "VM803": (MEGATRON + "expert_model_parallel_size",),
-    "VM804": (MEGATRON + "expert_model_parallel_size",),
-    "VM805": (MEGATRON + "pipeline_model_parallel_size",),
-    "VM806": (TRANSFORMER + "num_layers_in_first_pipeline_stage", TRANSFORMER + "num_layers_in_last_pipeline_stage"),
-    "VM807": (MEGATRON + "virtual_pipeline_model_parallel_size",),
+    "vpp-without-pp": (MEGATRON + "virtual_pipeline_model_parallel_size",),
+    "expert-grid": (MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size"),
+    "tp-across-nodes": (MEGATRON + "tensor_model_parallel_size",),
+    "heads-by-tp": (MEGATRON + "tensor_model_parallel_size",),
+    "kv-heads-by-tp": (MEGATRON + "tensor_model_parallel_size",),
+    "ep-on-dense": (MEGATRON + "expert_model_parallel_size",),
+    "experts-by-ep": (MEGATRON + "expert_model_parallel_size",),
+    "layers-by-pp": (MEGATRON + "pipeline_model_parallel_size",),
+    "uneven-pipeline-split": (TRANSFORMER + "num_layers_in_first_pipeline_stage", TRANSFORMER + "num_layers_in_last_pipeline_stage"),
+    "stage-layers-by-vpp": (MEGATRON + "virtual_pipeline_model_parallel_size",),
 }
 
 
@@ -45,8 +46,8 @@ def layout_findings(the_rule: Rule, ctx: Context, *, with_model: bool) -> Iterat
     if layout is None or (with_model and ctx.model is None):
         return
     for problem in _problems(layout, ctx.model if with_model else None):
-        if problem.code == the_rule.code:
-            keys = _KEYS_FOR.get(problem.code, (MEGATRON + "tensor_model_parallel_size",))
+        if problem.kind == the_rule.reports:
+            keys = _KEYS_FOR.get(problem.kind, (MEGATRON + "tensor_model_parallel_size",))
             yield ctx_finding(the_rule, view, keys, problem.message)
 
 
@@ -54,7 +55,7 @@ _MEG = ("megatron",)
 
 
 @rule("VP301", "world-not-divisible-by-model-parallel", severity="error", stage="load", verl_ref="E1, A1",
-      backends=_MEG)
+      backends=_MEG, reports="model-parallel-grid")
 def world_divisible(ctx: Context) -> Iterator[Finding]:
     # verl's load-time pre-check (A1) is skipped under dynamic bsz from 0.6.0 on; Megatron's own
     # check (E1) then fails when the workers start.
@@ -72,7 +73,7 @@ def _dynamic_skips_precheck(ctx: Context) -> bool:
         return True
 
 
-@rule("VP302", "vpp-needs-pp", severity="error", stage="init", verl_ref="E2", backends=_MEG)
+@rule("VP302", "vpp-needs-pp", severity="error", stage="init", verl_ref="E2", backends=_MEG, reports="vpp-without-pp")
 def vpp_needs_pp(ctx: Context) -> Iterator[Finding]:
     for finding in layout_findings(vpp_needs_pp, ctx, with_model=False):
         key = MEGATRON + "virtual_pipeline_model_parallel_size"
@@ -81,12 +82,12 @@ def vpp_needs_pp(ctx: Context) -> Iterator[Finding]:
                       Fix("remove virtual_pipeline_model_parallel_size", (KeyEdit(key, old, None),)))
 
 
-@rule("VP303", "expert-grid-not-divisible", severity="error", stage="init", verl_ref="E3", backends=_MEG)
+@rule("VP303", "expert-grid-not-divisible", severity="error", stage="init", verl_ref="E3", backends=_MEG, reports="expert-grid")
 def expert_grid(ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(expert_grid, ctx, with_model=False)
 
 
-@rule("VP304", "tp-crosses-nodes", severity="warning", stage="silent", verl_ref="§6.1", backends=_MEG)
+@rule("VP304", "tp-crosses-nodes", severity="warning", stage="silent", verl_ref="§6.1", backends=_MEG, reports="tp-across-nodes")
 def tp_in_node(ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(tp_in_node, ctx, with_model=False)
 
@@ -120,7 +121,8 @@ def _layout_differs(the_rule: Rule, view: ConfigReader, role: str, prefix: str, 
                               tuple(KeyEdit(k, o, a) for k, o, a in diffs)))
 
 
-@rule("VP305", "critic-layout-differs", severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG)
+@rule("VP305", "critic-layout-differs", severity="warning", stage="silent", verl_ref="H4, §1.2", backends=_MEG,
+      reads_defaults=True)
 def critic_layout(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.critic_used is not True or view.str(CRITIC + "strategy") not in (None, "megatron"):

@@ -39,7 +39,7 @@ def _layout_rule_findings(the_rule: Rule, ctx: Context, keys: tuple[str, ...]) -
     tp, dp, pp, ep = sizes
     for problem in derive.rollout_problems(gpus, tp, dp, pp, ep, gpus_per_node=view.gpus_per_node,
                                            engine=view.str(ROLLOUT + "name")):
-        if problem.code == the_rule.code:
+        if problem.kind == the_rule.reports:
             yield ctx_finding(the_rule, view, keys, problem.message)
 
 
@@ -53,13 +53,13 @@ def _stage_before_070(ctx: Context) -> Stage | None:
         return None
 
 
-@rule("VR501", "rollout-replica-not-dividing-gpus", severity="error", stage="init", verl_ref="C6")
+@rule("VR501", "rollout-replica-not-dividing-gpus", severity="error", stage="init", verl_ref="C6", reports="rollout-replica")
 def replica_divides(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_divides, ctx, (TP_R, DP_R, PP_R))
 
 
 @rule("VR502", "rollout-ep-mismatch", severity="error", stage="init", versions=VersionRange("0.6.0", None),
-      verl_ref="A25")
+      verl_ref="A25", reports="rollout-ep")
 def rollout_ep(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.str(ROLLOUT + "name") == "trtllm" and parse(view.version) >= (0, 7, 1):
@@ -73,7 +73,7 @@ def rollout_ep(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR503", "rollout-pipeline-parallel", severity="error", stage="init", versions=VersionRange("0.6.0", None),
-      verl_ref="A26")
+      verl_ref="A26", reports="rollout-pp")
 def rollout_pp(ctx: Context) -> Iterator[Finding]:
     for finding in _layout_rule_findings(rollout_pp, ctx, (PP_R,)):
         old = ctx.config.values.get(PP_R)
@@ -83,7 +83,7 @@ def rollout_pp(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR504", "rollout-replica-partial-node", severity="error", stage="runtime", versions=VersionRange("0.6.0",
-      None), verl_ref="D11")
+      None), verl_ref="D11", reports="rollout-replica-nodes")
 def replica_nodes(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
 
@@ -165,7 +165,8 @@ def val_temperature(ctx: Context) -> Iterator[Finding]:
 
 
 @rule("VR510", "rollout-name-missing", severity="error", stage="init", versions=VersionRange("0.6.0", None),
-      verl_ref="A27")
+      verl_ref="A27",
+      reads_defaults=True)
 def rollout_name(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ROLLOUT + "name"

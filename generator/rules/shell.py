@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 from generator.edits import TextEdit
 from generator.launch import Hazard, LaunchScript
 from generator.launch_shape import looks_like_launcher
-from generator.rules.core import Context, Finding, Fix, Rule, Severity, rule
+from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 
@@ -133,19 +133,14 @@ _FIXERS = {"comment-in-continuation": _comment_fix, "backslash-space": _backslas
            "brace-expansion": _quote_word_fix("split it by brace expansion")}
 
 
-def _hazard_rule(code: str, kind: str, severity: Severity) -> Rule:
-    def check(ctx: Context) -> Iterator[Finding]:
-        script = ctx.script
-        if script is None:
-            return
-        for hazard in script.hazards:
-            if hazard.kind != kind:
-                continue
-            yield registered.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
-
-    registered = rule(code, kind, severity=severity, stage="shell", verl_ref="", backends=_SCRIPT,
-                      scope="script")(check)
-    return registered
+def _hazard_findings(the_rule: Rule, ctx: Context) -> Iterator[Finding]:
+    script = ctx.script
+    if script is None:
+        return
+    for hazard in script.hazards:
+        if hazard.kind != the_rule.reports:
+            continue
+        yield the_rule.finding(hazard.message, line=hazard.line, fix=hazard_fix(script, hazard))
 
 
 # Each hazard the reader reports is one rule: (code, hazard kind, severity).
@@ -173,7 +168,8 @@ _HAZARD_RULES: tuple[tuple[str, str, Severity], ...] = (
     ("VS734", "blank-in-continuation", "error"),
 )
 for _code, _kind, _severity in _HAZARD_RULES:
-    _hazard_rule(_code, _kind, _severity)
+    family_rule(_hazard_findings, _code, _kind, severity=_severity, stage="shell", reports=_kind, verl_ref="",
+                backends=_SCRIPT, scope="script")
 
 
 def _strip_crs(script: LaunchScript, hazard: Hazard) -> Fix | None:

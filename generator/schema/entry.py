@@ -13,7 +13,7 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
-from generator.shell.pyentry import read_hydra_main
+from generator.pylaunch.hydra_main import read_hydra_main
 from generator.verl import PPO_CONFIG
 
 

@@ -20,7 +20,6 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
-import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -42,16 +41,10 @@ from generator.schema.core import (
 )
 from generator.schema.entry import ppo_entry_config
 from generator.schema.imports import ImportedVerl, imported_verl
-from generator.schema.releases import installed_verl, nearest_older, packaged_releases, read_version
+from generator.schema.releases import nearest_older, packaged_releases
+from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
 from generator.versions import parse
-
-# How many folders above the script are searched for the project's verl.
-MAX_LEVELS = 12
-# Where a verl package sits in a project folder: vendored (`verl/`), vendored in a `src/` layout
-# (`src/verl/`, installed with `package_dir={"": "src"}`, as agent forks of verl 0.2-0.3 do), or a
-# git submodule that holds verl's repository (`verl/verl/`, or any submodule path with a `verl/`).
-_PACKAGE_PLACES = (("verl",), ("src", "verl"), ("verl", "verl"))
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
 KeyUses = Sequence[tuple[str, str]]
@@ -125,7 +118,7 @@ def known_release(text: str, where: str) -> str:
 def known_config_dir(text: str) -> Path:
     """The folder `--config-dir` names; InputError when it holds no PPO trainer config."""
     folder = Path(text)
-    if not _has_ppo_config(folder):
+    if not has_ppo_config(folder):
         raise InputError(f"--config-dir {text}: no ppo_trainer.yaml or ppo_megatron_trainer.yaml there")
     from generator import boundary
 
@@ -175,7 +168,7 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         where = project.describe()
         pinned = known_release(project.verl_version, where) if project.verl_version else None
         for folder in project.config_dirs:
-            if _has_ppo_config(folder):
+            if has_ppo_config(folder):
                 return _from_config_dir(folder, pinned, f"config-dirs of {where}", keys)
         if pinned is not None:
             return Resolution(pinned, f"packaged schema {pinned}", f"verl-version of {where}")
@@ -257,7 +250,7 @@ def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> I
     """(where, keys) of each live call's own entry config found in the project: the composed
     `@hydra.main` config of an entry module other than verl's trainer."""
     from generator.schema.compose import ComposeError, compose, flatten
-    from generator.shell.pyentry import entry_config
+    from generator.pylaunch.hydra_main import entry_config
 
     for inv in invocations:
         if inv.branch == "dead" or inv.entry == PPO_ENTRY or not inv.entry:
@@ -281,26 +274,6 @@ def declared_release(source: bytes) -> str | None:
     """The release a script written by `gen recipe` says it is for; None for other scripts."""
     found = _RECIPE_HEADER.search(source[:2048])
     return found.group(1).decode("ascii") if found else None
-
-
-def find_project_verl(script_path: str) -> Path | None:
-    """The `verl/` package of the project a script belongs to: going up from the script's
-    folder, the first folder with a vendored `verl/trainer/config/` (or `src/verl/...`, a submodule's
-    `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
-    stops at the folder holding `.git`."""
-    here = Path(script_path).absolute().parent
-    for folder in [here, *here.parents][:MAX_LEVELS]:
-        for place in _PACKAGE_PLACES:
-            package = folder.joinpath(*place)
-            if _has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        for submodule in _submodule_paths(folder):
-            package = folder / submodule / "verl"
-            if _has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        if (folder / ".git").exists():
-            break
-    return None
 
 
 # has(release, key, config name): whether that release's schema has the key.
@@ -343,30 +316,6 @@ def infer_release(keys: KeyUses) -> tuple[str, str]:
 def _schema_has(schema: Schema, key: str, name: str) -> bool:
     config = name if name in schema.configs else PPO_CONFIGS[0]
     return schema.has(key, config)
-
-
-def _has_ppo_config(folder: Path) -> bool:
-    if not os.path.isdir(folder):  # one stat for the common case (no such folder), not one per name
-        return False
-    return any((folder / f"{prefix}{name}.yaml").is_file() for name in PPO_CONFIGS
-               for prefix in ("", "_generated_"))
-
-
-def _submodule_paths(folder: Path) -> list[str]:
-    """Paths of the git submodules declared in `folder/.gitmodules` (read as text, bounded)."""
-    modules = folder / ".gitmodules"
-    try:
-        if not modules.is_file() or modules.stat().st_size > 65536:
-            return []
-        text = modules.read_text(encoding="utf-8", errors="replace")
-    except OSError:
-        return []
-    out = []
-    for line in text.splitlines():
-        name, sep, value = line.partition("=")
-        if sep and name.strip() == "path" and value.strip() and ".." not in value:
-            out.append(value.strip())
-    return out
 
 
 # config folder -> the schema id it was registered under in this run.
@@ -477,7 +426,7 @@ def _from_installed(version: str, package: Path) -> Resolution | None:
         return Resolution(version_id, f"packaged schema {version_id}", reason)
     folder = package.joinpath(*CONFIG_SUBDIR)
     base = _base_of(version_id)
-    if _has_ppo_config(folder) and base is not None:
+    if has_ppo_config(folder) and base is not None:
         # An installed verl is upstream's: registered under its own version (not as a project
         # tree), so that upstream's key history (renames, removals) still explains its keys.
         register_dir(version_id, folder, source=f"installed verl {version} at {package}", listed=False)

@@ -15,7 +15,7 @@ from generator.config.reader import as_bool, as_float, as_int
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.plan.candidate import Candidate, Offload
+from generator.layout import Candidate, Offload
 from generator.script.algorithms import algorithm_of
 from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 

@@ -22,11 +22,10 @@ from typing import TYPE_CHECKING, cast
 
 from generator.launch import Hazard, Invocation
 from generator.launch_shape import names_trainer
-from generator.shell.context import CommandRecord, EvaluatorParts, Flow
+from generator.shell.context import CommandRecord, EvaluatorParts, FileCtx, Flow, State
 from generator.shell.builtins import SOURCE_BUDGET
 from generator.shell.comment_subst import mask_comment_substitutions
-from generator.shell.context import FileCtx
-from generator.shell.model import Field, Piece, State, Var, as_text, from_text
+from generator.shell.model import Field, Piece, Var, as_text, from_text
 from generator.shell.restring import definition_word, fields_region, reparse_text
 from generator.shell.words import Expander, ExpansionHost
 

@@ -13,7 +13,7 @@ from generator.shell.model import Field, Group, Piece, as_text, pieces_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
-from generator.shell.pyentry import entry_config
+from generator.pylaunch.hydra_main import entry_config
 from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 

@@ -17,6 +17,7 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.launch_shape import looks_like_launcher
+from generator.shell.source_text import QUOTED_TYPES, continues, in_quoted_text, line_from
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
@@ -26,7 +27,6 @@ _HOME_PATH = re.compile(r"/home/([^/\s]+)/")
 _ERREXIT = re.compile(r"^[ \t]*set[ \t]+(?:-[a-zA-Z]*e[a-zA-Z]*\b|-o[ \t]+errexit\b|.*[ \t]-[a-zA-Z]*e[a-zA-Z]*\b)",
                       re.MULTILINE)
 _SHEBANG_E = re.compile(r"\A#![^\n]*\bbash[ \t]+-[a-zA-Z]*e")
-_SKIPPED = frozenset({"string", "raw_string", "heredoc_body", "heredoc_redirect", "comment", "ansi_c_string"})
 _MAX_NODES = 200_000
 
 
@@ -39,7 +39,7 @@ def _commands(tree: Tree) -> list[Node]:
         seen += 1
         if node.type == "command":
             out.append(node)
-        if node.type not in _SKIPPED:
+        if node.type not in QUOTED_TYPES:
             stack.extend(node.children)
     return sorted(out, key=lambda n: n.start_byte)
 
@@ -82,15 +82,6 @@ def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) ->
     return out
 
 
-def _quoted(tree: Tree, offset: int) -> bool:
-    node = tree.root_node.descendant_for_byte_range(offset, offset + 1)
-    while node is not None:
-        if node.type in _SKIPPED:
-            return True
-        node = node.parent
-    return False
-
-
 def _errexit_line(src: str, line_of: Callable[[int], int]) -> tuple[int, int] | None:
     """(line, offset) of the first `set -e` (or `-o errexit`, or `bash -e` in the shebang)."""
     if _SHEBANG_E.match(src):
@@ -107,14 +98,11 @@ def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> lis
         if k < 0:
             return out
         start = k + 2
-        j = k - 1
-        while j >= 0 and src[j] == "\\":
-            j -= 1
-        if (k - j - 1) % 2 == 1:
+        if not continues(src, k + 1):
             continue  # the backslash is escaped
         nl = src.find("\n", start)
         blank_end = len(src) if nl < 0 else nl
-        if src[start:blank_end].strip() or _quoted(tree, k):
+        if src[start:blank_end].strip() or in_quoted_text(tree, k):
             continue  # the next line is not blank, or the backslash is quoted text
         rest_start = blank_end + 1
         while rest_start < len(src):  # the next line of code: past blank and comment lines
@@ -124,8 +112,7 @@ def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> lis
             if code and not code.startswith("#"):
                 break
             rest_start = nxt_end + 1
-        nxt_end = src.find("\n", rest_start)
-        following = src[rest_start : len(src) if nxt_end < 0 else nxt_end].strip()
+        following = line_from(src, rest_start).strip()
         if not following or not (following.startswith("-") or looks_like_launcher(following.encode("latin-1"))):
             continue  # nothing after it that belonged to the command
         line = line_of(start)

@@ -8,8 +8,8 @@ import re
 from typing import TYPE_CHECKING, Callable
 
 from generator.shell import arith, patterns
-from generator.shell.context import EvaluatorParts, Flow, squash
-from generator.shell.model import State, as_text, has_unknown, pieces_text
+from generator.shell.context import EvaluatorParts, Flow, State, squash
+from generator.shell.model import as_text, has_unknown, pieces_text
 from generator.shell.scan import WordError
 from generator.shell.scope import merge_states
 from generator.shell.truth import both, compare, either, evaluate_test, negate

@@ -10,7 +10,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
-from generator.shell.model import Field, State, Var, Work
+from generator.shell.model import Field, Piece, Var, Work
 
 if TYPE_CHECKING:  # pragma: no cover
     from tree_sitter import Node, Tree
@@ -39,6 +39,32 @@ class FileCtx:
 
     def span(self, a: int, b: int) -> Span:
         return Span(a, b, self.line_of(a))
+
+
+@dataclass(slots=True)
+class State:
+    """Everything the script has set so far. Copied (shallowly) for branches."""
+
+    vars: dict[str, Var] = field(default_factory=dict)
+    args: list[list[Piece]] = field(default_factory=list)
+    args_label: str | None = None  # set when the positional args are unknown (inside a function)
+    args_from_script: bool = True  # the positional args are (or carry) the script's own "$@"
+    functions: dict[str, tuple[Node, FileCtx]] = field(default_factory=dict)
+    cwd: str | None = ""  # relative to the script's directory; None = unknown
+    unknown_sources: list[str] = field(default_factory=list)
+    exited: bool = False
+
+    def copy(self) -> State:
+        return State(
+            vars=dict(self.vars),
+            args=list(self.args),
+            args_label=self.args_label,
+            args_from_script=self.args_from_script,
+            functions=dict(self.functions),
+            cwd=self.cwd,
+            unknown_sources=list(self.unknown_sources),
+            exited=self.exited,
+        )
 
 
 @dataclass(frozen=True)

@@ -9,6 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Invocation, Span
+from generator.shell.source_text import continues, in_quoted_text, line_from
 from generator.shell.scan import (
     WordError,
     find_backtick,
@@ -20,26 +21,6 @@ if TYPE_CHECKING:
     from tree_sitter import Tree
 
 _BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
-_QUOTED_TYPES = {"comment", "string", "raw_string", "heredoc_body", "ansi_c_string", "heredoc_redirect"}
-
-
-def _inside(tree: Tree, offset: int, types: set[str]) -> bool:
-    node = tree.root_node.descendant_for_byte_range(offset, offset + 1)
-    while node is not None:
-        if node.type in types:
-            return True
-        node = node.parent
-    return False
-
-
-def _continues(src: str, line_end: int) -> bool:
-    """Does the line ending at `line_end` (index of its newline) end with a continuation?"""
-    j = line_end - 1
-    count = 0
-    while j >= 0 and src[j] == "\\":
-        count += 1
-        j -= 1
-    return count % 2 == 1
 
 
 def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
@@ -60,14 +41,14 @@ def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Ha
         line_start = src.rfind("\n", 0, start) + 1
         if src[line_start:start].strip():
             continue  # a trailing comment, not a comment line
-        if line_start == 0 or not _continues(src, line_start - 1):
+        if line_start == 0 or not continues(src, line_start - 1):
             continue
         prev_start = src.rfind("\n", 0, line_start - 1) + 1
         if src[prev_start:line_start].lstrip().startswith("#"):
             continue  # the previous line is itself a comment
         nl = src.find("\n", start)
         end = len(src) if nl < 0 else nl + 1
-        following = src[end : src.find("\n", end) if src.find("\n", end) >= 0 else len(src)].strip()
+        following = line_from(src, end).strip()
         if not following:
             continue
         line = line_of(start)
@@ -83,7 +64,7 @@ def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Ha
             j -= 1
         if (pos - j - 1) % 2 == 1:
             continue  # the backslash is itself escaped
-        if _inside(tree, pos, _QUOTED_TYPES):
+        if in_quoted_text(tree, pos):
             continue
         line_start = src.rfind("\n", 0, pos) + 1
         if src[line_start:pos].lstrip().startswith("#"):

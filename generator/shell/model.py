@@ -6,13 +6,8 @@ and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Iterable
-
-if TYPE_CHECKING:
-    from tree_sitter import Node
-
-    from generator.shell.context import FileCtx
+from dataclasses import dataclass
+from typing import Iterable
 
 
 def as_text(latin: str) -> str:
@@ -211,29 +206,3 @@ class Field:
     @property
     def unknowns(self) -> list[str]:
         return [p.unknown for p in self.pieces if p.unknown]
-
-
-@dataclass(slots=True)
-class State:
-    """Everything the script has set so far. Copied (shallowly) for branches."""
-
-    vars: dict[str, Var] = field(default_factory=dict)
-    args: list[list[Piece]] = field(default_factory=list)
-    args_label: str | None = None  # set when the positional args are unknown (inside a function)
-    args_from_script: bool = True  # the positional args are (or carry) the script's own "$@"
-    functions: dict[str, tuple[Node, FileCtx]] = field(default_factory=dict)
-    cwd: str | None = ""  # relative to the script's directory; None = unknown
-    unknown_sources: list[str] = field(default_factory=list)
-    exited: bool = False
-
-    def copy(self) -> State:
-        return State(
-            vars=dict(self.vars),
-            args=list(self.args),
-            args_label=self.args_label,
-            args_from_script=self.args_from_script,
-            functions=dict(self.functions),
-            cwd=self.cwd,
-            unknown_sources=list(self.unknown_sources),
-            exited=self.exited,
-        )

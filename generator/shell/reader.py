@@ -8,6 +8,7 @@ from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, LaunchScript, Span
+from generator.pylaunch.override_lists import read_launcher
 from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
 from generator.shell.calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
@@ -15,7 +16,8 @@ from generator.shell.calls import (argument_hazards, launcher_placeholder_hazard
 from generator.shell.hazards import (crlf_hazard, has_unquoted_glob, invisible_hazards, text_hazards,
                                      unused_option_hazards)
 from generator.shell.model import WORK_LIMIT, TooMuchWork, as_text
-from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT
+from generator.files import MAX_TRAINER_CALLS, SCRIPT_LIMIT, STDIN, read_input
+from generator.project_root import enter
 from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
 from generator.shell.callee import in_callee, unread_call
@@ -39,8 +41,6 @@ def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | No
             raise InputError("no script given")
         source = _read_bytes(name)
     if name is not None and name.endswith(".py"):
-        from generator.pylaunch import read_launcher
-
         try:
             launcher = read_launcher(source, name)
         except RecursionError:  # depth is checked before parsing; this is the last line of defence
@@ -65,10 +65,7 @@ def read_file(path: str | os.PathLike[str], env: dict[str, str] | None = None,
 def _read_bytes(name: str) -> bytes:
     """A launch file's bytes. generator.files.read_input refuses FIFOs and devices before
     opening them and caps the size; InputError (one line, naming the file) otherwise."""
-    from generator import boundary
-    from generator.files import STDIN, read_input
-
-    boundary.enter(os.getcwd() if name == STDIN else name)
+    enter(os.getcwd() if name == STDIN else name)
     try:
         return read_input(name, trusted=True)  # named by the user; the project's cap for a launch script (generator.files)
     except InputError as err:

@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from generator.launch import unknown_marker
 from generator.shell import arith
-from generator.shell.context import ASSIGN, EvaluatorParts, Flow, merged_ranges
-from generator.shell.model import (BREAK, TOO_LARGE, Elem, Field, Group, Piece, State, Var, as_text, has_unknown,
+from generator.shell.context import ASSIGN, EvaluatorParts, Flow, State, merged_ranges
+from generator.shell.model import (BREAK, TOO_LARGE, Elem, Field, Group, Piece, Var, as_text, has_unknown,
                                    pieces_text, too_large, var_size)
 from generator.shell.scan import WordError
 from generator.shell.words import def_group

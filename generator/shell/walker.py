@@ -18,8 +18,8 @@ from generator.launch import Hazard, unknown_marker
 from generator.shell.builtins import Builtins
 from generator.shell.callee import Callees
 from generator.shell.conditions import Conditions
-from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, line_starts_of, merged_ranges, squash
-from generator.shell.model import Field, Piece, State, Var, Work, as_text, from_text, pieces_text
+from generator.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, State, line_starts_of, merged_ranges, squash
+from generator.shell.model import Field, Piece, Var, Work, as_text, from_text, pieces_text
 from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.eval_words import eval_fields, string_args
 from generator.shell.scan import WordError

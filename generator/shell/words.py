@@ -11,7 +11,7 @@ Nothing is ever run: `$(…)` and backticks become `<?cmd:…>` unknowns.
 from __future__ import annotations
 
 import re
-from typing import TYPE_CHECKING, Protocol
+from typing import Protocol
 
 from generator.launch import unknown_marker
 from generator.shell import arith, patterns
@@ -20,9 +20,6 @@ from generator.shell.fields import split_fields
 from generator.shell.model import (TOO_LARGE, Field, Group, Piece, Var, Work, has_unknown, label_text, pieces_text,
                                     size_of, too_large)
 from generator.shell.scan import WordError, find_backtick, find_close_quote, find_dollar_close, split_words
-
-if TYPE_CHECKING:  # pragma: no cover
-    from generator.shell.model import State
 
 _PLAIN = re.compile(r"[^\\'\"$`]+")
 _PLAIN_DQ = re.compile(r"[^\\\"$`]+")
@@ -531,7 +528,6 @@ class Expander:
 class ExpansionHost(Protocol):
     """What the expander needs from the evaluator (see walker.Evaluator)."""
 
-    state: State
     work: Work
 
     def lookup_pieces(self, name: str, a: int, b: int, *, dq: bool, index: str | None = None,

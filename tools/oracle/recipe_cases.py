@@ -9,7 +9,7 @@ counts must pass verl 0.9.1's validation). Only scripts written for `version` ar
 
 from __future__ import annotations
 
-from generator.render.matrix import planned_scripts, trainer_call
+from generator.plan.planned_scripts import planned_scripts, trainer_call
 
 from .cases import Case, _model_path
 

@@ -1,8 +1,10 @@
-"""Reading Python launchers and Hydra entry modules with libcst (imported lazily).
+"""The override lists of a Python launcher, read with libcst (imported lazily: only a `.py`
+launcher pays for it).
 
 Its job: read the override lists a Python launcher builds (`compose(..., overrides=[...])` or a
   subprocess command list `["python3", "-m", "verl.trainer.main_ppo", "key=value", ...]`) with
-  byte spans, and set keys in them with the same minimal-edit guarantees as shell scripts.
+  byte spans, as a LaunchScript, and the TextEdits that set keys in them with the same
+  minimal-edit guarantees as shell scripts (generator.fix applies them).
 
 Nothing here imports or runs the user's code: it is parsed, never executed.
 """
@@ -11,23 +13,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Iterable, Sequence, cast
+from typing import Any, Iterable, Sequence, cast
 
-from generator.errors import InputError
-# Reading `@hydra.main` needs no concrete syntax tree; it lives with the reader (stdlib ast).
-from generator.shell.pyentry import (  # noqa: F401 - re-exported: the launcher API in one place
-    EntryConfig,
-    HydraMain,
-    entry_config,
-    find_entry_file,
-    read_hydra_main,
-)
 from generator.edits import KeyEdit, TextEdit
-from generator.shell.pysource import Chunk, chunks_with_strings
+from generator.errors import InputError
+from generator.launch import Invocation, LaunchScript, Op, Override, Provenance, Span
+from generator.overrides import format_value
+from generator.pylaunch.chunks import Chunk, chunks_with_strings
 from generator.verl import PPO_ENTRY
-
-if TYPE_CHECKING:
-    from generator.launch import Invocation, LaunchScript
 
 _OVERRIDE = re.compile(r"^(\+\+|\+|~)?([A-Za-z_][\w.@/-]*)(=(.*))?$", re.S)
 _SUBPROCESS_CALLS = {"run", "Popen", "call", "check_call", "check_output", "execvp", "execv"}
@@ -150,7 +143,7 @@ def read_override_lists(source: bytes | str, path: str | None = None) -> list[Py
     (`overrides=[...]`), subprocess command lists, and plain lists of overrides assigned to a name.
     A list counts when at least one element is an override-looking string literal.
     The file is checked (depth, syntax) first, and only the top-level statements holding an
-    override-looking string are parsed into a concrete syntax tree (see shell/pysource.py)."""
+    override-looking string are parsed into a concrete syntax tree (see pylaunch/chunks.py)."""
     data = source.encode("utf-8") if isinstance(source, str) else source
     found: list[PyOverrideList] = []
     for chunk in chunks_with_strings(data, path, lambda text: _looks_like_override(text) is not None):
@@ -259,12 +252,6 @@ def py_requote(text: str, prefix: str, quote: str) -> str:
     return escaped
 
 
-def _format_value(value: Any) -> str:
-    from generator.fix.values import hydra_text
-
-    return hydra_text(value)
-
-
 def key_edits_to_text_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *,
                             path: str | None = None) -> tuple[list[TextEdit], list[str]]:
     """TextEdits that set each key in the Python launcher's override lists, and one reason per
@@ -276,7 +263,7 @@ def key_edits_to_text_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *
     edits: list[TextEdit] = []
     refused: list[str] = []
     for key_edit in key_edits:
-        new_value = _format_value(key_edit.new)
+        new_value = format_value(key_edit.new)
         hits = [(lst, ov) for lst in lists for ov in lst.overrides if ov.key == key_edit.key and ov.op != "~"]
         if hits:
             lst, ov = hits[-1]
@@ -314,28 +301,16 @@ def _append_element(data: bytes, lst: PyOverrideList, text: str) -> TextEdit:
     return TextEdit(last_end, last_end, f", {literal}")
 
 
-def apply_key_edits(source: bytes | str, key_edits: Sequence[KeyEdit], *, path: str | None = None
-                    ) -> tuple[bytes, list[str]]:
-    """Set keys in a Python launcher's override lists; returns the new bytes and refusals."""
-    from generator.fix.edits import apply_edits
-
-    data = source.encode("utf-8") if isinstance(source, str) else source
-    edits, refused = key_edits_to_text_edits(data, key_edits, path=path)
-    return apply_edits(data, edits), refused
-
-
 # --- a Python launcher as a read model ------------------------------------------------------
 
 PY_QUOTING = "py:"  # Provenance.quoting prefix for a Python string literal: "py:" + prefix + quote
 
 
-def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript":
+def read_launcher(source: bytes | str, path: str | None = None) -> LaunchScript:
     """A Python launcher as a LaunchScript: one invocation per override list that runs a Hydra
     entry (`compose(...)` → verl.trainer.main_ppo's config; a subprocess list with `-m MODULE`).
     Each override's provenance points at the value inside its string literal, so the same fix
     machinery edits it; a literal with escape sequences is not editable (span None)."""
-    from generator.launch import Invocation, LaunchScript, Op, Override, Provenance, Span
-
     data = source.encode("utf-8") if isinstance(source, str) else source
     script = LaunchScript(path=path, source=data)
     for lst in read_override_lists(data, path):
@@ -359,7 +334,7 @@ def read_launcher(source: bytes | str, path: str | None = None) -> "LaunchScript
     return script
 
 
-def insertion_for(script: "LaunchScript", invocation: "Invocation", key: str, value_text: str
+def insertion_for(script: LaunchScript, invocation: Invocation, key: str, value_text: str
                   ) -> tuple[TextEdit | None, str | None]:
     """Append `key=value` to the override list of a Python launcher's invocation."""
     for lst in read_override_lists(script.source, script.path):

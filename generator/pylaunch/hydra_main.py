@@ -2,9 +2,9 @@
 
 A recipe entry such as `recipe.dapo.main_dapo` runs with its own default config unless the
 call names another one. Reading that decorator is part of reading the launch, so it lives with
-the shell reader, below `config/`. The module is parsed with the standard library's `ast`
-(fast, no import of the user's code, nothing executed); editing Python launchers, which needs
-a concrete syntax tree, lives in `generator.pylaunch`.
+the Python launcher reader, below the shell reader and `config/`. The module is parsed with the
+standard library's `ast` (fast, no import of the user's code, nothing executed); the override
+lists of a Python launcher, which need a concrete syntax tree, are pylaunch/override_lists.py.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
-from generator.shell.pysource import checked_tree
+from generator.pylaunch.chunks import checked_tree
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ def _literal_str(node: ast.expr) -> str | None:
 
 def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
     """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
-    # Syntax and depth checked by CPython's parser and an iterative count (see pysource.py).
+    # Syntax and depth checked by CPython's parser and an iterative count (see chunks.py).
     module = checked_tree(source.encode("utf-8") if isinstance(source, str) else source, path)
     main_from_hydra = any(
         isinstance(stmt, ast.ImportFrom) and stmt.module == "hydra"

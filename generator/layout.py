@@ -1,10 +1,48 @@
-"""What the planner hands to `gen recipe` and `gen plan`: one evaluated layout."""
+"""The layout records every layer shares, with no logic beyond their own fields.
+
+`Parallelism` is how Megatron splits the actor; `Candidate` is a layout with the knobs sized for
+it (offload, micro batches, gpu_memory_utilization), its memory per phase and its estimated step
+time. The rules (derive.Layout), the planner, the script reader, the renderer and the recipe
+library all speak these types, so they live beneath every one of them.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass
+from typing import TypedDict
 
-from generator.derive import Parallelism
+
+class ParallelSizes(TypedDict):
+    """Parallelism's fields as keyword arguments (typed, so `Candidate(**layout.sizes(), ...)` checks)."""
+
+    tp: int
+    pp: int
+    cp: int
+    ep: int
+    etp: int | None
+    vpp: int | None
+    first_stage_layers: int | None
+    last_stage_layers: int | None
+
+
+@dataclass(frozen=True, slots=True)
+class Parallelism:
+    """How Megatron splits the actor: the one layout type the rules (Layout), the planner
+    (Candidate) and the recipe library share."""
+
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None  # None: Megatron uses TP
+    vpp: int | None = None
+    first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
+    last_stage_layers: int | None = None
+
+    def sizes(self) -> ParallelSizes:
+        """These fields as keyword arguments, to build another Parallelism type from this one."""
+        return ParallelSizes(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, etp=self.etp, vpp=self.vpp,
+                             first_stage_layers=self.first_stage_layers, last_stage_layers=self.last_stage_layers)
 
 
 @dataclass(frozen=True, slots=True)
@@ -96,29 +134,3 @@ class Candidate(Parallelism):
         if self.recompute:
             names.append("recompute" if short else "full recompute")
         return names
-
-
-@dataclass(slots=True)
-class Plan:
-    model: str
-    gpus: int
-    nodes: int
-    gpu: str
-    candidates: list[Candidate] = field(default_factory=list)
-    chosen: int | None = None
-    rejected: list[tuple[str, str]] = field(default_factory=list)  # (layout, reason)
-    # Added by the planner (additive): the batch the layouts were sized for.
-    algo: str = "grpo"
-    n: int = 1
-    prompt_len: int = 1024
-    response_len: int = 1024
-    train_batch_size: int = 0  # prompts per step (data.train_batch_size)
-    ppo_mini_batch_size: int = 0  # prompts per optimizer step (actor.ppo_mini_batch_size)
-    gpu_memory_gib: float = 0.0
-    # Per candidate: the first ranking criterion on which the first candidate beats it (None for
-    # the first, for a tie, or when only one layout was evaluated).
-    rank_reasons: list[str | None] = field(default_factory=list)
-
-    @property
-    def best(self) -> Candidate | None:
-        return None if self.chosen is None else self.candidates[self.chosen]

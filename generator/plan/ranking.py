@@ -1,0 +1,121 @@
+"""Ranking sized layouts (lexicographic, RANK_CRITERIA names each position): fits; shorter
+estimated step time (generator.plan.step_time, calibrated on published verl runs; times within ~3 %
+tie); then, to break ties: no CPU optimizer; no recompute; fewer offload flags (no offload where the
+layout fits without); micro batches of at least ~4k tokens; expert groups inside a node; smaller
+TP·PP·CP (more data parallelism); smaller pipeline bubble; more rollout memory; bigger micro batch;
+smaller rollout TP. `optimistic_key` is the best key a layout could reach before it is sized (its
+step-time floor: no offload, dynamic batches, the best rollout TP), which lets the search stop early.
+"""
+
+from __future__ import annotations
+
+import math
+
+from generator.derive import Layout
+from generator.layout import Candidate, Parallelism
+from generator.model import ModelFacts
+from generator.plan.enumeration import powers_of_two
+from generator.plan.engine import engine_memory
+from generator.plan.setting import Setting
+from generator.plan.sizing import GMU_STEPS
+from generator.plan.step_time import estimate_step_time
+from generator.plan.workload import Workload, algo_roles
+
+EFFICIENT_MICRO_TOKENS = 4096
+
+
+def _bubble(c: Parallelism) -> float:
+    """Pipeline-bubble fraction proxy: (PP−1)/(PP·VPP)."""
+    return (c.pp - 1) / (c.pp * (c.vpp or 1))
+
+
+def micro_tokens(c: Candidate, seq_len: int) -> int:
+    """Tokens in one training micro-batch on one GPU (before the CP split)."""
+    return (c.token_budget or seq_len) * c.cp if c.use_dynamic_bsz else c.micro_batch_per_gpu * seq_len
+
+
+def _expert_tp(layout: Parallelism, moe: bool) -> int:
+    return (layout.tp if layout.etp is None else layout.etp) if moe else 0  # expert GEMMs split over TP are small
+
+
+def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> bool:
+    """An expert-parallel group (EP·ETP ranks) wider than a node: every MoE layer's all-to-all
+    then crosses the network. verl's MoE scripts keep EP inside a node (Qwen3-30B: EP8 on
+    8-GPU nodes), so the ranking prefers that when the rest is close."""
+    return moe and gpus_per_node > 0 and layout.ep * _expert_tp(layout, moe) > gpus_per_node
+
+
+# rank_key's tuple, compared in order (RANK_CRITERIA names each position); smaller ranks first.
+RankKey = tuple[bool, int, float, bool, int, bool, bool, int, float, int, int, float, float, int]
+STEP_BUCKET = 1.03  # estimated step times within ~3 % of each other tie; the later criteria decide
+
+
+def step_bucket(seconds: float) -> int:
+    """The estimated step time on a log scale of STEP_BUCKET steps (ties within ~3 %)."""
+    return int(math.floor(math.log(max(seconds, 1e-6)) / math.log(STEP_BUCKET)))
+
+
+def _floor_work(model: ModelFacts, layout: Layout, s: Setting) -> Workload:
+    dp = max(1, layout.gpus // (layout.tp * layout.pp * layout.cp))
+    has_ref, has_critic = algo_roles(s.algo)
+    per_rank_mini = max(1, (s.mini or s.train_batch_size) * s.n // dp)
+    return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
+                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini, has_ref=has_ref,
+                    has_critic=has_critic, max_num_batched_tokens=max(8192, s.seq_len),
+                    responses_per_step=s.train_batch_size * s.n, gpus_per_node=s.gpus_per_node,
+                    mean_response_len=s.mean_response_len)
+
+
+def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
+    """The shortest step any sizing of `layout` could reach: no offload or recompute, dynamic
+    batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
+    work = _floor_work(model, layout, s)
+    options = [r for r in powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
+               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)] or [1]
+    best = math.inf
+    for rtp in options:
+        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                          gpu_memory_utilization=max(GMU_STEPS))
+        # The KV cache can be no larger than at the largest gmu with nothing else resident.
+        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
+        if kv <= 0:
+            continue
+        step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
+        best = min(best, step.total_s - step.bubble_s)
+    return best if best < math.inf else 0.0
+
+
+def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
+    """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s)."""
+    crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
+    return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, 0, False, crosses,
+            layout.tp * layout.pp * layout.cp, _bubble(layout), _expert_tp(layout, moe), layout.ep,
+            -max(GMU_STEPS), -math.inf, 0)
+
+
+def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> RankKey:
+    off = c.offload
+    # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
+    # comparable to recompute, unless the whole per-rank mini batch is that small.
+    small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
+    return (not c.fits, step_bucket(c.score.total_s) if c.score else 0,
+            off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
+            int(off.param) + int(off.optimizer), small_micro, experts_cross_nodes(c, gpus_per_node, moe),
+            c.model_parallel_size, _bubble(c), _expert_tp(c, moe), c.ep,
+            -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
+
+
+# What each position of rank_key prefers, in the user's words (kept beside rank_key: one order).
+RANK_CRITERIA = ("it fits", "shorter estimated step time", "less of the CPU optimizer", "no recompute",
+                 "no offload (fewer offload flags)", "micro-batches of at least ~4k tokens",
+                 "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "smaller pipeline bubble",
+                 "smaller expert TP", "smaller EP", "more rollout memory (gmu)", "bigger micro batch",
+                 "smaller rollout TP")
+
+
+def deciding_criterion(better: tuple[object, ...], worse: tuple[object, ...]) -> str | None:
+    """The first ranking criterion on which `better` (a rank_key) beats `worse`; None when they tie."""
+    for name, a, b in zip(RANK_CRITERIA, better, worse):
+        if a != b:
+            return name
+    return None

@@ -1,0 +1,316 @@
+"""Sizing one valid layout: choose its knobs and evaluate its memory.
+
+For every layout the knobs are chosen by a fixed ladder — the order
+docs/memory-model.md#knobs-in-order-of-cost gives — stopping at the first rung where every phase fits:
+  1. nothing offloaded; 2. param (+grad, +ref) offload; 3. + optimizer offload;
+  4. + Megatron CPU optimizer at 50 %, then 100 %; 5. + full recompute;
+and on each rung the largest micro batch / token budget that fits, then the largest
+`gpu_memory_utilization` that fits next to what stays resident. Memory comes from
+`generator.plan.memory`, the step time each sized layout is scored by from `generator.plan.step_time`.
+"""
+
+from __future__ import annotations
+
+import math
+from dataclasses import replace
+from typing import Any
+
+from generator.derive import Layout, rollout_problems, vpp_micro_batch_problem
+from generator.layout import Candidate, Offload
+from generator.model import ModelFacts
+from generator.plan.activations import MOE_ACTIVATION_FACTOR
+from generator.plan.batch import mini_for
+from generator.plan.engine import ENGINE_TERMS, engine_memory
+from generator.plan.enumeration import powers_of_two
+from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
+from generator.plan.setting import Setting
+from generator.plan.stages import stage_layer_counts, stage_params
+from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
+from generator.plan.workload import GIB, Workload, algo_roles
+
+GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
+TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
+DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
+DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
+ROLLOUT_WEIGHT_SHARE = 0.6
+MOE_THIN_MARGIN = 0.1  # an MoE update with less than this share of the GPU to spare gets a recompute note
+IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this much of the engine budget
+
+# (param, optimizer, cpu-optimizer fraction, recompute)
+_LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
+    (False, False, 0.0, False),
+    (True, False, 0.0, False),
+    (True, True, 0.0, False),
+    (True, True, 0.5, False),
+    (True, True, 1.0, False),
+    (True, True, 1.0, True),
+)
+
+
+# Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder
+# keeps only the rungs that agree, or the one rung the pins describe.
+LADDER_PINS = ("param_offload", "optimizer_offload", "cpu_optimizer_fraction", "recompute")
+
+
+def _ladder(pins: dict[str, Any]) -> tuple[tuple[bool, bool, float, bool], ...]:
+    if not pins:
+        return _LADDER
+    fields = dict(zip(LADDER_PINS, range(4)))
+    kept = tuple(rung for rung in _LADDER if all(rung[fields[k]] == v for k, v in pins.items()))
+    if kept:
+        return kept
+    return ((bool(pins.get("param_offload", False)), bool(pins.get("optimizer_offload", False)),
+             float(pins.get("cpu_optimizer_fraction", 0.0)), bool(pins.get("recompute", False))),)
+
+
+def _rollout_tp(model: ModelFacts, s: Setting, params: int, gmu: float) -> int | None:
+    """Smallest rollout TP whose weights take ≤ ROLLOUT_WEIGHT_SHARE of the engine budget, so
+    the KV cache keeps the rest (verl's rule of thumb is GPU_mem·gmu·TP > 2·N_params)."""
+    budget = gmu * s.gpu.memory_gib * 2**30
+    options = [r for r in powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
+               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)  # no replica straddles a node
+               and not rollout_problems(s.gpus, r, gpus_per_node=s.gpus_per_node, model=model)]
+    in_node = [r for r in options if r <= s.gpus_per_node]
+    for r in in_node:
+        if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
+            return r
+    # verl keeps a replica inside one node (Qwen3-235B: TP8, not 16): a decode step's all-reduces
+    # over the network cost more than a smaller KV cache, as long as the weights leave some room.
+    roomy = [r for r in in_node if 2 * params / r <= IN_NODE_WEIGHT_SHARE * budget]
+    if roomy:
+        return roomy[0]
+    for r in options:
+        if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
+            return r
+    return options[-1] if options else None
+
+
+def _micro_options(per_rank_mini: int, seq_len: int, pp: int, vpp: int | None) -> list[int]:
+    """Static micro batches, largest first: divisors of the per-rank mini batch, ≤ ~16k tokens."""
+    cap = max(1, 16384 // seq_len)
+    out = []
+    for micro in range(min(per_rank_mini, cap), 0, -1):
+        if per_rank_mini % micro:
+            continue
+        if vpp and vpp > 1 and vpp_micro_batch_problem(per_rank_mini // micro, pp):
+            continue
+        out.append(micro)
+    return out
+
+
+def _budget_options(seq_len: int, cp: int) -> list[int]:
+    """Dynamic token budgets per GPU, largest first; budget·CP must hold one whole sequence."""
+    floor = -(-seq_len // cp)
+    out = []
+    for multiple in (3, 2, 1.5, 1):
+        value = int(math.ceil(seq_len * multiple / cp / 1024) * 1024)
+        out.append(max(value, floor))
+    return sorted(set(out), reverse=True)
+
+
+def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate:
+    memory = phase_memory(model, cand, work, detail=False)
+    limit = usable_gib(s.gpu.memory_gib)
+    fits = all(p.gib <= limit for p in memory)
+    return replace(cand, memory=memory, limit_gib=limit, fits=fits)
+
+
+def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
+              min_gmu: float, pick_rollout_tp: bool) -> Candidate | None:
+    """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
+    rollout TP that leaves vLLM room for KV cache. The rollout phase is linear in gmu, so one
+    evaluation at gmu 0 gives the headroom."""
+    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
+    rollout = at_zero.phase("rollout")
+    # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
+    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS) if rollout else 0.0
+    headroom = at_zero.limit_gib - resident
+    steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
+    if not steps:
+        return None
+    trial = replace(cand, gpu_memory_utilization=steps[0])
+    if pick_rollout_tp:
+        trial = replace(trial, rollout_tp=_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp)
+    trial = _evaluate(model, trial, work, s)
+    engine = engine_memory(model, trial, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    return trial if engine.fits else None
+
+
+def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
+                overrides: dict[str, Any] | None = None, prune: bool = True) -> tuple[Candidate | None, str]:
+    """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason)."""
+    overrides = dict(overrides or {})
+    dp = layout.gpus // (layout.tp * layout.pp * layout.cp)
+    if (s.train_batch_size * s.n) % dp:
+        return None, (f"responses per step P·n = {s.train_batch_size}·{s.n} = {s.train_batch_size * s.n} "
+                      f"not divisible by DP {dp}")
+    mini = mini_for(s.train_batch_size, s.n, dp, s.mini)
+    if mini is None:
+        return None, f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
+    if (mini * s.n) % dp:  # the batch is kept as given: this DP cannot split it
+        return None, f"ppo_mini_batch_size·n = {mini}·{s.n} = {mini * s.n} not divisible by DP {dp}"
+    per_rank_mini = mini * s.n // dp
+    has_ref, has_critic = algo_roles(s.algo)
+    work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
+                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
+                    has_ref=has_ref, has_critic=has_critic,
+                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n,
+                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node,
+                    sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
+    floor = _static_floor_gib(model, layout, work)
+    if prune and floor > usable_gib(s.gpu.memory_gib):
+        return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
+                      f"(> {usable_gib(s.gpu.memory_gib):.1f})")
+    fixed_rollout_tp = overrides.pop("rollout_tp", None)
+    rollout_tp = fixed_rollout_tp or _rollout_tp(model, s, params, max(GMU_STEPS))
+    if rollout_tp is None:
+        return None, "no rollout TP divides the attention heads and the GPUs"
+    base = Candidate(**layout.sizes(), rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
+    # Dynamic batches where verl's scripts use them, and wherever the calibrated step time says
+    # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
+    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS
+                            or calibrated().static_pad_share > 0)
+    fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
+                                              "log_prob_token_budget", "offload", "recompute",
+                                              "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
+                  if k in overrides}
+    ladder_pins = {k: overrides[k] for k in LADDER_PINS if k in overrides}
+    if "offload" in fixed_knobs and isinstance(fixed_knobs["offload"], dict):
+        fixed_knobs["offload"] = Offload(**fixed_knobs["offload"])
+    if {"offload", "gpu_memory_utilization"} <= fixed_knobs.keys() and (
+            "micro_batch_per_gpu" in fixed_knobs or "token_budget" in fixed_knobs):
+        # Everything given (a shipped script): evaluate exactly that.
+        cand = replace(base, use_dynamic_bsz=dynamic, **fixed_knobs)
+        if dynamic and cand.log_prob_token_budget is None:
+            cand = replace(cand, log_prob_token_budget=cand.token_budget)
+        cand = _evaluate(model, cand, work, s)
+        return _annotate(model, cand, work, s, params, per_rank_mini, dp), ""
+
+    closest: Candidate | None = None
+    ladder = _ladder(ladder_pins)
+    if "offload" in fixed_knobs:
+        off = fixed_knobs["offload"]
+        ladder = ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
+                   bool(fixed_knobs.get("recompute", False))),)
+    if dynamic:
+        sizes = [("token_budget", b) for b in ([fixed_knobs["token_budget"]] if "token_budget" in fixed_knobs
+                                                else _budget_options(s.seq_len, layout.cp))]
+    else:
+        micros = ([fixed_knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in fixed_knobs
+                  else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
+        if not micros:
+            return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
+        sizes = [("micro_batch_per_gpu", m) for m in micros]
+
+    def with_size(rung: Candidate, key: str, value: int) -> Candidate:
+        if key == "token_budget":
+            return replace(rung, token_budget=value, log_prob_token_budget=value,
+                           micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
+        return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
+
+    def training_fits(cand: Candidate) -> tuple[bool, Candidate]:
+        probe = _evaluate(model, replace(cand, gpu_memory_utilization=fixed_knobs.get("gpu_memory_utilization",
+                                                                                          MIN_GMU)), work, s)
+        if "gpu_memory_utilization" in fixed_knobs:
+            return probe.fits, probe
+        return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
+
+    rungs = []
+    for param_off, opt_off, cpu_fraction, recompute in ladder:
+        offload = Offload(param=param_off, grad=param_off, optimizer=opt_off,
+                          cpu_optimizer=cpu_fraction > 0, cpu_optimizer_fraction=cpu_fraction)
+        rungs.append(replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
+                             use_fused_kernels=bool(fixed_knobs.get("use_fused_kernels", False))))
+    # The strongest rung at the smallest size is the cheapest proof that nothing fits.
+    ok, probe = training_fits(with_size(rungs[-1], *sizes[-1]))
+    if not ok:
+        closest = probe
+        rungs = []
+    fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
+    for rung in rungs:
+        ok, probe = training_fits(with_size(rung, *sizes[-1]))
+        if not ok:
+            closest = _closer(closest, probe)
+            continue
+        for key, value in sizes:
+            cand = with_size(rung, key, value)
+            ok, probe = (True, probe) if (key, value) == sizes[-1] else training_fits(cand)
+            if not ok:
+                continue
+            sized: Candidate | None
+            if "gpu_memory_utilization" in fixed_knobs:
+                sized = probe
+            else:
+                sized = _best_gmu(model, cand, work, s, params, MIN_GMU, fixed_rollout_tp is None)
+                if sized is None:
+                    closest = _closer(closest, probe)
+                    break  # a smaller size does not change the rollout phase
+            if key == "token_budget":
+                sized = _widen_log_prob_budget(model, sized, work, s)
+            if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in fixed_knobs:
+                return _annotate(model, sized, work, s, params, per_rank_mini, dp), ""
+            fallback = fallback or sized
+            break
+    if fallback is not None:
+        return _annotate(model, fallback, work, s, params, per_rank_mini, dp), ""
+    if closest is None:
+        return None, "no setting fits"
+    worst = max(closest.memory, key=lambda p: p.gib)
+    return (_annotate(model, closest, work, s, params, per_rank_mini, dp),
+            f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
+            f"> {closest.limit_gib:.1f} GiB usable")
+
+
+def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> float:
+    """bf16 weights + fp32 grads of the heaviest stage: no knob lowers these in the update."""
+    probe = Candidate(tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp)
+    counts = stage_layer_counts(model.num_layers, layout.pp, layout.first_stage_layers, layout.last_stage_layers)
+    heaviest = max(stage_params(model, probe, stage, counts).total for stage in {0, layout.pp - 1})
+    return 6 * heaviest / GIB
+
+
+def _closer(current: Candidate | None, new: Candidate) -> Candidate:
+    if current is None or new.peak_gib < current.peak_gib:
+        return new
+    return current
+
+
+def _widen_log_prob_budget(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate:
+    """Forward-only passes keep no activations: give them 2× the token budget when that fits."""
+    wider = _evaluate(model, replace(cand, log_prob_token_budget=(cand.token_budget or 0) * 2), work, s)
+    return wider if wider.fits else cand
+
+
+def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
+              per_rank_mini: int, dp: int) -> Candidate:
+    cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
+    engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
+           f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
+    flags = cand.relief()
+    why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))
+    peak = max(cand.memory, key=lambda p: p.gib)
+    why.append(f"peak {peak.gib:.1f} GiB in {peak.phase} of {cand.limit_gib:.1f} GiB usable")
+    why.append(f"rollout TP {cand.rollout_tp}: weights {engine.weights_gib:.1f} GiB, KV cache "
+               f"{engine.kv_cache_gib:.1f} GiB per GPU")
+    warnings = []
+    if engine.kv_cache_gib <= 0:
+        warnings.append("the rollout engine has no room for KV cache at this gpu_memory_utilization")
+    elif engine.resident_fraction < 1:
+        warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
+                        f"(vLLM will queue the rest)")
+    score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
+    update = cand.phase("update")
+    if model.is_moe and not cand.recompute and update is not None and \
+            cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
+        # The routed-expert activations are a calibration (0.5x) where Megatron-core's code reads
+        # 1.0x (docs/memory-model.md): a thin update margin may not hold on the real run.
+        warnings.append(f"MoE update fits with {cand.limit_gib - update.gib:.1f} GiB to spare and no recompute; "
+                        f"expert activations are counted at {MOE_ACTIVATION_FACTOR}x (calibrated, the source reads "
+                        f"1.0x): --recompute buys room for ~{score.update_s / 3:.0f} s more per step")
+    _, response = expected_lengths(work, calibrated())
+    source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
+                                                "published median; --mean-response-len to change)")
+    why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
+               f"tokens expected{source}")
+    return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
