@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from generator.render.spec import DEFAULT_VERSION as RECIPE_VERSION
 from generator.versions import parse
 
 from .cases import Case, corpus_cases, rule_example_cases
@@ -59,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
             raise OracleError("--mutations must be >= 0")
         if args.jobs < 1:
             raise OracleError("--jobs must be >= 1")
+        if args.recipes < 0:
+            raise OracleError("--recipes must be >= 0")
+        if args.recipes and version != RECIPE_VERSION:
+            raise OracleError(f"gen recipe writes for verl {RECIPE_VERSION} by default, not {version}: "
+                              "--recipes checks the release they are written for")
         if version not in PINS:
             raise OracleError(f"no oracle recipe for verl {version}; known: {', '.join(sorted(PINS))}")
         took = ensure_venv(version, venv)
@@ -76,14 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             cases += found
         if not args.no_rule_examples:
             cases += rule_example_cases(version)
-        if args.recipes < 0:
-            raise OracleError("--recipes must be >= 0")
         if args.recipes:
-            found_recipes = recipe_cases(version, args.recipes)
-            if not found_recipes:
-                raise OracleError(f"gen recipe writes no scripts for verl {version} by default: "
-                                  "--recipes checks the release they are written for")
-            cases += found_recipes
+            cases += recipe_cases(version, args.recipes)
         bases = None
         if args.mutations and parse(version) >= (0, 8, 0):
             # From 0.8.0 verl's Megatron examples run ppo_trainer model_engine=megatron: mutate
