@@ -35,7 +35,7 @@ sys.path.insert(0, str(ROOT))
 from generator.hardware import gpu_spec  # noqa: E402
 from generator.model import resolve_model  # noqa: E402
 from generator.plan import plan_layout  # noqa: E402
-from generator.plan.engine import engine_memory  # noqa: E402
+from generator.plan.rollout_engine import engine_memory  # noqa: E402
 from generator.plan.step_fit import Case, fit, leave_one_group_out, parts  # noqa: E402
 from generator.plan.step_time import FREE_CONSTANTS, StepConstants, calibrated, estimate_step_time  # noqa: E402
 from generator.plan.workload import Workload, algo_roles  # noqa: E402

@@ -13,6 +13,9 @@ machine that slows down mid-run slows both) and as the ratio ours / shellcheck:
 
 Targets (issue 22): 1 ≤ 2 s, 2 ≤ 150 ms, 3 ≤ 250 ms, 4 ≤ 0.5 s of wall time on 2 cores. The
 ratios are what to compare between machines; absolute times move with the machine's load.
+Beside each wall time, the CPU seconds the command used (user + system of it and its worker
+processes, median of the runs): on a machine other jobs load, wall time grows with the queue
+but CPU time much less, so the CPU column still shows whether a change made the work smaller.
 
 Without ../shared (a fresh clone alone) figures 1 and 3 are skipped (no corpus, no verl config
 tree) and figure 2 uses tests/fixtures/fix/micro_literal.sh.
@@ -26,6 +29,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import resource
 import shutil
 import statistics
 import subprocess
@@ -60,30 +64,44 @@ def _env(cache: Path) -> dict[str, str]:
     return env
 
 
-def _wall(cmd: list[str], env: dict[str, str], cwd: Path) -> float:
+def _timed(cmd: list[str], env: dict[str, str], cwd: Path) -> tuple[float, float]:
+    """(wall s, CPU s) of one run: the CPU is the child's, and its children's (a check's
+    worker processes), user + system, from getrusage — what a loaded machine does not inflate
+    much, so a run on a busy machine still shows whether the work went down."""
+    before = resource.getrusage(resource.RUSAGE_CHILDREN)
     start = time.perf_counter()
     subprocess.run(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env=env, cwd=cwd)
-    return time.perf_counter() - start
+    wall = time.perf_counter() - start
+    after = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return wall, (after.ru_utime - before.ru_utime) + (after.ru_stime - before.ru_stime)
 
 
-def paired(ours: list[str], theirs: list[str], runs: int, env: dict[str, str], cwd: Path) -> tuple[float, float, float]:
-    """(median ours s, median shellcheck s, median of the per-pair ratios) after one warm-up each."""
-    _wall(ours, env, cwd)
-    _wall(theirs, env, cwd)
-    a, b, ratios = [], [], []
+Figure = tuple[float, float, float, float, float]  # wall ours, wall shellcheck, ratio, CPU ours, CPU shellcheck
+
+
+def paired(ours: list[str], theirs: list[str], runs: int, env: dict[str, str], cwd: Path) -> Figure:
+    """Medians of (ours s, shellcheck s, the per-pair wall ratio, ours CPU s, shellcheck CPU s)
+    after one warm-up each."""
+    _timed(ours, env, cwd)
+    _timed(theirs, env, cwd)
+    a, b, ratios, cpu_a, cpu_b = [], [], [], [], []
     for _ in range(runs):
-        x = _wall(ours, env, cwd)
-        y = _wall(theirs, env, cwd)
+        x, cx = _timed(ours, env, cwd)
+        y, cy = _timed(theirs, env, cwd)
         a.append(x)
         b.append(y)
         ratios.append(x / y)
-    return statistics.median(a), statistics.median(b), statistics.median(ratios)
+        cpu_a.append(cx)
+        cpu_b.append(cy)
+    return (statistics.median(a), statistics.median(b), statistics.median(ratios), statistics.median(cpu_a),
+            statistics.median(cpu_b))
 
 
-def _line(label: str, what: str, result: tuple[float, float, float], target: float) -> str:
-    ours, theirs, ratio = result
+def _line(label: str, what: str, result: Figure, target: float) -> str:
+    ours, theirs, ratio, cpu_ours, cpu_theirs = result
     verdict = "within" if ours <= target else "over"
     return (f"{label:<11} {ours * 1000:8.0f} ms   shellcheck {theirs * 1000:8.0f} ms   ratio {ratio:5.2f}   "
+            f"CPU {cpu_ours * 1000:6.0f} ms vs {cpu_theirs * 1000:6.0f} ms   "
             f"(target {target * 1000:.0f} ms: {verdict})   {what}")
 
 

@@ -6,7 +6,9 @@ under the user's cache folder, named by a SHA-256 of every YAML file's relative 
 (and this format's version): an edit to any of them is a new name, never a stale hit.
 
 The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
-is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all.
+is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all; and
+for a small value derived from many packaged files (`cached_value`: the config-group keys of
+every packaged schema, which otherwise means parsing 2 MB of JSON to judge one script).
 
 Where: `$VERL_GEN_CACHE/schemas` (the project's cache folder, as the oracle's), else
 `$XDG_CACHE_HOME/verl-gen/schemas`, else `~/.cache/verl-gen/schemas` (the XDG habit, as pip and
@@ -29,7 +31,9 @@ import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
-FORMAT = 2  # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
+# 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
+# 3: the entry keeps why a generated file was passed over (the notes), so a hit reads no YAML at all
+FORMAT = 3
 CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
@@ -80,11 +84,13 @@ def _trusted(path: Path) -> bool:
     return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _valid(document: object, key: str) -> tuple[Configs, Mandatory] | None:
+def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str]] | None:
     if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("key") != key:
         return None
-    configs, mandatory = document.get("configs"), document.get("mandatory")
+    configs, mandatory, notes = document.get("configs"), document.get("mandatory"), document.get("notes")
     if not isinstance(configs, dict) or not configs or not isinstance(mandatory, dict):
+        return None
+    if not isinstance(notes, list) or not all(isinstance(n, str) for n in notes):
         return None
     for name, values in configs.items():
         if not isinstance(name, str) or not isinstance(values, dict) or not all(isinstance(k, str) for k in values):
@@ -92,11 +98,12 @@ def _valid(document: object, key: str) -> tuple[Configs, Mandatory] | None:
     for name, keys in mandatory.items():
         if name not in configs or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             return None
-    return configs, mandatory
+    return configs, mandatory, notes
 
 
-def load_entry(key: str) -> tuple[Configs, Mandatory] | None:
-    """The cached (configs, mandatory) for `key`, or None (no entry, or one not to be trusted)."""
+def load_entry(key: str) -> tuple[Configs, Mandatory, list[str]] | None:
+    """The cached (configs, mandatory, notes) for `key`, or None (no entry, or one not to be
+    trusted)."""
     folder = cache_dir()
     if folder is None or len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
         return None
@@ -111,13 +118,15 @@ def load_entry(key: str) -> tuple[Configs, Mandatory] | None:
     return _valid(document, key)
 
 
-def store_entry(key: str, configs: Configs, mandatory: Mandatory) -> None:
+def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[str]) -> None:
     """Write the entry (atomically: a reader sees the old file or the whole new one); any
-    failure leaves no entry and is not an error."""
+    failure leaves no entry and is not an error. `notes`: why a file of the folder was passed
+    over (a stale _generated_*.yaml), which depends on the same YAML as the key."""
     folder = cache_dir()
     if folder is None:
         return
-    _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory},
+    _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory,
+                                         "notes": list(notes)},
                 # a value JSON would change (a non-text key, say): not cached rather than wrong
                 check=lambda back: back["configs"] == configs)
 
@@ -131,6 +140,26 @@ def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any]
     except OSError:
         return parse(path)
     digest = hashlib.sha256(f"verl-gen data cache {FORMAT}\n{path.name}\n".encode() + data).hexdigest()
+    return _through_entry(digest, lambda: parse(path), valid)
+
+
+def cached_value(name: str, paths: list[Path], compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+    """`compute()` for a value derived from several packaged data files (the group keys of every
+    packaged schema, say): from an entry keyed by `name` and every file's name and bytes when
+    there is a trusted one that `valid` accepts; else computed and the entry written. An edit to
+    any file is a new key. Only for values JSON keeps exactly (checked before writing)."""
+    digest = hashlib.sha256(f"verl-gen derived cache {FORMAT}\n{name}\n".encode())
+    try:
+        for path in paths:
+            data = path.read_bytes()
+            label = path.name.encode("utf-8", "surrogateescape")
+            digest.update(len(label).to_bytes(8, "big") + label + len(data).to_bytes(8, "big") + data)
+    except OSError:
+        return compute()
+    return _through_entry(digest.hexdigest(), compute, valid)
+
+
+def _through_entry(digest: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
     folder = cache_dir()
     entry = folder.parent / "data" / f"{digest}.json" if folder is not None else None
     if entry is not None and _trusted(entry):
@@ -141,7 +170,7 @@ def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any]
                 return document["data"]
         except (OSError, ValueError, RecursionError, TypeError, KeyError):
             pass
-    value = parse(path)
+    value = compute()
     if entry is not None:
         _write_json(entry, {"format": FORMAT, "key": digest, "data": value}, check=lambda back: back["data"] == value)
     return value
@@ -166,4 +195,4 @@ def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], b
         return
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "content_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "store_entry"]

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from generator.errors import InputError
-from generator.file_context import FileContext, FileRequest, file_context
+from generator.file_context import FileContext, FileRequest, Judging, file_context
 from generator.inputs import without_path
 
 if TYPE_CHECKING:
@@ -50,8 +50,11 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
 
         load_model_config(model_config)  # fail early, once, with a one-line InputError
     request = FileRequest(version, config_dir, select, ignore, env, args, memory, gpu_named=memory is not None)
+    from generator.folder_memo import one_run
+
     options = CheckOptions(request, model_config, plan_fixes)
-    return [report for report in map_files(check_file, paths, options) if not report.excluded]
+    with one_run():  # the folders above the scripts are asked about once, not once per script
+        return [report for report in map_files(check_file, paths, options) if not report.excluded]
 
 
 def check_file(path: str, options: CheckOptions) -> FileReport:
@@ -81,7 +84,7 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
     file's release, less what its comments silence; with `plan_fixes`, what `gen fix` repairs."""
     from generator.launch_shape import looks_like_launcher
     from generator.report import Located
-    from generator.rules import script_findings
+    from generator.rules import check_resolved, script_findings
     from generator.suppress import find_suppressions
 
     script, source = context.script, context.source
@@ -95,13 +98,14 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
     broken = context.syntax_error_line
     if broken is not None:  # read around the broken region, but incompletely: bad input, like `gen show`
         report.incomplete = f"bash syntax error at line {broken} (the rest was read)"
-    resolution = context.resolution
+    judging = context.judging()
+    resolution = judging.resolution
     report.resolution = resolution
     report.verl_version = resolution.base_release
-    check = context.checker(select=context.select, ignore=context.ignore, model_config=options.model_config,
-                            config_root=os.getcwd())
     visible: CheckResults = []  # what `gen fix`'s checker would see of this text
-    for invocation, config, findings in check(script):
+    for invocation, config, findings in check_resolved(script, resolution, select=context.select,
+                                                       ignore=context.ignore, model_config=options.model_config,
+                                                       config_root=os.getcwd(), memory_for=judging.memory_for):
         line = invocation.line if invocation else None
         if config is not None and config.resolution not in (None, resolution) and line is not None:
             report.call_resolutions.append((line, config.resolution))
@@ -109,12 +113,12 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
         visible.append((invocation, config, shown))
         report.findings.extend(Located(f, line) for f in shown)
     _place(report, source)
-    if options.plan_fixes and broken is None and any(l.finding.fix is not None or l.invocation_line is None
-                                                     for l in report.findings):
+    if options.plan_fixes and broken is None and any(
+            located.finding.fix is not None or located.invocation_line is None for located in report.findings):
         # As gen fix runs: the project's settings, the same suppressions. The check above is
         # the fix loop's first round unless codes were chosen or a model config was named.
         same = not context.select and not context.ignore and not options.model_config
-        _plan_fixes(report, context, checked=visible if same else None)
+        _plan_fixes(report, context, judging, checked=visible if same else None)
 
 
 def _place(report: FileReport, source: bytes) -> None:
@@ -130,14 +134,16 @@ def _place(report: FileReport, source: bytes) -> None:
     report.findings.sort(key=lambda located: (located.finding.line or 0, located.column or 0))
 
 
-def _plan_fixes(report: FileReport, context: FileContext, checked: CheckResults | None = None) -> None:
+def _plan_fixes(report: FileReport, context: FileContext, judging: Judging,
+                checked: CheckResults | None = None) -> None:
     """Mark what `gen fix` would repair by running it in memory the way `gen fix` runs (same
     reader, checker, release and codes, no --unsafe): [*] and the fixable count are then exactly
     what `gen fix` applies, never a fix it would refuse (unsafe, unplaceable, or one that creates
     a new error)."""
-    from generator.fix.engine import fix_source, without_silenced
+    from generator.fix.engine import fix_source, resolved_checker, without_silenced
 
-    check = without_silenced(context.checker(config_root=os.getcwd()))
+    check = without_silenced(resolved_checker(judging.resolution, memory_for=judging.memory_for,
+                                              config_root=os.getcwd()))
     result = fix_source(context.source, context.path, read=context.read, check=check, select=context.select,
                         ignore=context.ignore, script=context.script, checked=checked)
     applied = {(a.code, a.line) for a in result.applied}
@@ -186,12 +192,13 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
     try:
         context = file_context(path, request)
         assert context is not None  # explain does not honour `exclude`: it explains what it is named
-        script, resolution = context.script, context.resolution
+        judging = context.judging()
+        script, resolution = context.script, judging.resolution
         broken = context.syntax_error_line
         if broken is not None:
             done.incomplete = f"bash syntax error at line {broken} (the rest was read)"
         done.no_calls = not live_calls(script)
-        file_memory = context.memory
+        file_memory = judging.memory
         for invocation, config in call_configs(script, resolution, os.getcwd()):  # as `gen check` builds them
             branch = "" if invocation.branch == "live" else f", {invocation.branch}"
             judged = config.resolution or resolution

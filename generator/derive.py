@@ -49,6 +49,28 @@ def data_parallel_size(gpus: int, tp: int, pp: int, cp: int = 1) -> int | None:
     return gpus // model_parallel
 
 
+def layout_dp(gpus: int, layout: Parallelism) -> int:
+    """DP = W / (TP·PP·CP) of a layout, rounded down and at least 1: for the planner and the
+    memory and step-time estimates, which judge a layout that does not divide elsewhere
+    (`data_parallel_size` says None for it, `layout_problems` says why)."""
+    return max(1, gpus // (layout.tp * layout.pp * layout.cp))
+
+
+def layout_edp(gpus: int, layout: Parallelism) -> int:
+    """EDP = W / (ETP·EP·PP) of a layout (ETP = TP when unset), rounded down and at least 1."""
+    return max(1, gpus // ((layout.tp if layout.etp is None else layout.etp) * layout.ep * layout.pp))
+
+
+def local_batch(prompts: int, n: int, dp: int) -> int:
+    """B = P·n / DP, rounded down: the responses one DP rank holds per step."""
+    return (prompts * n) // dp
+
+
+def per_rank_mini_batch(mini: int, n: int, dp: int) -> int:
+    """m = M·n / DP, rounded down: the responses one DP rank trains on per optimizer step."""
+    return (mini * n) // dp
+
+
 def expert_data_parallel_size(gpus: int, tp: int, pp: int, ep: int, etp: int | None = None) -> int | None:
     """EDP = W / (ETP·EP·PP) with ETP = TP when unset; None when not divisible."""
     expert_tp = tp if etp is None else etp
@@ -258,7 +280,7 @@ def batch_chain(*, prompts: int, n: int, mini: int, dp: int, micro: int | None =
     if dynamic_bsz:
         micro = None
     responses = prompts * n
-    per_rank_mini = (mini * n) // dp
+    per_rank_mini = per_rank_mini_batch(mini, n, dp)
     floored = (mini * n) % dp != 0
     local = responses // dp if responses % dp == 0 else None
     k: int | None = None

@@ -15,21 +15,15 @@ import math
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from generator.config.chain_numbers import derived_numbers
+from generator.config.parsed_values import MISSING, same_value
 from generator.config.types import Config
 from generator.errors import InputError
-from generator.verl import ACTOR, MEGATRON, ROLLOUT
+from generator.verl import MEGATRON, ROLLOUT
 
 GROUPS = ("batch", "parallel", "offload", "rollout", "data", "other")
 
 
-class _Missing:
-    """A key one side does not have at all (not the same as a null value)."""
-
-    def __repr__(self) -> str:
-        return "(unset)"
-
-
-MISSING = _Missing()
 
 
 # --------------------------------------------------------------------------- grouping
@@ -60,23 +54,6 @@ def group_of(key: str) -> str:
 
 
 # --------------------------------------------------------------------------- values
-
-
-def same_value(a: object, b: object) -> bool:
-    """Equality as verl sees parsed values: bools are not numbers, 1 == 1.0, lists/dicts deep."""
-    if a is MISSING or b is MISSING:
-        return a is b
-    if isinstance(a, bool) or isinstance(b, bool):
-        return isinstance(a, bool) and isinstance(b, bool) and a == b
-    if isinstance(a, (int, float)) and isinstance(b, (int, float)):
-        if isinstance(a, float) and isinstance(b, float) and math.isnan(a) and math.isnan(b):
-            return True
-        return a == b
-    if isinstance(a, (list, tuple)) and isinstance(b, (list, tuple)):
-        return len(a) == len(b) and all(same_value(x, y) for x, y in zip(a, b))
-    if isinstance(a, dict) and isinstance(b, dict):
-        return a.keys() == b.keys() and all(same_value(a[k], b[k]) for k in a)
-    return type(a) is type(b) and a == b
 
 
 def show_value(value: object) -> str:
@@ -171,67 +148,6 @@ def load_side(arg: str, *, version: str, library: str | None = None, env: dict[s
 
 
 # --------------------------------------------------------------------------- derived numbers
-
-
-@dataclass(frozen=True)
-class DerivedNumber:
-    name: str
-    value: object  # a number, or None when the config does not decide it
-    inputs: tuple[str, ...]  # config keys and other derived names it is computed from
-
-
-def derived_numbers(config: Config) -> dict[str, DerivedNumber]:
-    """The batch/parallel chain (docs/batch-chain.md) in the config's numbers (None: not decidable)."""
-    from generator import derive
-    from generator.config.derived import actor_batch
-    from generator.config.reader import ConfigReader
-
-    view = ConfigReader(config)
-    out: dict[str, DerivedNumber] = {}
-
-    def put(name: str, value: object, *inputs: str) -> None:
-        out[name] = DerivedNumber(name, value, inputs)
-
-    gpus = view.gpus
-    put("GPUs", gpus, "trainer.n_gpus_per_node", "trainer.nnodes")
-    layout = view.actor_layout() if config.backend == "megatron" else None
-    dp = view.dp()
-    put("DP", dp, "GPUs", MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
-        MEGATRON + "context_parallel_size", ACTOR + "ulysses_sequence_parallel_size")
-    if layout is not None and gpus and (layout.ep > 1 or layout.etp is not None):
-        put("EDP", derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp),
-            "GPUs", MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
-            MEGATRON + "expert_model_parallel_size", MEGATRON + "expert_tensor_parallel_size")
-    batch = actor_batch(view)
-    chain, dynamic = batch.chain, batch.dynamic
-    batch_keys = ("data.train_batch_size", "data.gen_batch_size", ROLLOUT + "n")
-    put("responses per step", chain.responses_per_step if chain else None, *batch_keys)
-    put("per-rank mini batch", chain.per_rank_mini_batch if chain else None,
-        ACTOR + "ppo_mini_batch_size", ROLLOUT + "n", "DP")
-    put("local batch", chain.local_batch if chain else None, "responses per step", "DP")
-    put("mini-batches per epoch", chain.mini_batches_per_epoch if chain else None,
-        "local batch", "per-rank mini batch")
-    put("optimizer updates per step", chain.optimizer_updates_per_step if chain else None,
-        "mini-batches per epoch", ACTOR + "ppo_epochs")
-    put("grad accumulation steps", chain.grad_accum_steps if chain else None,
-        "per-rank mini batch", ACTOR + "ppo_micro_batch_size_per_gpu", ACTOR + "use_dynamic_bsz")
-    cap = view.int(ACTOR + "ppo_max_token_len_per_gpu")
-    cp = view.cp_or_sp()
-    put("actor token cap x CP", derive.token_cap(cap, cp or 1) if dynamic and cap else None,
-        ACTOR + "ppo_max_token_len_per_gpu", MEGATRON + "context_parallel_size", ACTOR + "use_dynamic_bsz")
-    put("sequence length", view.sequence_length(), "data.max_prompt_length", "data.max_response_length")
-    rtp = view.int(ROLLOUT + "tensor_model_parallel_size")
-    rdp = view.int(ROLLOUT + "data_parallel_size") or 1
-    rpp = view.int(ROLLOUT + "pipeline_model_parallel_size") or 1
-    replicas = None
-    if gpus and rtp:
-        replicas = derive.rollout_replicas(gpus, derive.rollout_replica_size(rtp, rdp, rpp))
-    put("rollout replicas", replicas, "GPUs", ROLLOUT + "tensor_model_parallel_size",
-        ROLLOUT + "data_parallel_size", ROLLOUT + "pipeline_model_parallel_size")
-    return out
-
-
-# --------------------------------------------------------------------------- the comparison
 
 
 @dataclass(frozen=True)

@@ -22,7 +22,7 @@ from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
-from generator.launch_shape import names_trainer
+from generator.launch_shape import names_trainer, scripts_run
 from generator.safe_regex import fullmatch
 
 SUFFIXES = (".sh", ".bash", ".py")
@@ -114,9 +114,25 @@ def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
 def _launches(path: Path) -> bool:
     try:
         # Trusted: the user named the folder; only whether the file names a trainer is used.
-        return names_trainer(read_input(path, trusted=True))
+        source = read_input(path, trusted=True)
     except InputError as err:
         return "too large" in str(err)  # kept, so that checking it says so instead of skipping it
+    return names_trainer(source) or _runs_a_launcher(path, source)
+
+
+def _runs_a_launcher(path: Path, source: bytes) -> bool:
+    """A wrapper (`export BS=64; bash examples/run_x.sh`): it runs a script, found beside it or
+    from where gen runs (the checkout root, as the wrapper's own `bash` would), that names a trainer."""
+    for written in scripts_run(source):
+        for base in (path.parent, Path.cwd()):
+            callee = Path(written) if os.path.isabs(written) else base / written
+            try:
+                if callee.is_file() and callee.resolve() != path.resolve() and names_trainer(
+                        read_input(callee, trusted=True)):
+                    return True
+            except (InputError, OSError):
+                continue
+    return False
 
 
 def _walk(root: Path) -> list[str]:

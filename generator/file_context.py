@@ -1,8 +1,8 @@
 """One file's context, built once and handed down to `gen check`, `gen fix` and `gen explain` alike
-(generator.checking, generator.fix.files): the project's settings and the options they give the
+(generator.checking, generator.fix.per_file): the project's settings and the options they give the
 file, its text read with them, the verl release that judges it and the memory options its calls
-are predicted with. Below it nothing resolves again: the rules (`rules.check_resolved`), the fix
-loop and explain are handed the resolution and the memory predictor made here.
+are predicted with (`Judging`). Below it nothing resolves again: the rules (`rules.check_resolved`),
+the fix loop and explain are handed the resolution and the memory predictor made here.
 
 The steps run in one order for every command: refuse a config or data file, load the project
 (its `exclude` decides before the file is read), apply its settings, read the text; the release
@@ -12,10 +12,8 @@ is resolved when first asked for (a helper script that starts no trainer is neve
 from __future__ import annotations
 
 import dataclasses
-import os
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from generator.errors import InputError
 from generator.inputs import read_bytes, refuse_non_script, with_project
@@ -24,7 +22,7 @@ if TYPE_CHECKING:
     from generator.launch import LaunchScript
     from generator.plan.script_setup import MemoryOptions
     from generator.project import ProjectSettings
-    from generator.rules import CheckResults, MemoryFor
+    from generator.rules import MemoryFor
     from generator.schema.resolution import Resolution
 
 
@@ -49,8 +47,8 @@ class FileRequest:
 
 @dataclass
 class FileContext:
-    """One file as every command sees it. `resolution` and `memory` are computed once, when first
-    asked for; `read` reads another text of the file (a fix round) the way the file was read."""
+    """One file as every command sees it: what it was read with, its text, and (`judging`) what it
+    is judged against; `read` reads another text of the file (a fix round) the way it was read."""
 
     path: str
     request: FileRequest
@@ -61,6 +59,7 @@ class FileContext:
     args: list[str]
     source: bytes
     script: LaunchScript
+    _judging: Judging | None = field(default=None, init=False, repr=False)
 
     def read(self, source: bytes, path: str | None) -> LaunchScript:
         """`source` read as this file is read (its project's env and args): a `fix.engine.Reader`."""
@@ -72,53 +71,48 @@ class FileContext:
         broken = [hazard.line for hazard in self.script.hazards if hazard.kind == "parse-error"]
         return broken[0] if broken else None
 
-    @cached_property
-    def resolution(self) -> Resolution:
-        """Which verl judges the file (generator.schema.resolution): once per file."""
-        from generator.schema.resolution import resolve_script
+    def judging(self) -> Judging:
+        """Which verl judges the file and how its calls' memory is predicted: resolved on the
+        first call, once per file (a helper script that starts no trainer never asks)."""
+        if self._judging is None:
+            from generator.schema.resolution import resolve_script
 
-        return resolve_script(self.script, self.path, version=self.request.version,
-                              config_dir=self.request.config_dir, project=self.project)
+            resolution = resolve_script(self.script, self.path, version=self.request.version,
+                                        config_dir=self.request.config_dir, project=self.project)
+            memory = file_memory(self.request, self.project.gpu)
+            memory_for = None
+            if memory is not None:  # the planner's memory model, loaded only when a GPU is named
+                from generator.plan.memory_check import memory_checker
 
-    @cached_property
-    def memory(self) -> MemoryOptions | None:
-        """The memory options the file's calls are predicted with: the command line's; the
-        project's `gpu` in place of a GPU the command line did not name (with its model and
-        headroom); None when nothing asks for a prediction."""
-        asked, gpu = self.request.memory, self.project.gpu
-        if self.request.gpu_named or not gpu or (asked is None and not self.request.project_gpu_predicts):
-            return asked
-        from generator.hardware import gpu_spec
-        from generator.plan.script_setup import MemoryOptions
+                memory_for = memory_checker(memory)
+            self._judging = Judging(resolution, memory, memory_for)
+        return self._judging
 
-        if asked is None:
-            return MemoryOptions(gpu_spec(gpu, None), None, 0.0)
-        return dataclasses.replace(asked, gpu=gpu_spec(gpu, None))
 
-    @cached_property
-    def memory_for(self) -> MemoryFor | None:
-        """What the memory rules call to predict a call's memory (the planner's memory model,
-        loaded only when a GPU is named); None when none is."""
-        if self.memory is None:
-            return None
-        from generator.plan.memory_check import memory_checker
+@dataclass(frozen=True)
+class Judging:
+    """What one file is judged against, resolved once (`FileContext.judging`) and handed to every
+    check of its texts (`rules.check_resolved`, `fix.engine.resolved_checker`): the release, the
+    memory options and the memory rules' predictor."""
 
-        return memory_checker(self.memory)
+    resolution: Resolution
+    memory: MemoryOptions | None  # what explain predicts each call's memory with
+    memory_for: MemoryFor | None  # what the memory rules call (None: no GPU named, they stay silent)
 
-    def checker(self, *, select: tuple[str, ...] = (), ignore: tuple[str, ...] = (), model_config: str | None = None,
-                config_root: str | None = None) -> Callable[[LaunchScript], CheckResults]:
-        """`rules.check_resolved` for a text of this file (the file's, or a fix round's), against
-        its release with its memory predictor. The codes are the caller's: the fix loop checks
-        every rule (a fix must not create an error of a rule that was not chosen)."""
-        from generator.rules import check_resolved
 
-        resolution, memory_for = self.resolution, self.memory_for
+def file_memory(request: FileRequest, project_gpu: str | None) -> MemoryOptions | None:
+    """The memory options a file's calls are predicted with: the command line's; the project's
+    `gpu` in place of a GPU the command line did not name (keeping its model and headroom);
+    None when nothing asks for a prediction."""
+    asked = request.memory
+    if request.gpu_named or not project_gpu or (asked is None and not request.project_gpu_predicts):
+        return asked
+    from generator.hardware import gpu_spec
+    from generator.plan.script_setup import MemoryOptions
 
-        def check(script: LaunchScript) -> CheckResults:
-            return check_resolved(script, resolution, select=select, ignore=ignore, model_config=model_config,
-                                  config_root=config_root, memory_for=memory_for)
-
-        return check
+    if asked is None:
+        return MemoryOptions(gpu_spec(project_gpu, None), None, 0.0)
+    return dataclasses.replace(asked, gpu=gpu_spec(project_gpu, None))
 
 
 def file_context(path: str, request: FileRequest) -> FileContext | None:

@@ -85,11 +85,6 @@ _EXACT_KEYS = frozenset(entry.key for entry in FORK_BATCH_KEYS if not entry.key.
 _SUFFIXES = tuple(entry.key for entry in FORK_BATCH_KEYS if entry.key.startswith("."))
 
 
-def _names_fork_key(key: str) -> bool:
-    """A cheap first test (a config has hundreds of keys, checked on every call)."""
-    return key in _EXACT_KEYS or key.endswith(_SUFFIXES)
-
-
 def _matching_entries(key: str) -> list[ForkBatchKey]:
     return [entry for entry in FORK_BATCH_KEYS if _matches(entry, key)]
 
@@ -151,7 +146,8 @@ def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     from_code = _code_entries(config)
     code_keys = {entry.key: entry for entry in from_code}
     # Only the few keys that name a fork entry are looked at further (a config has hundreds).
-    for key in sorted(k for k in keys if _names_fork_key(k) or k in code_keys):
+    # The cheap first test is written out, not a function: it runs on every key of every call.
+    for key in sorted(k for k in keys if k in _EXACT_KEYS or k.endswith(_SUFFIXES) or k in code_keys):
         value, line = _setting(config, key)
         entries = [code_keys[key]] if key in code_keys else _matching_entries(key)
         for entry in entries:

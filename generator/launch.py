@@ -77,6 +77,10 @@ class Override:
     word: Span  # the shell word (on the command line, in the array or the string) it came from
     provenance: Provenance
     unknowns: tuple[str, ...] = ()  # why parts of the value are unknown; empty = resolved
+    # Where the placeholder text in the value is written when it is not in this word (a variable's
+    # assignment): (file, byte offset) per piece, so one placeholder that reaches several keys
+    # is reported once (shell/calls.py override_hazards).
+    placeholder_origins: tuple[tuple[str | None, int], ...] = ()
 
     @property
     def resolved(self) -> bool:

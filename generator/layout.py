@@ -39,6 +39,11 @@ class Parallelism:
     first_stage_layers: int | None = None  # override_transformer_config.num_layers_in_first_pipeline_stage
     last_stage_layers: int | None = None
 
+    @property
+    def model_parallel_size(self) -> int:
+        """TP·PP·CP: the ranks one copy of the model is split over (DP = W / this; generator.derive)."""
+        return self.tp * self.pp * self.cp
+
     def sizes(self) -> ParallelSizes:
         """These fields as keyword arguments, to build another Parallelism type from this one."""
         return ParallelSizes(tp=self.tp, pp=self.pp, cp=self.cp, ep=self.ep, etp=self.etp, vpp=self.vpp,
@@ -117,10 +122,6 @@ class Candidate(Parallelism):
     @property
     def peak_gib(self) -> float:
         return max((p.gib for p in self.memory), default=0.0)
-
-    @property
-    def model_parallel_size(self) -> int:
-        return self.tp * self.pp * self.cp
 
     def relief(self, *, short: bool = False) -> list[str]:
         """The memory knobs this layout turns on, cheapest first: long names for the script's `why`

@@ -44,6 +44,7 @@ from typing import Mapping
 from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
+from generator.folder_memo import remembered
 from generator.project_root import enter, project_root
 from generator.verl_places import MAX_LEVELS
 
@@ -128,9 +129,23 @@ def find_project_file(start: str | Path) -> Path | None:
     """The project file that applies to a script in folder `start` (or to the file `start`):
     searched up to the project root (generator.project_root), never above it — a file in a folder
     above the repository is not the project's and must not change its verdicts."""
-    here = Path(start).resolve()
-    if not here.is_dir():
-        here = here.parent
+    import os
+
+    from generator import boundary
+
+    where = os.path.realpath(start)  # what Path.resolve() gives
+    where = where if os.path.isdir(where) else os.path.dirname(where)
+    try:
+        cwd: str | None = os.getcwd()
+    except OSError:
+        cwd = None
+    # project_root depends on the folders named on the command line and the working directory too
+    return remembered(("project_file", where, tuple(boundary.given_folders()), cwd),
+                      lambda: _find_project_file(where))
+
+
+def _find_project_file(start_folder: str) -> Path | None:
+    here = Path(start_folder)
     top = project_root(here)
     chain = [here, *here.parents][:MAX_LEVELS]
     for folder in chain[:chain.index(top) + 1] if top in chain else [here]:
@@ -149,8 +164,11 @@ def load_project(start: str | Path) -> ProjectSettings:
     path = find_project_file(start)
     if path is None:
         return NO_PROJECT
-    table = _table(path, _read_toml(path))
-    return settings_from_table(path, table or {})
+    from generator import boundary
+
+    found = path
+    return remembered(("project_settings", found, boundary.current()),
+                      lambda: settings_from_table(found, _table(found, _read_toml(found)) or {}))
 
 
 def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSettings:

@@ -15,6 +15,7 @@ from pathlib import Path
 
 from generator import boundary
 from generator.boundary import Boundary, real_path
+from generator.folder_memo import remembered
 from generator.verl_places import MAX_LEVELS, find_project_verl, installed_verl
 
 
@@ -24,9 +25,18 @@ def project_root(path: str | os.PathLike[str]) -> Path:
     working directory when it holds it (`cd project && gen check scripts/run.sh`), the folder
     holding the project's vendored verl; else the script's own folder."""
     name = os.path.abspath(os.fspath(path))
+    try:
+        cwd_key: str | None = os.getcwd()
+    except OSError:
+        cwd_key = None
     # The folder holding the script (a link's own folder, not its target's): the repository
-    # that ships a link owns it.
-    here = real_path(name) if os.path.isdir(name) else real_path(os.path.dirname(name))
+    # that ships a link owns it. Scripts in one folder share its answer (generator.folder_memo).
+    folder = name if os.path.isdir(name) else os.path.dirname(name)
+    return remembered(("project_root", folder, tuple(boundary.given_folders()), cwd_key),
+                      lambda: _project_root(real_path(folder)))
+
+
+def _project_root(here: Path) -> Path:
     for folder in [here, *here.parents][:MAX_LEVELS]:
         if (folder / ".git").exists():
             return folder

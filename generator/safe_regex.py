@@ -17,10 +17,6 @@ import re
 from functools import lru_cache
 from typing import Any
 
-try:  # pragma: no cover - depends on the installed wheel
-    import re2 as _re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
-except ImportError:  # pragma: no cover
-    _re2 = None
 
 # Without RE2: at most this many unbounded repeats in one pattern.
 MAX_STARS = 6
@@ -29,12 +25,24 @@ MAX_TEXT = 1 << 16
 _RISKY = re.compile(r"\([^()]*[*+}][^()]*\)[*+{]|\\[1-9]")
 
 
+@lru_cache(maxsize=1)
+def _engine() -> Any:
+    """RE2's module, or None without the wheel; imported on the first pattern judged (most
+    scripts have none, and the import is ~3 ms of every start)."""
+    try:  # pragma: no cover - depends on the installed wheel
+        import re2  # type: ignore[import-not-found,import-untyped,unused-ignore]
+    except ImportError:  # pragma: no cover
+        return None
+    return re2
+
+
 def have_re2() -> bool:
-    return _re2 is not None
+    return _engine() is not None
 
 
 @lru_cache(maxsize=512)
 def _compiled(pattern: str) -> Any:
+    _re2 = _engine()
     if _re2 is not None:
         try:
             options = _re2.Options()

@@ -2,10 +2,13 @@
 its PPO configs, the key prefixes of its roles, the mappings it passes through to other
 libraries. One home for each; every module that needs one imports it from here.
 
-Pure data, no imports: anything may depend on this module.
+Pure data, no project imports: anything may depend on this module.
 """
 
 from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Literal
 
 # The PPO trainer every verl example launches (`python3 -m verl.trainer.main_ppo`).
 PPO_ENTRY = "verl.trainer.main_ppo"
@@ -27,6 +30,7 @@ REF = "actor_rollout_ref.ref."
 CRITIC = "critic."
 MEGATRON = ACTOR + "megatron."
 TRANSFORMER = MEGATRON + "override_transformer_config."
+OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."  # passed to Megatron's OptimizerConfig as is
 
 # verl's config default for actor_rollout_ref.model.path in every release: a placeholder, not the
 # model a script that leaves the key unset (or sets it to an unreadable value) really trains.
@@ -79,13 +83,62 @@ def packaged_config_of(config_name: str | None) -> str:
     return stem if stem in PPO_CONFIGS else ppo_config_for(stem)
 
 
-# The algorithms `gen recipe` renders (and a library recipe may name). GPG is not one: a
-# recipe runs it as GRPO with verl's GPG keys among its overrides (see the verl-*-gpg recipe).
-ALGORITHMS: tuple[str, ...] = ("grpo", "ppo", "dapo", "gspo", "rloo", "reinforce_plus_plus")
+@dataclass(frozen=True, slots=True)
+class Algorithm:
+    """What every layer knows of one algorithm `gen recipe` renders: its advantage estimator,
+    its KL term (which is why verl builds a reference model), whether a critic trains, how
+    many responses per prompt it needs and starts from, and its one-line summary."""
 
-# algorithm.adv_estimator -> the recipe algorithm it starts from. GRPO's estimator also runs
-# DAPO and GSPO, which differ in the actor's loss keys (see generator.script.algorithms).
-ESTIMATOR_ALGORITHM: dict[str, str] = {"gae": "ppo", "grpo": "grpo", "rloo": "rloo",
-                                       "reinforce_plus_plus": "reinforce_plus_plus"}
+    name: str
+    estimator: str  # algorithm.adv_estimator
+    kl: Literal["loss", "reward"] | None  # the KL term: a loss (use_kl_loss), a reward penalty, or none
+    critic: bool  # a critic trains (GAE)
+    default_n: int  # responses per prompt when --n is not given
+    min_n: int  # responses per prompt it needs (group baselines compare responses within a prompt)
+    blurb: str
+
+    @property
+    def has_ref(self) -> bool:
+        """verl builds the reference model only for a KL term."""
+        return self.kl is not None
+
+
+# The algorithms `gen recipe` renders (and a library recipe may name), in the order shown. GPG is
+# not one: a recipe runs it as GRPO with verl's GPG keys among its overrides (the verl-*-gpg recipe).
+ALGORITHM_TABLE: dict[str, Algorithm] = {a.name: a for a in (
+    Algorithm("grpo", "grpo", "loss", False, 5, 2, "GRPO: group-relative advantages over n responses, KL as a loss term"),
+    Algorithm("ppo", "gae", None, True, 1, 1, "PPO: GAE advantages from a Megatron critic with the actor's layout"),
+    Algorithm("dapo", "grpo", None, False, 5, 2, "DAPO: decoupled clip (0.2/0.28), token-mean loss, no KL"),
+    Algorithm("gspo", "grpo", None, False, 5, 2, "GSPO: sequence-level importance ratios, clip 3e-4/4e-4, no KL"),
+    Algorithm("rloo", "rloo", "reward", False, 5, 2,
+              "RLOO: leave-one-out baseline over n >= 2 responses, KL in the reward"),
+    Algorithm("reinforce_plus_plus", "reinforce_plus_plus", "loss", False, 5, 1,
+              "REINFORCE++: batch-normalised returns, KL as a loss term"),
+)}
+ALGORITHMS: tuple[str, ...] = tuple(ALGORITHM_TABLE)
+
+# algorithm.adv_estimator -> the recipe algorithm it starts from (the first in the table that
+# uses it). GRPO's estimator also runs DAPO and GSPO, which differ in the actor's loss keys (see
+# generator.script.algorithm_reading).
+ESTIMATOR_ALGORITHM: dict[str, str] = {}
+for _algorithm in ALGORITHM_TABLE.values():
+    ESTIMATOR_ALGORITHM.setdefault(_algorithm.estimator, _algorithm.name)
+
+
+def critic_trains(algo: str) -> bool:
+    facts = algorithm_facts(algo)
+    return facts is not None and facts.critic
+
+
+def algorithm_facts(name: str) -> Algorithm | None:
+    """The table's entry for a recipe algorithm, or for an estimator name (`gae` is PPO's)."""
+    key = name.lower()
+    return ALGORITHM_TABLE.get(key) or ALGORITHM_TABLE.get(ESTIMATOR_ALGORITHM.get(key, ""))
+
 
 ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
+
+# rollout.max_num_batched_tokens in verl's config (verl/trainer/config/rollout/rollout.yaml@v0.7.0):
+# the most tokens vLLM schedules in one step. Below prompt+response it cannot prefill one sequence
+# when chunked prefill is off, so the planner and the renderer raise it to the sequence length.
+VLLM_MAX_NUM_BATCHED_TOKENS = 8192

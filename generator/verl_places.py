@@ -17,6 +17,7 @@ from pathlib import Path
 from generator import boundary
 from generator.errors import InputError
 from generator.files import read_text_input
+from generator.folder_memo import remembered
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS
 
 # How many folders above a script are searched for the project's marks: `.git`, a vendored verl
@@ -36,6 +37,10 @@ def find_project_verl(script_path: str) -> Path | None:
     `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
     stops at the folder holding `.git`."""
     here = Path(script_path).absolute().parent
+    return remembered(("project_verl", here), lambda: _find_project_verl(here))
+
+
+def _find_project_verl(here: Path) -> Path | None:
     for folder in [here, *here.parents][:MAX_LEVELS]:
         for place in _PACKAGE_PLACES:
             package = folder.joinpath(*place)

@@ -223,7 +223,7 @@ def test_check_fix_and_explain_read_a_files_project_settings_alike(tmp_path: Pat
     (tmp_path / "legacy").mkdir()
     os.mkfifo(tmp_path / "legacy" / "old.sh")  # a file no command may read (it would block)
     (tmp_path / ".verl-gen.toml").write_text('exclude = ["legacy/*"]\n')
-    from generator.fix.files import fix_files
+    from generator.fix.per_file import fix_files
 
     fixed = list(fix_files([str(tmp_path / "legacy" / "old.sh")], write=False, select=(), ignore=(), unsafe=False,
                            verl_version="0.7.0", env={}))

@@ -11,7 +11,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.errors import InputError
-from generator.library.recipe import recipe_from_mapping, recipe_to_mapping
+from generator.library.recipe_format import recipe_from_mapping, recipe_to_mapping
 from generator.library.store import load_library, read_recipe, user_library_dir
 from generator.resources import recipes_dir
 

@@ -11,6 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
+from generator.config.reader import ConfigReader
 from generator.library.convert import to_config, to_overrides, to_spec
 from generator.library.store import load_library
 from generator.plan.memory import PHASES
@@ -103,7 +104,7 @@ def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_trees)
     }
     for key, value in expected.items():
         assert config.get(key) == value, key
-    assert config.gpus == recipe.gpus
+    assert ConfigReader(config).gpus == recipe.gpus
 
     # REAL Hydra accepts the overrides (and, where composed, holds the same values).
     cfg = hydra_trees(CONFIG_TREE[release], composed_config_name(release), to_overrides(recipe, release))

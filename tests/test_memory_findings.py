@@ -87,7 +87,7 @@ def test_the_ladder_starts_with_the_cheapest_knob():
     assert change is not None and change.words.startswith("turn on param_offload")
     assert dict(change.edits) == {"actor_rollout_ref.actor.megatron.param_offload": True,
                                   "actor_rollout_ref.actor.megatron.grad_offload": True}
-    assert evaluate_memory(MemorySetup(setup.model, change.candidate, setup.workload)).fits
+    assert evaluate_memory(MemorySetup(setup.model, change.knobs, setup.workload)).fits
 
 
 def test_no_fix_when_even_every_knob_does_not_fit():

@@ -18,7 +18,7 @@ from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import find_model
 from generator.plan import batch_sizes, plan_layout
-from generator.plan.batch import AGENT_NUM_WORKERS
+from generator.plan.batch_choice import AGENT_NUM_WORKERS
 
 runner = CliRunner()
 

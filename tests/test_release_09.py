@@ -152,7 +152,7 @@ def test_the_memory_model_reads_each_releases_defaults_from_its_schema() -> None
 
 def test_the_weight_sync_phase_grows_by_the_bucket_difference() -> None:
     """The same plan for 0.7.0 and 0.9.1: weight sync holds a 2048 MiB bucket instead of 512."""
-    from generator.plan.spec import planned_spec
+    from generator.plan.recipe_plan import planned_spec
 
     def sync_gib(version: str) -> float:
         spec = planned_spec(model="qwen2-7b", gpus=8, nodes=None, gpu=None, gpu_mem=None, algo="grpo",

@@ -8,7 +8,7 @@ import pytest
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate, Offload
-from generator.render.recipe import build_recipe, recipe_overrides
+from generator.render.recipe_settings import build_recipe, recipe_overrides
 from generator.render.release_form import composed_config_name
 from generator.render.spec import RecipeSpec
 

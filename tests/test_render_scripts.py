@@ -28,7 +28,7 @@ import pytest
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate, Offload
 from generator.render import default_filename, generate
-from generator.render.recipe import recipe_overrides
+from generator.render.recipe_settings import recipe_overrides
 from generator.plan.planned_scripts import planned_scripts
 from generator.render.release_form import written_config_name
 from generator.render.spec import DEFAULT_VERSION, LAUNCHERS, RecipeSpec

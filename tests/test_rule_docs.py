@@ -12,7 +12,8 @@ import pytest
 
 from generator.report.rule_doc import rule_doc
 from generator.rules import load_rules
-from generator.rules.core import CATALOG_DIR, FAMILY_PAGES, catalog_file, doc_page, rule_text
+from generator.report.rule_pages import family_page, verl_sources
+from generator.rules.core import CATALOG_DIR, FAMILY_PAGES, PAGE_KEY, catalog_file, doc_page
 
 ROOT = Path(__file__).resolve().parent.parent
 REGISTRY = load_rules()
@@ -87,32 +88,44 @@ def test_gen_rule_names_its_documentation_page() -> None:
 def test_the_catalog_lists_exactly_the_registered_rules() -> None:
     """A rule without an entry would fail at `gen rule`; an entry without a rule is stale prose."""
     listed = {code for path in CATALOG_DIR.glob("*.json")
-              for code in json.loads(path.read_text(encoding="utf-8"))}
+              for code in json.loads(path.read_text(encoding="utf-8")) if code != PAGE_KEY}
     assert listed == set(REGISTRY)
     assert all(catalog_file(code[:2]).is_file() for code in REGISTRY)
 
 
-def _section(code: str) -> str:
-    page, _title = FAMILY_PAGES[code[:2]]
-    text = (ROOT / page).read_text(encoding="utf-8")
-    return text.split(f'<a id="{code.lower()}"></a>', 1)[1].split("<a id=", 1)[0]
+@pytest.mark.parametrize("family", sorted(FAMILY_PAGES))
+def test_each_family_page_is_written_from_the_catalog(family: str) -> None:
+    """docs/rules/*.md are generated (generator/report/rule_pages.py): the catalog holds each
+    rule's title, reason, fix safety and prose, docs/verl-checks.md each check's source lines.
+    A page edited by hand, or a catalog entry changed without regenerating, fails here."""
+    page = ROOT / FAMILY_PAGES[family][0]
+    assert page.read_text(encoding="utf-8") == family_page(family, REGISTRY), \
+        f"{page.relative_to(ROOT)} is stale: run `python tools/rule_docs.py`"
 
 
-def _paragraph(section: str, label: str) -> str | None:
-    found = re.search(rf"^\*\*{label}\.\*\* (.*?)\n\n", section + "\n\n", flags=re.S | re.M)
-    return found.group(1) if found else None
+def test_a_catalog_change_makes_its_page_stale(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The check is real: a reason changed in the catalog changes the page that must be written."""
+    import generator.report.rule_pages as rule_pages
+
+    raw = json.loads(catalog_file("VB").read_text(encoding="utf-8"))
+    raw["VB101"]["why"] = raw["VB101"]["why"].replace("P·n must be", "P·n should be")
+    changed = tmp_path / "batch.json"
+    changed.write_text(json.dumps(raw, ensure_ascii=False), encoding="utf-8")
+    monkeypatch.setattr(rule_pages, "catalog_file", lambda family: changed)
+    page = rule_pages.family_page("VB", REGISTRY)
+    assert "P·n should be" in page and page != (ROOT / FAMILY_PAGES["VB"][0]).read_text(encoding="utf-8")
 
 
-@pytest.mark.parametrize("code", sorted(REGISTRY))
-def test_the_family_page_says_what_the_catalog_says(code: str) -> None:
-    """The page repeats the catalog's title, reason and fix safety word for word (longer prose goes in
-    its own paragraph), so `gen rule CODE` and docs/rules/*.md cannot drift apart."""
-    text, section = rule_text(code), _section(code)
-    assert f"\n**{text.title}.**\n" in section
-    assert _paragraph(section, "Why") == text.why
-    assert _paragraph(section, "Fix") == text.fix_safety
+def test_a_checks_source_line_comes_from_verl_checks_md() -> None:
+    """Where verl makes a check is written once, in docs/verl-checks.md; a page shows it from there."""
+    sources = verl_sources((ROOT / "docs" / "verl-checks.md").read_text(encoding="utf-8"))
+    assert sources["E1"] == "`megatron/core/parallel_state.py:695-698 @ core_v0.15.0`"
+    assert f"- [E1](../verl-checks.md#e1) — {sources['E1']}" in family_page("VP", REGISTRY)
 
 
-def test_a_drifted_page_is_caught() -> None:
-    section = _section("VB101").replace("P·n must be", "P·n should be")
-    assert _paragraph(section, "Why") != rule_text("VB101").why
+def test_the_defaults_page_lists_the_rules_that_read_defaults() -> None:
+    """docs/rules/defaults.md's table names exactly the rules with the `reads_defaults` flag."""
+    text = (ROOT / "docs" / "rules" / "defaults.md").read_text(encoding="utf-8")
+    table = text.split("| code |", 1)[1].split("\n\n", 1)[0]
+    listed = set(re.findall(r"\bV[A-Z]\d{3}\b", table))
+    assert listed == {code for code, r in REGISTRY.items() if r.reads_defaults}

@@ -104,3 +104,25 @@ def test_the_default_place_follows_xdg(monkeypatch: pytest.MonkeyPatch, tmp_path
     monkeypatch.delenv(cache.SWITCH_ENV, raising=False)
     monkeypatch.setenv("XDG_CACHE_HOME", str(tmp_path))
     assert cache.cache_dir() == tmp_path / "verl-gen" / "schemas"
+
+
+def test_a_hit_keeps_why_a_stale_generated_file_was_passed_over_without_reading_yaml(
+        tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tree / "ppo_trainer.yaml").write_text(YAML + "extra:\n  added_by_fork: 1\n")  # the generated file lacks it
+    first = _from_dir("x", tree)
+    assert first.configs["ppo_trainer"]["extra.added_by_fork"] == 1
+    assert len(first.notes) == 1 and "stale" in first.notes[0] and "extra.added_by_fork" in first.notes[0]
+    _no_yaml(monkeypatch)
+    monkeypatch.setattr("generator.schema.compose.compose", lambda *_a, **_k: pytest.fail("composed on a hit"))
+    again = _from_dir("x", tree)
+    assert again.notes == first.notes and again.configs == first.configs
+
+
+@pytest.mark.parametrize("notes", [None, "a note", [1], [None]])
+def test_an_entry_with_malformed_notes_is_ignored(tree: Path, tmp_path: Path, notes: object) -> None:
+    _from_dir("x", tree)
+    [entry] = _entries(tmp_path)
+    document = json.loads(entry.read_text())
+    document["notes"] = notes
+    entry.write_text(json.dumps(document))
+    assert cache.load_entry(entry.stem) is None

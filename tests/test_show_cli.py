@@ -183,7 +183,7 @@ def test_resolved_prints_the_composed_config_of_each_call(tmp_path: Path) -> Non
 
 
 def test_nest_keeps_a_key_that_is_also_a_prefix() -> None:
-    from generator.report.show import nest
+    from generator.report.show_report import nest
 
     assert nest({"a.b": 1, "a.c.d": 2}) == {"a": {"b": 1, "c": {"d": 2}}}
     assert nest({"a": 1, "a.b": 2}) == {"a": 1, "a.b": 2}

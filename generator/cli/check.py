@@ -131,7 +131,7 @@ def register(app: typer.Typer) -> None:
         from generator.plan.script_setup import memory_options
         from generator.report.documents import explain_call_json, explain_json
         from generator.report.explain import render_explain
-        from generator.report.memory import call_memory_dict, call_memory_text
+        from generator.report.memory_report import call_memory_dict, call_memory_text
         from generator.schema.resolution import check_explicit
 
         status = EXIT_OK

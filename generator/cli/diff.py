@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """Show what differs between two launches: keys (grouped) and the derived numbers."""
         from generator.diffing import diff
-        from generator.report.diff import render_text
+        from generator.report.diff_text import render_text
 
         try:
             if output_format not in ("text", "json"):

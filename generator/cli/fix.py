@@ -19,7 +19,7 @@ from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from generator.safe_text import one_line, printable
 
 if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
-    from generator.report.fixes import Said
+    from generator.report.fix_outcomes import Said
     from generator.plan.script_setup import MemoryOptions
 
 
@@ -46,8 +46,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
             args: list[str] | None = None, memory: MemoryOptions | None = None,
             config_dir: str | None = None, diff: bool = False) -> int:
     """Exit status: 2 bad input, 1 error findings remain or (a dry run) a fix is pending, else 0."""
-    from generator.fix.files import fix_files
-    from generator.report.fixes import fix_lines, fix_summary
+    from generator.fix.per_file import fix_files
+    from generator.report.fix_outcomes import fix_lines, fix_summary
 
     outcomes = []
     status = EXIT_OK
@@ -64,8 +64,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
 
 def run_migrate(paths: list[str], *, to_version: str, from_version: str | None, write: bool,
                 unsafe: bool, env: dict[str, str], args: list[str] | None = None) -> int:
-    from generator.fix.files import migrate_files
-    from generator.report.fixes import migrate_lines
+    from generator.fix.per_file import migrate_files
+    from generator.report.fix_outcomes import migrate_lines
 
     status = EXIT_OK
     for outcome in migrate_files(paths, to_version=to_version, from_version=from_version, write=write,

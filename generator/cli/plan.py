@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from generator.cli.pin_options import LAYOUT_PINS, with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import one_line
 
@@ -34,6 +35,7 @@ def _write_chart(path: str, plan: Plan, force: bool) -> None:
 
 def register(app: typer.Typer) -> None:
     @app.command("plan")
+    @with_pin_options
     def plan_command(
         model: str = typer.Option(..., "--model", "-m", help="Model name, hub id, model dir or config.json."),
         gpus: int = typer.Option(..., "--gpus", help="GPUs in total (all nodes)."),
@@ -52,40 +54,6 @@ def register(app: typer.Typer) -> None:
         algo: str = typer.Option("grpo", "--algo", help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
         train_batch_size: int | None = typer.Option(None, "--train-batch-size",
             help="Prompts per step (data.train_batch_size; default: planned)."),
-        tp: int | None = typer.Option(None, "--tp",
-            help="Pin tensor parallel (the rest is planned)."),
-        pp: int | None = typer.Option(None, "--pp",
-            help="Pin pipeline parallel."),
-        cp: int | None = typer.Option(None, "--cp",
-            help="Pin context parallel."),
-        ep: int | None = typer.Option(None, "--ep",
-            help="Pin expert parallel (MoE models)."),
-        etp: int | None = typer.Option(None, "--etp",
-            help="Pin expert tensor parallel (MoE models)."),
-        vpp: int | None = typer.Option(None, "--vpp",
-            help="Pin virtual pipeline stages per rank."),
-        first_stage_layers: int | None = typer.Option(None, "--first-stage-layers",
-            help="Layers on the first pipeline stage (uneven split)."),
-        last_stage_layers: int | None = typer.Option(None, "--last-stage-layers",
-            help="Layers on the last pipeline stage (uneven split)."),
-        rollout_tp: int | None = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
-        micro_batch_per_gpu: int | None = typer.Option(None, "--micro-batch-per-gpu",
-            help="Pin ppo_micro_batch_size_per_gpu."),
-        token_budget: int | None = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu."),
-        dynamic_bsz: bool | None = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz",
-            help="Force use_dynamic_bsz on or off (default: on for long sequences)."),
-        gpu_memory_utilization: float | None = typer.Option(None, "--gpu-memory-utilization",
-            help="Pin rollout.gpu_memory_utilization (0-1)."),
-        param_offload: bool | None = typer.Option(None, "--param-offload/--no-param-offload",
-            help="Force Megatron param offload on or off."),
-        optimizer_offload: bool | None = typer.Option(None, "--optimizer-offload/--no-optimizer-offload",
-            help="Force Megatron optimizer offload on or off."),
-        cpu_optimizer_fraction: float | None = typer.Option(None, "--cpu-optimizer-fraction",
-            help="Share of the optimizer on the CPU (Megatron CPU optimizer, 0-1)."),
-        recompute: bool | None = typer.Option(None, "--recompute/--no-recompute",
-            help="Force full activation recompute on or off."),
-        fused_kernels: bool | None = typer.Option(None, "--fused-kernels/--no-fused-kernels",
-            help="Force fused kernels (no full logits) on or off."),
         ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size",
             help="Pin ppo_mini_batch_size (prompts per update)."),
         top: int = typer.Option(5, "--top", help="Candidates to show."),
@@ -93,13 +61,14 @@ def register(app: typer.Typer) -> None:
         wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
         chart: Optional[str] = typer.Option(None, "--chart", help="Also write the memory chart: FILE.svg or FILE.html."),
         force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
+        pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
         from generator.hardware import gpu_spec
         from generator.model import resolve_model
         from generator.plan import plan_layout
-        from generator.plan.batch import default_n
-        from generator.plan.spec import pins_from_options
+        from generator.plan.batch_choice import default_n
+        from generator.plan.recipe_plan import pins_from_options
         from generator.render.spec import DEFAULT_VERSION  # memory at the release `gen recipe` writes for
 
         try:
@@ -107,14 +76,9 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"--format must be text or json, got '{output_format}'")
             facts = resolve_model(model)
             spec = gpu_spec(gpu, gpu_mem)
-            layout = {"tp": tp, "pp": pp, "cp": cp, "ep": ep, "etp": etp, "vpp": vpp,
-                      "first_stage_layers": first_stage_layers, "last_stage_layers": last_stage_layers}
-            fixed = {k: v for k, v in layout.items() if v is not None}
-            knobs = pins_from_options(
-                rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu, token_budget=token_budget,
-                dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization, param_offload=param_offload,
-                optimizer_offload=optimizer_offload, cpu_optimizer_fraction=cpu_optimizer_fraction,
-                recompute=recompute, fused_kernels=fused_kernels)
+            pinned = pin_values or {}
+            fixed = {k: pinned[k] for k in LAYOUT_PINS if pinned.get(k) is not None}
+            knobs = pins_from_options(**{k: v for k, v in pinned.items() if k not in LAYOUT_PINS})
             if fixed:  # a layout given: evaluate it, with the knobs pinned
                 fixed.setdefault("tp", 1)
                 fixed.setdefault("pp", 1)
@@ -137,8 +101,8 @@ def register(app: typer.Typer) -> None:
 
                 sys.stdout.write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
-        from generator.report.plan import plan_dict, render_text
-        from generator.safe_text import one_line, use_color
+        from generator.report.plan_report import plan_dict, render_text
+        from generator.safe_text import use_color
 
         if output_format == "json":
             json.dump(plan_dict(plan), sys.stdout, indent=2)

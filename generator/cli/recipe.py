@@ -1,6 +1,6 @@
 """`gen recipe`: plan a layout, check the config, and write a Megatron run_*.sh.
 
-The command is thin: options -> RecipeSpec (generator.plan.spec for --model, the library for a
+The command is thin: options -> RecipeSpec (generator.plan.recipe_plan for --model, the library for a
 recipe NAME, generator.render.legacy for --from) -> generator.render.generate -> an atomic write.
 """
 
@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, InputError
 
 if TYPE_CHECKING:
@@ -53,6 +54,7 @@ def register(app: typer.Typer) -> None:
     """Add `gen recipe` to `app`."""
 
     @app.command("recipe")
+    @with_pin_options
     def recipe(
         name: Optional[str] = typer.Argument(None, help="A packaged recipe (see `gen list`); omit to plan from --model."),
         model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (qwen2-7b, llama3.1-8b, ...) or a config.json."),
@@ -94,41 +96,13 @@ def register(app: typer.Typer) -> None:
         resume_from: Optional[str] = typer.Option(None, "--resume-from", help="Checkpoint folder to resume from."),
         lr: Optional[float] = typer.Option(None, "--lr", help="Actor learning rate (default 1e-6)."),
         epochs: Optional[int] = typer.Option(None, "--epochs", help="Passes over the training data (default 15)."),
-        tp: Optional[int] = typer.Option(None, "--tp", help="Pin tensor parallel (the rest is planned)."),
-        pp: Optional[int] = typer.Option(None, "--pp", help="Pin pipeline parallel."),
-        cp: Optional[int] = typer.Option(None, "--cp", help="Pin context parallel."),
-        ep: Optional[int] = typer.Option(None, "--ep", help="Pin expert parallel."),
-        etp: Optional[int] = typer.Option(None, "--etp", help="Pin expert tensor parallel."),
-        vpp: Optional[int] = typer.Option(None, "--vpp", help="Pin virtual pipeline stages per rank."),
-        first_stage_layers: Optional[int] = typer.Option(None, "--first-stage-layers",
-            help="Layers on the first pipeline stage (uneven split)."),
-        last_stage_layers: Optional[int] = typer.Option(None, "--last-stage-layers",
-            help="Layers on the last pipeline stage (uneven split)."),
-        rollout_tp: Optional[int] = typer.Option(None, "--rollout-tp", help="Pin the rollout engine's TP."),
-        micro_batch_per_gpu: Optional[int] = typer.Option(None, "--micro-batch-per-gpu",
-            help="Pin ppo_micro_batch_size_per_gpu."),
-        token_budget: Optional[int] = typer.Option(None, "--token-budget", help="Pin ppo_max_token_len_per_gpu "
-                                                   "(dynamic batch size)."),
-        dynamic_bsz: Optional[bool] = typer.Option(None, "--dynamic-bsz/--no-dynamic-bsz",
-            help="Force use_dynamic_bsz on or off (default: on for long sequences)."),
-        gpu_memory_utilization: Optional[float] = typer.Option(None, "--gpu-memory-utilization",
-            help="Pin rollout.gpu_memory_utilization (0-1)."),
-        param_offload: Optional[bool] = typer.Option(None, "--param-offload/--no-param-offload",
-            help="Force Megatron param offload on or off."),
-        optimizer_offload: Optional[bool] = typer.Option(None, "--optimizer-offload/--no-optimizer-offload",
-            help="Force Megatron optimizer offload on or off."),
-        cpu_optimizer_fraction: Optional[float] = typer.Option(None, "--cpu-optimizer-fraction",
-                                                               help="Pin Megatron's CPU optimizer share (0 = off)."),
-        recompute: Optional[bool] = typer.Option(None, "--recompute/--no-recompute",
-            help="Force full activation recompute on or off."),
-        fused_kernels: Optional[bool] = typer.Option(None, "--fused-kernels/--no-fused-kernels",
-                                                     help="Fused log-prob kernels (no [tokens x vocab] logits)."),
         legacy: Optional[str] = typer.Option(None, "--from", help="Re-render this legacy script in the clean form."),
         output: Optional[str] = typer.Option(None, "--output", "-o", help="Output file ('-' = stdout)."),
         force: bool = typer.Option(False, "--force", help="Overwrite an existing output file; render a recipe "
                                    "NAME our memory model predicts over its GPUs."),
         library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
+        pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Write a Megatron launch script whose layout, batch sizes and memory are planned and checked."""
         from generator.render import default_filename, generate
@@ -146,14 +120,9 @@ def register(app: typer.Typer) -> None:
                 ("total_epochs", epochs), ("ppo_mini_batch_size", ppo_mini_batch_size)) if value is not None}
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
-            from generator.plan.spec import pins_from_options
+            from generator.plan.recipe_plan import pins_from_options
 
-            pins = pins_from_options(
-                tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vpp=vpp, first_stage_layers=first_stage_layers,
-                last_stage_layers=last_stage_layers, rollout_tp=rollout_tp, micro_batch_per_gpu=micro_batch_per_gpu,
-                token_budget=token_budget, dynamic_bsz=dynamic_bsz, gpu_memory_utilization=gpu_memory_utilization,
-                param_offload=param_offload, optimizer_offload=optimizer_offload,
-                cpu_optimizer_fraction=cpu_optimizer_fraction, recompute=recompute, fused_kernels=fused_kernels)
+            pins = pins_from_options(**(pin_values or {}))
             if mean_response_len is not None and (legacy is not None or name is not None):
                 raise InputError("--mean-response-len plans from --model; a recipe name or --from keeps its layout")
             if pins and (legacy is not None or name is not None):
@@ -177,7 +146,7 @@ def register(app: typer.Typer) -> None:
             else:
                 if model is None or gpus is None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
-                from generator.plan.spec import planned_spec
+                from generator.plan.recipe_plan import planned_spec
 
                 spec = planned_spec(model=model, **options, **run, pins=pins or None,
                                     mean_response_len=mean_response_len)

@@ -38,7 +38,7 @@ def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
 def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict]:
     """One dict per path; a file that cannot be read gets a one-line `error` instead."""
     from generator.inputs import without_path
-    from generator.report.show import error_dict, script_dict
+    from generator.report.show_report import error_dict, script_dict
 
     out = []
     for path in paths:
@@ -79,7 +79,7 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
         yaml.default_flow_style = False
         yaml.dump({"schema_version": JSON_SCHEMA_VERSION, "files": files}, stream)
     else:
-        from generator.report.show import render_scripts_text
+        from generator.report.show_report import render_scripts_text
 
         render_scripts_text(files, stream)
     if output_format == "text":
@@ -119,7 +119,7 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
 def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], args: list[str],
                   verl_version: str | None, config_dir: str | None = None) -> int:
     """`gen show --resolved`: print each call's composed config; 2 when a file could not be read."""
-    from generator.report.show import resolved_document, resolved_text
+    from generator.report.show_report import resolved_document, resolved_text
 
     files, status = [], EXIT_OK
     for path in paths:

@@ -5,7 +5,6 @@ probably meant ("did you mean").
 
 from __future__ import annotations
 
-import difflib
 import weakref
 
 from generator.config.flat import FlatConfig
@@ -36,6 +35,8 @@ def _closest(key: str, flat: FlatConfig) -> str | None:
     parent, _, leaf = key.rpartition(".")
     siblings = [k.rpartition(".")[2] for k in flat.values if k.rpartition(".")[0] == parent]
     siblings += [n.rpartition(".")[2] for n in flat.nodes if n.rpartition(".")[0] == parent]
+    import difflib  # here: only an unknown key looks for a near name
+
     match = difflib.get_close_matches(leaf, siblings, n=1, cutoff=0.75)
     if match:
         return f"{parent}.{match[0]}" if parent else match[0]

@@ -96,8 +96,25 @@ def _find_close(text: str, start: int) -> int:
     raise BrokenReference(f"unterminated interpolation in {text!r}")
 
 
+# Scalars _literal read before, by text (the same defaults come back in every config). A list or
+# mapping is built afresh each time: the caller may keep and change it.
+_SCALARS: dict[str, Any] = {}
+_MAX_SCALARS = 8192
+
+
 def _literal(text: str) -> Any:
     """A resolver argument as OmegaConf's grammar reads it (null, bools, numbers, [], {}, quotes)."""
+    try:
+        return _SCALARS[text]
+    except KeyError:
+        pass
+    value = _read_literal(text)
+    if not isinstance(value, (list, dict)) and len(_SCALARS) < _MAX_SCALARS:
+        _SCALARS[text] = value
+    return value
+
+
+def _read_literal(text: str) -> Any:
     raw = text.strip()
     if raw == "":
         return ""

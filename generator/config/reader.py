@@ -20,6 +20,7 @@ from generator.verl import (
     PPO_ENTRY,
     ROLLOUT,
     TRANSFORMER,
+    critic_trains,
 )
 
 
@@ -205,7 +206,7 @@ class ConfigReader:
         estimator = self.str("algorithm.adv_estimator")
         if estimator is None:
             return None
-        return estimator == "gae"
+        return critic_trains(estimator)  # GAE: the estimator that trains a critic (verl.ALGORITHM_TABLE)
 
     @property
     def actor_dynamic(self) -> Bool | None:

@@ -93,11 +93,3 @@ class Config:
         override = self.set_by.get(key)
         return override.line if override else None
 
-    @property
-    def gpus(self) -> int | None:
-        """GPUs in the training pool: trainer.n_gpus_per_node x trainer.nnodes."""
-        per_node = self.values.get("trainer.n_gpus_per_node")
-        nodes = self.values.get("trainer.nnodes")
-        if isinstance(per_node, int) and isinstance(nodes, int) and not isinstance(per_node, bool):
-            return per_node * nodes
-        return None

@@ -11,6 +11,6 @@
   files.py    the commands' work file by file: read with the project's settings, resolve the
               release, fix or migrate, write atomically; yields one outcome per file
 
-Nothing here prints; generator/report/fixes.py words each outcome and the CLI prints it. Heavy
+Nothing here prints; generator/report/fix_outcomes.py words each outcome and the CLI prints it. Heavy
 modules (the shell reader, the rules, libcst) are imported inside the functions that need them.
 """

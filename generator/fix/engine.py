@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Callable, Sequence
 from generator.config.types import Config
 from generator.edits import KeyEdit, TextEdit
 from generator.fix.edits import apply_edits, select_compatible
-from generator.fix.hazards import fallback_fixes
+from generator.fix.hazard_repairs import fallback_fixes
 from generator.fix.place import Placement, place_fix
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
@@ -82,17 +82,27 @@ def default_reader(env: dict[str, str] | None = None,
     return read
 
 
-def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = (),
-                    resolution: Resolution | None = None, memory_for: MemoryFor | None = None,
-                    config_root: str | None = None) -> Checker:
-    """check_script against `resolution` (which verl, chosen once per file), else `version`;
-    `memory_for` predicts each call's memory for the memory rules (a GPU was named);
-    `config_root` is check_script's (where `$PWD`-relative config paths start)."""
+def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Checker:
+    """check_script against `version` (`--verl-version`; None: resolved for each script read)."""
     from generator.rules import check_script
 
     def check(script: LaunchScript) -> CheckResults:
-        return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore),
-                            resolution=resolution, memory_for=memory_for, config_root=config_root)
+        return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore))
+
+    return check
+
+
+def resolved_checker(resolution: Resolution, *, memory_for: MemoryFor | None = None, config_root: str | None = None,
+                     select: Sequence[str] = (), ignore: Sequence[str] = (), model_config: str | None = None) -> Checker:
+    """rules.check_resolved against `resolution` (which verl, resolved once per file by its
+    context, generator.file_context); `memory_for` predicts each call's memory for the memory
+    rules (a GPU was named); `config_root` is where `$PWD`-relative config paths start. The fix
+    loop checks every rule: a fix must not create an error of a rule that was not chosen."""
+    from generator.rules import check_resolved
+
+    def check(script: LaunchScript) -> CheckResults:
+        return check_resolved(script, resolution, select=tuple(select), ignore=tuple(ignore), model_config=model_config,
+                              config_root=config_root, memory_for=memory_for)
 
     return check
 

@@ -312,6 +312,7 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
         if reason is not None:
             placement.reason = f"{edit.key} is not set and cannot be added: {reason}"
             return placement
+        assert text_edit is not None  # an insertion comes with its edit or with why not
         placement.edits.append(text_edit)
     placement.edits = merge_insertions(placement.edits)
     if not placement.edits and placement.reason is None:

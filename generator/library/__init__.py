@@ -6,7 +6,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
-from generator.library.recipe import Recipe, recipe_from_mapping, recipe_to_mapping
+from generator.library.recipe_format import Recipe, recipe_from_mapping, recipe_to_mapping
 from generator.library.store import Library, load_library, read_recipe, user_library_dir
 
 if TYPE_CHECKING:

@@ -1,7 +1,7 @@
 """Recipes into the shapes the rest of verl-gen uses: a Candidate for the memory model, a
 RecipeSpec for the renderer, override words and an effective Config for the rules and diff.
 
-The verl keys a recipe sets are decided in exactly one place, `generator.render.recipe`;
+The verl keys a recipe sets are decided in exactly one place, `generator.render.recipe_settings`;
 this module only hands it the recipe's numbers (plus the recipe's verbatim `overrides`).
 With another GPU count the planner re-evaluates the layout and every change is explained.
 """
@@ -12,7 +12,7 @@ from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
 from generator.errors import InputError
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
@@ -61,7 +61,7 @@ def per_rank_mini_batch(recipe: Recipe) -> int | None:
     dp = derive.data_parallel_size(recipe.gpus, lay.tp, lay.pp, lay.cp)
     if not dp:
         return None
-    return max(1, recipe.config.ppo_mini_batch_size * recipe.config.n // dp)
+    return max(1, derive.per_rank_mini_batch(recipe.config.ppo_mini_batch_size, recipe.config.n, dp))
 
 
 def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
@@ -193,7 +193,9 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
 
 
 def _per_rank(mini: int, n: int, dp: int | None) -> str:
-    return "?" if not dp else str(mini * n // dp)
+    from generator import derive
+
+    return "?" if not dp else str(derive.per_rank_mini_batch(mini, n, dp))
 
 
 def _short(value: object) -> str:
@@ -218,7 +220,7 @@ def extra_override_words(recipe: Recipe) -> list[str]:
 
 def to_overrides(recipe: Recipe, version: str | None = None) -> list[str]:
     """Every override word a script rendered from this recipe passes (knobs at their defaults)."""
-    from generator.render.recipe import build_recipe, recipe_overrides
+    from generator.render.recipe_settings import build_recipe, recipe_overrides
 
     result = to_spec(recipe, version=version)
     words = recipe_overrides(build_recipe(result.spec))

@@ -82,8 +82,8 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
             batch["log_prob_token_budget"] = setup.log_prob_token_budget
     offload: dict[str, Any] = {"param": lay.offload.param, "grad": lay.offload.grad,
                                "optimizer": lay.offload.optimizer, "cpu_optimizer": lay.offload.cpu_optimizer}
-    if lay.offload.cpu_optimizer:
-        offload["cpu_optimizer_fraction"] = lay.offload.cpu_optimizer_fraction
+    if lay.offload.cpu_optimizer and setup.cpu_optimizer_fraction is not None:
+        offload["cpu_optimizer_fraction"] = setup.cpu_optimizer_fraction  # unset: the recipe's default
     rollout_name = setup.rollout_name
     if rollout_name not in ROLLOUT_ENGINES:
         notes.append(f"rollout engine '{rollout_name}' is not one a recipe renders; using vllm")
@@ -117,7 +117,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
 
 
 def _same(a: object, b: object) -> bool:
-    from generator.diffing import same_value
+    from generator.config.parsed_values import same_value
 
     return same_value(a, b)
 
@@ -158,7 +158,7 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     """Write `<library>/<name>.yaml` from the script; return its path and notes for the user."""
     from generator.config import build_config
     from generator.library.convert import to_config
-    from generator.library.recipe import name_problem, recipe_from_mapping
+    from generator.library.recipe_format import name_problem, recipe_from_mapping
     from generator.library.store import user_library_dir
     from generator.project import load_project
     from generator.schema.resolution import check_explicit, recipe_release, resolve_script
@@ -225,7 +225,7 @@ def _keep_what_verl_accepts(mapping: dict[str, Any], target: Path, version: str,
     trainer's config, removed values) are dropped with a note; a setup that still fails the
     checks (e.g. a layout Megatron cannot build) is refused, nothing written."""
     from generator.library.convert import recipe_model, to_config
-    from generator.library.recipe import recipe_from_mapping
+    from generator.library.recipe_format import recipe_from_mapping
     from generator.rules import check_config
 
     notes: list[str] = []

@@ -14,7 +14,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
 from generator.errors import InputError
-from generator.library.recipe import Recipe, recipe_from_mapping
+from generator.library.recipe_format import Recipe, recipe_from_mapping
 from generator.resources import recipes_dir
 
 if TYPE_CHECKING:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.errors import InputError
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 
 TESTED_TAG = "verl-tested"
 OVER_TAG = "predicted-over"  # verl ships it, our memory model says it does not fit

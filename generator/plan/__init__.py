@@ -7,7 +7,7 @@
 
 from __future__ import annotations
 
-from generator.plan.batch import batch_sizes
+from generator.plan.batch_choice import batch_sizes
 from generator.plan.result import Plan
 from generator.plan.search import plan_layout
 

@@ -5,7 +5,7 @@ that keep a stage short. Validity is not judged here (`generator.derive.layout_p
 
 from __future__ import annotations
 
-from generator.derive import Layout
+from generator.derive import Layout, data_parallel_size
 from generator.layout import Parallelism
 from generator.model import ModelFacts
 from generator.plan.setting import Setting
@@ -50,7 +50,7 @@ def enumerate_layouts(model: ModelFacts, s: Setting) -> list[Layout]:
     for tp in tps:
         for cp in cps:
             for pp in range(1, min(MAX_PP, model.num_layers) + 1):
-                if s.gpus % (tp * pp * cp):
+                if data_parallel_size(s.gpus, tp, pp, cp) is None:
                     continue
                 eps: list[tuple[int, int | None]] = [(1, None)]
                 if model.is_moe:

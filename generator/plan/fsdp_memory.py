@@ -28,11 +28,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.model.facts import ModelFacts
 from generator.model.params import dense_layer_params, moe_layer_params, total_params
 from generator.plan.activations import dense_layer_activation_bytes, moe_layer_activation_bytes
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
-from generator.plan.engine import engine_fixed_bytes
+from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB,
                                    MemoryReport, StageMemory, usable_gib)
 from generator.plan.workload import GIB
@@ -87,7 +88,7 @@ class FsdpKnobs:
     rollout_tp: int = 1
     gpu_memory_utilization: float = 0.5
     enforce_eager: bool = True
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS
     per_rank_mini: int = 0  # sequences of one mini batch on one GPU (0: not bounded)
     per_rank_batch: int = 0  # sequences of the step's batch on one GPU (the log-prob passes; 0: not bounded)
     fill: float = 1.0  # share of the maximum lengths the real sequences fill (remove padding only)
@@ -152,8 +153,29 @@ def _phase(name: str, terms: Iterable[MemoryTerm]) -> PhaseMemory:
     return PhaseMemory(name, round(sum(t.gib for t in kept), 2), kept)
 
 
-def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
-    """Every phase on one GPU (docs/memory-model.md#the-fsdp-actor)."""
+@dataclass(frozen=True)
+class _Shards:
+    """The per-GPU bytes every FSDP phase is built from."""
+
+    n: int  # parameters
+    lora: int  # adapter parameters (0 without LoRA)
+    trainable: int
+    base_bytes: float  # the model's shard in its dtype
+    grads: float
+    optimizer: float
+    on_host: bool  # FSDP2's offload_policy: the trainer state lives on the host
+    gathered_fwd: float
+    gathered_bwd: float
+    per_layer: float  # one layer's working set per token
+    critic_resident: float
+    resident_weights: float  # what stays on the GPU between phases
+    resident_optimizer: float
+    weights_note: str
+    graphs: MemoryTerm
+    overhead: MemoryTerm
+
+
+def _shards(model: ModelFacts, k: FsdpKnobs) -> _Shards:
     n = total_params(model)
     shard = k.shard_group
     lora = lora_params(model, k.lora_rank, k.lora_all_linear) if k.lora_rank > 0 else 0
@@ -162,88 +184,115 @@ def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
     grads = trainable * GRAD_BYTES / shard
     optimizer = trainable * ADAM_BYTES / shard + (lora * 4 / shard)  # LoRA adapters: own fp32 weights
     on_host = k.offload_policy and k.strategy == "fsdp2"
-    weights_in_update = 0.0 if on_host else base_bytes
-    grads_in_update = 0.0 if on_host else grads
-    optimizer_in_update = 0.0 if on_host else optimizer
     unit = _largest_unit(model)
     gathered_fwd = 2 * (UNITS_IN_FLIGHT * unit + _root_params(model))
-    gathered_bwd = gathered_fwd + GRAD_BYTES * unit
-    h, v = model.hidden_size, model.vocab_size
-    per_layer = _per_token_layer(model)
     overhead = _term("overhead", OVERHEAD_GIB * GIB, "CUDA context, NCCL buffers, fragmentation")
     graphs = _term("cuda-graphs", 0.0 if k.enforce_eager else CUDA_GRAPH_GIB * GIB,
                    "rollout.enforce_eager=True" if k.enforce_eager else "vLLM CUDA graphs, kept in every phase")
     sharding = (f"over the FSDP group of {shard}" + (f" (HSDP: {k.gpus // shard} replicas)" if shard < k.gpus else ""))
     weights_note = (f"{'fp32' if k.model_dtype_bytes == 4 else 'bf16'} {n / 1e9:.2f}B params {sharding}"
                     + (f"; LoRA rank {k.lora_rank}: base frozen" if lora else ""))
+    critic_resident = ((0.0 if k.param_offload else base_bytes) + (0.0 if k.optimizer_offload else optimizer)
+                       if k.has_critic else 0.0)
+    return _Shards(n=n, lora=lora, trainable=trainable, base_bytes=base_bytes, grads=grads, optimizer=optimizer,
+                   on_host=on_host, gathered_fwd=gathered_fwd, gathered_bwd=gathered_fwd + GRAD_BYTES * unit,
+                   per_layer=_per_token_layer(model), critic_resident=critic_resident,
+                   resident_weights=0.0 if (k.param_offload or on_host) else base_bytes,
+                   resident_optimizer=0.0 if (k.optimizer_offload or on_host) else optimizer,
+                   weights_note=weights_note, graphs=graphs, overhead=overhead)
 
-    # The update: the actor's shards, the gathered units, the activations and the logits.
+
+def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
+    """Every phase on one GPU (docs/memory-model.md#the-fsdp-actor): the update and the optimizer
+    step, the log-prob passes, the rollout next to the engine's claim, the weight sync."""
+    z = _shards(model, k)
+    phases = _training_phases(model, k, z)
+    phases.update(_log_prob_phases(model, k, z))
+    phases.update(_rollout_phases(model, k, z))
+    return phases
+
+
+def _training_phases(model: ModelFacts, k: FsdpKnobs, z: _Shards) -> dict[str, PhaseMemory]:
+    """The update (the actor's shards, the gathered units, the activations and the logits) and
+    the optimizer step."""
+    h, v = model.hidden_size, model.vocab_size
     tokens = _tokens(k, micro=k.micro_batch, dynamic=k.use_dynamic_bsz, budget=k.token_budget,
                      sequences=k.per_rank_mini)
     layers = model.num_layers
     if k.activation_offload:
-        kept = 2 * 2 * h * tokens + per_layer * tokens
+        kept = 2 * 2 * h * tokens + z.per_layer * tokens
         act_note = "activation offload: two layer inputs and one layer's working set"
     elif k.gradient_checkpointing:
-        kept = layers * 2 * h * tokens + per_layer * tokens
+        kept = layers * 2 * h * tokens + z.per_layer * tokens
         act_note = f"gradient checkpointing: {layers} layer inputs + one layer's working set"
     else:
-        kept = layers * per_layer * tokens
+        kept = layers * z.per_layer * tokens
         act_note = f"{layers} layers' activations (no gradient checkpointing)"
     act_note += f", {tokens:,.0f} tokens per micro batch"
     logit_bytes = 0.0 if k.fused_kernels else (UPDATE_LOGIT_BYTES + (ENTROPY_LOGIT_BYTES if k.entropy_in_update else 0))
     update_logits = logit_bytes * tokens * v
-    critic_resident = ((0.0 if k.param_offload else base_bytes) + (0.0 if k.optimizer_offload else optimizer)
-                       if k.has_critic else 0.0)
     trainer_state = [
-        _term("weights", weights_in_update, "on the host (FSDP2 offload_policy)" if on_host else weights_note),
-        _term("grads", grads_in_update, f"fp32, {trainable / 1e9:.3f}B trainable params" + (" (adapters)" if lora else "")),
-        _term("optimizer", optimizer_in_update, "Adam m and v (fp32)" + (" + adapter fp32 weights" if lora else "")),
+        _term("weights", 0.0 if z.on_host else z.base_bytes,
+              "on the host (FSDP2 offload_policy)" if z.on_host else z.weights_note),
+        _term("grads", 0.0 if z.on_host else z.grads,
+              f"fp32, {z.trainable / 1e9:.3f}B trainable params" + (" (adapters)" if z.lora else "")),
+        _term("optimizer", 0.0 if z.on_host else z.optimizer,
+              "Adam m and v (fp32)" + (" + adapter fp32 weights" if z.lora else "")),
     ]
     phases = {"update": _phase("update", [
         *trainer_state,
-        _term("gathered-units", gathered_bwd, "bf16 root unit + two layers gathered, one layer's fp32 grads"),
+        _term("gathered-units", z.gathered_bwd, "bf16 root unit + two layers gathered, one layer's fp32 grads"),
         _term("activations", kept, act_note),
         _term("logits", update_logits, "fused kernels" if k.fused_kernels else f"{logit_bytes:g}·T·V"),
-        *([_term("critic", critic_resident, "critic state not offloaded")] if k.has_critic else []),
-        graphs, overhead])}
-    step_temp = 0.0 if on_host else trainable * FSDP_STEP_TEMP_BYTES / shard
+        *([_term("critic", z.critic_resident, "critic state not offloaded")] if k.has_critic else []),
+        z.graphs, z.overhead])}
+    step_temp = 0.0 if z.on_host else z.trainable * FSDP_STEP_TEMP_BYTES / k.shard_group
     phases["optimizer_step"] = _phase("optimizer_step", [
         *trainer_state,
-        _term("step-temporaries", step_temp, "the step runs on the CPU" if on_host else
+        _term("step-temporaries", step_temp, "the step runs on the CPU" if z.on_host else
               f"foreach AdamW working copies, {FSDP_STEP_TEMP_BYTES:g} B per trainable shard parameter"),
-        *([_term("critic", critic_resident)] if k.has_critic else []), graphs, overhead])
+        *([_term("critic", z.critic_resident)] if k.has_critic else []), z.graphs, z.overhead])
+    return phases
 
-    resident_weights = 0.0 if (k.param_offload or on_host) else base_bytes
-    resident_optimizer = 0.0 if (k.optimizer_offload or on_host) else optimizer
 
-    def forward(name: str, micro: int | None, dynamic: bool, budget: int | None, logit_per: int,
-                model_weights: float, note: str, other: list[MemoryTerm]) -> PhaseMemory:
-        t = _tokens(k, micro=micro, dynamic=dynamic, budget=budget, sequences=k.per_rank_batch)
-        return _phase(name, [
-            _term("weights", model_weights, note), *other,
-            _term("gathered-units", gathered_fwd, "bf16 root unit + two layers gathered"),
-            _term("activations", t * (per_layer + 2 * h), f"one layer's forward working set, {t:,.0f} tokens"),
-            _term("logits", 0.0 if k.fused_kernels else logit_per * t * v,
-                  "fused kernels" if k.fused_kernels else f"{logit_per}·T·V"),
-            graphs, overhead])
+def _forward_phase(model: ModelFacts, k: FsdpKnobs, z: _Shards, name: str, *, micro: int | None, dynamic: bool,
+                   budget: int | None, logit_per: int, model_weights: float, note: str,
+                   other: list[MemoryTerm]) -> PhaseMemory:
+    """A forward-only pass (log-prob, ref): one layer's working set at a time."""
+    h, v = model.hidden_size, model.vocab_size
+    t = _tokens(k, micro=micro, dynamic=dynamic, budget=budget, sequences=k.per_rank_batch)
+    return _phase(name, [
+        _term("weights", model_weights, note), *other,
+        _term("gathered-units", z.gathered_fwd, "bf16 root unit + two layers gathered"),
+        _term("activations", t * (z.per_layer + 2 * h), f"one layer's forward working set, {t:,.0f} tokens"),
+        _term("logits", 0.0 if k.fused_kernels else logit_per * t * v,
+              "fused kernels" if k.fused_kernels else f"{logit_per}·T·V"),
+        z.graphs, z.overhead])
 
+
+def _log_prob_phases(model: ModelFacts, k: FsdpKnobs, z: _Shards) -> dict[str, PhaseMemory]:
     lp_micro = k.log_prob_micro_batch or k.micro_batch
-    phases["log_prob"] = forward("log_prob", lp_micro, k.log_prob_dynamic, k.log_prob_token_budget,
-                                 LOG_PROB_LOGIT_BYTES, 0.0 if on_host else base_bytes, "actor, loaded for the pass",
-                                 [_term("optimizer", resident_optimizer, "offloaded" if k.optimizer_offload else
-                                        "stays on the GPU"),
-                                  *([_term("critic", critic_resident)] if k.has_critic else [])])
+    phases = {"log_prob": _forward_phase(
+        model, k, z, "log_prob", micro=lp_micro, dynamic=k.log_prob_dynamic, budget=k.log_prob_token_budget,
+        logit_per=LOG_PROB_LOGIT_BYTES, model_weights=0.0 if z.on_host else z.base_bytes,
+        note="actor, loaded for the pass",
+        other=[_term("optimizer", z.resident_optimizer, "offloaded" if k.optimizer_offload else "stays on the GPU"),
+               *([_term("critic", z.critic_resident)] if k.has_critic else [])])}
     if k.has_ref:
-        ref_note = ("the actor with its adapter off" if lora else
+        ref_note = ("the actor with its adapter off" if z.lora else
                     "bf16, on the host (verl wraps the reference with FSDP CPU offload)")
-        phases["ref_log_prob"] = forward(
-            "ref_log_prob", k.ref_micro_batch or lp_micro, k.log_prob_dynamic, k.ref_token_budget or
-            k.log_prob_token_budget, REF_LOGIT_BYTES, base_bytes if lora else 0.0, ref_note,
-            [] if lora else [_term("actor-weights", resident_weights, "offloaded" if k.param_offload else "stays"),
-                             _term("optimizer", resident_optimizer)])
+        phases["ref_log_prob"] = _forward_phase(
+            model, k, z, "ref_log_prob", micro=k.ref_micro_batch or lp_micro, dynamic=k.log_prob_dynamic,
+            budget=k.ref_token_budget or k.log_prob_token_budget, logit_per=REF_LOGIT_BYTES,
+            model_weights=z.base_bytes if z.lora else 0.0, note=ref_note,
+            other=[] if z.lora else [_term("actor-weights", z.resident_weights,
+                                           "offloaded" if k.param_offload else "stays"),
+                                     _term("optimizer", z.resident_optimizer)])
+    return phases
 
-    # Rollout: what FSDP keeps resident next to the engine's gmu·total claim.
+
+def _rollout_phases(model: ModelFacts, k: FsdpKnobs, z: _Shards) -> dict[str, PhaseMemory]:
+    """Rollout (what FSDP keeps resident next to the engine's gmu·total claim) and the weight sync."""
     cand = Candidate(tp=1, rollout_tp=k.rollout_tp, gpu_memory_utilization=k.gpu_memory_utilization,
                      enforce_eager=k.enforce_eager)
     from generator.plan.workload import Workload
@@ -253,25 +302,25 @@ def fsdp_phases(model: ModelFacts, k: FsdpKnobs) -> dict[str, PhaseMemory]:
     engine_weights, engine_act = engine_fixed_bytes(model, cand, work)
     budget_bytes = k.gpu_memory_utilization * k.gpu_memory_gib * GIB
     kv = budget_bytes - engine_weights - engine_act
-    phases["rollout"] = _phase("rollout", [
-        _term("actor-weights", resident_weights, "offloaded" if k.param_offload else "stays on the GPU"),
-        _term("optimizer", resident_optimizer, "offloaded" if k.optimizer_offload else "stays on the GPU"),
-        *([_term("critic", critic_resident)] if k.has_critic else []),
+    phases = {"rollout": _phase("rollout", [
+        _term("actor-weights", z.resident_weights, "offloaded" if k.param_offload else "stays on the GPU"),
+        _term("optimizer", z.resident_optimizer, "offloaded" if k.optimizer_offload else "stays on the GPU"),
+        *([_term("critic", z.critic_resident)] if k.has_critic else []),
         _term("rollout-weights", engine_weights, f"2·N/rollout TP {k.rollout_tp}"),
         _term("rollout-activations", engine_act, "profiling run"),
         _term("kv-cache", max(kv, 0.0), "the rest of gpu_memory_utilization × GPU memory" if kv > 0 else
               "none: weights and activations exceed the claim; vLLM will not start"),
-        graphs, _term("overhead", (OVERHEAD_GIB - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
-                      "less the non-torch memory vLLM counts inside its claim")])
+        z.graphs, _term("overhead", (OVERHEAD_GIB - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
+                      "less the non-torch memory vLLM counts inside its claim")])}
     largest_param = model.vocab_size * model.hidden_size * 2
     phases["weight_sync"] = _phase("weight_sync", [
-        _term("actor-weights", 0.0 if on_host else base_bytes, "the shards, loaded for the sync"),
-        _term("optimizer", resident_optimizer),
+        _term("actor-weights", 0.0 if z.on_host else z.base_bytes, "the shards, loaded for the sync"),
+        _term("optimizer", z.resident_optimizer),
         _term("rollout-weights", engine_weights, f"2·N/rollout TP {k.rollout_tp}"),
         # the bucket is the Workload's (0.7.0's 512 MiB here: FsdpKnobs carry no release)
         _term("sync-bucket", max(work.sync_bucket_mib * 2**20, largest_param),
               "one full parameter (the embedding) gathered"),
-        graphs, overhead])
+        z.graphs, z.overhead])
     return phases
 
 

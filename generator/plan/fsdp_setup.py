@@ -10,18 +10,21 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+from generator.derive import local_batch, per_rank_mini_batch
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec
 from generator.model.facts import ModelFacts
+from generator.plan.call_model import call_model
 from generator.plan.fsdp_memory import FsdpKnobs, FsdpVerdict, fsdp_verdict
 from generator.plan.memory import lowered_gmu
+from generator.plan.relief import KnobChange, Rung, cheapest_change
 from generator.rules.core import MemoryVerdict
-from generator.verl import ACTOR, REF, ROLLOUT
+from generator.verl import ACTOR, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
+_Relief = KnobChange[FsdpKnobs]  # one rung of this actor's memory relief
 MODEL = "actor_rollout_ref.model."
 FSDP = ACTOR + "fsdp_config."
-VLLM_MAX_NUM_BATCHED_TOKENS = 8192
 _DTYPE_BYTES = {"fp32": 4, "float32": 4, "bf16": 2, "bfloat16": 2, "fp16": 2, "float16": 2}
 
 
@@ -89,8 +92,8 @@ def fsdp_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | 
         problems.append(f"{ACTOR}ppo_max_token_len_per_gpu is not a known integer")
     pn = reader.prompts_and_n()
     mini = reader.int(ACTOR + "ppo_mini_batch_size")
-    per_rank_mini = mini * pn[1] // dp if (pn and mini) else 0
-    per_rank_batch = pn[0] * pn[1] // dp if pn else 0
+    per_rank_mini = per_rank_mini_batch(mini, pn[1], dp) if (pn and mini) else 0
+    per_rank_batch = local_batch(pn[0], pn[1], dp) if pn else 0
     lora_rank = reader.int(MODEL + "lora_rank") or 0
     targets = reader.raw(MODEL + "target_modules")
     dtype = reader.str(FSDP + "model_dtype")
@@ -127,43 +130,36 @@ def fsdp_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | 
 # The ladder
 
 
-@dataclass(frozen=True, slots=True)
-class _Change:
-    words: str
-    knobs: FsdpKnobs
-    edits: tuple[tuple[str, Any], ...]
-
-
 def _flag_rung(field: str, key: str, words: str, *, when: Callable[[FsdpKnobs], bool] = lambda k: True
-               ) -> Callable[[FsdpKnobs], Iterator[_Change]]:
-    def rung(k: FsdpKnobs) -> Iterator[_Change]:
+               ) -> Callable[[FsdpKnobs], Iterator[_Relief]]:
+    def rung(k: FsdpKnobs) -> Iterator[_Relief]:
         if not getattr(k, field) and when(k):
             changes: dict[str, Any] = {field: True}
-            yield _Change(words, replace(k, **changes), ((key, True),))
+            yield _Relief(words, replace(k, **changes), ((key, True),))
     return rung
 
 
 def _halve(field: str, key: str, floor: Callable[[FsdpKnobs], int], applies: Callable[[FsdpKnobs], bool]
-           ) -> Callable[[FsdpKnobs], Iterator[_Change]]:
-    def rung(k: FsdpKnobs) -> Iterator[_Change]:
+           ) -> Callable[[FsdpKnobs], Iterator[_Relief]]:
+    def rung(k: FsdpKnobs) -> Iterator[_Relief]:
         value = getattr(k, field)
         if not applies(k) or not value:
             return
         value //= 2
         while value >= max(1, floor(k)):
             changes: dict[str, Any] = {field: value}
-            yield _Change(f"lower {key.rsplit('.', 1)[-1]} to {value}", replace(k, **changes), ((key, value),))
+            yield _Relief(f"lower {key.rsplit('.', 1)[-1]} to {value}", replace(k, **changes), ((key, value),))
             value //= 2
     return rung
 
 
-def _lower_gmu(k: FsdpKnobs) -> Iterator[_Change]:
+def _lower_gmu(k: FsdpKnobs) -> Iterator[_Relief]:
     for gmu in lowered_gmu(k.gpu_memory_utilization):
-        yield _Change(f"lower gpu_memory_utilization to {gmu:g}", replace(k, gpu_memory_utilization=gmu),
+        yield _Relief(f"lower gpu_memory_utilization to {gmu:g}", replace(k, gpu_memory_utilization=gmu),
                       ((ROLLOUT + "gpu_memory_utilization", gmu),))
 
 
-_RUNGS: tuple[Callable[[FsdpKnobs], Iterator[_Change]], ...] = (
+_RUNGS: tuple[Rung[FsdpKnobs], ...] = (
     _flag_rung("param_offload", FSDP + "param_offload", "turn on fsdp_config.param_offload"),
     _flag_rung("optimizer_offload", FSDP + "optimizer_offload", "turn on fsdp_config.optimizer_offload"),
     _flag_rung("gradient_checkpointing", MODEL + "enable_gradient_checkpointing", "turn on gradient checkpointing"),
@@ -184,25 +180,9 @@ def _fits(setup: FsdpSetup, knobs: FsdpKnobs) -> tuple[bool, float]:
     return verdict.fits, verdict.report.peak_gib
 
 
-def fsdp_smallest_fix(setup: FsdpSetup) -> _Change | None:
+def fsdp_smallest_fix(setup: FsdpSetup) -> _Relief | None:
     """The cheapest change that fits at the maximum lengths: one knob alone, then stacked."""
-    for rung in _RUNGS:
-        for change in rung(setup.knobs):
-            ok, peak = _fits(setup, change.knobs)
-            if ok:
-                return replace(change, words=f"{change.words} (peak {peak:.1f} GiB)")
-    knobs, words, edits = setup.knobs, [], ()  # type: tuple[FsdpKnobs, list[str], tuple[tuple[str, Any], ...]]
-    for rung in _RUNGS:
-        last = None
-        for change in rung(knobs):
-            last = change
-            ok, peak = _fits(setup, change.knobs)
-            if ok:
-                return _Change("; ".join([*words, change.words]) + f" (peak {peak:.1f} GiB)", change.knobs,
-                               edits + change.edits)
-        if last is not None:
-            knobs, words, edits = last.knobs, [*words, last.words], edits + last.edits
-    return None
+    return cheapest_change(setup.knobs, _RUNGS, lambda knobs: _fits(setup, knobs))
 
 
 def evaluate_call(config: Config, *, gpu: GpuSpec, model: ModelFacts | None, headroom_gib: float = 0.0
@@ -216,8 +196,6 @@ def evaluate_call(config: Config, *, gpu: GpuSpec, model: ModelFacts | None, hea
 def fsdp_memory_verdict(config: Config, model: ModelFacts | None, gpu: GpuSpec, headroom_gib: float = 0.0
                         ) -> MemoryVerdict:
     """The call's verdict for the rules (VM811/VM812), with the cheapest change that fits."""
-    from generator.plan.script_setup import call_model
-
     facts, _source, problem = call_model(ConfigReader(config), model)
     setup, verdict, problems = evaluate_call(config, gpu=gpu, model=facts, headroom_gib=headroom_gib)
     if setup is None or verdict is None:

@@ -46,11 +46,12 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
 
+from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
-from generator.plan.engine import engine_fixed_bytes
+from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload
 
@@ -69,6 +70,10 @@ TERM_ORDER = ("weights", "grads", "optimizer", "activations", "logits", "kv-cach
               "rollout-activations", "sync-bucket", "offloaded-weights", "offloaded-optimizer", "cpu-optimizer")
 
 
+# One term of a phase before it is shown: (name, bytes, note or a function giving the note).
+_Part = tuple[str, float, "str | Callable[[], str]"]
+
+
 def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: bool = True) -> MemoryTerm:
     """A named term; notes are formatted (and values rounded) only when they will be shown."""
     if not detail:
@@ -76,9 +81,17 @@ def _term(name: str, nbytes: float, note: str | Callable[[], str] = "", detail: 
     return MemoryTerm(name, round(nbytes / GIB, 2), note() if callable(note) else note)
 
 
-def _phase(name: str, terms: Iterable[MemoryTerm]) -> PhaseMemory:
-    kept = tuple(terms)
-    return PhaseMemory(name, round(sum(t.gib for t in kept), 2), kept)
+def _phase(name: str, parts: Iterable[_Part], detail: bool = True, terms: bool = True) -> PhaseMemory:
+    """The phase's total and terms. Shown (`detail`): each term rounded with its note, the total
+    their sum. Searched (not `detail`): the total of the unrounded terms, and the terms
+    themselves only when `terms` (the search reads the rollout phase's split, nothing else's;
+    not building the others' ~25 objects per stage is most of a large plan's time)."""
+    if detail:
+        kept = tuple(_term(n, b, note, True) for n, b, note in parts)
+        return PhaseMemory(name, round(sum(t.gib for t in kept), 2), kept)
+    gibs = [b / GIB for _, b, _ in parts]
+    shown = tuple(MemoryTerm(n, g) for (n, _, _), g in zip(parts, gibs)) if terms else ()
+    return PhaseMemory(name, round(sum(gibs), 2), shown)
 
 
 def overhead_gib(cand: Candidate) -> float:
@@ -110,9 +123,8 @@ class _Sizes:
 
 def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, counts: list[int]) -> _Sizes:
     params = stage_params(model, cand, stage, counts)
-    dp = max(1, work.gpus // (cand.tp * cand.pp * cand.cp))
-    etp = cand.tp if cand.etp is None else cand.etp
-    edp = max(1, work.gpus // (etp * cand.ep * cand.pp))
+    dp = layout_dp(work.gpus, cand)
+    edp = layout_edp(work.gpus, cand)
     cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
     # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
     optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)
@@ -120,11 +132,32 @@ def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, count
                   optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
 
 
-def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
-                  counts: list[int], detail: bool = True) -> dict[str, PhaseMemory]:
-    def term(name: str, nbytes: float, note: str | Callable[[], str] = "") -> MemoryTerm:
-        return _term(name, nbytes, note, detail)
+@dataclass(frozen=True, slots=True)
+class _CallFacts:
+    """What every stage of one candidate shares: computed once per candidate, not per stage
+    (the search evaluates ~10 stages of each of ~1,000 candidates for a large model)."""
 
+    tokens: float  # per training micro-batch
+    lp_tokens: float  # per log-prob micro-batch
+    micro_batches: int  # per step
+    dense_act: float
+    moe_non_expert: float
+    moe_routed: float
+    engine_weights: float
+    engine_activations: float
+
+
+def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFacts:
+    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
+    return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
+                      micro_batches_per_step(cand, work), dense_layer_activation_bytes(model), moe_non_expert,
+                      moe_routed, engine_weights, engine_activations)
+
+
+def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
+                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None) -> dict[str, PhaseMemory]:
+    f = facts if facts is not None else _call_facts(model, cand, work)
     t, pp = cand.tp, cand.pp
     off = cand.offload
     z = _sizes(model, cand, work, stage, counts)
@@ -132,10 +165,10 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     etp = t if cand.etp is None else cand.etp
     ref_weights = weights if work.has_ref else 0.0
     critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
-    overhead = term("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
-    graphs = term("cuda-graphs", cuda_graph_gib(cand) * GIB,
-                  "rollout.enforce_eager=True" if cand.enforce_eager else
-                  "vLLM CUDA graphs: outside gpu_memory_utilization, kept in every phase")
+    overhead = ("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
+    graphs = ("cuda-graphs", cuda_graph_gib(cand) * GIB,
+              "rollout.enforce_eager=True" if cand.enforce_eager else
+              "vLLM CUDA graphs: outside gpu_memory_utilization, kept in every phase")
     last = stage == pp - 1
     vocab_shard = model.vocab_size / t
 
@@ -143,22 +176,21 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         return (f"fp32 master+Adam over DP·CP={z.dp * cand.cp}" + (f", experts over EDP={z.edp}" if params.experts else "")
                 + (f"; {z.cpu_fraction:.0%} on CPU (Megatron CPU optimizer)" if z.cpu_fraction else ""))
 
-    trainer_state = [
-        term("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
-        term("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
-        term("optimizer", z.optimizer_gpu, optimizer_note),
+    trainer_state: list[_Part] = [
+        ("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
+        ("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
+        ("optimizer", z.optimizer_gpu, optimizer_note),
     ]
-    beside_update = []
+    beside_update: list[_Part] = []
     if ref_weights and not off.param:
-        beside_update.append(term("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
+        beside_update.append(("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
     if critic_state and not off.param:
-        beside_update.append(term("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
+        beside_update.append(("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
 
     # Activations of the update on this stage.
-    tokens = tokens_per_micro(cand, work, log_prob=False)
-    in_flight = in_flight_micro_batches(cand, stage, micro_batches_per_step(cand, work))
-    dense_act = dense_layer_activation_bytes(model)
-    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    tokens = f.tokens
+    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
+    dense_act, moe_non_expert, moe_routed = f.dense_act, f.moe_non_expert, f.moe_routed
     # Routed-expert tensors: tokens are SP-split (÷TP) before dispatch, expert widths split by ETP.
     per_token_stack = ((params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
                        + params.moe_layers * moe_routed / (t * etp))
@@ -182,81 +214,81 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         update_logits = (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
     phases = {"update": _phase("update", [
         *trainer_state,
-        term("activations", activations, act_note),
-        term("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
-             ("last stage, 8·T·V/TP" if last else "not on this stage")),
-        *beside_update, graphs, overhead])}
+        ("activations", activations, act_note),
+        ("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
+         ("last stage, 8·T·V/TP" if last else "not on this stage")),
+        *beside_update, graphs, overhead], detail, terms=False)}
 
     step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
     phases["optimizer_step"] = _phase("optimizer_step", [
         *trainer_state,
-        term("step-temporaries", step_temp,
-             lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
-                     f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
-             if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
-        *beside_update, graphs, overhead])
+        ("step-temporaries", step_temp,
+         lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
+                 f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
+         if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
+        *beside_update, graphs, overhead], detail, terms=False)
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
-    lp_tokens = tokens_per_micro(cand, work, log_prob=True)
+    lp_tokens = f.lp_tokens
     forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
-    resident_grads = term("grads", 0.0 if off.param else grads,
-                          "offloaded with params" if off.param else "grad buffer stays")
-    resident_opt = term("optimizer", 0.0 if off.optimizer else z.optimizer_gpu,
-                        "offloaded" if off.optimizer else "stays on GPU")
-    resident_ref = term("ref-weights", 0.0 if (off.param or not work.has_ref) else ref_weights,
-                        "offloaded" if off.param else "stays on GPU")
-    resident_critic = term("critic", ((0.0 if off.param else weights + grads)
-                                      + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0)
+    resident_grads = ("grads", 0.0 if off.param else grads,
+                      "offloaded with params" if off.param else "grad buffer stays")
+    resident_opt = ("optimizer", 0.0 if off.optimizer else z.optimizer_gpu,
+                    "offloaded" if off.optimizer else "stays on GPU")
+    resident_ref = ("ref-weights", 0.0 if (off.param or not work.has_ref) else ref_weights,
+                    "offloaded" if off.param else "stays on GPU")
+    resident_critic = ("critic", ((0.0 if off.param else weights + grads)
+                                  + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0, "")
     with_ref = [resident_ref] if work.has_ref else []
     with_critic = [resident_critic] if work.has_critic else []
 
     def forward_phase(name: str, logit_bytes_per: int, note: str, model_weights: float,
-                      other: list[MemoryTerm]) -> PhaseMemory:
+                      other: list[_Part]) -> PhaseMemory:
         logits = 0.0 if (cand.use_fused_kernels or not last) else logit_bytes_per * lp_tokens * vocab_shard
         return _phase(name, [
-            term("weights", model_weights, note), *other,
-            term("activations", forward_set, lambda: f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
-            term("logits", logits, "fused kernels" if cand.use_fused_kernels else
-                 (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
-            graphs, overhead])
+            ("weights", model_weights, note), *other,
+            ("activations", forward_set, lambda: f"one layer's forward working set, {lp_tokens:,.0f} tokens"),
+            ("logits", logits, "fused kernels" if cand.use_fused_kernels else
+             (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
+            graphs, overhead], detail, terms=False)
 
     phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
                                        [resident_grads, resident_opt, *with_ref, *with_critic])
     if work.has_ref:
         phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, [
-            term("actor-weights", 0.0 if off.param else weights + grads,
-                 "offloaded" if off.param else "actor weights+grads stay"),
+            ("actor-weights", 0.0 if off.param else weights + grads,
+             "offloaded" if off.param else "actor weights+grads stay"),
             resident_opt, *with_critic])
 
     # Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
     # weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
     # exceed the claim).
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
-    engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
+    engine_weights, engine_activations = f.engine_weights, f.engine_activations
     kv_cache = engine_budget - engine_weights - engine_activations
 
     def claim() -> str:
         return f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"
-    rollout_weights = term("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}")
+    rollout_weights = ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}")
     phases["rollout"] = _phase("rollout", [
-        term("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
+        ("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
         resident_grads, resident_opt, *with_ref, *with_critic, rollout_weights,
-        term("rollout-activations", engine_activations,
-             lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"),
-        term("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
-             "none: weights and activations exceed the claim; vLLM will not start"),
-        graphs, term("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
-                     "less the non-torch memory vLLM counts inside its claim")])
+        ("rollout-activations", engine_activations,
+         lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"),
+        ("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
+         "none: weights and activations exceed the claim; vLLM will not start"),
+        graphs, ("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
+                 "less the non-torch memory vLLM counts inside its claim")], detail)
 
     # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
     # bucket, into the engine's weights before its KV cache is resumed.
     phases["weight_sync"] = _phase("weight_sync", [
-        term("actor-weights", weights, "bf16, loaded for the sync"),
+        ("actor-weights", weights, "bf16, loaded for the sync"),
         resident_grads, resident_opt, *with_ref, *with_critic,
-        term("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
-        term("sync-bucket", work.sync_bucket_mib * 2**20,
-             lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
-        graphs, overhead])
+        ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
+        ("sync-bucket", work.sync_bucket_mib * 2**20,
+         lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
+        graphs, overhead], detail, terms=False)
     return {name: phases[name] for name in PHASES if name in phases}
 
 
@@ -363,12 +395,13 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
     """Every phase on every pipeline stage; the verdict is the maximum over all of them."""
     model, cand, work, headroom_gib = setup.model, setup.candidate, setup.workload, setup.headroom_gib
     counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work)
     stages = []
     for stage in range(cand.pp):
         params = stage_params(model, cand, stage, counts)
-        phases = _stage_phases(model, cand, work, stage, counts, False)
+        phases = _stage_phases(model, cand, work, stage, counts, False, facts)
         if detail:  # totals from the unrounded terms, as the search decides fit on them
-            shown = _stage_phases(model, cand, work, stage, counts, True)
+            shown = _stage_phases(model, cand, work, stage, counts, True, facts)
             phases = {name: replace(shown[name], gib=phase.gib) for name, phase in phases.items()}
         stages.append(StageMemory(stage, params.dense_layers, params.moe_layers, tuple(phases.values())))
     host = _host_ram_terms(model, cand, work, counts, detail)
@@ -393,16 +426,17 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
     and rounding (the search evaluates thousands of settings and shows a handful)."""
     counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
     for stage in _distinct_stages(model, cand, work, counts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False).items():
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     if not detail:
         return tuple(worst[name][1] for name in PHASES if name in worst)
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
     # are the ones `fits` was decided on (a sum of rounded terms can differ by a rounding step).
-    detailed = {stage: _stage_phases(model, cand, work, stage, counts, True) for stage, _ in worst.values()}
+    detailed = {stage: _stage_phases(model, cand, work, stage, counts, True, facts) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
                  for name in PHASES if name in worst)
 

@@ -7,115 +7,88 @@ rungs before it."""
 from __future__ import annotations
 
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
-from typing import Any
+from dataclasses import replace
 
 from generator.config.types import Config
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
-from generator.plan.script_setup import OPTIMIZER_OVERRIDES, MemoryOptions, setup_from_config
+from generator.plan.relief import CHECK_CPU_FRACTIONS, MEGATRON_RELIEF, KnobChange, Rung, cheapest_change
+from generator.plan.script_setup import MemoryOptions, memory_setup_from_config
 from generator.rules.core import MemoryVerdict
-from generator.verl import ACTOR, MEGATRON, ROLLOUT, TRANSFORMER
+from generator.verl import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, ROLLOUT, TRANSFORMER
 
-CPU_FRACTIONS = (0.25, 0.5, 0.75, 1.0)
-
-
-@dataclass(frozen=True, slots=True)
-class _Change:
-    """One rung: the candidate it gives and the overrides that say it in the script."""
-
-    words: str
-    candidate: Candidate
-    edits: tuple[tuple[str, Any], ...]
+_Relief = KnobChange[Candidate]  # one rung of this actor's memory relief
 
 
-def _param(c: Candidate) -> _Change | None:
+def _param(c: Candidate) -> _Relief | None:
     if c.offload.param:
         return None
-    return _Change("turn on param_offload and grad_offload", replace(c, offload=replace(c.offload, param=True, grad=True)),
+    return _Relief("turn on param_offload and grad_offload", replace(c, offload=replace(c.offload, param=True, grad=True)),
                    ((MEGATRON + "param_offload", True), (MEGATRON + "grad_offload", True)))
 
 
-def _optimizer(c: Candidate) -> _Change | None:
+def _optimizer(c: Candidate) -> _Relief | None:
     if c.offload.optimizer:
         return None
-    return _Change("turn on optimizer_offload", replace(c, offload=replace(c.offload, optimizer=True)),
+    return _Relief("turn on optimizer_offload", replace(c, offload=replace(c.offload, optimizer=True)),
                    ((MEGATRON + "optimizer_offload", True),))
 
 
-def _cpu_optimizer(c: Candidate) -> Iterator[_Change]:
+def _cpu_optimizer(c: Candidate) -> Iterator[_Relief]:
     current = c.offload.cpu_optimizer_fraction if c.offload.cpu_optimizer else 0.0
-    for fraction in CPU_FRACTIONS:
+    for fraction in CHECK_CPU_FRACTIONS:
         if fraction > current:
-            yield _Change(f"set optimizer_cpu_offload with optimizer_offload_fraction={fraction:g}",
+            yield _Relief(f"set optimizer_cpu_offload with optimizer_offload_fraction={fraction:g}",
                           replace(c, offload=replace(c.offload, cpu_optimizer=True, cpu_optimizer_fraction=fraction)),
                           ((OPTIMIZER_OVERRIDES + "optimizer_cpu_offload", True),
                            (OPTIMIZER_OVERRIDES + "optimizer_offload_fraction", fraction)))
 
 
-def _recompute(c: Candidate) -> _Change | None:
+def _recompute(c: Candidate) -> _Relief | None:
     if c.recompute:
         return None
-    return _Change("turn on full recompute (uniform, 1 layer)", replace(c, recompute=True),
+    return _Relief("turn on full recompute (uniform, 1 layer)", replace(c, recompute=True),
                    ((TRANSFORMER + "recompute_granularity", "full"), (TRANSFORMER + "recompute_method", "uniform"),
                     (TRANSFORMER + "recompute_num_layers", 1)))
 
 
-def _smaller_batches(c: Candidate, seq_len: int) -> Iterator[_Change]:
+def _smaller_batches(c: Candidate, seq_len: int) -> Iterator[_Relief]:
     if c.use_dynamic_bsz and c.token_budget:
         budget = c.token_budget // 2
         while budget >= seq_len:  # verl refuses a budget below one sequence
-            yield _Change(f"lower ppo_max_token_len_per_gpu to {budget}", replace(c, token_budget=budget),
+            yield _Relief(f"lower ppo_max_token_len_per_gpu to {budget}", replace(c, token_budget=budget),
                           ((ACTOR + "ppo_max_token_len_per_gpu", budget),))
             budget //= 2
     elif not c.use_dynamic_bsz:
         micro = c.micro_batch_per_gpu // 2
         while micro >= 1:
-            yield _Change(f"lower ppo_micro_batch_size_per_gpu to {micro}", replace(c, micro_batch_per_gpu=micro),
+            yield _Relief(f"lower ppo_micro_batch_size_per_gpu to {micro}", replace(c, micro_batch_per_gpu=micro),
                           ((ACTOR + "ppo_micro_batch_size_per_gpu", micro),))
             micro //= 2
 
 
-def _lower_gmu(c: Candidate) -> Iterator[_Change]:
+def _lower_gmu(c: Candidate) -> Iterator[_Relief]:
     for gmu in lowered_gmu(c.gpu_memory_utilization):
-        yield _Change(f"lower gpu_memory_utilization to {gmu:g}", replace(c, gpu_memory_utilization=gmu),
+        yield _Relief(f"lower gpu_memory_utilization to {gmu:g}", replace(c, gpu_memory_utilization=gmu),
                       ((ROLLOUT + "gpu_memory_utilization", gmu),))
 
 
-def _rungs(c: Candidate, seq_len: int) -> list[Callable[[Candidate], Iterator[_Change]]]:
-    def one(make: Callable[[Candidate], _Change | None]) -> Callable[[Candidate], Iterator[_Change]]:
+def _rungs(c: Candidate, seq_len: int) -> list[Rung[Candidate]]:
+    def one(make: Callable[[Candidate], _Relief | None]) -> Rung[Candidate]:
         return lambda cand: iter([change] if (change := make(cand)) is not None else [])
-    return [one(_param), one(_optimizer), _cpu_optimizer, one(_recompute),
-            lambda cand: _smaller_batches(cand, seq_len), _lower_gmu]
+    relief: dict[str, Rung[Candidate]] = {"param_offload": one(_param), "optimizer_offload": one(_optimizer),
+                                          "cpu_optimizer": _cpu_optimizer, "recompute": one(_recompute)}
+    return [*(relief[step] for step in MEGATRON_RELIEF), lambda cand: _smaller_batches(cand, seq_len), _lower_gmu]
 
 
-def smallest_fix(setup: MemorySetup) -> _Change | None:
+def smallest_fix(setup: MemorySetup) -> _Relief | None:
     """The cheapest change that makes every phase on every stage fit, or None."""
     def fits(cand: Candidate) -> tuple[bool, float]:
         report = evaluate_memory(replace(setup, candidate=cand), detail=False)
         return report.fits, report.peak_gib
 
-    rungs = _rungs(setup.candidate, setup.workload.seq_len)
-    for rung in rungs:  # one knob alone, cheapest first
-        for change in rung(setup.candidate):
-            ok, peak = fits(change.candidate)
-            if ok:
-                return replace(change, words=f"{change.words} (peak {peak:.1f} GiB)")
-    base = setup.candidate
-    words: list[str] = []
-    edits: tuple[tuple[str, Any], ...] = ()
-    for rung in rungs:  # then each rung on top of the ones before it
-        last = None
-        for change in rung(base):
-            last = change
-            ok, peak = fits(change.candidate)
-            if ok:
-                return _Change("; ".join([*words, change.words]) + f" (peak {peak:.1f} GiB)", change.candidate,
-                               edits + change.edits)
-        if last is not None:
-            base, words, edits = last.candidate, [*words, last.words], edits + last.edits
-    return None
+    return cheapest_change(setup.candidate, _rungs(setup.candidate, setup.workload.seq_len), fits)
 
 
 def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOptions) -> MemoryVerdict:
@@ -127,7 +100,8 @@ def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOpti
         from generator.plan.fsdp_setup import fsdp_memory_verdict
 
         return fsdp_memory_verdict(config, options.model or model, options.gpu, options.headroom_gib)
-    found = setup_from_config(config, gpu=options.gpu, model=options.model or model, headroom_gib=options.headroom_gib)
+    found = memory_setup_from_config(config, gpu=options.gpu, model=options.model or model,
+                                     headroom_gib=options.headroom_gib)
     if found.setup is None:
         return MemoryVerdict(gpu=options.gpu.name, fits=True, peak_gib=0.0, usable_gib=0.0, peak_phase="",
                              peak_stage=0, problems=found.problems or ("the call could not be read",))

@@ -22,7 +22,7 @@ class PlannedScript:
 
 
 def _planned(slug: str, gpus: int, algo: str, version: str | None) -> RecipeSpec | None:
-    from generator.plan.spec import planned_spec
+    from generator.plan.recipe_plan import planned_spec
 
     try:
         return planned_spec(model=slug, gpus=gpus, nodes=None, gpu=None, gpu_mem=None, algo=algo,
@@ -61,7 +61,7 @@ def planned_scripts(every: int = 1, *, version: str | None = None,
 def trainer_call(spec: RecipeSpec) -> tuple[str, list[str]]:
     """(config Hydra composes, override words) of the script `spec` renders, knobs at their
     defaults ($HOME unexpanded): the call as verl's `main_ppo` receives it."""
-    from generator.render.recipe import build_recipe, recipe_overrides
+    from generator.render.recipe_settings import build_recipe, recipe_overrides
     from generator.render.release_form import composed_config_name
 
     return composed_config_name(spec.version), recipe_overrides(build_recipe(spec))

@@ -11,11 +11,12 @@ from __future__ import annotations
 
 import math
 
-from generator.derive import Layout
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.derive import Layout, layout_dp, per_rank_mini_batch
 from generator.layout import Candidate, Parallelism
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
-from generator.plan.engine import engine_memory
+from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
 from generator.plan.step_time import estimate_step_time
@@ -56,12 +57,12 @@ def step_bucket(seconds: float) -> int:
 
 
 def _floor_work(model: ModelFacts, layout: Layout, s: Setting) -> Workload:
-    dp = max(1, layout.gpus // (layout.tp * layout.pp * layout.cp))
+    dp = layout_dp(layout.gpus, layout)
     has_ref, has_critic = algo_roles(s.algo)
-    per_rank_mini = max(1, (s.mini or s.train_batch_size) * s.n // dp)
+    per_rank_mini = max(1, per_rank_mini_batch(s.mini or s.train_batch_size, s.n, dp))
     return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
                     response_len=s.response_len, per_rank_mini_batch=per_rank_mini, has_ref=has_ref,
-                    has_critic=has_critic, max_num_batched_tokens=max(8192, s.seq_len),
+                    has_critic=has_critic, max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, s.seq_len),
                     responses_per_step=s.train_batch_size * s.n, gpus_per_node=s.gpus_per_node,
                     mean_response_len=s.mean_response_len)
 
@@ -89,7 +90,7 @@ def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
     """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s)."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
     return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, 0, False, crosses,
-            layout.tp * layout.pp * layout.cp, _bubble(layout), _expert_tp(layout, moe), layout.ep,
+            layout.model_parallel_size, _bubble(layout), _expert_tp(layout, moe), layout.ep,
             -max(GMU_STEPS), -math.inf, 0)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from functools import lru_cache
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.derive import layout_dp, per_rank_mini_batch
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
@@ -84,11 +86,11 @@ class VerlLayout:
         r = self.row
         cand = self.evaluate_as_shipped().candidates[0]
         has_ref, has_critic = algo_roles(r["algo"])
-        dp = r["gpus"] // cand.model_parallel_size
+        dp = layout_dp(r["gpus"], cand)
         mini = cand.ppo_mini_batch_size or r["mini"]
         work = Workload(gpus=r["gpus"], gpu_memory_gib=self.gpu.memory_gib, prompt_len=r["prompt"],
-                        response_len=r["response"], per_rank_mini_batch=mini * r["n"] // dp, has_ref=has_ref,
-                        has_critic=has_critic, max_num_batched_tokens=max(8192, r["prompt"] + r["response"]))
+                        response_len=r["response"], per_rank_mini_batch=per_rank_mini_batch(mini, r["n"], dp), has_ref=has_ref,
+                        has_critic=has_critic, max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, r["prompt"] + r["response"]))
         return MemorySetup(self.model, cand, work)
 
     def evaluate_layout(self) -> Plan:

@@ -10,22 +10,22 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.derive import Layout, layout_dp, per_rank_mini_batch
 from generator.errors import InputError
 from generator.config.derived import reads_global_micro
+from generator.config.knobs import Knobs, Reads, read_knobs
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, Offload
+from generator.layout import Candidate
+from generator.plan.call_model import call_model, model_config_used
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload
-from generator.verl import ACTOR, DEFAULT_MODEL_PATH, MEGATRON, REF, ROLLOUT, TRANSFORMER
-from generator.verl import MODEL_PATH_KEY as MODEL_PATH
+from generator.verl import ACTOR, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
-OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."
-VLLM_MAX_NUM_BATCHED_TOKENS = 8192  # verl's rollout.max_num_batched_tokens default
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,85 +37,15 @@ class ScriptSetup:
     model_source: str = ""  # where the model facts came from
 
 
-class _Reads:
-    """Typed reads that collect a problem for every required value that is not known."""
-
-    def __init__(self, reader: ConfigReader) -> None:
-        self.reader = reader
-        self.problems: list[str] = []
-
-    def _missing(self, key: str, kind: str) -> None:
-        why = self.reader.config.unknown.get(key)
-        self.problems.append(f"{key} is not a known {kind}" + (f" ({why})" if why else ""))
-
-    def int(self, key: str, default: int | None = None, *, required: bool = True) -> int | None:
-        if self.reader.is_null(key):
-            return default
-        value = self.reader.int(key)
-        if value is None and required:
-            self._missing(key, "integer")
-        return value if value is not None else default
-
-    def float(self, key: str, default: float) -> float:
-        if self.reader.is_null(key):
-            return default
-        value = self.reader.float(key)
-        if value is None:
-            self._missing(key, "number")
-            return default
-        return value
-
-    def bool(self, key: str, default: bool = False) -> bool:
-        if self.reader.is_null(key):
-            return default
-        value = self.reader.bool(key)
-        if value is None:
-            self._missing(key, "true/false value")
-            return default
-        return value
-
-
-def call_model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:
-    """The model facts of a call: --model, else the script's model path; (facts, source, problem)."""
-    if model is not None:
-        return model, "--model", None
-    from generator.model.registry import known_tail, locate_model
-
-    path = reader.str(MODEL_PATH)
-    raw = reader.config.values.get(MODEL_PATH)
-    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
-        path = known_tail(raw)  # `$HOME/models/Qwen2.5-7B`: the folder's name still names the model
-    if not path or (path == DEFAULT_MODEL_PATH and not reader.explicit(MODEL_PATH)):
-        return None, "", f"{MODEL_PATH} is not set or not known; pass --model NAME or a config.json"
-    found, _where = locate_model(path)
-    if found is None:
-        return None, "", f"model '{path}' is not in the registry; pass --model NAME or a config.json"
-    return found, MODEL_PATH, None
-
-
-def model_config_used(reader: ConfigReader, model: ModelFacts | None) -> str:
-    """Which config gave the call's model facts ('--model', a config.json path, the Hugging Face
-    cache's config.json, the packaged registry entry), for the report."""
-    from generator.model.registry import known_tail, locate_model
-
-    if model is not None:
-        return "--model"
-    path = reader.str(MODEL_PATH)
-    raw = reader.config.values.get(MODEL_PATH)
-    if not path and isinstance(raw, str) and MODEL_PATH in reader.config.unknown:
-        path = known_tail(raw)
-    return locate_model(path)[1] if path else ""
-
-
-def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
-                      headroom_gib: float = 0.0) -> ScriptSetup:
+def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None = None,
+                             headroom_gib: float = 0.0) -> ScriptSetup:
     """The call's MemorySetup on `gpu`, or the reasons it cannot be evaluated."""
     reader = ConfigReader(config)
     if reader.backend != "megatron":
         return ScriptSetup(None, ("the memory model covers the Megatron actor; this call uses "
                                   f"{reader.backend}",))
     facts, source, problem = call_model(reader, model)
-    reads = _Reads(reader)
+    reads = Reads(reader)
     layout = reader.actor_layout()
     gpus = reader.gpus
     if gpus is None:
@@ -128,27 +58,9 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     prompt = reads.int("data.max_prompt_length")
     response = reads.int("data.max_response_length")
     mini = reads.int(ACTOR + "ppo_mini_batch_size")
-    dynamic = reads.bool(ACTOR + "use_dynamic_bsz")
-    micro = reads.int(ACTOR + "ppo_micro_batch_size_per_gpu", required=not dynamic)
-    global_micro = reads.int(ACTOR + "ppo_micro_batch_size", required=False)  # deprecated: over all DP ranks
-    budget = reads.int(ACTOR + "ppo_max_token_len_per_gpu", required=dynamic)
-    lp_micro = reads.int(ROLLOUT + "log_prob_micro_batch_size_per_gpu", required=False)
-    global_lp_micro = reads.int(ROLLOUT + "log_prob_micro_batch_size", required=False)
-    lp_budget = reads.int(ROLLOUT + "log_prob_max_token_len_per_gpu", required=False)
-    ref_lp_budget = reads.int(REF + "log_prob_max_token_len_per_gpu", required=False)
-    offload = Offload(
-        param=reads.bool(MEGATRON + "param_offload"),
-        grad=reads.bool(MEGATRON + "grad_offload"),
-        optimizer=reads.bool(MEGATRON + "optimizer_offload"),
-        cpu_optimizer=reads.bool(OPTIMIZER_OVERRIDES + "optimizer_cpu_offload"),
-        # Megatron's OptimizerConfig defaults the fraction to 0 (nothing moves) when unset.
-        cpu_optimizer_fraction=reads.float(OPTIMIZER_OVERRIDES + "optimizer_offload_fraction", 0.0),
-    )
-    recompute = reader.str(TRANSFORMER + "recompute_granularity") == "full"
-    fused = reads.bool("actor_rollout_ref.model.use_fused_kernels")
-    rollout_tp = reads.int(ROLLOUT + "tensor_model_parallel_size", 1)
-    gmu = reads.float(ROLLOUT + "gpu_memory_utilization", 0.5)
-    eager = reads.bool(ROLLOUT + "enforce_eager")
+    knobs = read_knobs(reads)
+    dynamic, micro, lp_micro = knobs.dynamic, knobs.micro, knobs.log_prob_micro
+    global_micro, global_lp_micro = knobs.global_micro, knobs.global_log_prob_micro
     batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
     entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
     has_ref, has_critic = reader.ref_used, reader.critic_used
@@ -161,32 +73,41 @@ def setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts | None 
     if problems or facts is None or layout is None or gpus is None or pn is None:
         return ScriptSetup(None, tuple(problems), source)
     assert prompt is not None and response is not None and mini is not None  # else a problem was recorded
-    dp = max(1, gpus // (layout.tp * layout.pp * layout.cp))
+    dp = layout_dp(gpus, layout)
     if micro is None and global_micro and global_read:
         micro = max(1, global_micro // dp)
     if lp_micro is None and global_lp_micro and global_read:
         lp_micro = max(1, global_lp_micro // dp)
-    first, last = layout.first_stage_layers, layout.last_stage_layers
-    if first is None and last is None:
-        first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
-                                            layout.loss_in_pipeline_split)
-    cand = Candidate(
-        tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
-        first_stage_layers=first, last_stage_layers=last, rollout_tp=rollout_tp or 1,
-        micro_batch_per_gpu=micro or 1, use_dynamic_bsz=dynamic, token_budget=budget,
-        log_prob_token_budget=lp_budget or ref_lp_budget or budget, log_prob_micro_batch_per_gpu=lp_micro,
-        offload=offload, recompute=recompute, gpu_memory_utilization=gmu, use_fused_kernels=fused,
-        enforce_eager=eager, ppo_mini_batch_size=mini,
-    )
+    cand = _candidate(layout, facts, knobs, micro=micro, log_prob_micro=lp_micro, mini=mini)
     prompts, n = pn
     work = Workload(gpus=gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=prompt, response_len=response,
-                    per_rank_mini_batch=max(1, mini * n // dp), has_ref=has_ref is not False,
+                    per_rank_mini_batch=max(1, per_rank_mini_batch(mini, n, dp)), has_ref=has_ref is not False,
                     has_critic=bool(has_critic), entropy_in_update=entropy != 0,
                     max_num_batched_tokens=batched or VLLM_MAX_NUM_BATCHED_TOKENS,
                     gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node,
                     **_release_rollout_defaults(config))
     del prompts  # the per-rank mini batch, not the step's prompts, sets the micro-batches in flight
     return ScriptSetup(MemorySetup(facts, cand, work, headroom_gib), (), source)
+
+
+def _candidate(layout: Layout, facts: ModelFacts, knobs: Knobs, *, micro: int | None, log_prob_micro: int | None,
+               mini: int) -> Candidate:
+    """The call's layout and knobs as the memory model's Candidate: an even split of the layers
+    counts the embedding and loss as verl's split does; a null gmu is verl's 0.5."""
+    first, last = layout.first_stage_layers, layout.last_stage_layers
+    if first is None and last is None:
+        first, last = accounted_stage_sizes(facts.num_layers, layout.pp, layout.embedding_in_pipeline_split,
+                                            layout.loss_in_pipeline_split)
+    budget = knobs.token_budget
+    return Candidate(
+        tp=layout.tp, pp=layout.pp, cp=layout.cp, ep=layout.ep, etp=layout.etp, vpp=layout.vpp,
+        first_stage_layers=first, last_stage_layers=last, rollout_tp=knobs.rollout_tp or 1,
+        micro_batch_per_gpu=micro or 1, use_dynamic_bsz=knobs.dynamic, token_budget=budget,
+        log_prob_token_budget=knobs.log_prob_token_budget or knobs.ref_log_prob_token_budget or budget,
+        log_prob_micro_batch_per_gpu=log_prob_micro, offload=knobs.offload, recompute=knobs.recompute,
+        gpu_memory_utilization=0.5 if knobs.gpu_memory_utilization is None else knobs.gpu_memory_utilization,
+        use_fused_kernels=knobs.use_fused_kernels, enforce_eager=knobs.enforce_eager, ppo_mini_batch_size=mini,
+    )
 
 
 def _release_rollout_defaults(config: Config) -> dict[str, int]:
@@ -246,7 +167,7 @@ class CallMemory:
 
 def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
     if ConfigReader(config).backend == "fsdp":  # the FSDP actor's model: plan/fsdp_memory.py
-        from generator.plan.fsdp_setup import evaluate_call
+        from generator.plan.fsdp_setup import evaluate_call  # loaded for FSDP calls only (import cost)
 
         facts, source, problem = call_model(ConfigReader(config), options.model)
         _setup, verdict, problems = evaluate_call(config, gpu=options.gpu, model=facts,
@@ -255,7 +176,7 @@ def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
             return CallMemory(options.gpu, None, ((problem,) if problem else ()) + problems)
         return CallMemory(options.gpu, verdict.report, (), facts.name, source,
                           model_config_used(ConfigReader(config), options.model))
-    found = setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
+    found = memory_setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
     if found.setup is None:
         return CallMemory(options.gpu, None, found.problems)
     return CallMemory(options.gpu, evaluate_memory(found.setup), (), found.setup.model.name, found.model_source,

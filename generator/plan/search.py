@@ -16,14 +16,14 @@ from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.layout import Candidate
 from generator.model import ModelFacts, total_params
-from generator.plan.batch import batch_hint, batch_sizes
+from generator.plan.batch_choice import batch_hint, batch_sizes
 from generator.plan.enumeration import describe_layout, enumerate_layouts
 from generator.plan.ranking import RankKey, deciding_criterion, optimistic_key, rank_key, step_floor_s
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
 from generator.plan.sizing import size_layout
-from generator.verl import ALGORITHMS
+from generator.verl import ALGORITHM_TABLE, ALGORITHMS
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
@@ -41,8 +41,9 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
                          f"got {mean_response_len}")
     if algo not in ALGORITHMS:
         raise InputError(f"unknown algorithm '{algo}'; known: {', '.join(ALGORITHMS)}")
-    if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:
-        raise InputError(f"{algo} compares responses within a group: --n must be ≥ 2, got {n}")
+    min_n = ALGORITHM_TABLE[algo].min_n
+    if n < min_n:
+        raise InputError(f"{algo} compares responses within a group: --n must be ≥ {min_n}, got {n}")
     if prompt_len + response_len > model.max_position_embeddings:
         raise InputError(f"prompt+response = {prompt_len + response_len} tokens exceeds {model.name}'s "
                          f"max_position_embeddings {model.max_position_embeddings}")
@@ -51,7 +52,8 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
-                ppo_mini_batch_size: int | None = None, fixed: dict[str, Any] | None = None, pins: dict[str, Any] | None = None,
+                ppo_mini_batch_size: int | None = None, fixed: dict[str, Any] | None = None,
+                pins: dict[str, Any] | None = None,
                 top: int = 5, mean_response_len: int | None = None, verl_version: str | None = None) -> Plan:
     """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
@@ -77,32 +79,48 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
                 response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
                 gpu_memory_gib=gpu.memory_gib)
-    layout_keys = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
+    layouts, overrides = _layouts_to_visit(model, s, fixed, pins)
+    sized, misses = _size_best_first(model, layouts, s, plan, params=params, overrides=overrides, top=top,
+                                     search=not fixed)
+    _rank_into(plan, sized, misses, s, moe=model.is_moe, top=top, fixed=bool(fixed))
+    return plan
+
+
+LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
+
+
+def _layouts_to_visit(model: ModelFacts, s: Setting, fixed: dict[str, Any] | None, pins: dict[str, Any] | None
+                      ) -> tuple[list[Layout], dict[str, Any]]:
+    """The layouts to size and the knobs pinned for all of them: the one `fixed` layout, or the
+    enumerated layouts that agree with the pinned fields (the pinned one itself when none does)."""
     if fixed:
-        layout = Layout(gpus=gpus, gpus_per_node=s.gpus_per_node,
-                        **{k: fixed[k] for k in layout_keys if fixed.get(k) is not None})
+        layout = Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node,
+                        **{k: fixed[k] for k in LAYOUT_KEYS if fixed.get(k) is not None})
         if model.is_moe and layout.ep > 1 and "etp" not in fixed:
             layout = replace(layout, etp=None)
-        layouts = [layout]
-        overrides = {k: v for k, v in fixed.items() if k not in layout_keys}
-    else:
-        pinned = {k: v for k, v in (pins or {}).items() if k in layout_keys}
-        layouts = [lay for lay in enumerate_layouts(model, s) if all(getattr(lay, k) == v for k, v in pinned.items())]
-        if pinned and not layouts:  # outside what the search enumerates: evaluate the pinned one
-            layouts = [Layout(gpus=gpus, gpus_per_node=s.gpus_per_node, **pinned)]
-        overrides = {k: v for k, v in (pins or {}).items() if k not in layout_keys}
+        return [layout], {k: v for k, v in fixed.items() if k not in LAYOUT_KEYS}
+    pinned = {k: v for k, v in (pins or {}).items() if k in LAYOUT_KEYS}
+    layouts = [lay for lay in enumerate_layouts(model, s) if all(getattr(lay, k) == v for k, v in pinned.items())]
+    if pinned and not layouts:  # outside what the search enumerates: evaluate the pinned one
+        layouts = [Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, **pinned)]
+    return layouts, {k: v for k, v in (pins or {}).items() if k not in LAYOUT_KEYS}
+
+
+def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan: Plan, *, params: int,
+                     overrides: dict[str, Any], top: int, search: bool) -> tuple[list[Candidate], list[Candidate]]:
+    """Size the valid layouts, (fitting, missing); the rejected ones go to plan.rejected with why.
+
+    Branch and bound: the ranking is lexicographic, and a layout's best conceivable key (no
+    relief, the largest gmu and micro batch) is known before sizing it. Visit layouts by
+    that key and stop once the top candidates beat the next layout's best conceivable key."""
     sized: list[Candidate] = []
     misses: list[Candidate] = []
-    seq_len = prompt_len + response_len
-    # Branch and bound: the ranking is lexicographic, and a layout's best conceivable key (no
-    # relief, the largest gmu and micro batch) is known before sizing it. Visit layouts by
-    # that key and stop once the top candidates beat the next layout's best conceivable key.
-    floors = {id(lay): step_floor_s(model, lay, s) for lay in layouts} if not fixed else {}
+    floors = {id(lay): step_floor_s(model, lay, s) for lay in layouts} if search else {}
     layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe, floors.get(id(lay), 0.0)))
     skipped = 0
     keys: list[RankKey] = []
     for index, layout in enumerate(layouts):
-        if not fixed and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(
+        if search and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(
                 layout, model.is_moe, floors[id(layout)]):
             skipped = len(layouts) - index
             break
@@ -110,10 +128,10 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
             continue
-        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=not fixed)
+        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=search)
         if cand is not None and cand.fits:
             sized.append(cand)
-            keys.append(rank_key(cand, seq_len, model.is_moe, s.gpus_per_node))
+            keys.append(rank_key(cand, s.seq_len, model.is_moe, s.gpus_per_node))
             keys.sort()
         else:
             plan.rejected.append((describe_layout(layout), reason))
@@ -124,22 +142,30 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
                               f"not evaluated: even with no offload, the largest gpu_memory_utilization and "
                               f"micro batch, and their shortest conceivable step time, they would rank below "
                               f"the {max(1, top)} shown"))
-    sized.sort(key=lambda c: rank_key(c, seq_len, model.is_moe, s.gpus_per_node))
+    return sized, misses
+
+
+def _rank_into(plan: Plan, sized: list[Candidate], misses: list[Candidate], s: Setting, *, moe: bool, top: int,
+               fixed: bool) -> None:
+    """The top candidates in rank order, why each ranks below the first, and the chosen one; when
+    none fits because the kept batch does not split, a first rejection that says so."""
+    def key(c: Candidate) -> RankKey:
+        return rank_key(c, s.seq_len, moe, s.gpus_per_node)
+
+    sized.sort(key=key)
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []
     if len(plan.candidates) > 1:
-        first = rank_key(plan.candidates[0], seq_len, model.is_moe, s.gpus_per_node)
+        first = key(plan.candidates[0])
         reasons: list[str | None] = [None]
-        reasons += [deciding_criterion(first, rank_key(c, seq_len, model.is_moe, s.gpus_per_node))
-                    for c in plan.candidates[1:]]
+        reasons += [deciding_criterion(first, key(c)) for c in plan.candidates[1:]]
         plan.rank_reasons = reasons
     if plan.candidates and plan.candidates[0].fits:
         plan.chosen = 0
         best = plan.candidates[0]
         plan.ppo_mini_batch_size = best.ppo_mini_batch_size or plan.ppo_mini_batch_size
     elif any("not divisible by DP" in reason for _, reason in plan.rejected):
-        plan.rejected.insert(0, ("batch sizes", f"train_batch_size {prompts} and ppo_mini_batch_size {mini or '?'} "
-                                 f"are kept as given, and no layout that fits splits them; "
-                                 + batch_hint(gpus, n, prompts)))
-    return plan
+        plan.rejected.insert(0, ("batch sizes", f"train_batch_size {s.train_batch_size} and ppo_mini_batch_size "
+                                 f"{s.mini or '?'} are kept as given, and no layout that fits splits them; "
+                                 + batch_hint(s.gpus, s.n, s.train_batch_size)))

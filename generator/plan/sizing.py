@@ -12,17 +12,19 @@ and on each rung the largest micro batch / token budget that fits, then the larg
 from __future__ import annotations
 
 import math
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
-from generator.derive import Layout, rollout_problems, vpp_micro_batch_problem
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_problems, vpp_micro_batch_problem
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
 from generator.plan.activations import MOE_ACTIVATION_FACTOR
-from generator.plan.batch import mini_for
-from generator.plan.engine import ENGINE_TERMS, engine_memory
+from generator.plan.batch_choice import mini_for
+from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
 from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
+from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
@@ -36,15 +38,7 @@ ROLLOUT_WEIGHT_SHARE = 0.6
 MOE_THIN_MARGIN = 0.1  # an MoE update with less than this share of the GPU to spare gets a recompute note
 IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this much of the engine budget
 
-# (param, optimizer, cpu-optimizer fraction, recompute)
-_LADDER: tuple[tuple[bool, bool, float, bool], ...] = (
-    (False, False, 0.0, False),
-    (True, False, 0.0, False),
-    (True, True, 0.0, False),
-    (True, True, 0.5, False),
-    (True, True, 1.0, False),
-    (True, True, 1.0, True),
-)
+_LADDER = PLANNER_LADDER  # (param, optimizer, cpu-optimizer fraction, recompute), cheapest first
 
 
 # Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder
@@ -136,27 +130,53 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     return trial if engine.fits else None
 
 
+# Knobs a caller may pin for every layout (gen plan/recipe --micro-batch-per-gpu ..., a shipped script).
+PINNED_KNOBS = ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget", "log_prob_token_budget",
+                "offload", "recompute", "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
+Size = tuple[str, int]  # ("token_budget", tokens) or ("micro_batch_per_gpu", responses)
+
+
+@dataclass(frozen=True)
+class _Sizing:
+    """What sizing one layout reads at every step: the model, the search, the workload the layout's
+    DP gives, and what the caller pinned."""
+
+    model: ModelFacts
+    s: Setting
+    work: Workload
+    params: int
+    dp: int
+    knobs: dict[str, Any]  # the PINNED_KNOBS the caller gave (offload as an Offload)
+    rollout_tp_pinned: bool
+
+    def evaluate(self, cand: Candidate) -> Candidate:
+        return _evaluate(self.model, cand, self.work, self.s)
+
+    def annotate(self, cand: Candidate) -> Candidate:
+        return _annotate(self.model, cand, self.work, self.s, self.params, self.work.per_rank_mini_batch, self.dp)
+
+    def training_fits(self, cand: Candidate) -> tuple[bool, Candidate]:
+        """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation."""
+        probe = self.evaluate(replace(cand, gpu_memory_utilization=self.knobs.get("gpu_memory_utilization", MIN_GMU)))
+        if "gpu_memory_utilization" in self.knobs:
+            return probe.fits, probe
+        return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
+
+
 def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
                 overrides: dict[str, Any] | None = None, prune: bool = True) -> tuple[Candidate | None, str]:
-    """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason)."""
+    """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason).
+
+    The layout's DP must split the batch; the weights and grads alone must fit (`prune`); a
+    rollout TP must exist. Everything pinned (a shipped script) is evaluated as given; else the
+    relief ladder is climbed, each rung at the largest size and gmu that fit."""
     overrides = dict(overrides or {})
-    dp = layout.gpus // (layout.tp * layout.pp * layout.cp)
-    if (s.train_batch_size * s.n) % dp:
-        return None, (f"responses per step P·n = {s.train_batch_size}·{s.n} = {s.train_batch_size * s.n} "
-                      f"not divisible by DP {dp}")
-    mini = mini_for(s.train_batch_size, s.n, dp, s.mini)
-    if mini is None:
-        return None, f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
-    if (mini * s.n) % dp:  # the batch is kept as given: this DP cannot split it
-        return None, f"ppo_mini_batch_size·n = {mini}·{s.n} = {mini * s.n} not divisible by DP {dp}"
-    per_rank_mini = mini * s.n // dp
-    has_ref, has_critic = algo_roles(s.algo)
-    work = Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
-                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
-                    has_ref=has_ref, has_critic=has_critic,
-                    max_num_batched_tokens=max(8192, s.seq_len), responses_per_step=s.train_batch_size * s.n,
-                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node,
-                    sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
+    dp = layout_dp(layout.gpus, layout)
+    batch = _batch_split(s, dp)
+    if isinstance(batch, str):
+        return None, batch
+    mini, per_rank_mini = batch
+    work = _workload(s, per_rank_mini)
     floor = _static_floor_gib(model, layout, work)
     if prune and floor > usable_gib(s.gpu.memory_gib):
         return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
@@ -170,93 +190,126 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
     dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS
                             or calibrated().static_pad_share > 0)
-    fixed_knobs = {k: overrides[k] for k in ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget",
-                                              "log_prob_token_budget", "offload", "recompute",
-                                              "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
-                  if k in overrides}
+    knobs = {k: overrides[k] for k in PINNED_KNOBS if k in overrides}
     ladder_pins = {k: overrides[k] for k in LADDER_PINS if k in overrides}
-    if "offload" in fixed_knobs and isinstance(fixed_knobs["offload"], dict):
-        fixed_knobs["offload"] = Offload(**fixed_knobs["offload"])
-    if {"offload", "gpu_memory_utilization"} <= fixed_knobs.keys() and (
-            "micro_batch_per_gpu" in fixed_knobs or "token_budget" in fixed_knobs):
+    if "offload" in knobs and isinstance(knobs["offload"], dict):
+        knobs["offload"] = Offload(**knobs["offload"])
+    sizing = _Sizing(model, s, work, params, dp, knobs, fixed_rollout_tp is not None)
+    if {"offload", "gpu_memory_utilization"} <= knobs.keys() and (
+            "micro_batch_per_gpu" in knobs or "token_budget" in knobs):
         # Everything given (a shipped script): evaluate exactly that.
-        cand = replace(base, use_dynamic_bsz=dynamic, **fixed_knobs)
+        cand = replace(base, use_dynamic_bsz=dynamic, **knobs)
         if dynamic and cand.log_prob_token_budget is None:
             cand = replace(cand, log_prob_token_budget=cand.token_budget)
-        cand = _evaluate(model, cand, work, s)
-        return _annotate(model, cand, work, s, params, per_rank_mini, dp), ""
+        return sizing.annotate(sizing.evaluate(cand)), ""
+    sizes = _sizes(layout, s, knobs, dynamic, per_rank_mini)
+    if not sizes:
+        return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
+    return _climb(sizing, _rungs(base, _pinned_ladder(knobs, ladder_pins), dynamic, knobs), sizes)
 
-    closest: Candidate | None = None
-    ladder = _ladder(ladder_pins)
-    if "offload" in fixed_knobs:
-        off = fixed_knobs["offload"]
-        ladder = ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
-                   bool(fixed_knobs.get("recompute", False))),)
+
+def _batch_split(s: Setting, dp: int) -> tuple[int, int] | str:
+    """(mini batch, per-rank mini batch) this DP trains with, or why it cannot split the batch."""
+    if (s.train_batch_size * s.n) % dp:
+        return (f"responses per step P·n = {s.train_batch_size}·{s.n} = {s.train_batch_size * s.n} "
+                f"not divisible by DP {dp}")
+    mini = mini_for(s.train_batch_size, s.n, dp, s.mini)
+    if mini is None:
+        return f"no ppo_mini_batch_size divides train_batch_size {s.train_batch_size} for DP {dp}"
+    if (mini * s.n) % dp:  # the batch is kept as given: this DP cannot split it
+        return f"ppo_mini_batch_size·n = {mini}·{s.n} = {mini * s.n} not divisible by DP {dp}"
+    return mini, per_rank_mini_batch(mini, s.n, dp)
+
+
+def _workload(s: Setting, per_rank_mini: int) -> Workload:
+    has_ref, has_critic = algo_roles(s.algo)
+    return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
+                    response_len=s.response_len, per_rank_mini_batch=per_rank_mini,
+                    has_ref=has_ref, has_critic=has_critic,
+                    max_num_batched_tokens=max(VLLM_MAX_NUM_BATCHED_TOKENS, s.seq_len),
+                    responses_per_step=s.train_batch_size * s.n,
+                    mean_response_len=s.mean_response_len, gpus_per_node=s.gpus_per_node,
+                    sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
+
+
+def _pinned_ladder(knobs: dict[str, Any], ladder_pins: dict[str, Any]) -> tuple[tuple[bool, bool, float, bool], ...]:
+    """The rungs to climb: a pinned offload is the one rung, else the ladder the pins leave."""
+    if "offload" not in knobs:
+        return _ladder(ladder_pins)
+    off = knobs["offload"]
+    return ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
+             bool(knobs.get("recompute", False))),)
+
+
+def _sizes(layout: Layout, s: Setting, knobs: dict[str, Any], dynamic: bool, per_rank_mini: int) -> list[Size]:
+    """The token budgets (dynamic) or micro batches to try, largest first; a pinned one alone."""
     if dynamic:
-        sizes = [("token_budget", b) for b in ([fixed_knobs["token_budget"]] if "token_budget" in fixed_knobs
-                                                else _budget_options(s.seq_len, layout.cp))]
-    else:
-        micros = ([fixed_knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in fixed_knobs
-                  else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
-        if not micros:
-            return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
-        sizes = [("micro_batch_per_gpu", m) for m in micros]
+        return [("token_budget", b) for b in ([knobs["token_budget"]] if "token_budget" in knobs
+                                              else _budget_options(s.seq_len, layout.cp))]
+    micros = ([knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in knobs
+              else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
+    return [("micro_batch_per_gpu", m) for m in micros]
 
-    def with_size(rung: Candidate, key: str, value: int) -> Candidate:
-        if key == "token_budget":
-            return replace(rung, token_budget=value, log_prob_token_budget=value,
-                           micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
-        return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
 
-    def training_fits(cand: Candidate) -> tuple[bool, Candidate]:
-        probe = _evaluate(model, replace(cand, gpu_memory_utilization=fixed_knobs.get("gpu_memory_utilization",
-                                                                                          MIN_GMU)), work, s)
-        if "gpu_memory_utilization" in fixed_knobs:
-            return probe.fits, probe
-        return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
-
-    rungs = []
+def _rungs(base: Candidate, ladder: tuple[tuple[bool, bool, float, bool], ...], dynamic: bool,
+           knobs: dict[str, Any]) -> list[Candidate]:
+    out = []
     for param_off, opt_off, cpu_fraction, recompute in ladder:
         offload = Offload(param=param_off, grad=param_off, optimizer=opt_off,
                           cpu_optimizer=cpu_fraction > 0, cpu_optimizer_fraction=cpu_fraction)
-        rungs.append(replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
-                             use_fused_kernels=bool(fixed_knobs.get("use_fused_kernels", False))))
+        out.append(replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
+                           use_fused_kernels=bool(knobs.get("use_fused_kernels", False))))
+    return out
+
+
+def _with_size(rung: Candidate, size: Size) -> Candidate:
+    key, value = size
+    if key == "token_budget":
+        return replace(rung, token_budget=value, log_prob_token_budget=value,
+                       micro_batch_per_gpu=1, log_prob_micro_batch_per_gpu=1)
+    return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
+
+
+def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candidate | None, str]:
+    """The first rung (cheapest relief) where the training phases fit at some size and the
+    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss."""
+    closest: Candidate | None = None
     # The strongest rung at the smallest size is the cheapest proof that nothing fits.
-    ok, probe = training_fits(with_size(rungs[-1], *sizes[-1]))
+    ok, probe = z.training_fits(_with_size(rungs[-1], sizes[-1]))
     if not ok:
         closest = probe
         rungs = []
     fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
     for rung in rungs:
-        ok, probe = training_fits(with_size(rung, *sizes[-1]))
+        ok, probe = z.training_fits(_with_size(rung, sizes[-1]))
         if not ok:
             closest = _closer(closest, probe)
             continue
-        for key, value in sizes:
-            cand = with_size(rung, key, value)
-            ok, probe = (True, probe) if (key, value) == sizes[-1] else training_fits(cand)
+        for size in sizes:
+            cand = _with_size(rung, size)
+            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand)
             if not ok:
                 continue
             sized: Candidate | None
-            if "gpu_memory_utilization" in fixed_knobs:
+            if "gpu_memory_utilization" in z.knobs:
                 sized = probe
             else:
-                sized = _best_gmu(model, cand, work, s, params, MIN_GMU, fixed_rollout_tp is None)
+                sized = _best_gmu(z.model, cand, z.work, z.s, z.params, MIN_GMU, not z.rollout_tp_pinned)
                 if sized is None:
                     closest = _closer(closest, probe)
                     break  # a smaller size does not change the rollout phase
-            if key == "token_budget":
-                sized = _widen_log_prob_budget(model, sized, work, s)
-            if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in fixed_knobs:
-                return _annotate(model, sized, work, s, params, per_rank_mini, dp), ""
+            if size[0] == "token_budget":
+                sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
+            if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in z.knobs:
+                return z.annotate(sized), ""
             fallback = fallback or sized
             break
     if fallback is not None:
-        return _annotate(model, fallback, work, s, params, per_rank_mini, dp), ""
+        return z.annotate(fallback), ""
     if closest is None:
         return None, "no setting fits"
     worst = max(closest.memory, key=lambda p: p.gib)
-    return (_annotate(model, closest, work, s, params, per_rank_mini, dp),
+    return (z.annotate(closest),
             f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
             f"> {closest.limit_gib:.1f} GiB usable")
 

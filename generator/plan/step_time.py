@@ -35,6 +35,7 @@ import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
+from generator.derive import layout_dp
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
@@ -139,7 +140,7 @@ def training_comm_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Work
 
     A backward pass moves twice a forward's bytes, so forward+backward is 3 forwards' worth."""
     gpus = max(1, work.gpus)
-    dp = max(1, gpus // (cand.tp * cand.pp * cand.cp))
+    dp = layout_dp(gpus, cand)
     layers_per_stage = model.num_layers / cand.pp
     group_tokens = tokens / dp / cand.cp  # one TP group's tokens at each of its stage's layers
     tp_bytes = 2 * group_tokens * model.hidden_size * BF16  # two all-reduces per layer per forward
@@ -203,11 +204,11 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
                        kv_tokens: int | None = None, constants: StepConstants | None = None) -> StepTime:
     """Seconds per step by part for `cand` (a sized layout); pure arithmetic on its knobs.
 
-    `kv_tokens` is the KV cache one rollout replica holds (generator.plan.engine); None counts a
+    `kv_tokens` is the KV cache one rollout replica holds (generator.plan.rollout_engine); None counts a
     replica's whole batch in flight (up to vLLM's max_num_seqs)."""
     k = constants or calibrated()
     gpus = max(1, work.gpus)
-    dp = max(1, gpus // (cand.tp * cand.pp * cand.cp))
+    dp = layout_dp(gpus, cand)
     responses = work.responses_per_step or work.per_rank_mini_batch * dp
     prompt, response = expected_lengths(work, k)
     tokens = responses * (prompt + response)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS, algorithm_facts
+
 GIB = float(2**30)
 
 
@@ -11,12 +13,8 @@ def algo_roles(algo: str) -> tuple[bool, bool]:
     """(has_ref, has_critic) as `gen recipe` configures each algorithm: verl builds the reference
     model only for a KL term (GRPO and REINFORCE++ use a KL loss, RLOO a KL reward; PPO, DAPO
     and GSPO none), and only PPO trains a critic. Unknown names keep a reference (conservative)."""
-    algo = algo.lower()
-    if algo in ("ppo", "gae"):
-        return False, True
-    if algo in ("dapo", "gspo"):
-        return False, False
-    return True, False
+    facts = algorithm_facts(algo)
+    return (True, False) if facts is None else (facts.has_ref, facts.critic)
 
 
 @dataclass(frozen=True, slots=True)
@@ -31,7 +29,7 @@ class Workload:
     has_ref: bool = True
     has_critic: bool = False
     entropy_in_update: bool = False  # entropy_coeff != 0
-    max_num_batched_tokens: int = 8192
+    max_num_batched_tokens: int = VLLM_MAX_NUM_BATCHED_TOKENS
     gpus_per_node: int = 8  # for host RAM per node
     responses_per_step: int = 0  # train_batch_size·n (the step-time estimate; 0 = one per-rank mini per GPU)
     mean_response_len: int = 0  # expected response tokens (the step-time estimate; 0 = a share of the maximum)

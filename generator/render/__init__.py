@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from generator.errors import InputError
-from generator.render.recipe import build_recipe, recipe_overrides
+from generator.render.recipe_settings import build_recipe, recipe_overrides
 from generator.render.spec import LAUNCHERS, RecipeSpec, ScriptSettings
 
 __all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "ScriptSettings", "build_recipe",
@@ -85,8 +85,8 @@ def _command(spec: RecipeSpec, filename: str) -> str:
 
 def render(recipe: ScriptSettings, *, filename: str | None = None, command: str | None = None) -> Rendered:
     """Format a built recipe with its launcher's template (no checks)."""
-    from generator.render.derived import derive_numbers
-    from generator.render.algorithms import algorithm_keys
+    from generator.render.derived_numbers import derive_numbers
+    from generator.render.algorithm_settings import algorithm_keys
     from generator.render.templating import View, render_text
 
     spec = recipe.spec

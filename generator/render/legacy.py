@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 from generator.errors import InputError
 from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
-from generator.render.recipe import build_recipe
+from generator.render.recipe_settings import build_recipe
 from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec, schema_has
 from generator.verl import MEGATRON as M
 from generator.verl import PPO_MEGATRON_CONFIG
@@ -136,6 +136,7 @@ def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[st
 def spec_from_script(path: str, *, version: str, model: str | None = None, launcher: str = AUTO_LAUNCHER,
                      gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
     from generator.config import build_config
+    from generator.config.reader import ConfigReader
     from generator.hardware import gpu_spec
     from generator.model import model_slug, resolve_model
     from generator.script.extract import setup_from_config, trainer_call
@@ -173,7 +174,7 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
         notes.append(f"model {facts.name}: recognised from {recognised.why}")
     config = _apply_fixes(config, facts, version, notes)
     setup = setup_from_config(config)
-    gpus = config.gpus
+    gpus = ConfigReader(config).gpus
     if gpus is None:
         raise InputError("trainer.n_gpus_per_node and trainer.nnodes must be known numbers to re-render")
     device = gpu_spec(gpu, gpu_mem)

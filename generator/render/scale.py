@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.render.spec import RecipeSpec, Setting, schema_has
+from generator.verl import critic_trains
 
 OTC = "actor_rollout_ref.actor.megatron.override_transformer_config."
 LONG_CONTEXT_TOKENS = 16384  # prompt+response from which a MoE rollout runs without CUDA graphs
@@ -37,7 +38,7 @@ def scale_settings(spec: RecipeSpec) -> list[ScaleSetting]:
                "(verl v0.4.1 examples/grpo_trainer/run_moonlight16b_math_megatron.sh)")
         add("data.trust_remote_code", True, why)
         add("actor_rollout_ref.model.trust_remote_code", True, why)
-        if spec.algo == "ppo":
+        if critic_trains(spec.algo):
             add("critic.model.trust_remote_code", True, why)
     if c.use_fused_kernels:
         add("actor_rollout_ref.model.use_fused_kernels", True,

@@ -8,7 +8,7 @@ from functools import lru_cache
 from typing import Any
 
 from generator.overrides import format_value
-from generator.render.derived import HeaderNumbers
+from generator.render.derived_numbers import HeaderNumbers
 from generator.render.quoting import shell_word, shq
 from generator.render.spec import Knob, ScriptSettings, Setting
 from generator.resources import templates_dir

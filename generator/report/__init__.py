@@ -57,8 +57,8 @@ class FileReport:
 
     @property
     def failed(self) -> bool:
-        return self.error is not None or any(l.finding.severity == "error" or l.finding.code in FAILS_CHECK
-                                             for l in self.findings)
+        return self.error is not None or any(
+            located.finding.severity == "error" or located.finding.code in FAILS_CHECK for located in self.findings)
 
     @property
     def bad_input(self) -> bool:
@@ -112,7 +112,7 @@ def fixable_count(report: FileReport) -> int:
     """What `gen fix` repairs in the file (planned), else the findings that propose a fix."""
     if report.fixable is not None:
         return report.fixable
-    return sum(1 for l in report.findings if l.finding.fix is not None)
+    return sum(1 for located in report.findings if located.finding.fix is not None)
 
 
 TEXT_FORMATS = ("text", "concise")  # text: each finding with its source excerpt; concise: one line each
@@ -158,7 +158,7 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
         lines.append(one_line(text))
     s = summary(reports)
     fixable = sum(fixable_count(r) for r in reports)
-    unsafe = sum(1 for r in reports for l in r.findings if l.fixed_by_gen_fix == "unsafe")
+    unsafe = sum(1 for r in reports for located in r.findings if located.fixed_by_gen_fix == "unsafe")
     tail = (f"{s['files']} file{'s' if s['files'] != 1 else ''} checked: {s['errors']} error(s), "
             f"{s['warnings']} warning(s), {s['infos']} info(s)")
     if fixable:
@@ -243,7 +243,7 @@ def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) 
     from generator.rules import load_rules
 
     registry = load_rules()
-    used = sorted({l.finding.code for r in reports for l in r.findings})
+    used = sorted({located.finding.code for r in reports for located in r.findings})
     index = {code: i for i, code in enumerate(used)}
     rules = []
     for code in used:

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from typing import Sequence
 
 from generator import derive
-from generator.config.derived import actor_batch, reads_global_micro
+from generator.config.derived import ActorBatch, actor_batch, reads_global_micro
 from generator.config.types import Config
 from generator.config.reader import ConfigReader, is_trainer
 from generator.forks import fork_batch_settings
@@ -44,12 +44,36 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     per_node, nodes, gpus = view.int("trainer.n_gpus_per_node"), view.int("trainer.nnodes"), view.gpus
     add(("GPUs W", f"n_gpus_per_node·nnodes = {per_node}·{nodes} = {gpus}" if gpus else
          _why_unknown(view, "trainer.n_gpus_per_node", "trainer.nnodes")))
-    layout = view.actor_layout() if view.backend == "megatron" else None
     dp = view.dp()
+    rows.extend(_parallel_rows(view, gpus, dp))
+    forked = fork_batch_settings(config)
+    if forked:
+        add(("batch chain", "changed by this fork: " + "; ".join(
+            f"{f.key}={'<unknown>' if f.value is None else f.value} ({f.entry.effect})" for f in forked)
+             + "; verl's chain does not describe the run (VB118)"))
+        return rows + _rollout_rows(view, gpus)
+    batch = actor_batch(view)
+    if batch.prompts_and_n is None:
+        add(("responses/step G", _why_unknown(view, "data.train_batch_size", ROLLOUT + "n")))
+        return rows + _rollout_rows(view, gpus)
+    prompts, n = batch.prompts_and_n
+    responses = prompts * n
+    add(("responses/step G", f"train_batch_size·n = {prompts}·{n} = {responses}"))
+    rows.extend(_chain_rows(view, batch, n, responses, dp))
+    rows.extend(_token_rows(view))
+    return rows + _rollout_rows(view, gpus, responses)
+
+
+def _parallel_rows(view: ConfigReader, gpus: int | None, dp: int | None) -> list[tuple[str, str]]:
+    """DP (and EDP, VPP) from the layout: Megatron's W / (TP·PP·CP), FSDP's W / ulysses SP."""
+    rows: list[tuple[str, str]] = []
+    add = rows.append
+    layout = view.actor_layout() if view.backend == "megatron" else None
     if view.backend == "megatron":
         if layout is not None:
+            assert gpus is not None  # a layout is read only with the GPU count
             add(("DP", f"W / (TP·PP·CP) = {gpus} / ({layout.tp}·{layout.pp}·{layout.cp}) = "
-                       + (str(dp) if dp else f"{gpus / (layout.tp * layout.pp * layout.cp):g} (not divisible)")))
+                       + (str(dp) if dp else f"{gpus / layout.model_parallel_size:g} (not divisible)")))
             if layout.ep > 1 or layout.etp is not None:
                 etp = layout.tp if layout.etp is None else layout.etp
                 edp = derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp)
@@ -64,21 +88,17 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
     else:
         sp = view.ulysses() or 1
         add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}" if dp else _why_unknown(view, "trainer.n_gpus_per_node")))
-    forked = fork_batch_settings(config)
-    if forked:
-        add(("batch chain", "changed by this fork: " + "; ".join(
-            f"{f.key}={'<unknown>' if f.value is None else f.value} ({f.entry.effect})" for f in forked)
-             + "; verl's chain does not describe the run (VB118)"))
-        return rows + _rollout_rows(view, gpus)
-    batch = actor_batch(view)
-    if batch.prompts_and_n is None:
-        add(("responses/step G", _why_unknown(view, "data.train_batch_size", ROLLOUT + "n")))
-        return rows + _rollout_rows(view, gpus)
-    prompts, n = batch.prompts_and_n
-    responses = prompts * n
-    add(("responses/step G", f"train_batch_size·n = {prompts}·{n} = {responses}"))
+    return rows
+
+
+def _chain_rows(view: ConfigReader, batch: ActorBatch, n: int, responses: int,
+                dp: int | None) -> list[tuple[str, str]]:
+    """The actor's chain below the step: per-rank mini batch, local batch, updates, micro batches."""
+    rows: list[tuple[str, str]] = []
+    add = rows.append
     mini, micro, epochs, chain = batch.mini, batch.micro, batch.epochs, batch.chain
     if chain is not None and mini is not None:
+        assert dp is not None  # the chain is derived from DP
         exact = mini * n / dp
         add(("per-rank mini m", f"ppo_mini_batch_size·n / DP = {mini}·{n} / {dp} = "
                                 + (f"{exact:.2f} → floored to {chain.per_rank_mini_batch}" if chain.floored
@@ -100,6 +120,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
             add(("grad accumulation A", "dynamic: ceil(local tokens / token cap), at most m"))
         elif chain.grad_accum_steps is not None:
             if batch.micro_scale != 1:
+                assert micro is not None  # grad accumulation is derived from the micro batch
                 add(("micro batch μ", f"ppo_micro_batch_size / DP = {micro * batch.micro_scale} / {batch.micro_scale} "
                                       f"= {micro} (the deprecated global key, divided by the worker)"))
             tail = f" (last micro-batch {chain.micro_remainder})" if chain.micro_remainder else ""
@@ -109,8 +130,7 @@ def explain_config(config: Config) -> list[tuple[str, str]]:
             add(("grad accumulation A", "unknown (ppo_micro_batch_size_per_gpu not set)"))
     else:
         add(("per-rank mini m", _why_unknown(view, ACTOR + "ppo_mini_batch_size")))
-    rows.extend(_token_rows(view))
-    return rows + _rollout_rows(view, gpus, responses)
+    return rows
 
 
 @dataclass(frozen=True)

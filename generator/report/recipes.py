@@ -3,9 +3,9 @@
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Any, Sequence, TextIO
 
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 
 
 def layout_text(recipe: Recipe) -> str:
@@ -49,7 +49,7 @@ def versions_text(versions: Sequence[str]) -> str:
     return ordered[0] if len(ordered) == 1 else f"{ordered[0]}..{ordered[-1]}"
 
 
-def _offload_text(offload: dict) -> str:
+def _offload_text(offload: dict[str, Any]) -> str:
     flags = [name for name in ("param", "grad", "optimizer") if offload[name]]
     text = "+".join(flags) if flags else "none"
     if offload["cpu_optimizer"]:
@@ -57,7 +57,7 @@ def _offload_text(offload: dict) -> str:
     return text
 
 
-def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[str, str]]]]:
+def recipe_sections(recipe: Recipe, report: dict[str, Any]) -> list[tuple[str, list[tuple[str, str]]]]:
     """The text view of recipe_report: titled blocks of (label, value)."""
     s = report["settings"]
     b = s["batch"]
@@ -108,11 +108,11 @@ def recipe_sections(recipe: Recipe, report: dict) -> list[tuple[str, list[tuple[
     return sections
 
 
-def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream=None) -> None:
+def show_recipe(name: str, *, library: str | None = None, output_format: str = "text", stream: TextIO | None = None) -> None:
     """`gen show NAME`: print a recipe (text or json). Raises InputError for an unknown name."""
     import sys
 
-    from generator.library.show import recipe_report
+    from generator.library.recipe_report import recipe_report
     from generator.library.store import load_library
     from generator.report.tables import print_sections
 

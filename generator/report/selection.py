@@ -27,11 +27,11 @@ def at_least(reports: list[FileReport], severity: str) -> list[FileReport]:
         return reports
     out = []
     for report in reports:
-        kept = [l for l in report.findings
-                if _RANK.get(l.finding.severity, 0) <= limit or l.finding.code in FAILS_CHECK]
+        kept = [located for located in report.findings
+                if _RANK.get(located.finding.severity, 0) <= limit or located.finding.code in FAILS_CHECK]
         fixable = report.fixable
         if fixable is not None and len(kept) != len(report.findings):
-            fixable = sum(1 for l in kept if l.fixed_by_gen_fix is True)
+            fixable = sum(1 for located in kept if located.fixed_by_gen_fix is True)
         out.append(dataclasses.replace(report, findings=kept, fixable=fixable))
     return out
 

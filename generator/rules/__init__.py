@@ -213,6 +213,7 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     Raises InputError for an unreadable --model-config.
     """
     from generator.rules.calls import call_configs
+    from generator.rules.loop_repeats import fold_loop_repeats
 
     results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
@@ -231,6 +232,7 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
             findings = [dataclasses.replace(f, message=f.message + inferred) if reads_defaults(f.code) else f
                         for f in findings]
         results.append((invocation, config, findings))
+    results = fold_loop_repeats(results)  # one finding per cause, not one per loop value
     _judge_suppressions(script, results, select=select, ignore=ignore, memory=memory_for is not None)
     if not results[0][2]:
         results.pop(0)  # no script-level finding: the first element is a call's

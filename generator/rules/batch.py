@@ -47,6 +47,7 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
         return
     responses = c.pn[0] * c.pn[1]
     if view.backend == "megatron":
+        assert c.dp is not None  # returned above when Megatron's DP is unknown
         if not c.micro or c.micro <= 0:
             return  # VB109 reports the missing micro batch
         minimal = c.dp * c.micro
@@ -57,7 +58,7 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
     if minimal <= 0 or responses % minimal == 0:
         return
     fix = None
-    if view.backend == "megatron" and c.micro:
+    if view.backend == "megatron" and c.micro and c.dp:
         local = responses // c.dp if responses % c.dp == 0 else None
         per_rank = c.chain.per_rank_mini_batch if c.chain else 0
         if local:
@@ -406,8 +407,8 @@ def engine_mini(ctx: Context) -> Iterator[Finding]:
     if not view.new_engine:
         return
     c = actor_batch(view)
-    if c.chain is None or not c.chain.floored:
-        return
+    if c.chain is None or not c.chain.floored or c.pn is None or c.mini is None:
+        return  # (a chain is only derived from a known P·n and mini batch)
     fix = actor_mini_fix(view, c)
     yield ctx_finding(engine_mini, view, (MINI, N_KEY),
                       f"ppo_mini_batch_size·n = {c.mini}·{c.pn[1]} = {c.mini * c.pn[1]}, not divisible by "

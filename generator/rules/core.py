@@ -180,7 +180,7 @@ class Rule:
 
 
 # Each family's page in the project's docs (path from the repository root, title): every rule's
-# reason, the verl source it follows and its fix. tests/test_rule_docs.py keeps them complete.
+# reason, the verl source it follows and its fix, written from the catalog (below).
 FAMILY_PAGES: dict[str, tuple[str, str]] = {
     "VB": ("docs/rules/batch.md", "batch chain: actor, log-prob, reference, critic"),
     "VP": ("docs/rules/parallel.md", "parallel layout"),
@@ -194,10 +194,12 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
 
 
 # One home for what each rule says about itself: generator/rules/catalog/<family page name>.json
-# holds every rule's title, reason, fix safety and failing/passing examples (docs/rules/*.md repeat
-# them, and tests/test_rule_docs.py keeps the two equal). Read only when a command shows this
-# prose, so `gen check` does not pay for it.
+# holds every rule's title, reason, fix safety, failing/passing examples and the prose its page
+# adds ("doc"; the page's own under "_page"). docs/rules/*.md are written from it
+# (generator/report/rule_pages.py, `python tools/rule_docs.py`). Read only when a command shows
+# this prose, so `gen check` does not pay for it.
 CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+PAGE_KEY = "_page"  # a catalog file's entry for its family page's own prose (intro, outro), not a rule
 
 
 @dataclass(frozen=True)
@@ -229,7 +231,7 @@ def catalog_file(family: str) -> Path:
 def _family_texts(family: str) -> dict[str, RuleText]:
     raw = json.loads(catalog_file(family).read_text(encoding="utf-8"))
     return {code: RuleText(entry["title"], entry["why"], entry["fix_safety"], _example(entry["failing"]),
-                           _example(entry["passing"])) for code, entry in raw.items()}
+                           _example(entry["passing"])) for code, entry in raw.items() if code != PAGE_KEY}
 
 
 def rule_text(code: str) -> RuleText:

@@ -95,6 +95,7 @@ def example_findings(rule: Rule, example: Example) -> list[Finding]:
         from generator.rules import script_findings
 
         script = example_script(example)
+        assert script is not None  # the example has a script
         return [f for f in script_findings(script, select=[rule.code]) if f.code == rule.code]
     from generator.rules import check_config
 

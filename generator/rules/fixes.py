@@ -26,7 +26,7 @@ def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, mi
     if new_mini is None or new_mini == mini:
         return None
     edits: list[KeyEdit] = [KeyEdit(key, mini, new_mini)]
-    per_rank = new_mini * n // dp
+    per_rank = derive.per_rank_mini_batch(new_mini, n, dp)
     note = ""
     dynamic_key = "critic.use_dynamic_bsz" if key.startswith("critic.") else "actor_rollout_ref.actor.use_dynamic_bsz"
     if view.bool(dynamic_key):
@@ -38,7 +38,7 @@ def mini_fix(view: ConfigReader, *, prompts: int, n: int, dp: int, mini: int, mi
             note = f", micro {micro} → {new_micro} to divide it"
             if micro_scale != 1:
                 note += f" ({_label(micro_key)} {micro * micro_scale} → {new_micro * micro_scale} = μ·DP)"
-    updates = (prompts * n // dp) // per_rank
+    updates = derive.local_batch(prompts, n, dp) // per_rank
     return Fix(
         description=(f"set {_label(key)} {mini} → {new_mini} (nearest value with "
                      f"{new_mini}·{n} divisible by DP {dp} and dividing the step evenly: per-rank mini "

@@ -181,7 +181,7 @@ def _existed_without_plus(config: Config, node: str) -> bool:
     """Whether `node` is in the config other than through a '+'/'++' override ('=' only sets
     keys that exist, so anything else came from the defaults)."""
     prefix = node + "."
-    for key, value in config.values.items():
+    for key in config.values:
         if key == node or key.startswith(prefix):
             source = config.set_by.get(key)
             if source is None or source.op not in ("+", "++"):
@@ -222,33 +222,12 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     if not added:
         return
     existing = _existing(ctx)
+    engine_group = _engine_group(config)
     for override in sorted(added.values(), key=lambda o: o.line):
-        key = override.key
-        was_there = (key in existing) if existing is not None else False
-        if was_there:
-            continue  # '++' on an existing field just sets it
-        # the deepest node that existed before: the first new key is added right under it
-        parts = key.split(".")
-        parent = None
-        for cut in range(len(parts) - 1, 0, -1):
-            node = ".".join(parts[:cut])
-            if (node in existing) if existing is not None else _existed_without_plus(config, node):
-                parent = node
-                break
-        if parent is None or not any(parent == r or parent.startswith(r + ".") for r in roots):
+        unknown = _unknown_field(override.key, config, existing, roots, fields_of, engine_group)
+        if unknown is None:
             continue
-        target = config.values.get(parent + "._target_")
-        if not isinstance(target, str) or not target:
-            continue
-        new_field = parts[len(parent.split("."))]
-        class_name = target.rsplit(".", 1)[-1]
-        if _other_engine(class_name, _engine_group(config)):
-            continue  # the defaults are another engine's group (model_engine=...): not this call's class
-        fields = fields_of.get(class_name)
-        if fields is None:
-            continue  # a class verl's source does not define as a dataclass at that release: not judged
-        if new_field in fields:
-            continue  # a field of the dataclass that verl's YAML leaves out: '+' is the way to set it
+        parent, new_field, class_name = unknown
         exact = measured == ctx.version
         guessed = config.resolution is not None and config.resolution.inferred
         yield added_key_in_dataclass.finding(
@@ -257,8 +236,40 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             f"(unexpected keyword argument '{new_field}')"
             + ("" if exact else f" (fields read from verl {measured}'s source)")
             + (" (the release was inferred from the script's keys; name it with --verl-version)" if guessed else ""),
-            line=override.line, key=key, severity=None if exact and not guessed else "warning",
+            line=override.line, key=override.key, severity=None if exact and not guessed else "warning",
             stage=None if _built_at_load(parent) else "init")
+
+
+def _unknown_field(key: str, config: Config, existing: frozenset[str] | None, roots: list[str],
+                   fields_of: dict[str, frozenset[str]], engine_group: str) -> tuple[str, str, str] | None:
+    """(section, new field, dataclass) when a '+' key adds a field the dataclass verl builds that
+    section as does not have; None when it is an existing key, lands outside the built sections,
+    under a class that is another engine's or not a dataclass at that release, or is a field."""
+    if (key in existing) if existing is not None else False:
+        return None  # '++' on an existing field just sets it
+    # the deepest node that existed before: the first new key is added right under it
+    parts = key.split(".")
+    parent = None
+    for cut in range(len(parts) - 1, 0, -1):
+        node = ".".join(parts[:cut])
+        if (node in existing) if existing is not None else _existed_without_plus(config, node):
+            parent = node
+            break
+    if parent is None or not any(parent == r or parent.startswith(r + ".") for r in roots):
+        return None
+    target = config.values.get(parent + "._target_")
+    if not isinstance(target, str) or not target:
+        return None
+    new_field = parts[len(parent.split("."))]
+    class_name = target.rsplit(".", 1)[-1]
+    if _other_engine(class_name, engine_group):
+        return None  # the defaults are another engine's group (model_engine=...): not this call's class
+    fields = fields_of.get(class_name)
+    if fields is None:
+        return None  # a class verl's source does not define as a dataclass at that release: not judged
+    if new_field in fields:
+        return None  # a field of the dataclass that verl's YAML leaves out: '+' is the way to set it
+    return parent, new_field, class_name
 
 
 def _built_at_load(section: str) -> bool:

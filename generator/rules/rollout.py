@@ -66,6 +66,7 @@ def rollout_ep(ctx: Context) -> Iterator[Finding]:
         return  # TensorRT-LLM sizes its experts itself (verl/workers/config/rollout.py:264 @ v0.7.1)
     sizes = _rollout_sizes(view)
     for finding in _layout_rule_findings(rollout_ep, ctx, (EP_R,)):
+        assert sizes is not None  # a finding means the sizes were read
         tp, dp, _pp, ep = sizes
         yield Finding(finding.code, finding.severity, finding.message, finding.line, EP_R,
                       Fix(f"set rollout.expert_parallel_size={tp * dp}", (KeyEdit(EP_R, ep, tp * dp),)),

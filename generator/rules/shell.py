@@ -63,8 +63,8 @@ def _comment_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
     if target >= start:
         return None
     comment = line.strip().decode("utf-8", "replace")
-    indent = source[target:_line_bounds(source, target)[1]]
-    indent = indent[: len(indent) - len(indent.lstrip())].decode()
+    line_text = source[target:_line_bounds(source, target)[1]]
+    indent = line_text[: len(line_text) - len(line_text.lstrip())].decode()
     return Fix("move the comment line above the command so the continuation is not cut",
                (TextEdit(target, target, f"{indent}{comment}\n"), TextEdit(start, min(end + 1, len(source)), "")))
 

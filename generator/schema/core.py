@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 from dataclasses import dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -22,10 +23,14 @@ _REGISTERED_DIRS: dict[str, Path] = {}
 _CACHE: dict[str, "Schema"] = {}
 
 
+# How a schema file writes a float JSON has no literal for (inf, nan): {"__float__": "inf"}.
+_FLOAT_TAG = "__float__"
+
+
 def _restore(value: Any) -> Any:
     if isinstance(value, dict):
-        if len(value) == 1 and "__float__" in value:
-            return float(value["__float__"])
+        if len(value) == 1 and _FLOAT_TAG in value:
+            return float(value[_FLOAT_TAG])
         return {k: _restore(v) for k, v in value.items()}
     if isinstance(value, list):
         return [_restore(v) for v in value]
@@ -116,8 +121,20 @@ class Schema:
         return out
 
 
+_LISTED: dict[int, list[str]] = {}  # the data folder's mtime -> its schema ids
+
+
 def _packaged_ids() -> list[str]:
-    return [p.stem for p in DATA_DIR.glob("*.json")]
+    """The ids of the packaged schema files. Asked thousands of times in a corpus check: the
+    folder is listed again only when its mtime changes (a file added or removed)."""
+    try:
+        stamp = os.stat(DATA_DIR).st_mtime_ns
+    except OSError:
+        stamp = -1
+    if stamp not in _LISTED:
+        _LISTED.clear()
+        _LISTED[stamp] = [p.stem for p in DATA_DIR.glob("*.json")]
+    return list(_LISTED[stamp])
 
 
 def _sort_key(version: str) -> tuple[tuple[int, ...], bool, str]:
@@ -183,18 +200,16 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     """The schema of a config folder: from the cache when its YAML is unchanged (generator/cache.py),
     else composed and then cached."""
     from generator import cache
-    from generator.schema.generated import stale_note
 
     key = cache.content_key(config_dir)
     hit = cache.load_entry(key) if key is not None else None
     if hit is not None:
-        configs, mandatory = hit
-        notes = [n for n in (stale_note(config_dir, name, flat) for name, flat in configs.items()) if n]
+        configs, mandatory, notes = hit
         return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes,
                       config_dir=config_dir)
     schema = _compose_dir(version, config_dir)
     if key is not None:
-        cache.store_entry(key, schema.configs, schema.mandatory_by_config)
+        cache.store_entry(key, schema.configs, schema.mandatory_by_config, schema.notes)
     return schema
 
 
@@ -233,12 +248,16 @@ def load(version: str) -> Schema:
         if not key or "/" in key or not path.is_file():
             raise InputError(f"no schema for verl '{version}'; known: {', '.join(available())}")
         try:
-            doc = json.loads(path.read_text(encoding="utf-8"))
+            text = path.read_text(encoding="utf-8")
+            doc = json.loads(text)
         except (OSError, ValueError) as err:
             raise InputError(f"packaged schema {path.name} is unreadable: {err}") from None
-        configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
-                   for name, values in doc["configs"].items()}
-        groups = {name: _restore(entry) for name, entry in doc.get("groups", {}).items()}
+        if _FLOAT_TAG in text:
+            configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
+                       for name, values in doc["configs"].items()}
+            groups = {name: _restore(entry) for name, entry in doc.get("groups", {}).items()}
+        else:  # nothing to restore (no packaged schema has one today): json.loads' fresh values as they are
+            configs, groups = doc["configs"], doc.get("groups", {})
         schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}), groups=groups)
     _CACHE[key] = schema
     return schema

@@ -56,19 +56,3 @@ def _difference(generated_name: str, name: str, composed: dict[str, Any], flat_g
     why = (f"{generated_name} is stale: it lacks {len(missing)} key(s) {name}.yaml has ({shown})" if missing
            else f"{generated_name} is stale: it has {len(extra)} key(s) {name}.yaml does not")
     return f"{why}; {name}.yaml is what Hydra composes"
-
-
-def stale_note(config_dir: Path, name: str, flat: dict[str, Any]) -> str | None:
-    """For a config read from the cache (`flat`, what read_config chose): why the generated file
-    was passed over, when it was; None when there is no generated file or it was used."""
-    from generator.schema.compose import flatten
-    from generator.schema.yamlload import load_yaml_file
-
-    generated = config_dir / f"_generated_{name}.yaml"
-    if not generated.is_file() or not (config_dir / f"{name}.yaml").is_file():
-        return None
-    try:
-        flat_generated = flatten(load_yaml_file(generated) or {})
-    except (OSError, ValueError):
-        return None
-    return _difference(generated.name, name, flat, flat_generated)

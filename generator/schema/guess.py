@@ -99,9 +99,24 @@ def guess_release(keys: KeyUses) -> tuple[str, str]:
 @lru_cache(maxsize=1)
 def group_keys() -> frozenset[str]:
     """Every config-group override key of any packaged release (`model_engine`, `critic`, ...):
-    a plain `key=option` on one of them is a group selection, not a value."""
+    a plain `key=option` on one of them is a group selection, not a value. Kept in the user
+    cache by the schema files' bytes (generator.cache): judging one script needs one or two
+    releases' schemas, and reading all of them for this set was a tenth of a check's time."""
+    from generator.cache import cached_value
+    from generator.schema.core import _REGISTERED_DIRS, DATA_DIR
+
+    releases = packaged_releases()
+    if any(release in _REGISTERED_DIRS for release in releases):  # a folder read at run time stands in
+        return _group_keys(releases)
+    paths = [DATA_DIR / f"{release}.json" for release in releases]
+    found = cached_value("config-group keys", paths, lambda: sorted(_group_keys(releases)),
+                         lambda value: isinstance(value, list) and all(isinstance(k, str) for k in value))
+    return frozenset(found)
+
+
+def _group_keys(releases: Sequence[str]) -> frozenset[str]:
     out: set[str] = set()
-    for release in packaged_releases():
+    for release in releases:
         try:
             schema = load(release)
         except InputError:

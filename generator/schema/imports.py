@@ -31,6 +31,7 @@ from typing import Iterable
 
 from generator.errors import InputError
 from generator.files import read_text_input
+from generator.folder_memo import remembered
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
 
@@ -89,6 +90,12 @@ def project_package_dirs(root: Path) -> list[tuple[Path, str]]:
     """Folders the project installs as import roots: setup.py / pyproject.toml package dirs and
     `pip install -e <folder>` in its README and top-level shell scripts (each also checked for a
     `src/` layout of its own)."""
+    from generator import boundary
+
+    return list(remembered(("package_dirs", root, boundary.current()), lambda: _package_dirs(root)))
+
+
+def _package_dirs(root: Path) -> list[tuple[Path, str]]:
     found: list[tuple[Path, str]] = []
     for match in _PACKAGE_DIR.finditer(_read(root / "setup.py")):
         found.append((root / match.group(1), "setup.py package_dir"))

@@ -8,6 +8,8 @@ One answer per script, in this order (the first that applies wins):
   3. the project's own verl, found going up from the script: a vendored or submodule `verl/`
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
+     A project's verl configured by dataclasses (EasyR1 style, generator.schema.dataclass_fork)
+     is named, with a packaged release only standing in: its schema is unknown;
   4. the verl installed in the active Python environment (found without importing it);
   5. otherwise the release a script written by `gen recipe` names in its header, else a guess
      from the script's keys (generator.schema.guess: the newest packaged release whose config
@@ -39,6 +41,7 @@ from generator.schema.core import (
     project_base,
     register_dir,
 )
+from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
 from generator.schema.imports import ImportedVerl, imported_verl
 from generator.schema.releases import nearest_older, packaged_releases
@@ -180,6 +183,9 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         found_import = imported()
         if found_import is not None:
             return _from_package(found_import.package, keys, found_import.reason)
+        dataclass_fork = find_dataclass_verl(script_path)
+        if dataclass_fork is not None:
+            return _from_dataclass_fork(*dataclass_fork, keys)
 
     found = _installed_resolution()
     if found is not None:
@@ -393,6 +399,21 @@ def _from_package(package: Path, keys: Callable[[], KeyUses], why: str | None = 
         reason += f"; {found_entry.reason}"
     return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred,
                                 ppo_entry=ppo_entry, package=package))
+
+
+def _from_dataclass_fork(package: Path, config: Path, keys: Callable[[], KeyUses]) -> Resolution:
+    """A project's verl configured by dataclasses (generator.schema.dataclass_fork): its schema is
+    unknown, so a packaged release only stands in (the rules that read keys or defaults stand
+    down) while the fork's trainer code is still read."""
+    release, _ = infer_release(keys())
+    version_text = read_version(package)
+    own = f", its own version {version_text}" if version_text else ""
+    where = f"the project's verl at {package}{own}"
+    return Resolution(release, f"packaged schema {release}, standing in for the dataclass config at {config}",
+                      f"{where} configures its trainer with dataclasses ({config.name}), not Hydra YAML: "
+                      "schema unknown", None, True,
+                      stand_in=f"the dataclass config at {config} (not Hydra YAML: keys and defaults unknown)",
+                      package=package)
 
 
 def _readable(found: Resolution) -> Resolution:

@@ -11,15 +11,15 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from generator.config.reader import as_bool, as_float, as_int
+from generator.config.knobs import Reads, read_knobs
+from generator.config.reader import ConfigReader, as_int
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, Offload
-from generator.script.algorithms import algorithm_of
+from generator.layout import Candidate
+from generator.script.algorithm_reading import algorithm_of
 from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 
-OPTIM_OVERRIDE = ACTOR + "optim.override_optimizer_config."
 MODEL_PATH = "actor_rollout_ref.model.path"
 
 _UNKNOWN_MARKER = re.compile(r"<\?[^>]*>")
@@ -88,26 +88,18 @@ def _int(config: Config, key: str) -> int | None:
     return None if key in config.unknown else as_int(config.values.get(key))
 
 
-def _bool(config: Config, key: str) -> bool:
-    return bool(as_bool(config.values.get(key))) if key not in config.unknown else False
-
-
-def _float(config: Config, key: str) -> float | None:
-    return None if key in config.unknown else as_float(config.values.get(key))
-
-
 def setup_from_config(config: Config, *, entry: str = PPO_ENTRY) -> Setup:
-    """The setup one effective config describes (see `Setup`)."""
-    dynamic = _bool(config, ACTOR + "use_dynamic_bsz")
-    micro = _int(config, ACTOR + "ppo_micro_batch_size_per_gpu")
-    log_prob_micro = _int(config, ROLLOUT + "log_prob_micro_batch_size_per_gpu")
-    token_budget = _int(config, ACTOR + "ppo_max_token_len_per_gpu") if dynamic else None
-    log_prob_budget = _int(config, ROLLOUT + "log_prob_max_token_len_per_gpu") if dynamic else None
-    cpu_optimizer = _bool(config, OPTIM_OVERRIDE + "optimizer_cpu_offload")
-    fraction = _float(config, OPTIM_OVERRIDE + "optimizer_offload_fraction")
-    gmu = _float(config, ROLLOUT + "gpu_memory_utilization")
+    """The setup one effective config describes (see `Setup`). A knob the script leaves unknown
+    keeps the recipe's default here (`gen import` and `gen recipe --from` decide what to refuse)."""
+    knobs = read_knobs(Reads(ConfigReader(config)))
+    dynamic, micro, log_prob_micro = knobs.dynamic, knobs.micro, knobs.log_prob_micro
+    token_budget = knobs.token_budget if dynamic else None
+    log_prob_budget = knobs.log_prob_token_budget if dynamic else None
+    off = knobs.offload
+    fraction = off.cpu_optimizer_fraction if knobs.offload_fraction_set else None
+    gmu = knobs.gpu_memory_utilization
     tp = _int(config, MEGATRON + "tensor_model_parallel_size") or 1
-    rollout_tp = _int(config, ROLLOUT + "tensor_model_parallel_size")
+    rollout_tp = knobs.rollout_tp
     layout = Candidate(
         tp=tp, pp=_int(config, MEGATRON + "pipeline_model_parallel_size") or 1,
         cp=_int(config, MEGATRON + "context_parallel_size") or 1,
@@ -120,11 +112,8 @@ def setup_from_config(config: Config, *, entry: str = PPO_ENTRY) -> Setup:
         log_prob_micro_batch_per_gpu=log_prob_micro or micro or 1,
         use_dynamic_bsz=dynamic, token_budget=token_budget,
         log_prob_token_budget=log_prob_budget or token_budget,
-        offload=Offload(param=_bool(config, MEGATRON + "param_offload"),
-                        grad=_bool(config, MEGATRON + "grad_offload"),
-                        optimizer=_bool(config, MEGATRON + "optimizer_offload"), cpu_optimizer=cpu_optimizer,
-                        cpu_optimizer_fraction=(fraction or 1.0) if cpu_optimizer else 0.0),
-        recompute=config.values.get(TRANSFORMER + "recompute_granularity") == "full",
+        offload=off,  # an unset optimizer_offload_fraction is Megatron's 0.0, as verl runs it
+        recompute=knobs.recompute,
         gpu_memory_utilization=gmu or 0.5,
         why=("layout and batch sizes kept from the legacy script",),
     )
@@ -139,7 +128,7 @@ def setup_from_config(config: Config, *, entry: str = PPO_ENTRY) -> Setup:
         micro_batch_per_gpu=micro, log_prob_micro_batch_per_gpu=log_prob_micro,
         token_budget=token_budget, log_prob_token_budget=log_prob_budget,
         rollout_name=str(config.values.get(ROLLOUT + "name") or "vllm"), rollout_tp=rollout_tp,
-        gpu_memory_utilization=gmu, cpu_optimizer_fraction=fraction if cpu_optimizer else None,
+        gpu_memory_utilization=gmu, cpu_optimizer_fraction=fraction if off.cpu_optimizer else None,
         n=_int(config, ROLLOUT + "n"), prompt_len=_int(config, "data.max_prompt_length"),
         response_len=_int(config, "data.max_response_length"), ppo_epochs=_int(config, ACTOR + "ppo_epochs"),
         total_epochs=_int(config, "trainer.total_epochs"),

@@ -16,8 +16,6 @@ unknown and the reader's own finding stands.
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
 from functools import lru_cache
 
 from generator.files import SCRIPT_LIMIT
@@ -30,6 +28,8 @@ _ARGS = ("--norc", "--noprofile", "-O", "extglob", "-n")
 
 @lru_cache(maxsize=1)
 def _bash() -> str | None:
+    import shutil  # here: only a script the reader found broken gets a second opinion
+
     found = shutil.which("bash")
     return os.path.realpath(found) if found else None
 
@@ -37,6 +37,8 @@ def _bash() -> str | None:
 def bash_parses(data: bytes) -> bool | None:
     """True when `bash -n` reads the text without a syntax error, False when it reports one,
     None when that cannot be known (no bash, too large, no answer in time)."""
+    import subprocess
+
     bash = _bash()
     if bash is None or len(data) > SCRIPT_LIMIT:
         return None

@@ -214,8 +214,11 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int]) -> Overri
     unknowns = tuple(dict.fromkeys(p.unknown for p in value_pieces if p.unknown)) if has_value else ()
     line = line_of(f.path if f.origin == "literal" else None, f.cmd_a if f.cmd_a >= 0 else f.word_a)
     word = Span(f.word_a, f.word_b, line_of(f.path, f.word_a))
+    origins = tuple(dict.fromkeys(
+        (p.path, p.a) for p in value_pieces
+        if p.a is not None and not (p.path == f.path and f.word_a <= p.a < f.word_b) and is_placeholder(p.text)))
     return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
-                    provenance=prov, unknowns=unknowns)
+                    provenance=prov, unknowns=unknowns, placeholder_origins=origins)
 
 
 # Options Hydra's own command line accepts besides overrides (hydra/_internal/utils.py get_args_parser).
@@ -325,6 +328,16 @@ def launcher_placeholder_hazards(rec: CommandRecord, inv: Invocation, line_of: C
     return out
 
 
+def _named_after_its_variable(ov: Override) -> bool:
+    """`REF_MODEL_PATH=ref_model_path`, `BASEDIR=base_dir`: a value that only repeats its
+    variable's name (case and underscores aside) is one left for the user to fill in."""
+    name, value = ov.provenance.variable, (ov.value or "").strip("'\"")
+    if not name or ov.provenance.source != "variable" or not re.fullmatch(r"[A-Za-z_][A-Za-z0-9_]*", value):
+        return False
+    # Two words at least (`ref_model_path`): `MODEL=model` may well be a folder named so.
+    return "_" in value.strip("_") and value.replace("_", "").lower() == name.replace("_", "").lower()
+
+
 def _has_placeholder_words(text: str) -> bool:
     words = text.split()
     return len(words) > 1 and (is_placeholder(text) or any(placeholder_word(w) for w in words))
@@ -361,6 +374,10 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
+    placeholders: dict[tuple[str | None, int], int] = {}  # where a reported placeholder is written -> its hazard
+    # Where the logger labels' placeholder-looking text is written (`PROJECT=your_project_name`):
+    # any text is a valid label, and the same text in a checkpoint path is only a folder name.
+    labels = {o for ov in inv.overrides if ov.key in LOGGER_NAME_KEYS for o in ov.placeholder_origins}
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
@@ -405,8 +422,21 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
                     f"in the script{hint}; unless the environment sets it, "
                     f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
                     ov.provenance.span or ov.word))
-        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and is_placeholder(ov.value)
+        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
+              and (is_placeholder(ov.value) or _named_after_its_variable(ov))
               and parse_override(ov.text).error is None):  # one Hydra cannot parse is VK606's
+            if ov.placeholder_origins and set(ov.placeholder_origins) <= labels:
+                continue  # only the logger labels (`…/$PROJECT/$EXPERIMENT`) look like placeholders: a folder name
+            earlier = [placeholders[o] for o in ov.placeholder_origins if o in placeholders]
+            if ov.placeholder_origins and len(earlier) == len(ov.placeholder_origins):
+                # One variable's placeholder reaching a second key: one thing to fill in, one finding.
+                first = out[earlier[0]]
+                out[earlier[0]] = Hazard(first.kind, first.line,
+                                         first.message + f" (it also reaches {ov.key} at line {ov.word.line})",
+                                         first.span)
+                continue
+            for origin in ov.placeholder_origins:
+                placeholders[origin] = len(out)
             out.append(Hazard(
                 "placeholder-value", ov.word.line,
                 f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "

@@ -6,7 +6,8 @@
   machine `source` fails and `set -e` stops the script before training starts;
 - a blank line right after a `\\` continuation: the continuation joins the blank line, the
   command ends there, and the next line (`-- python3 -m verl…` after `ray job submit … \\`)
-  runs as a command of its own.
+  runs as a command of its own. Not a finding where both halves are whole commands (a data step
+  ending in a stray `\\`, then `python3 -m verl…`): each runs as it would have anyway.
 """
 
 from __future__ import annotations
@@ -115,6 +116,8 @@ def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> lis
         following = line_from(src, rest_start).strip()
         if not following or not (following.startswith("-") or looks_like_launcher(following.encode("latin-1"))):
             continue  # nothing after it that belonged to the command
+        if _starts_a_command(following) and _complete(_command_before(src, k)):
+            continue  # a stray backslash after a whole command (`make_data … \`), then a whole trainer call
         line = line_of(start)
         out.append(Hazard(
             "blank-in-continuation", line,
@@ -122,3 +125,45 @@ def _blank_line_cuts(src: str, tree: Tree, line_of: Callable[[int], int]) -> lis
             f"runs `{following[:60]}` (line {line_of(rest_start)}) as a separate command; delete the blank line",
             Span(start, blank_end, line)))
 
+
+
+# Programs that run the command after their own options: cut off before it, they run nothing
+# (`ray job submit … \\` + blank + `-- python3 -m …`, `CUDA_VISIBLE_DEVICES=0 \\` + blank + `python3 …`).
+_WRAPPERS = frozenset({"nohup", "env", "time", "srun", "ray", "exec", "sudo", "nice", "timeout", "numactl",
+                       "stdbuf", "mpirun", "uv", "accelerate", "deepspeed", "torchrun", "xargs", "command"})
+_ASSIGNMENT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
+
+
+def _command_before(src: str, k: int) -> str:
+    """The logical command the `\\` at offset `k` continues: its line and the continued lines above."""
+    start = src.rfind("\n", 0, k) + 1
+    while start > 1 and src[start - 2] == "\\":
+        start = src.rfind("\n", 0, start - 2) + 1
+    return src[start:k].replace("\\\n", " ")
+
+
+def _words_after_assignments(text: str) -> list[str]:
+    words = text.split()
+    while words and _ASSIGNMENT.match(words[0]):
+        words.pop(0)
+    return words
+
+
+def _starts_a_command(line: str) -> bool:
+    """The line begins a command of its own (a program, perhaps after VAR=x), not an override."""
+    words = _words_after_assignments(line)
+    return bool(words) and "=" not in words[0] and not words[0].startswith(("-", "\\"))
+
+
+def _complete(command: str) -> bool:
+    """Whether the command runs something by itself: not only assignments, not a wrapper or an
+    interpreter still waiting for what to run."""
+    words = _words_after_assignments(command)
+    if not words:
+        return False
+    program = words[0].rsplit("/", 1)[-1]
+    if program in _WRAPPERS:
+        return False
+    if re.fullmatch(r"python[0-9.]*", program):
+        return any(w in ("-m", "-c") or w.endswith(".py") for w in words[1:])
+    return True

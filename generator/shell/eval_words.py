@@ -1,4 +1,4 @@
-"""`eval "$CMD"`: the words bash runs when the string is plain words.
+"""`eval "$CMD"` (and `bash -c "$CMD"`): the words bash runs when the string is plain words.
 
 eval joins its arguments with spaces and parses the result as shell text. When that text holds
 no quote, expansion or operator (`'"$\\`;&|<>(){}` — the common `CMD="python3 -m verl… k=v …"`),
@@ -39,19 +39,23 @@ def eval_fields(args: list[Field]) -> list[Field] | None:
     return split_fields(pieces, first.word_a, args[-1].word_b, first.path) or None
 
 
+# Shells whose `-c STRING` runs the string as a command line.
+_SHELLS = frozenset({"bash", "sh"})
 # tmux's names for keys sent after the text (`C-m` is Enter).
 _TMUX_KEYS = frozenset({"C-m", "Enter", "KPEnter", "C-j"})
 
 
 def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
-    """(how, the string's words) of a string-running command: `eval ARGS`, or `tmux send-keys
-    [-t T] "cmd" C-m` (the text typed into a pane runs there as a command line); None for any
-    other command."""
+    """(how, the string's words) of a string-running command: `eval ARGS`, `bash -c "cmd"`, or
+    `tmux send-keys [-t T] "cmd" C-m` (the text typed into a pane runs there as a command line);
+    None for any other command."""
     if not fields or fields[0].unknowns:
         return None
     name = fields[0].text
     if name == "eval":
         return "`eval`", fields[1:]
+    if name in _SHELLS and len(fields) >= 3 and fields[1].text == "-c":
+        return f"`{name} -c`", fields[2:3]  # the words after the string are its $0, $1, …
     if name != "tmux" or len(fields) < 3 or fields[1].text != "send-keys":
         return None
     rest = fields[2:]

@@ -1,9 +1,9 @@
 """What a value left for the user to fill in looks like: one home for the shapes, used for
 override values, launcher options and runs of stray words.
 
-Names (`TO_BE_FILLED`, `your_model`, `<path_to_model>`, `xxx`), paths (`/path/to/your/…`,
-`PATH/TO/…`), hosts (`xx.xx.xx.xx`, `http://xx.xx.xx.xx:8265`), templates (`{the_path_of_your_verl}`,
-`{…your…}`) and choices (`TASK_NAME_YOU_SELECT`). A logger's project or experiment name is
+Names (`TO_BE_FILLED`, `your_model`, `<path_to_model>`, `xxx`, `path_to_base_model`, a shouted
+`YOUR HOME DIR`), paths (`/path/to/your/…`, `PATH/TO/…`), hosts (`xx.xx.xx.xx`,
+`http://xx.xx.xx.xx:8265`), templates (`{the_path_of_your_verl}`, `{…your…}`) and choices (`TASK_NAME_YOU_SELECT`). A logger's project or experiment name is
 only a label (`Your_project_name` trains fine and files the run under that name), so it is
 never a placeholder finding.
 """
@@ -13,7 +13,8 @@ from __future__ import annotations
 import re
 
 # The whole value is a placeholder word.
-_WHOLE = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me)\Z")
+_WHOLE = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me"
+                    r"|path_to_\w+)\Z")  # path_to_base_model
 # A placeholder somewhere in the value.
 _PART = re.compile(
     r"(?i:(?:^|[\s/=:'\"])/?path/to/)"                 # /path/to/your/model, PATH/TO/data
@@ -23,6 +24,7 @@ _PART = re.compile(
     r"|(?:_YOU_SELECT\b|\bYOU_SELECT\b)"               # TASK_NAME_YOU_SELECT
     r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
     r"|(?:<[A-Za-z_][\w .-]*>)"                          # <your_path_to_ARPO>/scripts/config
+    r"|(?:(?:^|[\s/\['\"])YOUR[ _]+[A-Z])"            # YOUR HOME DIR/data, ['YOUR SFT_MODEL_PATH']
 )
 # Logger labels: any text is a valid name.
 LOGGER_NAME_KEYS = frozenset({"trainer.project_name", "trainer.experiment_name"})

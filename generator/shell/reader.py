@@ -7,7 +7,7 @@ import os
 from bisect import bisect_right
 
 from generator.errors import InputError
-from generator.launch import Hazard, LaunchScript, Span
+from generator.launch import Hazard, Invocation, LaunchScript, Span
 from generator.pylaunch.override_lists import read_launcher
 from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
@@ -22,6 +22,7 @@ from generator.shell.walker import Evaluator
 from generator.shell.braces import brace_words
 from generator.shell.callee import in_callee, unread_call
 from generator.shell.command_traps import command_trap_hazards
+from generator.shell.export_placeholders import exported_placeholder_hazards
 from generator.shell.syntax_verdict import second_opinion
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
@@ -121,6 +122,19 @@ def _held_calls(ev: Evaluator) -> list[CommandRecord]:
     return out
 
 
+def _run_files(invocations: list[Invocation], path: str | None) -> list[str]:
+    """The text of the scripts this one runs its trainer calls in (`bash x.sh`), which may read
+    what it exports."""
+    texts: list[str] = []
+    for file in dict.fromkeys(inv.path for inv in invocations if inv.path and inv.path != path):
+        try:
+            with open(file, "rb") as handle:
+                texts.append(handle.read(1 << 20).decode("latin-1"))
+        except OSError:
+            continue
+    return texts
+
+
 def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, args: list[str] | None
                   ) -> LaunchScript:
     env = dict(env or {})
@@ -183,6 +197,8 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
                     "unquoted-glob", ov.word.line,
                     f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "
                     "it if a matching file exists; quote the value", ov.word))
+    hazards.extend(exported_placeholder_hazards(src, tree, lambda off: line_of(None, off),
+                                                _run_files(script.invocations, path)))
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)

@@ -336,8 +336,8 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
-        found = string_args(fields) if name in ("eval", "tmux") else None
-        if found is not None:  # `eval "$CMD"`, `tmux send-keys "cmd" C-m`: the command the string runs
+        found = string_args(fields) if name in ("eval", "tmux", "bash", "sh") else None
+        if found is not None:  # `eval "$CMD"`, `bash -c "…"`, `tmux send-keys "cmd" C-m`: what the string runs
             words = eval_fields(found[1])
             if words:
                 fields, name = words, (words[0].text if not words[0].unknowns else "")

@@ -1,6 +1,6 @@
 """What `gen fix` and `gen migrate` say about each file, and fix's closing summary.
 
-Pure functions of the outcomes generator/fix/files.py yields. A diff goes to stdout (for `patch`);
+Pure functions of the outcomes generator/fix/per_file.py yields. A diff goes to stdout (for `patch`);
 everything else is a line for stderr. Each file's lines come back in the order they are printed.
 """
 
@@ -11,7 +11,7 @@ from typing import TYPE_CHECKING, Literal, Sequence
 from generator.errors import InputError
 
 if TYPE_CHECKING:
-    from generator.fix.files import FileFix, FileMigration
+    from generator.fix.per_file import FileFix, FileMigration
 
 Stream = Literal["out", "err"]
 Said = list[tuple[Stream, str]]

@@ -1,7 +1,7 @@
 """The work behind `gen fix` and `gen migrate`, one file at a time: read it with the project's
 settings, resolve which verl judges it (as `gen check` does), repair or migrate it in memory, and
 write it back atomically when asked. Nothing here prints: each file's outcome is yielded as soon
-as it is done (so the CLI reports file by file), and generator/report/fixes.py puts it into words.
+as it is done (so the CLI reports file by file), and generator/report/fix_outcomes.py puts it into words.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.file_context import FileContext, FileRequest, file_context
+from generator.file_context import FileContext, FileRequest, Judging, file_context
 from generator.inputs import read_bytes, refuse_non_script
 
 if TYPE_CHECKING:
@@ -101,8 +101,9 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
             context = file_context(path, request)
             if context is None:
                 continue  # the project's `exclude`: never read nor fixed, as never checked
-            release = context.resolution.base_release
-            result = _fix_one(context, unsafe)
+            judging = context.judging()
+            release = judging.resolution.base_release
+            result = _fix_one(context, judging, unsafe)
             if write and result.changed and path != "-":  # stdin's fixed text goes to stdout (the CLI)
                 _write(path, context.source, result.fixed)
         except Exception as err:  # never a traceback: one line, this file skipped, nothing written
@@ -111,13 +112,14 @@ def fix_files(paths: list[str], *, write: bool, select: tuple[str, ...],
         yield FileFix(path, result, release=release)
 
 
-def _fix_one(context: FileContext, unsafe: bool) -> FixResult:
+def _fix_one(context: FileContext, judging: Judging, unsafe: bool) -> FixResult:
     """The fix loop over one file's text, checked as `gen check` checks it (its release, its memory
     predictor, its suppression comments), repairing the findings of its codes."""
-    from generator.fix.engine import fix_source, without_silenced
+    from generator.fix.engine import fix_source, resolved_checker, without_silenced
 
-    return fix_source(context.source, context.path, read=context.read, check=without_silenced(context.checker()),
-                      select=context.select, ignore=context.ignore, unsafe=unsafe, script=context.script)
+    check = without_silenced(resolved_checker(judging.resolution, memory_for=judging.memory_for))
+    return fix_source(context.source, context.path, read=context.read, check=check, select=context.select,
+                      ignore=context.ignore, unsafe=unsafe, script=context.script)
 
 
 def migrate_files(paths: list[str], *, to_version: str, from_version: str | None, write: bool,

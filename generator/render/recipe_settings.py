@@ -12,14 +12,14 @@ Pure: no I/O, no printing.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from typing import Any
 
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.overrides import format_value
 from generator.layout import Candidate
-from generator.render.algorithms import algorithm_keys, dapo_extras
+from generator.render.algorithm_settings import algorithm_keys, dapo_extras
 from generator.render.quoting import hydra_body
 from generator.render.scale import scale_settings
 from generator.render.spec import (
@@ -34,7 +34,7 @@ from generator.render.spec import (
     check_spec,
     fill_knob_values,
 )
-from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT
+from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -91,34 +91,72 @@ def _cpu_optimizer_settings(prefix: str, c: Candidate) -> list[Setting]:
     return [Setting(o + "optimizer_cpu_offload", True, add=True),
             Setting(o + "overlap_cpu_optimizer_d2h_h2d", True, add=True),
             Setting(o + "use_precision_aware_optimizer", True, add=True),
-            Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction or 1.0, add=True)]
+            Setting(o + "optimizer_offload_fraction", c.offload.cpu_optimizer_fraction, add=True)]
 
 
 def build_recipe(spec: RecipeSpec) -> ScriptSettings:
+    """The settings of the script `spec` describes: its knob block, then verl's keys group by group
+    (engine, data, model, actor, rollout, ref, critic, algorithm, trainer, scale), the recipe's
+    notes, DAPO's extras and the overrides a re-rendered script keeps."""
     check_spec(spec)
-    c = spec.layout
-    version = spec.version
-    algo = algorithm_keys(spec.algo, version)
-    seq_len = spec.prompt_len + spec.response_len
-    dynamic = c.use_dynamic_bsz
-    if dynamic:
-        for label, cap in (("actor", c.token_budget), ("log-prob", c.log_prob_token_budget or c.token_budget)):
-            if cap is None or cap * c.cp < seq_len:
-                raise InputError(f"the {label} token budget {cap} x CP {c.cp} is below prompt+response = {seq_len}")
-    micro = c.micro_batch_per_gpu
-    log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
-    if spec.ppo_mini_batch_size == spec.train_batch_size and spec.ppo_epochs == 1:
-        # Strictly on-policy: old log-probs computed in other micro batches than the update's
-        # make the ratio drift from 1 (VX917, docs/rules/cross-checks.md#vx917).
-        log_prob_micro = micro
-
+    algo = algorithm_keys(spec.algo, spec.version)
+    _check_token_budgets(spec)
+    b = _batches(spec)
     recipe = ScriptSettings(spec)
     recipe.notes.extend(spec.notes)
     if spec.nodes_note:
         recipe.notes.append(spec.nodes_note)
-    k = recipe.knobs
-    k.append(_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
-                        "Hugging Face id or local directory of the model"))
+    recipe.knobs.extend(_knobs(spec, b))
+
+    from generator.render.release_form import engine_settings
+
+    for name, settings in (("engine", engine_settings(spec.version)), ("data", _data_settings(spec)),
+                           ("model", [Setting(MODEL_PATH_KEY, None, "MODEL_PATH")]),
+                           ("actor", _actor_settings(spec, b, algo.actor)), ("rollout", _rollout_settings(spec, b)),
+                           ("ref", _ref_settings(spec, b)), ("critic", _critic_settings(spec, b) if algo.uses_critic else []),
+                           ("algorithm", [Setting("algorithm.adv_estimator", algo.adv_estimator), *algo.algorithm]),
+                           ("trainer", _trainer_settings(spec))):
+        if settings:
+            recipe.groups.append(SettingGroup(name, tuple(fill_knob_values(recipe, settings))))
+    _finish(recipe, spec)
+    return recipe
+
+
+@dataclass(frozen=True, slots=True)
+class _Batches:
+    """The micro batches and log-prob token budget the script writes (several groups share them)."""
+
+    micro: int
+    log_prob_micro: int
+    log_prob_budget: int | None  # rollout and ref log-prob passes (dynamic bsz)
+
+
+def _check_token_budgets(spec: RecipeSpec) -> None:
+    c, seq_len = spec.layout, spec.prompt_len + spec.response_len
+    if c.use_dynamic_bsz:
+        for label, cap in (("actor", c.token_budget), ("log-prob", c.log_prob_token_budget or c.token_budget)):
+            if cap is None or cap * c.cp < seq_len:
+                raise InputError(f"the {label} token budget {cap} x CP {c.cp} is below prompt+response = {seq_len}")
+
+
+def _batches(spec: RecipeSpec) -> _Batches:
+    c = spec.layout
+    micro = c.micro_batch_per_gpu
+    log_prob_micro = c.log_prob_micro_batch_per_gpu or micro
+    on_policy = spec.ppo_mini_batch_size == spec.train_batch_size and spec.ppo_epochs == 1
+    if on_policy:
+        # Strictly on-policy: old log-probs computed in other micro batches than the update's
+        # make the ratio drift from 1 (VX917, docs/rules/cross-checks.md#vx917).
+        log_prob_micro = micro
+    log_prob_budget = c.token_budget if on_policy else (c.log_prob_token_budget or c.token_budget)
+    return _Batches(micro, log_prob_micro, log_prob_budget)
+
+
+def _knobs(spec: RecipeSpec, b: _Batches) -> list[Knob]:
+    """The knob block at the top of the script (`TP=${TP:-2}` ...), in the order it prints."""
+    c = spec.layout
+    k = [_text_knob("MODEL_PATH", spec.model_path or _default_model_path(spec.model),
+                    "Hugging Face id or local directory of the model")]
     for name, given, default, what in (
             ("TRAIN_FILES", spec.train_files, "$HOME/data/gsm8k/train.parquet", "training data"),
             ("VAL_FILES", spec.val_files, "$HOME/data/gsm8k/test.parquet", "validation data")):
@@ -151,90 +189,97 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
           Knob("OPTIMIZER_OFFLOAD", c.offload.optimizer, "bool", "Adam state to CPU between phases"),
           Knob("TRAIN_BATCH_SIZE", spec.train_batch_size, "int", "prompts per step"),
           Knob("PPO_MINI_BATCH_SIZE", spec.ppo_mini_batch_size, "int", "prompts per optimizer update"),
-          Knob("MICRO_BATCH_PER_GPU", micro, "int", "responses per forward/backward"),
-          Knob("LOG_PROB_MICRO_BATCH_PER_GPU", log_prob_micro, "int", "responses per log-prob forward"),
+          Knob("MICRO_BATCH_PER_GPU", b.micro, "int", "responses per forward/backward"),
+          Knob("LOG_PROB_MICRO_BATCH_PER_GPU", b.log_prob_micro, "int", "responses per log-prob forward"),
           Knob("N_RESPONSES", spec.n, "int", "responses per prompt"),
           Knob("MAX_PROMPT_LENGTH", spec.prompt_len, "int", "tokens"),
           Knob("MAX_RESPONSE_LENGTH", spec.response_len, "int", "tokens")]
-    if dynamic:
+    if c.use_dynamic_bsz:
         k += [Knob("ACTOR_TOKEN_BUDGET", c.token_budget, "int", "tokens per GPU per micro-batch (update)"),
               Knob("LOG_PROB_TOKEN_BUDGET", c.log_prob_token_budget or c.token_budget, "int",
                    "tokens per GPU per micro-batch (log-prob, ref)")]
+    return k
 
-    # data
-    data = [Setting("data.train_files", spec.train_files, "TRAIN_FILES"),
+
+def _data_settings(spec: RecipeSpec) -> list[Setting]:
+    return [Setting("data.train_files", spec.train_files, "TRAIN_FILES"),
             Setting("data.val_files", spec.val_files, "VAL_FILES"),
             Setting("data.train_batch_size", spec.train_batch_size, "TRAIN_BATCH_SIZE"),
             Setting("data.max_prompt_length", spec.prompt_len, "MAX_PROMPT_LENGTH"),
             Setting("data.max_response_length", spec.response_len, "MAX_RESPONSE_LENGTH"),
             Setting("data.filter_overlong_prompts", True),
             Setting("data.truncation", "error")]
-    model = [Setting(MODEL_PATH_KEY, None, "MODEL_PATH")]
 
-    # actor
-    a = ACTOR
+
+def _actor_settings(spec: RecipeSpec, b: _Batches, algorithm_actor: tuple[Setting, ...]) -> list[Setting]:
+    c, a = spec.layout, ACTOR
     actor = [Setting(a + "optim.lr", spec.lr),
              Setting(a + "ppo_mini_batch_size", spec.ppo_mini_batch_size, "PPO_MINI_BATCH_SIZE"),
-             Setting(a + "ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
+             Setting(a + "ppo_micro_batch_size_per_gpu", b.micro, "MICRO_BATCH_PER_GPU")]
     if spec.ppo_epochs != 1:
         actor.append(Setting(a + "ppo_epochs", spec.ppo_epochs))
-    actor.append(Setting(a + "use_dynamic_bsz", dynamic))
-    if dynamic:
+    actor.append(Setting(a + "use_dynamic_bsz", c.use_dynamic_bsz))
+    if c.use_dynamic_bsz:
         actor.append(Setting(a + "ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"))
     actor += _megatron_layout_settings(a, c, offload=True)
     actor += _cpu_optimizer_settings(a, c)
-    actor += algo.actor
+    actor += algorithm_actor
+    return actor
 
-    # rollout
-    r = ROLLOUT
+
+def _rollout_settings(spec: RecipeSpec, b: _Batches) -> list[Setting]:
+    c, r = spec.layout, ROLLOUT
+    seq_len = spec.prompt_len + spec.response_len
     rollout = [Setting(r + "name", spec.rollout)]
-    if at_least(version, "0.7.0"):
+    if at_least(spec.version, "0.7.0"):
         rollout.append(Setting(r + "mode", "async"))
     rollout += [Setting(r + "tensor_model_parallel_size", c.rollout_tp, "ROLLOUT_TP"),
                 Setting(r + "gpu_memory_utilization", c.gpu_memory_utilization, "GPU_MEMORY_UTILIZATION"),
                 Setting(r + "n", spec.n, "N_RESPONSES"),
-                Setting(r + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
-    on_policy = spec.ppo_mini_batch_size == spec.train_batch_size and spec.ppo_epochs == 1
-    log_prob_budget = c.token_budget if on_policy else (c.log_prob_token_budget or c.token_budget)
-    if dynamic:
-        rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
-    if seq_len > 8192:
-        # vLLM schedules at most this many tokens per step; below prompt+response it cannot
-        # prefill one sequence when chunked prefill is off (and is slow when it is on).
+                Setting(r + "log_prob_micro_batch_size_per_gpu", b.log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    if c.use_dynamic_bsz:
+        rollout.append(Setting(r + "log_prob_max_token_len_per_gpu", b.log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
+    if seq_len > VLLM_MAX_NUM_BATCHED_TOKENS:  # vLLM could not prefill one sequence in a step
         rollout.append(Setting(r + "max_num_batched_tokens", seq_len))
+    return rollout
 
-    # ref: Megatron asserts its micro key even with dynamic bsz
-    f = REF
-    ref = [Setting(f + "log_prob_micro_batch_size_per_gpu", log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
-    if dynamic:
-        ref.append(Setting(f + "log_prob_max_token_len_per_gpu", log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
-    if not at_least(version, "0.7.0"):
+
+def _ref_settings(spec: RecipeSpec, b: _Batches) -> list[Setting]:
+    """The ref's keys: Megatron asserts its micro key even with dynamic bsz."""
+    c, f = spec.layout, REF
+    ref = [Setting(f + "log_prob_micro_batch_size_per_gpu", b.log_prob_micro, "LOG_PROB_MICRO_BATCH_PER_GPU")]
+    if c.use_dynamic_bsz:
+        ref.append(Setting(f + "log_prob_max_token_len_per_gpu", b.log_prob_budget, "LOG_PROB_TOKEN_BUDGET"))
+    if not at_least(spec.version, "0.7.0"):
         # before 0.7.0 the ref's sizes were literals (1), not interpolations of the actor's
         ref += [s for s in _megatron_layout_settings(f, c, offload=False)
                 if "override_transformer_config.recompute" not in s.key]
         ref.append(Setting(f + "megatron.param_offload", c.offload.param, "PARAM_OFFLOAD"))
+    return ref
 
-    # critic (PPO): the SAME layout as the actor, because it reuses the actor's process groups
-    critic: list[Setting] = []
-    if algo.uses_critic:
-        critic = [Setting(CRITIC + "model.path", None, "MODEL_PATH"),
-                  Setting(CRITIC + "optim.lr", 1e-5),
-                  Setting(CRITIC + "optim.lr_warmup_steps_ratio", 0.0),
-                  Setting(CRITIC + "ppo_micro_batch_size_per_gpu", micro, "MICRO_BATCH_PER_GPU")]
-        if dynamic:
-            critic += [Setting(CRITIC + "use_dynamic_bsz", True),
-                       Setting(CRITIC + "ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
-                       Setting(CRITIC + "forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
-                               "LOG_PROB_TOKEN_BUDGET")]
-        critic_layout = _megatron_layout_settings(CRITIC, c, offload=True)
-        if not at_least(version, "0.6.0"):
-            # before 0.6.0 critic.megatron.override_transformer_config interpolated the actor's
-            critic_layout = [s for s in critic_layout if ".override_transformer_config." not in s.key]
-        critic += critic_layout
-        critic += _cpu_optimizer_settings(CRITIC, c)
 
-    algorithm = [Setting("algorithm.adv_estimator", algo.adv_estimator)] + list(algo.algorithm)
+def _critic_settings(spec: RecipeSpec, b: _Batches) -> list[Setting]:
+    """PPO's critic: the SAME layout as the actor, because it reuses the actor's process groups."""
+    c = spec.layout
+    critic = [Setting(CRITIC + "model.path", None, "MODEL_PATH"),
+              Setting(CRITIC + "optim.lr", 1e-5),
+              Setting(CRITIC + "optim.lr_warmup_steps_ratio", 0.0),
+              Setting(CRITIC + "ppo_micro_batch_size_per_gpu", b.micro, "MICRO_BATCH_PER_GPU")]
+    if c.use_dynamic_bsz:
+        critic += [Setting(CRITIC + "use_dynamic_bsz", True),
+                   Setting(CRITIC + "ppo_max_token_len_per_gpu", c.token_budget, "ACTOR_TOKEN_BUDGET"),
+                   Setting(CRITIC + "forward_max_token_len_per_gpu", c.log_prob_token_budget or c.token_budget,
+                           "LOG_PROB_TOKEN_BUDGET")]
+    critic_layout = _megatron_layout_settings(CRITIC, c, offload=True)
+    if not at_least(spec.version, "0.6.0"):
+        # before 0.6.0 critic.megatron.override_transformer_config interpolated the actor's
+        critic_layout = [s for s in critic_layout if ".override_transformer_config." not in s.key]
+    critic += critic_layout
+    critic += _cpu_optimizer_settings(CRITIC, c)
+    return critic
 
+
+def _trainer_settings(spec: RecipeSpec) -> list[Setting]:
     trainer = [Setting("trainer.critic_warmup", 0),
                Setting("trainer.logger", list(spec.loggers)),
                Setting("trainer.project_name", None, "PROJECT_NAME"),
@@ -250,14 +295,11 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
         trainer.append(Setting("trainer.resume_mode", spec.resume_mode))
     if spec.resume_from is not None:
         trainer.append(Setting("trainer.resume_from_path", None, "RESUME_FROM"))
+    return trainer
 
-    from generator.render.release_form import engine_settings
 
-    for name, settings in (("engine", engine_settings(version)), ("data", data), ("model", model), ("actor", actor), ("rollout", rollout),
-                           ("ref", ref), ("critic", critic), ("algorithm", algorithm), ("trainer", trainer)):
-        if settings:
-            recipe.groups.append(SettingGroup(name, tuple(fill_knob_values(recipe, settings))))
-
+def _finish(recipe: ScriptSettings, spec: RecipeSpec) -> None:
+    """The scale settings and notes, DAPO's extras, the kept overrides, the environment."""
     scale = scale_settings(spec)
     if scale:
         recipe.groups.append(SettingGroup("scale", tuple(item.setting for item in scale)))
@@ -269,7 +311,6 @@ def build_recipe(spec: RecipeSpec) -> ScriptSettings:
     if spec.extra_overrides:
         _apply_extra_overrides(recipe, spec.extra_overrides)
     recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
-    return recipe
 
 
 def _apply_extra_overrides(recipe: ScriptSettings, extra: tuple[tuple[str, Any], ...]) -> None:
@@ -335,7 +376,7 @@ def _kind_of(value: Any, previous: KnobKind) -> KnobKind:
 def knob_hydra_text(knob: Knob) -> str:
     """What Hydra receives for a knob at its default value."""
     if knob.kind == "hydra":
-        return knob.value.hydra
+        return str(knob.value.hydra)
     if knob.kind in ("text", "shell"):
         return "'" + hydra_body(str(knob.value)) + "'"
     return format_value(knob.value, short_floats=True)

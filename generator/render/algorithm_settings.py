@@ -15,7 +15,7 @@ from generator.render.spec import (
     fill_knob_values,
     schema_has,
 )
-from generator.verl import PPO_ENTRY
+from generator.verl import ALGORITHM_TABLE, PPO_ENTRY
 
 @dataclass(frozen=True, slots=True)
 class AlgorithmKeys:
@@ -27,41 +27,32 @@ class AlgorithmKeys:
 
 
 def algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
+    """The keys a script writes for `algo`; its estimator, critic and summary are the table's
+    (generator.verl.ALGORITHM_TABLE), its KL keys follow the table's KL term."""
+    facts = ALGORITHM_TABLE.get(algo)
+    if facts is None:
+        raise InputError(f"unknown algorithm '{algo}'")
     a = "actor_rollout_ref.actor."
     kl_loss = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
-               Setting(a + "kl_loss_type", "low_var_kl"))
-    no_kl_loss = (Setting(a + "use_kl_loss", False),)
+               Setting(a + "kl_loss_type", "mse" if algo == "reinforce_plus_plus" else "low_var_kl"))
     entropy = (Setting(a + "entropy_coeff", 0),)
-    no_kl_reward = (Setting("algorithm.use_kl_in_reward", False),)
-    if algo == "grpo":
-        return AlgorithmKeys("grpo", False, kl_loss + entropy, no_kl_reward,
-                             "GRPO: group-relative advantages over n responses, KL as a loss term")
-    if algo == "ppo":
-        return AlgorithmKeys("gae", True, no_kl_loss + entropy, no_kl_reward,
-                             "PPO: GAE advantages from a Megatron critic with the actor's layout")
-    if algo == "dapo":
-        actor = no_kl_loss + entropy + (
-            Setting(a + "clip_ratio_low", 0.2), Setting(a + "clip_ratio_high", 0.28),
-            Setting(a + "clip_ratio_c", 10.0), Setting(a + "loss_agg_mode", "token-mean"))
-        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
-                             "DAPO: decoupled clip (0.2/0.28), token-mean loss, no KL")
-    if algo == "gspo":
-        actor = no_kl_loss + entropy + (
-            Setting(a + "policy_loss.loss_mode", "gspo"), Setting(a + "clip_ratio_low", 3e-4),
-            Setting(a + "clip_ratio_high", 4e-4), Setting(a + "loss_agg_mode", "seq-mean-token-mean"))
-        return AlgorithmKeys("grpo", False, actor, no_kl_reward,
-                             "GSPO: sequence-level importance ratios, clip 3e-4/4e-4, no KL")
-    if algo == "rloo":
+    actor = kl_loss + entropy if facts.kl == "loss" else (Setting(a + "use_kl_loss", False),) + entropy
+    algorithm: tuple[Setting, ...] = (Setting("algorithm.use_kl_in_reward", False),)
+    if facts.kl == "reward":
         algorithm = (Setting("algorithm.use_kl_in_reward", True), Setting("algorithm.kl_penalty", "kl"),
                      Setting("algorithm.kl_ctrl.kl_coef", 0.001))
-        return AlgorithmKeys("rloo", False, no_kl_loss + entropy, algorithm,
-                             "RLOO: leave-one-out baseline over n >= 2 responses, KL in the reward")
-    if algo == "reinforce_plus_plus":
-        actor = (Setting(a + "use_kl_loss", True), Setting(a + "kl_loss_coef", 0.001),
-                 Setting(a + "kl_loss_type", "mse")) + entropy
-        return AlgorithmKeys("reinforce_plus_plus", False, actor, no_kl_reward,
-                             "REINFORCE++: batch-normalised returns, KL as a loss term")
-    raise InputError(f"unknown algorithm '{algo}'")
+    actor += _LOSS_KEYS.get(algo, ())
+    return AlgorithmKeys(facts.estimator, facts.critic, actor, algorithm, facts.blurb)
+
+
+# The actor's loss keys an algorithm sets beyond the KL term and the entropy coefficient.
+_A = "actor_rollout_ref.actor."
+_LOSS_KEYS: dict[str, tuple[Setting, ...]] = {
+    "dapo": (Setting(_A + "clip_ratio_low", 0.2), Setting(_A + "clip_ratio_high", 0.28),
+             Setting(_A + "clip_ratio_c", 10.0), Setting(_A + "loss_agg_mode", "token-mean")),
+    "gspo": (Setting(_A + "policy_loss.loss_mode", "gspo"), Setting(_A + "clip_ratio_low", 3e-4),
+             Setting(_A + "clip_ratio_high", 4e-4), Setting(_A + "loss_agg_mode", "seq-mean-token-mean")),
+}
 
 
 # Where a release reads the DAPO reward manager and its kwargs (the overlong buffer, max_resp_len)

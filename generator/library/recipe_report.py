@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from generator.library.recipe import Recipe
+from generator.library.recipe_format import Recipe
 
 
 def recipe_report(recipe: Recipe) -> dict:
@@ -37,7 +37,7 @@ def recipe_report(recipe: Recipe) -> dict:
         "problems": [],
     }
     try:
-        from generator.diffing import derived_numbers
+        from generator.config.chain_numbers import derived_numbers
         from generator.library.convert import to_config
 
         numbers = derived_numbers(to_config(recipe))

@@ -8,6 +8,7 @@ import math
 
 from generator.derive import divisors
 from generator.errors import InputError
+from generator.verl import ALGORITHM_TABLE
 
 AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (D1 in docs/verl-checks.md)
 MAX_TRAIN_BATCH_SIZE = 10**12  # keeps the divisor search (√P steps) under a second
@@ -18,7 +19,9 @@ def _lcm(a: int, b: int) -> int:
 
 
 def default_n(algo: str) -> int:
-    return 1 if algo == "ppo" else 5
+    """Responses per prompt when --n is not given (the algorithm table's; 5 for a name it lacks)."""
+    facts = ALGORITHM_TABLE.get(algo)
+    return facts.default_n if facts else 5
 
 
 def mini_batch_unit(gpus: int, n: int) -> int:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 from typing import Callable
 
-from generator.diffing import GROUPS, MISSING, DiffResult, derived_text, same_value, show_value
+from generator.config.parsed_values import MISSING, same_value
+from generator.diffing import GROUPS, DiffResult, derived_text, show_value
 from generator.safe_text import one_line
 
 

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, overload
+from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, overload
 
 from generator.errors import InputError
 from generator.layout import Offload, Parallelism
@@ -222,31 +222,7 @@ def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
                         origin: str = "packaged") -> Recipe:
     """Validate a parsed YAML document and build a Recipe. Raises InputError (one line)."""
     top = _Fields(where, data)
-    name = top.str("name", required=True)
-    assert name is not None
-    problem = name_problem(name)
-    if problem:
-        raise top.error("name", problem)
-    model = top.str("model", required=True)
-    algorithm = top.str("algorithm", required=True, choices=ALGORITHMS)
-    gpus = top.int("gpus", required=True)
-    nodes = top.int("nodes", 1)
-    assert gpus is not None and nodes is not None
-    if gpus % nodes:
-        raise top.error("gpus", f"{gpus} GPUs do not split evenly over {nodes} nodes")
-    gpu = top.str("gpu", "h100")
-    backend = top.str("backend", "megatron", choices=BACKENDS)
-    versions = top.strings("verl_versions", required=True)
-    for version in versions:
-        try:
-            parse_version(version)
-        except ValueError:
-            raise top.error("verl_versions", f"'{version}' is not a release number") from None
-    tags = top.strings("tags")
-    description = top.str("description", "")
-    provenance = top.str("provenance", "")
-    model_path = top.str("model_path")
-
+    head = _header(top)
     cfg = top.sub("config")
     lay = cfg.sub("layout")
     layout = Parallelism(
@@ -280,16 +256,7 @@ def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
                       cpu_optimizer_fraction=off.float("cpu_optimizer_fraction", 0.0, low=0.0, high=1.0))
     off.no_extra()
     recompute = cfg.bool("recompute")
-    overrides_raw = cfg._get("overrides", False) or {}
-    if not isinstance(overrides_raw, Mapping):
-        raise cfg.error("overrides", f"expected a mapping of verl keys to values, got {_kind(overrides_raw)}")
-    overrides: dict[str, Any] = {}
-    for key, value in overrides_raw.items():
-        if not isinstance(key, str) or not key or " " in key:
-            raise cfg.error("overrides", f"bad verl key {key!r}")
-        if isinstance(value, Mapping) and value:
-            raise cfg.error(f"overrides.{key}", "expected a scalar or a list; write nested keys dotted")
-        overrides[key] = _plain(value)
+    overrides = _overrides(cfg)
     cfg.no_extra()
     top.no_extra()
 
@@ -310,11 +277,72 @@ def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
         response_len=response_len or 1, offload=offload, recompute=recompute, overrides=overrides,
     )
     return Recipe(
-        name=name, model=model or "", algorithm=algorithm or "grpo", gpus=gpus, nodes=nodes,
-        gpu=gpu or "h100", config=config, backend=backend or "megatron", verl_versions=versions,
-        tags=tags, description=description or "", provenance=provenance or "", model_path=model_path,
-        path=path, origin=origin,
+        name=head.name, model=head.model or "", algorithm=head.algorithm or "grpo", gpus=head.gpus,
+        nodes=head.nodes, gpu=head.gpu or "h100", config=config, backend=head.backend or "megatron",
+        verl_versions=head.versions, tags=head.tags, description=head.description or "",
+        provenance=head.provenance or "", model_path=head.model_path, path=path, origin=origin,
     )
+
+
+class _Header(NamedTuple):
+    """A recipe's fields outside `config`, validated."""
+
+    name: str
+    model: str | None
+    algorithm: str | None
+    gpus: int
+    nodes: int
+    gpu: str | None
+    backend: str | None
+    versions: tuple[str, ...]
+    tags: tuple[str, ...]
+    description: str | None
+    provenance: str | None
+    model_path: str | None
+
+
+def _header(top: _Fields) -> _Header:
+    name = top.str("name", required=True)
+    assert name is not None
+    problem = name_problem(name)
+    if problem:
+        raise top.error("name", problem)
+    model = top.str("model", required=True)
+    algorithm = top.str("algorithm", required=True, choices=ALGORITHMS)
+    gpus = top.int("gpus", required=True)
+    nodes = top.int("nodes", 1)
+    assert gpus is not None and nodes is not None
+    if gpus % nodes:
+        raise top.error("gpus", f"{gpus} GPUs do not split evenly over {nodes} nodes")
+    gpu = top.str("gpu", "h100")
+    backend = top.str("backend", "megatron", choices=BACKENDS)
+    versions = top.strings("verl_versions", required=True)
+    for version in versions:
+        try:
+            parse_version(version)
+        except ValueError:
+            raise top.error("verl_versions", f"'{version}' is not a release number") from None
+    tags = top.strings("tags")
+    description = top.str("description", "")
+    provenance = top.str("provenance", "")
+    model_path = top.str("model_path")
+    return _Header(name, model, algorithm, gpus, nodes, gpu, backend, versions, tags, description, provenance,
+                   model_path)
+
+
+def _overrides(cfg: _Fields) -> dict[str, Any]:
+    """config.overrides: verl keys (dotted) to scalars or lists, kept as written."""
+    overrides_raw = cfg._get("overrides", False) or {}
+    if not isinstance(overrides_raw, Mapping):
+        raise cfg.error("overrides", f"expected a mapping of verl keys to values, got {_kind(overrides_raw)}")
+    overrides: dict[str, Any] = {}
+    for key, value in overrides_raw.items():
+        if not isinstance(key, str) or not key or " " in key:
+            raise cfg.error("overrides", f"bad verl key {key!r}")
+        if isinstance(value, Mapping) and value:
+            raise cfg.error(f"overrides.{key}", "expected a scalar or a list; write nested keys dotted")
+        overrides[key] = _plain(value)
+    return overrides
 
 
 def _plain(value: Any) -> Any:

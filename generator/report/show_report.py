@@ -79,65 +79,47 @@ def error_dict(path: str, message: str) -> dict[str, object]:
     return {"path": path, "error": message, "invocations": [], "hazards": []}
 
 
-def render_scripts_text(files: list[dict], stream: TextIO) -> None:
-    from rich.markup import escape as markup_escape
+class _Text:
+    """How `gen show` writes user text: with rich markup and colour for a colour terminal, else
+    plain (no escape codes at all: NO_COLOR, pipes, files)."""
 
+    def __init__(self, colour: bool) -> None:
+        self.colour = colour
+        self.bracket = "\\[" if colour else "["
+
+    def escape(self, text: str) -> str:  # user-written text: no markup, no control characters
+        if not self.colour:
+            return one_line(text)
+        from rich.markup import escape as markup_escape
+
+        return markup_escape(one_line(text))
+
+    def styled(self, style: str, text: str) -> str:
+        return f"[{style}]{text}[/{style}]" if self.colour else text
+
+
+def render_scripts_text(files: list[dict[str, Any]], stream: TextIO) -> None:
     from generator.safe_text import use_color
 
     # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files);
     # then the text is written as it is, without rich: no markup to parse, no ":name:" emoji
     # codes in user text turned into pictures, and a 20,000-override script shows in a second.
     colour = use_color(stream)
-
-    def escape(text: str) -> str:  # user-written text: no markup, no control characters
-        return markup_escape(one_line(text)) if colour else one_line(text)
-
-    def styled(style: str, text: str) -> str:
-        return f"[{style}]{text}[/{style}]" if colour else text
-
-    bracket = "\\[" if colour else "["
+    text = _Text(colour)
     lines: list[str] = []
     for n, f in enumerate(files):
         if n:
             lines.append("")
         if f["error"]:
             continue
-        lines.append(styled("bold", escape(f["path"])))
+        lines.append(text.styled("bold", text.escape(f["path"])))
         if not f["invocations"]:
             lines.append("  no Hydra entry-point call found")
         for inv in f["invocations"]:
-            extras = []
-            if inv["config_name"]:
-                extras.append(f"--config-name {inv['config_name']}")
-            if inv["config_path"]:
-                extras.append(f"--config-path {inv['config_path']}")
-            branch = "" if inv["branch"] == "live" else " " + styled("yellow", f"({inv['branch']})")
-            lines.append(f"  line {inv['line']}: {styled('cyan', escape(inv['launcher']) + ' ' + escape(inv['entry']))}"
-                         f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}")
-            if inv["context"]:
-                lines.append("    " + styled("dim", escape(" / ".join(inv["context"]))))
-            if inv["passes_args"]:
-                lines.append("    " + styled("dim", "passes the script's arguments on (\"$@\"): a run can override anything"))
-            width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
-            for ov in inv["overrides"]:
-                prefix = "" if ov["op"] == "=" else ov["op"]
-                value = "" if ov["value"] is None else ov["value"]
-                shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
-                tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
-                where = ov["span"]
-                if ov["span_path"] and where is not None:
-                    tag += f", set at {os.path.basename(ov['span_path'])}:{where['line']}"
-                elif where is not None and where["line"] != ov["line"]:
-                    tag += f", set at line {where['line']}"  # where a fix would edit the value
-                style = "yellow" if not ov["resolved"] else ""
-                body = styled(style, escape(shown)) if style else escape(shown)
-                lines.append(f"    {str(ov['line']).rjust(width)}  {body}  {styled('dim', bracket + escape(tag) + ']')}")
-                for why in ov["unknowns"]:
-                    lines.append(f"    {' ' * width}    {styled('yellow', '? ' + escape(why))}")
-            for other in inv["other_args"]:
-                lines.append(f"    {' ' * width}  {styled('dim', 'arg ' + escape(other))}")
+            lines.extend(_invocation_lines(inv, text))
         for hz in f["hazards"]:
-            lines.append(f"  {styled('red', '! line ' + str(hz['line']) + ' ' + escape(hz['kind']) + ':')} {escape(hz['message'])}")
+            lines.append(f"  {text.styled('red', '! line ' + str(hz['line']) + ' ' + text.escape(hz['kind']) + ':')} "
+                         f"{text.escape(hz['message'])}")
     if not lines:
         return
     if colour:
@@ -146,6 +128,49 @@ def render_scripts_text(files: list[dict], stream: TextIO) -> None:
         Console(file=stream, highlight=False, soft_wrap=True).print("\n".join(lines))
     else:
         stream.write("\n".join(lines) + "\n")
+
+
+def _invocation_lines(inv: dict[str, Any], text: _Text) -> list[str]:
+    """One call: its line, launcher and entry, where it runs, then each override and other argument."""
+    escape, styled = text.escape, text.styled
+    extras = []
+    if inv["config_name"]:
+        extras.append(f"--config-name {inv['config_name']}")
+    if inv["config_path"]:
+        extras.append(f"--config-path {inv['config_path']}")
+    branch = "" if inv["branch"] == "live" else " " + styled("yellow", f"({inv['branch']})")
+    lines = [f"  line {inv['line']}: {styled('cyan', escape(inv['launcher']) + ' ' + escape(inv['entry']))}"
+             f"{(' ' + escape(' '.join(extras))) if extras else ''}{branch}"]
+    if inv["context"]:
+        lines.append("    " + styled("dim", escape(" / ".join(inv["context"]))))
+    if inv["passes_args"]:
+        lines.append("    " + styled("dim", "passes the script's arguments on (\"$@\"): a run can override anything"))
+    width = max((len(str(o["line"])) for o in inv["overrides"]), default=1)
+    for ov in inv["overrides"]:
+        lines.extend(_override_lines(ov, width, text))
+    for other in inv["other_args"]:
+        lines.append(f"    {' ' * width}  {styled('dim', 'arg ' + escape(other))}")
+    return lines
+
+
+def _override_lines(ov: dict[str, Any], width: int, text: _Text) -> list[str]:
+    """One override: its line, the text as read, where its value comes from, and what is unknown."""
+    escape, styled = text.escape, text.styled
+    prefix = "" if ov["op"] == "=" else ov["op"]
+    value = "" if ov["value"] is None else ov["value"]
+    shown = f"{prefix}{ov['key']}" + ("" if ov["value"] is None else f"={value}")
+    tag = ov["source"] + (f" ${ov['variable']}" if ov["variable"] and ov["source"] != "literal" else "")
+    where = ov["span"]
+    if ov["span_path"] and where is not None:
+        tag += f", set at {os.path.basename(ov['span_path'])}:{where['line']}"
+    elif where is not None and where["line"] != ov["line"]:
+        tag += f", set at line {where['line']}"  # where a fix would edit the value
+    style = "yellow" if not ov["resolved"] else ""
+    body = styled(style, escape(shown)) if style else escape(shown)
+    lines = [f"    {str(ov['line']).rjust(width)}  {body}  {styled('dim', text.bracket + escape(tag) + ']')}"]
+    for why in ov["unknowns"]:
+        lines.append(f"    {' ' * width}    {styled('yellow', '? ' + escape(why))}")
+    return lines
 
 
 # --- gen show --resolved ---------------------------------------------------------------------

@@ -9,6 +9,7 @@ from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
 from generator.plan import plan_layout
+from generator.plan.batch_choice import default_n
 from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
 from generator.verl import ALGORITHMS
 
@@ -36,7 +37,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
     if nodes < 1 or gpus % nodes:
         raise InputError(f"{gpus} GPUs cannot be split evenly over {nodes} node(s)")
     if n is None:
-        n = 1 if algo == "ppo" else 5
+        n = default_n(algo)
     facts = resolve_model(model)
     if model_path is None:
         model_path = local_model_path(model)

@@ -1,0 +1,60 @@
+"""Answers about folders, remembered for the length of one run over many files.
+
+`gen check` of a folder or of many scripts asks the same questions of the same folders for every
+script: which folder is the project root above it, where the project's vendored verl is, which
+project file applies, which package folders the project installs. Each answer walks up the tree
+with a dozen `stat`s, reads setup.py, README and scripts, and builds many Path objects: about a
+sixth of the time a corpus check spent. None of them depends on the script's own text, and
+nothing writes those folders while a check runs, so inside `one_run()` each answer is computed
+once per set of arguments (and of the other inputs it depends on, which the callers put in the
+key: the working directory, the folders named on the command line, the boundary in force).
+
+Outside `one_run()` nothing is remembered: a caller that changes the tree between two calls (a
+test, `gen fix --write`) sees the tree as it is. A forked worker process (generator.pool) starts
+with what the parent had remembered, which is still true of the same run.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Iterator
+from contextlib import contextmanager
+from typing import TypeVar
+
+Value = TypeVar("Value")
+
+_memo: dict[Hashable, object] | None = None
+
+
+@contextmanager
+def one_run() -> Iterator[None]:
+    """Remember folder answers until the block ends (nested blocks share the outer memo)."""
+    global _memo
+    outer = _memo
+    if outer is None:
+        _memo = {}
+    try:
+        yield
+    finally:
+        _memo = outer
+
+
+def remembered(key: Hashable, compute: Callable[[], Value]) -> Value:
+    """compute(), or inside one_run() the value computed before for the same key. An exception
+    is not remembered (the next call tries again, and fails the same way)."""
+    memo = _memo
+    if memo is None:
+        return compute()
+    try:
+        return memo[key]  # type: ignore[return-value]
+    except KeyError:
+        pass
+    value = compute()
+    memo[key] = value
+    return value
+
+
+def active() -> bool:
+    return _memo is not None
+
+
+__all__ = ["active", "one_run", "remembered"]

@@ -1,0 +1,76 @@
+"""generator.folder_memo: folder answers are remembered inside one run only, per key, and a
+`gen check` of many scripts in one folder asks the folder once (the corpus check's saving)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from generator import boundary, folder_memo, project_root
+from generator.project import find_project_file
+
+
+def test_nothing_is_remembered_outside_a_run() -> None:
+    calls: list[int] = []
+    assert folder_memo.remembered("k", lambda: calls.append(1) or 1) == 1
+    assert folder_memo.remembered("k", lambda: calls.append(2) or 2) == 2
+    assert calls == [1, 2] and not folder_memo.active()
+
+
+def test_inside_a_run_each_key_is_computed_once_and_forgotten_after() -> None:
+    calls: list[str] = []
+
+    def compute(tag: str) -> str:
+        calls.append(tag)
+        return tag
+
+    with folder_memo.one_run():
+        assert folder_memo.remembered("a", lambda: compute("a")) == "a"
+        assert folder_memo.remembered("a", lambda: compute("again")) == "a"
+        assert folder_memo.remembered("b", lambda: compute("b")) == "b"
+        with folder_memo.one_run():  # a nested run shares the outer memo
+            assert folder_memo.remembered("a", lambda: compute("nested")) == "a"
+    assert calls == ["a", "b"]
+    assert folder_memo.remembered("a", lambda: compute("after")) == "after"
+
+
+def test_an_exception_is_not_remembered() -> None:
+    def fail() -> int:
+        raise ValueError("no")
+
+    with folder_memo.one_run():
+        with pytest.raises(ValueError):
+            folder_memo.remembered("x", fail)
+        assert folder_memo.remembered("x", lambda: 5) == 5
+
+
+def test_an_edit_between_runs_is_seen(tmp_path: Path) -> None:
+    (tmp_path / ".git").mkdir()
+    scripts = tmp_path / "scripts"
+    scripts.mkdir()
+    script = scripts / "run.sh"
+    script.write_text("echo\n")
+    with folder_memo.one_run():
+        assert find_project_file(script) is None
+    (tmp_path / ".verl-gen.toml").write_text("")
+    with folder_memo.one_run():
+        assert find_project_file(script) == tmp_path / ".verl-gen.toml"
+
+
+def test_scripts_of_one_folder_share_the_walk_up(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    (tmp_path / ".git").mkdir()
+    scripts = [tmp_path / f"run_{i}.sh" for i in range(3)]
+    walked: list[Path] = []
+    real = project_root._project_root
+    monkeypatch.setattr(project_root, "_project_root", lambda here: walked.append(here) or real(here))
+    with folder_memo.one_run():
+        roots = {project_root.project_root(s) for s in scripts}
+    assert roots == {tmp_path.resolve()} and len(walked) == 1
+    boundary.reset()
+    boundary.given_folder(tmp_path)  # another input of the answer: asked again, not reused
+    with folder_memo.one_run():
+        project_root.project_root(scripts[0])
+        project_root.project_root(scripts[1])
+    boundary.reset()
+    assert len(walked) == 2
