@@ -17,7 +17,7 @@ from collections.abc import Iterator
 from typing import Any
 
 from generator.config.reader import ConfigReader
-from generator.edits import KeyEdit
+from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.versions import VersionRange
 
@@ -79,7 +79,7 @@ _TORCHRUN_OPTION = r"(?:^|\s)--{name}(?:=|\s+)(['\"]?)(\$\{{?\w+\}}?|\d+)\1(?=\s
 def _literal_assignment(text: str, name: str, before_line: int) -> int | None:
     """The one literal number the script assigns to `name` before the call; None otherwise."""
     found: list[int] = []
-    for number, line in enumerate(text.splitlines()[:before_line - 1], 1):
+    for line in text.splitlines()[:before_line - 1]:
         for match in re.finditer(rf"(?:^|[\s;&|(])(?:export\s+)?{re.escape(name)}=(['\"]?)(\S*?)\1(?=$|[\s;&|)])", line):
             found.append(int(match.group(2)) if match.group(2).isdigit() else -1)
     return found[-1] if found and found[-1] > 0 and len(set(found)) == 1 else None
