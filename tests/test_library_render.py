@@ -69,15 +69,9 @@ def _lookup(config: Any, key: str) -> Any:
     return node
 
 
-# Known rendering bug, found at this stop's integration: verl's qwen2-7b-math megatron-FSDP example, once
-# imported, renders a `+` on ref.megatron.override_transformer_config.gradient_accumulation_fusion, a key the
-# 0.9.1 Megatron ref composition already holds (Hydra: "Could not append to config").
-RENDER_KNOWN_BUGS = {"example-0.8.0-grpo-qwen2-7b-math-megatron-fsdp", "example-main2608-grpo-qwen2-7b-math-megatron-fsdp"}
-
-
-@pytest.mark.parametrize("recipe", [pytest.param(r, marks=pytest.mark.xfail(
-    reason="renders a '+' on a key the target release already has", strict=True))
-    if r.name in RENDER_KNOWN_BUGS else r for r in RECIPES], ids=lambda r: r.name)
+# verl's qwen2-7b-math megatron-FSDP example sets `++...ref.megatron.override_transformer_config.x`: the
+# ref's mapping already holds x once the actor's line is applied, so a rendered `+` would not compose.
+@pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
 def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_trees):
     from generator.render.release_form import composed_config_name
     from generator.rules import check_script

@@ -78,7 +78,9 @@ def _run(commands: list[list[str]]) -> dict[str, dict[str, object]]:
     entries: dict[str, dict[str, object]] = {}
     for argv in commands:
         result = runner.invoke(app, argv)
-        output = result.output.replace(str(SHARED), "$SHARED")
+        # The shared folder and this checkout's own root are named by placeholders, so two
+        # checkouts of one commit (a worktree, a clean clone) record the same entries.
+        output = result.output.replace(str(SHARED), "$SHARED").replace(str(ROOT), "$ROOT")
         if result.exception is not None and not isinstance(result.exception, SystemExit):
             output += f"\n<exception {type(result.exception).__name__}: {result.exception}>"
         entries[" ".join(argv).replace(str(SHARED), "$SHARED")] = {"exit": result.exit_code, "output": output}

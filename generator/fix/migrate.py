@@ -61,8 +61,17 @@ class MigrateResult:
 
 
 def schema_name(invocation: Invocation) -> str:
-    """The packaged schema a call's keys are checked against (recipe configs extend the PPO one)."""
-    return packaged_config_of(invocation.config_name)
+    """The packaged schema a call's keys are checked against (recipe configs extend the PPO one).
+    ppo_trainer with `model_engine=megatron` composes as the ppo_megatron_trainer shim (0.8.0 on)."""
+    name = packaged_config_of(invocation.config_name)
+    if name == "ppo_trainer" and _selects_megatron_engine(invocation):
+        return SHIM_CONFIG
+    return name
+
+
+def _selects_megatron_engine(invocation: Invocation) -> bool:
+    chosen = [o.value for o in invocation.overrides if o.key == "model_engine" and o.op in ("=", "++")]
+    return bool(chosen) and chosen[-1] == "megatron"
 
 
 def migration_table(from_version: str, to_version: str) -> list[Rename | StaleRename]:
@@ -315,7 +324,8 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
 
 def invocation_backend(invocation: Invocation) -> str:
     """megatron | fsdp, from the config name or an explicit actor strategy (last one wins)."""
-    backend = "megatron" if "megatron" in (invocation.config_name or "") else "fsdp"
+    backend = ("megatron" if "megatron" in (invocation.config_name or "") or _selects_megatron_engine(invocation)
+               else "fsdp")
     for override in invocation.overrides:
         if override.key == "actor_rollout_ref.actor.strategy" and override.value:
             backend = "megatron" if "megatron" in override.value else "fsdp"
@@ -461,6 +471,57 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
             break
         result.applied.extend(steps[i] for i in taken)
         script = read(new_source, path)
+    if parse(to_version) >= ENGINE_GROUP_SINCE:
+        # last, so the renames above still judge the call by the config it names
+        steps, refusals = engine_group_steps(script)
+        refused.update({(r.line, r.key): r for r in refusals})
+        if steps:
+            taken, _ = select_compatible([s.edits for s in steps])
+            result.applied.extend(steps[i] for i in taken)
+            script = read(apply_edits(script.source, [e for i in taken for e in steps[i].edits]), path)
     result.fixed = script.source
     result.refused = list(refused.values())
     return result
+
+
+# From 0.8.0 ppo_megatron_trainer.yaml is a deprecated shim (`defaults: [ppo_trainer, override
+# model_engine: megatron, _self_]`, verl/trainer/config/ppo_megatron_trainer.yaml @v0.8.0), and
+# verl's own Megatron examples call the default ppo_trainer with `model_engine=megatron` (22 of
+# the 27 main_ppo Megatron examples @v0.8.0, e.g. examples/grpo_trainer/run_deepseek_v3_671b_megatron.sh).
+ENGINE_GROUP_SINCE = (0, 8, 0)
+SHIM_CONFIG = "ppo_megatron_trainer"
+_CONFIG_NAME_WORD = re.compile(rb"--config-name(?:=|[ \t]+)(['\"]?)(ppo_megatron_trainer)(?:\.yaml)?\1(?=[\s;|&)]|$)")
+
+
+def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]:
+    """`--config-name=ppo_megatron_trainer` of a packaged-config main_ppo call becomes
+    `model_engine=megatron` in its place (the same composition, in the form of the release's
+    examples); with a `model_engine=` of its own, only the name becomes ppo_trainer."""
+    steps: list[Step] = []
+    refused: list[Refusal] = []
+    for invocation in script.invocations:
+        if (invocation.branch == "dead" or written_elsewhere(script.path, invocation)
+                or invocation.entry != "verl.trainer.main_ppo" or invocation.config_path is not None
+                or (invocation.config_name or "").removesuffix(".yaml") != SHIM_CONFIG):
+            continue
+        span = script.source[invocation.span.start:invocation.span.end]
+        found = list(_CONFIG_NAME_WORD.finditer(span))
+        if len(found) != 1:
+            refused.append(Refusal(invocation.line, "--config-name",
+                                   "ppo_megatron_trainer is deprecated since 0.8.0 (ppo_trainer with "
+                                   "model_engine=megatron composes the same), but its name is not written "
+                                   "as one word in the command: change it by hand"))
+            continue
+        match = found[0]
+        start = invocation.span.start + match.start()
+        if any(o.key == "model_engine" for o in invocation.overrides):
+            name_start = invocation.span.start + match.start(2)
+            edit = TextEdit(name_start, name_start + len(SHIM_CONFIG), "ppo_trainer")
+            what = "ppo_megatron_trainer → ppo_trainer (the call selects its model_engine itself)"
+        else:
+            edit = TextEdit(start, invocation.span.start + match.end(), "model_engine=megatron")
+            what = "--config-name=ppo_megatron_trainer → model_engine=megatron"
+        steps.append(Step(script.line_of(start), "--config-name",
+                          f"{what}: the shim is deprecated since 0.8.0 and composes as ppo_trainer with "
+                          "model_engine=megatron, the form of verl's own Megatron examples", (edit,)))
+    return steps, refused

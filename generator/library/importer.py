@@ -135,7 +135,10 @@ def _extra_overrides(config: Config, rendered: Config) -> tuple[dict[str, Any], 
         value = config.values.get(key)
         if key in rendered.values and _same(rendered.values[key], value):
             continue
-        word_key = key if key in rendered.values or override.op == "=" else "+" + key
+        # `++` stays `++`: verl's own examples use it where the key may already be there when the
+        # line is applied (the ref's mapping an earlier `+actor...` line filled); `+` would fail
+        word_key = (key if key in rendered.values or override.op == "=" else
+                    "++" + key if override.op == "++" else "+" + key)
         for flat_key, flat_value in _flatten(word_key, value):
             extra[flat_key] = flat_value
     return extra, notes

@@ -16,8 +16,13 @@ from __future__ import annotations
 import re
 import shlex
 
+from generator.errors import InputError
+
 _BACKSLASHES_BEFORE_QUOTE_OR_END = re.compile(r"(\\+)(?='|\Z)")
 _BACKSLASHES_BEFORE_INTERPOLATION = re.compile(r"(\\*)\$\{")
+# OmegaConf reads the string "???" as its "mandatory value missing" marker however it is quoted,
+# so verl would stop with MissingMandatoryValue when it reads the key: no body writes it.
+MISSING_MARKER = "???"
 
 
 def shq(value: object) -> str:
@@ -41,7 +46,12 @@ def hydra_body(raw: str) -> str:
     inside any string: `\\${` is a literal `${`, but `\\\\${` is a literal backslash followed
     by a live interpolation, so a user's `run\\${oc.env:SECRET}` would leak the secret. Each
     backslash right before `${` is therefore doubled, then the `${` escaped.
+
+    `???` has no body: OmegaConf reads it as a missing value in any quoting (InputError).
     """
+    if raw == MISSING_MARKER:
+        raise InputError(f"the value {MISSING_MARKER!r} cannot be given to verl: OmegaConf reads it as "
+                         "'value missing' in any quoting, and verl stops with MissingMandatoryValue")
     body = _BACKSLASHES_BEFORE_QUOTE_OR_END.sub(lambda m: m.group(1) * 2, raw)
     body = body.replace("'", "\\'")
     return _BACKSLASHES_BEFORE_INTERPOLATION.sub(lambda m: m.group(1) * 2 + "\\${", body)

@@ -317,7 +317,7 @@ def _apply_extra_overrides(recipe: ScriptSettings, extra: tuple[tuple[str, Any],
     knob_values: dict[str, Any] = {}
     added: list[Setting] = []
     for raw_key, value in extra:
-        add = raw_key.startswith("+")
+        add, force = raw_key.startswith("+"), raw_key.startswith("++")
         key = raw_key.lstrip("+")
         for gi, group in enumerate(recipe.groups):
             hit = next((i for i, s in enumerate(group.settings) if s.key == key), None)
@@ -333,9 +333,9 @@ def _apply_extra_overrides(recipe: ScriptSettings, extra: tuple[tuple[str, Any],
             if isinstance(value, HydraText):
                 name = _free_knob_name(recipe, key)
                 recipe.knobs.append(Knob(name, value, "hydra", value.comment or f"was {key} in the legacy script"))
-                setting = Setting(key, value, name, add=add)
+                setting = Setting(key, value, name, add=add, force=force)
             else:
-                setting = Setting(key, value, add=add)
+                setting = Setting(key, value, add=add, force=force)
             added = [s for s in added if s.key != key] + [setting]
     if knob_values:
         recipe.knobs[:] = [replace(k, value=knob_values[k.name], kind=_kind_of(knob_values[k.name], k.kind))
@@ -390,10 +390,10 @@ def setting_hydra_text(recipe: ScriptSettings, setting: Setting) -> str:
 
 def recipe_overrides(recipe: ScriptSettings) -> list[str]:
     """The override words the trainer receives with every knob at its default (HOME unexpanded)."""
-    return [("+" if s.add else "") + s.key + "=" + setting_hydra_text(recipe, s) for s in recipe.settings]
+    return [s.prefix + s.key + "=" + setting_hydra_text(recipe, s) for s in recipe.settings]
 
 
 def recipe_values(recipe: ScriptSettings) -> dict[str, Any]:
     """key -> Python value with every knob at its default (for config_from_overrides)."""
-    return {("+" if s.add else "") + s.key: (s.value.hydra if isinstance(s.value, HydraText) else s.value)
+    return {s.prefix + s.key: (s.value.hydra if isinstance(s.value, HydraText) else s.value)
             for s in recipe.settings}

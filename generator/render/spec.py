@@ -69,6 +69,13 @@ class Setting:
     value: Any
     knob: str | None = None
     add: bool = False  # `+key=` (the key is not in the schema's listed keys)
+    # `++key=` (add or replace): a key the config may already hold at that point, e.g. the ref's
+    # copy of an actor mapping that an earlier `+actor...` line filled (verl's own examples use it)
+    force: bool = False
+
+    @property
+    def prefix(self) -> str:
+        return "++" if self.force else "+" if self.add else ""
 
 
 @dataclass(frozen=True, slots=True)

@@ -58,7 +58,7 @@ def knob_lines(knobs: list[Knob]) -> list[str]:
 
 
 def override_word(setting: Setting, recipe: ScriptSettings) -> str:
-    key = ("+" if setting.add else "") + setting.key
+    key = setting.prefix + setting.key
     if setting.knob is not None:
         knob = recipe.knob(setting.knob)
         if knob.kind in ("text", "shell"):

@@ -179,6 +179,8 @@ def test_report_counts_agreement_and_excludes_what_verl_cannot_decide(capsys):
     (["--verl-version", "9.9.9"], "no oracle recipe for verl 9.9.9"),
     (["--verl-version", "0.7.0", "--mutations", "-1"], "--mutations must be >= 0"),
     (["--verl-version", "0.7.0", "--jobs", "0"], "--jobs must be >= 1"),
+    (["--verl-version", "0.9.1", "--recipes", "-1"], "--recipes must be >= 0"),
+    (["--verl-version", "0.7.0", "--recipes", "1"], "gen recipe writes for verl 0.9.1 by default, not 0.7.0"),
 ])
 def test_bad_input_is_one_line_and_exit_2(argv, needle, tmp_path):
     proc = subprocess.run([sys.executable, "-m", "tools.oracle", *argv, "--venv", str(tmp_path / "never-built")],

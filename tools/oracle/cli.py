@@ -9,6 +9,7 @@ import sys
 import time
 from pathlib import Path
 
+from generator.render.spec import DEFAULT_VERSION as RECIPE_VERSION
 from generator.versions import parse
 
 from .cases import Case, corpus_cases, rule_example_cases
@@ -16,10 +17,11 @@ from .compare import judge_ours, report, summary
 from .environment import PINS, default_venv, ensure_venv
 from .errors import OracleError
 from .mutations import example_bases, mutation_cases
+from .recipe_cases import recipe_cases
+from .worker import run_verl
 
 # The snapshots whose Megatron examples are the mutation bases of releases from 0.8.0 on.
 EXAMPLE_TAGS = ("v0.9.0", "HEAD-2608")
-from .worker import run_verl
 
 REPO = Path(__file__).resolve().parents[2]
 
@@ -41,6 +43,10 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--no-corpus", action="store_true", help="leave out the corpus calls")
     parser.add_argument("--no-rule-examples", action="store_true",
                         help="leave out the rules' documented failing/passing examples")
+    parser.add_argument("--recipes", type=int, default=0, metavar="EVERY",
+                        help="also ask about the scripts `gen recipe --model M --gpus N` writes with no version "
+                             "flag (every EVERY-th packaged model at each GPU count where it fits; 1 = all), "
+                             "when this release is the one they are written for")
     parser.add_argument("--jobs", type=int, default=1, help="worker processes (each imports verl once)")
     parser.add_argument("--install-only", action="store_true", help="build the environment and stop")
     parser.add_argument("--verl-only", action="store_true", help="print verl's verdicts; do not compare")
@@ -54,6 +60,11 @@ def main(argv: list[str] | None = None) -> int:
             raise OracleError("--mutations must be >= 0")
         if args.jobs < 1:
             raise OracleError("--jobs must be >= 1")
+        if args.recipes < 0:
+            raise OracleError("--recipes must be >= 0")
+        if args.recipes and version != RECIPE_VERSION:
+            raise OracleError(f"gen recipe writes for verl {RECIPE_VERSION} by default, not {version}: "
+                              "--recipes checks the release they are written for")
         if version not in PINS:
             raise OracleError(f"no oracle recipe for verl {version}; known: {', '.join(sorted(PINS))}")
         took = ensure_venv(version, venv)
@@ -71,6 +82,8 @@ def main(argv: list[str] | None = None) -> int:
             cases += found
         if not args.no_rule_examples:
             cases += rule_example_cases(version)
+        if args.recipes:
+            cases += recipe_cases(version, args.recipes)
         bases = None
         if args.mutations and parse(version) >= (0, 8, 0):
             # From 0.8.0 verl's Megatron examples run ppo_trainer model_engine=megatron: mutate
@@ -101,5 +114,13 @@ def main(argv: list[str] | None = None) -> int:
             print(f"{case.ident}: {verdict} {case.verl.get('stage') or ''} {case.verl.get('message', '')}".rstrip())
         return 0
     agree, compared = report(cases)
+    recipes = [c for c in cases if c.ident.startswith("recipe:")]
+    if recipes:
+        accepted = sum(c.verl.get("verdict") == "accept" for c in recipes)
+        print(f"recipes verl accepts {accepted}/{len(recipes)}")
+        for case in recipes:
+            if case.verl.get("verdict") != "accept":
+                print(f"RECIPE {case.ident}: verl {case.verl.get('verdict')} {case.verl.get('stage') or ''} "
+                      f"{case.verl.get('message', '')}".rstrip())
     print(f"agreement {agree}/{compared}")
     return 0 if agree == compared else 1

@@ -1,0 +1,255 @@
+"""VB140–VB144 — the batch rules of verl's trainer entries other than main_ppo: offline generation
+(`verl.trainer.main_generation`) and supervised fine-tuning (`fsdp_sft_trainer`, the engine-based
+`sft_trainer`). Each entry reads its own config (generation.yaml, sft_trainer.yaml,
+sft_trainer_engine.yaml), which verl-gen's packaged schemas do not hold: a value counts when the
+call sets it, else the entry's own default from ENTRY_DEFAULTS (never the PPO stand-in's).
+Reasons and verl sources: docs/rules/batch.md#vb140 onwards.
+
+The SFT entries run under torchrun, whose `--nproc_per_node` and `--nnodes` are the world size: read
+from the call's text, literal numbers or a variable the script assigns one literal number to
+before the call; anything else leaves the world unknown and the SFT rules silent.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator
+from typing import Any
+
+from generator.config.reader import ConfigReader
+from generator.edit_kinds import KeyEdit
+from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
+from generator.versions import VersionRange
+
+# Defaults of each entry's own config, the same in every release that ships the entry (checked at
+# each tag): verl/trainer/config/generation.yaml and sft_trainer.yaml @ v0.4.1 … v0.7.0,
+# sft_trainer_engine.yaml and engine/fsdp.yaml @ v0.7.0 … v0.9.0 (and the 0.9.1 wheel).
+ENTRY_DEFAULTS: dict[str, dict[str, Any]] = {
+    "main_generation": {"data.n_samples": 5, "rollout.temperature": 1.0},
+    "fsdp_sft_trainer": {"data.train_batch_size": 256, "data.micro_batch_size_per_gpu": 4,
+                         "ulysses_sequence_parallel_size": 1},
+    "sft_trainer": {"data.train_batch_size": 256, "engine.ulysses_sequence_parallel_size": 1,
+                    "engine.tensor_model_parallel_size": 1, "engine.pipeline_model_parallel_size": 1,
+                    "engine.context_parallel_size": 1},
+}
+
+# main_generation.py and fsdp_sft_trainer.py ship up to 0.7.0 (gone at v0.7.1); sft_trainer.py from 0.7.0.
+LEGACY_ENTRIES = VersionRange(None, "0.7.0")
+ENGINE_SFT = VersionRange("0.7.0", None)
+ALL_BACKENDS = ("megatron", "fsdp", "unknown")
+
+
+def entry_name(ctx: Context) -> str | None:
+    """The entry's module name when it is one of ENTRY_DEFAULTS (`verl.trainer.sft_trainer` → sft_trainer)."""
+    entry = (ctx.config.entry or "").rsplit(".", 1)[-1].removesuffix(".py")
+    return entry if entry in ENTRY_DEFAULTS else None
+
+
+def _value(view: ConfigReader, entry: str, key: str) -> tuple[Any, bool]:
+    """(value, set by the call): the call's own value, else the entry's default (None if unknown)."""
+    if view.explicit(key):
+        return (view.raw(key) if view.known(key) else None), True
+    return ENTRY_DEFAULTS[entry].get(key), False
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool) or not isinstance(value, (int, float, str)):
+        return None
+    try:
+        return float(value)
+    except ValueError:
+        return None
+
+
+def _count(value: Any) -> int | None:
+    number = _number(value)
+    return int(number) if number is not None and number == int(number) else None
+
+
+def _said(key: str, value: Any, set_here: bool) -> str:
+    return f"{key}={value}" + ("" if set_here else " (the entry's default)")
+
+
+# ---------------------------------------------------------------------------------------------
+# torchrun's world size
+
+_TORCHRUN_OPTION = r"(?:^|\s)--{name}(?:=|\s+)(['\"]?)(\$\{{?\w+\}}?|\d+)\1(?=\s|$)"
+
+
+def _literal_assignment(text: str, name: str, before_line: int) -> int | None:
+    """The one literal number the script assigns to `name` before the call; None otherwise."""
+    found: list[int] = []
+    for line in text.splitlines()[:before_line - 1]:
+        for match in re.finditer(rf"(?:^|[\s;&|(])(?:export\s+)?{re.escape(name)}=(['\"]?)(\S*?)\1(?=$|[\s;&|)])", line):
+            found.append(int(match.group(2)) if match.group(2).isdigit() else -1)
+    return found[-1] if found and found[-1] > 0 and len(set(found)) == 1 else None
+
+
+def torchrun_world(ctx: Context) -> tuple[int, str] | None:
+    """(GPUs, how they were read) of a torchrun call: --nproc_per_node × --nnodes (1 when absent)."""
+    if ctx.script is None or ctx.invocation is None or ctx.invocation.launcher != "torchrun":
+        return None
+    text = ctx.script.text
+    command = ctx.script.source[ctx.invocation.span.start:ctx.invocation.span.end].decode("utf-8", "replace")
+    command = command.split(" -m ", 1)[0].replace("\\\n", " ")
+    parts: list[tuple[int, str]] = []
+    for option, absent in (("nproc[_-]per[_-]node", None), ("nnodes", 1)):
+        match = re.search(_TORCHRUN_OPTION.format(name=option), command)
+        if match is None:
+            if absent is None:
+                return None
+            parts.append((absent, ""))
+            continue
+        word = match.group(2)
+        if word.isdigit():
+            parts.append((int(word), word))
+            continue
+        value = _literal_assignment(text, word.strip("${}"), ctx.invocation.line)
+        if value is None:
+            return None
+        parts.append((value, f"{word} = {value}"))
+    (per_node, per_text), (nodes, nodes_text) = parts
+    how = f"torchrun --nproc_per_node {per_text}" + (f" --nnodes {nodes_text}" if nodes_text else "")
+    return per_node * nodes, how
+
+
+# ---------------------------------------------------------------------------------------------
+# main_generation
+
+
+@rule("VB140", "generation-greedy-with-several-samples", severity="error", stage="init", versions=LEGACY_ENTRIES,
+      backends=ALL_BACKENDS, scope="any")
+def greedy_with_samples(ctx: Context) -> Iterator[Finding]:
+    if entry_name(ctx) != "main_generation":
+        return
+    view = ConfigReader.of(ctx)
+    temperature, _ = _value(view, "main_generation", "rollout.temperature")
+    samples, samples_set = _value(view, "main_generation", "data.n_samples")
+    samples_n = _count(samples)
+    if _number(temperature) != 0.0 or samples_n is None or samples_n <= 1:
+        return
+    message = (f"rollout.temperature=0 (greedy) with {_said('data.n_samples', samples, samples_set)}: every "
+               f"sample would be the same answer, and verl.trainer.main_generation asserts "
+               f"'When temperature=0, n_samples must be 1' before generating")
+    fix = Fix("set data.n_samples=1", (KeyEdit("data.n_samples", view.raw("data.n_samples"), 1),),
+              applicability="unsafe")
+    yield ctx_finding(greedy_with_samples, view, ("data.n_samples", "rollout.temperature"), message, fix=fix)
+
+
+@rule("VB141", "generation-samples-below-one", severity="error", stage="init", versions=LEGACY_ENTRIES,
+      backends=ALL_BACKENDS, scope="any")
+def samples_below_one(ctx: Context) -> Iterator[Finding]:
+    if entry_name(ctx) != "main_generation":
+        return
+    view = ConfigReader.of(ctx)
+    samples, samples_set = _value(view, "main_generation", "data.n_samples")
+    samples_n = _count(samples)
+    if not samples_set or samples_n is None or samples_n >= 1:
+        return
+    message = (f"data.n_samples={samples}: main_generation writes n_samples responses per prompt and "
+               f"asserts 'n_samples should always >= 1'")
+    fix = Fix("set data.n_samples=1", (KeyEdit("data.n_samples", view.raw("data.n_samples"), 1),),
+              applicability="unsafe")
+    yield ctx_finding(samples_below_one, view, ("data.n_samples",), message, fix=fix)
+
+
+# ---------------------------------------------------------------------------------------------
+# SFT
+
+
+def _sft_dp(ctx: Context, view: ConfigReader, entry: str) -> tuple[int, str] | None:
+    """(DP, how it is made) of an SFT call: the world over the ranks that share one batch."""
+    world = torchrun_world(ctx)
+    if world is None:
+        return None
+    gpus, how = world
+    keys: tuple[str, ...]
+    if entry == "fsdp_sft_trainer":
+        keys = ("ulysses_sequence_parallel_size",)
+    elif view.str("engine.strategy") == "megatron" or any(
+            o.key == "engine" and o.value == "megatron" for o in (ctx.invocation.overrides if ctx.invocation else [])):
+        keys = ("engine.tensor_model_parallel_size", "engine.pipeline_model_parallel_size",
+                "engine.context_parallel_size")
+    else:
+        keys = ("engine.ulysses_sequence_parallel_size",)
+    model_parallel = 1
+    for key in keys:
+        size = _count(_value(view, entry, key)[0])
+        if size is None or size <= 0:
+            return None
+        model_parallel *= size
+    if gpus % model_parallel:
+        return None  # the device mesh itself fails; not a batch question
+    split = "·".join(k.rsplit(".", 1)[-1] for k in keys)
+    return gpus // model_parallel, f"{gpus} GPUs ({how}) / {split} = {model_parallel}"
+
+
+@rule("VB142", "sft-batch-not-divisible-by-dp", severity="error", stage="init", versions=LEGACY_ENTRIES,
+      backends=ALL_BACKENDS, scope="any")
+def sft_batch_dp(ctx: Context) -> Iterator[Finding]:
+    if entry_name(ctx) != "fsdp_sft_trainer":
+        return
+    view = ConfigReader.of(ctx)
+    dp = _sft_dp(ctx, view, "fsdp_sft_trainer")
+    batch, batch_set = _value(view, "fsdp_sft_trainer", "data.train_batch_size")
+    batch_n = _count(batch)
+    if dp is None or batch_n is None or batch_n <= 0 or batch_n % dp[0] == 0:
+        return
+    lower = batch_n - batch_n % dp[0]
+    message = (f"{_said('data.train_batch_size', batch, batch_set)} is not divisible by DP {dp[0]} "
+               f"(= {dp[1]}): fsdp_sft_trainer asserts 'Global batch size {batch_n} is not divisible by dp size "
+               f"{dp[0]}' when it builds its data loader")
+    fix = (Fix(f"set data.train_batch_size={lower}",
+               (KeyEdit("data.train_batch_size", view.raw("data.train_batch_size"), lower),), applicability="unsafe")
+           if lower > 0 else None)
+    yield ctx_finding(sft_batch_dp, view, ("data.train_batch_size",), message, fix=fix)
+
+
+@rule("VB143", "sft-rank-batch-not-divisible-by-micro", severity="error", stage="init", versions=LEGACY_ENTRIES,
+      backends=ALL_BACKENDS, scope="any")
+def sft_rank_batch_micro(ctx: Context) -> Iterator[Finding]:
+    if entry_name(ctx) != "fsdp_sft_trainer":
+        return
+    view = ConfigReader.of(ctx)
+    dp = _sft_dp(ctx, view, "fsdp_sft_trainer")
+    batch, batch_set = _value(view, "fsdp_sft_trainer", "data.train_batch_size")
+    micro, micro_set = _value(view, "fsdp_sft_trainer", "data.micro_batch_size_per_gpu")
+    batch_n, micro_n = _count(batch), _count(micro)
+    if dp is None or batch_n is None or micro_n is None or micro_n <= 0 or batch_n % dp[0]:
+        return  # a batch DP does not divide is VB142's
+    local = batch_n // dp[0]
+    if local % micro_n == 0:
+        return
+    message = (f"{_said('data.train_batch_size', batch, batch_set)} / DP {dp[0]} = {local} samples per rank, "
+               f"not divisible by {_said('data.micro_batch_size_per_gpu', micro, micro_set)}: fsdp_sft_trainer "
+               f"asserts that each rank's share splits into whole micro batches")
+    yield ctx_finding(sft_rank_batch_micro, view, ("data.micro_batch_size_per_gpu", "data.train_batch_size"), message)
+
+
+@rule("VB144", "sft-engine-batch-per-dp", severity="warning", stage="init", versions=ENGINE_SFT,
+      backends=ALL_BACKENDS, scope="any")
+def sft_engine_batch(ctx: Context) -> Iterator[Finding]:
+    if entry_name(ctx) != "sft_trainer":
+        return
+    view = ConfigReader.of(ctx)
+    dp = _sft_dp(ctx, view, "sft_trainer")
+    batch, batch_set = _value(view, "sft_trainer", "data.train_batch_size")
+    batch_n = _count(batch)
+    if dp is None or batch_n is None or batch_n <= 0 or batch_n % dp[0] == 0:
+        return
+    said = _said("data.train_batch_size", batch, batch_set)
+    if batch_n < dp[0]:
+        message = (f"{said} is smaller than DP {dp[0]} (= {dp[1]}): sft_trainer gives each rank "
+                   f"train_batch_size // DP = 0 samples, and the data loader refuses a batch size of 0")
+        yield ctx_finding(sft_engine_batch, view, ("data.train_batch_size",), message, severity="error",
+                          fix=Fix(f"set data.train_batch_size={dp[0]}", (KeyEdit(
+                              "data.train_batch_size", view.raw("data.train_batch_size"), dp[0]),),
+                              applicability="unsafe"))
+        return
+    lower = batch_n - batch_n % dp[0]
+    message = (f"{said} is not divisible by DP {dp[0]} (= {dp[1]}): sft_trainer gives each rank "
+               f"{batch_n} // {dp[0]} = {batch_n // dp[0]} samples, so a step trains on {lower}, not {batch_n}")
+    yield ctx_finding(sft_engine_batch, view, ("data.train_batch_size",), message,
+                      fix=Fix(f"set data.train_batch_size={lower}", (KeyEdit(
+                          "data.train_batch_size", view.raw("data.train_batch_size"), lower),),
+                          applicability="unsafe"))
