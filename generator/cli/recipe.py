@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 import typer
 
@@ -38,6 +38,44 @@ def _files(paths: list[str] | None) -> Any:
     # each element quoted as a knob's text is, so OmegaConf resolves no `${` in a file name
     hydra = "[" + ",".join("'" + hydra_body(p) + "'" for p in paths) + "]"
     return HydraText(hydra, shell_word(hydra), f"{len(paths)} parquet files (a Hydra list)")
+
+
+class RunOptions(TypedDict, total=False):
+    """The run options the user gave (loggers, checkpoints, resuming, learning rate, epochs); an
+    option not given is absent, so the recipe's or the planner's own default stays."""
+
+    loggers: tuple[str, ...]
+    checkpoint_dir: str
+    save_freq: int
+    resume_mode: str
+    resume_from: str
+    lr: float
+    total_epochs: int
+    ppo_mini_batch_size: int
+
+
+def _run_options(loggers: tuple[str, ...] | None, checkpoint_dir: str | None, save_freq: int | None,
+                 resume_mode: str | None, resume_from: str | None, lr: float | None, total_epochs: int | None,
+                 ppo_mini_batch_size: int | None) -> RunOptions:
+    run = RunOptions()
+    # in the order `--from`'s refusal names them
+    if loggers is not None:
+        run["loggers"] = loggers
+    if checkpoint_dir is not None:
+        run["checkpoint_dir"] = checkpoint_dir
+    if save_freq is not None:
+        run["save_freq"] = save_freq
+    if resume_mode is not None:
+        run["resume_mode"] = resume_mode
+    if resume_from is not None:
+        run["resume_from"] = resume_from
+    if lr is not None:
+        run["lr"] = lr
+    if total_epochs is not None:
+        run["total_epochs"] = total_epochs
+    if ppo_mini_batch_size is not None:
+        run["ppo_mini_batch_size"] = ppo_mini_batch_size
+    return run
 
 
 def _from_library(name: str, **options: Any) -> RecipeSpec:
@@ -114,10 +152,8 @@ def register(app: typer.Typer) -> None:
                            train_files=_files(train_files), val_files=_files(val_files), prompt_len=prompt_len,
                            response_len=response_len, n=n, train_batch_size=train_batch_size,
                            project_name=project_name, experiment_name=experiment_name)
-            run = {key: value for key, value in (
-                ("loggers", tuple(logger) if logger else None), ("checkpoint_dir", checkpoint_dir),
-                ("save_freq", save_freq), ("resume_mode", resume_mode), ("resume_from", resume_from), ("lr", lr),
-                ("total_epochs", epochs), ("ppo_mini_batch_size", ppo_mini_batch_size)) if value is not None}
+            run = _run_options(tuple(logger) if logger else None, checkpoint_dir, save_freq, resume_mode,
+                               resume_from, lr, epochs, ppo_mini_batch_size)
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
             from generator.plan.recipe_plan import pins_from_options

@@ -16,6 +16,7 @@ from generator.library.recipe_format import Recipe
 from generator.model.facts import ModelFacts
 from generator.layout import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
+from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 
 if TYPE_CHECKING:
     from generator.config.types import Config
@@ -79,7 +80,8 @@ def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
         response_len=recipe.config.response_len, per_rank_mini_batch=per_rank_mini_batch(recipe) or 1,
         has_ref=has_ref, has_critic=has_critic,
         sync_bucket_mib=defaults.sync_bucket_mib, max_num_seqs=defaults.max_num_seqs,
-        **({"max_num_batched_tokens": int(batched)} if isinstance(batched, int) else {}),
+        # the recipe's own token budget, else the Workload's (vLLM's) default
+        max_num_batched_tokens=int(batched) if isinstance(batched, int) else VLLM_MAX_NUM_BATCHED_TOKENS,
     )
     return MemorySetup(recipe_model(recipe), recipe_candidate(recipe), work)
 

@@ -105,8 +105,8 @@ class RecipeSpec:
     n: int = 5
     train_batch_size: int = 1024
     ppo_mini_batch_size: int = 256
-    project_name: str | None = None
-    experiment_name: str | None = None
+    project_name: str | HydraText | None = None  # HydraText: kept from a legacy script's computed name
+    experiment_name: str | HydraText | None = None
     model_slug: str = "model"
     total_epochs: int = 15
     ppo_epochs: int = 1
