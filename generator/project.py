@@ -39,7 +39,7 @@ from __future__ import annotations
 import sys
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Mapping
+from typing import Any, Iterable, Mapping
 
 from generator.boundary import OutsideProject
 from generator.errors import InputError
@@ -173,43 +173,76 @@ def load_project(start: str | Path) -> ProjectSettings:
 def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSettings:
     """Validate one `[tool.verl-gen]` table read from `path`."""
     where = f"{path}"
+    # Checked in this order, so a table with several bad settings names the same first one.
+    _refuse_unknown_keys(table, where)
+    strings = _strings(table, where)
+    lists = _string_lists(table, where)
+    env_items = _env_items(table, where)
+    per_file = _per_file_ignores(table, where)
+    base = path.parent
+    return ProjectSettings(
+        path=path,
+        verl_version=strings["verl-version"],
+        config_dirs=tuple((base / d).resolve() for d in lists["config-dirs"]),
+        select=_codes(lists["select"]),
+        ignore=_codes(lists["ignore"]),
+        gpu=strings["gpu"],
+        args=lists["args"],
+        env_items=env_items,
+        exclude=tuple(p for p in lists["exclude"] if p.strip()),
+        per_file_ignores=tuple((str(glob), _codes(codes)) for glob, codes in per_file.items()),
+    )
+
+
+def _refuse_unknown_keys(table: Mapping[str, object], where: str) -> None:
+    """A setting gen does not know is refused (a typo would otherwise be silently ignored)."""
     for key in table:
         if key not in _KNOWN:
             raise InputError(f"{where}: unknown setting '{key}'; known: {', '.join(_KNOWN)}")
+
+
+def _strings(table: Mapping[str, object], where: str) -> dict[str, str | None]:
+    """The string settings, stripped; absent or blank -> None."""
     strings: dict[str, str | None] = {}
     for key in _STRINGS:
         value = table.get(key)
         if value is not None and not isinstance(value, str):
             raise InputError(f"{where}: '{key}' must be a string, got {type(value).__name__}")
         strings[key] = value.strip() if isinstance(value, str) and value.strip() else None
+    return strings
+
+
+def _string_lists(table: Mapping[str, object], where: str) -> dict[str, tuple[str, ...]]:
+    """The list-of-strings settings; absent -> empty."""
     lists: dict[str, tuple[str, ...]] = {}
     for key in _STRING_LISTS:
         value = table.get(key, [])
         if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
             raise InputError(f"{where}: '{key}' must be a list of strings")
         lists[key] = tuple(value)
+    return lists
+
+
+def _env_items(table: Mapping[str, object], where: str) -> tuple[tuple[str, str], ...]:
+    """(NAME, value text) of the `env` table; its values are strings, numbers or booleans."""
     env = table.get("env", {})
     if not isinstance(env, dict) or not all(isinstance(v, (str, int, float, bool)) for v in env.values()):
         raise InputError(f"{where}: 'env' must be a table of NAME = \"value\"")
-    env_items = tuple((str(k), _env_text(v)) for k, v in env.items())
+    return tuple((str(k), _env_text(v)) for k, v in env.items())
+
+
+def _per_file_ignores(table: Mapping[str, object], where: str) -> dict[Any, Any]:
+    """The `per-file-ignores` table: "glob" = ["CODE", ...]."""
     per_file = table.get("per-file-ignores", {})
     if not isinstance(per_file, dict) or not all(
             isinstance(v, list) and all(isinstance(c, str) for c in v) for v in per_file.values()):
         raise InputError(f"{where}: 'per-file-ignores' must be a table of \"glob\" = [\"CODE\", ...]")
-    base = path.parent
-    return ProjectSettings(
-        path=path,
-        verl_version=strings["verl-version"],
-        config_dirs=tuple((base / d).resolve() for d in lists["config-dirs"]),
-        select=tuple(c.strip().upper() for c in lists["select"] if c.strip()),
-        ignore=tuple(c.strip().upper() for c in lists["ignore"] if c.strip()),
-        gpu=strings["gpu"],
-        args=lists["args"],
-        env_items=env_items,
-        exclude=tuple(p for p in lists["exclude"] if p.strip()),
-        per_file_ignores=tuple((str(glob), tuple(c.strip().upper() for c in codes if c.strip()))
-                               for glob, codes in per_file.items()),
-    )
+    return per_file
+
+
+def _codes(codes: Iterable[str]) -> tuple[str, ...]:
+    """Rule codes as written, upper-cased; blank ones dropped."""
+    return tuple(c.strip().upper() for c in codes if c.strip())
 
 
 def _env_text(value: object) -> str:

@@ -89,54 +89,17 @@ def build_config(
     """
     schema = load(version)
     notes: list[str] = []
-    raw_name = invocation.config_name
-    if raw_name and UNKNOWN_OPEN in raw_name:
-        notes.append(f"--config-name {raw_name} is unknown; checked against the PPO defaults")
-        raw_name = "?"
-    if entry_config is None and invocation.entry != PPO_ENTRY and script_dir is not None:
-        entry_config = _entry_default_config(invocation.entry, script_dir, config_root)
-    if entry_config is None and invocation.entry == PPO_ENTRY and ppo_entry is not None \
-            and invocation.config_path is None:
-        entry_config = ppo_entry
-    entry_dir, entry_name = entry_config if entry_config else (None, None)
-    if raw_name is None:
-        raw_name = entry_name
-    if raw_name is None and invocation.entry == PPO_ENTRY:
-        raw_name = PPO_CONFIG
-    name = strip_yaml(raw_name) if raw_name and raw_name != "?" else None
-
-    defaults: dict[str, Any] | None = None
-    nodes = None
-    selections: GroupSelections | None = None
+    raw_name, name, entry_dir = _named_config(invocation, entry_config, script_dir, config_root,
+                                              ppo_entry, notes)
+    directory = _recipe_dir(invocation, name, script_dir, config_root, entry_dir, search_dirs)
     schema_name = name or PPO_CONFIG
-    strict = True
-    directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir) if name else None
-    if directory is None and name and name not in PPO_CONFIGS:
-        # The project's config folders (its project file's config-dirs) hold recipe configs too.
-        directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
     overrides = list(invocation.overrides)
     if directory is None and name in PPO_CONFIGS and stand_in is None:
         name, overrides = apply_engine_selection(name, overrides, version)
         schema_name = name
-    composed_from: Path | None = None
-    if stand_in is not None and directory is None:
-        notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
-    elif directory is None and name in PPO_CONFIGS and name in schema.configs:
-        defaults = schema.configs[name]
-        nodes = schema.nodes(name)
-        selections = _selections(schema, name, defaults, overrides)
-    elif name is not None:
-        if directory is not None:
-            try:
-                defaults, base = _compose_recipe(directory, name, version)
-                composed_from = directory
-                selections = _recipe_selections(schema, base, defaults, overrides)
-            except (ComposeError, OutsideProject, OSError, ValueError) as err:  # outside: not read, named
-                notes.append(f"config {name}: {' '.join(str(err).split())}")
-        else:
-            notes.append(f"config {name} was not found next to the script")
-    elif raw_name is None:
-        notes.append(f"{invocation.entry}: its default config is not known")
+    defaults, nodes, selections, composed_from = _chosen_defaults(
+        schema, invocation, version, raw_name, name, directory, stand_in, overrides, notes)
+    strict = True
     if selections is not None:
         if any(selections.consumed.values()) and defaults is not None:
             defaults, nodes = selections.defaults, None
@@ -144,12 +107,7 @@ def build_config(
             strict = False
     if defaults is None:
         strict = False
-        fallback_name = ppo_config_for(name)
-        if fallback_name not in schema.configs:  # a fork's config tree may have only one of the two
-            fallback_name = next(iter(schema.configs))
-        defaults = schema.configs[fallback_name]
-        nodes = schema.nodes(fallback_name)
-        notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
+        defaults, nodes = _ppo_stand_in(schema, name, version, notes)
     config = apply_overrides(
         defaults,
         overrides,
@@ -168,6 +126,104 @@ def build_config(
     if status is not None:
         config.relative_config_path = (invocation.config_path or "", *status)
     return config
+
+
+def _named_config(invocation: Invocation, entry_config: tuple[str | None, str | None] | None,
+                  script_dir: str | None, config_root: str | None, ppo_entry: tuple[str, str] | None,
+                  notes: list[str]) -> tuple[str | None, str | None, str | None]:
+    """(raw name, name, entry dir) of the config the call composes: its `--config-name`, else
+    the entry module's `@hydra.main` one, else verl's PPO config for verl's own trainer. The raw
+    name is "?" for an unknown `--config-name` (then name is None and `notes` says so)."""
+    raw_name = invocation.config_name
+    if raw_name and UNKNOWN_OPEN in raw_name:
+        notes.append(f"--config-name {raw_name} is unknown; checked against the PPO defaults")
+        raw_name = "?"
+    entry_config = _entry_of(invocation, entry_config, script_dir, config_root, ppo_entry)
+    entry_dir, entry_name = entry_config if entry_config else (None, None)
+    if raw_name is None:
+        raw_name = entry_name
+    if raw_name is None and invocation.entry == PPO_ENTRY:
+        raw_name = PPO_CONFIG
+    name = strip_yaml(raw_name) if raw_name and raw_name != "?" else None
+    return raw_name, name, entry_dir
+
+
+def _entry_of(invocation: Invocation, entry_config: tuple[str | None, str | None] | None,
+              script_dir: str | None, config_root: str | None, ppo_entry: tuple[str, str] | None
+              ) -> tuple[str | None, str | None] | None:
+    """The entry's (config dir, config name) when the caller did not give it: another entry's
+    `@hydra.main`, found next to the script; for verl's trainer with no `--config-path`, the
+    project's own verl entry (it composes that by default)."""
+    if entry_config is None and invocation.entry != PPO_ENTRY and script_dir is not None:
+        entry_config = _entry_default_config(invocation.entry, script_dir, config_root)
+    if entry_config is None and invocation.entry == PPO_ENTRY and ppo_entry is not None \
+            and invocation.config_path is None:
+        entry_config = ppo_entry
+    return entry_config
+
+
+def _recipe_dir(invocation: Invocation, name: str | None, script_dir: str | None,
+                config_root: str | None, entry_dir: str | None,
+                search_dirs: tuple[Path, ...]) -> Path | None:
+    """The folder holding the call's own `name.yaml`, or None to use the packaged config."""
+    if not name:
+        return None
+    directory = _own_config_dir(invocation, name, script_dir, config_root, entry_dir)
+    if directory is None and name not in PPO_CONFIGS:
+        # The project's config folders (its project file's config-dirs) hold recipe configs too.
+        directory = next((d for d in search_dirs if (d / f"{name}.yaml").is_file()), None)
+    return directory
+
+
+_Chosen = tuple[dict[str, Any] | None, Any, GroupSelections | None, Path | None]
+
+
+def _chosen_defaults(schema: Any, invocation: Invocation, version: str, raw_name: str | None,
+                     name: str | None, directory: Path | None, stand_in: str | None,
+                     overrides: list[Override], notes: list[str]) -> _Chosen:
+    """(defaults, nodes, selections, folder composed from) of the named config: verl's packaged
+    PPO config, or a recipe config composed from its folder. All None where neither can be
+    read (a stand-in release, a config not found or not composable); `notes` says why."""
+    if stand_in is not None and directory is None:
+        notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
+    elif directory is None and name in PPO_CONFIGS and name in schema.configs:
+        assert name is not None  # PPO_CONFIGS holds names only
+        defaults = schema.configs[name]
+        return defaults, schema.nodes(name), _selections(schema, name, defaults, overrides), None
+    elif name is not None:
+        if directory is not None:
+            return _composed_recipe(schema, directory, name, version, overrides, notes)
+        notes.append(f"config {name} was not found next to the script")
+    elif raw_name is None:
+        notes.append(f"{invocation.entry}: its default config is not known")
+    return None, None, None, None
+
+
+def _composed_recipe(schema: Any, directory: Path, name: str, version: str,
+                     overrides: list[Override], notes: list[str]) -> _Chosen:
+    """A recipe config's defaults and group selections, composed from `directory`; a config
+    that cannot be composed is named in `notes`, not read."""
+    defaults: dict[str, Any] | None = None
+    selections: GroupSelections | None = None
+    composed_from: Path | None = None
+    try:
+        defaults, base = _compose_recipe(directory, name, version)
+        composed_from = directory
+        selections = _recipe_selections(schema, base, defaults, overrides)
+    except (ComposeError, OutsideProject, OSError, ValueError) as err:  # outside: not read, named
+        notes.append(f"config {name}: {' '.join(str(err).split())}")
+    return defaults, None, selections, composed_from
+
+
+def _ppo_stand_in(schema: Any, name: str | None, version: str,
+                  notes: list[str]) -> tuple[dict[str, Any], Any]:
+    """(defaults, nodes) of the PPO config standing in for a config that could not be read."""
+    fallback_name = ppo_config_for(name)
+    if fallback_name not in schema.configs:  # a fork's config tree may have only one of the two
+        fallback_name = next(iter(schema.configs))
+    defaults, nodes = schema.configs[fallback_name], schema.nodes(fallback_name)
+    notes.append(f"checked against verl {version} {fallback_name} defaults; keys they lack were not checked")
+    return defaults, nodes
 
 
 def _selections(schema: Any, name: str, defaults: dict[str, Any], overrides: list[Override]) -> GroupSelections:

@@ -53,69 +53,20 @@ def load_model_config(path: str | Path) -> ModelFacts:
     if path.is_dir():
         path = path / "config.json"
     where = str(path)
-
-    try:
-        # Regular files only, the size cap checked before reading (a FIFO or a 2 GB file is refused).
-        # Trusted: a model folder usually lives outside the project (/models/...), and only the
-        # numbers of the fields below are ever shown, never the file's text.
-        raw = json.loads(read_text_input(path, limit=DATA_LIMIT, what="config.json", trusted=True))
-    except InputError as err:
-        raise InputError(f"{where}: {err}") from None
-    except RecursionError:
-        raise InputError(f"{where}: nests too deeply to be a config.json") from None
-    except json.JSONDecodeError as err:
-        raise InputError(f"{where}: not valid JSON (line {err.lineno}: {err.msg})") from None
-    except ValueError as err:  # e.g. an integer of more digits than Python converts
-        raise InputError(f"{where}: not a usable config.json ({str(err)[:80]})") from None
-    if not isinstance(raw, dict):
-        raise InputError(f"{where}: expected a JSON object")
+    raw = _read_json_object(path, where)
     model_type = str(raw.get("model_type", ""))
-    # VL models nest the language model's fields under text_config.
-    cfg = dict(raw)
-    if isinstance(raw.get("text_config"), dict) and "hidden_size" in raw["text_config"]:
-        cfg = {**raw, **raw["text_config"]}
+    cfg = _language_fields(raw)
+    # Fields are checked in this order, so a file with several bad ones names the same first one.
     hidden = _int(cfg, "hidden_size", where)
     heads = _int(cfg, "num_attention_heads", where)
     layers = _int(cfg, "num_hidden_layers", where)
-    kv_heads = _int(cfg, "num_key_value_heads", where, default=heads)
-    if kv_heads > heads or heads % kv_heads:
-        # Grouped-query attention shares each KV head among heads/kv_heads query heads: more KV
-        # heads than heads (or a ratio that is not whole) is no model HF could build.
-        raise InputError(f"{where}: 'num_key_value_heads' {kv_heads} must divide num_attention_heads {heads}")
+    kv_heads = _kv_heads(cfg, where, heads)
     vocab = _int(cfg, "vocab_size", where)
     ffn = _int(cfg, "intermediate_size", where)
     max_pos = _int(cfg, "max_position_embeddings", where, default=4096)
-
-    experts = cfg.get("num_experts") or cfg.get("n_routed_experts") or cfg.get("num_local_experts")
-    expert_ffn: int | None = None
-    shared_ffn: int | None = None
-    first_dense = 0
-    if experts:
-        experts = _int(cfg, "num_experts" if "num_experts" in cfg else
-                       ("n_routed_experts" if "n_routed_experts" in cfg else "num_local_experts"), where)
-        expert_ffn = _opt_int(cfg, "moe_intermediate_size", where) or ffn  # Mixtral: intermediate_size wide
-        shared_width = _opt_int(cfg, "shared_expert_intermediate_size", where)
-        shared_count = _opt_int(cfg, "n_shared_experts", where)
-        if shared_width:
-            shared_ffn = shared_width
-        elif shared_count:
-            shared_ffn = shared_count * expert_ffn
-        first_dense = _opt_int(cfg, "first_k_dense_replace", where) or 0
-        if first_dense > layers:
-            raise InputError(f"{where}: 'first_k_dense_replace' {first_dense} exceeds num_hidden_layers {layers}")
-
+    experts, expert_ffn, shared_ffn, first_dense = _experts(cfg, where, ffn, layers)
     mla = cfg.get("kv_lora_rank") is not None
-    rope = nope = v_dim = kv_rank = None
-    if mla:
-        kv_rank = _int(cfg, "kv_lora_rank", where)
-        rope = _int(cfg, "qk_rope_head_dim", where)
-        nope = _int(cfg, "qk_nope_head_dim", where)
-        v_dim = _opt_int(cfg, "v_head_dim", where) or nope
-        head_dim = rope + nope
-    else:
-        head_dim = _opt_int(cfg, "head_dim", where) or hidden // heads
-        if head_dim <= 0:
-            raise InputError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}")
+    head_dim, kv_rank, rope, nope, v_dim = _attention_dims(cfg, where, mla, hidden, heads)
     per_token = _opt_int(cfg, "num_experts_per_tok", where) if experts else None
     name = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1] or path.parent.name or "model"
     return ModelFacts(
@@ -145,3 +96,79 @@ def load_model_config(path: str | Path) -> ModelFacts:
         shared_expert_gate=bool(experts) and model_type == "qwen2_moe",
         router_bias=bool(experts) and model_type in ("deepseek_v3", "kimi_k2"),
     )
+
+
+def _read_json_object(path: Path, where: str) -> dict[str, Any]:
+    """The file's JSON object; anything else (unreadable, not JSON, not an object) one line."""
+    try:
+        # Regular files only, the size cap checked before reading (a FIFO or a 2 GB file is refused).
+        # Trusted: a model folder usually lives outside the project (/models/...), and only the
+        # numbers of the fields below are ever shown, never the file's text.
+        raw = json.loads(read_text_input(path, limit=DATA_LIMIT, what="config.json", trusted=True))
+    except InputError as err:
+        raise InputError(f"{where}: {err}") from None
+    except RecursionError:
+        raise InputError(f"{where}: nests too deeply to be a config.json") from None
+    except json.JSONDecodeError as err:
+        raise InputError(f"{where}: not valid JSON (line {err.lineno}: {err.msg})") from None
+    except ValueError as err:  # e.g. an integer of more digits than Python converts
+        raise InputError(f"{where}: not a usable config.json ({str(err)[:80]})") from None
+    if not isinstance(raw, dict):
+        raise InputError(f"{where}: expected a JSON object")
+    return raw
+
+
+def _language_fields(raw: dict[str, Any]) -> dict[str, Any]:
+    """The fields that size the language model: VL models nest them under text_config."""
+    if isinstance(raw.get("text_config"), dict) and "hidden_size" in raw["text_config"]:
+        return {**raw, **raw["text_config"]}
+    return dict(raw)
+
+
+def _kv_heads(cfg: dict[str, Any], where: str, heads: int) -> int:
+    """num_key_value_heads (default: one per attention head), a whole divisor of `heads`."""
+    kv_heads = _int(cfg, "num_key_value_heads", where, default=heads)
+    if kv_heads > heads or heads % kv_heads:
+        # Grouped-query attention shares each KV head among heads/kv_heads query heads: more KV
+        # heads than heads (or a ratio that is not whole) is no model HF could build.
+        raise InputError(f"{where}: 'num_key_value_heads' {kv_heads} must divide num_attention_heads {heads}")
+    return kv_heads
+
+
+def _experts(cfg: dict[str, Any], where: str, ffn: int, layers: int
+             ) -> tuple[Any, int | None, int | None, int]:
+    """(experts, expert FFN width, shared-expert FFN width, leading dense layers) of a MoE
+    model; for a dense one, (its falsy expert field, None, None, 0)."""
+    experts = cfg.get("num_experts") or cfg.get("n_routed_experts") or cfg.get("num_local_experts")
+    if not experts:
+        return experts, None, None, 0
+    experts = _int(cfg, "num_experts" if "num_experts" in cfg else
+                   ("n_routed_experts" if "n_routed_experts" in cfg else "num_local_experts"), where)
+    expert_ffn = _opt_int(cfg, "moe_intermediate_size", where) or ffn  # Mixtral: intermediate_size wide
+    shared_width = _opt_int(cfg, "shared_expert_intermediate_size", where)
+    shared_count = _opt_int(cfg, "n_shared_experts", where)
+    shared_ffn: int | None = None
+    if shared_width:
+        shared_ffn = shared_width
+    elif shared_count:
+        shared_ffn = shared_count * expert_ffn
+    first_dense = _opt_int(cfg, "first_k_dense_replace", where) or 0
+    if first_dense > layers:
+        raise InputError(f"{where}: 'first_k_dense_replace' {first_dense} exceeds num_hidden_layers {layers}")
+    return experts, expert_ffn, shared_ffn, first_dense
+
+
+def _attention_dims(cfg: dict[str, Any], where: str, mla: bool, hidden: int, heads: int
+                    ) -> tuple[int, int | None, int | None, int | None, int | None]:
+    """(head dim, kv LoRA rank, rope dim, nope dim, value dim): multi-head latent attention
+    (DeepSeek) sizes its heads from the LoRA fields; the others only the head dim."""
+    if mla:
+        kv_rank = _int(cfg, "kv_lora_rank", where)
+        rope = _int(cfg, "qk_rope_head_dim", where)
+        nope = _int(cfg, "qk_nope_head_dim", where)
+        v_dim = _opt_int(cfg, "v_head_dim", where) or nope
+        return rope + nope, kv_rank, rope, nope, v_dim
+    head_dim = _opt_int(cfg, "head_dim", where) or hidden // heads
+    if head_dim <= 0:
+        raise InputError(f"{where}: hidden_size {hidden} is smaller than num_attention_heads {heads}")
+    return head_dim, None, None, None, None

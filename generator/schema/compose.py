@@ -26,7 +26,7 @@ from __future__ import annotations
 import copy
 import re
 from pathlib import Path
-from typing import Any, Callable
+from typing import Any, Callable, NamedTuple
 
 from generator.errors import InputError
 from generator.schema.yamlload import load_yaml_file
@@ -230,36 +230,21 @@ def _load(
     choices: _Choices | None = None,
     use_header: bool = False,
 ) -> dict[str, Any]:
+    """The tree config `group/name` composes under `package`: its defaults list in order, each
+    entry loaded the same way and merged, its own keys where `_self_` stands (last when the
+    list does not name it), as Hydra composes."""
     if depth > 20:
         raise ComposeError(f"defaults list nests too deeply at {group}/{name}")
     path = _find(root, group, name)
     if path is None:
-        if fallback is not None and not group:
-            found = fallback(name)
-            if found is not None:
-                return _place(package, copy.deepcopy(found))
-        raise ComposeError(f"config '{(group + '/' if group else '') + name}' not found in {root}")
-    data = budget.load(path) or {}
-    if use_header:  # read only after the file itself was read (bounded, inside the project)
-        header = _package_header(path)
-        if header is not None:
-            package = header
-    if not isinstance(data, dict):
-        raise ComposeError(f"{path} is not a mapping")
+        return _from_fallback(root, group, name, package, fallback)
+    data, package = _read_node(path, budget, package, use_header)
     defaults = data.pop("defaults", None) or []
     data.pop("hydra", None) if primary else None
     if "_self_" not in defaults:
         defaults = [*defaults, "_self_"]
     choices = choices if choices is not None else _Choices(None)
-    # `override group: option` entries choose for the configs this one includes (Hydra applies
-    # them to the whole subtree); the caller's choices still win.
-    local: dict[str, str] = {}
-    for entry in defaults:
-        if isinstance(entry, dict) and len(entry) == 1:
-            (head, option), = entry.items()
-            words = str(head).split()
-            if "override" in words[:-1] and option is not None:
-                local[_override_key(group, words[-1], package)] = str(option)
+    local = _local_overrides(defaults, group, package)
     choices = choices.below(local)
     # The option each group of this list ends up with, for `${group}` in other entries.
     picked: dict[str, str] = {}
@@ -268,43 +253,105 @@ def _load(
         if entry == "_self_":
             merge(result, _place(package, data))
             continue
-        if isinstance(entry, str):
-            written, _, pkg = entry.partition("@")
-            optional = False
-            target_group, _, target_name = _norm_group(group, written).rpartition("/")
-            child_package = _join_package(package, pkg) if pkg else package
-            use_header = False
-        elif isinstance(entry, dict) and len(entry) == 1:
+        target = _entry_target(entry, root, group, package, path, choices, local, picked)
+        if target is None:
+            continue
+        if target.optional and _find(root, target.group, target.name) is None:
+            continue
+        merge(result, _load(root, target.group, target.name, target.package, fallback, budget, depth + 1,
+                            choices=choices, use_header=target.use_header))
+    return result
+
+
+def _from_fallback(root: Path, group: str, name: str, package: str,
+                   fallback: Fallback | None) -> dict[str, Any]:
+    """A top-level config not in `root`, from the caller's fallback (e.g. the packaged
+    schema) placed at `package`; else the error naming it."""
+    if fallback is not None and not group:
+        found = fallback(name)
+        if found is not None:
+            return _place(package, copy.deepcopy(found))
+    raise ComposeError(f"config '{(group + '/' if group else '') + name}' not found in {root}")
+
+
+def _read_node(path: Path, budget: _Budget, package: str, use_header: bool
+               ) -> tuple[dict[Any, Any], str]:
+    """(the file's mapping, the package it goes to: its `# @package` header where asked)."""
+    data = budget.load(path) or {}
+    if use_header:  # read only after the file itself was read (bounded, inside the project)
+        header = _package_header(path)
+        if header is not None:
+            package = header
+    if not isinstance(data, dict):
+        raise ComposeError(f"{path} is not a mapping")
+    return data, package
+
+
+def _local_overrides(defaults: Any, group: str, package: str) -> dict[str, str]:
+    """override key -> option of the list's `override group: option` entries."""
+    # They choose for the configs this one includes (Hydra applies them to the whole
+    # subtree); the caller's choices still win.
+    local: dict[str, str] = {}
+    for entry in defaults:
+        if isinstance(entry, dict) and len(entry) == 1:
             (head, option), = entry.items()
             words = str(head).split()
-            if "override" in words[:-1]:
-                continue  # taken above: it changes the option of an entry of an included config
-            optional = "optional" in words[:-1]
-            written, _, pkg = words[-1].partition("@")
-            key = _override_key(group, words[-1], package)
-            option = choices.option_for(key, None if option is None else str(option), local)
-            if isinstance(option, str) and "${" in option:
-                option = _INTERPOLATION.sub(lambda m: picked.get(m.group(1), m.group(0)), option)
-                if "${" in option:
-                    raise ComposeError(f"cannot resolve the defaults entry {head}: {option}")
-            choices.chosen[key] = option
-            if option is None:
-                continue
-            picked[written] = str(option)
-            target_group = _norm_group(group, written)
-            target_name = str(option)
-            child_package = _join_package(package, pkg if pkg else written.replace("/", "."))
-            option_file = _find(root, target_group, target_name)
-            if not optional and option_file is None:
-                raise ComposeError(f"Could not find '{target_group}/{target_name}'")
-            use_header = not pkg
-        else:
-            raise ComposeError(f"unsupported defaults entry {entry!r} in {path}")
-        if optional and _find(root, target_group, target_name) is None:
-            continue
-        merge(result, _load(root, target_group, target_name, child_package, fallback, budget, depth + 1,
-                            choices=choices, use_header=use_header))
-    return result
+            if "override" in words[:-1] and option is not None:
+                local[_override_key(group, words[-1], package)] = str(option)
+    return local
+
+
+class _Target(NamedTuple):
+    """The config one defaults entry includes, and how."""
+
+    group: str
+    name: str
+    package: str
+    use_header: bool
+    optional: bool
+
+
+def _entry_target(entry: Any, root: Path, group: str, package: str, path: Path, choices: _Choices,
+                  local: dict[str, str], picked: dict[str, str]) -> _Target | None:
+    """The config a defaults entry (other than `_self_`) includes, or None for one that
+    includes nothing (an `override`, taken before; a group chosen as null)."""
+    if isinstance(entry, str):
+        written, _, pkg = entry.partition("@")
+        target_group, _, target_name = _norm_group(group, written).rpartition("/")
+        child_package = _join_package(package, pkg) if pkg else package
+        return _Target(target_group, target_name, child_package, use_header=False, optional=False)
+    if isinstance(entry, dict) and len(entry) == 1:
+        return _group_target(entry, root, group, package, choices, local, picked)
+    raise ComposeError(f"unsupported defaults entry {entry!r} in {path}")
+
+
+def _group_target(entry: dict[Any, Any], root: Path, group: str, package: str, choices: _Choices,
+                  local: dict[str, str], picked: dict[str, str]) -> _Target | None:
+    """The option a `[optional] group[@pkg]: option` entry includes, after the choices made
+    above it and `${group}` interpolation; recorded in `choices.chosen` and `picked`."""
+    (head, option), = entry.items()
+    words = str(head).split()
+    if "override" in words[:-1]:
+        return None  # taken above: it changes the option of an entry of an included config
+    optional = "optional" in words[:-1]
+    written, _, pkg = words[-1].partition("@")
+    key = _override_key(group, words[-1], package)
+    option = choices.option_for(key, None if option is None else str(option), local)
+    if isinstance(option, str) and "${" in option:
+        option = _INTERPOLATION.sub(lambda m: picked.get(m.group(1), m.group(0)), option)
+        if "${" in option:
+            raise ComposeError(f"cannot resolve the defaults entry {head}: {option}")
+    choices.chosen[key] = option
+    if option is None:
+        return None
+    picked[written] = str(option)
+    target_group = _norm_group(group, written)
+    target_name = str(option)
+    child_package = _join_package(package, pkg if pkg else written.replace("/", "."))
+    option_file = _find(root, target_group, target_name)
+    if not optional and option_file is None:
+        raise ComposeError(f"Could not find '{target_group}/{target_name}'")
+    return _Target(target_group, target_name, child_package, use_header=not pkg, optional=optional)
 
 
 _PACKAGE_HEADER = re.compile(r"#\s*@package\s+(\S+)")
