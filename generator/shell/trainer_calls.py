@@ -416,67 +416,93 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
-            prev = seen.get(ov.key)
-            if prev is not None and prev.value != ov.value:
-                out.append(Hazard(
-                    "duplicate-key", ov.word.line,
-                    f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
-                    f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
-                    ov.word))
+            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key))
+            if duplicate is not None:
+                out.append(duplicate)
             seen[ov.key] = ov
         if ov.value is not None and ov.unknowns:
-            m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", ov.value)
-            if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
-                name = m.group(1)
-                meant = near_miss(name, assigned)
-                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
-                if name in inputs and meant is None:
-                    # One of several settings the script takes from its caller (TinyZero's
-                    # `export N_GPUS=…; bash train.sh`): said, not warned about.
-                    out.append(Hazard(
-                        "env-in-value", ov.word.line,
-                        f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
-                        f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
-                        ov.provenance.span or ov.word))
-                    continue
-                out.append(Hazard(
-                    "empty-expansion", ov.word.line,
-                    f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
-                    f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
-            partial = _partly_unset(ov.value, assigned)
-            if partial is not None:
-                # An upper-case name is usually meant to come from the environment; a lower-case
-                # one never set anywhere, or one a letter away from a name the script sets
-                # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
-                meant = near_miss(partial, assigned)
-                kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
-                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
-                out.append(Hazard(
-                    kind, ov.word.line,
-                    f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
-                    f"in the script{hint}; unless the environment sets it, "
-                    f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
-                    ov.provenance.span or ov.word))
-        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
-              and (is_placeholder(ov.value) or _named_after_its_variable(ov))
-              and parse_override(ov.text).error is None):  # one Hydra cannot parse is VK606's
-            if ov.placeholder_origins and set(ov.placeholder_origins) <= labels:
-                continue  # only the logger labels (`…/$PROJECT/$EXPERIMENT`) look like placeholders: a folder name
-            earlier = [placeholders[o] for o in ov.placeholder_origins if o in placeholders]
-            if ov.placeholder_origins and len(earlier) == len(ov.placeholder_origins):
-                # One variable's placeholder reaching a second key: one thing to fill in, one finding.
-                first = out[earlier[0]]
-                out[earlier[0]] = Hazard(first.kind, first.line,
-                                         first.message + f" (it also reaches {ov.key} at line {ov.word.line})",
-                                         first.span)
-                continue
-            for origin in ov.placeholder_origins:
-                placeholders[origin] = len(out)
-            out.append(Hazard(
-                "placeholder-value", ov.word.line,
-                f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
-                f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
+            out.extend(_unset_hazards(ov, ov.value, assigned, inputs))
+        elif _left_to_fill_in(ov):
+            _add_placeholder_hazard(ov, out, placeholders, labels)
     return out
+
+
+def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
+    """duplicate-key, when an earlier override `prev` of the same key gave another value."""
+    if prev is None or prev.value == ov.value:
+        return None
+    return Hazard(
+        "duplicate-key", ov.word.line,
+        f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
+        f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
+        ov.word)
+
+
+def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[str]) -> list[Hazard]:
+    """The findings on an override whose value (`value`) is built on variables the script never sets."""
+    out: list[Hazard] = []
+    m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", value)
+    if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
+        name = m.group(1)
+        meant = near_miss(name, assigned)
+        hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+        if name in inputs and meant is None:
+            # One of several settings the script takes from its caller (TinyZero's
+            # `export N_GPUS=…; bash train.sh`): said, not warned about.
+            return [Hazard(
+                "env-in-value", ov.word.line,
+                f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
+                f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
+                ov.provenance.span or ov.word)]
+        out.append(Hazard(
+            "empty-expansion", ov.word.line,
+            f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
+            f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
+    partial = _partly_unset(value, assigned)
+    if partial is not None:
+        # An upper-case name is usually meant to come from the environment; a lower-case
+        # one never set anywhere, or one a letter away from a name the script sets
+        # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
+        meant = near_miss(partial, assigned)
+        kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+        hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+        out.append(Hazard(
+            kind, ov.word.line,
+            f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), value)}: ${partial} is never set "
+            f"in the script{hint}; unless the environment sets it, "
+            f"bash passes `{ov.key}={_without_markers(value)}` (${partial} as an empty string)",
+            ov.provenance.span or ov.word))
+    return out
+
+
+def _left_to_fill_in(ov: Override) -> bool:
+    """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
+    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
+            and (is_placeholder(ov.value) or _named_after_its_variable(ov))
+            and parse_override(ov.text).error is None)  # one Hydra cannot parse is VK606's
+
+
+def _add_placeholder_hazard(ov: Override, out: list[Hazard], placeholders: dict[tuple[str | None, int], int],
+                            labels: set[tuple[str | None, int]]) -> None:
+    """Adds the placeholder-value finding of `ov` to `out`, or, when each placeholder it is built
+    on was reported already, names `ov`'s key on that finding (`placeholders`: where a reported
+    placeholder is written -> its finding's index in `out`)."""
+    if ov.placeholder_origins and set(ov.placeholder_origins) <= labels:
+        return  # only the logger labels (`…/$PROJECT/$EXPERIMENT`) look like placeholders: a folder name
+    earlier = [placeholders[o] for o in ov.placeholder_origins if o in placeholders]
+    if ov.placeholder_origins and len(earlier) == len(ov.placeholder_origins):
+        # One variable's placeholder reaching a second key: one thing to fill in, one finding.
+        first = out[earlier[0]]
+        out[earlier[0]] = Hazard(first.kind, first.line,
+                                 first.message + f" (it also reaches {ov.key} at line {ov.word.line})",
+                                 first.span)
+        return
+    for origin in ov.placeholder_origins:
+        placeholders[origin] = len(out)
+    out.append(Hazard(
+        "placeholder-value", ov.word.line,
+        f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
+        f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
 
 
 _UNSET_MARKER = re.compile(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>")
