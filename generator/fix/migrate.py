@@ -268,18 +268,7 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
         for override in invocation.overrides:
             if not override.key:
                 continue
-            rename = by_old.get(override.key)
-            rest = ""
-            if rename is None:
-                for old, candidate in by_old.items():
-                    if override.key.startswith(old + "."):
-                        rename, rest = candidate, override.key[len(old):]
-                        break
-            if rename is not None and getattr(rename, "backend", None) not in (None, backend):
-                rename = None  # a move that concerns another backend (e.g. Megatron recompute)
-            if (rename is not None and getattr(rename, "stale", False)
-                    and (source_has is None or source_has(override.key, name))):
-                rename = None  # valid in the script's own release: not this migration's business
+            rename, rest = _rename_for(override.key, by_old, backend, name, source_has)
             if rename is not None:
                 steps_or_refusal = _rename_step(script, override, rename, rest, defaults, nodes, unsafe)
                 if isinstance(steps_or_refusal, Refusal):
@@ -299,27 +288,53 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
                                       f"+{override.key} → {override.key} (the key exists in {to_version} "
                                       f"with a value, so '+' would be refused)", (edit,)))
                 continue
-            for change in changes:
-                if change.key != override.key or override.value is None:
-                    continue
-                from generator.overrides import parse_override
-
-                parsed = parse_override(override.text)
-                if parsed.error is not None or parsed.value != change.old_value:
-                    continue
-                edit, reason = value_edit(script, override, change.new_value)
-                if reason is not None:
-                    refused.append(Refusal(override.line, override.key, reason))
-                elif edit is not None:
-                    from generator.fix.place import other_references
-
-                    also = other_references(script, override, {override.key: change.new_value})
-                    where = (f"; {override.provenance.variable} is also used on line "
-                             f"{', '.join(map(str, also[:5]))}: check those" if also else "")
-                    steps.append(Step(override.line, override.key,
-                                      f"{override.key}: {change.old_value!r} → {change.new_value!r} "
-                                      f"({change.note or 'removed in ' + change.since}{where})", (edit,)))
+            _value_change_steps(script, override, changes, steps, refused)
     return steps, refused
+
+
+def _rename_for(key: str, by_old: dict[str, Rename | StaleRename], backend: str, name: str,
+                source_has: Callable[[str, str], bool] | None) -> tuple[Rename | StaleRename | None, str]:
+    """The rename that moves `key` (itself or a parent of it) in this migration, and the part of
+    the key below the renamed one (`""` for the key itself); `None` when none applies."""
+    rename = by_old.get(key)
+    rest = ""
+    if rename is None:
+        for old, candidate in by_old.items():
+            if key.startswith(old + "."):
+                rename, rest = candidate, key[len(old):]
+                break
+    if rename is not None and getattr(rename, "backend", None) not in (None, backend):
+        rename = None  # a move that concerns another backend (e.g. Megatron recompute)
+    if (rename is not None and getattr(rename, "stale", False)
+            and (source_has is None or source_has(key, name))):
+        rename = None  # valid in the script's own release: not this migration's business
+    return rename, rest
+
+
+def _value_change_steps(script: LaunchScript, override: Override, changes: Sequence[ValueChange],
+                        steps: list[Step], refused: list[Refusal]) -> None:
+    """Adds to `steps` (or `refused`) the edits for the value changes that apply to `override`:
+    its key, and the old value the change retires."""
+    for change in changes:
+        if change.key != override.key or override.value is None:
+            continue
+        from generator.overrides import parse_override
+
+        parsed = parse_override(override.text)
+        if parsed.error is not None or parsed.value != change.old_value:
+            continue
+        edit, reason = value_edit(script, override, change.new_value)
+        if reason is not None:
+            refused.append(Refusal(override.line, override.key, reason))
+        elif edit is not None:
+            from generator.fix.place import other_references
+
+            also = other_references(script, override, {override.key: change.new_value})
+            where = (f"; {override.provenance.variable} is also used on line "
+                     f"{', '.join(map(str, also[:5]))}: check those" if also else "")
+            steps.append(Step(override.line, override.key,
+                              f"{override.key}: {change.old_value!r} → {change.new_value!r} "
+                              f"({change.note or 'removed in ' + change.since}{where})", (edit,)))
 
 
 def invocation_backend(invocation: Invocation) -> str:

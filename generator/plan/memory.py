@@ -157,6 +157,7 @@ def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFact
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
                   counts: list[int], detail: bool = True, facts: _CallFacts | None = None) -> dict[str, PhaseMemory]:
+    """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms)."""
     f = facts if facts is not None else _call_facts(model, cand, work)
     t, pp = cand.tp, cand.pp
     off = cand.offload
@@ -181,26 +182,13 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         ("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
         ("optimizer", z.optimizer_gpu, optimizer_note),
     ]
-    beside_update: list[_Part] = []
-    if ref_weights and not off.param:
-        beside_update.append(("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
-    if critic_state and not off.param:
-        beside_update.append(("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
+    beside_update = _beside_update(cand, ref_weights, critic_state)
 
     # Activations of the update on this stage.
     tokens = f.tokens
     in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
     dense_act, moe_non_expert, moe_routed = f.dense_act, f.moe_non_expert, f.moe_routed
-    # Routed-expert tensors: tokens are SP-split (÷TP) before dispatch, expert widths split by ETP.
-    per_token_stack = ((params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
-                       + params.moe_layers * moe_routed / (t * etp))
-    if cand.recompute:
-        kept_per_token = (params.dense_layers + params.moe_layers) * 2 * model.hidden_size / t
-        one_layer = max(dense_act / t if params.dense_layers else 0.0,
-                        (moe_non_expert / t + moe_routed / (t * etp)) if params.moe_layers else 0.0)
-        activations = in_flight * tokens * kept_per_token + tokens * one_layer
-    else:
-        activations = in_flight * tokens * per_token_stack
+    activations = _update_activations(model, cand, params, f, in_flight, etp)
 
     def act_note() -> str:
         layers = params.dense_layers + params.moe_layers
@@ -209,14 +197,10 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
                     f"{layers} layer inputs + one layer's working set")
         return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
                 + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
-    update_logits = 0.0
-    if last and not cand.use_fused_kernels:
-        update_logits = (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
     phases = {"update": _phase("update", [
         *trainer_state,
         ("activations", activations, act_note),
-        ("logits", update_logits, "fused kernels" if cand.use_fused_kernels else
-         ("last stage, 8·T·V/TP" if last else "not on this stage")),
+        ("logits", _update_logits_bytes(cand, work, last, tokens, vocab_shard), _update_logits_note(cand, last)),
         *beside_update, graphs, overhead], detail, terms=False)}
 
     step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
@@ -237,8 +221,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
                     "offloaded" if off.optimizer else "stays on GPU")
     resident_ref = ("ref-weights", 0.0 if (off.param or not work.has_ref) else ref_weights,
                     "offloaded" if off.param else "stays on GPU")
-    resident_critic = ("critic", ((0.0 if off.param else weights + grads)
-                                  + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0, "")
+    resident_critic = ("critic", _resident_critic_bytes(cand, work, z), "")
     with_ref = [resident_ref] if work.has_ref else []
     with_critic = [resident_critic] if work.has_critic else []
 
@@ -290,6 +273,52 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
          lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
         graphs, overhead], detail, terms=False)
     return {name: phases[name] for name in PHASES if name in phases}
+
+
+def _beside_update(cand: Candidate, ref_weights: float, critic_state: float) -> list[_Part]:
+    """The other models' state on the GPU next to the actor's update: none under param offload."""
+    beside_update: list[_Part] = []
+    if ref_weights and not cand.offload.param:
+        beside_update.append(("ref-weights", ref_weights, "reference model stays on GPU (param offload off)"))
+    if critic_state and not cand.offload.param:
+        beside_update.append(("critic", critic_state, "critic weights+grads+optimizer (not offloaded)"))
+    return beside_update
+
+
+def _update_activations(model: ModelFacts, cand: Candidate, params: StageParams, f: _CallFacts,
+                        in_flight: float, etp: int) -> float:
+    """Activation bytes of the update on one stage: every layer's for the micro-batches in flight,
+    or with full recompute only each layer's input and one layer's working set."""
+    t = cand.tp
+    dense_act, moe_non_expert, moe_routed, tokens = f.dense_act, f.moe_non_expert, f.moe_routed, f.tokens
+    # Routed-expert tensors: tokens are SP-split (÷TP) before dispatch, expert widths split by ETP.
+    per_token_stack = ((params.dense_layers * dense_act + params.moe_layers * moe_non_expert) / t
+                       + params.moe_layers * moe_routed / (t * etp))
+    if cand.recompute:
+        kept_per_token = (params.dense_layers + params.moe_layers) * 2 * model.hidden_size / t
+        one_layer = max(dense_act / t if params.dense_layers else 0.0,
+                        (moe_non_expert / t + moe_routed / (t * etp)) if params.moe_layers else 0.0)
+        return in_flight * tokens * kept_per_token + tokens * one_layer
+    return in_flight * tokens * per_token_stack
+
+
+def _update_logits_bytes(cand: Candidate, work: Workload, last: bool, tokens: float, vocab_shard: float) -> float:
+    """The update's logits (8·T·V/TP, 12 more with entropy): only on the last stage, none with fused kernels."""
+    if last and not cand.use_fused_kernels:
+        return (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
+    return 0.0
+
+
+def _update_logits_note(cand: Candidate, last: bool) -> str:
+    return ("fused kernels" if cand.use_fused_kernels else
+            ("last stage, 8·T·V/TP" if last else "not on this stage"))
+
+
+def _resident_critic_bytes(cand: Candidate, work: Workload, z: _Sizes) -> float:
+    """The critic's state left on the GPU outside the update: it mirrors the actor's offload."""
+    off = cand.offload
+    return (((0.0 if off.param else z.weights + z.grads)
+             + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0)
 
 
 # ---------------------------------------------------------------------------------------------

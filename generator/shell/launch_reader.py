@@ -180,23 +180,8 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
             found.extend(argument_hazards(rec, inv, line_of))
             found.extend(launcher_placeholder_hazards(rec, inv, line_of))
         hazards.extend(in_callee(found, inv))
-        braced: set[int] = set()
-        for ov in inv.overrides:
-            if (rec.path == path and ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
-                    and brace_words(src, ov.word.start, ov.word.end) is not None):
-                braced.add(ov.word.start)
-                parts = [o.text for o in inv.overrides if o.word.start == ov.word.start]
-                word_text = as_text(src[ov.word.start : ov.word.end])
-                hazards.append(Hazard(
-                    "brace-expansion", ov.word.line,
-                    f"bash's brace expansion splits `{word_text[:60]}` into {len(parts)} arguments "
-                    f"({' '.join(parts)[:80]}); quote the value to pass it whole", ov.word))
-            if (rec.path == path and "[" in src[ov.word.start : ov.word.end]
-                    and has_unquoted_glob(src, ov.word.start, ov.word.end)):
-                hazards.append(Hazard(
-                    "unquoted-glob", ov.word.line,
-                    f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "
-                    "it if a matching file exists; quote the value", ov.word))
+        if rec.path == path:  # words written in another file are that file's to report
+            hazards.extend(_word_expansion_hazards(src, inv))
     hazards.extend(exported_placeholder_hazards(src, tree, lambda off: line_of(None, off),
                                                 _run_files(script.invocations, path)))
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
@@ -211,3 +196,26 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
             seen.add(key)
             script.hazards.append(hz)
     return script
+
+
+def _word_expansion_hazards(src: str, inv: Invocation) -> list[Hazard]:
+    """brace-expansion and unquoted-glob hazards of a call's override words written in `src`:
+    bash rewrites such a word before verl sees it."""
+    hazards: list[Hazard] = []
+    braced: set[int] = set()  # one finding per word, however many overrides bash makes of it
+    for ov in inv.overrides:
+        if (ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
+                and brace_words(src, ov.word.start, ov.word.end) is not None):
+            braced.add(ov.word.start)
+            parts = [o.text for o in inv.overrides if o.word.start == ov.word.start]
+            word_text = as_text(src[ov.word.start : ov.word.end])
+            hazards.append(Hazard(
+                "brace-expansion", ov.word.line,
+                f"bash's brace expansion splits `{word_text[:60]}` into {len(parts)} arguments "
+                f"({' '.join(parts)[:80]}); quote the value to pass it whole", ov.word))
+        if "[" in src[ov.word.start : ov.word.end] and has_unquoted_glob(src, ov.word.start, ov.word.end):
+            hazards.append(Hazard(
+                "unquoted-glob", ov.word.line,
+                f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "
+                "it if a matching file exists; quote the value", ov.word))
+    return hazards

@@ -235,66 +235,101 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
                      ) -> list[Hazard]:
     """Words among a Hydra trainer's overrides that are not overrides: `key= value` and
     `key =value` (a space around `=` makes two words), a bare word or an unknown option."""
-    if not inv.other_args or inv.entry_kind != "module" or not (
-            inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
-        return []  # every trap here leaves a word that is not an override
-    found = find_entry(Argv(rec.fields), [], {})
-    if found is None:
+    rest = _hydra_override_words(rec, inv)
+    if rest is None:
         return []
-    rest = rec.fields[found.next:]
     texts = [as_text(f.text) for f in rest]
     out: list[Hazard] = []
     j = 0
     while j < len(rest):
         text, f = texts[j], rest[j]
-        nxt = texts[j + 1] if j + 1 < len(rest) else None
         phrase = _placeholder_phrase(texts, j, rest)
         if phrase:  # `key=path to your model`: one finding for the phrase, not one per word
-            line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
-            span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
-            words = " ".join(texts[j : j + phrase])
-            # One finding per placeholder: `dir=$CKPT_PATH/$EXPERIMENT_NAME` holds two of them.
-            groups: list[Group | None] = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
-                           if p.group is not None and p.group.variable and p.group.span_start is not None
-                           and _has_placeholder_words(p.group.text)}.values())
-            for group in groups or [None]:
-                where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
-                         if group is not None else "")
-                out.append(Hazard(
-                    "stray-argument", line,
-                    f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into "
-                    f"{phrase} words, so Hydra gets `{text[:60]}` and stops at the stray argument "
-                    f"`{texts[j + 1][:40]}`; fill in the real value", span))
+            out.extend(_phrase_hazards(rec, rest, texts, j, phrase, line_of))
             j += phrase
             continue
-        flag = text.split("=", 1)[0]
-        if flag in _CONFIG_FLAGS or flag in _HYDRA_FLAGS:
-            j += 2 if ("=" not in text and (flag in _HYDRA_FLAGS_WITH_VALUE or flag in _CONFIG_FLAGS)) else 1
+        flag_words = _hydra_flag_words(text)
+        if flag_words:
+            j += flag_words
             continue
         if f.unknowns or not text.strip():  # `\ ` words are the backslash-space hazard's
             j += 1
             continue
-        line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
-        span = Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
-        if text.endswith("=") and looks_like_override(text) and nxt is not None and not looks_like_override(nxt):
-            out.append(Hazard("split-assignment", line,
-                              f"`{text} {nxt}`: the space after `=` makes two words: Hydra sets {text[:-1]} to "
-                              f"empty and then stops at the stray argument `{nxt}`; remove the space", span))
-            j += 2
-            continue
-        if not looks_like_override(text) and nxt is not None and nxt.startswith("=") and len(nxt) > 1:
-            out.append(Hazard("split-assignment", line,
-                              f"`{text} {nxt}`: the space before `=` makes two words, neither of them an "
-                              "override Hydra accepts; remove the space", span))
-            j += 2
-            continue
-        if not looks_like_override(text):
-            what = "an option Hydra does not know" if text.startswith("-") else "a word that is not `key=value`"
-            out.append(Hazard("stray-argument", line,
-                              f"`{text[:60]}` among the overrides of the call at line {inv.line} is {what}: "
-                              "verl stops before training with a Hydra command-line error", span))
-        j += 1
+        hazard, words = _word_hazard(rec, inv, f, text, texts[j + 1] if j + 1 < len(rest) else None, line_of)
+        if hazard is not None:
+            out.append(hazard)
+        j += words
     return out
+
+
+def _hydra_override_words(rec: CommandRecord, inv: Invocation) -> list[Field] | None:
+    """The words after a Hydra trainer's entry, or None for a call that is not one (or has none)."""
+    if not inv.other_args or inv.entry_kind != "module" or not (
+            inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
+        return None  # every trap here leaves a word that is not an override
+    found = find_entry(Argv(rec.fields), [], {})
+    if found is None:
+        return None
+    return rec.fields[found.next:]
+
+
+def _word_span(rec: CommandRecord, f: Field, line: int) -> Span | None:
+    """Where a word is written, when it is written literally in the call's own file."""
+    return Span(f.word_a, f.word_b, line) if (f.path == rec.path and f.origin == "literal") else None
+
+
+def _phrase_hazards(rec: CommandRecord, rest: list[Field], texts: list[str], j: int, phrase: int,
+                    line_of: Callable[[str | None, int], int]) -> list[Hazard]:
+    """The stray-argument findings of the unquoted placeholder phrase of `phrase` words at `j`."""
+    f, text = rest[j], texts[j]
+    line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+    span = _word_span(rec, f, line)
+    words = " ".join(texts[j : j + phrase])
+    # One finding per placeholder: `dir=$CKPT_PATH/$EXPERIMENT_NAME` holds two of them.
+    groups: list[Group | None] = list({id(p.group): p.group for g in rest[j : j + phrase] for p in g.pieces
+                   if p.group is not None and p.group.variable and p.group.span_start is not None
+                   and _has_placeholder_words(p.group.text)}.values())
+    out: list[Hazard] = []
+    for group in groups or [None]:
+        where = (f" (from ${group.variable}, line {line_of(group.path, group.span_start or 0)})"
+                 if group is not None else "")
+        out.append(Hazard(
+            "stray-argument", line,
+            f"`{words[:80]}`{where} is a placeholder left in the script, unquoted: bash splits it into "
+            f"{phrase} words, so Hydra gets `{text[:60]}` and stops at the stray argument "
+            f"`{texts[j + 1][:40]}`; fill in the real value", span))
+    return out
+
+
+def _hydra_flag_words(text: str) -> int:
+    """How many words a Hydra or config option starting at `text` takes (its value too when
+    written apart), or 0 when `text` is not one."""
+    flag = text.split("=", 1)[0]
+    if flag in _CONFIG_FLAGS or flag in _HYDRA_FLAGS:
+        return 2 if ("=" not in text and (flag in _HYDRA_FLAGS_WITH_VALUE or flag in _CONFIG_FLAGS)) else 1
+    return 0
+
+
+def _word_hazard(rec: CommandRecord, inv: Invocation, f: Field, text: str, nxt: str | None,
+                 line_of: Callable[[str | None, int], int]) -> tuple[Hazard | None, int]:
+    """The finding on one word among the overrides (with the next one, `nxt`, for a split
+    `key= value`), and how many words it covers."""
+    line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+    span = _word_span(rec, f, line)
+    if text.endswith("=") and looks_like_override(text) and nxt is not None and not looks_like_override(nxt):
+        return Hazard("split-assignment", line,
+                      f"`{text} {nxt}`: the space after `=` makes two words: Hydra sets {text[:-1]} to "
+                      f"empty and then stops at the stray argument `{nxt}`; remove the space", span), 2
+    if not looks_like_override(text) and nxt is not None and nxt.startswith("=") and len(nxt) > 1:
+        return Hazard("split-assignment", line,
+                      f"`{text} {nxt}`: the space before `=` makes two words, neither of them an "
+                      "override Hydra accepts; remove the space", span), 2
+    if not looks_like_override(text):
+        what = "an option Hydra does not know" if text.startswith("-") else "a word that is not `key=value`"
+        return Hazard("stray-argument", line,
+                      f"`{text[:60]}` among the overrides of the call at line {inv.line} is {what}: "
+                      "verl stops before training with a Hydra command-line error", span), 1
+    return None, 1
 
 
 def launcher_placeholder_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str | None, int], int]
@@ -381,67 +416,93 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
-            prev = seen.get(ov.key)
-            if prev is not None and prev.value != ov.value:
-                out.append(Hazard(
-                    "duplicate-key", ov.word.line,
-                    f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
-                    f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
-                    ov.word))
+            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key))
+            if duplicate is not None:
+                out.append(duplicate)
             seen[ov.key] = ov
         if ov.value is not None and ov.unknowns:
-            m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", ov.value)
-            if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
-                name = m.group(1)
-                meant = near_miss(name, assigned)
-                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
-                if name in inputs and meant is None:
-                    # One of several settings the script takes from its caller (TinyZero's
-                    # `export N_GPUS=…; bash train.sh`): said, not warned about.
-                    out.append(Hazard(
-                        "env-in-value", ov.word.line,
-                        f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
-                        f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
-                        ov.provenance.span or ov.word))
-                    continue
-                out.append(Hazard(
-                    "empty-expansion", ov.word.line,
-                    f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
-                    f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
-            partial = _partly_unset(ov.value, assigned)
-            if partial is not None:
-                # An upper-case name is usually meant to come from the environment; a lower-case
-                # one never set anywhere, or one a letter away from a name the script sets
-                # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
-                meant = near_miss(partial, assigned)
-                kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
-                hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
-                out.append(Hazard(
-                    kind, ov.word.line,
-                    f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), ov.value)}: ${partial} is never set "
-                    f"in the script{hint}; unless the environment sets it, "
-                    f"bash passes `{ov.key}={_without_markers(ov.value)}` (${partial} as an empty string)",
-                    ov.provenance.span or ov.word))
-        elif (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
-              and (is_placeholder(ov.value) or _named_after_its_variable(ov))
-              and parse_override(ov.text).error is None):  # one Hydra cannot parse is VK606's
-            if ov.placeholder_origins and set(ov.placeholder_origins) <= labels:
-                continue  # only the logger labels (`…/$PROJECT/$EXPERIMENT`) look like placeholders: a folder name
-            earlier = [placeholders[o] for o in ov.placeholder_origins if o in placeholders]
-            if ov.placeholder_origins and len(earlier) == len(ov.placeholder_origins):
-                # One variable's placeholder reaching a second key: one thing to fill in, one finding.
-                first = out[earlier[0]]
-                out[earlier[0]] = Hazard(first.kind, first.line,
-                                         first.message + f" (it also reaches {ov.key} at line {ov.word.line})",
-                                         first.span)
-                continue
-            for origin in ov.placeholder_origins:
-                placeholders[origin] = len(out)
-            out.append(Hazard(
-                "placeholder-value", ov.word.line,
-                f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
-                f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
+            out.extend(_unset_hazards(ov, ov.value, assigned, inputs))
+        elif _left_to_fill_in(ov):
+            _add_placeholder_hazard(ov, out, placeholders, labels)
     return out
+
+
+def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
+    """duplicate-key, when an earlier override `prev` of the same key gave another value."""
+    if prev is None or prev.value == ov.value:
+        return None
+    return Hazard(
+        "duplicate-key", ov.word.line,
+        f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
+        f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
+        ov.word)
+
+
+def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[str]) -> list[Hazard]:
+    """The findings on an override whose value (`value`) is built on variables the script never sets."""
+    out: list[Hazard] = []
+    m = re.fullmatch(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>", value)
+    if m and m.group(1) not in assigned and not from_scheduler(m.group(1)):
+        name = m.group(1)
+        meant = near_miss(name, assigned)
+        hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+        if name in inputs and meant is None:
+            # One of several settings the script takes from its caller (TinyZero's
+            # `export N_GPUS=…; bash train.sh`): said, not warned about.
+            return [Hazard(
+                "env-in-value", ov.word.line,
+                f"{ov.key}=${name}: the script takes {', '.join('$' + n for n in inputs)} from the "
+                f"environment (set nowhere in it); a run without ${name} passes `{ov.key}=` (an empty string)",
+                ov.provenance.span or ov.word)]
+        out.append(Hazard(
+            "empty-expansion", ov.word.line,
+            f"${name} is never set in the script{hint}: unless the environment sets it, bash passes "
+            f"`{ov.key}=` (an empty string)", ov.provenance.span or ov.word))
+    partial = _partly_unset(value, assigned)
+    if partial is not None:
+        # An upper-case name is usually meant to come from the environment; a lower-case
+        # one never set anywhere, or one a letter away from a name the script sets
+        # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
+        meant = near_miss(partial, assigned)
+        kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+        hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
+        out.append(Hazard(
+            kind, ov.word.line,
+            f"{ov.key}={_UNSET_MARKER.sub(lambda m: '$' + m.group(1), value)}: ${partial} is never set "
+            f"in the script{hint}; unless the environment sets it, "
+            f"bash passes `{ov.key}={_without_markers(value)}` (${partial} as an empty string)",
+            ov.provenance.span or ov.word))
+    return out
+
+
+def _left_to_fill_in(ov: Override) -> bool:
+    """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
+    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
+            and (is_placeholder(ov.value) or _named_after_its_variable(ov))
+            and parse_override(ov.text).error is None)  # one Hydra cannot parse is VK606's
+
+
+def _add_placeholder_hazard(ov: Override, out: list[Hazard], placeholders: dict[tuple[str | None, int], int],
+                            labels: set[tuple[str | None, int]]) -> None:
+    """Adds the placeholder-value finding of `ov` to `out`, or, when each placeholder it is built
+    on was reported already, names `ov`'s key on that finding (`placeholders`: where a reported
+    placeholder is written -> its finding's index in `out`)."""
+    if ov.placeholder_origins and set(ov.placeholder_origins) <= labels:
+        return  # only the logger labels (`…/$PROJECT/$EXPERIMENT`) look like placeholders: a folder name
+    earlier = [placeholders[o] for o in ov.placeholder_origins if o in placeholders]
+    if ov.placeholder_origins and len(earlier) == len(ov.placeholder_origins):
+        # One variable's placeholder reaching a second key: one thing to fill in, one finding.
+        first = out[earlier[0]]
+        out[earlier[0]] = Hazard(first.kind, first.line,
+                                 first.message + f" (it also reaches {ov.key} at line {ov.word.line})",
+                                 first.span)
+        return
+    for origin in ov.placeholder_origins:
+        placeholders[origin] = len(out)
+    out.append(Hazard(
+        "placeholder-value", ov.word.line,
+        f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
+        f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
 
 
 _UNSET_MARKER = re.compile(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>")
