@@ -89,6 +89,22 @@ class FileContext:
         return self._judging
 
 
+    def resolution_of(self, script: LaunchScript) -> Resolution:
+        """The release to judge `script` (this file's text, or a fixed version of it) against: the
+        file's own resolution, unless that was read from the script's keys (inferred, or guessed for
+        want of any): an edit that adds or exposes keys (a repaired line continuation) changes what
+        they tell, so such a resolution is made again for the edited text, with the same options
+        and project. Without this, `gen fix` judged its later rounds by the broken text's release
+        and a second `gen fix --write` found what the first had not looked for."""
+        resolution = self.judging().resolution
+        if script is self.script or not (resolution.guessed or resolution.inferred):
+            return resolution
+        from generator.schema.resolution import resolve_script
+
+        return resolve_script(script, self.path, version=self.request.version,
+                              config_dir=self.request.config_dir, project=self.project)
+
+
 @dataclass(frozen=True)
 class Judging:
     """What one file is judged against, resolved once (`FileContext.judging`) and handed to every

@@ -103,6 +103,34 @@ def test_backslash_space_is_repaired_structurally(tmp_path):
     assert result.exit_code == 1  # its batch errors have only unsafe fixes, not applied without --unsafe
 
 
+# A call cut short by whitespace after its first backslash sets no key, so with no verl found and
+# no --verl-version the release is a guess with no evidence and the default-reading rules stand
+# down; once the continuation is repaired the call's keys tell the release, and those rules run.
+CUT_CALL = ("#!/usr/bin/env bash\n"
+            "python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\  \n"
+            "    actor_rollout_ref.rollout.name=vllm \\\n"
+            "    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=2 \\\n"
+            "    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=2 \\\n"
+            "    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=2 \\\n"
+            "    critic.ppo_micro_batch_size_per_gpu=2 \\\n"
+            "    actor_rollout_ref.actor.megatron.pipeline_model_parallel_size=2\n")
+
+
+def test_fix_judges_the_repaired_text_by_the_release_its_keys_tell(tmp_path):
+    """The fuzzer (slow tier) found `gen fix --write` not idempotent: its later rounds judged the
+    repaired text by the release guessed from the broken one, so VP305 (critic layout unlike the
+    actor's, a default-reading rule) was left for a second run. Both fixes land in one run now."""
+    (tmp_path / ".git").mkdir()
+    path = tmp_path / "run.sh"
+    path.write_text(CUT_CALL)
+    first = _gen("fix", "--write", str(path))
+    assert "fixed VS702" in first.output and "fixed VP305" in first.output, first.output
+    after_first = path.read_bytes()
+    second = _gen("fix", "--write", str(path))
+    assert path.read_bytes() == after_first, second.output
+    assert "fixed 0 finding(s)" in second.output
+
+
 def test_comment_in_continuation_is_moved_out_of_the_command(tmp_path):
     path = _copy("comment_in_continuation.sh", tmp_path)
     _gen("fix", "--write", "--verl-version", VERSION, str(path))

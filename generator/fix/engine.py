@@ -92,16 +92,20 @@ def default_checker(version: str | None, select: Sequence[str] = (), ignore: Seq
     return check
 
 
-def resolved_checker(resolution: Resolution, *, memory_for: MemoryFor | None = None, config_root: str | None = None,
+def resolved_checker(resolution: Resolution | Callable[[LaunchScript], Resolution], *,
+                     memory_for: MemoryFor | None = None, config_root: str | None = None,
                      select: Sequence[str] = (), ignore: Sequence[str] = (), model_config: str | None = None) -> Checker:
     """rules.check_resolved against `resolution` (which verl, resolved once per file by its
-    context, generator.file_context); `memory_for` predicts each call's memory for the memory
-    rules (a GPU was named); `config_root` is where `$PWD`-relative config paths start. The fix
-    loop checks every rule: a fix must not create an error of a rule that was not chosen."""
+    context, generator.file_context), or against what `resolution(script)` gives for each text
+    (`FileContext.resolution_of`: a release read from the script's keys follows its edits);
+    `memory_for` predicts each call's memory for the memory rules (a GPU was named);
+    `config_root` is where `$PWD`-relative config paths start. The fix loop checks every rule:
+    a fix must not create an error of a rule that was not chosen."""
     from generator.rules import check_resolved
 
     def check(script: LaunchScript) -> CheckResults:
-        return check_resolved(script, resolution, select=tuple(select), ignore=tuple(ignore), model_config=model_config,
+        judged_by = resolution(script) if callable(resolution) else resolution
+        return check_resolved(script, judged_by, select=tuple(select), ignore=tuple(ignore), model_config=model_config,
                               config_root=config_root, memory_for=memory_for)
 
     return check

@@ -117,7 +117,7 @@ def _fix_one(context: FileContext, judging: Judging, unsafe: bool) -> FixResult:
     predictor, its suppression comments), repairing the findings of its codes."""
     from generator.fix.engine import fix_source, resolved_checker, without_silenced
 
-    check = without_silenced(resolved_checker(judging.resolution, memory_for=judging.memory_for))
+    check = without_silenced(resolved_checker(context.resolution_of, memory_for=judging.memory_for))
     return fix_source(context.source, context.path, read=context.read, check=check, select=context.select,
                       ignore=context.ignore, unsafe=unsafe, script=context.script)
 
