@@ -12,11 +12,13 @@ before the call; anything else leaves the world unknown and the SFT rules silent
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterator
 from typing import Any
 
 from generator.config.reader import ConfigReader
+from generator.derive import data_parallel_size
 from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.versions import VersionRange
@@ -172,16 +174,18 @@ def _sft_dp(ctx: Context, view: ConfigReader, entry: str) -> tuple[int, str] | N
                 "engine.context_parallel_size")
     else:
         keys = ("engine.ulysses_sequence_parallel_size",)
-    model_parallel = 1
+    sizes: list[int] = []
     for key in keys:
         size = _count(_value(view, entry, key)[0])
         if size is None or size <= 0:
             return None
-        model_parallel *= size
-    if gpus % model_parallel:
+        sizes.append(size)
+    # W / (TP·PP·CP) on the Megatron engine, W / SP otherwise: derive's one DP formula either way
+    dp = data_parallel_size(gpus, *(sizes + [1, 1])[:3])
+    if dp is None:
         return None  # the device mesh itself fails; not a batch question
     split = "·".join(k.rsplit(".", 1)[-1] for k in keys)
-    return gpus // model_parallel, f"{gpus} GPUs ({how}) / {split} = {model_parallel}"
+    return dp, f"{gpus} GPUs ({how}) / {split} = {math.prod(sizes)}"
 
 
 @rule("VB142", "sft-batch-not-divisible-by-dp", severity="error", stage="init", versions=LEGACY_ENTRIES,
