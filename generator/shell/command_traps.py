@@ -18,37 +18,22 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.launch_shape import looks_like_launcher
-from generator.shell.source_text import QUOTED_TYPES, continues, in_quoted_text, line_from
+from generator.shell.source_text import code_nodes, continues, in_quoted_text, line_from
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Tree
+    from tree_sitter import Tree
 
 _ASSIGN_LIKE = re.compile(r"\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?=")
 _HOME_PATH = re.compile(r"/home/([^/\s]+)/")
 _ERREXIT = re.compile(r"^[ \t]*set[ \t]+(?:-[a-zA-Z]*e[a-zA-Z]*\b|-o[ \t]+errexit\b|.*[ \t]-[a-zA-Z]*e[a-zA-Z]*\b)",
                       re.MULTILINE)
 _SHEBANG_E = re.compile(r"\A#![^\n]*\bbash[ \t]+-[a-zA-Z]*e")
-_MAX_NODES = 200_000
-
-
-def _commands(tree: Tree) -> list[Node]:
-    out: list[Node] = []
-    stack = [tree.root_node]
-    seen = 0
-    while stack and seen < _MAX_NODES:
-        node = stack.pop()
-        seen += 1
-        if node.type == "command":
-            out.append(node)
-        if node.type not in QUOTED_TYPES:
-            stack.extend(node.children)
-    return sorted(out, key=lambda n: n.start_byte)
 
 
 def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     errexit = _errexit_line(src, line_of)
-    for cmd in _commands(tree):
+    for cmd in code_nodes(tree, lambda node: node.type == "command"):
         name = cmd.child_by_field_name("name")
         if name is None:
             continue

@@ -19,12 +19,11 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.shell.placeholders import is_placeholder
+from generator.shell.source_text import code_nodes
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
 
-_SKIPPED = frozenset({"string", "raw_string", "heredoc_body", "heredoc_redirect", "comment", "ansi_c_string"})
-_MAX_NODES = 200_000
 # A short phrase starting with "your" (`"your wandb key"`, `"your judge server/v1"`): what an
 # exported setting says when left for the user; prose would not be exported as a setting.
 _YOUR_PHRASE = re.compile(r"(?i)your\s+\S+(?:\s+\S+){0,4}")
@@ -32,18 +31,8 @@ _YOUR_PHRASE = re.compile(r"(?i)your\s+\S+(?:\s+\S+){0,4}")
 _SERVICES = {"WANDB_": "wandb", "SWANLAB_": "swanlab", "HF_": "huggingface", "OPENAI_": "openai"}
 
 
-def _exports(tree: Tree) -> list[Node]:
-    out: list[Node] = []
-    stack = [tree.root_node]
-    seen = 0
-    while stack and seen < _MAX_NODES:
-        node = stack.pop()
-        seen += 1
-        if node.type == "declaration_command" and node.children and node.children[0].type == "export":
-            out.append(node)
-        elif node.type not in _SKIPPED:
-            stack.extend(node.children)
-    return sorted(out, key=lambda n: n.start_byte)
+def _is_export(node: Node) -> bool:
+    return node.type == "declaration_command" and bool(node.children) and node.children[0].type == "export"
 
 
 def _read_elsewhere(src: str, name: str, start: int, end: int) -> bool:
@@ -71,7 +60,7 @@ def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], 
     out: list[Hazard] = []
     callees = "\n".join(run_files or [])
     reported: set[str] = set()
-    for export in _exports(tree):
+    for export in code_nodes(tree, _is_export, inside_matches=False):
         for assignment in (c for c in export.children if c.type == "variable_assignment"):
             name_node = assignment.child_by_field_name("name")
             value_node = assignment.child_by_field_name("value")
