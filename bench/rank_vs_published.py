@@ -14,7 +14,7 @@ points the Spearman of GPU-seconds per token; and the share of held-out estimate
 generator/data/step_time_calibration.yaml first. Exit 0; 2 on an unreadable data file.
 
 Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
-Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +0.50 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
+Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +1.00 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
 8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x
 (docs/step-time-model.md).
 """

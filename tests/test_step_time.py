@@ -14,7 +14,7 @@ from generator.model import ModelFacts, find_model, total_params
 from generator.model.params import kv_cache_bytes_per_token
 from generator.layout import Candidate, Offload
 from generator.plan.step_time import (ADAM_STATE, COLLECTIVE_EFFICIENCY, HOST_LINK_EFFICIENCY, StepConstants,
-                                      bubble_fraction, calibrated, decode_step_s, estimate_step_time,
+                                      all_to_all_s, bubble_fraction, calibrated, decode_step_s, estimate_step_time,
                                       expected_lengths, micro_batches, ring_all_reduce_s, training_comm_s)
 from generator.plan.workload import Workload
 
@@ -103,9 +103,32 @@ def test_cp_and_ep_communication_by_hand():
     # 375 tokens per GPU, 2 copies each, 3/4 leave the GPU, dispatch + combine, 16 MoE layers, in node.
     nbytes = 2 * 375 * 2 * 2048 * 2 * 0.75
     assert training_comm_s(ep, moe, GPU, work, 1500, 1) == pytest.approx(16 * nbytes / (100e9 * 0.8))
-    # The same group spread over two 2-GPU nodes goes over the 10 GB/s network.
+    # The same group spread over two 2-GPU nodes: of the 4 EP ranks 1 other is in the node (1/4 of
+    # the copies over NVLink) and 2 are not (2/4 over the 10 GB/s network); the two run at once.
     across = replace(work, gpus_per_node=2)
-    assert training_comm_s(ep, moe, GPU, across, 1500, 1) == pytest.approx(16 * nbytes / (10e9 * 0.8))
+    copies = 2 * 375 * 2 * 2048 * 2
+    per_layer = max(copies / 4 / (100e9 * 0.8), copies * 2 / 4 / (10e9 * 0.8))
+    assert per_layer == copies * 2 / 4 / (10e9 * 0.8)
+    assert training_comm_s(ep, moe, GPU, across, 1500, 1) == pytest.approx(16 * per_layer)
+    assert all_to_all_s(copies, 4, 1, 2, GPU) == pytest.approx(per_layer)
+    # ETP 2 puts 2 GPUs in each expert rank: 2-GPU nodes hold one EP rank, 3/4 of the copies cross.
+    assert all_to_all_s(copies, 4, 2, 2, GPU) == pytest.approx(copies * 3 / 4 / (10e9 * 0.8))
+    assert all_to_all_s(copies, 1, 1, 8, GPU) == 0.0
+
+
+def test_ep_all_to_all_backward_moves_a_forwards_bytes():
+    # The all-to-all's backward is one all-to-all of the gradient (Megatron's _AllToAll.backward),
+    # so an update counts 2 forwards' EP bytes (3 with recompute) where TP counts 3 (4).
+    moe = replace(TOY, num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
+    work = replace(WORK, gpus=4)
+    ep = Candidate(tp=1, pp=1, ep=4, etp=1, use_dynamic_bsz=True)
+    prompt, response = expected_lengths(work, K)
+    tokens = 10 * (prompt + response)
+    one = training_comm_s(ep, moe, GPU, work, tokens, 1)
+    # old + ref log-prob (2 forwards) + update (2 forwards' all-to-all bytes)
+    assert estimate_step_time(ep, moe, GPU, work, constants=K).comm_s == pytest.approx(4 * one)
+    assert estimate_step_time(replace(ep, recompute=True), moe, GPU, work, constants=K).comm_s == \
+        pytest.approx(5 * one)
 
 
 def test_decode_step_terms_by_hand():

@@ -135,10 +135,14 @@ def _moe_split(model: ModelFacts) -> tuple[int, int]:
 
 
 def training_comm_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, tokens: float,
-                    forwards: float) -> float:
+                    forwards: float, ep_forwards: float | None = None) -> float:
     """TP, CP and EP communication of `forwards` forward-equivalents over `tokens` tokens, per GPU.
 
-    A backward pass moves twice a forward's bytes, so forward+backward is 3 forwards' worth."""
+    For TP and CP a backward pass moves twice a forward's bytes (with sequence parallelism the
+    input is all-gathered again for the weight gradient), so forward+backward is 3 forwards' worth.
+    EP's all-to-all is its own inverse: its backward is one all-to-all of the gradient with the
+    splits swapped (megatron/core/tensor_parallel/mappings.py `_AllToAll.backward` @ core_r0.13.0),
+    so forward+backward is 2 forwards' worth; `ep_forwards` counts those (default `forwards`)."""
     gpus = max(1, work.gpus)
     dp = layout_dp(gpus, cand)
     layers_per_stage = model.num_layers / cand.pp
@@ -152,14 +156,28 @@ def training_comm_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Work
         sent = (cand.cp - 1) * group_tokens * kv_per_token
         comm += forwards * layers_per_stage * sent / (gpu.peer_gb_s * 1e9 * COLLECTIVE_EFFICIENCY)
     if model.is_moe and cand.ep > 1:
-        etp = cand.tp if cand.etp is None else cand.etp
-        link = gpu.peer_gb_s if cand.ep * etp <= max(1, work.gpus_per_node) else gpu.net_gb_s
         moe_layers = (model.num_layers - model.first_k_dense_layers) / cand.pp
         per_gpu_tokens = tokens * cand.pp / gpus
-        leaving = (cand.ep - 1) / cand.ep
-        nbytes = 2 * per_gpu_tokens * (model.experts_per_token or 1) * model.hidden_size * BF16 * leaving
-        comm += forwards * moe_layers * nbytes / (link * 1e9 * COLLECTIVE_EFFICIENCY)
+        copies = 2 * per_gpu_tokens * (model.experts_per_token or 1) * model.hidden_size * BF16  # dispatch + combine
+        per_layer = all_to_all_s(copies, cand.ep, cand.tp if cand.etp is None else cand.etp,
+                                 max(1, work.gpus_per_node), gpu)
+        comm += (forwards if ep_forwards is None else ep_forwards) * moe_layers * per_layer
     return comm
+
+
+def all_to_all_s(nbytes: float, ep: int, etp: int, gpus_per_node: int, gpu: GpuSpec) -> float:
+    """An expert-parallel all-to-all of `nbytes` per GPU, copies spread evenly over the `ep` ranks.
+
+    (ep−1)/ep of the copies leave the GPU. When the expert group (ep·etp GPUs, consecutive ranks)
+    spans nodes, only the copies bound for the ranks of other nodes cross the network; the ones for
+    the GPU's own node go over NVLink at the same time, so the slower of the two sets the time."""
+    if ep <= 1:
+        return 0.0
+    local = max(1, min(ep, gpus_per_node // max(1, etp)))  # EP ranks in one node
+    in_node = (local - 1) / ep * nbytes
+    across = (ep - local) / ep * nbytes
+    return max(in_node / (gpu.peer_gb_s * 1e9 * COLLECTIVE_EFFICIENCY),
+               across / (gpu.net_gb_s * 1e9 * COLLECTIVE_EFFICIENCY))
 
 
 def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, context: float,
@@ -227,7 +245,8 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     log_prob_s = passes * forward_s
     update_forwards = 3 + (1 if cand.recompute else 0)  # forward + backward (2×), + a recomputed forward
     update_s = trained * update_forwards * forward_s
-    comm_s = training_comm_s(cand, model, gpu, work, tokens, passes + trained * update_forwards)
+    comm_s = training_comm_s(cand, model, gpu, work, tokens, passes + trained * update_forwards,
+                             ep_forwards=passes + trained * (update_forwards - 1))
     per_rank = math.ceil(responses / dp)
     bubble_s = 0.0
     if cand.pp > 1:
