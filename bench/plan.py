@@ -2,6 +2,7 @@
 
     python bench/plan.py --table     # one row per shipped layout: verl's, ours, memory per phase
     python bench/plan.py --timing    # wall time of one search per row
+    python bench/plan.py --departures  # per row, what `gen plan` says of verl's layout (issue 23)
 
 For each row of generator/data/verl_layouts.yaml: verl's layout evaluated with the script's own
 knobs ("as shipped"), then a search on the same GPUs, lengths, n and batch size ("ours").
@@ -101,13 +102,27 @@ def timing() -> int:
     return 0
 
 
+def departures_text() -> int:
+    """Per row: the sentence `gen plan` prints for that row's example on the row's own workload."""
+    from generator.plan.verl_departures import departures
+    from generator.report.departures import departure_text
+
+    for row in verl_layouts():
+        found = {d.row_id: d for d in departures(row.search(top=1), row.model, row.workload())}
+        print(f"{row.id}: {departure_text(found[row.id]) if row.id in found else 'not among the first examples'}")
+    return 0
+
+
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--table", action="store_true")
     parser.add_argument("--timing", action="store_true")
+    parser.add_argument("--departures", action="store_true")
     args = parser.parse_args()
     if args.timing:
         return timing()
+    if args.departures:
+        return departures_text()
     return table()
 
 

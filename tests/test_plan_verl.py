@@ -130,3 +130,24 @@ def test_no_needless_offload_where_verl_runs_without():
     best = searched("G1").best
     assert best is not None
     assert not (best.offload.param or best.offload.optimizer or best.offload.cpu_optimizer)
+
+
+@pytest.mark.parametrize("row_id", SEARCHED_ROWS)
+def test_gen_plan_says_how_it_departs_from_this_row(row_id):
+    """Issue 23: `gen plan` on the row's model, GPUs and workload names this row's example and says
+    that the plan is that layout, a tie, estimated faster (with the parts it saves) or that verl's
+    knobs do not fit here; never that verl's layout is estimated faster."""
+    from generator.plan.verl_departures import departures
+    from generator.report.departures import departure_text
+
+    row = ROWS[row_id]
+    found = {d.row_id: d for d in departures(searched(row_id), row.model, row.workload())}
+    if row_id not in found:  # more than MAX_ROWS examples for this model and GPU count
+        assert len(found) == 3
+        return
+    d = found[row_id]
+    text = departure_text(d)
+    assert f"example {row.row['script']} runs" in text
+    assert "less than this layout's" not in text
+    if d.verl.fits and not d.tie and not d.same_knobs:
+        assert d.gain is not None and d.gain > 0 and "% faster" in text and " because it spends " in text

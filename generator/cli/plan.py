@@ -69,6 +69,7 @@ def register(app: typer.Typer) -> None:
         from generator.plan import plan_layout
         from generator.plan.batch_choice import default_n
         from generator.plan.recipe_plan import pins_from_options
+        from generator.plan.verl_departures import departures
         from generator.render.spec import DEFAULT_VERSION  # memory at the release `gen recipe` writes for
 
         try:
@@ -83,11 +84,15 @@ def register(app: typer.Typer) -> None:
                 fixed.setdefault("tp", 1)
                 fixed.setdefault("pp", 1)
                 fixed.update(knobs)
-            plan = plan_layout(facts, gpus, nodes=nodes, gpu=spec, prompt_len=prompt_len,
-                               response_len=response_len, n=n if n is not None else default_n(algo.lower()),
-                               algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                               fixed=fixed or None, pins=None if fixed else knobs or None, top=top,
-                               mean_response_len=mean_response_len, verl_version=DEFAULT_VERSION)
+            workload: dict[str, Any] = {
+                "nodes": nodes, "gpu": spec, "prompt_len": prompt_len, "response_len": response_len,
+                "n": n if n is not None else default_n(algo.lower()), "algo": algo,
+                "mean_response_len": mean_response_len, "verl_version": DEFAULT_VERSION}
+            plan = plan_layout(facts, gpus, **workload, train_batch_size=train_batch_size,
+                               ppo_mini_batch_size=ppo_mini_batch_size, fixed=fixed or None,
+                               pins=None if fixed else knobs or None, top=top)
+            # Each of verl's shipped layouts for this model and GPU count, on this workload (issue 23).
+            beside_verl = departures(plan, facts, workload)
             if fixed and not plan.candidates and plan.rejected:
                 layout_text, reason = plan.rejected[0]
                 if "does not fit" not in reason:
@@ -105,9 +110,9 @@ def register(app: typer.Typer) -> None:
         from generator.safe_text import use_color
 
         if output_format == "json":
-            json.dump(plan_dict(plan), sys.stdout, indent=2)
+            json.dump(plan_dict(plan, beside_verl), sys.stdout, indent=2)
             sys.stdout.write("\n")
         else:
-            render_text(plan, sys.stdout, wide=wide, color=use_color(sys.stdout))
+            render_text(plan, sys.stdout, wide=wide, color=use_color(sys.stdout), departures=beside_verl)
         if plan.chosen is None:
             raise typer.Exit(EXIT_FINDINGS)

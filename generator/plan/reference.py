@@ -76,10 +76,15 @@ class VerlLayout:
                 "n": r["n"], "algo": r["algo"], "train_batch_size": r["train_bs"]}
 
     def evaluate_as_shipped(self) -> Plan:
+        return self.evaluate_for(self.workload())
+
+    def evaluate_for(self, workload: dict[str, Any]) -> Plan:
+        """verl's layout with the script's own knobs on `workload` (plan_layout's workload
+        arguments): the script's own for `evaluate_as_shipped`, a plan's for `gen plan`'s comparison."""
         from generator.plan.search import plan_layout
 
         return plan_layout(self.model, self.row["gpus"], fixed={**self.layout(), **self.knobs()},
-                           **self.workload(), top=1)
+                           **workload, top=1)
 
     def memory_setup(self) -> MemorySetup:
         """verl's layout with the script's own knobs, as the memory model evaluates it (the

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import textwrap
 from dataclasses import asdict
+from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
@@ -17,6 +18,7 @@ if TYPE_CHECKING:
 
     from generator.layout import Candidate, StepTime
     from generator.plan.result import Plan
+    from generator.plan.verl_departures import Departure
 
 
 def candidate_dict(c: Candidate) -> dict[str, Any]:
@@ -66,7 +68,11 @@ def score_items(score: StepTime) -> list[str]:
             f"sync {score.weight_sync_s:.1f}"]
 
 
-def plan_dict(plan: Plan) -> dict[str, Any]:
+def plan_dict(plan: Plan, departures: Sequence[Departure] = ()) -> dict[str, Any]:
+    """The plan as JSON; `verl_layouts` sets it beside verl's shipped layouts for the same model and
+    GPU count (generator.plan.verl_departures; empty when verl ships none)."""
+    from generator.report.departures import departure_dict
+
     return {
         "schema_version": JSON_SCHEMA_VERSION,
         "model": plan.model, "gpus": plan.gpus, "nodes": plan.nodes, "gpu": plan.gpu,
@@ -77,6 +83,7 @@ def plan_dict(plan: Plan) -> dict[str, Any]:
         "candidates": [{**candidate_dict(c), "ranked_below_first_by": _rank_reason(plan, i)}
                        for i, c in enumerate(plan.candidates)],
         "rejected": [{"layout": layout, "reason": reason} for layout, reason in plan.rejected],
+        "verl_layouts": [departure_dict(d) for d in departures],
     }
 
 
@@ -123,11 +130,15 @@ def _stacked(plan: Plan, width: int) -> list[str]:
     return lines
 
 
-def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = False, width: int = 80) -> None:
+def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = False, width: int = 80,
+                departures: Sequence[Departure] = ()) -> None:
     """`gen plan` as text: the candidates (stacked to fit 80 columns, or one table row each with
-    `wide`), why the first was chosen, its memory per phase term by term, and a bar per phase.
+    `wide`), why the first was chosen, how it stands against verl's shipped layouts (`departures`),
+    its memory per phase term by term, and a bar per phase.
     Without `color` the output is plain ASCII text: no box drawing, no escape codes."""
     import textwrap
+
+    from generator.report.departures import departure_text
 
     from generator.report.charts import terminal_bars
     from generator.report.tables import plain_table
@@ -151,7 +162,8 @@ def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = Fa
         tail.append("no layout fits; closest misses:")
         tail += [f"  {layout}: {reason}" for layout, reason in plan.rejected[:8]]
     else:
-        for label, items in (("why: ", shown.why), ("note: ", shown.warnings)):
+        for label, items in (("why: ", shown.why), ("note: ", shown.warnings),
+                             ("verl: ", [departure_text(d) for d in departures])):
             for item in items:
                 tail += textwrap.wrap(one_line(item), width=width, initial_indent=label,
                                       subsequent_indent=" " * len(label))
