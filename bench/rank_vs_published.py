@@ -11,11 +11,14 @@ seconds, the estimate with the stored constants and the held-out estimate; per g
 GPU count inside it the Spearman rank correlation of held-out estimate vs published; over all
 points the Spearman of GPU-seconds per token; and the share of held-out estimates within
 0.5-2x. `--write-calibration` refits on every point and writes
-generator/data/step_time_calibration.yaml first. Exit 0; 2 on an unreadable data file.
+generator/data/step_time_calibration.yaml first. Then the cross-check (`--cross-check`,
+bench/data/nemo_rl_step_times.yaml: NeMo-RL's published GRPO runs on DGX-H100, never fitted):
+published and estimated seconds per point. Exit 0; 2 on an unreadable data file.
 
 Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
 Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +1.00 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
-8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x
+8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x; NeMo-RL
+cross-check 4/5 within 0.5-2x (Llama-3.1-8B on 16 H100 estimated at 0.43x)
 (docs/step-time-model.md).
 """
 
@@ -42,6 +45,8 @@ from generator.plan.workload import Workload, algo_roles  # noqa: E402
 from generator.resources import data_dir  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "published_step_times.yaml"
+# Another framework's published runs (NeMo-RL on DGX-H100), never fitted: a cross-check only.
+CROSS_CHECK = ROOT / "bench" / "data" / "nemo_rl_step_times.yaml"
 CALIBRATION = data_dir() / "step_time_calibration.yaml"
 
 
@@ -176,12 +181,37 @@ def write_calibration(constants: StepConstants, cases: list[Case], path: Path) -
     path.write_text(header + yaml.safe_dump({"constants": values}, sort_keys=False))
 
 
+def cross_check(path: Path, constants: StepConstants) -> list[tuple[str, float, float]]:
+    """(id, published, estimated) step seconds of each cross-check point under `constants` (fitted
+    on the verl points only, so every one of these is held out)."""
+    out = []
+    for point in load_points(path):
+        case, note = case_for(point)
+        if case is None:
+            print(f"{point['id']}: not evaluated ({note})")
+            continue
+        out.append((case.id, case.step_s, case.estimate(constants).total_s))
+    return out
+
+
+def print_cross_check(path: Path, constants: StepConstants) -> None:
+    rows = cross_check(path, constants)
+    print()
+    print(f"Cross-check, not fitted ({path.name}: NeMo-RL's published GRPO step times on DGX-H100):")
+    for point_id, published, est in rows:
+        print(f"  {point_id:<22} published {published:>6g} s, estimated {est:>6.0f} s, ratio {est / published:.2f}")
+    inside = sum(_within(est, published) for _, published, est in rows)
+    print(f"  within 0.5-2x: {inside}/{len(rows)} points")
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--data", type=Path, default=DATA)
     parser.add_argument("--write-calibration", action="store_true",
                         help="refit the constants on every point and write generator/data/step_time_calibration.yaml")
     parser.add_argument("--rounds", type=int, default=6, help="coordinate-descent rounds per fit")
+    parser.add_argument("--cross-check", type=Path, default=CROSS_CHECK,
+                        help="published points of another framework, estimated but never fitted")
     args = parser.parse_args(argv)
     try:
         points = load_points(args.data)
@@ -251,6 +281,12 @@ def main(argv: list[str] | None = None) -> int:
     print(f"held-out estimate/published within 0.5-2x: {inside}/{len(cases)} points ({inside / len(cases):.0%})")
     constants = ", ".join(f"{name} {getattr(start, name):.3g}" for name in FREE_CONSTANTS)
     print(f"constants (all points): {constants}")
+    if args.cross_check.exists():
+        try:
+            print_cross_check(args.cross_check, start)
+        except (OSError, yaml.YAMLError, KeyError, TypeError, AttributeError) as exc:
+            print(f"error: cannot read {args.cross_check}: {exc}", file=sys.stderr)
+            return 2
     return 0
 
 

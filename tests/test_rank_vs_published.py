@@ -119,3 +119,28 @@ def test_each_point_with_a_script_keeps_that_scripts_rollout_memory():
         if "script" in point:
             assert point["script"].endswith(".sh") and point["source"].startswith(
                 "https://github.com/ISEEKYAN/verl_megatron_practice/"), point["id"]
+
+
+CROSS = bench.load_points(bench.CROSS_CHECK)
+# NeMo-RL points the model misses by more than 2x (a cross-check, never fitted): Llama-3.1-8B on 16
+# H100 with PP2 and recompute, estimated at ~0.43x; no term explains it yet (docs/step-time-model.md).
+CROSS_MISSES = {"nemo-llama8b-16"}
+
+
+@pytest.mark.parametrize("point", CROSS, ids=[p["id"] for p in CROSS])
+def test_each_cross_check_point_is_sourced_consistent_and_estimated(point):
+    assert point["source"].startswith("https://github.com/NVIDIA-NeMo/RL/blob/v0.5.0/docs/about/")
+    # The assumed split keeps the published average sequence: half the prompt maximum + the mean response.
+    assert point["prompt_len"] / 2 + point["mean_response_len"] == point["average_seq_len"]
+    assert point["train_batch_size"] * point["n"] in (512, 2048)  # the table's G-GBS
+    ratio = dict((i, e / p) for i, p, e in bench.cross_check(bench.CROSS_CHECK, _calibrated()))[point["id"]]
+    if point["id"] in CROSS_MISSES:
+        assert not 0.5 <= ratio <= 2.0, f"{point['id']} is now within 2x ({ratio:.2f}): drop it from CROSS_MISSES"
+    else:
+        assert 0.5 <= ratio <= 2.0, f"{point['id']}: estimate/published {ratio:.2f}"
+
+
+def _calibrated():
+    from generator.plan.step_time import calibrated
+
+    return calibrated()
