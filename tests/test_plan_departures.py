@@ -39,6 +39,10 @@ def test_part_savings_by_hand():
                                                     ("TP/CP/EP communication", 9.0)]
     assert part_savings(VERL.score, replace(OURS.score, comm_s=7.0)) == [("rollout", 23.0), ("update", 10.0)]
     assert part_savings(None, OURS.score) == []
+    # A gain spread thinner than 3 % a part: the largest part is still named.
+    thin = replace(VERL.score, rollout_s=61.0, update_s=31.0)  # 1 s each more than verl's 60/30
+    assert part_savings(thin, VERL.score) == [("rollout", 1.0)]
+    assert part_savings(VERL.score, VERL.score) == []
 
 
 def test_knob_differences_name_what_the_plan_sets_otherwise():

@@ -21,8 +21,10 @@ by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-ti
              forward+backward, 6 with recompute), ring cost 2(t−1)/t·bytes over the in-node link;
              CP: each rank's K and V pass around the ring, (c−1)/c of the group's KV bytes per layer
              per forward (twice in backward); EP: dispatch + combine all-to-all of top_k copies of
-             each token's hidden state per MoE layer, (e−1)/e of them leave the GPU, over the in-node
-             link or the network when the expert group spans nodes;
+             each token's hidden state per MoE layer, spread evenly over the EP ranks: those for the
+             other ranks of the GPU's node over NVLink, those for other nodes' ranks over the
+             network, at once (the slower sets the time); its backward is one all-to-all of the
+             gradient, so an update moves 2 forwards' worth (3 with recompute);
   bubble     the 1F1B pipeline idles (PP−1)/(VPP·M) of the compute time (M micro-batches per pass);
   offload    bytes moved over the host link per step for each offloaded state, plus the CPU
              optimizer's step;

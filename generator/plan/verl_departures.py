@@ -62,16 +62,19 @@ class Departure:
 
     def savings(self) -> list[tuple[str, float]]:
         """(part, seconds the plan saves on it) for the parts that save REASON_SHARE of verl's step
-        or more, largest first."""
+        or more, largest first (or the one part that saves most, when none does)."""
         return part_savings(self.verl.score, self.ours.score)
 
 
 def part_savings(verl: StepTime | None, ours: StepTime | None) -> list[tuple[str, float]]:
     if verl is None or ours is None:
         return []
-    saved = [(label, getattr(verl, name) - getattr(ours, name)) for name, label in PARTS]
+    saved = sorted(((label, getattr(verl, name) - getattr(ours, name)) for name, label in PARTS),
+                   key=lambda item: -item[1])
     floor = REASON_SHARE * verl.total_s
-    return sorted(((label, s) for label, s in saved if s >= floor and s > 0), key=lambda item: -item[1])
+    large = [(label, s) for label, s in saved if s >= floor and s > 0]
+    # A small gain spread thin still has a largest part: name that one.
+    return large or [(label, s) for label, s in saved[:1] if s > 0]
 
 
 def knob_text(c: Candidate) -> str:
