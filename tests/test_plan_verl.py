@@ -171,7 +171,6 @@ def test_no_needless_offload(row_id):
 
     from generator.plan.ranking import step_bucket
     from generator.plan.reference import LAYOUT_KEYS
-    from generator.plan.search import plan_layout
 
     row, best = ROWS[row_id], searched(row_id).best
     assert best is not None and best.score is not None
@@ -186,6 +185,6 @@ def test_no_needless_offload(row_id):
                                   ("cpu_optimizer", best.offload.cpu_optimizer)) if set_]
     for flag in on:
         fixed = {**layout, "offload": asdict(_without(best.offload, flag)), "recompute": best.recompute}
-        other = plan_layout(row.model, row.row["gpus"], fixed=fixed, **row.workload(), top=1).candidates[0]
+        other = row.evaluate_with(fixed).candidates[0]
         assert not other.fits or other.score is None or \
             step_bucket(other.score.total_s) > step_bucket(best.score.total_s), (row_id, flag, other.score)

@@ -81,10 +81,16 @@ class VerlLayout:
     def evaluate_for(self, workload: dict[str, Any]) -> Plan:
         """verl's layout with the script's own knobs on `workload` (plan_layout's workload
         arguments): the script's own for `evaluate_as_shipped`, a plan's for `gen plan`'s comparison."""
+        return self._evaluate({**self.layout(), **self.knobs()}, workload)
+
+    def evaluate_with(self, fixed: dict[str, Any]) -> Plan:
+        """Any layout and knobs (plan_layout's `fixed`) on this row's own workload (the tests' probes)."""
+        return self._evaluate(fixed, self.workload())
+
+    def _evaluate(self, fixed: dict[str, Any], workload: dict[str, Any]) -> Plan:
         from generator.plan.search import plan_layout
 
-        return plan_layout(self.model, self.row["gpus"], fixed={**self.layout(), **self.knobs()},
-                           **workload, top=1)
+        return plan_layout(self.model, self.row["gpus"], fixed=fixed, **workload, top=1)
 
     def memory_setup(self) -> MemorySetup:
         """verl's layout with the script's own knobs, as the memory model evaluates it (the
