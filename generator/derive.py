@@ -56,6 +56,23 @@ def layout_dp(gpus: int, layout: Parallelism) -> int:
     return max(1, gpus // (layout.tp * layout.pp * layout.cp))
 
 
+def dp_equation(gpus: int, tp: int, pp: int, cp: int, *, named: bool = True) -> str:
+    """'DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4': how Megatron's DP comes about, in the user's numbers
+    ('= 2.67 (not divisible)' when the product does not divide W). The one wording of the
+    equation: gen plan's why-line, check's messages and explain's DP row (`named=False`: without
+    the 'DP = ', for a row already labelled DP)."""
+    dp = data_parallel_size(gpus, tp, pp, cp)
+    model_parallel = tp * pp * cp
+    value = str(dp) if dp is not None else (
+        f"{gpus / model_parallel:g} (not divisible)" if model_parallel > 0 else "not divisible")
+    return ("DP = " if named else "") + f"W / (TP·PP·CP) = {gpus} / ({tp}·{pp}·{cp}) = {value}"
+
+
+def sp_dp_equation(gpus: int, sp: int, dp: int | None, *, named: bool = True) -> str:
+    """'DP = W / ulysses SP = 8 / 2 = 4': DP off the Megatron engine (FSDP, SFT), worded as dp_equation."""
+    return ("DP = " if named else "") + f"W / ulysses SP = {gpus} / {sp} = " + (str(dp) if dp else "not divisible")
+
+
 def layout_edp(gpus: int, layout: Parallelism) -> int:
     """EDP = W / (ETP·EP·PP) of a layout (ETP = TP when unset), rounded down and at least 1."""
     return max(1, gpus // ((layout.tp if layout.etp is None else layout.etp) * layout.ep * layout.pp))

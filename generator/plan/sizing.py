@@ -15,7 +15,8 @@ import math
 from dataclasses import dataclass, replace
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
-from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_problems, vpp_micro_batch_problem
+from generator.derive import (Layout, dp_equation, layout_dp, per_rank_mini_batch, rollout_problems,
+                              vpp_micro_batch_problem)
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
 from generator.pins import NO_PINS, Pins
@@ -326,7 +327,7 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
               per_rank_mini: int, dp: int) -> Candidate:
     cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
-    why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
+    why = [f"{dp_equation(s.gpus, cand.tp, cand.pp, cand.cp)}; "
            f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
     flags = cand.relief()
     why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))
