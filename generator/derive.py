@@ -49,6 +49,14 @@ def data_parallel_size(gpus: int, tp: int, pp: int, cp: int = 1) -> int | None:
     return gpus // model_parallel
 
 
+def sp_data_parallel_size(gpus: int, sp: int) -> int | None:
+    """DP = W / SP off the Megatron engine (FSDP, SFT): the ulysses SP ranks share one batch. None
+    when SP does not divide W (or is not positive)."""
+    if sp <= 0 or gpus % sp:
+        return None
+    return gpus // sp
+
+
 def layout_dp(gpus: int, layout: Parallelism) -> int:
     """DP = W / (TP·PP·CP) of a layout, rounded down and at least 1: for the planner and the
     memory and step-time estimates, which judge a layout that does not divide elsewhere

@@ -270,9 +270,7 @@ class ConfigReader:
                 return None
             return derive.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
         sp = self.ulysses(sp_prefix)
-        if sp is None or sp <= 0 or gpus % sp:
-            return None
-        return gpus // sp
+        return None if sp is None else derive.sp_data_parallel_size(gpus, sp)
 
     def dp_equation(self, sp_prefix: Str = ACTOR) -> Str:
         """'DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4' — how DP came about, in the user's numbers

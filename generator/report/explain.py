@@ -159,7 +159,7 @@ def sft_rows(config: Config) -> list[tuple[str, str]]:
     rows.append(("GPUs W", f"n_gpus_per_node·nnodes = {per_node}·{nodes or 1} = {gpus}" if gpus else
                  "not set in the call (torchrun's --nproc_per_node·--nnodes)"))
     sp = _explicit_int(view, "ulysses_sequence_parallel_size") or 1
-    dp = gpus // sp if gpus and gpus % sp == 0 else None
+    dp = derive.sp_data_parallel_size(gpus, sp) if gpus else None
     if gpus:
         rows.append(("DP", derive.sp_dp_equation(gpus, sp, dp, named=False)))
     batch, micro = _explicit_int(view, "data.train_batch_size"), _explicit_int(view, "data.micro_batch_size_per_gpu")
