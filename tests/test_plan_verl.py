@@ -167,8 +167,7 @@ def _without(offload, flag: str):
 def test_no_needless_offload(row_id):
     """Issue 23: each offload step the plan turns on is needed -- the same layout with that step off
     (the planner sizing the other knobs) does not fit, or is estimated slower by a step bucket."""
-    from dataclasses import asdict
-
+    from generator.pins import Pins
     from generator.plan.ranking import step_bucket
     from generator.plan.reference import LAYOUT_KEYS
 
@@ -184,7 +183,7 @@ def test_no_needless_offload(row_id):
                                   ("optimizer", best.offload.optimizer and not whole_on_host),
                                   ("cpu_optimizer", best.offload.cpu_optimizer)) if set_]
     for flag in on:
-        fixed = {**layout, "offload": asdict(_without(best.offload, flag)), "recompute": best.recompute}
-        other = row.evaluate_with(fixed).candidates[0]
+        other = row.evaluate_with(Pins(**layout, offload=_without(best.offload, flag),
+                                       recompute=best.recompute)).candidates[0]
         assert not other.fits or other.score is None or \
             step_bucket(other.score.total_s) > step_bucket(best.score.total_s), (row_id, flag, other.score)
