@@ -145,15 +145,14 @@ class _Sizing:
     s: Setting
     work: Workload
     params: int
-    dp: int
     knobs: dict[str, Any]  # the PINNED_KNOBS the caller gave (offload as an Offload)
     rollout_tp_pinned: bool
 
     def evaluate(self, cand: Candidate) -> Candidate:
         return _evaluate(self.model, cand, self.work, self.s)
 
-    def annotate(self, cand: Candidate) -> Candidate:
-        return _annotate(self.model, cand, self.work, self.s, self.params, self.work.per_rank_mini_batch, self.dp)
+    def score(self, cand: Candidate) -> Candidate:
+        return _scored(self.model, cand, self.work, self.s, self.params)
 
     def training_fits(self, cand: Candidate) -> tuple[bool, Candidate]:
         """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation."""
@@ -194,14 +193,14 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     ladder_pins = {k: overrides[k] for k in LADDER_PINS if k in overrides}
     if "offload" in knobs and isinstance(knobs["offload"], dict):
         knobs["offload"] = Offload(**knobs["offload"])
-    sizing = _Sizing(model, s, work, params, dp, knobs, fixed_rollout_tp is not None)
+    sizing = _Sizing(model, s, work, params, knobs, fixed_rollout_tp is not None)
     if {"offload", "gpu_memory_utilization"} <= knobs.keys() and (
             "micro_batch_per_gpu" in knobs or "token_budget" in knobs):
         # Everything given (a shipped script): evaluate exactly that.
         cand = replace(base, use_dynamic_bsz=dynamic, **knobs)
         if dynamic and cand.log_prob_token_budget is None:
             cand = replace(cand, log_prob_token_budget=cand.token_budget)
-        return sizing.annotate(sizing.evaluate(cand)), ""
+        return sizing.score(sizing.evaluate(cand)), ""
     sizes = _sizes(layout, s, knobs, dynamic, per_rank_mini)
     if not sizes:
         return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
@@ -301,15 +300,15 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candi
             if size[0] == "token_budget":
                 sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
             if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in z.knobs:
-                return z.annotate(sized), ""
+                return z.score(sized), ""
             fallback = fallback or sized
             break
     if fallback is not None:
-        return z.annotate(fallback), ""
+        return z.score(fallback), ""
     if closest is None:
         return None, "no setting fits"
     worst = max(closest.memory, key=lambda p: p.gib)
-    return (z.annotate(closest),
+    return (z.score(closest),
             f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
             f"> {closest.limit_gib:.1f} GiB usable")
 
@@ -334,8 +333,22 @@ def _widen_log_prob_budget(model: ModelFacts, cand: Candidate, work: Workload, s
     return wider if wider.fits else cand
 
 
-def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
-              per_rank_mini: int, dp: int) -> Candidate:
+def _scored(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int) -> Candidate:
+    """The candidate with its estimated step time: all the ranking reads (the search ranks every
+    sized layout and describes only the ones it shows, `describe_candidate`)."""
+    engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    return replace(cand, score=estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens))
+
+
+def describe_candidate(model: ModelFacts, cand: Candidate, s: Setting, *, params: int) -> Candidate:
+    """A sized candidate as shown: memory with notes and rounded terms, why it was sized so, warnings."""
+    dp = layout_dp(s.gpus, cand)
+    batch = _batch_split(s, dp)
+    assert not isinstance(batch, str), "a sized candidate's DP splits the batch"
+    per_rank_mini = batch[1]
+    work = _workload(s, per_rank_mini)
+    score = cand.score
+    assert score is not None, "sized candidates are scored"
     cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
@@ -352,7 +365,6 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     elif engine.resident_fraction < 1:
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
-    score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
     update = cand.phase("update")
     if model.is_moe and not cand.recompute and update is not None and \
             cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
@@ -366,4 +378,4 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
                                                 "published median; --mean-response-len to change)")
     why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
                f"tokens expected{source}")
-    return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
+    return replace(cand, why=tuple(why), warnings=tuple(warnings))
