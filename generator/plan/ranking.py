@@ -10,6 +10,7 @@ step-time floor: no offload, dynamic batches, the best rollout TP), which lets t
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import Layout, layout_dp, per_rank_mini_batch
@@ -71,19 +72,33 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     """The shortest step any sizing of `layout` could reach: no offload or recompute, dynamic
     batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
     work = _floor_work(model, layout, s)
-    options = [r for r in powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
-               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)] or [1]
     best = math.inf
-    for rtp in options:
-        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
-                          gpu_memory_utilization=max(GMU_STEPS))
+    for rtp in _rollout_tp_options(s.gpus, s.gpus_per_node):
         # The KV cache can be no larger than at the largest gmu with nothing else resident.
-        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
+        kv = _largest_kv_tokens(model, rtp, work, s.train_batch_size * s.n)
         if kv <= 0:
             continue
+        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                          gpu_memory_utilization=max(GMU_STEPS))
         step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
         best = min(best, step.total_s - step.bubble_s)
     return best if best < math.inf else 0.0
+
+
+@lru_cache(maxsize=64)
+def _rollout_tp_options(gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """Rollout TPs the floor tries: powers of two dividing the GPUs whose replicas do not straddle a node."""
+    return tuple(r for r in powers_of_two(max(gpus, 1)) if gpus % r == 0
+                 and (gpus_per_node % r == 0 or r % gpus_per_node == 0)) or (1,)
+
+
+@lru_cache(maxsize=1024)
+def _largest_kv_tokens(model: ModelFacts, rtp: int, work: Workload, responses_per_step: int) -> int:
+    """KV tokens of one replica at the largest gmu. The engine's split reads the rollout knobs
+    only (the probe has no training layout), so every layout of the same DP shares it: computed
+    once per (rollout TP, workload), not once per layout."""
+    probe = Candidate(rollout_tp=rtp, gpu_memory_utilization=max(GMU_STEPS))
+    return engine_memory(model, probe, work, responses_per_step=responses_per_step).kv_tokens
 
 
 def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:

@@ -184,8 +184,16 @@ def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, c
 def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
               kv_tokens: int | None, k: StepConstants) -> float:
     """Prefill and decode of every response; replicas run in parallel, the slowest sets the time."""
+    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k)
+
+
+# The rollout reads only the rollout TP of a candidate: the search's step-time floors try every
+# rollout TP on each of ~1,000 layouts, most sharing a workload, so the time is kept per input.
+@lru_cache(maxsize=4096)
+def _rollout_s(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
+               kv_tokens: int | None, k: StepConstants) -> float:
     prompt, response = expected_lengths(work, k)
-    rtp = max(1, cand.rollout_tp)
+    rtp = max(1, rollout_tp)
     replicas = max(1, work.gpus // rtp)
     per_replica = math.ceil(responses / replicas)
     context = prompt + response / 2  # mean context over a sequence's life
