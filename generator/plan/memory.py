@@ -156,8 +156,10 @@ def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFact
 
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
-                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None) -> dict[str, PhaseMemory]:
-    """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms)."""
+                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None,
+                  update_only: bool = False) -> dict[str, PhaseMemory]:
+    """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms;
+    `update_only`: the update phase alone, the one phase the micro-batches in flight change)."""
     f = facts if facts is not None else _call_facts(model, cand, work)
     t, pp = cand.tp, cand.pp
     off = cand.offload
@@ -202,6 +204,8 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         ("activations", activations, act_note),
         ("logits", _update_logits_bytes(cand, work, last, tokens, vocab_shard), _update_logits_note(cand, last)),
         *beside_update, graphs, overhead], detail, terms=False)}
+    if update_only:
+        return phases
 
     step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
     phases["optimizer_step"] = _phase("optimizer_step", [
@@ -438,16 +442,25 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
                         tuple(stages), round(sum(t.gib for t in host), 1), host)
 
 
-def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> list[int]:
-    """One stage of each kind: stages with the same parameters, the same place (first, last) and
-    the same micro-batches in flight have the same memory in every phase."""
+def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]
+                     ) -> list[tuple[int, bool]]:
+    """One stage of each kind, (stage, update only), in stage order: stages with the same
+    parameters, the same place (first, last) and the same micro-batches in flight have the same
+    memory in every phase; those that differ from an earlier one only in the micro-batches in
+    flight (1F1B: the middle stages) differ only in the update phase ("update only"). Every
+    other phase of theirs equals the earlier stage's, which the worst-stage pick keeps on a tie."""
     micro_batches = micro_batches_per_step(cand, work)
     seen: dict[tuple[StageParams, bool, bool, float], int] = {}
     for stage in range(cand.pp):
         key = (stage_params(model, cand, stage, counts), stage == 0, stage == cand.pp - 1,
                in_flight_micro_batches(cand, stage, micro_batches))
         seen.setdefault(key, stage)
-    return sorted(seen.values())
+    placed: set[tuple[StageParams, bool, bool]] = set()
+    out = []
+    for (params, first, last, _), stage in sorted(seen.items(), key=lambda item: item[1]):
+        out.append((stage, (params, first, last) in placed))
+        placed.add((params, first, last))
+    return out
 
 
 def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
@@ -457,8 +470,8 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
-    for stage in _distinct_stages(model, cand, work, counts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts).items():
+    for stage, update_only in _distinct_stages(model, cand, work, counts):
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     if not detail:
