@@ -52,7 +52,7 @@ from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activ
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
-from generator.plan.stages import StageParams, stage_layer_counts, stage_params
+from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
 from generator.plan.workload import GIB, Workload
 
 OVERHEAD_GIB = 4.0
@@ -121,8 +121,7 @@ class _Sizes:
     optimizer_cpu: float
 
 
-def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, counts: list[int]) -> _Sizes:
-    params = stage_params(model, cand, stage, counts)
+def _sizes(cand: Candidate, work: Workload, params: StageParams) -> _Sizes:
     dp = layout_dp(work.gpus, cand)
     edp = layout_edp(work.gpus, cand)
     cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
@@ -145,14 +144,15 @@ class _CallFacts:
     moe_routed: float
     engine_weights: float
     engine_activations: float
+    stages: tuple[StageParams, ...]  # the parameters of each pipeline stage
 
 
-def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFacts:
+def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> _CallFacts:
     moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
     engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
                       micro_batches_per_step(cand, work), dense_layer_activation_bytes(model), moe_non_expert,
-                      moe_routed, engine_weights, engine_activations)
+                      moe_routed, engine_weights, engine_activations, every_stage_params(model, cand, counts))
 
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
@@ -160,10 +160,10 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
                   update_only: bool = False) -> dict[str, PhaseMemory]:
     """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms;
     `update_only`: the update phase alone, the one phase the micro-batches in flight change)."""
-    f = facts if facts is not None else _call_facts(model, cand, work)
+    f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
-    z = _sizes(model, cand, work, stage, counts)
+    z = _sizes(cand, work, f.stages[stage])
     params, weights, grads = z.params, z.weights, z.grads
     etp = t if cand.etp is None else cand.etp
     ref_weights = weights if work.has_ref else 0.0
@@ -395,8 +395,8 @@ def _host_ram_terms(model: ModelFacts, cand: Candidate, work: Workload, counts: 
     nodes = max(1.0, work.gpus / work.gpus_per_node)
     off = cand.offload
     weights = params = optimizer = cpu_optimizer = 0.0
-    for stage in range(cand.pp):
-        z = _sizes(model, cand, work, stage, counts)
+    for stage_params_ in every_stage_params(model, cand, counts):
+        z = _sizes(cand, work, stage_params_)
         copies = (1 + (1 if work.has_ref else 0) + (1 if work.has_critic else 0)) if off.param else 0
         weights += copies * z.weights * gpus_per_stage
         params += z.params.total * gpus_per_stage
@@ -428,10 +428,10 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
     """Every phase on every pipeline stage; the verdict is the maximum over all of them."""
     model, cand, work, headroom_gib = setup.model, setup.candidate, setup.workload, setup.headroom_gib
     counts = stage_counts(model, cand)
-    facts = _call_facts(model, cand, work)
+    facts = _call_facts(model, cand, work, counts)
     stages = []
     for stage in range(cand.pp):
-        params = stage_params(model, cand, stage, counts)
+        params = facts.stages[stage]
         phases = _stage_phases(model, cand, work, stage, counts, False, facts)
         if detail:  # totals from the unrounded terms, as the search decides fit on them
             shown = _stage_phases(model, cand, work, stage, counts, True, facts)
@@ -442,18 +442,15 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
                         tuple(stages), round(sum(t.gib for t in host), 1), host)
 
 
-def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]
-                     ) -> list[tuple[int, bool]]:
+def _distinct_stages(cand: Candidate, facts: _CallFacts) -> list[tuple[int, bool]]:
     """One stage of each kind, (stage, update only), in stage order: stages with the same
     parameters, the same place (first, last) and the same micro-batches in flight have the same
     memory in every phase; those that differ from an earlier one only in the micro-batches in
     flight (1F1B: the middle stages) differ only in the update phase ("update only"). Every
     other phase of theirs equals the earlier stage's, which the worst-stage pick keeps on a tie."""
-    micro_batches = micro_batches_per_step(cand, work)
     seen: dict[tuple[StageParams, bool, bool, float], int] = {}
-    for stage in range(cand.pp):
-        key = (stage_params(model, cand, stage, counts), stage == 0, stage == cand.pp - 1,
-               in_flight_micro_batches(cand, stage, micro_batches))
+    for stage, params in enumerate(facts.stages):
+        key = (params, stage == 0, stage == cand.pp - 1, in_flight_micro_batches(cand, stage, facts.micro_batches))
         seen.setdefault(key, stage)
     placed: set[tuple[StageParams, bool, bool]] = set()
     out = []
@@ -468,9 +465,9 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
     and rounding (the search evaluates thousands of settings and shows a handful)."""
     counts = stage_counts(model, cand)
-    facts = _call_facts(model, cand, work)
+    facts = _call_facts(model, cand, work, counts)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
-    for stage, update_only in _distinct_stages(model, cand, work, counts):
+    for stage, update_only in _distinct_stages(cand, facts):
         for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)

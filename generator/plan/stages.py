@@ -65,6 +65,18 @@ def stage_params(model: ModelFacts, cand: Candidate, stage: int, counts: list[in
     return _stage_params(model, cand.tp, cand.ep, etp, stage, tuple(counts))
 
 
+def every_stage_params(model: ModelFacts, cand: Candidate, counts: list[int]) -> tuple[StageParams, ...]:
+    """stage_params of each stage in order (one cache look-up for the pipeline, not one per stage)."""
+    etp = cand.tp if cand.etp is None else cand.etp
+    return _every_stage_params(model, cand.tp, cand.ep, etp, tuple(counts))
+
+
+@lru_cache(maxsize=1024)
+def _every_stage_params(model: ModelFacts, t: int, ep: int, etp: int, counts: tuple[int, ...]
+                        ) -> tuple[StageParams, ...]:
+    return tuple(_stage_params(model, t, ep, etp, stage, counts) for stage in range(len(counts)))
+
+
 @lru_cache(maxsize=4096)
 def _stage_params(model: ModelFacts, t: int, ep: int, etp: int, stage: int, counts: tuple[int, ...]) -> StageParams:
     pp = len(counts)
