@@ -157,9 +157,10 @@ def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
                   counts: list[int], detail: bool = True, facts: _CallFacts | None = None,
-                  update_only: bool = False) -> dict[str, PhaseMemory]:
+                  update_only: bool = False, rollout_terms: bool = True) -> dict[str, PhaseMemory]:
     """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms;
-    `update_only`: the update phase alone, the one phase the micro-batches in flight change)."""
+    `update_only`: the update phase alone, the one phase the micro-batches in flight change;
+    `rollout_terms`: without `detail`, the rollout phase's unrounded terms too)."""
     f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
@@ -265,7 +266,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         ("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
          "none: weights and activations exceed the claim; vLLM will not start"),
         graphs, ("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
-                 "less the non-torch memory vLLM counts inside its claim")], detail)
+                 "less the non-torch memory vLLM counts inside its claim")], detail, terms=rollout_terms)
 
     # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
     # bucket, into the engine's weights before its KV cache is resumed.
@@ -460,15 +461,18 @@ def _distinct_stages(cand: Candidate, facts: _CallFacts) -> list[tuple[int, bool
     return out
 
 
-def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
-                 ) -> tuple[PhaseMemory, ...]:
+def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True,
+                 rollout_terms: bool = False) -> tuple[PhaseMemory, ...]:
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
-    and rounding (the search evaluates thousands of settings and shows a handful)."""
+    and rounding (the search evaluates thousands of settings and shows a handful), and the
+    terms of every phase: totals only, the rollout phase's unrounded terms with `rollout_terms`
+    (the search reads the rollout's split once per sized layout, at gmu 0)."""
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work, counts)
     worst: dict[str, tuple[int, PhaseMemory]] = {}
     for stage, update_only in _distinct_stages(cand, facts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only).items():
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only,
+                                         rollout_terms).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     if not detail:

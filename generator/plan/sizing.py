@@ -102,8 +102,9 @@ def _budget_options(seq_len: int, cp: int) -> list[int]:
     return sorted(set(out), reverse=True)
 
 
-def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate:
-    memory = phase_memory(model, cand, work, detail=False)
+def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, *,
+              rollout_terms: bool = False) -> Candidate:
+    memory = phase_memory(model, cand, work, detail=False, rollout_terms=rollout_terms)
     limit = usable_gib(s.gpu.memory_gib)
     fits = all(p.gib <= limit for p in memory)
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
@@ -114,7 +115,7 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
     rollout TP that leaves vLLM room for KV cache. The rollout phase is linear in gmu, so one
     evaluation at gmu 0 gives the headroom."""
-    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
+    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s, rollout_terms=True)
     rollout = at_zero.phase("rollout")
     # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
     resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS) if rollout else 0.0
