@@ -20,7 +20,7 @@ from generator.plan.enumeration import powers_of_two
 from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
-from generator.plan.step_time import estimate_step_time
+from generator.plan.step_time import TrainerTimes, calibrated, trainer_times, with_rollout
 from generator.plan.workload import Workload, algo_roles
 
 EFFICIENT_MICRO_TOKENS = 4096
@@ -72,15 +72,19 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     """The shortest step any sizing of `layout` could reach: no offload or recompute, dynamic
     batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
     work = _floor_work(model, layout, s)
+    k = calibrated()
+    trainer: TrainerTimes | None = None  # the same for every rollout TP: computed once
     best = math.inf
     for rtp in _rollout_tp_options(s.gpus, s.gpus_per_node):
         # The KV cache can be no larger than at the largest gmu with nothing else resident.
         kv = _largest_kv_tokens(model, rtp, work, s.train_batch_size * s.n)
         if kv <= 0:
             continue
-        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
-                          gpu_memory_utilization=max(GMU_STEPS))
-        step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
+        if trainer is None:
+            probe = Candidate(**layout.sizes(), use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                              gpu_memory_utilization=max(GMU_STEPS))
+            trainer = trainer_times(probe, model, s.gpu, work, k)
+        step = with_rollout(trainer, rtp, model, s.gpu, work, kv, k)
         best = min(best, step.total_s - step.bubble_s)
     return best if best < math.inf else 0.0
 

@@ -215,6 +215,25 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     `kv_tokens` is the KV cache one rollout replica holds (generator.plan.rollout_engine); None counts a
     replica's whole batch in flight (up to vLLM's max_num_seqs)."""
     k = constants or calibrated()
+    return with_rollout(trainer_times(cand, model, gpu, work, k), cand.rollout_tp, model, gpu, work, kv_tokens, k)
+
+
+@dataclass(frozen=True, slots=True)
+class TrainerTimes:
+    """The parts of a step the trainer's layout and knobs set; no rollout knob reaches them, so
+    the search's floors compute them once per layout and add each rollout TP's part."""
+
+    responses: int  # per step
+    log_prob_s: float
+    update_s: float
+    offload_s: float
+    bubble_s: float
+    comm_s: float
+
+
+def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, k: StepConstants
+                  ) -> TrainerTimes:
+    """Log-prob passes, update, their communication and pipeline bubble, and offload traffic."""
     gpus = max(1, work.gpus)
     dp = layout_dp(gpus, cand)
     responses = work.responses_per_step or work.per_rank_mini_batch * dp
@@ -223,7 +242,7 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     if not cand.use_dynamic_bsz:
         # Fixed micro-batches are not balanced by tokens: part of the padding to the maximum is computed.
         tokens += k.static_pad_share * max(0.0, responses * work.seq_len - tokens)
-    everything, active = _params(model)
+    _, active = _params(model)
     _, routed_active = _moe_split(model)
     flops_per_s = gpus * gpu.peak_tflops * 1e12
     # Dense GEMMs at train_mfu, routed experts' share of the FLOPs at moe_efficiency of that.
@@ -245,11 +264,17 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
                                (update_s, micro_batches(work.per_rank_mini_batch, seq_len, cand, log_prob=False))):
             share = bubble_fraction(cand.pp, cand.vpp, micro)
             bubble_s += compute * share / (1 - share)
-    roll_s = rollout_s(cand, model, gpu, work, responses, kv_tokens, k)
-    offload_s = _offload_s(cand, model, gpu, work, dp)
-    weight_sync_s = BF16 * everything / max(1, cand.rollout_tp) / (gpu.peer_gb_s * 1e9)
-    return StepTime(rollout_s=roll_s, log_prob_s=log_prob_s, update_s=update_s, offload_s=offload_s,
-                    bubble_s=bubble_s, weight_sync_s=weight_sync_s, comm_s=comm_s)
+    return TrainerTimes(responses=responses, log_prob_s=log_prob_s, update_s=update_s,
+                        offload_s=_offload_s(cand, model, gpu, work, dp), bubble_s=bubble_s, comm_s=comm_s)
+
+
+def with_rollout(t: TrainerTimes, rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload,
+                 kv_tokens: int | None, k: StepConstants) -> StepTime:
+    """The whole step: the trainer's parts, the rollout on `rollout_tp` and the weight sync to it."""
+    roll_s = _rollout_s(rollout_tp, model, gpu, work, t.responses, kv_tokens, k)
+    weight_sync_s = BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9)
+    return StepTime(rollout_s=roll_s, log_prob_s=t.log_prob_s, update_s=t.update_s, offload_s=t.offload_s,
+                    bubble_s=t.bubble_s, weight_sync_s=weight_sync_s, comm_s=t.comm_s)
 
 
 def _offload_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, dp: int) -> float:
