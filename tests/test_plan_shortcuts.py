@@ -125,3 +125,41 @@ def test_plan_sizes_memory_at_the_release_recipe_writes_for():
     from generator.schema.releases import newest_release
 
     assert newest_release() == DEFAULT_VERSION
+
+
+# Searches whose climbs end every way: a fit on a cheap rung, on the CPU optimizer, below the
+# target gmu, a miss with every offload (so the full climb is redone), a pinned gmu.
+SEARCHES = [
+    ("qwen2.5-72b", 32, dict(gpu="a100-80g", train_batch_size=64, top=3)),
+    ("qwen2.5-72b", 16, dict(gpu="a100-40g")),
+    ("qwen3-235b-a22b", 32, {}),
+    ("qwen3-30b-a3b", 16, dict(pins={"gpu_memory_utilization": 0.6})),
+    ("qwen2.5-7b", 8, dict(fixed={"tp": 4, "pp": 2, "gpu_memory_utilization": 0.6})),
+    ("qwen2.5-32b", 16, dict(gpu="h20", response_len=8192)),
+    ("deepseek-v3", 128, {}),
+]
+
+
+@pytest.mark.parametrize("name,gpus,options", SEARCHES, ids=lambda v: str(v) if not isinstance(v, dict) else "")
+def test_quick_climb_chooses_what_the_full_climb_chooses(name, gpus, options, monkeypatch):
+    """The relief ladder drops settings at the first phase over the limit (`quick`); climbing
+    with every setting evaluated in full must give the same plan, rejections and reasons included."""
+    from functools import partial
+
+    from generator.plan import plan_layout
+    from generator.plan import sizing
+    from generator.report.plan_report import plan_dict
+    from generator.schema.releases import newest_release
+
+    options = dict(options)
+    gpu = gpu_spec(options.pop("gpu", None), None)
+
+    def plan() -> dict[str, object]:
+        return plan_dict(plan_layout(find_model(name), gpus, gpu=gpu, verl_version=newest_release(), **options))
+
+    quick = plan()
+    calls = []
+    full_climb = partial(sizing._climb, quick=False)
+    monkeypatch.setattr(sizing, "_climb", lambda *a, **k: calls.append(1) or full_climb(*a, **k))
+    assert plan() == quick
+    assert calls  # the full climb did run

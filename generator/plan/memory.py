@@ -469,12 +469,8 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     (the search reads the rollout's split once per sized layout, at gmu 0)."""
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work, counts)
-    worst: dict[str, tuple[int, PhaseMemory]] = {}
-    for stage, update_only in _distinct_stages(cand, facts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only,
-                                         rollout_terms).items():
-            if name not in worst or phase.gib > worst[name][1].gib:
-                worst[name] = (stage, phase)
+    worst = _worst_stages(model, cand, work, counts, facts, rollout_terms, None)
+    assert worst is not None  # only a limit gives up
     if not detail:
         return tuple(worst[name][1] for name in PHASES if name in worst)
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
@@ -482,6 +478,35 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     detailed = {stage: _stage_phases(model, cand, work, stage, counts, True, facts) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
                  for name in PHASES if name in worst)
+
+
+def phase_memory_within(model: ModelFacts, cand: Candidate, work: Workload, limit_gib: float
+                        ) -> tuple[PhaseMemory, ...] | None:
+    """phase_memory(detail=False), or None as soon as a phase other than the rollout needs more
+    than `limit_gib` on some stage: the search drops such a setting and reads nothing else of it
+    (most of the relief ladder's rungs fail so, on the first stage's update)."""
+    counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work, counts)
+    worst = _worst_stages(model, cand, work, counts, facts, False, limit_gib)
+    return None if worst is None else tuple(worst[name][1] for name in PHASES if name in worst)
+
+
+def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int], facts: _CallFacts,
+                  rollout_terms: bool, limit_gib: float | None) -> dict[str, tuple[int, PhaseMemory]] | None:
+    """(stage, phase) of the worst stage of each phase; None once a phase other than the rollout
+    exceeds `limit_gib` (each stage's update, the phase that most often does, tried first)."""
+    worst: dict[str, tuple[int, PhaseMemory]] = {}
+    for stage, update_only in _distinct_stages(cand, facts):
+        if limit_gib is not None and not update_only and _stage_phases(
+                model, cand, work, stage, counts, False, facts, True)["update"].gib > limit_gib:
+            return None
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only,
+                                         rollout_terms).items():
+            if limit_gib is not None and name != "rollout" and phase.gib > limit_gib:
+                return None
+            if name not in worst or phase.gib > worst[name][1].gib:
+                worst[name] = (stage, phase)
+    return worst
 
 
 # The lowest gpu_memory_utilization the planner and the memory fixes go down to (below it the KV

@@ -23,7 +23,7 @@ from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
-from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
+from generator.plan.memory import MIN_GMU, phase_memory, phase_memory_within, usable_gib
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
@@ -110,6 +110,15 @@ def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, *,
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
 
 
+def _evaluate_within(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate | None:
+    """_evaluate, or None when a training phase does not fit (nothing else of it is computed)."""
+    limit = usable_gib(s.gpu.memory_gib)
+    memory = phase_memory_within(model, cand, work, limit)
+    if memory is None:
+        return None
+    return replace(cand, memory=memory, limit_gib=limit, fits=all(p.gib <= limit for p in memory))
+
+
 def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
               min_gmu: float, pick_rollout_tp: bool) -> Candidate | None:
     """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
@@ -155,8 +164,12 @@ class _Sizing:
     def score(self, cand: Candidate) -> Candidate:
         return _scored(self.model, cand, self.work, self.s, self.params)
 
-    def training_fits(self, cand: Candidate) -> tuple[bool, Candidate]:
-        """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation."""
+    def training_fits(self, cand: Candidate, quick: bool = False) -> tuple[bool, Candidate | None]:
+        """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation
+        (`quick`: none when they do not fit, found at the first phase over the limit)."""
+        if quick and "gpu_memory_utilization" not in self.knobs:
+            found = _evaluate_within(self.model, replace(cand, gpu_memory_utilization=MIN_GMU), self.work, self.s)
+            return found is not None, found
         probe = self.evaluate(replace(cand, gpu_memory_utilization=self.knobs.get("gpu_memory_utilization", MIN_GMU)))
         if "gpu_memory_utilization" in self.knobs:
             return probe.fits, probe
@@ -270,28 +283,33 @@ def _with_size(rung: Candidate, size: Size) -> Candidate:
     return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
 
 
-def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candidate | None, str]:
+def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = True) -> tuple[Candidate | None, str]:
     """The first rung (cheapest relief) where the training phases fit at some size and the
-    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss."""
+    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss.
+
+    `quick`: settings whose training phases do not fit are dropped at the first phase over the
+    limit; only a miss needs them in full (the closest one), so then the climb is done again."""
     closest: Candidate | None = None
+    every_rung = rungs
     # The strongest rung at the smallest size is the cheapest proof that nothing fits.
-    ok, probe = z.training_fits(_with_size(rungs[-1], sizes[-1]))
+    ok, probe = z.training_fits(_with_size(rungs[-1], sizes[-1]), quick)
     if not ok:
         closest = probe
         rungs = []
     fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
     for rung in rungs:
-        ok, probe = z.training_fits(_with_size(rung, sizes[-1]))
+        ok, probe = z.training_fits(_with_size(rung, sizes[-1]), quick)
         if not ok:
             closest = _closer(closest, probe)
             continue
         for size in sizes:
             cand = _with_size(rung, size)
-            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand)
+            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand, quick)
             if not ok:
                 continue
             sized: Candidate | None
             if "gpu_memory_utilization" in z.knobs:
+                assert probe is not None  # a pinned gmu is evaluated in full (training_fits)
                 sized = probe
             else:
                 sized = _best_gmu(z.model, cand, z.work, z.s, z.params, MIN_GMU, not z.rollout_tp_pinned)
@@ -306,6 +324,8 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candi
             break
     if fallback is not None:
         return z.score(fallback), ""
+    if quick:  # a miss: the closest one needs every setting tried in full
+        return _climb(z, every_rung, sizes, quick=False)
     if closest is None:
         return None, "no setting fits"
     worst = max(closest.memory, key=lambda p: p.gib)
@@ -322,7 +342,9 @@ def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> floa
     return 6 * heaviest / GIB
 
 
-def _closer(current: Candidate | None, new: Candidate) -> Candidate:
+def _closer(current: Candidate | None, new: Candidate | None) -> Candidate | None:
+    if new is None:
+        return current
     if current is None or new.peak_gib < current.peak_gib:
         return new
     return current
