@@ -45,11 +45,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
-from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
-                                        micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
+from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_count,
+                                        in_flight_micro_batches, micro_batches_per_step, moe_layer_activation_bytes,
+                                        tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
@@ -443,22 +445,28 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
                         tuple(stages), round(sum(t.gib for t in host), 1), host)
 
 
-def _distinct_stages(cand: Candidate, facts: _CallFacts) -> list[tuple[int, bool]]:
+def _distinct_stages(cand: Candidate, facts: _CallFacts) -> tuple[tuple[int, bool], ...]:
     """One stage of each kind, (stage, update only), in stage order: stages with the same
     parameters, the same place (first, last) and the same micro-batches in flight have the same
     memory in every phase; those that differ from an earlier one only in the micro-batches in
     flight (1F1B: the middle stages) differ only in the update phase ("update only"). Every
     other phase of theirs equals the earlier stage's, which the worst-stage pick keeps on a tie."""
+    return _stage_kinds(facts.stages, cand.pp, cand.vpp, facts.micro_batches)
+
+
+@lru_cache(maxsize=4096)
+def _stage_kinds(stages: tuple[StageParams, ...], pp: int, vpp: int | None, micro_batches: int
+                 ) -> tuple[tuple[int, bool], ...]:
     seen: dict[tuple[StageParams, bool, bool, float], int] = {}
-    for stage, params in enumerate(facts.stages):
-        key = (params, stage == 0, stage == cand.pp - 1, in_flight_micro_batches(cand, stage, facts.micro_batches))
+    for stage, params in enumerate(stages):
+        key = (params, stage == 0, stage == pp - 1, in_flight_count(pp, vpp, stage, micro_batches))
         seen.setdefault(key, stage)
     placed: set[tuple[StageParams, bool, bool]] = set()
     out = []
     for (params, first, last, _), stage in sorted(seen.items(), key=lambda item: item[1]):
         out.append((stage, (params, first, last) in placed))
         placed.add((params, first, last))
-    return out
+    return tuple(out)
 
 
 def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True,
