@@ -58,7 +58,11 @@ def step_bucket(seconds: float) -> int:
 
 
 def _floor_work(model: ModelFacts, layout: Layout, s: Setting) -> Workload:
-    dp = layout_dp(layout.gpus, layout)
+    return _floor_workload(s, layout_dp(layout.gpus, layout))
+
+
+@lru_cache(maxsize=256)
+def _floor_workload(s: Setting, dp: int) -> Workload:
     has_ref, has_critic = algo_roles(s.algo)
     per_rank_mini = max(1, per_rank_mini_batch(s.mini or s.train_batch_size, s.n, dp))
     return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
@@ -75,11 +79,7 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     k = calibrated()
     trainer: TrainerTimes | None = None  # the same for every rollout TP: computed once
     best = math.inf
-    for rtp in _rollout_tp_options(s.gpus, s.gpus_per_node):
-        # The KV cache can be no larger than at the largest gmu with nothing else resident.
-        kv = _largest_kv_tokens(model, rtp, work, s.train_batch_size * s.n)
-        if kv <= 0:
-            continue
+    for rtp, kv in _rollouts_with_kv(model, work, s.gpus, s.gpus_per_node, s.train_batch_size * s.n):
         if trainer is None:
             probe = Candidate(**layout.sizes(), use_dynamic_bsz=True, token_budget=3 * s.seq_len,
                               gpu_memory_utilization=max(GMU_STEPS))
@@ -89,20 +89,27 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     return best if best < math.inf else 0.0
 
 
+@lru_cache(maxsize=256)
+def _rollouts_with_kv(model: ModelFacts, work: Workload, gpus: int, gpus_per_node: int, responses_per_step: int
+                      ) -> tuple[tuple[int, int], ...]:
+    """(rollout TP, KV tokens of one replica at the largest gmu) for each rollout TP the floor
+    tries whose KV cache is not empty. The engine's split reads the rollout knobs only (the probe
+    has no training layout), so every layout of the same DP shares it: computed once per workload."""
+    out = []
+    for rtp in _rollout_tp_options(gpus, gpus_per_node):
+        # The KV cache can be no larger than at the largest gmu with nothing else resident.
+        probe = Candidate(rollout_tp=rtp, gpu_memory_utilization=max(GMU_STEPS))
+        kv = engine_memory(model, probe, work, responses_per_step=responses_per_step).kv_tokens
+        if kv > 0:
+            out.append((rtp, kv))
+    return tuple(out)
+
+
 @lru_cache(maxsize=64)
 def _rollout_tp_options(gpus: int, gpus_per_node: int) -> tuple[int, ...]:
     """Rollout TPs the floor tries: powers of two dividing the GPUs whose replicas do not straddle a node."""
     return tuple(r for r in powers_of_two(max(gpus, 1)) if gpus % r == 0
                  and (gpus_per_node % r == 0 or r % gpus_per_node == 0)) or (1,)
-
-
-@lru_cache(maxsize=1024)
-def _largest_kv_tokens(model: ModelFacts, rtp: int, work: Workload, responses_per_step: int) -> int:
-    """KV tokens of one replica at the largest gmu. The engine's split reads the rollout knobs
-    only (the probe has no training layout), so every layout of the same DP shares it: computed
-    once per (rollout TP, workload), not once per layout."""
-    probe = Candidate(rollout_tp=rtp, gpu_memory_utilization=max(GMU_STEPS))
-    return engine_memory(model, probe, work, responses_per_step=responses_per_step).kv_tokens
 
 
 def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
