@@ -43,7 +43,7 @@ Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -70,6 +70,7 @@ PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "we
 TERM_ORDER = ("weights", "grads", "optimizer", "activations", "logits", "kv-cache", "ref-weights", "critic",
               "step-temporaries", "cuda-graphs", "overhead", "actor-weights", "rollout-weights",
               "rollout-activations", "sync-bucket", "offloaded-weights", "offloaded-optimizer", "cpu-optimizer")
+UPDATE = ("update",)  # the one phase the micro-batches in flight change
 
 
 # One term of a phase before it is shown: (name, bytes, note or a function giving the note).
@@ -159,16 +160,15 @@ def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
                   counts: list[int], detail: bool = True, facts: _CallFacts | None = None,
-                  update_only: bool = False, rollout_terms: bool = True) -> dict[str, PhaseMemory]:
+                  wanted: Collection[str] = PHASES, rollout_terms: bool = True) -> dict[str, PhaseMemory]:
     """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms;
-    `update_only`: the update phase alone, the one phase the micro-batches in flight change;
-    `rollout_terms`: without `detail`, the rollout phase's unrounded terms too)."""
+    `wanted`: only those phases, as the search asks; `rollout_terms`: without `detail`, the
+    rollout phase's unrounded terms too)."""
     f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
     z = _sizes(cand, work, f.stages[stage])
     params, weights, grads = z.params, z.weights, z.grads
-    etp = t if cand.etp is None else cand.etp
     ref_weights = weights if work.has_ref else 0.0
     critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
     overhead = ("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
@@ -188,40 +188,23 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         ("optimizer", z.optimizer_gpu, optimizer_note),
     ]
     beside_update = _beside_update(cand, ref_weights, critic_state)
-
-    # Activations of the update on this stage.
-    tokens = f.tokens
-    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
-    dense_act, moe_non_expert, moe_routed = f.dense_act, f.moe_non_expert, f.moe_routed
-    activations = _update_activations(model, cand, params, f, in_flight, etp)
-
-    def act_note() -> str:
-        layers = params.dense_layers + params.moe_layers
-        if cand.recompute:
-            return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
-                    f"{layers} layer inputs + one layer's working set")
-        return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
-                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
-    phases = {"update": _phase("update", [
-        *trainer_state,
-        ("activations", activations, act_note),
-        ("logits", _update_logits_bytes(cand, work, last, tokens, vocab_shard), _update_logits_note(cand, last)),
-        *beside_update, graphs, overhead], detail, terms=False)}
-    if update_only:
-        return phases
-
-    step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
-    phases["optimizer_step"] = _phase("optimizer_step", [
-        *trainer_state,
-        ("step-temporaries", step_temp,
-         lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
-                 f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
-         if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
-        *beside_update, graphs, overhead], detail, terms=False)
+    phases: dict[str, PhaseMemory] = {}
+    if "update" in wanted:
+        phases["update"] = _update_phase(model, cand, work, stage, f, params, trainer_state,
+                                         [*beside_update, graphs, overhead], last, detail)
+    if "optimizer_step" in wanted:
+        step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
+        phases["optimizer_step"] = _phase("optimizer_step", [
+            *trainer_state,
+            ("step-temporaries", step_temp,
+             lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
+                     f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
+             if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
+            *beside_update, graphs, overhead], detail, terms=False)
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
     lp_tokens = f.lp_tokens
-    forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
+    forward_set = lp_tokens * max(f.dense_act, f.moe_non_expert + f.moe_routed) / t
     resident_grads = ("grads", 0.0 if off.param else grads,
                       "offloaded with params" if off.param else "grad buffer stays")
     resident_opt = ("optimizer", 0.0 if off.optimizer else z.optimizer_gpu,
@@ -242,17 +225,60 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
              (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
             graphs, overhead], detail, terms=False)
 
-    phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
-                                       [resident_grads, resident_opt, *with_ref, *with_critic])
-    if work.has_ref:
+    if "log_prob" in wanted:
+        phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
+                                           [resident_grads, resident_opt, *with_ref, *with_critic])
+    if work.has_ref and "ref_log_prob" in wanted:
         phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, [
             ("actor-weights", 0.0 if off.param else weights + grads,
              "offloaded" if off.param else "actor weights+grads stay"),
             resident_opt, *with_critic])
+    resident: list[_Part] = [resident_grads, resident_opt, *with_ref, *with_critic]
+    if "rollout" in wanted:
+        phases["rollout"] = _rollout_phase(cand, work, f, weights, resident, graphs, detail, rollout_terms)
+    if "weight_sync" in wanted:
+        # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
+        # bucket, into the engine's weights before its KV cache is resumed.
+        phases["weight_sync"] = _phase("weight_sync", [
+            ("actor-weights", weights, "bf16, loaded for the sync"), *resident,
+            ("rollout-weights", f.engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
+            ("sync-bucket", work.sync_bucket_mib * 2**20,
+             lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
+            graphs, overhead], detail, terms=False)
+    return phases
 
-    # Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
-    # weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
-    # exceed the claim).
+
+def _update_phase(model: ModelFacts, cand: Candidate, work: Workload, stage: int, f: _CallFacts,
+                  params: StageParams, trainer_state: list[_Part], rest: list[_Part], last: bool,
+                  detail: bool) -> PhaseMemory:
+    """The update on one stage: the trainer's state, the activations of the micro-batches in
+    flight, the logits (last stage), and `rest` (other models beside it, CUDA graphs, overhead)."""
+    tokens = f.tokens
+    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
+    etp = cand.tp if cand.etp is None else cand.etp
+    activations = _update_activations(model, cand, params, f, in_flight, etp)
+
+    def act_note() -> str:
+        layers = params.dense_layers + params.moe_layers
+        if cand.recompute:
+            return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
+                    f"{layers} layer inputs + one layer's working set")
+        return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
+                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
+    return _phase("update", [
+        *trainer_state,
+        ("activations", activations, act_note),
+        ("logits", _update_logits_bytes(cand, work, last, tokens, model.vocab_size / cand.tp),
+         _update_logits_note(cand, last)),
+        *rest], detail, terms=False)
+
+
+def _rollout_phase(cand: Candidate, work: Workload, f: _CallFacts, weights: float, resident: list[_Part],
+                   graphs: _Part, detail: bool, terms: bool) -> PhaseMemory:
+    """Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
+    weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
+    exceed the claim)."""
+    off = cand.offload
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
     engine_weights, engine_activations = f.engine_weights, f.engine_activations
     kv_cache = engine_budget - engine_weights - engine_activations
@@ -260,26 +286,15 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     def claim() -> str:
         return f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"
     rollout_weights = ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}")
-    phases["rollout"] = _phase("rollout", [
+    return _phase("rollout", [
         ("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
-        resident_grads, resident_opt, *with_ref, *with_critic, rollout_weights,
+        *resident, rollout_weights,
         ("rollout-activations", engine_activations,
          lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"),
         ("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
          "none: weights and activations exceed the claim; vLLM will not start"),
         graphs, ("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
-                 "less the non-torch memory vLLM counts inside its claim")], detail, terms=rollout_terms)
-
-    # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
-    # bucket, into the engine's weights before its KV cache is resumed.
-    phases["weight_sync"] = _phase("weight_sync", [
-        ("actor-weights", weights, "bf16, loaded for the sync"),
-        resident_grads, resident_opt, *with_ref, *with_critic,
-        ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
-        ("sync-bucket", work.sync_bucket_mib * 2**20,
-         lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
-        graphs, overhead], detail, terms=False)
-    return {name: phases[name] for name in PHASES if name in phases}
+                 "less the non-torch memory vLLM counts inside its claim")], detail, terms=terms)
 
 
 def _beside_update(cand: Candidate, ref_weights: float, critic_state: float) -> list[_Part]:
@@ -506,10 +521,10 @@ def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: li
     worst: dict[str, tuple[int, PhaseMemory]] = {}
     for stage, update_only in _distinct_stages(cand, facts):
         if limit_gib is not None and not update_only and _stage_phases(
-                model, cand, work, stage, counts, False, facts, True)["update"].gib > limit_gib:
+                model, cand, work, stage, counts, False, facts, UPDATE)["update"].gib > limit_gib:
             return None
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, update_only,
-                                         rollout_terms).items():
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts,
+                                         UPDATE if update_only else PHASES, rollout_terms).items():
             if limit_gib is not None and name != "rollout" and phase.gib > limit_gib:
                 return None
             if name not in worst or phase.gib > worst[name][1].gib:
