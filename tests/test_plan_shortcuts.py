@@ -1,9 +1,10 @@
 """The planner's shortcuts give what the long way gives (issue 22: `gen plan` faster, same output).
 
 Each shortcut is checked against the computation it replaces: the worst stage of each phase
-against every stage evaluated in full, the search's step-time floors against estimate_step_time
-at every rollout TP, the rollout terms option against the totals without it, the release the plan
-sizes memory for against the one `gen recipe` writes for.
+against every stage evaluated in full, the quick fit check and the rollout phase alone against
+phase_memory, the search's step-time floors against estimate_step_time at every rollout TP, the
+quick relief climb against the full one, the release the plan sizes memory for against the one
+`gen recipe` writes for.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from generator.derive import Layout
 from generator.hardware import gpu_spec
 from generator.layout import Candidate, Offload
 from generator.model import find_model
-from generator.plan.memory import MemorySetup, evaluate_memory, phase_memory
+from generator.plan.memory import (MemorySetup, evaluate_memory, phase_memory, training_phases_fit,
+                                   worst_rollout_phase)
 from generator.plan.ranking import _floor_work, _rollout_tp_options, step_floor_s
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.rollout_engine import engine_memory
@@ -69,17 +71,34 @@ def test_worst_stage_shortcut_matches_every_stage_in_full(case, gmu, critic):
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
-def test_rollout_terms_change_no_total(case):
+def test_worst_rollout_phase_is_phase_memorys_rollout_with_its_terms(case):
     name, gpus, layout, knobs = case
     model = find_model(name)
     cand = Candidate(**layout, rollout_tp=8, gpu_memory_utilization=0.0, **knobs)
     work = _work(gpus)
-    bare = phase_memory(model, cand, work, detail=False)
-    with_terms = phase_memory(model, cand, work, detail=False, rollout_terms=True)
-    assert [p.gib for p in bare] == [p.gib for p in with_terms]
-    rollout = next(p for p in with_terms if p.phase == "rollout")
+    rollout = worst_rollout_phase(model, cand, work)
+    assert rollout == next(p for p in evaluate_memory(MemorySetup(model, cand, work), detail=False).worst_phases()
+                           if p.phase == "rollout")
+    assert rollout.gib == next(p.gib for p in phase_memory(model, cand, work, detail=False) if p.phase == "rollout")
     assert rollout.terms and math.isclose(sum(t.gib for t in rollout.terms), rollout.gib, abs_tol=0.006)
-    assert all(not p.terms for p in bare)
+
+
+@pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")
+def test_training_phases_fit_is_every_phase_but_the_rollout_within_the_limit(case):
+    """The quick check gives up at the first phase over the limit; the long way compares the
+    worst stage of every phase but the rollout with it. Limits on both sides of each phase."""
+    name, gpus, layout, knobs = case
+    model = find_model(name)
+    cand = Candidate(**layout, rollout_tp=8, gpu_memory_utilization=0.3, **knobs)
+    work = _work(gpus)
+    worst = phase_memory(model, cand, work, detail=False)
+    limits = sorted({p.gib for p in worst} | {p.gib - 0.01 for p in worst} | {0.0, 1e6})
+    verdicts = set()
+    for limit in limits:
+        expected = all(p.gib <= limit for p in worst if p.phase != "rollout")
+        assert training_phases_fit(model, cand, work, limit) == expected, limit
+        verdicts.add(expected)
+    assert verdicts == {True, False}
 
 
 def _setting(gpus: int, gpus_per_node: int = 8) -> Setting:

@@ -484,16 +484,13 @@ def _stage_kinds(stages: tuple[StageParams, ...], pp: int, vpp: int | None, micr
     return tuple(out)
 
 
-def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True,
-                 rollout_terms: bool = False) -> tuple[PhaseMemory, ...]:
+def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
+                 ) -> tuple[PhaseMemory, ...]:
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
-    and rounding (the search evaluates thousands of settings and shows a handful), and the
-    terms of every phase: totals only, the rollout phase's unrounded terms with `rollout_terms`
-    (the search reads the rollout's split once per sized layout, at gmu 0)."""
+    and rounding (the search evaluates thousands of settings and shows a handful), and the terms."""
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work, counts)
-    worst = _worst_stages(model, cand, work, counts, facts, rollout_terms, None)
-    assert worst is not None  # only a limit gives up
+    worst = _worst_stages(model, cand, work, counts, facts, PHASES, rollout_terms=False)
     if not detail:
         return tuple(worst[name][1] for name in PHASES if name in worst)
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
@@ -503,30 +500,42 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
                  for name in PHASES if name in worst)
 
 
-def phase_memory_within(model: ModelFacts, cand: Candidate, work: Workload, limit_gib: float
-                        ) -> tuple[PhaseMemory, ...] | None:
-    """phase_memory(detail=False), or None as soon as a phase other than the rollout needs more
-    than `limit_gib` on some stage: the search drops such a setting and reads nothing else of it
-    (most of the relief ladder's rungs fail so, on the first stage's update)."""
+def worst_rollout_phase(model: ModelFacts, cand: Candidate, work: Workload) -> PhaseMemory:
+    """The rollout phase of phase_memory(detail=False), with its unrounded terms: the search reads
+    its split once per sized layout (at gmu 0) and no other phase of that setting."""
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work, counts)
-    worst = _worst_stages(model, cand, work, counts, facts, False, limit_gib)
-    return None if worst is None else tuple(worst[name][1] for name in PHASES if name in worst)
+    return _worst_stages(model, cand, work, counts, facts, ("rollout",), rollout_terms=True)["rollout"][1]
+
+
+def training_phases_fit(model: ModelFacts, cand: Candidate, work: Workload, limit_gib: float) -> bool:
+    """Whether every phase but the rollout of phase_memory(detail=False) is within `limit_gib`,
+    given up at the first that is not (each stage's update, the phase that most often exceeds,
+    tried first): most of the relief ladder's rungs fail so, and the search reads nothing else."""
+    counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work, counts)
+    for stage, update_only in _distinct_stages(cand, facts):
+        phases = _stage_phases(model, cand, work, stage, counts, False, facts, UPDATE)
+        if not update_only:
+            phases |= _stage_phases(model, cand, work, stage, counts, False, facts, _BESIDE_UPDATE)
+        if any(phase.gib > limit_gib for phase in phases.values()):
+            return False
+    return True
+
+
+_BESIDE_UPDATE = tuple(name for name in PHASES if name not in ("update", "rollout"))
 
 
 def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int], facts: _CallFacts,
-                  rollout_terms: bool, limit_gib: float | None) -> dict[str, tuple[int, PhaseMemory]] | None:
-    """(stage, phase) of the worst stage of each phase; None once a phase other than the rollout
-    exceeds `limit_gib` (each stage's update, the phase that most often does, tried first)."""
+                  wanted: tuple[str, ...], *, rollout_terms: bool) -> dict[str, tuple[int, PhaseMemory]]:
+    """(stage, phase) of the worst stage of each `wanted` phase (ties: the first such stage)."""
     worst: dict[str, tuple[int, PhaseMemory]] = {}
     for stage, update_only in _distinct_stages(cand, facts):
-        if limit_gib is not None and not update_only and _stage_phases(
-                model, cand, work, stage, counts, False, facts, UPDATE)["update"].gib > limit_gib:
-            return None
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts,
-                                         UPDATE if update_only else PHASES, rollout_terms).items():
-            if limit_gib is not None and name != "rollout" and phase.gib > limit_gib:
-                return None
+        stage_wanted = tuple(name for name in wanted if name == "update") if update_only else wanted
+        if not stage_wanted:
+            continue
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, stage_wanted,
+                                         rollout_terms).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     return worst

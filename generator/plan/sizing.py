@@ -23,7 +23,7 @@ from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
-from generator.plan.memory import MIN_GMU, phase_memory, phase_memory_within, usable_gib
+from generator.plan.memory import MIN_GMU, phase_memory, training_phases_fit, usable_gib, worst_rollout_phase
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
@@ -102,21 +102,11 @@ def _budget_options(seq_len: int, cp: int) -> list[int]:
     return sorted(set(out), reverse=True)
 
 
-def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, *,
-              rollout_terms: bool = False) -> Candidate:
-    memory = phase_memory(model, cand, work, detail=False, rollout_terms=rollout_terms)
+def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate:
+    memory = phase_memory(model, cand, work, detail=False)
     limit = usable_gib(s.gpu.memory_gib)
     fits = all(p.gib <= limit for p in memory)
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
-
-
-def _evaluate_within(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate | None:
-    """_evaluate, or None when a training phase does not fit (nothing else of it is computed)."""
-    limit = usable_gib(s.gpu.memory_gib)
-    memory = phase_memory_within(model, cand, work, limit)
-    if memory is None:
-        return None
-    return replace(cand, memory=memory, limit_gib=limit, fits=all(p.gib <= limit for p in memory))
 
 
 def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
@@ -124,11 +114,10 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
     rollout TP that leaves vLLM room for KV cache. The rollout phase is linear in gmu, so one
     evaluation at gmu 0 gives the headroom."""
-    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s, rollout_terms=True)
-    rollout = at_zero.phase("rollout")
+    rollout = worst_rollout_phase(model, replace(cand, gpu_memory_utilization=0.0), work)
     # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
-    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS) if rollout else 0.0
-    headroom = at_zero.limit_gib - resident
+    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS)
+    headroom = usable_gib(s.gpu.memory_gib) - resident
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
@@ -166,10 +155,10 @@ class _Sizing:
 
     def training_fits(self, cand: Candidate, quick: bool = False) -> tuple[bool, Candidate | None]:
         """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation
-        (`quick`: none when they do not fit, found at the first phase over the limit)."""
+        (`quick`: without it, and given up at the first phase over the limit)."""
         if quick and "gpu_memory_utilization" not in self.knobs:
-            found = _evaluate_within(self.model, replace(cand, gpu_memory_utilization=MIN_GMU), self.work, self.s)
-            return found is not None, found
+            probe = replace(cand, gpu_memory_utilization=MIN_GMU)
+            return training_phases_fit(self.model, probe, self.work, usable_gib(self.s.gpu.memory_gib)), None
         probe = self.evaluate(replace(cand, gpu_memory_utilization=self.knobs.get("gpu_memory_utilization", MIN_GMU)))
         if "gpu_memory_utilization" in self.knobs:
             return probe.fits, probe
