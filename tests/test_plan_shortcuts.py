@@ -97,6 +97,10 @@ def test_training_phases_fit_is_every_phase_but_the_rollout_within_the_limit(cas
     for limit in limits:
         expected = all(p.gib <= limit for p in worst if p.phase != "rollout")
         assert training_phases_fit(model, cand, work, limit) == expected, limit
+        # The ladder checks each setting at its own gmu, standing in for MIN_GMU: no phase the
+        # check reads may depend on it.
+        for gmu in (0.0, 0.85):
+            assert training_phases_fit(model, replace(cand, gpu_memory_utilization=gmu), work, limit) == expected
         verdicts.add(expected)
     assert verdicts == {True, False}
 

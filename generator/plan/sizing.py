@@ -121,10 +121,8 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
-    trial = replace(cand, gpu_memory_utilization=steps[0])
-    if pick_rollout_tp:
-        trial = replace(trial, rollout_tp=_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp)
-    trial = _evaluate(model, trial, work, s)
+    rollout_tp = (_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp) if pick_rollout_tp else cand.rollout_tp
+    trial = _evaluate(model, replace(cand, gpu_memory_utilization=steps[0], rollout_tp=rollout_tp), work, s)
     engine = engine_memory(model, trial, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     return trial if engine.fits else None
 
@@ -157,8 +155,9 @@ class _Sizing:
         """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation
         (`quick`: without it, and given up at the first phase over the limit)."""
         if quick and "gpu_memory_utilization" not in self.knobs:
-            probe = replace(cand, gpu_memory_utilization=MIN_GMU)
-            return training_phases_fit(self.model, probe, self.work, usable_gib(self.s.gpu.memory_gib)), None
+            # At MIN_GMU, as below; no phase the check reads depends on the gmu (only the rollout's
+            # claim does), so the candidate's own stands in for it.
+            return training_phases_fit(self.model, cand, self.work, usable_gib(self.s.gpu.memory_gib)), None
         probe = self.evaluate(replace(cand, gpu_memory_utilization=self.knobs.get("gpu_memory_utilization", MIN_GMU)))
         if "gpu_memory_utilization" in self.knobs:
             return probe.fits, probe
