@@ -124,13 +124,18 @@ class _Sizes:
     optimizer_cpu: float
 
 
-def _sizes(cand: Candidate, work: Workload, params: StageParams) -> _Sizes:
-    dp = layout_dp(work.gpus, cand)
-    edp = layout_edp(work.gpus, cand)
+def _shards(cand: Candidate, work: Workload) -> tuple[int, int, float]:
+    """(DP, EDP, the CPU optimizer's fraction) of a candidate: how its optimizer state is split."""
     cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
+    return layout_dp(work.gpus, cand), layout_edp(work.gpus, cand), cpu_fraction
+
+
+def _sizes(cand: Candidate, params: StageParams, shards: tuple[int, int, float]) -> _Sizes:
+    dp, edp, cpu_fraction = shards
     # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
     optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)
-    return _Sizes(params, dp, edp, cpu_fraction, 2 * params.total, 4 * params.total,
+    total = params.total
+    return _Sizes(params, dp, edp, cpu_fraction, 2 * total, 4 * total,
                   optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
 
 
@@ -148,14 +153,22 @@ class _CallFacts:
     engine_weights: float
     engine_activations: float
     stages: tuple[StageParams, ...]  # the parameters of each pipeline stage
+    shards: tuple[int, int, float]  # _shards
 
 
 def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> _CallFacts:
-    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    dense_act, moe_non_expert, moe_routed = _activation_bytes(model)
     engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
-                      micro_batches_per_step(cand, work), dense_layer_activation_bytes(model), moe_non_expert,
-                      moe_routed, engine_weights, engine_activations, every_stage_params(model, cand, counts))
+                      micro_batches_per_step(cand, work), dense_act, moe_non_expert, moe_routed, engine_weights,
+                      engine_activations, every_stage_params(model, cand, counts), _shards(cand, work))
+
+
+@lru_cache(maxsize=256)
+def _activation_bytes(model: ModelFacts) -> tuple[float, float, float]:
+    """Per token: a dense layer's activations, an MoE layer's non-expert and routed-expert parts."""
+    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    return dense_layer_activation_bytes(model), moe_non_expert, moe_routed
 
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
@@ -167,7 +180,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
-    z = _sizes(cand, work, f.stages[stage])
+    z = _sizes(cand, f.stages[stage], f.shards)
     params, weights, grads = z.params, z.weights, z.grads
     ref_weights = weights if work.has_ref else 0.0
     critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
@@ -413,8 +426,9 @@ def _host_ram_terms(model: ModelFacts, cand: Candidate, work: Workload, counts: 
     nodes = max(1.0, work.gpus / work.gpus_per_node)
     off = cand.offload
     weights = params = optimizer = cpu_optimizer = 0.0
+    shards = _shards(cand, work)
     for stage_params_ in every_stage_params(model, cand, counts):
-        z = _sizes(cand, work, stage_params_)
+        z = _sizes(cand, stage_params_, shards)
         copies = (1 + (1 if work.has_ref else 0) + (1 if work.has_critic else 0)) if off.param else 0
         weights += copies * z.weights * gpus_per_stage
         params += z.params.total * gpus_per_stage
