@@ -18,6 +18,7 @@ from generator.derive import Layout
 from generator.hardware import gpu_spec
 from generator.layout import Candidate, Offload
 from generator.model import find_model
+from generator.plan.activations import in_flight_count
 from generator.plan.memory import (MemorySetup, evaluate_memory, phase_memory, training_phases_fit,
                                    worst_rollout_phase)
 from generator.plan.ranking import _floor_work, _rollout_tp_options, step_floor_s
@@ -53,8 +54,8 @@ def _work(gpus: int, *, critic: bool = False, ref: bool = True) -> Workload:
 @pytest.mark.parametrize("gmu", [0.0, 0.3, 0.85])
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}-{'-'.join(map(str, c[2].values()))}")
 def test_worst_stage_shortcut_matches_every_stage_in_full(case, gmu, critic):
-    """phase_memory evaluates one stage of each kind, the middle 1F1B stages for their update
-    only; evaluate_memory evaluates every stage in full. The worst of each phase must agree."""
+    """phase_memory evaluates the first stage of each kind; evaluate_memory evaluates every
+    stage in full. The worst of each phase must agree."""
     name, gpus, layout, knobs = case
     model = find_model(name)
     cand = Candidate(**layout, rollout_tp=8, gpu_memory_utilization=gmu, **knobs)
@@ -62,12 +63,27 @@ def test_worst_stage_shortcut_matches_every_stage_in_full(case, gmu, critic):
     shortcut = phase_memory(model, cand, work, detail=False)
     full = evaluate_memory(MemorySetup(model, cand, work), detail=False).worst_phases()
     assert [(p.phase, p.gib) for p in shortcut] == [(p.phase, p.gib) for p in full]
-    # The premise: stages with the same layers between the first and the last differ in no
-    # phase but the update.
+    # The premise: stages of a kind (the same layers, between the first and the last) differ in
+    # no phase but the update, and a later one's update is no larger.
     middle: dict[tuple[int, int], tuple[float, ...]] = {}
+    update: dict[tuple[int, int], float] = {}
     for stage in evaluate_memory(MemorySetup(model, cand, work), detail=False).stages[1:-1]:
+        kind = (stage.dense_layers, stage.moe_layers)
         rest = tuple(p.gib for p in stage.phases if p.phase != "update")
-        assert middle.setdefault((stage.dense_layers, stage.moe_layers), rest) == rest
+        assert middle.setdefault(kind, rest) == rest
+        gib = next(p.gib for p in stage.phases if p.phase == "update")
+        assert gib <= update.setdefault(kind, gib)
+        update[kind] = gib
+
+
+@pytest.mark.parametrize("pp", [2, 3, 4, 8, 16])
+@pytest.mark.parametrize("vpp", [None, 2, 4])
+def test_a_later_stage_holds_no_more_micro_batches(pp, vpp):
+    """The other premise of the worst-stage shortcut: 1F1B's in-flight count never grows along
+    the pipeline, whatever the micro-batches per step."""
+    for micro_batches in (1, 2, pp - 1, pp, pp + 1, 64):
+        counts = [in_flight_count(pp, vpp, stage, micro_batches) for stage in range(pp)]
+        assert counts == sorted(counts, reverse=True) and counts[0] >= 1
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: f"{c[0]}-{c[1]}")

@@ -49,9 +49,8 @@ from functools import lru_cache
 
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
-from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_count,
-                                        in_flight_micro_batches, micro_batches_per_step, moe_layer_activation_bytes,
-                                        tokens_per_micro)
+from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
+                                        micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
@@ -474,28 +473,22 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
                         tuple(stages), round(sum(t.gib for t in host), 1), host)
 
 
-def _distinct_stages(cand: Candidate, facts: _CallFacts) -> tuple[tuple[int, bool], ...]:
-    """One stage of each kind, (stage, update only), in stage order: stages with the same
-    parameters, the same place (first, last) and the same micro-batches in flight have the same
-    memory in every phase; those that differ from an earlier one only in the micro-batches in
-    flight (1F1B: the middle stages) differ only in the update phase ("update only"). Every
-    other phase of theirs equals the earlier stage's, which the worst-stage pick keeps on a tie."""
-    return _stage_kinds(facts.stages, cand.pp, cand.vpp, facts.micro_batches)
+def _distinct_stages(cand: Candidate, facts: _CallFacts) -> tuple[int, ...]:
+    """The stages whose memory can be the worst of some phase, in stage order: the first stage
+    of each kind (the same parameters, the same place: first, last). Stages of a kind differ in
+    the micro-batches in flight alone, which only the update reads, and its bytes grow with them;
+    the first stage of a kind has the most in flight (1F1B: PP − stage, at most M; VPP scales all
+    alike), so no later stage of its kind exceeds it in any phase, and on a tie the worst-stage
+    pick keeps the earlier stage anyway."""
+    return _first_of_each_kind(facts.stages, cand.pp)
 
 
 @lru_cache(maxsize=4096)
-def _stage_kinds(stages: tuple[StageParams, ...], pp: int, vpp: int | None, micro_batches: int
-                 ) -> tuple[tuple[int, bool], ...]:
-    seen: dict[tuple[StageParams, bool, bool, float], int] = {}
+def _first_of_each_kind(stages: tuple[StageParams, ...], pp: int) -> tuple[int, ...]:
+    seen: dict[tuple[StageParams, bool, bool], int] = {}
     for stage, params in enumerate(stages):
-        key = (params, stage == 0, stage == pp - 1, in_flight_count(pp, vpp, stage, micro_batches))
-        seen.setdefault(key, stage)
-    placed: set[tuple[StageParams, bool, bool]] = set()
-    out = []
-    for (params, first, last, _), stage in sorted(seen.items(), key=lambda item: item[1]):
-        out.append((stage, (params, first, last) in placed))
-        placed.add((params, first, last))
-    return tuple(out)
+        seen.setdefault((params, stage == 0, stage == pp - 1), stage)
+    return tuple(sorted(seen.values()))
 
 
 def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
@@ -528,11 +521,11 @@ def training_phases_fit(model: ModelFacts, cand: Candidate, work: Workload, limi
     tried first): most of the relief ladder's rungs fail so, and the search reads nothing else."""
     counts = stage_counts(model, cand)
     facts = _call_facts(model, cand, work, counts)
-    for stage, update_only in _distinct_stages(cand, facts):
-        phases = _stage_phases(model, cand, work, stage, counts, False, facts, UPDATE)
-        if not update_only:
-            phases |= _stage_phases(model, cand, work, stage, counts, False, facts, _BESIDE_UPDATE)
-        if any(phase.gib > limit_gib for phase in phases.values()):
+    for stage in _distinct_stages(cand, facts):
+        if _stage_phases(model, cand, work, stage, counts, False, facts, UPDATE)["update"].gib > limit_gib:
+            return False
+        if any(phase.gib > limit_gib for phase in _stage_phases(
+                model, cand, work, stage, counts, False, facts, _BESIDE_UPDATE).values()):
             return False
     return True
 
@@ -544,11 +537,8 @@ def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: li
                   wanted: tuple[str, ...], *, rollout_terms: bool) -> dict[str, tuple[int, PhaseMemory]]:
     """(stage, phase) of the worst stage of each `wanted` phase (ties: the first such stage)."""
     worst: dict[str, tuple[int, PhaseMemory]] = {}
-    for stage, update_only in _distinct_stages(cand, facts):
-        stage_wanted = tuple(name for name in wanted if name == "update") if update_only else wanted
-        if not stage_wanted:
-            continue
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, stage_wanted,
+    for stage in _distinct_stages(cand, facts):
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, wanted,
                                          rollout_terms).items():
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
