@@ -20,7 +20,7 @@ from generator.plan.enumeration import powers_of_two
 from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
-from generator.plan.step_time import TrainerTimes, calibrated, trainer_times, with_rollout
+from generator.plan.step_time import RolloutTimes, StepConstants, calibrated, rollout_times, trainer_times, with_rollout
 from generator.plan.workload import Workload, algo_roles
 
 EFFICIENT_MICRO_TOKENS = 4096
@@ -77,31 +77,29 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
     work = _floor_work(model, layout, s)
     k = calibrated()
-    trainer: TrainerTimes | None = None  # the same for every rollout TP: computed once
+    probe = Candidate(**layout.sizes(), use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                      gpu_memory_utilization=max(GMU_STEPS))
+    trainer = trainer_times(probe, model, s.gpu, work, k)  # the same for every rollout TP: computed once
     best = math.inf
-    for rtp, kv in _rollouts_with_kv(model, work, s.gpus, s.gpus_per_node, s.train_batch_size * s.n):
-        if trainer is None:
-            probe = Candidate(**layout.sizes(), use_dynamic_bsz=True, token_budget=3 * s.seq_len,
-                              gpu_memory_utilization=max(GMU_STEPS))
-            trainer = trainer_times(probe, model, s.gpu, work, k)
-        step = with_rollout(trainer, rtp, model, s.gpu, work, kv, k)
+    for rollout in _floor_rollouts(model, s, work, trainer.responses, k):
+        step = with_rollout(trainer, rollout)
         best = min(best, step.total_s - step.bubble_s)
     return best if best < math.inf else 0.0
 
 
 @lru_cache(maxsize=256)
-def _rollouts_with_kv(model: ModelFacts, work: Workload, gpus: int, gpus_per_node: int, responses_per_step: int
-                      ) -> tuple[tuple[int, int], ...]:
-    """(rollout TP, KV tokens of one replica at the largest gmu) for each rollout TP the floor
-    tries whose KV cache is not empty. The engine's split reads the rollout knobs only (the probe
-    has no training layout), so every layout of the same DP shares it: computed once per workload."""
+def _floor_rollouts(model: ModelFacts, s: Setting, work: Workload, responses: int, k: StepConstants
+                    ) -> tuple[RolloutTimes, ...]:
+    """The rollout's part of the floor for each rollout TP it tries whose KV cache is not empty,
+    with that KV cache (the most a replica holds: the largest gmu, nothing else resident). The
+    engine's split reads the rollout knobs only (the probe has no training layout), so every
+    layout of the same DP shares these: computed once per workload."""
     out = []
-    for rtp in _rollout_tp_options(gpus, gpus_per_node):
-        # The KV cache can be no larger than at the largest gmu with nothing else resident.
+    for rtp in _rollout_tp_options(s.gpus, s.gpus_per_node):
         probe = Candidate(rollout_tp=rtp, gpu_memory_utilization=max(GMU_STEPS))
-        kv = engine_memory(model, probe, work, responses_per_step=responses_per_step).kv_tokens
+        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
         if kv > 0:
-            out.append((rtp, kv))
+            out.append(rollout_times(rtp, model, s.gpu, work, responses, kv, k))
     return tuple(out)
 
 

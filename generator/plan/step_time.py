@@ -215,7 +215,8 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     `kv_tokens` is the KV cache one rollout replica holds (generator.plan.rollout_engine); None counts a
     replica's whole batch in flight (up to vLLM's max_num_seqs)."""
     k = constants or calibrated()
-    return with_rollout(trainer_times(cand, model, gpu, work, k), cand.rollout_tp, model, gpu, work, kv_tokens, k)
+    trainer = trainer_times(cand, model, gpu, work, k)
+    return with_rollout(trainer, rollout_times(cand.rollout_tp, model, gpu, work, trainer.responses, kv_tokens, k))
 
 
 @dataclass(frozen=True, slots=True)
@@ -268,13 +269,26 @@ def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Worklo
                         offload_s=_offload_s(cand, model, gpu, work, dp), bubble_s=bubble_s, comm_s=comm_s)
 
 
-def with_rollout(t: TrainerTimes, rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload,
-                 kv_tokens: int | None, k: StepConstants) -> StepTime:
-    """The whole step: the trainer's parts, the rollout on `rollout_tp` and the weight sync to it."""
-    roll_s = _rollout_s(rollout_tp, model, gpu, work, t.responses, kv_tokens, k)
-    weight_sync_s = BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9)
-    return StepTime(rollout_s=roll_s, log_prob_s=t.log_prob_s, update_s=t.update_s, offload_s=t.offload_s,
-                    bubble_s=t.bubble_s, weight_sync_s=weight_sync_s, comm_s=t.comm_s)
+@dataclass(frozen=True, slots=True)
+class RolloutTimes:
+    """The parts of a step the rollout engine's TP sets: generating the responses, and the weight
+    sync into the engine (the search's floors keep them per workload and rollout TP)."""
+
+    rollout_s: float
+    weight_sync_s: float
+
+
+def rollout_times(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
+                  kv_tokens: int | None, k: StepConstants) -> RolloutTimes:
+    """The rollout on `rollout_tp` (responses per step: the trainer's) and the weight sync to it."""
+    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k),
+                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9))
+
+
+def with_rollout(t: TrainerTimes, r: RolloutTimes) -> StepTime:
+    """The whole step: the trainer's parts and the rollout's."""
+    return StepTime(rollout_s=r.rollout_s, log_prob_s=t.log_prob_s, update_s=t.update_s, offload_s=t.offload_s,
+                    bubble_s=t.bubble_s, weight_sync_s=r.weight_sync_s, comm_s=t.comm_s)
 
 
 def _offload_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, dp: int) -> float:
