@@ -18,6 +18,7 @@ from generator.derive import Layout
 from generator.hardware import gpu_spec
 from generator.layout import Candidate, Offload
 from generator.model import find_model
+from generator.pins import Pins
 from generator.plan.activations import in_flight_count
 from generator.plan.memory import (MemorySetup, evaluate_memory, phase_memory, training_phases_fit,
                                    worst_rollout_phase)
@@ -172,8 +173,8 @@ SEARCHES = [
     ("qwen2.5-72b", 32, dict(gpu="a100-80g", train_batch_size=64, top=3)),
     ("qwen2.5-72b", 16, dict(gpu="a100-40g")),
     ("qwen3-235b-a22b", 32, {}),
-    ("qwen3-30b-a3b", 16, dict(pins={"gpu_memory_utilization": 0.6})),
-    ("qwen2.5-7b", 8, dict(fixed={"tp": 4, "pp": 2, "gpu_memory_utilization": 0.6})),
+    ("qwen3-30b-a3b", 16, dict(pins=Pins(gpu_memory_utilization=0.6))),
+    ("qwen2.5-7b", 8, dict(pins=Pins(tp=4, pp=2, gpu_memory_utilization=0.6), evaluate=True)),
     ("qwen2.5-32b", 16, dict(gpu="h20", response_len=8192)),
     ("deepseek-v3", 128, {}),
 ]
