@@ -1,0 +1,116 @@
+"""Mechanisms found on issue 20's fifth sample (public projects on verl nobody here had looked
+at), one per test, on fixtures written here: absolute paths written on another machine (a
+wrapper's callee, a call's --config-path), a project entry that runs verl's own validation, the
+release a project pins in its dependency files, a project config over verl's PPO config whose
+verl is absent, and a verl submodule that is not checked out."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from generator.foreign_paths import checkout_copy
+
+ROOT = Path(__file__).resolve().parent.parent
+
+
+def _check(script: Path, cwd: Path) -> tuple[int, dict[str, object], list[dict[str, object]]]:
+    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", str(script)],
+                          cwd=cwd, capture_output=True, text=True, timeout=120,
+                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
+    document = json.loads(done.stdout)
+    entry = document["files"][0]
+    return done.returncode, entry["resolution"] or {}, list(entry["findings"])
+
+
+def _project(tmp_path: Path) -> Path:
+    project = tmp_path / "proj"
+    (project / ".git").mkdir(parents=True)
+    return project
+
+
+def _write(path: Path, text: str) -> Path:
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(text)
+    return path
+
+
+# --- absolute paths written on another machine -------------------------------------------------
+
+# A launcher whose mini batch is larger than its step (VB102), on as many nodes as the wrapper says.
+CALLEE = """python3 -m verl.trainer.main_ppo \\
+    data.train_batch_size=64 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=128 \\
+    trainer.n_gpus_per_node=8 \\
+    trainer.nnodes=$NODES
+"""
+
+
+def test_checkout_copy_matches_the_longest_tail_of_two_parts_or_more(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    target = _write(project / "examples" / "agent" / "run.sh", "echo\n")
+    _write(project / "run.sh", "echo\n")
+    here = str(project / "slurm")
+    (project / "slurm").mkdir()
+    assert checkout_copy("/mnt/team/alice/proj/examples/agent/run.sh", here) == str(target)
+    assert checkout_copy("/elsewhere/run.sh", here) is None  # one part (`run.sh`) is no evidence
+    assert checkout_copy(str(target), None) == str(target)  # a path that exists is taken as written
+    assert checkout_copy("examples/agent/run.sh", here) is None  # relative paths are not this module's
+
+
+def test_a_wrapper_runs_another_machines_path_to_the_checkouts_launcher(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "examples" / "agent" / "run_x.sh", CALLEE)
+    wrapper = _write(project / "slurm" / "run_node.sh",
+                     "export NODES=2\nbash /mnt/cluster/alice/proj/examples/agent/run_x.sh\n")
+    code, _, findings = _check(wrapper, project)
+    batch = [f for f in findings if f["code"] == "VB102"]
+    assert len(batch) == 1 and code == 1
+    assert "in /mnt/cluster/alice/proj/examples/agent/run_x.sh, run by line 2" in str(batch[0]["message"])
+    assert not [f for f in findings if f["code"] in ("VS730", "VS709", "VB117")]  # read, nodes known
+
+
+def test_a_script_submitted_to_ray_through_bash_is_followed(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "examples" / "agent" / "run_x.sh", CALLEE)
+    _write(project / "slurm" / "run_node.sh", "export NODES=2\nbash /mnt/cluster/alice/proj/examples/agent/run_x.sh\n")
+    submit = _write(project / "slurm" / "submit.sh",
+                    "RAY_ADDRESS='http://10.0.0.1:8265' ray job submit --working-dir . -- "
+                    "bash /mnt/cluster/alice/proj/slurm/run_node.sh\n")
+    _, _, findings = _check(submit, project)
+    batch = [f for f in findings if f["code"] == "VB102"]
+    assert len(batch) == 1
+    # The innermost script first: the finding's line is run_x.sh's.
+    assert ("[in /mnt/cluster/alice/proj/examples/agent/run_x.sh, run by line 2; "
+            "in /mnt/cluster/alice/proj/slurm/run_node.sh, run by line 1]") in str(batch[0]["message"])
+
+
+def test_a_path_no_checkout_file_ends_stays_unread(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "run_x.sh", CALLEE)
+    wrapper = _write(project / "slurm" / "run_node.sh", "bash /opt/other/run_x.sh\n")
+    _, _, findings = _check(wrapper, project)
+    assert not [f for f in findings if f["code"] == "VB102"]
+
+
+OWN_CONFIG = """data:
+  train_batch_size: 32
+  val_batch_size: null
+trainer:
+  n_gpus_per_node: 8
+custom_flag: true
+"""
+
+
+def test_a_config_path_written_on_another_machine_is_the_checkouts_folder(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "pkg" / "rl" / "config" / "my_config.yaml", OWN_CONFIG)
+    script = _write(project / "scripts" / "train.sh",
+                    "python3 -m pkg.rl.entry --config-path=/mnt/disk/proj/pkg/rl/config/ --config-name=my_config \\\n"
+                    "    custom_flag=false data.train_bach_size=16\n")
+    _, _, findings = _check(script, project)
+    typo = [f for f in findings if f["code"] == "VK601"]
+    assert [f["key"] for f in typo] == ["data.train_bach_size"]  # checked against the project's config
+    assert not [f for f in findings if f["code"] == "VK609"]
