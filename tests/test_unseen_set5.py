@@ -114,3 +114,27 @@ def test_a_config_path_written_on_another_machine_is_the_checkouts_folder(tmp_pa
     typo = [f for f in findings if f["code"] == "VK601"]
     assert [f["key"] for f in typo] == ["data.train_bach_size"]  # checked against the project's config
     assert not [f for f in findings if f["code"] == "VK609"]
+
+
+# --- a project entry that runs verl's own validation --------------------------------------------
+
+TRAINER = """class Trainer:
+    def loader(self):
+        size = self.config.data.val_batch_size
+        return size
+"""
+
+
+def test_an_entry_running_verls_validation_keeps_the_deprecation(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "pkg" / "rl" / "config" / "my_config.yaml", OWN_CONFIG)
+    _write(project / "pkg" / "rl" / "trainer.py", TRAINER)
+    entry = _write(project / "pkg" / "rl" / "entry.py", "import hydra\n")
+    script = _write(project / "scripts" / "train.sh",
+                    "python3 -m pkg.rl.entry --config-path=/mnt/disk/proj/pkg/rl/config/ --config-name=my_config \\\n"
+                    "    data.val_batch_size=64\n")
+    _, _, findings = _check(script, project)
+    assert not [f for f in findings if f["code"] == "VK608"]  # the project's trainer batches validation by it
+    entry.write_text("import hydra\nfrom verl.utils.config import validate_config\n")
+    _, _, findings = _check(script, project)
+    assert [f["key"] for f in findings if f["code"] == "VK608"] == ["data.val_batch_size"]  # verl warns
