@@ -138,3 +138,40 @@ def test_an_entry_running_verls_validation_keeps_the_deprecation(tmp_path: Path)
     entry.write_text("import hydra\nfrom verl.utils.config import validate_config\n")
     _, _, findings = _check(script, project)
     assert [f["key"] for f in findings if f["code"] == "VK608"] == ["data.val_batch_size"]  # verl warns
+
+
+# --- the release a project pins -----------------------------------------------------------------
+
+PLAIN_CALL = "python3 -m verl.trainer.main_ppo trainer.n_gpus_per_node=8\n"
+
+
+def test_the_release_pinned_in_pyproject_is_the_one_judged(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "pyproject.toml", '[project]\nname = "x"\ndependencies = ["verl-tool==1.0", "verl[vllm]==0.7.0"]\n')
+    script = _write(project / "examples" / "run.sh", PLAIN_CALL)
+    _, resolution, _ = _check(script, project)
+    assert resolution["release"] == "0.7.0"
+    assert resolution["reason"] == "the project pins verl==0.7.0 (pyproject.toml)"
+    assert resolution["inferred"] is False
+
+
+def test_a_pin_without_a_packaged_schema_takes_its_minors_release(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "requirements.txt", "# verl==0.6.1  (an old note)\ntorch\nverl==0.4.0\n")
+    script = _write(project / "run.sh", PLAIN_CALL)
+    _, resolution, _ = _check(script, project)
+    assert resolution["release"] == "0.4.1"
+    assert "pins verl==0.4.0 (requirements.txt); judged by packaged 0.4.1" in str(resolution["reason"])
+
+
+def test_no_single_release_no_pin(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    _write(project / "pyproject.toml", '[project.optional-dependencies]\nold = ["verl==0.7.0"]\nnew = ["verl"]\n'
+                                       '[tool.uv.sources]\nverl = { git = "https://github.com/volcengine/verl.git", '
+                                       'rev = "78bba31" }\n')
+    script = _write(project / "run.sh", PLAIN_CALL)
+    _, resolution, _ = _check(script, project)
+    assert "pins" not in str(resolution["reason"]) and resolution["inferred"] is True
+    (project / "pyproject.toml").write_text('dependencies = ["verl>=0.5"]\n')  # a range names no release
+    _, resolution, _ = _check(script, project)
+    assert "pins" not in str(resolution["reason"])

@@ -11,7 +11,8 @@ One answer per script, in this order (the first that applies wins):
      A project's verl configured by dataclasses (EasyR1 style, generator.schema.dataclass_fork)
      is named, with a packaged release only standing in: its schema is unknown;
   4. the verl installed in the active Python environment (found without importing it);
-  5. otherwise the release a script written by `gen recipe` names in its header, else a guess
+  5. otherwise the release a script written by `gen recipe` names in its header, else the one
+     the project pins in its dependency files (`verl==0.8.0`: generator.schema.pinned), else a guess
      from the script's keys (generator.schema.guess: the newest packaged release whose config
      has every key the script sets without `+`); the report says it is a guess.
 
@@ -43,7 +44,8 @@ from generator.schema.release_schema import (
 )
 from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
-from generator.schema.imports import ImportedVerl, imported_verl
+from generator.schema.imports import ImportedVerl, checkout_root, imported_verl
+from generator.schema.pinned import pinned_release
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
@@ -198,6 +200,11 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
     if written_for is not None and is_packaged(written_for):
         return Resolution(written_for, f"packaged schema {written_for}",
                           f"the script's header (written by gen recipe for verl {written_for})")
+    if script_path is not None:
+        root = checkout_root(script_path)
+        pin = pinned_release(script_path, root)
+        if pin is not None:
+            return Resolution(pin.release, f"packaged schema {pin.release}", pin.reason(root))
     evidence = keys()
     release, how = infer_release(evidence)
     return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence)
