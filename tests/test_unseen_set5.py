@@ -175,3 +175,40 @@ def test_no_single_release_no_pin(tmp_path: Path) -> None:
     (project / "pyproject.toml").write_text('dependencies = ["verl>=0.5"]\n')  # a range names no release
     _, resolution, _ = _check(script, project)
     assert "pins" not in str(resolution["reason"])
+
+
+# --- a project config over verl's PPO config, verl absent ---------------------------------------
+
+ENTRY = """import hydra
+
+@hydra.main(config_path="config", config_name="x_trainer", version_base=None)
+def main(config):
+    pass
+"""
+LAYERED = """hydra:
+  searchpath:
+    - file://verl/verl/trainer/config
+defaults:
+  - ppo_trainer
+  - _self_
+custom_reward_function:
+  name: my_score
+"""
+
+
+def _layered_project(tmp_path: Path) -> tuple[Path, Path]:
+    project = _project(tmp_path)
+    _write(project / "pkg" / "recipe" / "main_x.py", ENTRY)
+    _write(project / "pkg" / "recipe" / "config" / "x_trainer.yaml", LAYERED)
+    script = _write(project / "run.sh", "python3 -m pkg.recipe.main_x \\\n"
+                    "    actor_rollout_ref.rollout.multi_turn.completion_callback=my.cb \\\n"
+                    "    trainer.n_gpus_per_node=8\n")
+    return project, script
+
+
+def test_the_calls_keys_are_evidence_when_its_config_layers_an_absent_verl(tmp_path: Path) -> None:
+    project, script = _layered_project(tmp_path)
+    _, resolution, _ = _check(script, project)
+    # completion_callback is in 0.4.1 and 0.5.0 only: the newest release with both keys.
+    assert resolution["release"] == "0.5.0"
+    assert "the keys of the call (its x_trainer.yaml layers verl's ppo_trainer)" in str(resolution["reason"])

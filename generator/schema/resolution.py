@@ -54,6 +54,7 @@ from generator import boundary
 from generator.pylaunch.hydra_main import entry_config
 from generator.schema.compose import ComposeError, compose, flatten
 from generator.schema.guess import release_has, guess_release, group_keys as keys
+from generator.schema.layered import layered_ppo_config
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
 KeyUses = Sequence[tuple[str, str]]
@@ -258,8 +259,16 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
                     declared=lambda: declared_release(script.source),
                     imported=lambda: imported_verl(script.invocations, where) if where is not None else None)
     if found.inferred and entry_config:
-        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"))
+        # Keys of a call whose config layers a verl that is absent tell the release at best: the
+        # defaults that verl composes are still unknown, so they are not trusted (as for a guess).
+        layered = entry_config[0].startswith(_LAYERED_EVIDENCE)
+        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"),
+                       guessed=found.guessed or layered)
     return found
+
+
+# How _entry_config_keys names the evidence of a call whose config layers verl's (schema.layered).
+_LAYERED_EVIDENCE = "the call (its "
 
 
 def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> Iterable[tuple[str, KeyUses]]:
@@ -274,7 +283,13 @@ def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> I
         try:
             flat = flatten(compose(found.config_dir, found.config_name))
         except (InputError, OSError, ValueError, ComposeError):
-            continue  # e.g. its defaults list names verl's ppo_trainer from a searchpath: not evidence here
+            # e.g. its defaults list names verl's ppo_trainer from a searchpath into a verl that
+            # is absent: the call's own keys are then verl's keys (generator.schema.layered)
+            ppo = layered_ppo_config(found.config_dir, found.config_name)
+            own = _plain_keys(inv, ppo) if ppo is not None else []
+            if own:
+                yield f"{_LAYERED_EVIDENCE}{found.config_name}.yaml layers verl's {ppo})", own
+            continue
         if flat:
             yield f"{found.config_name}.yaml at {found.config_dir}", [(key, PPO_CONFIGS[0]) for key in flat]
 
@@ -468,6 +483,19 @@ def group_keys() -> frozenset[str]:
     return keys()
 
 
+def _plain_keys(inv: Invocation, name: str) -> list[tuple[str, str]]:
+    """(key, config name) of one call's plain `key=` overrides (group selections as
+    `group=option`): the evidence script_keys collects, for a call whose config is `name`."""
+    out: list[tuple[str, str]] = []
+    for override in inv.overrides:
+        if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
+            if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
+                out.append((f"{override.key}={override.value}", name))  # a group selection
+            else:
+                out.append((override.key, name))
+    return out
+
+
 def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     """(key, config name) of every plain `key=` override in the PPO calls that may run: the
     evidence infer_release weighs."""
@@ -475,11 +503,5 @@ def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     for inv in invocations:
         if inv.branch == "dead" or (inv.entry != PPO_ENTRY and config_stem(inv.config_name) not in PPO_CONFIGS):
             continue  # generation, SFT and recipe configs have keys of their own
-        name = packaged_config_of(inv.config_name)
-        for override in inv.overrides:
-            if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
-                if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
-                    out.append((f"{override.key}={override.value}", name))  # a group selection
-                else:
-                    out.append((override.key, name))
+        out.extend(_plain_keys(inv, packaged_config_of(inv.config_name)))
     return out
