@@ -212,3 +212,20 @@ def test_the_calls_keys_are_evidence_when_its_config_layers_an_absent_verl(tmp_p
     # completion_callback is in 0.4.1 and 0.5.0 only: the newest release with both keys.
     assert resolution["release"] == "0.5.0"
     assert "the keys of the call (its x_trainer.yaml layers verl's ppo_trainer)" in str(resolution["reason"])
+
+
+# --- a verl submodule that is not checked out ---------------------------------------------------
+
+def test_an_absent_verl_submodule_stands_in_and_keys_are_not_called_unknown(tmp_path: Path) -> None:
+    project, script = _layered_project(tmp_path)
+    script.write_text(script.read_text().replace("completion_callback=my.cb", "enable_tokenization_sanity_check=False"))
+    _, _, findings = _check(script, project)
+    assert [f["key"] for f in findings if f["code"] == "VK601"] == [
+        "actor_rollout_ref.rollout.multi_turn.enable_tokenization_sanity_check"]  # no submodule: judged
+    _write(project / ".gitmodules", '[submodule "verl"]\n\tpath = verl\n\turl = https://github.com/volcengine/verl.git\n')
+    (project / "verl").mkdir()
+    _, resolution, findings = _check(script, project)
+    assert not [f for f in findings if f["code"] == "VK601"]
+    assert "git submodule at verl (.gitmodules), which is not checked out" in str(resolution["reason"])
+    assert resolution["stand_in"] and "verl submodule at verl" in str(resolution["stand_in"])
+    assert [f["code"] for f in findings if f["code"] == "VK609"] == ["VK609"]  # says the keys were not checked

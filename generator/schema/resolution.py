@@ -9,7 +9,8 @@ One answer per script, in this order (the first that applies wins):
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
      A project's verl configured by dataclasses (EasyR1 style, generator.schema.dataclass_fork)
-     is named, with a packaged release only standing in: its schema is unknown;
+     is named, with a packaged release only standing in: its schema is unknown; so is a verl git
+     submodule `.gitmodules` names that is not checked out (generator.schema.submodule);
   4. the verl installed in the active Python environment (found without importing it);
   5. otherwise the release a script written by `gen recipe` names in its header, else the one
      the project pins in its dependency files (`verl==0.8.0`: generator.schema.pinned), else a guess
@@ -23,6 +24,7 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -46,6 +48,7 @@ from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
 from generator.schema.imports import ImportedVerl, checkout_root, imported_verl
 from generator.schema.pinned import pinned_release
+from generator.schema.submodule import absent_verl_submodule
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
@@ -192,6 +195,10 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         dataclass_fork = find_dataclass_verl(script_path)
         if dataclass_fork is not None:
             return _from_dataclass_fork(*dataclass_fork, keys)
+        root = checkout_root(script_path)
+        submodule = absent_verl_submodule(root)
+        if submodule is not None:
+            return _from_absent_submodule(submodule, root, keys)
 
     found = _installed_resolution()
     if found is not None:
@@ -432,6 +439,18 @@ def _from_dataclass_fork(package: Path, config: Path, keys: Callable[[], KeyUses
                       "schema unknown", None, True,
                       stand_in=f"the dataclass config at {config} (not Hydra YAML: keys and defaults unknown)",
                       package=package)
+
+
+def _from_absent_submodule(folder: Path, root: Path, keys: Callable[[], KeyUses]) -> Resolution:
+    """The project's verl is a git submodule not checked out (generator.schema.submodule): its
+    release and config are unknown, so a packaged release guessed from the keys only stands in."""
+    release, how = infer_release(keys())
+    where = os.path.relpath(folder, root)
+    return Resolution(release, f"packaged schema {release}, standing in for the verl submodule at {where}",
+                      f"the project's verl is the git submodule at {where} (.gitmodules), which is not checked "
+                      f"out here (`git submodule update --init {where}`): its release and config are unknown; "
+                      f"release {how}", None, True,
+                      stand_in=f"the verl submodule at {where} (not checked out: keys and defaults unknown)")
 
 
 def _readable(found: Resolution) -> Resolution:
