@@ -2,7 +2,8 @@
 at), one per test, on fixtures written here: absolute paths written on another machine (a
 wrapper's callee, a call's --config-path), a project entry that runs verl's own validation, the
 release a project pins in its dependency files, a project config over verl's PPO config whose
-verl is absent, and a verl submodule that is not checked out."""
+verl is absent, a verl submodule that is not checked out, and a wrapper that runs the script its
+argument names."""
 
 from __future__ import annotations
 
@@ -229,3 +230,23 @@ def test_an_absent_verl_submodule_stands_in_and_keys_are_not_called_unknown(tmp_
     assert "git submodule at verl (.gitmodules), which is not checked out" in str(resolution["reason"])
     assert resolution["stand_in"] and "verl submodule at verl" in str(resolution["stand_in"])
     assert [f["code"] for f in findings if f["code"] == "VK609"] == ["VK609"]  # says the keys were not checked
+
+
+# --- a wrapper that runs the script it is given -------------------------------------------------
+
+WRAPPER_OF_ARGUMENT = """SCRIPT=$1
+ray start --head
+bash ${SCRIPT} 2>&1 | tee $LOG_DIR/main_ppo.log
+"""
+
+
+def test_a_wrapper_of_its_argument_is_not_a_launcher_whose_call_is_unread(tmp_path: Path) -> None:
+    project = _project(tmp_path)
+    wrapper = _write(project / "launch.sh", WRAPPER_OF_ARGUMENT)
+    code, _, findings = _check(wrapper, project)
+    assert [(f["code"], f["line"]) for f in findings] == [("VS730", 3)] and code == 0
+    assert "runs the script its argument names" in str(findings[0]["message"])
+    # Any other command whose script is not found keeps VS709: that one may hold the call.
+    wrapper.write_text(WRAPPER_OF_ARGUMENT + "bash scripts/missing.sh\n")
+    code, _, findings = _check(wrapper, project)
+    assert [f["code"] for f in findings] == ["VS709"] and code == 1

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import TYPE_CHECKING, cast
 
 from generator.launch import Hazard, Invocation
@@ -202,10 +203,21 @@ def unread_call(rec: CommandRecord) -> Hazard | None:
     if k is not None and not rec.fields[k].unknowns:
         return Hazard("unread-call", line, f"line {line} runs `{' '.join(texts[: k + 1])[:80]}`, whose file was not "
                       "found (looked in the working directory and the folders above the script)")
+    if k is not None and _ARGUMENT.fullmatch(texts[k]):
+        # `bash "$1"`, `SCRIPT=$1 … bash $SCRIPT`: a generic wrapper (start a cluster, then run the
+        # script it is given); the call is in that script, never in this file (VS730 says so)
+        return Hazard(ARGUMENT_SCRIPT, line, f"line {line} runs the script its argument names "
+                      f"(`{' '.join(texts[: k + 1])[:80]}`): the call is in that script; check it instead")
     if k is not None:
         return Hazard("unread-call", line, f"line {line} runs a script whose path is not known statically "
                       f"(`{' '.join(texts[: k + 1])[:80]}`)")
     return None
+
+
+# The hazard of a wrapper that runs the script named by its own argument (`bash "$1"`).
+ARGUMENT_SCRIPT = "argument-script"
+# A word that is exactly one of the script's positional arguments, as the reader leaves it unknown.
+_ARGUMENT = re.compile(r"<\?\$(?:[1-9]|\{[1-9]\})>")
 
 
 def _past_wrappers(fields: list[Field], env: dict[str, str]) -> tuple[int, dict[str, str]]:
