@@ -4,7 +4,7 @@
                                       [--write-calibration] [--rounds N]
 
 For every published point (bench/data/published_step_times.yaml, each with its source) the
-layout and knobs are evaluated as given (`plan_layout(fixed=...)`). Leave-one-group-out: for each
+layout and knobs are evaluated as given (`plan_layout(pins=..., evaluate=True)`). Leave-one-group-out: for each
 group (model × GPU type × source) the free constants are refitted on the other groups
 (generator.plan.step_fit) and the group is predicted with them. Prints per point the published
 seconds, the estimate with the stored constants and the held-out estimate; per group and per
@@ -33,7 +33,9 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.hardware import gpu_spec  # noqa: E402
+from generator.layout import Offload  # noqa: E402
 from generator.model import resolve_model  # noqa: E402
+from generator.pins import Pins  # noqa: E402
 from generator.plan import plan_layout  # noqa: E402
 from generator.plan.rollout_engine import engine_memory  # noqa: E402
 from generator.plan.step_fit import Case, fit, leave_one_group_out, parts  # noqa: E402
@@ -84,27 +86,21 @@ def _budget(text: str) -> tuple[bool, int]:
     return True, int(text)
 
 
-def _fixed(point: dict[str, Any]) -> dict[str, Any]:
+def _pins(point: dict[str, Any]) -> Pins:
+    """The published point's layout and knobs, evaluated as given."""
     dynamic, actor = _budget(point["actor_budget"])
     _, log_prob = _budget(point["log_prob_budget"])
     offload = bool(point["offload"])
     fraction = float(point.get("cpu_optimizer_fraction", 0.0))
-    fixed: dict[str, Any] = {
-        "tp": point["tp"], "pp": point["pp"], "cp": point["cp"], "ep": point["ep"], "vpp": point.get("vpp"),
-        "rollout_tp": point["rollout_tp"], "use_dynamic_bsz": dynamic,
-        "offload": {"param": offload, "grad": offload, "optimizer": offload, "cpu_optimizer": fraction > 0,
-                    "cpu_optimizer_fraction": fraction},
-        "recompute": bool(point.get("recompute", False)),
-        "gpu_memory_utilization": point["gpu_memory_utilization"],
-    }
-    for key, name in (("etp", "etp"), ("first", "first_stage_layers"), ("last", "last_stage_layers")):
-        if point.get(key) is not None:
-            fixed[name] = point[key]
-    if dynamic:
-        fixed.update(token_budget=actor, log_prob_token_budget=log_prob)
-    else:
-        fixed.update(micro_batch_per_gpu=actor, log_prob_micro_batch_per_gpu=log_prob)
-    return fixed
+    return Pins(
+        tp=point["tp"], pp=point["pp"], cp=point["cp"], ep=point["ep"], vpp=point.get("vpp"), etp=point.get("etp"),
+        first_stage_layers=point.get("first"), last_stage_layers=point.get("last"),
+        rollout_tp=point["rollout_tp"], use_dynamic_bsz=dynamic,
+        offload=Offload(param=offload, grad=offload, optimizer=offload, cpu_optimizer=fraction > 0,
+                        cpu_optimizer_fraction=fraction),
+        recompute=bool(point.get("recompute", False)), gpu_memory_utilization=point["gpu_memory_utilization"],
+        token_budget=actor if dynamic else None, log_prob_token_budget=log_prob if dynamic else None,
+        micro_batch_per_gpu=None if dynamic else actor, log_prob_micro_batch_per_gpu=None if dynamic else log_prob)
 
 
 def case_for(point: dict[str, Any]) -> tuple[Case | None, str]:
@@ -114,7 +110,7 @@ def case_for(point: dict[str, Any]) -> tuple[Case | None, str]:
     plan = plan_layout(model, point["gpus"], nodes=max(1, point["gpus"] // 8), gpu=gpu,
                        prompt_len=point["prompt_len"], response_len=point["response_len"], n=point["n"],
                        algo=point["algo"], train_batch_size=point["train_batch_size"],
-                       ppo_mini_batch_size=point["ppo_mini_batch_size"], fixed=_fixed(point), top=1)
+                       ppo_mini_batch_size=point["ppo_mini_batch_size"], pins=_pins(point), evaluate=True, top=1)
     cand = plan.candidates[0] if plan.candidates else None
     if cand is None or cand.score is None:
         return None, plan.rejected[0][1] if plan.rejected else "not evaluated"

@@ -49,11 +49,36 @@ def data_parallel_size(gpus: int, tp: int, pp: int, cp: int = 1) -> int | None:
     return gpus // model_parallel
 
 
+def sp_data_parallel_size(gpus: int, sp: int) -> int | None:
+    """DP = W / SP off the Megatron engine (FSDP, SFT): the ulysses SP ranks share one batch. None
+    when SP does not divide W (or is not positive)."""
+    if sp <= 0 or gpus % sp:
+        return None
+    return gpus // sp
+
+
 def layout_dp(gpus: int, layout: Parallelism) -> int:
     """DP = W / (TP·PP·CP) of a layout, rounded down and at least 1: for the planner and the
     memory and step-time estimates, which judge a layout that does not divide elsewhere
     (`data_parallel_size` says None for it, `layout_problems` says why)."""
     return max(1, gpus // (layout.tp * layout.pp * layout.cp))
+
+
+def dp_equation(gpus: int, tp: int, pp: int, cp: int, *, named: bool = True) -> str:
+    """'DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4': how Megatron's DP comes about, in the user's numbers
+    ('= 2.67 (not divisible)' when the product does not divide W). The one wording of the
+    equation: gen plan's why-line, check's messages and explain's DP row (`named=False`: without
+    the 'DP = ', for a row already labelled DP)."""
+    dp = data_parallel_size(gpus, tp, pp, cp)
+    model_parallel = tp * pp * cp
+    value = str(dp) if dp is not None else (
+        f"{gpus / model_parallel:g} (not divisible)" if model_parallel > 0 else "not divisible")
+    return ("DP = " if named else "") + f"W / (TP·PP·CP) = {gpus} / ({tp}·{pp}·{cp}) = {value}"
+
+
+def sp_dp_equation(gpus: int, sp: int, dp: int | None, *, named: bool = True) -> str:
+    """'DP = W / ulysses SP = 8 / 2 = 4': DP off the Megatron engine (FSDP, SFT), worded as dp_equation."""
+    return ("DP = " if named else "") + f"W / ulysses SP = {gpus} / {sp} = " + (str(dp) if dp else "not divisible")
 
 
 def layout_edp(gpus: int, layout: Parallelism) -> int:

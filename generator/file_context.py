@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from generator.errors import InputError
-from generator.inputs import read_bytes, refuse_non_script, with_project
+from generator.inputs import read_entered, refuse_non_script, with_project
 
 if TYPE_CHECKING:
     from generator.launch import LaunchScript
@@ -138,13 +138,13 @@ def file_context(path: str, request: FileRequest) -> FileContext | None:
     from generator.project import load_project
 
     refuse_non_script(path)
-    project = load_project(path)
+    project = load_project(path)  # enters the file's project: every read from here on is bounded to it
     if request.honour_exclude and project.excludes(path):
         return None
     select, ignore, env, args = with_project(project, select=request.select, ignore=request.ignore,
                                              env=request.env, args=list(request.args), path=path)
     try:
-        source = read_bytes(path)
+        source = read_entered(path)
     except InputError as err:
         raise InputError(f"{path}: {err}") from None
     return FileContext(path, request, project, select, ignore, env, args, source, _read(source, path, env, args))

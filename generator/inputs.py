@@ -19,9 +19,15 @@ if TYPE_CHECKING:
 
 
 def read_bytes(path: str) -> bytes:
-    """The file's bytes (a launch script or Python launcher, `-` for stdin); InputError without
-    the path (callers print it beside the message)."""
+    """The file's bytes (a launch script or Python launcher, `-` for stdin), its project entered
+    first; InputError without the path (callers print it beside the message)."""
     enter(os.getcwd() if path == STDIN else path)
+    return read_entered(path)
+
+
+def read_entered(path: str) -> bytes:
+    """The file's bytes, read by a caller that has entered its project already
+    (project.load_project enters it: generator.file_context reads the file after it)."""
     return read_input(path, trusted=True)  # the user named it
 
 

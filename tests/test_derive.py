@@ -223,3 +223,10 @@ def test_embedding_and_loss_count_as_layers_in_the_pipeline_split() -> None:
     assert layout_problems(counted, qwen3_235b) == []
     one_only = Layout(gpus=32, tp=4, pp=8, ep=4, etp=1, embedding_in_pipeline_split=True)
     assert "94 layers + 1 (embedding/loss) = 95" in layout_problems(one_only, qwen3_235b)[0].message
+
+
+def test_the_dp_equation_is_worded_once_in_the_users_numbers():
+    assert derive.dp_equation(8, 2, 1, 1) == "DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4"
+    assert derive.dp_equation(8, 3, 1, 1, named=False) == "W / (TP·PP·CP) = 8 / (3·1·1) = 2.66667 (not divisible)"
+    assert derive.sp_dp_equation(8, 2, 4) == "DP = W / ulysses SP = 8 / 2 = 4"
+    assert derive.sp_dp_equation(6, 4, None, named=False) == "W / ulysses SP = 6 / 4 = not divisible"

@@ -8,9 +8,19 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 
-# DP = W / (TP·PP·CP): written out as `gpus // (tp * pp * cp)` (or `% (...)`, or over
-# model_parallel_size); the per-rank mini batch m = M·n / DP as `mini * n // dp`.
-DP_INLINE = re.compile(r"[/%]\s*\(\s*[\w.]*\btp\s*\*\s*[\w.]*\bpp\s*\*\s*[\w.]*\bcp\s*\)|//\s*[\w.]*model_parallel_size")
+# DP = W / (TP·PP·CP) (W / SP off Megatron, EDP = W / (ETP·EP·PP)): written out as
+# `gpus // (tp * pp * cp)` (or `% (...)`, any product of parallel sizes in any order), or a GPU
+# count over a model-parallel size however it is named (`gpus // model_parallel`, `n_gpus % mp`,
+# `world // sp`); the per-rank mini batch m = M·n / DP as `mini * n // dp`.
+_SIZE = r"[\w.]*\b(?:tp|pp|cp|ep|etp|sp)\b"
+_WORLD = r"\b[\w.]*(?:gpus|world\w*|nproc\w*|ranks|devices)\b[\w.\[\]\"']*"
+_PARALLEL = r"[\w.]*\b(?:mp|sp|ulysses\w*|model_parallel\w*|mp_size)\b"
+_TP_AND_PP = r"\(+(?=[^)]*\btp\b)(?=[^)]*\bpp\b)\s*" + _SIZE + r"\s*\*"  # a product with TP and PP in it
+DP_INLINE = re.compile(rf"[/%]\s*{_TP_AND_PP}"
+                       rf"|{_WORLD}\s*(?://|%)\s*(?:{_PARALLEL}|\(+\s*{_SIZE}\s*\*)"
+                       r"|//\s*[\w.]*model_parallel_size")
+# The DP equation's wording (derive.dp_equation): an f-string that names TP·PP·CP with a size in it.
+DP_WORDING = re.compile(r"TP·PP·CP[^\"]*\{[\w.]*\btp\}|(?:W|GPUs) / ulysses SP[^\"]*\{[\w.]*\bsp\}")
 PER_RANK_MINI_INLINE = re.compile(r"\*\s*[\w.\[\]\"']*\bn\b[\]\"')]*\s*//\s*\w*dp\b")
 
 
@@ -44,7 +54,19 @@ def test_patterns_catch_the_inline_forms() -> None:
     for line in ("per_rank_mini = mini * s.n // dp", "max(1, mini * n // dp)", 'mini * r["n"] // dp',
                  "per_rank = new_mini * n // dp", "(prompts * n // dp) // per_rank"):
         assert PER_RANK_MINI_INLINE.search(line), line
-    assert not DP_INLINE.search("return self.tp * self.pp * self.cp")
+    for line in ("return gpus // model_parallel, f\"{gpus} GPUs\"", "if gpus % model_parallel:",
+                 "dp = world // (tp * pp * cp)", "dp = n_gpus // mp", "return gpus // sp",
+                 "dp = gpus // sp if gpus and gpus % sp == 0 else None", "if world_size % (pp * tp * cp):",
+                 "edp = max(1, work.gpus // (cand.pp * cand.ep * (cand.tp if cand.etp is None else cand.etp)))",
+                 'dp = r["gpus"] // (cand.tp * cand.pp)'):
+        assert DP_INLINE.search(line), line
+    for line in ("return self.tp * self.pp * self.cp", "ep <= s.gpus // pp", "if s.gpus % r == 0",
+                 "gpus // nodes", "k.seq_len // k.ulysses", "local = batch // dp"):
+        assert not DP_INLINE.search(line), line
+    for line in ('f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "',
+                 'return (f"DP {dp} (= {gpus} GPUs / (TP·PP·CP = {layout.tp}·{layout.pp}·{layout.cp}))")',
+                 'add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}"'):
+        assert DP_WORDING.search(line), line
     for line in ('if algo in ("ppo", "gae"):', 'if algo in ("grpo", "rloo", "dapo", "gspo") and n < 2:',
                  'return 1 if algo == "ppo" else 5', 'return estimator == "gae"'):
         assert ALGORITHM_FACT_INLINE.search(line), line
@@ -54,6 +76,10 @@ def test_patterns_catch_the_inline_forms() -> None:
 
 def test_data_parallel_size_is_computed_in_derive_only() -> None:
     assert _hits(DP_INLINE, home="derive.py") == []
+
+
+def test_the_dp_equation_is_worded_in_derive_only() -> None:
+    assert _hits(DP_WORDING, home="derive.py") == []
 
 
 def test_per_rank_mini_batch_is_computed_in_derive_only() -> None:

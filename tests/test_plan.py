@@ -17,6 +17,7 @@ from generator.derive import Layout, layout_problems, rollout_problems, vpp_micr
 from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import find_model
+from generator.pins import Pins
 from generator.plan import batch_sizes, plan_layout
 from generator.plan.batch_choice import AGENT_NUM_WORKERS
 
@@ -96,16 +97,18 @@ def test_default_batch_sizes():
 
 def test_fixed_layout_is_evaluated_not_searched():
     facts = find_model("qwen2-7b")
-    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), fixed={"tp": 2, "pp": 2})
+    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), pins=Pins(tp=2, pp=2), evaluate=True)
     assert len(plan.candidates) == 1 and (plan.best.tp, plan.best.pp) == (2, 2)
-    bad = plan_layout(facts, 8, gpu=gpu_spec("h100"), fixed={"tp": 8, "pp": 1})
+    bad = plan_layout(facts, 8, gpu=gpu_spec("h100"), pins=Pins(tp=8, pp=1), evaluate=True)
     assert bad.best is None and "28 attention heads are not divisible by TP 8" in bad.rejected[0][1]
 
 
 def test_more_memory_never_needs_more_relief():
     facts = find_model("qwen2.5-32b")
-    small = plan_layout(facts, 8, gpu=gpu_spec("h20"), prompt_len=2048, response_len=6144, fixed={"tp": 8}).best
-    large = plan_layout(facts, 8, gpu=gpu_spec("b200"), prompt_len=2048, response_len=6144, fixed={"tp": 8}).best
+    small = plan_layout(facts, 8, gpu=gpu_spec("h20"), prompt_len=2048, response_len=6144, pins=Pins(tp=8),
+                        evaluate=True).best
+    large = plan_layout(facts, 8, gpu=gpu_spec("b200"), prompt_len=2048, response_len=6144, pins=Pins(tp=8),
+                        evaluate=True).best
     weight = lambda c: (c.offload.cpu_optimizer_fraction, c.recompute, c.offload.param + c.offload.optimizer)  # noqa: E731
     assert weight(large) <= weight(small)
 
@@ -277,7 +280,7 @@ def test_gpus_that_do_not_divide_the_batch_keep_it_and_choose_a_layout_that_spli
 
 def test_no_layout_splits_the_batch_says_so_and_what_would():
     facts = find_model("qwen2-7b")
-    plan = plan_layout(facts, 3, gpu=gpu_spec("h100"), fixed={"tp": 1, "pp": 1})
+    plan = plan_layout(facts, 3, gpu=gpu_spec("h100"), pins=Pins(tp=1, pp=1), evaluate=True)
     assert plan.best is None
     what, why = plan.rejected[0]
     assert what == "batch sizes" and "kept as given" in why
@@ -298,8 +301,7 @@ def test_replanning_a_recipe_keeps_its_batch_sizes():
 def test_pins_search_only_layouts_and_knobs_that_agree():
     facts = find_model("qwen3-30b-a3b")
     plan = plan_layout(facts, 16, nodes=2, gpu=gpu_spec("h100"),
-                       pins={"ep": 8, "param_offload": True, "rollout_tp": 2, "micro_batch_per_gpu": 2,
-                             "use_dynamic_bsz": False})
+                       pins=Pins(ep=8, param_offload=True, rollout_tp=2, micro_batch_per_gpu=2, use_dynamic_bsz=False))
     assert plan.candidates and plan.best is not None
     for cand in plan.candidates:
         assert (cand.ep, cand.offload.param, cand.rollout_tp, cand.micro_batch_per_gpu) == (8, True, 2, 2)
@@ -308,7 +310,7 @@ def test_pins_search_only_layouts_and_knobs_that_agree():
 
 def test_a_pinned_layout_is_searched_in_its_own_sizes():
     facts = find_model("qwen2-7b")
-    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), pins={"tp": 4, "pp": 2})
+    plan = plan_layout(facts, 8, gpu=gpu_spec("h100"), pins=Pins(tp=4, pp=2))
     assert plan.candidates and {(c.tp, c.pp) for c in plan.candidates} == {(4, 2)}
 
 

@@ -84,7 +84,7 @@ def test_d3_step_not_divisible_names_dp_equation():
     config = config_for(["data.train_batch_size=30", f"{R}n=3", f"{A}ppo_mini_batch_size=10"])
     (finding,) = by_code(check_config(config), "VB103")
     assert "G = train_batch_size·n = 30·3 = 90" in finding.message
-    assert "DP 4 (= 8 GPUs / (TP·PP·CP = 2·1·1))" in finding.message
+    assert "not divisible by DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4 (90 % 4 = 2)" in finding.message
     assert finding.fix is None  # never change train_batch_size or n
 
 

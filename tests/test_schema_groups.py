@@ -115,3 +115,27 @@ def test_packaged_release_refuses_an_option_it_does_not_have() -> None:
     issues = [i for i in config.key_issues if is_hydra_rejection(i)]
     assert len(issues) == 1 and "Could not find 'model_engine/megatrom'" in issues[0].detail
     assert "megatron" in issues[0].detail  # the options it has are listed
+
+
+def test_the_engine_selection_agrees_with_every_packaged_schemas_groups() -> None:
+    # config.engine_group states since when model_engine=megatron exists and that it composes as
+    # ppo_megatron_trainer; the packaged schemas record the option lists and what selecting one
+    # sets. The two must not drift apart: the release boundary and the composition both agree.
+    from generator.config.engine_group import MEGATRON_ENGINE, selects_megatron_engine
+    from generator.config.synthetic import synthetic
+    from generator.schema import available
+    from generator.schema.groups import select_groups
+
+    checked = 0
+    for version in available():
+        schema = load(version)
+        options = schema.groups_of("ppo_trainer").get("choices", {}).get("model_engine", {}).get("options", {})
+        assert selects_megatron_engine(version) == (MEGATRON_ENGINE in options), version
+        if MEGATRON_ENGINE not in options:
+            continue
+        selection = synthetic("model_engine=megatron", "model_engine", "=", "megatron", 0)
+        replayed = select_groups(schema.groups_of("ppo_trainer"), schema.defaults("ppo_trainer"), [selection])
+        assert replayed.exact and not replayed.refusals
+        assert replayed.defaults == schema.defaults("ppo_megatron_trainer"), version
+        checked += 1
+    assert checked >= 4  # 0.8.0, 0.9.0, 0.9.1 and the newest snapshot

@@ -1,7 +1,7 @@
 """The 18 layout and knob pins `gen plan` and `gen recipe` both take (--tp ... --fused-kernels),
 written once: `with_pin_options` adds them to a typer command, which receives them as one
-`pin_values` mapping (option name -> value, None = not pinned; generator.plan.recipe_plan turns them
-into the planner's pins)."""
+`pin_values` mapping (option name -> value, None = not pinned; generator.pins.pins_from_options
+turns them into the planner's typed Pins)."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-# option name -> (type, flag, help). The names are generator.plan.recipe_plan.PIN_OPTIONS' keys.
+# option name -> (type, flag, help). The names are generator.pins.OPTION_FIELDS' keys.
 PINS: dict[str, tuple[Any, str, str]] = {
     "tp": (Optional[int], "--tp", "Pin tensor parallel (the rest is planned)."),
     "pp": (Optional[int], "--pp", "Pin pipeline parallel."),
@@ -38,7 +38,6 @@ PINS: dict[str, tuple[Any, str, str]] = {
     "fused_kernels": (Optional[bool], "--fused-kernels/--no-fused-kernels",
                       "Force fused log-prob kernels (no [tokens x vocab] logits) on or off."),
 }
-LAYOUT_PINS = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
 
 
 def with_pin_options(command: Callable[..., None]) -> Callable[..., None]:

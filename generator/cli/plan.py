@@ -8,11 +8,12 @@ from __future__ import annotations
 
 import json
 import sys
+from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
-from generator.cli.pin_options import LAYOUT_PINS, with_pin_options
+from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import one_line
 
@@ -68,7 +69,7 @@ def register(app: typer.Typer) -> None:
         from generator.model import resolve_model
         from generator.plan import plan_layout
         from generator.plan.batch_choice import default_n
-        from generator.plan.recipe_plan import pins_from_options
+        from generator.pins import LAYOUT_FIELDS, pins_from_options
         from generator.render.spec import DEFAULT_VERSION  # memory at the release `gen recipe` writes for
 
         try:
@@ -77,18 +78,18 @@ def register(app: typer.Typer) -> None:
             facts = resolve_model(model)
             spec = gpu_spec(gpu, gpu_mem)
             pinned = pin_values or {}
-            fixed = {k: pinned[k] for k in LAYOUT_PINS if pinned.get(k) is not None}
-            knobs = pins_from_options(**{k: v for k, v in pinned.items() if k not in LAYOUT_PINS})
-            if fixed:  # a layout given: evaluate it, with the knobs pinned
-                fixed.setdefault("tp", 1)
-                fixed.setdefault("pp", 1)
-                fixed.update(knobs)
+            # the knobs checked as `gen recipe` checks them; a layout given (taken as it is, so
+            # layout_problems can say why it is invalid) is evaluated, with the knobs pinned
+            layout = {k: pinned[k] for k in LAYOUT_FIELDS if pinned.get(k) is not None}
+            knobs = {k: v for k, v in pinned.items() if k not in LAYOUT_FIELDS}
+            pins = replace(pins_from_options(**knobs), **layout)
+            evaluate = bool(layout)
             plan = plan_layout(facts, gpus, nodes=nodes, gpu=spec, prompt_len=prompt_len,
                                response_len=response_len, n=n if n is not None else default_n(algo.lower()),
                                algo=algo, train_batch_size=train_batch_size, ppo_mini_batch_size=ppo_mini_batch_size,
-                               fixed=fixed or None, pins=None if fixed else knobs or None, top=top,
+                               pins=pins, evaluate=evaluate, top=top,
                                mean_response_len=mean_response_len, verl_version=DEFAULT_VERSION)
-            if fixed and not plan.candidates and plan.rejected:
+            if evaluate and not plan.candidates and plan.rejected:
                 layout_text, reason = plan.rejected[0]
                 if "does not fit" not in reason:
                     raise InputError(f"layout {layout_text} is invalid for {facts.name}: {reason}")

@@ -156,12 +156,12 @@ def register(app: typer.Typer) -> None:
                                resume_from, lr, epochs, ppo_mini_batch_size)
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
-            from generator.plan.recipe_plan import pins_from_options
+            from generator.pins import pins_from_options
 
             pins = pins_from_options(**(pin_values or {}))
             if mean_response_len is not None and (legacy is not None or name is not None):
                 raise InputError("--mean-response-len plans from --model; a recipe name or --from keeps its layout")
-            if pins and (legacy is not None or name is not None):
+            if pins.given() and (legacy is not None or name is not None):
                 raise InputError("layout and knob pins (--tp, --rollout-tp, --param-offload, ...) plan from --model; "
                                  "a recipe name or --from keeps its own layout")
             if legacy is not None and run:
@@ -184,7 +184,7 @@ def register(app: typer.Typer) -> None:
                     raise InputError("give --model and --gpus (or a packaged recipe name)")
                 from generator.plan.recipe_plan import planned_spec
 
-                spec = planned_spec(model=model, **options, **run, pins=pins or None,
+                spec = planned_spec(model=model, **options, **run, pins=pins,
                                     mean_response_len=mean_response_len)
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name

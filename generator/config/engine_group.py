@@ -7,8 +7,11 @@ From verl 0.8.0 on, `ppo_megatron_trainer.yaml` is a deprecated shim: its defaul
 Megatron examples from 0.8.0 on are written that way. Before 0.8.0 there is no `model_engine/megatron`
 option (Hydra refuses the override), so the selection is left to the key checks there.
 
-This is the one group selection the packaged schemas can replay (their two compositions are the two
-options); a general per-release compose with any `group=option` is generator.schema's job.
+generator.schema.groups replays the same selection to the same defaults from the packaged record
+(tests/test_schema_groups.py checks that both agree on every packaged release); this module stays
+because it states a different fact, that the selection *is* verl's `ppo_megatron_trainer`
+composition, so a call keeps that config's name, node tree and Megatron backend, and the writer
+(render/release_form) knows from which release to write the selection at all.
 """
 
 from __future__ import annotations

@@ -270,20 +270,19 @@ class ConfigReader:
                 return None
             return derive.data_parallel_size(gpus, layout.tp, layout.pp, layout.cp)
         sp = self.ulysses(sp_prefix)
-        if sp is None or sp <= 0 or gpus % sp:
-            return None
-        return gpus // sp
+        return None if sp is None else derive.sp_data_parallel_size(gpus, sp)
 
     def dp_equation(self, sp_prefix: Str = ACTOR) -> Str:
-        """'DP 4 (= 8 GPUs / (TP·PP·CP = 2·1·1))' — how DP came about, in the user's numbers."""
+        """'DP = W / (TP·PP·CP) = 8 / (2·1·1) = 4' — how DP came about, in the user's numbers
+        (derive.dp_equation's wording)."""
         dp, gpus = self.dp(sp_prefix), self.gpus
-        if self.backend == "megatron":
-            layout = self.actor_layout()
-            if layout is not None and dp is not None:
-                return (f"DP {dp} (= {gpus} GPUs / (TP·PP·CP = {layout.tp}·{layout.pp}·{layout.cp}))")
-        elif dp is not None:
-            sp = self.ulysses(sp_prefix)
-            return f"DP {dp} (= {gpus} GPUs / ulysses SP {sp})" if sp and sp > 1 else f"DP {dp} (= {gpus} GPUs)"
+        if gpus is not None and dp is not None:
+            if self.backend == "megatron":
+                layout = self.actor_layout()
+                if layout is not None:
+                    return derive.dp_equation(gpus, layout.tp, layout.pp, layout.cp)
+            else:
+                return derive.sp_dp_equation(gpus, self.ulysses(sp_prefix) or 1, dp)
         return f"DP {dp}"
 
     def cp_or_sp(self, sp_prefix: Str = ACTOR) -> Int | None:

@@ -8,6 +8,7 @@ from pathlib import Path
 from generator.errors import InputError
 from generator.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
+from generator.pins import NO_PINS, Pins, pins_text
 from generator.plan import plan_layout
 from generator.plan.batch_choice import default_n
 from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
@@ -21,7 +22,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
                  experiment_name: str | None, ppo_mini_batch_size: int | None = None,
                  loggers: tuple[str, ...] = ("console",), checkpoint_dir: str | None = None, save_freq: int = 20,
                  resume_mode: str | None = None, resume_from: str | None = None, lr: float = 1e-6,
-                 total_epochs: int = 15, pins: dict[str, object] | None = None,
+                 total_epochs: int = 15, pins: Pins = NO_PINS,
                  mean_response_len: int | None = None) -> RecipeSpec:
     """`gen recipe --model M --gpus N ...` options -> RecipeSpec, with the layout and batch sizes
     the planner chooses. InputError (one line) on bad options or when no layout fits.
@@ -56,7 +57,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
     best = plan.best
     if best is None:
         reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
-        pinned = f" with {pins_text(pins)}" if pins else ""
+        pinned = f" with {pins_text(pins)}" if pins.given() else ""
         raise InputError(f"no Megatron layout of {facts.name} fits {gpus} x {device.name}{pinned}: {reasons}")
     train_bs = getattr(plan, "train_batch_size", None) or train_batch_size
     mini = getattr(plan, "ppo_mini_batch_size", None)
@@ -99,53 +100,3 @@ def local_model_path(model: str) -> str | None:
     if not (path / "config.json").is_file():
         return None
     return str(path.resolve())
-
-
-# CLI option -> planner key, for the layout and the knobs a user may pin (the names the
-# generated script's knobs use: TP, ROLLOUT_TP, MICRO_BATCH_PER_GPU, PARAM_OFFLOAD, ...).
-PIN_OPTIONS: dict[str, str] = {
-    "tp": "tp", "pp": "pp", "cp": "cp", "ep": "ep", "etp": "etp", "vpp": "vpp",
-    "first_stage_layers": "first_stage_layers", "last_stage_layers": "last_stage_layers",
-    "rollout_tp": "rollout_tp", "micro_batch_per_gpu": "micro_batch_per_gpu", "token_budget": "token_budget",
-    "dynamic_bsz": "use_dynamic_bsz", "gpu_memory_utilization": "gpu_memory_utilization",
-    "param_offload": "param_offload", "optimizer_offload": "optimizer_offload",
-    "cpu_optimizer_fraction": "cpu_optimizer_fraction", "recompute": "recompute",
-    "fused_kernels": "use_fused_kernels",
-}
-
-
-def pins_from_options(**options: int | float | bool | None) -> dict[str, object]:
-    """The planner's pins from `gen plan`/`gen recipe` options (None = not pinned); one-line
-    InputError for a value no layout could take."""
-    pins: dict[str, object] = {}
-    for option, value in options.items():
-        if value is None:
-            continue
-        flag = "--" + option.replace("_", "-")
-        if isinstance(value, bool):
-            pins[PIN_OPTIONS[option]] = value
-        elif option == "gpu_memory_utilization":
-            if not 0 < value < 1:
-                raise InputError(f"{flag} must be between 0 and 1, got {value}")
-            pins[PIN_OPTIONS[option]] = float(value)
-        elif option == "cpu_optimizer_fraction":
-            if not 0 <= value <= 1:
-                raise InputError(f"{flag} must be between 0 and 1, got {value}")
-            pins[PIN_OPTIONS[option]] = float(value)
-        else:
-            if value < 1 or value != int(value):
-                raise InputError(f"{flag} must be a positive whole number, got {value}")
-            pins[PIN_OPTIONS[option]] = int(value)
-    if "token_budget" in pins:
-        if pins.setdefault("use_dynamic_bsz", True) is False:
-            raise InputError("--token-budget goes with dynamic batch size (drop --no-dynamic-bsz)")
-    elif "micro_batch_per_gpu" in pins:
-        pins.setdefault("use_dynamic_bsz", False)
-    if pins.get("cpu_optimizer_fraction"):  # Megatron's CPU optimizer runs with both offloads on
-        pins.setdefault("param_offload", True)
-        pins.setdefault("optimizer_offload", True)
-    return pins
-
-
-def pins_text(pins: dict[str, object]) -> str:
-    return ", ".join(f"{key}={value}" for key, value in pins.items())

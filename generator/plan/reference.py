@@ -14,7 +14,9 @@ from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import layout_dp, per_rank_mini_batch
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
+from generator.layout import Offload
 from generator.model.facts import ModelFacts
+from generator.pins import Pins
 from generator.plan.result import Plan
 from generator.plan.memory import MemorySetup
 from generator.plan.workload import Workload, algo_roles
@@ -46,28 +48,22 @@ class VerlLayout:
             out["last_stage_layers"] = self.row["last"]
         return out
 
-    def knobs(self) -> dict[str, Any]:
-        """The script's own memory knobs, in plan_layout's `fixed` vocabulary."""
+    def shipped_pins(self) -> Pins:
+        """The layout and the script's own memory knobs, as the planner's pins."""
         r = self.row
         fraction = float(r.get("cpu_optimizer_fraction", 0.0))
-        out = {
-            "rollout_tp": r["rollout_tp"],
-            "use_dynamic_bsz": bool(r.get("dynamic", False)),
-            "offload": {"param": bool(r.get("param_offload", False)), "grad": bool(r.get("param_offload", False)),
-                        "optimizer": bool(r.get("optimizer_offload", False)), "cpu_optimizer": fraction > 0,
-                        "cpu_optimizer_fraction": fraction},
-            "recompute": bool(r.get("recompute", False)),
-            "gpu_memory_utilization": r["gmu"],
-            "use_fused_kernels": bool(r.get("fused", False)),
-            "enforce_eager": bool(r.get("eager", False)),
-        }
-        if out["use_dynamic_bsz"]:
-            out["token_budget"] = r["budget"]
-            out["log_prob_token_budget"] = r.get("lp_budget", r["budget"])
-        else:
-            out["micro_batch_per_gpu"] = r["micro"]
-            out["log_prob_micro_batch_per_gpu"] = r.get("lp_micro", r["micro"])
-        return out
+        dynamic = bool(r.get("dynamic", False))
+        return Pins(
+            **self.layout(), rollout_tp=r["rollout_tp"], use_dynamic_bsz=dynamic,
+            offload=Offload(param=bool(r.get("param_offload", False)), grad=bool(r.get("param_offload", False)),
+                            optimizer=bool(r.get("optimizer_offload", False)), cpu_optimizer=fraction > 0,
+                            cpu_optimizer_fraction=fraction),
+            recompute=bool(r.get("recompute", False)), gpu_memory_utilization=r["gmu"],
+            use_fused_kernels=bool(r.get("fused", False)), enforce_eager=bool(r.get("eager", False)),
+            token_budget=r["budget"] if dynamic else None,
+            log_prob_token_budget=r.get("lp_budget", r["budget"]) if dynamic else None,
+            micro_batch_per_gpu=None if dynamic else r["micro"],
+            log_prob_micro_batch_per_gpu=None if dynamic else r.get("lp_micro", r["micro"]))
 
     def workload(self) -> dict[str, Any]:
         r = self.row
@@ -78,7 +74,7 @@ class VerlLayout:
     def evaluate_as_shipped(self) -> Plan:
         from generator.plan.search import plan_layout
 
-        return plan_layout(self.model, self.row["gpus"], fixed={**self.layout(), **self.knobs()},
+        return plan_layout(self.model, self.row["gpus"], pins=self.shipped_pins(), evaluate=True,
                            **self.workload(), top=1)
 
     def memory_setup(self) -> MemorySetup:
@@ -97,7 +93,8 @@ class VerlLayout:
     def evaluate_layout(self) -> Plan:
         from generator.plan.search import plan_layout
 
-        return plan_layout(self.model, self.row["gpus"], fixed=self.layout(), **self.workload(), top=1)
+        return plan_layout(self.model, self.row["gpus"], pins=Pins(**self.layout()), evaluate=True,
+                           **self.workload(), top=1)
 
     def search(self, top: int = 5) -> Plan:
         from generator.plan.search import plan_layout

@@ -8,14 +8,12 @@ floor) and stops once the top candidates beat the next layout's floor.
 
 from __future__ import annotations
 
-from dataclasses import replace
-from typing import Any
-
 from generator.derive import Layout, layout_problems
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.layout import Candidate
 from generator.model import ModelFacts, total_params
+from generator.pins import NO_PINS, Pins
 from generator.plan.batch_choice import batch_hint, batch_sizes
 from generator.plan.enumeration import describe_layout, enumerate_layouts
 from generator.plan.ranking import RankKey, deciding_criterion, optimistic_key, rank_key, step_floor_s
@@ -52,19 +50,15 @@ def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, respons
 
 def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, prompt_len: int = 1024,
                 response_len: int = 1024, n: int = 5, algo: str = "grpo", train_batch_size: int | None = None,
-                ppo_mini_batch_size: int | None = None, fixed: dict[str, Any] | None = None,
-                pins: dict[str, Any] | None = None,
+                ppo_mini_batch_size: int | None = None, pins: Pins = NO_PINS, evaluate: bool = False,
                 top: int = 5, mean_response_len: int | None = None, verl_version: str | None = None) -> Plan:
-    """Search (or, with `fixed`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
+    """Search (or, with `evaluate`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
-    `fixed` holds tp/pp/cp/ep/etp/vpp (+ first_stage_layers/last_stage_layers) to evaluate one
-    layout; it may also pin knobs (micro_batch_per_gpu, token_budget, log_prob_token_budget,
-    use_dynamic_bsz, offload {param, grad, optimizer, cpu_optimizer, cpu_optimizer_fraction},
-    recompute, gpu_memory_utilization, rollout_tp, use_fused_kernels).
-    `pins` searches instead: its layout fields keep only the layouts that agree (or evaluate
-    the one they describe when the search does not produce it), its knobs are pinned as in
-    `fixed`, and param_offload/optimizer_offload/cpu_optimizer_fraction/recompute pin single
-    rungs of the memory relief.
+    `pins` (generator.pins): with `evaluate`, its layout fields are the one layout sized (the
+    unpinned ones at Megatron's defaults); else they keep only the layouts that agree (or the one
+    they describe when the search does not produce it). Its knobs are pinned on every layout
+    sized; param_offload/optimizer_offload/cpu_optimizer_fraction/recompute pin single rungs of
+    the memory relief, offload the whole record.
     `verl_version`: the release whose defaults (weight-sync bucket, max_num_seqs) the memory
     model uses (generator.plan.release_defaults; None: 0.7.0's).
     """
@@ -79,35 +73,27 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
                 response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
                 gpu_memory_gib=gpu.memory_gib)
-    layouts, overrides = _layouts_to_visit(model, s, fixed, pins)
-    sized, misses = _size_best_first(model, layouts, s, plan, params=params, overrides=overrides, top=top,
-                                     search=not fixed)
-    _rank_into(plan, sized, misses, s, moe=model.is_moe, top=top, fixed=bool(fixed))
+    layouts = _layouts_to_visit(model, s, pins, evaluate)
+    sized, misses = _size_best_first(model, layouts, s, plan, params=params, pins=pins, top=top,
+                                     search=not evaluate)
+    _rank_into(plan, sized, misses, s, moe=model.is_moe, top=top, fixed=evaluate)
     return plan
 
 
-LAYOUT_KEYS = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
-
-
-def _layouts_to_visit(model: ModelFacts, s: Setting, fixed: dict[str, Any] | None, pins: dict[str, Any] | None
-                      ) -> tuple[list[Layout], dict[str, Any]]:
-    """The layouts to size and the knobs pinned for all of them: the one `fixed` layout, or the
-    enumerated layouts that agree with the pinned fields (the pinned one itself when none does)."""
-    if fixed:
-        layout = Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node,
-                        **{k: fixed[k] for k in LAYOUT_KEYS if fixed.get(k) is not None})
-        if model.is_moe and layout.ep > 1 and "etp" not in fixed:
-            layout = replace(layout, etp=None)
-        return [layout], {k: v for k, v in fixed.items() if k not in LAYOUT_KEYS}
-    pinned = {k: v for k, v in (pins or {}).items() if k in LAYOUT_KEYS}
+def _layouts_to_visit(model: ModelFacts, s: Setting, pins: Pins, evaluate: bool) -> list[Layout]:
+    """The layouts to size: the one the pins describe (`evaluate`), or the enumerated layouts that
+    agree with the pinned fields (the pinned one itself when none does)."""
+    pinned = pins.layout_fields()
+    if evaluate:
+        return [Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, **pinned)]
     layouts = [lay for lay in enumerate_layouts(model, s) if all(getattr(lay, k) == v for k, v in pinned.items())]
     if pinned and not layouts:  # outside what the search enumerates: evaluate the pinned one
         layouts = [Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, **pinned)]
-    return layouts, {k: v for k, v in (pins or {}).items() if k not in LAYOUT_KEYS}
+    return layouts
 
 
 def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan: Plan, *, params: int,
-                     overrides: dict[str, Any], top: int, search: bool) -> tuple[list[Candidate], list[Candidate]]:
+                     pins: Pins, top: int, search: bool) -> tuple[list[Candidate], list[Candidate]]:
     """Size the valid layouts, (fitting, missing); the rejected ones go to plan.rejected with why.
 
     Branch and bound: the ranking is lexicographic, and a layout's best conceivable key (no
@@ -128,7 +114,7 @@ def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan:
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
             continue
-        cand, reason = size_layout(model, layout, s, params=params, overrides=overrides, prune=search)
+        cand, reason = size_layout(model, layout, s, params=params, pins=pins, prune=search)
         if cand is not None and cand.fits:
             sized.append(cand)
             keys.append(rank_key(cand, s.seq_len, model.is_moe, s.gpus_per_node))

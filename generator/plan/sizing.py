@@ -13,12 +13,13 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass, replace
-from typing import Any
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
-from generator.derive import Layout, layout_dp, per_rank_mini_batch, rollout_problems, vpp_micro_batch_problem
+from generator.derive import (Layout, dp_equation, layout_dp, per_rank_mini_batch, rollout_problems,
+                              vpp_micro_batch_problem)
 from generator.layout import Candidate, Offload
 from generator.model import ModelFacts
+from generator.pins import NO_PINS, Pins
 from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
@@ -41,20 +42,17 @@ IN_NODE_WEIGHT_SHARE = 0.8  # a replica inside a node may give its weights this 
 _LADDER = PLANNER_LADDER  # (param, optimizer, cpu-optimizer fraction, recompute), cheapest first
 
 
-# Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder
-# keeps only the rungs that agree, or the one rung the pins describe.
-LADDER_PINS = ("param_offload", "optimizer_offload", "cpu_optimizer_fraction", "recompute")
-
-
-def _ladder(pins: dict[str, Any]) -> tuple[tuple[bool, bool, float, bool], ...]:
-    if not pins:
+def _ladder(pins: Pins) -> tuple[tuple[bool, bool, float, bool], ...]:
+    """Memory relief a user may pin one by one (gen plan/recipe --param-offload ...): the ladder
+    keeps only the rungs that agree, or the one rung the pins describe."""
+    wanted = (pins.param_offload, pins.optimizer_offload, pins.cpu_optimizer_fraction, pins.recompute)
+    if all(value is None for value in wanted):
         return _LADDER
-    fields = dict(zip(LADDER_PINS, range(4)))
-    kept = tuple(rung for rung in _LADDER if all(rung[fields[k]] == v for k, v in pins.items()))
+    kept = tuple(rung for rung in _LADDER if all(v is None or rung[i] == v for i, v in enumerate(wanted)))
     if kept:
         return kept
-    return ((bool(pins.get("param_offload", False)), bool(pins.get("optimizer_offload", False)),
-             float(pins.get("cpu_optimizer_fraction", 0.0)), bool(pins.get("recompute", False))),)
+    return ((bool(pins.param_offload), bool(pins.optimizer_offload), float(pins.cpu_optimizer_fraction or 0.0),
+             bool(pins.recompute)),)
 
 
 def _rollout_tp(model: ModelFacts, s: Setting, params: int, gmu: float) -> int | None:
@@ -130,9 +128,6 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     return trial if engine.fits else None
 
 
-# Knobs a caller may pin for every layout (gen plan/recipe --micro-batch-per-gpu ..., a shipped script).
-PINNED_KNOBS = ("micro_batch_per_gpu", "log_prob_micro_batch_per_gpu", "token_budget", "log_prob_token_budget",
-                "offload", "recompute", "gpu_memory_utilization", "use_fused_kernels", "enforce_eager")
 Size = tuple[str, int]  # ("token_budget", tokens) or ("micro_batch_per_gpu", responses)
 
 
@@ -146,8 +141,7 @@ class _Sizing:
     work: Workload
     params: int
     dp: int
-    knobs: dict[str, Any]  # the PINNED_KNOBS the caller gave (offload as an Offload)
-    rollout_tp_pinned: bool
+    pins: Pins  # what the caller pinned (gen plan/recipe --micro-batch-per-gpu ..., a shipped script)
 
     def evaluate(self, cand: Candidate) -> Candidate:
         return _evaluate(self.model, cand, self.work, self.s)
@@ -157,20 +151,20 @@ class _Sizing:
 
     def training_fits(self, cand: Candidate) -> tuple[bool, Candidate]:
         """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation."""
-        probe = self.evaluate(replace(cand, gpu_memory_utilization=self.knobs.get("gpu_memory_utilization", MIN_GMU)))
-        if "gpu_memory_utilization" in self.knobs:
+        pinned_gmu = self.pins.gpu_memory_utilization
+        probe = self.evaluate(replace(cand, gpu_memory_utilization=MIN_GMU if pinned_gmu is None else pinned_gmu))
+        if pinned_gmu is not None:
             return probe.fits, probe
         return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
 
 
 def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
-                overrides: dict[str, Any] | None = None, prune: bool = True) -> tuple[Candidate | None, str]:
+                pins: Pins = NO_PINS, prune: bool = True) -> tuple[Candidate | None, str]:
     """Choose the knobs for one valid layout; (candidate, "") or (closest miss, reason).
 
     The layout's DP must split the batch; the weights and grads alone must fit (`prune`); a
     rollout TP must exist. Everything pinned (a shipped script) is evaluated as given; else the
     relief ladder is climbed, each rung at the largest size and gmu that fit."""
-    overrides = dict(overrides or {})
     dp = layout_dp(layout.gpus, layout)
     batch = _batch_split(s, dp)
     if isinstance(batch, str):
@@ -181,31 +175,26 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     if prune and floor > usable_gib(s.gpu.memory_gib):
         return None, (f"does not fit: weights+grads alone need {floor:.1f} GiB per GPU during the update "
                       f"(> {usable_gib(s.gpu.memory_gib):.1f})")
-    fixed_rollout_tp = overrides.pop("rollout_tp", None)
-    rollout_tp = fixed_rollout_tp or _rollout_tp(model, s, params, max(GMU_STEPS))
+    rollout_tp = pins.rollout_tp or _rollout_tp(model, s, params, max(GMU_STEPS))
     if rollout_tp is None:
         return None, "no rollout TP divides the attention heads and the GPUs"
     base = Candidate(**layout.sizes(), rollout_tp=rollout_tp, ppo_mini_batch_size=mini)
     # Dynamic batches where verl's scripts use them, and wherever the calibrated step time says
     # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
-    dynamic = overrides.pop("use_dynamic_bsz", s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS
-                            or calibrated().static_pad_share > 0)
-    knobs = {k: overrides[k] for k in PINNED_KNOBS if k in overrides}
-    ladder_pins = {k: overrides[k] for k in LADDER_PINS if k in overrides}
-    if "offload" in knobs and isinstance(knobs["offload"], dict):
-        knobs["offload"] = Offload(**knobs["offload"])
-    sizing = _Sizing(model, s, work, params, dp, knobs, fixed_rollout_tp is not None)
-    if {"offload", "gpu_memory_utilization"} <= knobs.keys() and (
-            "micro_batch_per_gpu" in knobs or "token_budget" in knobs):
+    dynamic = s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS or calibrated().static_pad_share > 0 \
+        if pins.use_dynamic_bsz is None else pins.use_dynamic_bsz
+    sizing = _Sizing(model, s, work, params, dp, pins)
+    if pins.offload is not None and pins.gpu_memory_utilization is not None and (
+            pins.micro_batch_per_gpu is not None or pins.token_budget is not None):
         # Everything given (a shipped script): evaluate exactly that.
-        cand = replace(base, use_dynamic_bsz=dynamic, **knobs)
+        cand = replace(base, use_dynamic_bsz=dynamic, **pins.knobs())
         if dynamic and cand.log_prob_token_budget is None:
             cand = replace(cand, log_prob_token_budget=cand.token_budget)
         return sizing.annotate(sizing.evaluate(cand)), ""
-    sizes = _sizes(layout, s, knobs, dynamic, per_rank_mini)
+    sizes = _sizes(layout, s, pins, dynamic, per_rank_mini)
     if not sizes:
         return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
-    return _climb(sizing, _rungs(base, _pinned_ladder(knobs, ladder_pins), dynamic, knobs), sizes)
+    return _climb(sizing, _rungs(base, _pinned_ladder(pins), dynamic, pins), sizes)
 
 
 def _batch_split(s: Setting, dp: int) -> tuple[int, int] | str:
@@ -232,33 +221,33 @@ def _workload(s: Setting, per_rank_mini: int) -> Workload:
                     sync_bucket_mib=s.rollout.sync_bucket_mib, max_num_seqs=s.rollout.max_num_seqs)
 
 
-def _pinned_ladder(knobs: dict[str, Any], ladder_pins: dict[str, Any]) -> tuple[tuple[bool, bool, float, bool], ...]:
+def _pinned_ladder(pins: Pins) -> tuple[tuple[bool, bool, float, bool], ...]:
     """The rungs to climb: a pinned offload is the one rung, else the ladder the pins leave."""
-    if "offload" not in knobs:
-        return _ladder(ladder_pins)
-    off = knobs["offload"]
+    off = pins.offload
+    if off is None:
+        return _ladder(pins)
     return ((off.param, off.optimizer, off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0,
-             bool(knobs.get("recompute", False))),)
+             bool(pins.recompute)),)
 
 
-def _sizes(layout: Layout, s: Setting, knobs: dict[str, Any], dynamic: bool, per_rank_mini: int) -> list[Size]:
+def _sizes(layout: Layout, s: Setting, pins: Pins, dynamic: bool, per_rank_mini: int) -> list[Size]:
     """The token budgets (dynamic) or micro batches to try, largest first; a pinned one alone."""
     if dynamic:
-        return [("token_budget", b) for b in ([knobs["token_budget"]] if "token_budget" in knobs
+        return [("token_budget", b) for b in ([pins.token_budget] if pins.token_budget is not None
                                               else _budget_options(s.seq_len, layout.cp))]
-    micros = ([knobs["micro_batch_per_gpu"]] if "micro_batch_per_gpu" in knobs
+    micros = ([pins.micro_batch_per_gpu] if pins.micro_batch_per_gpu is not None
               else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
     return [("micro_batch_per_gpu", m) for m in micros]
 
 
 def _rungs(base: Candidate, ladder: tuple[tuple[bool, bool, float, bool], ...], dynamic: bool,
-           knobs: dict[str, Any]) -> list[Candidate]:
+           pins: Pins) -> list[Candidate]:
     out = []
     for param_off, opt_off, cpu_fraction, recompute in ladder:
         offload = Offload(param=param_off, grad=param_off, optimizer=opt_off,
                           cpu_optimizer=cpu_fraction > 0, cpu_optimizer_fraction=cpu_fraction)
         out.append(replace(base, offload=offload, recompute=recompute, use_dynamic_bsz=dynamic,
-                           use_fused_kernels=bool(knobs.get("use_fused_kernels", False))))
+                           use_fused_kernels=bool(pins.use_fused_kernels)))
     return out
 
 
@@ -291,16 +280,16 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candi
             if not ok:
                 continue
             sized: Candidate | None
-            if "gpu_memory_utilization" in z.knobs:
+            if z.pins.gpu_memory_utilization is not None:
                 sized = probe
             else:
-                sized = _best_gmu(z.model, cand, z.work, z.s, z.params, MIN_GMU, not z.rollout_tp_pinned)
+                sized = _best_gmu(z.model, cand, z.work, z.s, z.params, MIN_GMU, z.pins.rollout_tp is None)
                 if sized is None:
                     closest = _closer(closest, probe)
                     break  # a smaller size does not change the rollout phase
             if size[0] == "token_budget":
                 sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
-            if sized.gpu_memory_utilization >= TARGET_GMU or "gpu_memory_utilization" in z.knobs:
+            if sized.gpu_memory_utilization >= TARGET_GMU or z.pins.gpu_memory_utilization is not None:
                 return z.annotate(sized), ""
             fallback = fallback or sized
             break
@@ -338,7 +327,7 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
               per_rank_mini: int, dp: int) -> Candidate:
     cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
-    why = [f"DP {dp} (= {s.gpus} GPUs / TP·PP·CP {cand.tp}·{cand.pp}·{cand.cp}); "
+    why = [f"{dp_equation(s.gpus, cand.tp, cand.pp, cand.cp)}; "
            f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
     flags = cand.relief()
     why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))

@@ -35,7 +35,7 @@ import math
 from dataclasses import dataclass, fields
 from functools import lru_cache
 
-from generator.derive import layout_dp
+from generator.derive import layout_dp, layout_edp
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
@@ -251,7 +251,7 @@ def _offload_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload,
         return 0.0
     counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
     stage = max((stage_params(model, cand, s, counts) for s in {0, cand.pp - 1}), key=lambda p: p.total)
-    edp = max(1, work.gpus // (cand.pp * cand.ep * (cand.tp if cand.etp is None else cand.etp)))
+    edp = layout_edp(work.gpus, cand)
     sharded = stage.dense / (dp * cand.cp) + stage.experts / edp  # what one rank's optimizer holds
     moved = 0.0
     if off.param:

@@ -72,8 +72,7 @@ def _parallel_rows(view: ConfigReader, gpus: int | None, dp: int | None) -> list
     if view.backend == "megatron":
         if layout is not None:
             assert gpus is not None  # a layout is read only with the GPU count
-            add(("DP", f"W / (TP·PP·CP) = {gpus} / ({layout.tp}·{layout.pp}·{layout.cp}) = "
-                       + (str(dp) if dp else f"{gpus / layout.model_parallel_size:g} (not divisible)")))
+            add(("DP", derive.dp_equation(gpus, layout.tp, layout.pp, layout.cp, named=False)))
             if layout.ep > 1 or layout.etp is not None:
                 etp = layout.tp if layout.etp is None else layout.etp
                 edp = derive.expert_data_parallel_size(gpus, layout.tp, layout.pp, layout.ep, layout.etp)
@@ -87,7 +86,8 @@ def _parallel_rows(view: ConfigReader, gpus: int | None, dp: int | None) -> list
                 "trainer.n_gpus_per_node", "trainer.nnodes")))
     else:
         sp = view.ulysses() or 1
-        add(("DP", f"W / ulysses SP = {gpus} / {sp} = {dp}" if dp else _why_unknown(view, "trainer.n_gpus_per_node")))
+        add(("DP", derive.sp_dp_equation(gpus, sp, dp, named=False) if gpus is not None and dp
+                   else _why_unknown(view, "trainer.n_gpus_per_node")))
     return rows
 
 
@@ -159,9 +159,9 @@ def sft_rows(config: Config) -> list[tuple[str, str]]:
     rows.append(("GPUs W", f"n_gpus_per_node·nnodes = {per_node}·{nodes or 1} = {gpus}" if gpus else
                  "not set in the call (torchrun's --nproc_per_node·--nnodes)"))
     sp = _explicit_int(view, "ulysses_sequence_parallel_size") or 1
-    dp = gpus // sp if gpus and gpus % sp == 0 else None
+    dp = derive.sp_data_parallel_size(gpus, sp) if gpus else None
     if gpus:
-        rows.append(("DP", f"W / ulysses SP = {gpus} / {sp} = " + (str(dp) if dp else "not divisible")))
+        rows.append(("DP", derive.sp_dp_equation(gpus, sp, dp, named=False)))
     batch, micro = _explicit_int(view, "data.train_batch_size"), _explicit_int(view, "data.micro_batch_size_per_gpu")
     if batch is None:
         rows.append(("per-rank batch", "data.train_batch_size not set in the call (the SFT config's default)"))

@@ -145,7 +145,7 @@ def fsdp_mesh(ctx: Context) -> Iterator[Finding]:
     if gpus is None:
         return
     sp = view.ulysses()
-    if sp and sp > 0 and gpus % sp:
+    if sp and sp > 0 and derive.sp_data_parallel_size(gpus, sp) is None:
         yield ctx_finding(fsdp_mesh, view, (ACTOR + "ulysses_sequence_parallel_size",),
                           f"{gpus} GPUs are not divisible by ulysses_sequence_parallel_size {sp}")
     fsdp_size = view.int(ACTOR + "fsdp_config.fsdp_size")

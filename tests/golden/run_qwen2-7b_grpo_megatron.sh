@@ -15,7 +15,7 @@
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
 #   offload: none
 #   predicted memory per GPU (GiB): update 58.8, optimizer_step 39.0, log_prob 56.1, ref_log_prob 45.6, rollout 76.2, weight_sync 49.6; limit 77.2 (h100, 79.6 GiB)
-#   why: DP 2 (= 8 GPUs / TP·PP·CP 1·4·1); per-rank mini batch 256·5/2 = 640
+#   why: DP = W / (TP·PP·CP) = 8 / (1·4·1) = 2; per-rank mini batch 256·5/2 = 640
 #   why: memory relief: none needed
 #   why: peak 76.2 GiB in rollout of 77.2 GiB usable
 #   why: rollout TP 1: weights 14.2 GiB, KV cache 28.4 GiB per GPU

@@ -15,7 +15,7 @@
 #   agent loop: G / num_workers = 1024 / 8 = 128 responses per worker
 #   offload: param+grad
 #   predicted memory per GPU (GiB): update 68.7, optimizer_step 41.8, log_prob 56.1, rollout 77.0, weight_sync 49.6; limit 77.2 (h100, 79.6 GiB)
-#   why: DP 4 (= 8 GPUs / TP·PP·CP 1·2·1); per-rank mini batch 256·1/4 = 64
+#   why: DP = W / (TP·PP·CP) = 8 / (1·2·1) = 4; per-rank mini batch 256·1/4 = 64
 #   why: memory relief: param+grad
 #   why: peak 77.0 GiB in rollout of 77.2 GiB usable
 #   why: rollout TP 1: weights 14.2 GiB, KV cache 36.3 GiB per GPU
