@@ -46,10 +46,14 @@ def moe_layer_activation_bytes(model: ModelFacts, moe_factor: float = MOE_ACTIVA
 
 def in_flight_micro_batches(cand: Candidate, stage: int, micro_batches: int) -> float:
     """Micro-batches whose activations a stage holds at its peak (1F1B warm-up, VPP factor)."""
-    pp = cand.pp
+    return in_flight_count(cand.pp, cand.vpp, stage, micro_batches)
+
+
+def in_flight_count(pp: int, vpp: int | None, stage: int, micro_batches: int) -> float:
+    """in_flight_micro_batches from the pipeline's shape alone (PP, VPP)."""
     count = float(max(1, min(pp - stage, micro_batches)))
-    if cand.vpp and cand.vpp > 1 and pp > 1:
-        count *= 1 + (pp - 1) / (pp * cand.vpp)
+    if vpp and vpp > 1 and pp > 1:
+        count *= 1 + (pp - 1) / (pp * vpp)
     return count
 
 

@@ -43,8 +43,9 @@ Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a 
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
+from functools import lru_cache
 
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
@@ -52,7 +53,7 @@ from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activ
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.layout import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
-from generator.plan.stages import StageParams, stage_layer_counts, stage_params
+from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
 from generator.plan.workload import GIB, Workload
 
 OVERHEAD_GIB = 4.0
@@ -68,6 +69,7 @@ PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "we
 TERM_ORDER = ("weights", "grads", "optimizer", "activations", "logits", "kv-cache", "ref-weights", "critic",
               "step-temporaries", "cuda-graphs", "overhead", "actor-weights", "rollout-weights",
               "rollout-activations", "sync-bucket", "offloaded-weights", "offloaded-optimizer", "cpu-optimizer")
+UPDATE = ("update",)  # the one phase the micro-batches in flight change
 
 
 # One term of a phase before it is shown: (name, bytes, note or a function giving the note).
@@ -121,14 +123,18 @@ class _Sizes:
     optimizer_cpu: float
 
 
-def _sizes(model: ModelFacts, cand: Candidate, work: Workload, stage: int, counts: list[int]) -> _Sizes:
-    params = stage_params(model, cand, stage, counts)
-    dp = layout_dp(work.gpus, cand)
-    edp = layout_edp(work.gpus, cand)
+def _shards(cand: Candidate, work: Workload) -> tuple[int, int, float]:
+    """(DP, EDP, the CPU optimizer's fraction) of a candidate: how its optimizer state is split."""
     cpu_fraction = cand.offload.cpu_optimizer_fraction if cand.offload.cpu_optimizer else 0.0
+    return layout_dp(work.gpus, cand), layout_edp(work.gpus, cand), cpu_fraction
+
+
+def _sizes(cand: Candidate, params: StageParams, shards: tuple[int, int, float]) -> _Sizes:
+    dp, edp, cpu_fraction = shards
     # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
     optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)
-    return _Sizes(params, dp, edp, cpu_fraction, 2 * params.total, 4 * params.total,
+    total = params.total
+    return _Sizes(params, dp, edp, cpu_fraction, 2 * total, 4 * total,
                   optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
 
 
@@ -145,25 +151,36 @@ class _CallFacts:
     moe_routed: float
     engine_weights: float
     engine_activations: float
+    stages: tuple[StageParams, ...]  # the parameters of each pipeline stage
+    shards: tuple[int, int, float]  # _shards
 
 
-def _call_facts(model: ModelFacts, cand: Candidate, work: Workload) -> _CallFacts:
-    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> _CallFacts:
+    dense_act, moe_non_expert, moe_routed = _activation_bytes(model)
     engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
-                      micro_batches_per_step(cand, work), dense_layer_activation_bytes(model), moe_non_expert,
-                      moe_routed, engine_weights, engine_activations)
+                      micro_batches_per_step(cand, work), dense_act, moe_non_expert, moe_routed, engine_weights,
+                      engine_activations, every_stage_params(model, cand, counts), _shards(cand, work))
+
+
+@lru_cache(maxsize=256)
+def _activation_bytes(model: ModelFacts) -> tuple[float, float, float]:
+    """Per token: a dense layer's activations, an MoE layer's non-expert and routed-expert parts."""
+    moe_non_expert, moe_routed = moe_layer_activation_bytes(model) if model.is_moe else (0.0, 0.0)
+    return dense_layer_activation_bytes(model), moe_non_expert, moe_routed
 
 
 def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int,
-                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None) -> dict[str, PhaseMemory]:
-    """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms)."""
-    f = facts if facts is not None else _call_facts(model, cand, work)
+                  counts: list[int], detail: bool = True, facts: _CallFacts | None = None,
+                  wanted: Collection[str] = PHASES, rollout_terms: bool = True) -> dict[str, PhaseMemory]:
+    """Every phase's memory on one GPU of pipeline stage `stage` (`detail`: with rounded, noted terms;
+    `wanted`: only those phases, as the search asks; `rollout_terms`: without `detail`, the
+    rollout phase's unrounded terms too)."""
+    f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
-    z = _sizes(model, cand, work, stage, counts)
+    z = _sizes(cand, f.stages[stage], f.shards)
     params, weights, grads = z.params, z.weights, z.grads
-    etp = t if cand.etp is None else cand.etp
     ref_weights = weights if work.has_ref else 0.0
     critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
     overhead = ("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
@@ -183,38 +200,23 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
         ("optimizer", z.optimizer_gpu, optimizer_note),
     ]
     beside_update = _beside_update(cand, ref_weights, critic_state)
-
-    # Activations of the update on this stage.
-    tokens = f.tokens
-    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
-    dense_act, moe_non_expert, moe_routed = f.dense_act, f.moe_non_expert, f.moe_routed
-    activations = _update_activations(model, cand, params, f, in_flight, etp)
-
-    def act_note() -> str:
-        layers = params.dense_layers + params.moe_layers
-        if cand.recompute:
-            return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
-                    f"{layers} layer inputs + one layer's working set")
-        return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
-                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
-    phases = {"update": _phase("update", [
-        *trainer_state,
-        ("activations", activations, act_note),
-        ("logits", _update_logits_bytes(cand, work, last, tokens, vocab_shard), _update_logits_note(cand, last)),
-        *beside_update, graphs, overhead], detail, terms=False)}
-
-    step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
-    phases["optimizer_step"] = _phase("optimizer_step", [
-        *trainer_state,
-        ("step-temporaries", step_temp,
-         lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
-                 f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
-         if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
-        *beside_update, graphs, overhead], detail, terms=False)
+    phases: dict[str, PhaseMemory] = {}
+    if "update" in wanted:
+        phases["update"] = _update_phase(model, cand, work, stage, f, params, trainer_state,
+                                         [*beside_update, graphs, overhead], last, detail)
+    if "optimizer_step" in wanted:
+        step_temp = z.optimizer_gpu * STEP_TEMP_BYTES / 12
+        phases["optimizer_step"] = _phase("optimizer_step", [
+            *trainer_state,
+            ("step-temporaries", step_temp,
+             lambda: f"optimizer-step allocations, {STEP_TEMP_BYTES} B per parameter of the GPU's optimizer "
+                     f"shard (fitted: verl#3124 / DeepSeek-V3 80 GB)"
+             if step_temp else "the step runs on the CPU (Megatron CPU optimizer)"),
+            *beside_update, graphs, overhead], detail, terms=False)
 
     # Forward-only passes: the params, one layer's forward working set and the logits.
     lp_tokens = f.lp_tokens
-    forward_set = lp_tokens * max(dense_act, moe_non_expert + moe_routed) / t
+    forward_set = lp_tokens * max(f.dense_act, f.moe_non_expert + f.moe_routed) / t
     resident_grads = ("grads", 0.0 if off.param else grads,
                       "offloaded with params" if off.param else "grad buffer stays")
     resident_opt = ("optimizer", 0.0 if off.optimizer else z.optimizer_gpu,
@@ -235,17 +237,60 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
              (lambda: f"last stage, {logit_bytes_per}·T·V/TP") if last else "not on this stage"),
             graphs, overhead], detail, terms=False)
 
-    phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
-                                       [resident_grads, resident_opt, *with_ref, *with_critic])
-    if work.has_ref:
+    if "log_prob" in wanted:
+        phases["log_prob"] = forward_phase("log_prob", 12, "actor, loaded for the pass", weights,
+                                           [resident_grads, resident_opt, *with_ref, *with_critic])
+    if work.has_ref and "ref_log_prob" in wanted:
         phases["ref_log_prob"] = forward_phase("ref_log_prob", 6, "reference model", ref_weights, [
             ("actor-weights", 0.0 if off.param else weights + grads,
              "offloaded" if off.param else "actor weights+grads stay"),
             resident_opt, *with_critic])
+    resident: list[_Part] = [resident_grads, resident_opt, *with_ref, *with_critic]
+    if "rollout" in wanted:
+        phases["rollout"] = _rollout_phase(cand, work, f, weights, resident, graphs, detail, rollout_terms)
+    if "weight_sync" in wanted:
+        # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
+        # bucket, into the engine's weights before its KV cache is resumed.
+        phases["weight_sync"] = _phase("weight_sync", [
+            ("actor-weights", weights, "bf16, loaded for the sync"), *resident,
+            ("rollout-weights", f.engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
+            ("sync-bucket", work.sync_bucket_mib * 2**20,
+             lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
+            graphs, overhead], detail, terms=False)
+    return phases
 
-    # Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
-    # weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
-    # exceed the claim).
+
+def _update_phase(model: ModelFacts, cand: Candidate, work: Workload, stage: int, f: _CallFacts,
+                  params: StageParams, trainer_state: list[_Part], rest: list[_Part], last: bool,
+                  detail: bool) -> PhaseMemory:
+    """The update on one stage: the trainer's state, the activations of the micro-batches in
+    flight, the logits (last stage), and `rest` (other models beside it, CUDA graphs, overhead)."""
+    tokens = f.tokens
+    in_flight = in_flight_micro_batches(cand, stage, f.micro_batches)
+    etp = cand.tp if cand.etp is None else cand.etp
+    activations = _update_activations(model, cand, params, f, in_flight, etp)
+
+    def act_note() -> str:
+        layers = params.dense_layers + params.moe_layers
+        if cand.recompute:
+            return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
+                    f"{layers} layer inputs + one layer's working set")
+        return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
+                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
+    return _phase("update", [
+        *trainer_state,
+        ("activations", activations, act_note),
+        ("logits", _update_logits_bytes(cand, work, last, tokens, model.vocab_size / cand.tp),
+         _update_logits_note(cand, last)),
+        *rest], detail, terms=False)
+
+
+def _rollout_phase(cand: Candidate, work: Workload, f: _CallFacts, weights: float, resident: list[_Part],
+                   graphs: _Part, detail: bool, terms: bool) -> PhaseMemory:
+    """Rollout: Megatron state still resident + the engine's gmu·total claim, which it splits into
+    weights, a profiling-run peak and the KV cache (vLLM refuses to start when the first two
+    exceed the claim)."""
+    off = cand.offload
     engine_budget = cand.gpu_memory_utilization * work.gpu_memory_gib * GIB
     engine_weights, engine_activations = f.engine_weights, f.engine_activations
     kv_cache = engine_budget - engine_weights - engine_activations
@@ -253,26 +298,15 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     def claim() -> str:
         return f"of gpu_memory_utilization {cand.gpu_memory_utilization:g} × {work.gpu_memory_gib:g} GiB"
     rollout_weights = ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}, {claim()}")
-    phases["rollout"] = _phase("rollout", [
+    return _phase("rollout", [
         ("actor-weights", 0.0 if off.param else weights, "offloaded" if off.param else "stays on GPU"),
-        resident_grads, resident_opt, *with_ref, *with_critic, rollout_weights,
+        *resident, rollout_weights,
         ("rollout-activations", engine_activations,
          lambda: f"profiling run at {max(work.max_num_batched_tokens, work.seq_len)} tokens"),
         ("kv-cache", max(kv_cache, 0.0), "the rest of the claim" if kv_cache > 0 else
          "none: weights and activations exceed the claim; vLLM will not start"),
         graphs, ("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
-                 "less the non-torch memory vLLM counts inside its claim")], detail)
-
-    # Weight sync: the actor's bf16 weights are loaded (without grads) and pushed, bucket by
-    # bucket, into the engine's weights before its KV cache is resumed.
-    phases["weight_sync"] = _phase("weight_sync", [
-        ("actor-weights", weights, "bf16, loaded for the sync"),
-        resident_grads, resident_opt, *with_ref, *with_critic,
-        ("rollout-weights", engine_weights, lambda: f"2·N/rollout TP {cand.rollout_tp}"),
-        ("sync-bucket", work.sync_bucket_mib * 2**20,
-         lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
-        graphs, overhead], detail, terms=False)
-    return {name: phases[name] for name in PHASES if name in phases}
+                 "less the non-torch memory vLLM counts inside its claim")], detail, terms=terms)
 
 
 def _beside_update(cand: Candidate, ref_weights: float, critic_state: float) -> list[_Part]:
@@ -391,8 +425,9 @@ def _host_ram_terms(model: ModelFacts, cand: Candidate, work: Workload, counts: 
     nodes = max(1.0, work.gpus / work.gpus_per_node)
     off = cand.offload
     weights = params = optimizer = cpu_optimizer = 0.0
-    for stage in range(cand.pp):
-        z = _sizes(model, cand, work, stage, counts)
+    shards = _shards(cand, work)
+    for stage_params_ in every_stage_params(model, cand, counts):
+        z = _sizes(cand, stage_params_, shards)
         copies = (1 + (1 if work.has_ref else 0) + (1 if work.has_critic else 0)) if off.param else 0
         weights += copies * z.weights * gpus_per_stage
         params += z.params.total * gpus_per_stage
@@ -424,10 +459,10 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
     """Every phase on every pipeline stage; the verdict is the maximum over all of them."""
     model, cand, work, headroom_gib = setup.model, setup.candidate, setup.workload, setup.headroom_gib
     counts = stage_counts(model, cand)
-    facts = _call_facts(model, cand, work)
+    facts = _call_facts(model, cand, work, counts)
     stages = []
     for stage in range(cand.pp):
-        params = stage_params(model, cand, stage, counts)
+        params = facts.stages[stage]
         phases = _stage_phases(model, cand, work, stage, counts, False, facts)
         if detail:  # totals from the unrounded terms, as the search decides fit on them
             shown = _stage_phases(model, cand, work, stage, counts, True, facts)
@@ -438,29 +473,31 @@ def evaluate_memory(setup: MemorySetup, *, detail: bool = True) -> MemoryReport:
                         tuple(stages), round(sum(t.gib for t in host), 1), host)
 
 
-def _distinct_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> list[int]:
-    """One stage of each kind: stages with the same parameters, the same place (first, last) and
-    the same micro-batches in flight have the same memory in every phase."""
-    micro_batches = micro_batches_per_step(cand, work)
-    seen: dict[tuple[StageParams, bool, bool, float], int] = {}
-    for stage in range(cand.pp):
-        key = (stage_params(model, cand, stage, counts), stage == 0, stage == cand.pp - 1,
-               in_flight_micro_batches(cand, stage, micro_batches))
-        seen.setdefault(key, stage)
-    return sorted(seen.values())
+def _distinct_stages(cand: Candidate, facts: _CallFacts) -> tuple[int, ...]:
+    """The stages whose memory can be the worst of some phase, in stage order: the first stage
+    of each kind (the same parameters, the same place: first, last). Stages of a kind differ in
+    the micro-batches in flight alone, which only the update reads, and its bytes grow with them;
+    the first stage of a kind has the most in flight (1F1B: PP − stage, at most M; VPP scales all
+    alike), so no later stage of its kind exceeds it in any phase, and on a tie the worst-stage
+    pick keeps the earlier stage anyway."""
+    return _first_of_each_kind(facts.stages, cand.pp)
+
+
+@lru_cache(maxsize=4096)
+def _first_of_each_kind(stages: tuple[StageParams, ...], pp: int) -> tuple[int, ...]:
+    seen: dict[tuple[StageParams, bool, bool], int] = {}
+    for stage, params in enumerate(stages):
+        seen.setdefault((params, stage == 0, stage == pp - 1), stage)
+    return tuple(sorted(seen.values()))
 
 
 def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: bool = True
                  ) -> tuple[PhaseMemory, ...]:
     """The worst pipeline stage of each phase, in PHASES order. `detail=False` skips the notes
-    and rounding (the search evaluates thousands of settings and shows a handful)."""
+    and rounding (the search evaluates thousands of settings and shows a handful), and the terms."""
     counts = stage_counts(model, cand)
-    facts = _call_facts(model, cand, work)
-    worst: dict[str, tuple[int, PhaseMemory]] = {}
-    for stage in _distinct_stages(model, cand, work, counts):
-        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts).items():
-            if name not in worst or phase.gib > worst[name][1].gib:
-                worst[name] = (stage, phase)
+    facts = _call_facts(model, cand, work, counts)
+    worst = _worst_stages(model, cand, work, counts, facts, PHASES, rollout_terms=False)
     if not detail:
         return tuple(worst[name][1] for name in PHASES if name in worst)
     # Totals come from the unrounded terms, as in the search: the worst stage and the total shown
@@ -468,6 +505,44 @@ def phase_memory(model: ModelFacts, cand: Candidate, work: Workload, *, detail: 
     detailed = {stage: _stage_phases(model, cand, work, stage, counts, True, facts) for stage, _ in worst.values()}
     return tuple(replace(detailed[worst[name][0]][name], gib=round(worst[name][1].gib, 2))
                  for name in PHASES if name in worst)
+
+
+def worst_rollout_phase(model: ModelFacts, cand: Candidate, work: Workload) -> PhaseMemory:
+    """The rollout phase of phase_memory(detail=False), with its unrounded terms: the search reads
+    its split once per sized layout (at gmu 0) and no other phase of that setting."""
+    counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work, counts)
+    return _worst_stages(model, cand, work, counts, facts, ("rollout",), rollout_terms=True)["rollout"][1]
+
+
+def training_phases_fit(model: ModelFacts, cand: Candidate, work: Workload, limit_gib: float) -> bool:
+    """Whether every phase but the rollout of phase_memory(detail=False) is within `limit_gib`,
+    given up at the first that is not (each stage's update, the phase that most often exceeds,
+    tried first): most of the relief ladder's rungs fail so, and the search reads nothing else."""
+    counts = stage_counts(model, cand)
+    facts = _call_facts(model, cand, work, counts)
+    for stage in _distinct_stages(cand, facts):
+        if _stage_phases(model, cand, work, stage, counts, False, facts, UPDATE)["update"].gib > limit_gib:
+            return False
+        if any(phase.gib > limit_gib for phase in _stage_phases(
+                model, cand, work, stage, counts, False, facts, _BESIDE_UPDATE).values()):
+            return False
+    return True
+
+
+_BESIDE_UPDATE = tuple(name for name in PHASES if name not in ("update", "rollout"))
+
+
+def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int], facts: _CallFacts,
+                  wanted: tuple[str, ...], *, rollout_terms: bool) -> dict[str, tuple[int, PhaseMemory]]:
+    """(stage, phase) of the worst stage of each `wanted` phase (ties: the first such stage)."""
+    worst: dict[str, tuple[int, PhaseMemory]] = {}
+    for stage in _distinct_stages(cand, facts):
+        for name, phase in _stage_phases(model, cand, work, stage, counts, False, facts, wanted,
+                                         rollout_terms).items():
+            if name not in worst or phase.gib > worst[name][1].gib:
+                worst[name] = (stage, phase)
+    return worst
 
 
 # The lowest gpu_memory_utilization the planner and the memory fixes go down to (below it the KV

@@ -10,6 +10,7 @@ step-time floor: no offload, dynamic batches, the best rollout TP), which lets t
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import Layout, layout_dp, per_rank_mini_batch
@@ -19,7 +20,7 @@ from generator.plan.enumeration import powers_of_two
 from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
-from generator.plan.step_time import estimate_step_time
+from generator.plan.step_time import RolloutTimes, StepConstants, calibrated, rollout_times, trainer_times, with_rollout
 from generator.plan.workload import Workload, algo_roles
 
 EFFICIENT_MICRO_TOKENS = 4096
@@ -57,7 +58,11 @@ def step_bucket(seconds: float) -> int:
 
 
 def _floor_work(model: ModelFacts, layout: Layout, s: Setting) -> Workload:
-    dp = layout_dp(layout.gpus, layout)
+    return _floor_workload(s, layout_dp(layout.gpus, layout))
+
+
+@lru_cache(maxsize=256)
+def _floor_workload(s: Setting, dp: int) -> Workload:
     has_ref, has_critic = algo_roles(s.algo)
     per_rank_mini = max(1, per_rank_mini_batch(s.mini or s.train_batch_size, s.n, dp))
     return Workload(gpus=s.gpus, gpu_memory_gib=s.gpu.memory_gib, prompt_len=s.prompt_len,
@@ -71,19 +76,38 @@ def step_floor_s(model: ModelFacts, layout: Layout, s: Setting) -> float:
     """The shortest step any sizing of `layout` could reach: no offload or recompute, dynamic
     batches, every rollout replica's batch in flight, the best rollout TP, no pipeline bubble."""
     work = _floor_work(model, layout, s)
-    options = [r for r in powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
-               and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)] or [1]
+    k = calibrated()
+    probe = Candidate(**layout.sizes(), use_dynamic_bsz=True, token_budget=3 * s.seq_len,
+                      gpu_memory_utilization=max(GMU_STEPS))
+    trainer = trainer_times(probe, model, s.gpu, work, k)  # the same for every rollout TP: computed once
     best = math.inf
-    for rtp in options:
-        probe = Candidate(**layout.sizes(), rollout_tp=rtp, use_dynamic_bsz=True, token_budget=3 * s.seq_len,
-                          gpu_memory_utilization=max(GMU_STEPS))
-        # The KV cache can be no larger than at the largest gmu with nothing else resident.
-        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
-        if kv <= 0:
-            continue
-        step = estimate_step_time(probe, model, s.gpu, work, kv_tokens=kv)
+    for rollout in _floor_rollouts(model, s, work, trainer.responses, k):
+        step = with_rollout(trainer, rollout)
         best = min(best, step.total_s - step.bubble_s)
     return best if best < math.inf else 0.0
+
+
+@lru_cache(maxsize=256)
+def _floor_rollouts(model: ModelFacts, s: Setting, work: Workload, responses: int, k: StepConstants
+                    ) -> tuple[RolloutTimes, ...]:
+    """The rollout's part of the floor for each rollout TP it tries whose KV cache is not empty,
+    with that KV cache (the most a replica holds: the largest gmu, nothing else resident). The
+    engine's split reads the rollout knobs only (the probe has no training layout), so every
+    layout of the same DP shares these: computed once per workload."""
+    out = []
+    for rtp in _rollout_tp_options(s.gpus, s.gpus_per_node):
+        probe = Candidate(rollout_tp=rtp, gpu_memory_utilization=max(GMU_STEPS))
+        kv = engine_memory(model, probe, work, responses_per_step=s.train_batch_size * s.n).kv_tokens
+        if kv > 0:
+            out.append(rollout_times(rtp, model, s.gpu, work, responses, kv, k))
+    return tuple(out)
+
+
+@lru_cache(maxsize=64)
+def _rollout_tp_options(gpus: int, gpus_per_node: int) -> tuple[int, ...]:
+    """Rollout TPs the floor tries: powers of two dividing the GPUs whose replicas do not straddle a node."""
+    return tuple(r for r in powers_of_two(max(gpus, 1)) if gpus % r == 0
+                 and (gpus_per_node % r == 0 or r % gpus_per_node == 0)) or (1,)
 
 
 def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:

@@ -20,7 +20,7 @@ from generator.plan.ranking import RankKey, deciding_criterion, optimistic_key, 
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
-from generator.plan.sizing import size_layout
+from generator.plan.sizing import describe_candidate, size_layout
 from generator.verl import ALGORITHM_TABLE, ALGORITHMS
 
 
@@ -77,6 +77,8 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     sized, misses = _size_best_first(model, layouts, s, plan, params=params, pins=pins, top=top,
                                      search=not evaluate)
     _rank_into(plan, sized, misses, s, moe=model.is_moe, top=top, fixed=evaluate)
+    # Described (notes, why, warnings) only once ranked: the search sizes ~100 layouts and shows `top`.
+    plan.candidates = [describe_candidate(model, c, s, params=params) for c in plan.candidates]
     return plan
 
 

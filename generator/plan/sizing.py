@@ -24,7 +24,7 @@ from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
-from generator.plan.memory import MIN_GMU, phase_memory, usable_gib
+from generator.plan.memory import MIN_GMU, phase_memory, training_phases_fit, usable_gib, worst_rollout_phase
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
@@ -112,18 +112,15 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     """The largest gmu step (≥ min_gmu) at which the rollout phase fits, with the smallest
     rollout TP that leaves vLLM room for KV cache. The rollout phase is linear in gmu, so one
     evaluation at gmu 0 gives the headroom."""
-    at_zero = _evaluate(model, replace(cand, gpu_memory_utilization=0.0), work, s)
-    rollout = at_zero.phase("rollout")
+    rollout = worst_rollout_phase(model, replace(cand, gpu_memory_utilization=0.0), work)
     # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
-    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS) if rollout else 0.0
-    headroom = at_zero.limit_gib - resident
+    resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS)
+    headroom = usable_gib(s.gpu.memory_gib) - resident
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
-    trial = replace(cand, gpu_memory_utilization=steps[0])
-    if pick_rollout_tp:
-        trial = replace(trial, rollout_tp=_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp)
-    trial = _evaluate(model, trial, work, s)
+    rollout_tp = (_rollout_tp(model, s, params, steps[0]) or cand.rollout_tp) if pick_rollout_tp else cand.rollout_tp
+    trial = _evaluate(model, replace(cand, gpu_memory_utilization=steps[0], rollout_tp=rollout_tp), work, s)
     engine = engine_memory(model, trial, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     return trial if engine.fits else None
 
@@ -140,18 +137,22 @@ class _Sizing:
     s: Setting
     work: Workload
     params: int
-    dp: int
     pins: Pins  # what the caller pinned (gen plan/recipe --micro-batch-per-gpu ..., a shipped script)
 
     def evaluate(self, cand: Candidate) -> Candidate:
         return _evaluate(self.model, cand, self.work, self.s)
 
-    def annotate(self, cand: Candidate) -> Candidate:
-        return _annotate(self.model, cand, self.work, self.s, self.params, self.work.per_rank_mini_batch, self.dp)
+    def score(self, cand: Candidate) -> Candidate:
+        return _scored(self.model, cand, self.work, self.s, self.params)
 
-    def training_fits(self, cand: Candidate) -> tuple[bool, Candidate]:
-        """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation."""
+    def training_fits(self, cand: Candidate, quick: bool = False) -> tuple[bool, Candidate | None]:
+        """Whether the training phases fit (at the pinned gmu: every phase), with the evaluation
+        (`quick`: without it, and given up at the first phase over the limit)."""
         pinned_gmu = self.pins.gpu_memory_utilization
+        if quick and pinned_gmu is None:
+            # At MIN_GMU, as below; no phase the check reads depends on the gmu (only the rollout's
+            # claim does), so the candidate's own stands in for it.
+            return training_phases_fit(self.model, cand, self.work, usable_gib(self.s.gpu.memory_gib)), None
         probe = self.evaluate(replace(cand, gpu_memory_utilization=MIN_GMU if pinned_gmu is None else pinned_gmu))
         if pinned_gmu is not None:
             return probe.fits, probe
@@ -183,14 +184,14 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     # fixed micro-batches cost more (they compute part of the padding: static_pad_share > 0).
     dynamic = s.seq_len >= DYNAMIC_FROM_SEQ or params >= DYNAMIC_FROM_PARAMS or calibrated().static_pad_share > 0 \
         if pins.use_dynamic_bsz is None else pins.use_dynamic_bsz
-    sizing = _Sizing(model, s, work, params, dp, pins)
+    sizing = _Sizing(model, s, work, params, pins)
     if pins.offload is not None and pins.gpu_memory_utilization is not None and (
             pins.micro_batch_per_gpu is not None or pins.token_budget is not None):
         # Everything given (a shipped script): evaluate exactly that.
         cand = replace(base, use_dynamic_bsz=dynamic, **pins.knobs())
         if dynamic and cand.log_prob_token_budget is None:
             cand = replace(cand, log_prob_token_budget=cand.token_budget)
-        return sizing.annotate(sizing.evaluate(cand)), ""
+        return sizing.score(sizing.evaluate(cand)), ""
     sizes = _sizes(layout, s, pins, dynamic, per_rank_mini)
     if not sizes:
         return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
@@ -259,28 +260,33 @@ def _with_size(rung: Candidate, size: Size) -> Candidate:
     return replace(rung, micro_batch_per_gpu=value, log_prob_micro_batch_per_gpu=value)
 
 
-def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candidate | None, str]:
+def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = True) -> tuple[Candidate | None, str]:
     """The first rung (cheapest relief) where the training phases fit at some size and the
-    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss."""
+    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss.
+
+    `quick`: settings whose training phases do not fit are dropped at the first phase over the
+    limit; only a miss needs them in full (the closest one), so then the climb is done again."""
     closest: Candidate | None = None
+    every_rung = rungs
     # The strongest rung at the smallest size is the cheapest proof that nothing fits.
-    ok, probe = z.training_fits(_with_size(rungs[-1], sizes[-1]))
+    ok, probe = z.training_fits(_with_size(rungs[-1], sizes[-1]), quick)
     if not ok:
         closest = probe
         rungs = []
     fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
     for rung in rungs:
-        ok, probe = z.training_fits(_with_size(rung, sizes[-1]))
+        ok, probe = z.training_fits(_with_size(rung, sizes[-1]), quick)
         if not ok:
             closest = _closer(closest, probe)
             continue
         for size in sizes:
             cand = _with_size(rung, size)
-            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand)
+            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand, quick)
             if not ok:
                 continue
             sized: Candidate | None
             if z.pins.gpu_memory_utilization is not None:
+                assert probe is not None  # a pinned gmu is evaluated in full (training_fits)
                 sized = probe
             else:
                 sized = _best_gmu(z.model, cand, z.work, z.s, z.params, MIN_GMU, z.pins.rollout_tp is None)
@@ -290,15 +296,17 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size]) -> tuple[Candi
             if size[0] == "token_budget":
                 sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
             if sized.gpu_memory_utilization >= TARGET_GMU or z.pins.gpu_memory_utilization is not None:
-                return z.annotate(sized), ""
+                return z.score(sized), ""
             fallback = fallback or sized
             break
     if fallback is not None:
-        return z.annotate(fallback), ""
+        return z.score(fallback), ""
+    if quick:  # a miss: the closest one needs every setting tried in full
+        return _climb(z, every_rung, sizes, quick=False)
     if closest is None:
         return None, "no setting fits"
     worst = max(closest.memory, key=lambda p: p.gib)
-    return (z.annotate(closest),
+    return (z.score(closest),
             f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
             f"> {closest.limit_gib:.1f} GiB usable")
 
@@ -311,7 +319,9 @@ def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> floa
     return 6 * heaviest / GIB
 
 
-def _closer(current: Candidate | None, new: Candidate) -> Candidate:
+def _closer(current: Candidate | None, new: Candidate | None) -> Candidate | None:
+    if new is None:
+        return current
     if current is None or new.peak_gib < current.peak_gib:
         return new
     return current
@@ -323,8 +333,22 @@ def _widen_log_prob_budget(model: ModelFacts, cand: Candidate, work: Workload, s
     return wider if wider.fits else cand
 
 
-def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
-              per_rank_mini: int, dp: int) -> Candidate:
+def _scored(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int) -> Candidate:
+    """The candidate with its estimated step time: all the ranking reads (the search ranks every
+    sized layout and describes only the ones it shows, `describe_candidate`)."""
+    engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
+    return replace(cand, score=estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens))
+
+
+def describe_candidate(model: ModelFacts, cand: Candidate, s: Setting, *, params: int) -> Candidate:
+    """A sized candidate as shown: memory with notes and rounded terms, why it was sized so, warnings."""
+    dp = layout_dp(s.gpus, cand)
+    batch = _batch_split(s, dp)
+    assert not isinstance(batch, str), "a sized candidate's DP splits the batch"
+    per_rank_mini = batch[1]
+    work = _workload(s, per_rank_mini)
+    score = cand.score
+    assert score is not None, "sized candidates are scored"
     cand = replace(cand, memory=phase_memory(model, cand, work))  # with notes, rounded
     engine = engine_memory(model, cand, work, responses_per_step=s.train_batch_size * s.n, total_params=params)
     why = [f"{dp_equation(s.gpus, cand.tp, cand.pp, cand.cp)}; "
@@ -341,7 +365,6 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     elif engine.resident_fraction < 1:
         warnings.append(f"KV cache holds {engine.resident_fraction:.0%} of a replica's rollout batch at once "
                         f"(vLLM will queue the rest)")
-    score = estimate_step_time(cand, model, s.gpu, work, kv_tokens=engine.kv_tokens)
     update = cand.phase("update")
     if model.is_moe and not cand.recompute and update is not None and \
             cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
@@ -355,4 +378,4 @@ def _annotate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
                                                 "published median; --mean-response-len to change)")
     why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
                f"tokens expected{source}")
-    return replace(cand, why=tuple(why), warnings=tuple(warnings), score=score)
+    return replace(cand, why=tuple(why), warnings=tuple(warnings))

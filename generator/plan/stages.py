@@ -6,7 +6,7 @@ from dataclasses import dataclass
 from functools import lru_cache
 
 from generator.model.facts import ModelFacts
-from generator.model.params import dense_layer_params, is_moe_layer, moe_layer_params
+from generator.model.params import LayerParams, dense_layer_params, is_moe_layer, moe_layer_params
 from generator.layout import Candidate
 
 
@@ -65,16 +65,34 @@ def stage_params(model: ModelFacts, cand: Candidate, stage: int, counts: list[in
     return _stage_params(model, cand.tp, cand.ep, etp, stage, tuple(counts))
 
 
+def every_stage_params(model: ModelFacts, cand: Candidate, counts: list[int]) -> tuple[StageParams, ...]:
+    """stage_params of each stage in order (one cache look-up for the pipeline, not one per stage)."""
+    etp = cand.tp if cand.etp is None else cand.etp
+    return _every_stage_params(model, cand.tp, cand.ep, etp, tuple(counts))
+
+
+@lru_cache(maxsize=1024)
+def _every_stage_params(model: ModelFacts, t: int, ep: int, etp: int, counts: tuple[int, ...]
+                        ) -> tuple[StageParams, ...]:
+    return tuple(_stage_params(model, t, ep, etp, stage, counts) for stage in range(len(counts)))
+
+
+@lru_cache(maxsize=256)
+def _layer_kinds(model: ModelFacts) -> tuple[LayerParams, LayerParams | None, tuple[bool, ...]]:
+    """A model's dense and MoE layer parameters and which layers are MoE: the same for every stage."""
+    moe_layer = moe_layer_params(model) if model.is_moe else None
+    return dense_layer_params(model), moe_layer, tuple(is_moe_layer(model, i) for i in range(model.num_layers))
+
+
 @lru_cache(maxsize=4096)
 def _stage_params(model: ModelFacts, t: int, ep: int, etp: int, stage: int, counts: tuple[int, ...]) -> StageParams:
     pp = len(counts)
     start = sum(counts[:stage])
-    dense_layer = dense_layer_params(model)
-    moe_layer = moe_layer_params(model) if model.is_moe else None
+    dense_layer, moe_layer, moe_at = _layer_kinds(model)
     dense = experts = 0.0
     n_dense = n_moe = 0
     for index in range(start, start + counts[stage]):
-        if moe_layer is not None and is_moe_layer(model, index):
+        if moe_layer is not None and (moe_at[index] if index < len(moe_at) else is_moe_layer(model, index)):
             layer, n_moe = moe_layer, n_moe + 1
         else:
             layer, n_dense = dense_layer, n_dense + 1

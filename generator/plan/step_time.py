@@ -184,8 +184,16 @@ def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, c
 def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
               kv_tokens: int | None, k: StepConstants) -> float:
     """Prefill and decode of every response; replicas run in parallel, the slowest sets the time."""
+    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k)
+
+
+# The rollout reads only the rollout TP of a candidate: the search's step-time floors try every
+# rollout TP on each of ~1,000 layouts, most sharing a workload, so the time is kept per input.
+@lru_cache(maxsize=4096)
+def _rollout_s(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
+               kv_tokens: int | None, k: StepConstants) -> float:
     prompt, response = expected_lengths(work, k)
-    rtp = max(1, cand.rollout_tp)
+    rtp = max(1, rollout_tp)
     replicas = max(1, work.gpus // rtp)
     per_replica = math.ceil(responses / replicas)
     context = prompt + response / 2  # mean context over a sequence's life
@@ -207,6 +215,26 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     `kv_tokens` is the KV cache one rollout replica holds (generator.plan.rollout_engine); None counts a
     replica's whole batch in flight (up to vLLM's max_num_seqs)."""
     k = constants or calibrated()
+    trainer = trainer_times(cand, model, gpu, work, k)
+    return with_rollout(trainer, rollout_times(cand.rollout_tp, model, gpu, work, trainer.responses, kv_tokens, k))
+
+
+@dataclass(frozen=True, slots=True)
+class TrainerTimes:
+    """The parts of a step the trainer's layout and knobs set; no rollout knob reaches them, so
+    the search's floors compute them once per layout and add each rollout TP's part."""
+
+    responses: int  # per step
+    log_prob_s: float
+    update_s: float
+    offload_s: float
+    bubble_s: float
+    comm_s: float
+
+
+def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, k: StepConstants
+                  ) -> TrainerTimes:
+    """Log-prob passes, update, their communication and pipeline bubble, and offload traffic."""
     gpus = max(1, work.gpus)
     dp = layout_dp(gpus, cand)
     responses = work.responses_per_step or work.per_rank_mini_batch * dp
@@ -215,7 +243,7 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
     if not cand.use_dynamic_bsz:
         # Fixed micro-batches are not balanced by tokens: part of the padding to the maximum is computed.
         tokens += k.static_pad_share * max(0.0, responses * work.seq_len - tokens)
-    everything, active = _params(model)
+    _, active = _params(model)
     _, routed_active = _moe_split(model)
     flops_per_s = gpus * gpu.peak_tflops * 1e12
     # Dense GEMMs at train_mfu, routed experts' share of the FLOPs at moe_efficiency of that.
@@ -237,11 +265,30 @@ def estimate_step_time(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: W
                                (update_s, micro_batches(work.per_rank_mini_batch, seq_len, cand, log_prob=False))):
             share = bubble_fraction(cand.pp, cand.vpp, micro)
             bubble_s += compute * share / (1 - share)
-    roll_s = rollout_s(cand, model, gpu, work, responses, kv_tokens, k)
-    offload_s = _offload_s(cand, model, gpu, work, dp)
-    weight_sync_s = BF16 * everything / max(1, cand.rollout_tp) / (gpu.peer_gb_s * 1e9)
-    return StepTime(rollout_s=roll_s, log_prob_s=log_prob_s, update_s=update_s, offload_s=offload_s,
-                    bubble_s=bubble_s, weight_sync_s=weight_sync_s, comm_s=comm_s)
+    return TrainerTimes(responses=responses, log_prob_s=log_prob_s, update_s=update_s,
+                        offload_s=_offload_s(cand, model, gpu, work, dp), bubble_s=bubble_s, comm_s=comm_s)
+
+
+@dataclass(frozen=True, slots=True)
+class RolloutTimes:
+    """The parts of a step the rollout engine's TP sets: generating the responses, and the weight
+    sync into the engine (the search's floors keep them per workload and rollout TP)."""
+
+    rollout_s: float
+    weight_sync_s: float
+
+
+def rollout_times(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
+                  kv_tokens: int | None, k: StepConstants) -> RolloutTimes:
+    """The rollout on `rollout_tp` (responses per step: the trainer's) and the weight sync to it."""
+    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k),
+                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9))
+
+
+def with_rollout(t: TrainerTimes, r: RolloutTimes) -> StepTime:
+    """The whole step: the trainer's parts and the rollout's."""
+    return StepTime(rollout_s=r.rollout_s, log_prob_s=t.log_prob_s, update_s=t.update_s, offload_s=t.offload_s,
+                    bubble_s=t.bubble_s, weight_sync_s=r.weight_sync_s, comm_s=t.comm_s)
 
 
 def _offload_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, dp: int) -> float:
