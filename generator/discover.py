@@ -25,6 +25,7 @@ from generator.files import SCRIPT_LIMIT, read_input
 from generator.launch_shape import names_trainer, scripts_run
 from generator.safe_regex import fullmatch
 from generator import boundary
+from generator.foreign_paths import checkout_copy
 
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
@@ -126,7 +127,11 @@ def _runs_a_launcher(path: Path, source: bytes) -> bool:
     from where gen runs (the checkout root, as the wrapper's own `bash` would), that names a trainer."""
     for written in scripts_run(source):
         for base in (path.parent, Path.cwd()):
-            callee = Path(written) if os.path.isabs(written) else base / written
+            if os.path.isabs(written):  # as written, else this checkout's copy of another machine's path
+                copy = checkout_copy(written, str(path.parent))
+                callee = Path(copy) if copy is not None else Path(written)
+            else:
+                callee = base / written
             try:
                 if callee.is_file() and callee.resolve() != path.resolve() and names_trainer(
                         read_input(callee, trusted=True)):

@@ -14,7 +14,8 @@ module's folder:
 - the config keys it **reads as values** (`self.config.data.val_batch_size` as an argument, an
   assignment, a branch of a conditional expression). A key read only in an `if` test (the
   deprecation warning verl itself prints) does not count. A key verl deprecated that the fork
-  still reads is live for that fork (VK608 stays silent).
+  still reads is live for that fork (VK608 stays silent), unless the code calls it deprecated
+  itself or runs verl's own `validate_config`, which prints verl's warning.
 
 The keys are dotted from the config root: the attribute chain after a name or attribute called
 `config` (`self.config.data.n_samples` -> `data.n_samples`), `.get('key')` included. Bounded: at
@@ -37,6 +38,10 @@ MAX_FILES = 120
 _VERL_REPEAT_KEYS = frozenset({"actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.val_kwargs.n",
                                "rollout.n", "rollout.val_kwargs.n"})
 _CONFIG_NAMES = frozenset({"config", "cfg", "conf"})
+# verl's own validation (module, function) and the keys it warns are deprecated: "WARNING:
+# val_batch_size is deprecated." (verl/utils/config.py:177-179 @ v0.8.0 and @ v0.9.0).
+_VERL_VALIDATION = ("verl.utils.config", "validate_config")
+_VERL_VALIDATION_WARNS = frozenset({"val_batch_size"})
 
 
 @dataclass(frozen=True)
@@ -128,6 +133,12 @@ class _Reader(ast.NodeVisitor):
         for key in keys:
             if key not in _VERL_REPEAT_KEYS and "val" not in key.rsplit(".", 1)[-1]:
                 self.repeats.append(RepeatKey(key, f"{self.where}:{line}"))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        # A project entry that runs verl's own validation (`from verl.utils.config import
+        # validate_config`) prints the deprecation warnings verl's code prints.
+        if node.module == _VERL_VALIDATION[0] and any(a.name == _VERL_VALIDATION[1] for a in node.names):
+            self.warned.update(_VERL_VALIDATION_WARNS)
 
     def visit_If(self, node: ast.If) -> None:  # a key read only in a test is not a live read
         for child in node.body + node.orelse:

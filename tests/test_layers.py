@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [
     {"verl_places", "pylaunch", "hardware"},
     {"files"},
     {"boundary", "release_semantics", "pins"},  # pins: what a caller pins for the planner (a typed record)
-    {"errors", "launch", "edit_kinds", "overrides", "suppress", "pool", "cache", "launch_shape", "safe_regex", "versions",
+    {"errors", "foreign_paths", "launch", "edit_kinds", "overrides", "suppress", "pool", "cache", "launch_shape", "safe_regex", "versions",
      "verl", "resources", "layout"},
     {"safe_text", "__init__", "folder_memo"},  # the bottom: imports nothing of the project
 ]

@@ -27,8 +27,9 @@ from generator.config.flat import (
     select,
     structure_problem,
 )
+from generator.config.defaults_interp import DefaultsResolution, changed_keys
 from generator.config.history import migration_issue, suggest
-from generator.config.interp import Resolver, Unresolvable, has_interpolation
+from generator.config.interp import Resolver, Unresolvable
 from generator.config.types import Backend, Config, KeyIssue
 from generator.launch import UNKNOWN_OPEN, Override
 from generator.schema.release_schema import inner_nodes
@@ -96,6 +97,7 @@ class _Composition:
     def __init__(self, defaults: dict[str, Any], nodes: Iterable[str], config: Config, strict: bool,
                  selections: GroupSelections | None = None) -> None:
         self.defaults = defaults
+        self.nodes = nodes
         # Group selections (`model_engine=megatron`) were composed into the defaults before any
         # value override, as Hydra does; each one only records which keys it chose.
         self.selected = selections.consumed if selections is not None else {}
@@ -231,10 +233,22 @@ class _Composition:
         flat, unknown = self.flat, self.unknown
         self.resolver.invalidate()
         resolved: dict[str, Any] = {}
+        # The defaults' own interpolations that read nothing this call changed are resolved once
+        # for every call (generator.config.defaults_interp); the rest are resolved here.
+        kept = DefaultsResolution.of(self.defaults, self.nodes)
+        changed = changed_keys(self.defaults, flat.values, unknown) if kept is not None else set()
         for key, raw in flat.values.items():
-            if key in unknown:
-                continue
-            if has_interpolation(raw):
+            # has_interpolation, written out: this runs for each of the ~800 keys of every call
+            if isinstance(raw, str) and "${" in raw and key not in unknown:
+                reused = kept.reusable(key, changed) if kept is not None else None
+                if reused is not None:
+                    value, error, cost = reused
+                    self.resolver.charge(cost)
+                    if error is None:
+                        resolved[key] = value
+                    else:
+                        unknown[key] = str(error)
+                    continue
                 try:
                     resolved[key] = self.resolver.resolve(key)
                 except Unresolvable as err:

@@ -19,6 +19,7 @@ from generator.verl import PPO_CONFIG, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
 from generator.pylaunch.hydra_main import entry_config
 from generator.schema import load
 from generator.schema.compose import compose, flatten, unflatten, ComposeError
+from generator.schema.layered import layered_ppo_config
 
 
 _RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
@@ -184,7 +185,8 @@ def _chosen_defaults(schema: Any, invocation: Invocation, version: str, raw_name
     """(defaults, nodes, selections, folder composed from) of the named config: verl's packaged
     PPO config, or a recipe config composed from its folder. All None where neither can be
     read (a stand-in release, a config not found or not composable); `notes` says why."""
-    if stand_in is not None and directory is None:
+    if stand_in is not None and (directory is None or (name is not None and layered_ppo_config(directory, name))):
+        # a project config over verl's PPO config stands on the unknown verl too (schema.layered)
         notes.append(f"checked against verl {version} defaults standing in for {stand_in}")
     elif directory is None and name in PPO_CONFIGS and name in schema.configs:
         assert name is not None  # PPO_CONFIGS holds names only

@@ -174,6 +174,15 @@ class Resolver:
         if self._work > INTERP_WORK_LIMIT:
             raise InterpolationBudget()
 
+    def charge(self, units: int) -> None:
+        """Count `units` of work resolved elsewhere for this config (InterpolationBudget past the limit)."""
+        self._charge(units)
+
+    @property
+    def work(self) -> int:
+        """The units charged so far."""
+        return self._work
+
     # -- lookups -------------------------------------------------------------------------
 
     def _subtree(self, key: str) -> dict[str, Any] | None:

@@ -1,6 +1,6 @@
 """Where a trainer call's config lives: the folder Hydra resolves a relative `--config-path`
 against (the entry module's, not the working directory), the candidate folders for the path as
-written, and whether the config named by `--config-name` is there.
+written (an absolute one written on another machine: this checkout's copy at its tail), and whether the config named by `--config-name` is there.
 """
 
 from __future__ import annotations
@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from generator.foreign_paths import checkout_copy
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import PPO_ENTRY
 from generator.pylaunch.hydra_main import find_entry_file
@@ -123,9 +124,21 @@ def find_config_dir(invocation: Invocation, name: str, script_dir: str | None, c
     if not invocation.config_path:
         return None
     for directory in _candidate_dirs(invocation.config_path, script_dir, config_root, invocation.entry):
-        if (directory / f"{name}.yaml").is_file() or (directory / f"{name}.yml").is_file():
+        if _holds(directory, name):
             return directory
+    text = _plain_path(invocation.config_path)
+    if text.startswith("/") and script_dir:
+        # Written on another machine (`/mnt/<disk>/Proj/pkg/rl/config/`): this checkout's copy of
+        # the folder, found by its tail with the named config in it (generator.foreign_paths).
+        copy = checkout_copy(text.rstrip("/") + f"/{name}.yaml", script_dir)
+        copy = copy or checkout_copy(text.rstrip("/") + f"/{name}.yml", script_dir)
+        if copy is not None:
+            return Path(copy).parent
     return None
+
+
+def _holds(directory: Path, name: str) -> bool:
+    return (directory / f"{name}.yaml").is_file() or (directory / f"{name}.yml").is_file()
 
 
 def relative_config_path_status(invocation: Invocation, name: str | None, script_dir: str | None,

@@ -163,6 +163,7 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     (`_proven_edits`: the syntax still parses, each edited value reaches a call, no new error),
     then checks the new text for the next round."""
     result = FixResult(path=path, original=source, fixed=source)
+    check = _checked_once(check)
     if script is None:
         script = read(source, path)
     results = checked if checked is not None else check(script)
@@ -190,6 +191,21 @@ def fix_source(source: bytes, path: str | None, *, read: Reader, check: Checker,
     result.remaining = [f for _, _, findings in results for f in findings]
     result.not_applied = refusals.still_there(result.remaining)
     return result
+
+
+def _checked_once(check: Checker) -> Checker:
+    """`check`, remembering its last script: a round's spliced text is checked to prove no fix
+    creates an error and then again as the next round's findings; the second is the first's."""
+    last: list[tuple[LaunchScript, CheckResults]] = []
+
+    def check_once(script: LaunchScript) -> CheckResults:
+        if last and last[0][0] is script:
+            return last[0][1]
+        results = check(script)
+        last[:] = [(script, results)]
+        return results
+
+    return check_once
 
 
 def _placed_fixes(script: LaunchScript, results: CheckResults, *, select: Sequence[str], ignore: Sequence[str],

@@ -10,11 +10,13 @@ lists of a Python launcher, which need a concrete syntax tree, are pylaunch/over
 from __future__ import annotations
 
 import ast
+import os
 from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
+from generator.folder_memo import remembered
 from generator.pylaunch.chunks import checked_tree
 
 
@@ -97,6 +99,13 @@ def find_entry_file(entry: str, script_path: str | Path | None, *, repo_root: st
     then from `repo_root`. A file entry (`path/main.py`) is resolved from the same places."""
     if not entry or "<?" in entry:
         return None
+    key = ("entry_file", entry, os.path.abspath(script_path) if script_path is not None else None,
+           os.path.abspath(repo_root) if repo_root is not None else None, max_up)
+    return remembered(key, lambda: _entry_file(entry, script_path, repo_root, max_up))
+
+
+def _entry_file(entry: str, script_path: str | Path | None, repo_root: str | Path | None, max_up: int
+                ) -> Path | None:
     relative = Path(entry) if entry.endswith(".py") else Path(*entry.split(".")).with_suffix(".py")
     starts: list[Path] = []
     if script_path is not None:

@@ -290,7 +290,14 @@ def code_wanted(code: str, select: Iterable[str] = (), ignore: Iterable[str] = (
 def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
     """Rules chosen by code prefixes (`code_wanted`), in code order."""
     select, ignore = tuple(select), tuple(ignore)
-    return [REGISTRY[code] for code in sorted(REGISTRY) if code_wanted(code, select, ignore)]
+    key = (select, ignore, len(REGISTRY))  # every call's check asks again; rules register once, at import
+    chosen = _SELECTED.get(key)
+    if chosen is None:
+        chosen = _SELECTED[key] = [REGISTRY[code] for code in sorted(REGISTRY) if code_wanted(code, select, ignore)]
+    return list(chosen)
+
+
+_SELECTED: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[Rule]] = {}
 
 
 class KeyLines(Protocol):

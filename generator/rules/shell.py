@@ -9,6 +9,7 @@ from typing import Callable, Iterator
 from generator.edit_kinds import TextEdit
 from generator.launch import Hazard, LaunchScript
 from generator.launch_shape import looks_like_launcher
+from generator.shell.callee import ARGUMENT_SCRIPT
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
@@ -198,6 +199,8 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
         return
     if not script.invocations and not looks_like_launcher(script.source):
         return  # a helper script: VS730 says so, and it passes
+    if not script.invocations and _runs_its_argument(script):
+        return  # a wrapper of the script it is given: VS730 says so
     if script.invocations:
         first = script.invocations[0]
         why = (f"the call at line {first.line} is never reached"
@@ -209,10 +212,25 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
                                   line=script.invocations[0].line if script.invocations else None)
 
 
+def _runs_its_argument(script: LaunchScript) -> Hazard | None:
+    """The `bash "$1"` of a wrapper that runs the script it is given, when nothing else of it
+    may hold a call (no other unread command)."""
+    if any(h.kind == "unread-call" for h in script.hazards):
+        return None
+    return next((h for h in script.hazards if h.kind == ARGUMENT_SCRIPT), None)
+
+
 @rule("VS730", "not-a-launch-script", severity="info", stage="shell", verl_ref="", backends=_SCRIPT, scope="script")
 def not_a_launch_script(ctx: Context) -> Iterator[Finding]:
     script = ctx.script
-    if script is None or script.invocations or looks_like_launcher(script.source):
+    if script is None or script.invocations:
+        return
+    wrapper = _runs_its_argument(script)
+    if wrapper is not None:
+        yield not_a_launch_script.finding(f"not a launch script but a wrapper: {wrapper.message}; skipped",
+                                          line=wrapper.line)
+        return
+    if looks_like_launcher(script.source):
         return
     yield not_a_launch_script.finding(
         "not a launch script: it names no trainer entry (main_ppo, verl.trainer…, a recipe main) and gives no "

@@ -19,6 +19,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
+from generator.folder_memo import remembered
+
 # Where a verl package sits in a project folder (as generator.schema.resolution looks).
 _PLACES = (("verl",), ("src", "verl"))
 _MAX_LEVELS = 12
@@ -43,6 +45,10 @@ def find_dataclass_verl(script_path: str) -> tuple[Path, Path] | None:
     """(package, its trainer/config.py) of the dataclass-configured verl the script's project
     holds, going up from the script's folder to the folder with `.git`; None when there is none."""
     here = Path(script_path).absolute().parent
+    return remembered(("dataclass_verl", here), lambda: _dataclass_verl_above(here))
+
+
+def _dataclass_verl_above(here: Path) -> tuple[Path, Path] | None:
     for folder in [here, *here.parents][:_MAX_LEVELS]:
         for place in _PLACES:
             package = folder.joinpath(*place)

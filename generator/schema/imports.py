@@ -69,12 +69,16 @@ def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) ->
     the checkout's root, as the script does; a working directory above the repository is not
     the project); else the script's folder. Never above the project boundary's root."""
     here = Path(script_path).absolute().parent
+    base = Path(cwd or os.getcwd()).absolute()
+    return remembered(("checkout_root", here, base, max_up), lambda: _checkout_root(here, base, max_up))
+
+
+def _checkout_root(here: Path, base: Path, max_up: int) -> Path:
     candidates: list[Path] = []
     for folder in [here, *here.parents][:max_up]:
         if (folder / ".git").exists():
             candidates.append(folder)
             break
-    base = Path(cwd or os.getcwd()).absolute()
     if base == here or base in here.parents:
         candidates.append(base)
     return max(candidates, key=lambda p: len(p.parts)) if candidates else here
@@ -193,6 +197,12 @@ def _module_root(roots: Iterable[tuple[Path, str]], module: str) -> tuple[Path, 
 def call_roots(inv: Invocation, script_path: str, root: Path) -> list[tuple[Path, str]]:
     """The import path of one call, in Python's order (see the module docstring)."""
     script_dir = Path(script_path).absolute().parent
+    key = ("call_roots", script_dir, root, inv.cwd, inv.pythonpath, inv.env.get("PYTHONPATH"), inv.entry_kind,
+           inv.entry, boundary.current())
+    return list(remembered(key, lambda: _call_roots(inv, script_dir, root)))
+
+
+def _call_roots(inv: Invocation, script_dir: Path, root: Path) -> list[tuple[Path, str]]:
     start = root
     if inv.cwd:
         start = Path(inv.cwd) if inv.cwd.startswith("/") else root / inv.cwd

@@ -9,9 +9,11 @@ One answer per script, in this order (the first that applies wins):
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
      A project's verl configured by dataclasses (EasyR1 style, generator.schema.dataclass_fork)
-     is named, with a packaged release only standing in: its schema is unknown;
+     is named, with a packaged release only standing in: its schema is unknown; so is a verl git
+     submodule `.gitmodules` names that is not checked out (generator.schema.submodule);
   4. the verl installed in the active Python environment (found without importing it);
-  5. otherwise the release a script written by `gen recipe` names in its header, else a guess
+  5. otherwise the release a script written by `gen recipe` names in its header, else the one
+     the project pins in its dependency files (`verl==0.8.0`: generator.schema.pinned), else a guess
      from the script's keys (generator.schema.guess: the newest packaged release whose config
      has every key the script sets without `+`); the report says it is a guess.
 
@@ -22,6 +24,7 @@ release, while version-gated rules read the release before the `+`.
 
 from __future__ import annotations
 
+import os
 import re
 from dataclasses import dataclass, replace
 from pathlib import Path
@@ -43,7 +46,9 @@ from generator.schema.release_schema import (
 )
 from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
-from generator.schema.imports import ImportedVerl, imported_verl
+from generator.schema.imports import ImportedVerl, checkout_root, imported_verl
+from generator.schema.pinned import pinned_release
+from generator.schema.submodule import absent_verl_submodule
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
@@ -52,6 +57,7 @@ from generator import boundary
 from generator.pylaunch.hydra_main import entry_config
 from generator.schema.compose import ComposeError, compose, flatten
 from generator.schema.guess import release_has, guess_release, group_keys as keys
+from generator.schema.layered import layered_ppo_config
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
 KeyUses = Sequence[tuple[str, str]]
@@ -189,6 +195,10 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         dataclass_fork = find_dataclass_verl(script_path)
         if dataclass_fork is not None:
             return _from_dataclass_fork(*dataclass_fork, keys)
+        root = checkout_root(script_path)
+        submodule = absent_verl_submodule(root)
+        if submodule is not None:
+            return _from_absent_submodule(submodule, root, keys)
 
     found = _installed_resolution()
     if found is not None:
@@ -198,6 +208,11 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
     if written_for is not None and is_packaged(written_for):
         return Resolution(written_for, f"packaged schema {written_for}",
                           f"the script's header (written by gen recipe for verl {written_for})")
+    if script_path is not None:
+        root = checkout_root(script_path)
+        pin = pinned_release(script_path, root)
+        if pin is not None:
+            return Resolution(pin.release, f"packaged schema {pin.release}", pin.reason(root))
     evidence = keys()
     release, how = infer_release(evidence)
     return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence)
@@ -251,8 +266,16 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
                     declared=lambda: declared_release(script.source),
                     imported=lambda: imported_verl(script.invocations, where) if where is not None else None)
     if found.inferred and entry_config:
-        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"))
+        # Keys of a call whose config layers a verl that is absent tell the release at best: the
+        # defaults that verl composes are still unknown, so they are not trusted (as for a guess).
+        layered = entry_config[0].startswith(_LAYERED_EVIDENCE)
+        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"),
+                       guessed=found.guessed or layered)
     return found
+
+
+# How _entry_config_keys names the evidence of a call whose config layers verl's (schema.layered).
+_LAYERED_EVIDENCE = "the call (its "
 
 
 def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> Iterable[tuple[str, KeyUses]]:
@@ -267,7 +290,13 @@ def _entry_config_keys(invocations: Iterable[Invocation], script_path: str) -> I
         try:
             flat = flatten(compose(found.config_dir, found.config_name))
         except (InputError, OSError, ValueError, ComposeError):
-            continue  # e.g. its defaults list names verl's ppo_trainer from a searchpath: not evidence here
+            # e.g. its defaults list names verl's ppo_trainer from a searchpath into a verl that
+            # is absent: the call's own keys are then verl's keys (generator.schema.layered)
+            ppo = layered_ppo_config(found.config_dir, found.config_name)
+            own = _plain_keys(inv, ppo) if ppo is not None else []
+            if own:
+                yield f"{_LAYERED_EVIDENCE}{found.config_name}.yaml layers verl's {ppo})", own
+            continue
         if flat:
             yield f"{found.config_name}.yaml at {found.config_dir}", [(key, PPO_CONFIGS[0]) for key in flat]
 
@@ -412,6 +441,18 @@ def _from_dataclass_fork(package: Path, config: Path, keys: Callable[[], KeyUses
                       package=package)
 
 
+def _from_absent_submodule(folder: Path, root: Path, keys: Callable[[], KeyUses]) -> Resolution:
+    """The project's verl is a git submodule not checked out (generator.schema.submodule): its
+    release and config are unknown, so a packaged release guessed from the keys only stands in."""
+    release, how = infer_release(keys())
+    where = os.path.relpath(folder, root)
+    return Resolution(release, f"packaged schema {release}, standing in for the verl submodule at {where}",
+                      f"the project's verl is the git submodule at {where} (.gitmodules), which is not checked "
+                      f"out here (`git submodule update --init {where}`): its release and config are unknown; "
+                      f"release {how}", None, True,
+                      stand_in=f"the verl submodule at {where} (not checked out: keys and defaults unknown)")
+
+
 def _readable(found: Resolution) -> Resolution:
     """`found` when its config folder composes; else the nearest packaged release stands in
     for it, marked so that the checks do not trust its defaults."""
@@ -461,6 +502,19 @@ def group_keys() -> frozenset[str]:
     return keys()
 
 
+def _plain_keys(inv: Invocation, name: str) -> list[tuple[str, str]]:
+    """(key, config name) of one call's plain `key=` overrides (group selections as
+    `group=option`): the evidence script_keys collects, for a call whose config is `name`."""
+    out: list[tuple[str, str]] = []
+    for override in inv.overrides:
+        if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
+            if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
+                out.append((f"{override.key}={override.value}", name))  # a group selection
+            else:
+                out.append((override.key, name))
+    return out
+
+
 def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     """(key, config name) of every plain `key=` override in the PPO calls that may run: the
     evidence infer_release weighs."""
@@ -468,11 +522,5 @@ def script_keys(invocations: Iterable[Invocation]) -> list[tuple[str, str]]:
     for inv in invocations:
         if inv.branch == "dead" or (inv.entry != PPO_ENTRY and config_stem(inv.config_name) not in PPO_CONFIGS):
             continue  # generation, SFT and recipe configs have keys of their own
-        name = packaged_config_of(inv.config_name)
-        for override in inv.overrides:
-            if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
-                if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
-                    out.append((f"{override.key}={override.value}", name))  # a group selection
-                else:
-                    out.append((override.key, name))
+        out.extend(_plain_keys(inv, packaged_config_of(inv.config_name)))
     return out

@@ -10,6 +10,10 @@ from generator.shell.scan import WordError, skip_quoted
 _MAX_BRACE_WORDS = 256
 
 
+# The characters _brace_group acts on (skip_quoted's openers, and the braces and commas); any
+# other character is passed over one at a time, so a search for the next of these is the same.
+_OUTER = re.compile(r"[\\'\"$`{]")
+_INNER = re.compile(r"[\\'\"$`{},]")
 _SEQUENCE = re.compile(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?\Z|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
 
 
@@ -42,6 +46,11 @@ def _brace_group(s: str, a: int, b: int) -> tuple[int, list[tuple[int, int]] | l
     for a sequence `{1..3}` the alternatives are the generated texts."""
     i = a
     while i < b:
+        # Only a quote, an expansion or a brace can start anything: jump to the next one.
+        found = _OUTER.search(s, i, b)
+        if found is None:
+            return None
+        i = found.start()
         skipped = skip_quoted(s, i, b)
         if skipped is not None:
             i = skipped
@@ -51,6 +60,11 @@ def _brace_group(s: str, a: int, b: int) -> tuple[int, list[tuple[int, int]] | l
             continue
         depth, j, commas = 1, i + 1, []
         while j < b:
+            found = _INNER.search(s, j, b)
+            if found is None:
+                j = b
+                break
+            j = found.start()
             skipped = skip_quoted(s, j, b)
             if skipped is not None:
                 j = skipped

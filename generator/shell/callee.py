@@ -10,18 +10,24 @@ with the context "in <callee>, run by line N".
 
 Where the callee is: the path as written, relative to the caller's working directory; failing
 that, relative to each folder above the caller (wrappers are often written to run from the
-project root, `bash examples/x/run.sh`). A path that is not known statically, or a file not
-found, leaves the command recorded as it is (VS709 then names it when no call is read).
+project root, `bash examples/x/run.sh`); an absolute path written on another machine
+(`bash /mnt/<team>/<user>/proj/examples/run.sh`) is this checkout's copy at its tail
+(generator.foreign_paths). Wrappers in front (`ray job submit … -- bash x.sh`, `nohup`, `srun`)
+are stepped over. A path that is not known statically, or a file not found, leaves the command
+recorded as it is (VS709 then names it when no call is read).
 """
 
 from __future__ import annotations
 
 import dataclasses
 import os
+import re
 from typing import TYPE_CHECKING, cast
 
 from generator.launch import Hazard, Invocation
+from generator.foreign_paths import checkout_copy
 from generator.launch_shape import names_trainer
+from generator.shell.launchers import WRAPPERS, Argv, skip_wrapper
 from generator.shell.context import CommandRecord, EvaluatorParts, FileCtx, Flow, State
 from generator.shell.builtins import SOURCE_BUDGET
 from generator.shell.comment_subst import mask_comment_substitutions
@@ -43,9 +49,11 @@ class Callees(EvaluatorParts):
     def _run_script_command(self, fields: list[Field], flow: Flow, env: dict[str, str], line: int) -> bool:
         """Walk the script `fields` runs in a child shell; True when it was read (the command
         is then not recorded itself)."""
-        k = _script_index(fields)
+        start, env = _past_wrappers(fields, env)
+        k = _script_index(fields[start:])
         if k is None:
             return False
+        k += start
         target = fields[k]
         if target.unknowns:
             return False
@@ -64,8 +72,8 @@ class Callees(EvaluatorParts):
     def _find_callee(self, rel: str) -> str | None:
         if not rel.endswith((".sh", ".bash")) or self.base_dir is None:
             return None
-        if os.path.isabs(rel):
-            return rel if os.path.isfile(rel) else None
+        if os.path.isabs(rel):  # as written, else this checkout's copy of another machine's path
+            return checkout_copy(rel, self.base_dir)
         here = os.path.normpath(os.path.join(self.base_dir, self.state.cwd or "")) if self.state.cwd is not None \
             else None
         tried = [here] if here is not None else []
@@ -161,8 +169,11 @@ class Callees(EvaluatorParts):
 
 
 def callee_label(context: list[str]) -> str | None:
-    """The "in <callee>, run by line N" of a call recorded in a script this one runs."""
-    return next((c for c in context if c.startswith("in ") and ", run by line " in c), None)
+    """The "in <callee>, run by line N" of a call recorded in a script this one runs; for a
+    script run by a script this one runs, the innermost first (the call's lines are its lines),
+    then the scripts that ran it: "in b.sh, run by line 3; in a.sh, run by line 9"."""
+    labels = [c for c in context if c.startswith("in ") and ", run by line " in c]
+    return "; ".join(reversed(labels)) if labels else None
 
 
 def in_callee(hazards: list[Hazard], inv: Invocation) -> list[Hazard]:
@@ -186,14 +197,48 @@ def unread_call(rec: CommandRecord) -> Hazard | None:
         how = "`eval`" if texts[0] == "eval" else f"`{texts[0]} -c`"
         return Hazard("unread-call", line, f"the call at line {line} is in a string run by {how}, which the reader "
                       "does not re-read (it holds quotes, expansions or operators); check the command itself")
-    k = _script_index(rec.fields)
+    start, _ = _past_wrappers(rec.fields, {})
+    k = _script_index(rec.fields[start:])
+    k = k + start if k is not None else None
     if k is not None and not rec.fields[k].unknowns:
         return Hazard("unread-call", line, f"line {line} runs `{' '.join(texts[: k + 1])[:80]}`, whose file was not "
                       "found (looked in the working directory and the folders above the script)")
+    if k is not None and _ARGUMENT.fullmatch(texts[k]):
+        # `bash "$1"`, `SCRIPT=$1 … bash $SCRIPT`: a generic wrapper (start a cluster, then run the
+        # script it is given); the call is in that script, never in this file (VS730 says so)
+        return Hazard(ARGUMENT_SCRIPT, line, f"line {line} runs the script its argument names "
+                      f"(`{' '.join(texts[: k + 1])[:80]}`): the call is in that script; check it instead")
     if k is not None:
         return Hazard("unread-call", line, f"line {line} runs a script whose path is not known statically "
                       f"(`{' '.join(texts[: k + 1])[:80]}`)")
     return None
+
+
+# The hazard of a wrapper that runs the script named by its own argument (`bash "$1"`).
+ARGUMENT_SCRIPT = "argument-script"
+# A word that is exactly one of the script's positional arguments, as the reader leaves it unknown.
+_ARGUMENT = re.compile(r"<\?\$(?:[1-9]|\{[1-9]\})>")
+
+
+def _past_wrappers(fields: list[Field], env: dict[str, str]) -> tuple[int, dict[str, str]]:
+    """(index of the command the wrappers in front run, the environment with their NAME=value
+    words): `ray job submit --working-dir . -- bash x.sh`, `nohup bash x.sh`, `srun -N1 bash x.sh`
+    run the script as plainly as `bash x.sh` does. 0 and `env` when no wrapper leads."""
+    i, found = 0, dict(env)
+    argv = Argv(fields)
+    for _ in range(4):  # `nohup srun bash x.sh`: a few wrappers deep at most
+        name = argv.text(i)
+        wrapper = WRAPPERS.get(name or "") if argv.known(i) else None
+        if wrapper is None or wrapper.runs_python:
+            break
+        if wrapper.options == "scan":  # its options are not listed: the shell word ends them
+            nxt = next((j for j in range(i + 1, len(argv)) if argv.known(j) and argv.texts[j] in _SHELLS), None)
+        else:
+            nxt = skip_wrapper(argv, i, wrapper, found)
+        if nxt is None or nxt >= len(argv):
+            return 0, env
+        i = nxt
+    return (i, found) if i else (0, env)
 
 
 def _script_index(fields: list[Field]) -> int | None:

@@ -12,6 +12,8 @@ from typing import Iterable
 
 def as_text(latin: str) -> str:
     """Bytes-as-latin-1 → the UTF-8 text bash would pass on."""
+    if latin.isascii():  # most text: the same either way
+        return latin
     try:
         return latin.encode("latin-1").decode("utf-8")
     except (UnicodeDecodeError, UnicodeEncodeError):
@@ -181,7 +183,7 @@ def var_size(var: Var) -> tuple[int, int]:
 
 
 def pieces_text(pieces: list[Piece]) -> str:
-    return "".join(p.text for p in pieces)
+    return "".join([p.text for p in pieces])
 
 
 def has_unknown(pieces: list[Piece]) -> bool:

@@ -3,6 +3,15 @@ word ranges of a simple command: the lexing the expander and the hazard checks s
 
 from __future__ import annotations
 
+import re
+
+
+# The characters each scan below acts on; any other one it passes over one at a time, so
+# searching for the next of these gives the same result in a few calls instead of one per byte.
+_IN_DOUBLE = re.compile(r"[\\\"$`]")
+_IN_BRACE = re.compile(r"[\\'\"$`{}]")
+_IN_PAREN = re.compile(r"[\\'\"$`#()]")
+
 
 class WordError(ValueError):
     """A word whose quotes or braces do not close (reported as a parse error)."""
@@ -18,6 +27,10 @@ def find_close_quote(s: str, i: int, end: int, quote: str) -> int:
         return j
     j = i
     while j < end:
+        found = _IN_DOUBLE.search(s, j, end)  # any other character is passed over
+        if found is None:
+            break
+        j = found.start()
         c = s[j]
         if c == "\\":
             j += 2
@@ -52,7 +65,12 @@ def find_dollar_close(s: str, i: int, end: int, opener: str) -> int:
     closer = "}" if opener == "{" else ")"
     depth = 1
     j = i
+    acted_on = _IN_BRACE if opener == "{" else _IN_PAREN
     while j < end:
+        found = acted_on.search(s, j, end)  # any other character is passed over
+        if found is None:
+            break
+        j = found.start()
         c = s[j]
         if c == "\\":
             j += 2
