@@ -203,3 +203,20 @@ def test_quick_climb_chooses_what_the_full_climb_chooses(name, gpus, options, mo
     monkeypatch.setattr(sizing, "_climb", lambda *a, **k: calls.append(1) or full_climb(*a, **k))
     assert plan() == quick
     assert calls  # the full climb did run
+
+
+def test_a_pinned_gmu_keeps_the_smallest_size_that_fits():
+    """With the gmu pinned, the climb tries the sizes from the largest down; a layout whose
+    larger sizes miss but whose smallest fits is a candidate, not a rejection without a reason
+    (the failed probe of a larger size used to stand in for the smallest size's result)."""
+    from generator.plan import plan_layout
+    from generator.schema.releases import newest_release
+
+    facts, gpu = find_model("qwen2.5-32b"), gpu_spec("h20", None)
+    common = dict(gpu=gpu, response_len=8192, verl_version=newest_release())
+    plan = plan_layout(facts, 16, pins=Pins(gpu_memory_utilization=0.6), top=50, **common)
+    assert all(reason for _, reason in plan.rejected), plan.rejected
+    # TP4 PP2 fits when evaluated alone with the same pin, so the search must not reject it.
+    alone = plan_layout(facts, 16, pins=Pins(tp=4, pp=2, gpu_memory_utilization=0.6), evaluate=True, **common)
+    assert alone.chosen is not None and alone.candidates[alone.chosen].fits
+    assert "TP4 PP2" not in {layout for layout, _ in plan.rejected}

@@ -275,13 +275,14 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
         rungs = []
     fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
     for rung in rungs:
-        ok, probe = z.training_fits(_with_size(rung, sizes[-1]), quick)
+        ok, smallest = z.training_fits(_with_size(rung, sizes[-1]), quick)
         if not ok:
-            closest = _closer(closest, probe)
+            closest = _closer(closest, smallest)
             continue
         for size in sizes:
             cand = _with_size(rung, size)
-            ok, probe = (True, probe) if size == sizes[-1] else z.training_fits(cand, quick)
+            # The smallest size was evaluated above; a larger size's failed probe is not its result.
+            ok, probe = (True, smallest) if size == sizes[-1] else z.training_fits(cand, quick)
             if not ok:
                 continue
             sized: Candidate | None
