@@ -22,7 +22,7 @@ from generator.errors import InputError
 from generator.model.config_json import load_model_config
 from generator.model.facts import ModelFacts
 from generator.files import read_text_input
-from generator.resources import data_dir
+from generator.resources import data_dir, load_data_yaml
 
 # Trailing name parts that do not change the architecture.
 _NEUTRAL_SUFFIXES = frozenset(
@@ -77,12 +77,8 @@ class _Entry:
 
 
 def _load_yaml(path: Path) -> dict[str, Any]:
-    import yaml  # PyYAML (a dependency of omegaconf); the C loader keeps start-up fast
-
-    loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
-    with path.open(encoding="utf-8") as handle:
-        loaded: dict[str, Any] = yaml.load(handle, Loader=loader)
-        return loaded
+    loaded: dict[str, Any] = load_data_yaml(path)
+    return loaded
 
 
 def _entry_from_yaml(raw: dict[str, Any]) -> _Entry:

@@ -20,6 +20,7 @@ from generator.pins import Pins
 from generator.plan.result import Plan
 from generator.plan.memory import MemorySetup
 from generator.plan.workload import Workload, algo_roles
+from generator.resources import data_dir, load_data_yaml
 
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 
@@ -115,10 +116,5 @@ class VerlLayout:
 
 @lru_cache(maxsize=1)
 def verl_layouts() -> tuple[VerlLayout, ...]:
-    import yaml
-
-    from generator.resources import data_dir
-
-    with (data_dir() / "verl_layouts.yaml").open(encoding="utf-8") as handle:
-        raw = yaml.load(handle, Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
+    raw = load_data_yaml(data_dir() / "verl_layouts.yaml")
     return tuple(VerlLayout(row) for row in raw["rows"])

@@ -44,6 +44,7 @@ from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
 from generator.layout import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
+from generator.resources import data_dir, load_data_yaml
 
 # Share of the nominal host-link bandwidth pinned-memory copies reach (PCIe: ~80 % of nominal).
 HOST_LINK_EFFICIENCY = 0.8
@@ -80,12 +81,7 @@ FREE_CONSTANTS = ("train_mfu", "moe_efficiency", "decode_mfu", "decode_tp_sync_s
 @lru_cache(maxsize=1)
 def calibrated() -> StepConstants:
     """The constants generator/data/step_time_calibration.yaml holds (the fit on every published point)."""
-    import yaml
-
-    from generator.resources import data_dir
-
-    with (data_dir() / "step_time_calibration.yaml").open(encoding="utf-8") as handle:
-        raw = yaml.safe_load(handle)
+    raw = load_data_yaml(data_dir() / "step_time_calibration.yaml")
     known = {f.name for f in fields(StepConstants)}
     return StepConstants(**{k: float(v) for k, v in raw["constants"].items() if k in known})
 
