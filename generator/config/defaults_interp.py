@@ -23,6 +23,7 @@ import copy
 from typing import Any, Iterable
 
 from generator.config.interp import InterpolationBudget, Resolver, Unresolvable, has_interpolation
+from generator.schema.release_schema import inner_nodes
 
 # A few defaults live at once (a release's PPO configs, a recipe's composed config, a group
 # selection's copy); more are resolved again.
@@ -139,12 +140,5 @@ def changed_keys(defaults: dict[str, Any], values: dict[str, Any], unknown: Iter
     changed = {k for k, v in values.items() if defaults.get(k, _ABSENT) is not v}
     changed.update(k for k in defaults if k not in values)
     changed.update(unknown)
-    for key in list(changed):
-        cut = key.rfind(".")
-        while cut > 0:
-            key = key[:cut]
-            if key in changed:
-                break
-            changed.add(key)
-            cut = key.rfind(".")
+    changed.update(inner_nodes(changed))
     return changed
