@@ -15,7 +15,7 @@ from __future__ import annotations
 import math
 import re
 from collections.abc import Iterator
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator.config.reader import ConfigReader
 from generator.derive import data_parallel_size
@@ -188,72 +188,84 @@ def _sft_dp(ctx: Context, view: ConfigReader, entry: str) -> tuple[int, str] | N
     return dp, f"{gpus} GPUs ({how}) / {split} = {math.prod(sizes)}"
 
 
+class _SftBatch(NamedTuple):
+    """An SFT call's DP (with how it was counted) and its data.train_batch_size as written."""
+
+    view: ConfigReader
+    dp: int
+    dp_how: str
+    batch: Any
+    batch_set: bool
+    size: int
+
+
+def _sft_batch(ctx: Context, entry: str) -> _SftBatch | None:
+    """The batch the rules below judge: None unless the call runs `entry` and both its DP and its
+    data.train_batch_size are known numbers."""
+    if entry_name(ctx) != entry:
+        return None
+    view = ConfigReader.of(ctx)
+    dp = _sft_dp(ctx, view, entry)
+    batch, batch_set = _value(view, entry, "data.train_batch_size")
+    size = _count(batch)
+    if dp is None or size is None:
+        return None
+    return _SftBatch(view, dp[0], dp[1], batch, batch_set, size)
+
+
+def _set_batch(view: ConfigReader, size: int) -> Fix:
+    return Fix(f"set data.train_batch_size={size}",
+               (KeyEdit("data.train_batch_size", view.raw("data.train_batch_size"), size),), applicability="unsafe")
+
+
 @rule("VB142", "sft-batch-not-divisible-by-dp", severity="error", stage="init", versions=LEGACY_ENTRIES,
       backends=ALL_BACKENDS, scope="any")
 def sft_batch_dp(ctx: Context) -> Iterator[Finding]:
-    if entry_name(ctx) != "fsdp_sft_trainer":
+    sft = _sft_batch(ctx, "fsdp_sft_trainer")
+    if sft is None or sft.size <= 0 or sft.size % sft.dp == 0:
         return
-    view = ConfigReader.of(ctx)
-    dp = _sft_dp(ctx, view, "fsdp_sft_trainer")
-    batch, batch_set = _value(view, "fsdp_sft_trainer", "data.train_batch_size")
-    batch_n = _count(batch)
-    if dp is None or batch_n is None or batch_n <= 0 or batch_n % dp[0] == 0:
-        return
-    lower = batch_n - batch_n % dp[0]
-    message = (f"{_said('data.train_batch_size', batch, batch_set)} is not divisible by DP {dp[0]} "
-               f"(= {dp[1]}): fsdp_sft_trainer asserts 'Global batch size {batch_n} is not divisible by dp size "
-               f"{dp[0]}' when it builds its data loader")
-    fix = (Fix(f"set data.train_batch_size={lower}",
-               (KeyEdit("data.train_batch_size", view.raw("data.train_batch_size"), lower),), applicability="unsafe")
-           if lower > 0 else None)
-    yield ctx_finding(sft_batch_dp, view, ("data.train_batch_size",), message, fix=fix)
+    lower = sft.size - sft.size % sft.dp
+    message = (f"{_said('data.train_batch_size', sft.batch, sft.batch_set)} is not divisible by DP {sft.dp} "
+               f"(= {sft.dp_how}): fsdp_sft_trainer asserts 'Global batch size {sft.size} is not divisible by dp "
+               f"size {sft.dp}' when it builds its data loader")
+    yield ctx_finding(sft_batch_dp, sft.view, ("data.train_batch_size",), message,
+                      fix=_set_batch(sft.view, lower) if lower > 0 else None)
 
 
 @rule("VB143", "sft-rank-batch-not-divisible-by-micro", severity="error", stage="init", versions=LEGACY_ENTRIES,
       backends=ALL_BACKENDS, scope="any")
 def sft_rank_batch_micro(ctx: Context) -> Iterator[Finding]:
-    if entry_name(ctx) != "fsdp_sft_trainer":
-        return
-    view = ConfigReader.of(ctx)
-    dp = _sft_dp(ctx, view, "fsdp_sft_trainer")
-    batch, batch_set = _value(view, "fsdp_sft_trainer", "data.train_batch_size")
-    micro, micro_set = _value(view, "fsdp_sft_trainer", "data.micro_batch_size_per_gpu")
-    batch_n, micro_n = _count(batch), _count(micro)
-    if dp is None or batch_n is None or micro_n is None or micro_n <= 0 or batch_n % dp[0]:
+    sft = _sft_batch(ctx, "fsdp_sft_trainer")
+    if sft is None or sft.size % sft.dp:
         return  # a batch DP does not divide is VB142's
-    local = batch_n // dp[0]
+    micro, micro_set = _value(sft.view, "fsdp_sft_trainer", "data.micro_batch_size_per_gpu")
+    micro_n = _count(micro)
+    if micro_n is None or micro_n <= 0:
+        return
+    local = sft.size // sft.dp
     if local % micro_n == 0:
         return
-    message = (f"{_said('data.train_batch_size', batch, batch_set)} / DP {dp[0]} = {local} samples per rank, "
-               f"not divisible by {_said('data.micro_batch_size_per_gpu', micro, micro_set)}: fsdp_sft_trainer "
-               f"asserts that each rank's share splits into whole micro batches")
-    yield ctx_finding(sft_rank_batch_micro, view, ("data.micro_batch_size_per_gpu", "data.train_batch_size"), message)
+    message = (f"{_said('data.train_batch_size', sft.batch, sft.batch_set)} / DP {sft.dp} = {local} samples per "
+               f"rank, not divisible by {_said('data.micro_batch_size_per_gpu', micro, micro_set)}: "
+               f"fsdp_sft_trainer asserts that each rank's share splits into whole micro batches")
+    yield ctx_finding(sft_rank_batch_micro, sft.view, ("data.micro_batch_size_per_gpu", "data.train_batch_size"),
+                      message)
 
 
 @rule("VB144", "sft-engine-batch-per-dp", severity="warning", stage="init", versions=ENGINE_SFT,
       backends=ALL_BACKENDS, scope="any")
 def sft_engine_batch(ctx: Context) -> Iterator[Finding]:
-    if entry_name(ctx) != "sft_trainer":
+    sft = _sft_batch(ctx, "sft_trainer")
+    if sft is None or sft.size <= 0 or sft.size % sft.dp == 0:
         return
-    view = ConfigReader.of(ctx)
-    dp = _sft_dp(ctx, view, "sft_trainer")
-    batch, batch_set = _value(view, "sft_trainer", "data.train_batch_size")
-    batch_n = _count(batch)
-    if dp is None or batch_n is None or batch_n <= 0 or batch_n % dp[0] == 0:
-        return
-    said = _said("data.train_batch_size", batch, batch_set)
-    if batch_n < dp[0]:
-        message = (f"{said} is smaller than DP {dp[0]} (= {dp[1]}): sft_trainer gives each rank "
+    said = _said("data.train_batch_size", sft.batch, sft.batch_set)
+    if sft.size < sft.dp:
+        message = (f"{said} is smaller than DP {sft.dp} (= {sft.dp_how}): sft_trainer gives each rank "
                    f"train_batch_size // DP = 0 samples, and the data loader refuses a batch size of 0")
-        yield ctx_finding(sft_engine_batch, view, ("data.train_batch_size",), message, severity="error",
-                          fix=Fix(f"set data.train_batch_size={dp[0]}", (KeyEdit(
-                              "data.train_batch_size", view.raw("data.train_batch_size"), dp[0]),),
-                              applicability="unsafe"))
+        yield ctx_finding(sft_engine_batch, sft.view, ("data.train_batch_size",), message, severity="error",
+                          fix=_set_batch(sft.view, sft.dp))
         return
-    lower = batch_n - batch_n % dp[0]
-    message = (f"{said} is not divisible by DP {dp[0]} (= {dp[1]}): sft_trainer gives each rank "
-               f"{batch_n} // {dp[0]} = {batch_n // dp[0]} samples, so a step trains on {lower}, not {batch_n}")
-    yield ctx_finding(sft_engine_batch, view, ("data.train_batch_size",), message,
-                      fix=Fix(f"set data.train_batch_size={lower}", (KeyEdit(
-                          "data.train_batch_size", view.raw("data.train_batch_size"), lower),),
-                          applicability="unsafe"))
+    lower = sft.size - sft.size % sft.dp
+    message = (f"{said} is not divisible by DP {sft.dp} (= {sft.dp_how}): sft_trainer gives each rank "
+               f"{sft.size} // {sft.dp} = {sft.size // sft.dp} samples, so a step trains on {lower}, not {sft.size}")
+    yield ctx_finding(sft_engine_batch, sft.view, ("data.train_batch_size",), message, fix=_set_batch(sft.view, lower))
