@@ -57,6 +57,7 @@ def recipe_name(model: str, algo: str, gpus: int) -> str:
 def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dict[str, Any] | None:
     from generator import derive
     from generator.hardware import gpu_spec
+    from generator.library.recipe_format import layout_mapping, offload_mapping
     from generator.model import resolve_model
     from generator.plan import plan_layout
 
@@ -70,10 +71,7 @@ def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dic
     if best is None:
         return None
     dp = derive.data_parallel_size(gpus, best.tp, best.pp, best.cp)
-    layout: dict[str, Any] = {"tp": best.tp, "pp": best.pp, "cp": best.cp, "ep": best.ep}
-    for key in ("etp", "vpp", "first_stage_layers", "last_stage_layers"):
-        if getattr(best, key) is not None:
-            layout[key] = getattr(best, key)
+    layout = layout_mapping(best)
     batch: dict[str, Any] = {"train_batch_size": plan.train_batch_size,
                              "ppo_mini_batch_size": plan.ppo_mini_batch_size,
                              "micro_batch_per_gpu": best.micro_batch_per_gpu}
@@ -84,11 +82,7 @@ def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dic
         batch["token_budget"] = best.token_budget
         if best.log_prob_token_budget is not None:
             batch["log_prob_token_budget"] = best.log_prob_token_budget
-    off = best.offload
-    offload: dict[str, Any] = {"param": off.param, "grad": off.grad, "optimizer": off.optimizer,
-                               "cpu_optimizer": off.cpu_optimizer}
-    if off.cpu_optimizer:
-        offload["cpu_optimizer_fraction"] = off.cpu_optimizer_fraction
+    offload = offload_mapping(best.offload)
     peak = max(best.memory, key=lambda p: p.gib) if best.memory else None
     size_tag = "moe" if model.is_moe else "dense"
     layout_words = f"TP{best.tp} PP{best.pp}" + (f" CP{best.cp}" if best.cp > 1 else "") + \

@@ -18,6 +18,7 @@ from typing import Any, Iterator
 from generator.config.types import Config
 from generator.errors import InputError
 from generator.files import write_atomic
+from generator.library.recipe_format import layout_mapping
 from generator.verl import ACTOR, PPO_ENTRY, ROLLOUT_ENGINES
 
 # Per-run values: a recipe is a setup, not one person's run.
@@ -67,7 +68,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
     if algo is None:
         raise InputError(f"{where}: cannot import: algorithm.adv_estimator '{setup.estimator}' has no recipe algorithm")
     lay = setup.layout
-    layout: dict[str, Any] = {name: size for name, size in lay.sizes().items() if size is not None}
+    layout = layout_mapping(lay)
     batch: dict[str, Any] = {
         "train_batch_size": _need(setup.train_batch_size, "data.train_batch_size", where),
         "ppo_mini_batch_size": _need(setup.ppo_mini_batch_size, ACTOR + "ppo_mini_batch_size", where),

@@ -360,15 +360,26 @@ def _plain(value: Any) -> Any:
     return str(value)
 
 
+def layout_mapping(lay: Parallelism) -> dict[str, Any]:
+    """A recipe's `layout:` section: TP, PP, CP and EP always, the other sizes where set."""
+    return {name: size for name, size in lay.sizes().items() if size is not None}
+
+
+def offload_mapping(off: Offload) -> dict[str, Any]:
+    """A recipe's `offload:` section: the four flags, and the CPU optimizer's share where it is on."""
+    offload: dict[str, Any] = {"param": off.param, "grad": off.grad, "optimizer": off.optimizer,
+                               "cpu_optimizer": off.cpu_optimizer}
+    if off.cpu_optimizer:
+        offload["cpu_optimizer_fraction"] = off.cpu_optimizer_fraction
+    return offload
+
+
 def recipe_to_mapping(recipe: Recipe) -> dict[str, Any]:
     """The inverse of recipe_from_mapping: plain data ready to dump as YAML (defaults omitted
     only where leaving them out cannot change the meaning)."""
     cfg = recipe.config
     lay = cfg.layout
-    layout: dict[str, Any] = {"tp": lay.tp, "pp": lay.pp, "cp": lay.cp, "ep": lay.ep}
-    for key in ("etp", "vpp", "first_stage_layers", "last_stage_layers"):
-        if getattr(lay, key) is not None:
-            layout[key] = getattr(lay, key)
+    layout = layout_mapping(lay)
     batch: dict[str, Any] = {
         "train_batch_size": cfg.train_batch_size,
         "ppo_mini_batch_size": cfg.ppo_mini_batch_size,
@@ -381,11 +392,7 @@ def recipe_to_mapping(recipe: Recipe) -> dict[str, Any]:
         batch["token_budget"] = cfg.token_budget
     if cfg.log_prob_token_budget is not None:
         batch["log_prob_token_budget"] = cfg.log_prob_token_budget
-    off = cfg.offload
-    offload: dict[str, Any] = {"param": off.param, "grad": off.grad, "optimizer": off.optimizer,
-                               "cpu_optimizer": off.cpu_optimizer}
-    if off.cpu_optimizer:
-        offload["cpu_optimizer_fraction"] = off.cpu_optimizer_fraction
+    offload = offload_mapping(cfg.offload)
     config: dict[str, Any] = {
         "layout": layout,
         "rollout": {"name": cfg.rollout_name, "tp": cfg.rollout_tp,
