@@ -33,7 +33,7 @@ _SHEBANG_E = re.compile(r"\A#![^\n]*\bbash[ \t]+-[a-zA-Z]*e")
 def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     errexit = _errexit_line(src, line_of)
-    for cmd in code_nodes(tree, lambda node: node.type == "command"):
+    for cmd in code_nodes(tree, "command"):
         name = cmd.child_by_field_name("name")
         if name is None:
             continue

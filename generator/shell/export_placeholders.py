@@ -31,8 +31,8 @@ _YOUR_PHRASE = re.compile(r"(?i)your\s+\S+(?:\s+\S+){0,4}")
 _SERVICES = {"WANDB_": "wandb", "SWANLAB_": "swanlab", "HF_": "huggingface", "OPENAI_": "openai"}
 
 
-def _is_export(node: Node) -> bool:
-    return node.type == "declaration_command" and bool(node.children) and node.children[0].type == "export"
+def _is_export(declaration: Node) -> bool:
+    return declaration.child_count > 0 and declaration.children[0].type == "export"
 
 
 def _read_elsewhere(src: str, name: str, start: int, end: int) -> bool:
@@ -60,7 +60,7 @@ def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], 
     out: list[Hazard] = []
     callees = "\n".join(run_files or [])
     reported: set[str] = set()
-    for export in code_nodes(tree, _is_export, inside_matches=False):
+    for export in code_nodes(tree, "declaration_command", _is_export, inside_matches=False):
         for assignment in (c for c in export.children if c.type == "variable_assignment"):
             name_node = assignment.child_by_field_name("name")
             value_node = assignment.child_by_field_name("value")

@@ -9,7 +9,7 @@ from collections.abc import Callable
 from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Invocation, Span
-from generator.shell.source_text import continues, in_quoted_text, line_from
+from generator.shell.source_text import code_nodes, continues, in_quoted_text, line_from
 from generator.shell.scan import (
     WordError,
     find_backtick,
@@ -20,23 +20,15 @@ from generator.shell.scan import (
 if TYPE_CHECKING:
     from tree_sitter import Tree
 
+# A `#` line inside these is their text, not a comment line of the script.
+_HOLDS_NO_COMMENT_LINES = frozenset({"array", "heredoc_body", "string", "raw_string"})
 _BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
 
 
 def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     # A full-line comment right after a continued line ends the command there.
-    stack = [tree.root_node]
-    comments = []
-    while stack:
-        node = stack.pop()
-        if node.type == "comment":
-            comments.append(node)
-            continue
-        if node.type in ("array", "heredoc_body", "string", "raw_string"):
-            continue
-        stack.extend(node.children)
-    for node in sorted(comments, key=lambda n: n.start_byte):
+    for node in code_nodes(tree, "comment", opaque=_HOLDS_NO_COMMENT_LINES, limit=None):
         start = node.start_byte
         line_start = src.rfind("\n", 0, start) + 1
         if src[line_start:start].strip():

@@ -7,16 +7,41 @@ from functools import lru_cache
 from typing import TYPE_CHECKING
 
 if TYPE_CHECKING:
-    from tree_sitter import Parser, Tree
+    from tree_sitter import Language, Node, Parser, Query, Tree
+
+
+@lru_cache(maxsize=1)
+def _language() -> Language:
+    import tree_sitter_bash
+    from tree_sitter import Language
+
+    return Language(tree_sitter_bash.language())
 
 
 @lru_cache(maxsize=1)
 def _parser() -> Parser:
-    import tree_sitter_bash
-    from tree_sitter import Language, Parser
+    from tree_sitter import Parser
 
-    return Parser(Language(tree_sitter_bash.language()))
+    return Parser(_language())
 
 
 def parse_bytes(data: bytes) -> Tree:
     return _parser().parse(data + b"\n\n")
+
+
+@lru_cache(maxsize=16)
+def _node_query(node_type: str) -> Query:
+    from tree_sitter import Query
+
+    return Query(_language(), f"({node_type}) @n")
+
+
+def named_nodes(root: Node, node_type: str) -> list[Node] | None:
+    """Every named node of `node_type` under `root` (itself too), in no particular order, found
+    by a tree-sitter query in C (a walk in Python makes an object of every node it passes);
+    None when the query stopped early (tree-sitter's match limit)."""
+    from tree_sitter import QueryCursor
+
+    cursor = QueryCursor(_node_query(node_type))
+    found = cursor.captures(root).get("n", [])
+    return None if cursor.did_exceed_match_limit else found

@@ -6,7 +6,10 @@ run of backslashes before its newline), and what a line says."""
 from __future__ import annotations
 
 from collections.abc import Callable
+from itertools import pairwise
 from typing import TYPE_CHECKING
+
+from generator.shell.parse import named_nodes
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
@@ -17,22 +20,66 @@ QUOTED_TYPES = frozenset({"comment", "string", "raw_string", "heredoc_body", "an
 MAX_WALKED_NODES = 200_000
 
 
-def code_nodes(tree: Tree, wanted: Callable[[Node], bool], *, inside_matches: bool = True) -> list[Node]:
-    """The nodes `wanted` picks outside quoted text (QUOTED_TYPES), in source order, visiting at
-    most MAX_WALKED_NODES; without `inside_matches` a picked node's own children are not searched."""
+def code_nodes(tree: Tree, node_type: str, wanted: Callable[[Node], bool] | None = None, *,
+               inside_matches: bool = True, opaque: frozenset[str] = QUOTED_TYPES,
+               limit: int | None = MAX_WALKED_NODES) -> list[Node]:
+    """The named nodes of `node_type` that `wanted` (if given) picks, outside the node types
+    `opaque` (quoted text: QUOTED_TYPES), in source order, visiting at most `limit` nodes;
+    without `inside_matches` a picked node's own children are not searched.
+
+    The nodes are the ones a walk from the root would reach, found by a tree-sitter query
+    (in C) and kept when no node above them stops the walk: a walk in Python makes an object
+    of every node and was the reader's largest own cost. A tree with syntax errors (its
+    recovery makes empty nodes, e.g. a `command` before a stray `|`, that a query does not
+    match), one too large for `limit`, and two picks at one byte (only the walk's order says
+    which comes first) are walked as before."""
+
+    def picks(node: Node) -> bool:
+        return node.type == node_type and (wanted is None or wanted(node))
+
+    root = tree.root_node
+    if root.has_error or (limit is not None and root.descendant_count > limit):
+        return _walked(root, picks, inside_matches, opaque, limit)
+    found = named_nodes(root, node_type)
+    if found is None:
+        return _walked(root, picks, inside_matches, opaque, limit)
+    out = [node for node in found if picks(node) and _reached(node, picks, inside_matches, opaque)]
+    out.sort(key=_start)
+    if any(a.start_byte == b.start_byte for a, b in pairwise(out)):
+        return _walked(root, picks, inside_matches, opaque, limit)
+    return out
+
+
+def _start(node: Node) -> int:
+    return node.start_byte
+
+
+def _reached(node: Node, picks: Callable[[Node], bool], inside_matches: bool, opaque: frozenset[str]) -> bool:
+    """Whether a walk from the root gets to `node`: no node above it is opaque, or (without
+    `inside_matches`) picked."""
+    above = node.parent
+    while above is not None:
+        if above.type in opaque or (not inside_matches and picks(above)):
+            return False
+        above = above.parent
+    return True
+
+
+def _walked(root: Node, picks: Callable[[Node], bool], inside_matches: bool, opaque: frozenset[str],
+            limit: int | None) -> list[Node]:
     out: list[Node] = []
-    stack = [tree.root_node]
+    stack = [root]
     seen = 0
-    while stack and seen < MAX_WALKED_NODES:
+    while stack and (limit is None or seen < limit):
         node = stack.pop()
         seen += 1
-        if wanted(node):
+        if picks(node):
             out.append(node)
             if not inside_matches:
                 continue
-        if node.type not in QUOTED_TYPES:
+        if node.type not in opaque:
             stack.extend(node.children)
-    return sorted(out, key=lambda n: n.start_byte)
+    return sorted(out, key=_start)
 
 
 def in_quoted_text(tree: Tree, offset: int) -> bool:
