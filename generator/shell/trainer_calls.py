@@ -9,7 +9,7 @@ from itertools import pairwise
 
 from generator.launch import Hazard, Invocation, Override, Provenance, Source, Span
 from generator.overrides import looks_like_override, parse_override
-from generator.shell.model import Field, Group, Piece, as_text, pieces_text
+from generator.shell.model import Field, Group, Piece, as_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
@@ -26,13 +26,15 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     """An Invocation when `rec` calls a Hydra entry point, else None."""
     env = dict(rec.env)
     launcher: list[str] = []
-    found = find_entry(Argv(rec.fields), launcher, env)
+    argv = Argv(rec.fields)
+    found = find_entry(argv, launcher, env)
     if found is None:
         return None
     if found.launcher:
         launcher.append(found.launcher)
     entry, kind, i = found.entry, found.kind, found.next
     rest = rec.fields[i:]
+    texts = argv.texts[i:]  # each word's text, made once for the whole command
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
         launcher=" ".join(launcher), config_path=None, config_name=None,
@@ -43,11 +45,11 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     j = 0
     while j < len(rest):
         f = rest[j]
-        text = as_text(f.text)
+        text = texts[j]
         flag, eq, value = text.partition("=")
         if flag in _CONFIG_FLAGS:
             if not eq:
-                value = as_text(rest[j + 1].text) if j + 1 < len(rest) else ""
+                value = texts[j + 1] if j + 1 < len(rest) else ""
                 j += 1
             which = _CONFIG_FLAGS[flag]
             if which == "path":
@@ -59,7 +61,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
             j += 1
             continue
         if looks_like_override(text):
-            inv.overrides.append(make_override(f, line_of))
+            inv.overrides.append(make_override(f, line_of, text))
         else:
             inv.other_args.append(text)
         j += 1
@@ -84,22 +86,18 @@ def _is_hydra_entry(inv: Invocation, script_path: str | None) -> bool:
     return script_path is not None and entry_config(inv.entry, script_path) is not None
 
 
-def _split_at_equals(pieces: list[Piece]) -> tuple[list[Piece], list[Piece], Piece | None, int]:
-    """(key pieces, value pieces, the piece holding '=', byte offset just after '=')."""
+def _value_after_equals(pieces: list[Piece]) -> tuple[list[Piece], Piece | None, int]:
+    """(the value's pieces, the piece holding the first '=', byte offset just after '=', -1 when
+    not written out); ([], None, -1) without '='."""
     for n, p in enumerate(pieces):
         k = p.text.find("=")
         if k < 0:
             continue
-        head = p.copy(text=p.text[:k], b=(p.a + k) if (p.exact and p.a is not None) else p.b)
         tail_text = p.text[k + 1 :]
         after = (p.a + k + 1) if (p.exact and p.a is not None) else None
-        value = [p.copy(text=tail_text, a=after if after is not None else None,
-                        exact=p.exact)] if tail_text else []
-        if tail_text and after is None:
-            value[0].a = None
-        return (pieces[:n] + ([head] if head.text else []), value + pieces[n + 1 :], p,
-                (after if after is not None else -1))
-    return pieces, [], None, -1
+        value = [p.copy(text=tail_text, a=after)] if tail_text else []
+        return value + pieces[n + 1 :], p, (after if after is not None else -1)
+    return [], None, -1
 
 
 def _exact(p: Piece) -> bool:
@@ -115,11 +113,11 @@ def _contiguous(value: list[Piece]) -> bool:
     return True
 
 
-def _value_provenance(f: Field, value: list[Piece], eq_piece: Piece | None, eq_end: int,
+def _value_provenance(f: Field, value: list[Piece], text: str, eq_piece: Piece | None, eq_end: int,
                       line_of: Callable[[str | None, int], int]) -> Provenance:
-    """Where an override's value comes from: the text after `=`, a variable's definition, a
-    string or array variable, or nowhere known; with its span when one byte range holds it."""
-    text = pieces_text(value)
+    """Where an override's value (`value`, whose text is `text`) comes from: the text after `=`,
+    a variable's definition, a string or array variable, or nowhere known; with its span when
+    one byte range holds it."""
     origin: Source | None = "array" if f.origin == "array" else "string" if f.origin == "string" else None
     if origin == "string":  # provenance inside the string variable, not the string itself
         value = [p.copy(group=p.inner) for p in value]
@@ -193,8 +191,9 @@ def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:
     return (start, end), ""
 
 
-def make_override(f: Field, line_of: Callable[[str | None, int], int]) -> Override:
-    text = as_text(f.text)
+def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str) -> Override:
+    """The override field `f` (whose text is `text`) makes."""
+    latin = f.text
     if text.startswith("++"):
         op = "++"
     elif text.startswith("+"):
@@ -203,22 +202,40 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int]) -> Overri
         op = "~"
     else:
         op = "="
-    key_pieces, value_pieces, eq_piece, eq_end = _split_at_equals(f.pieces)
-    key_text = as_text(pieces_text(key_pieces))[len(op) if op != "=" else 0 :]
+    value_pieces, eq_piece, eq_end = _value_after_equals(f.pieces)
     has_value = eq_piece is not None
-    value = as_text(pieces_text(value_pieces)) if has_value else None
+    # The first '=' of the field's text is the first '=' of its first piece that holds one.
+    key_latin, _, value_latin = latin.partition("=")
+    key_text = as_text(key_latin)[len(op) if op != "=" else 0 :]
+    value = as_text(value_latin) if has_value else None
     if has_value:
-        prov = _value_provenance(f, value_pieces, eq_piece, eq_end, line_of)
+        prov = _value_provenance(f, value_pieces, value_latin, eq_piece, eq_end, line_of)
     else:
         prov = Provenance(f.origin if f.origin in ("array", "string") else "literal", None)  # type: ignore[arg-type]
-    unknowns = tuple(dict.fromkeys(p.unknown for p in value_pieces if p.unknown)) if has_value else ()
     line = line_of(f.path if f.origin == "literal" else None, f.cmd_a if f.cmd_a >= 0 else f.word_a)
     word = Span(f.word_a, f.word_b, line_of(f.path, f.word_a))
-    origins = tuple(dict.fromkeys(
-        (p.path, p.a) for p in value_pieces
-        if p.a is not None and not (p.path == f.path and f.word_a <= p.a < f.word_b) and is_placeholder(p.text)))
     return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
-                    provenance=prov, unknowns=unknowns, placeholder_origins=origins)
+                    provenance=prov, unknowns=_unknowns(value_pieces),
+                    placeholder_origins=_placeholder_origins(f, value_pieces))
+
+
+def _unknowns(value: list[Piece]) -> tuple[str, ...]:
+    """Why each unknown part of a value is unknown, once each, in order."""
+    reasons: dict[str, None] = {}
+    for p in value:
+        if p.unknown:
+            reasons[p.unknown] = None
+    return tuple(reasons)
+
+
+def _placeholder_origins(f: Field, value: list[Piece]) -> tuple[tuple[str | None, int], ...]:
+    """Where the placeholder-looking parts of a value written outside the word `f` itself (a
+    variable's definition) are written, once each, in order."""
+    origins: dict[tuple[str | None, int], None] = {}
+    for p in value:
+        if p.a is not None and not (p.path == f.path and f.word_a <= p.a < f.word_b) and is_placeholder(p.text):
+            origins[(p.path, p.a)] = None
+    return tuple(origins)
 
 
 # Options Hydra's own command line accepts besides overrides (hydra/_internal/utils.py get_args_parser).
