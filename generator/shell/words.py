@@ -22,6 +22,12 @@ from generator.shell.model import (TOO_LARGE, Field, Group, Piece, Var, Work, ha
 from generator.shell.scan import WordError, find_backtick, find_close_quote, find_dollar_close, split_words
 
 _PLAIN = re.compile(r"[^\\'\"$`]+")
+# Words bash passes as written, one field each: no quote, escape, expansion, tilde (first
+# character), brace or glob. Most words of a launch script are such; they skip the scanner.
+_LITERAL_WORD = re.compile(r"[^\\'\"$`~{*?][^\\'\"$`{*?]*")
+# Assignment values bash keeps as written: no quote, escape, expansion or tilde (anywhere:
+# `PATH=a:~/b` expands it after ':').
+_LITERAL_VALUE = re.compile(r"[^\\'\"$`~]+")
 _PLAIN_DQ = re.compile(r"[^\\\"$`]+")
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _PARAM = re.compile(r"(?P<pre>[#!])?(?P<name>[A-Za-z_][A-Za-z0-9_]*|[0-9]+|[@*#?$!\-])")
@@ -58,12 +64,16 @@ class Expander:
 
     def word(self, a: int, b: int, *, assign: bool = False) -> list[Piece]:
         """Expand without word splitting (assignment values, conditions, case words)."""
+        if a < b and _LITERAL_VALUE.fullmatch(self.src, a, b):
+            return [Piece(self.src[a:b], a, b, True, "", None, None, self.path)]
         pieces = self.expand(a, b, tilde=True, assign=assign)
         # `S="${A[@]}"`: one word, so bash joins the elements with a space (not with nothing).
         return [Piece(" ", path=self.path) if p.kind == "break" else p for p in pieces if p.kind in ("", "break")]
 
     def fields(self, a: int, b: int) -> list[Field]:
         """Expand a command argument into the fields bash would pass (after word splitting)."""
+        if a < b and _LITERAL_WORD.fullmatch(self.src, a, b):
+            return [Field([Piece(self.src[a:b], a, b, True, "", None, None, self.path)], a, b, self.path)]
         if "{" in self.src[a:b]:
             words = brace_words(self.src, a, b)
             if words is not None:
