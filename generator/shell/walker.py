@@ -30,9 +30,12 @@ if TYPE_CHECKING:
     from tree_sitter import Node, Tree
 
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
-_TOKEN_SPLIT = re.compile(r"[\s;(&|`]+")
-_NAME_EQ = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]]*\])?\+?=")
-_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Where the text splits into shell-ish tokens (at blanks and ; ( & | `), for the names a file
+# assigns: `NAME=`, `NAME[…]=`, `NAME+=` at a token's start, and the NAME of `for NAME`.
+_SEP, _NOT_SEP = r"[\s;(&|`]", r"[^\s;(&|`]"
+_ASSIGNED_NAME = re.compile(
+    rf"(?:\A|(?<={_SEP}))(?:([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]\s;(&|`]*\])?\+?="
+    rf"|for(?={_SEP}+([A-Za-z_][A-Za-z0-9_]*)(?!{_NOT_SEP})))")
 _READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
 
@@ -81,13 +84,8 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
     def _collect_assigned(self, src: str) -> None:
         """Every name the file assigns anywhere (any branch, any function): an unset variable
         that is never assigned is a likely typo rather than a branch we could not decide."""
-        tokens = _TOKEN_SPLIT.split(src)
-        for n, token in enumerate(tokens):
-            m = _NAME_EQ.match(token)
-            if m:
-                self.assigned_names.add(m.group(1))
-            elif token == "for" and n + 1 < len(tokens) and _NAME.fullmatch(tokens[n + 1]):
-                self.assigned_names.add(tokens[n + 1])
+        for m in _ASSIGNED_NAME.finditer(src):  # one scan of the text, not a match per token
+            self.assigned_names.add(m.group(1) or m.group(2))
         for m in _READ_NAMES.finditer(src):
             self.assigned_names.update(m.group(1).split())
 
