@@ -232,7 +232,7 @@ def _past_wrappers(fields: list[Field], env: dict[str, str]) -> tuple[int, dict[
         if wrapper is None or wrapper.runs_python:
             break
         if wrapper.options == "scan":  # its options are not listed: the shell word ends them
-            nxt = next((j for j in range(i + 1, len(argv)) if argv.known(j) and argv.texts[j] in _SHELLS), None)
+            nxt = next((j for j in range(i + 1, len(argv)) if argv.known(j) and argv.word(j) in _SHELLS), None)
         else:
             nxt = skip_wrapper(argv, i, wrapper, found)
         if nxt is None or nxt >= len(argv):

@@ -84,13 +84,29 @@ class Argv:
 
     def __init__(self, fields: list[Field]) -> None:
         self.fields = fields
-        self.texts: list[str] = [as_text(f.text) for f in fields]
+        # Each word's text, made when first asked for: finding the entry of a command reads
+        # only the words up to it, and a hundred-override trainer call has many more.
+        self._texts: list[str | None] = [None] * len(fields)
 
     def __len__(self) -> int:
-        return len(self.texts)
+        return len(self.fields)
+
+    def word(self, i: int) -> str:
+        """The text of word `i` (0 <= i < len)."""
+        text = self._texts[i]
+        if text is None:
+            text = self._texts[i] = as_text(self.fields[i].text)
+        return text
 
     def text(self, i: int) -> str | None:
-        return self.texts[i] if 0 <= i < len(self.texts) else None
+        return self.word(i) if 0 <= i < len(self.fields) else None
+
+    def words_from(self, i: int) -> list[str]:
+        return [self.word(k) for k in range(i, len(self.fields))]
+
+    def index(self, word: str, start: int) -> int | None:
+        """The first index from `start` on whose text is `word`, else None."""
+        return next((k for k in range(start, len(self.fields)) if self.word(k) == word), None)
 
     def known(self, i: int) -> bool:
         return 0 <= i < len(self.fields) and not self.fields[i].unknowns
@@ -110,21 +126,21 @@ def skip_wrapper(argv: Argv, i: int, wrapper: Wrapper, env: dict[str, str]) -> i
             return None
     i += 1 + len(wrapper.subcommand)
     if wrapper.until is not None:
-        try:
-            i = argv.texts.index(wrapper.until, i) + 1
-        except ValueError:
+        until = argv.index(wrapper.until, i)
+        if until is None:
             return None
-        while wrapper.assignments and i < n and _ENV_NAME.match(argv.texts[i]):
-            key, _, value = argv.texts[i].partition("=")
+        i = until + 1
+        while wrapper.assignments and i < n and _ENV_NAME.match(argv.word(i)):
+            key, _, value = argv.word(i).partition("=")
             env[key] = value
             i += 1
         return i
     if wrapper.options == "scan":
-        while i < n and not is_program(argv.texts[i]):
+        while i < n and not is_program(argv.word(i)):
             i += 1
         return i if i < n else None
     while i < n:
-        w = argv.texts[i]
+        w = argv.word(i)
         option = w.split("=", 1)[0]
         if wrapper.runs_python and w in ("-m", "--module"):
             break
@@ -200,7 +216,7 @@ def _accelerate(argv: Argv, i: int, base: str) -> Entry | None:
 def _python(argv: Argv, i: int, base: str) -> Entry | None:
     i += 1
     while i < len(argv):
-        w = argv.texts[i]
+        w = argv.word(i)
         if w == "-m":
             module = argv.text(i + 1)
             return None if module is None else Entry(module, "module", f"{base} -m", i + 2)
@@ -233,11 +249,11 @@ def find_entry(argv: Argv, launcher: list[str], env: dict[str, str]) -> Entry | 
     the way are appended to `launcher`, `env VAR=x` assignments go into `env`."""
     i = 0
     while i < len(argv):
-        word = argv.texts[i]
+        word = argv.word(i)
         if not argv.known(i):
             # `$PYTHON -m pkg.mod …` with $PYTHON unknown is still a Python module call.
             if argv.text(i + 1) == "-m" and argv.known(i + 2):
-                return Entry(argv.texts[i + 2], "module", f"{word} -m", i + 3)
+                return Entry(argv.word(i + 2), "module", f"{word} -m", i + 3)
             return None
         base = os.path.basename(word)
         wrapper = WRAPPERS.get(base)

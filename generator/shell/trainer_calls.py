@@ -34,7 +34,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
         launcher.append(found.launcher)
     entry, kind, i = found.entry, found.kind, found.next
     rest = rec.fields[i:]
-    texts = argv.texts[i:]  # each word's text, made once for the whole command
+    texts = argv.words_from(i)  # each word's text, made once for the whole command
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
         launcher=" ".join(launcher), config_path=None, config_name=None,
