@@ -123,11 +123,13 @@ def _value_provenance(f: Field, value: list[Piece], text: str, eq_piece: Piece |
         value = [p.copy(group=p.inner) for p in value]
     if not value:
         return _empty_value_provenance(origin, eq_piece, eq_end, line_of)
-    has_unknowns = any(p.unknown for p in value)
+    has_unknowns, plain = False, True  # plain: no expansion at all
+    for p in value:
+        has_unknowns = has_unknowns or bool(p.unknown)
+        plain = plain and p.group is None and (p.exact or p.q == "\\")
     found = _definition_provenance(value, text, origin, has_unknowns, line_of)
     if found is not None:
         return found
-    plain = all(p.group is None and (p.exact or p.q == "\\") for p in value)  # no expansion at all
     found = _written_provenance(value, origin or ("literal" if plain else "variable"), line_of)
     if found is not None:
         return found
@@ -139,7 +141,10 @@ def _written_provenance(value: list[Piece], source: Source, line_of: Callable[[s
                         ) -> Provenance | None:
     """The value's own bytes in one file, side by side, with the quotes around them: their span
     (None when the value is not written out in one place)."""
-    if not (all(_exact(p) for p in value) and _contiguous(value)):
+    for p in value:
+        if not _exact(p):
+            return None
+    if not _contiguous(value):
         return None
     region, quoting = _region(value)
     if region is None:
@@ -193,7 +198,7 @@ def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:
 
 def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str) -> Override:
     """The override field `f` (whose text is `text`) makes."""
-    latin = f.text
+    latin = text if text.isascii() else f.text  # as_text keeps ASCII text as it is
     if text.startswith("++"):
         op = "++"
     elif text.startswith("+"):
