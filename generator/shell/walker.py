@@ -31,12 +31,16 @@ if TYPE_CHECKING:
 
 _REDIRECTS = {"file_redirect", "heredoc_redirect", "herestring_redirect"}
 # Where the text splits into shell-ish tokens (at blanks and ; ( & | `), for the names a file
-# assigns: `NAME=`, `NAME[…]=`, `NAME+=` at a token's start, and the NAME of `for NAME`.
+# assigns: `NAME=`, `NAME[…]=`, `NAME+=` at a token's start, and the NAME of `for NAME`. The
+# pattern starts with the separator before the token (searched for fast, as a set of
+# characters); the text is searched with a blank in front, so its first token has one too.
 _SEP, _NOT_SEP = r"[\s;(&|`]", r"[^\s;(&|`]"
 _ASSIGNED_NAME = re.compile(
-    rf"(?:\A|(?<={_SEP}))(?:([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]\s;(&|`]*\])?\+?="
+    rf"{_SEP}(?:([A-Za-z_][A-Za-z0-9_]*)(?:\[[^\]\s;(&|`]*\])?\+?="
     rf"|for(?={_SEP}+([A-Za-z_][A-Za-z0-9_]*)(?!{_NOT_SEP})))")
-_READ_NAMES = re.compile(r"\bread\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
+# `read [-opts] NAME…`, `read` at a word's start: the literal comes first (searched for fast),
+# the look-behind then asks that no word character stands before it.
+_READ_NAMES = re.compile(r"read(?<!\wread)\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
 
 
@@ -84,7 +88,7 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
     def _collect_assigned(self, src: str) -> None:
         """Every name the file assigns anywhere (any branch, any function): an unset variable
         that is never assigned is a likely typo rather than a branch we could not decide."""
-        for m in _ASSIGNED_NAME.finditer(src):  # one scan of the text, not a match per token
+        for m in _ASSIGNED_NAME.finditer(" " + src):  # one scan of the text, not a match per token
             self.assigned_names.add(m.group(1) or m.group(2))
         for m in _READ_NAMES.finditer(src):
             self.assigned_names.update(m.group(1).split())
