@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.launch_shape import looks_like_launcher
-from generator.shell.source_text import code_nodes, continues, in_quoted_text, line_from
+from generator.shell.source_text import ScriptTree, code_nodes, continues, in_quoted_text, line_from
 
 if TYPE_CHECKING:
     from tree_sitter import Tree
@@ -30,10 +30,10 @@ _ERREXIT = re.compile(r"^[ \t]*set[ \t]+(?:-[a-zA-Z]*e[a-zA-Z]*\b|-o[ \t]+errexi
 _SHEBANG_E = re.compile(r"\A#![^\n]*\bbash[ \t]+-[a-zA-Z]*e")
 
 
-def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
+def command_trap_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     errexit = _errexit_line(src, line_of)
-    for cmd in code_nodes(tree, "command"):
+    for cmd in code_nodes(script, "command"):
         name = cmd.child_by_field_name("name")
         if name is None:
             continue
@@ -64,7 +64,7 @@ def command_trap_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) ->
             f"{errexit[0]}) the script stops here on any machine without that file, before training starts; use "
             "a path relative to the project or one the run sets (`$HOME`, `$CONDA_PREFIX`)",
             Span(args[0].start_byte, args[0].end_byte, line)))
-    out.extend(_blank_line_cuts(src, tree, line_of))
+    out.extend(_blank_line_cuts(src, script.tree, line_of))
     return out
 
 

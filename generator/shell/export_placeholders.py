@@ -19,10 +19,10 @@ from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.shell.placeholders import is_placeholder
-from generator.shell.source_text import code_nodes
+from generator.shell.source_text import ScriptTree, code_nodes
 
 if TYPE_CHECKING:
-    from tree_sitter import Node, Tree
+    from tree_sitter import Node
 
 # A short phrase starting with "your" (`"your wandb key"`, `"your judge server/v1"`): what an
 # exported setting says when left for the user; prose would not be exported as a setting.
@@ -54,13 +54,13 @@ def _service_unused(name: str, src: str) -> bool:
     return False
 
 
-def exported_placeholder_hazards(src: str, tree: Tree, line_of: Callable[[int], int],
+def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int],
                                  run_files: list[str] | None = None) -> list[Hazard]:
     """`run_files`: the text of the scripts this one runs its calls in (they may read the variable)."""
     out: list[Hazard] = []
     callees = "\n".join(run_files or [])
     reported: set[str] = set()
-    for export in code_nodes(tree, "declaration_command", _is_export, inside_matches=False):
+    for export in code_nodes(script, "declaration_command", _is_export, inside_matches=False):
         for assignment in (c for c in export.children if c.type == "variable_assignment"):
             name_node = assignment.child_by_field_name("name")
             value_node = assignment.child_by_field_name("value")

@@ -6,10 +6,9 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING
 
 from generator.launch import Hazard, Invocation, Span
-from generator.shell.source_text import code_nodes, continues, in_quoted_text, line_from
+from generator.shell.source_text import ScriptTree, code_nodes, continues, in_quoted_text, line_from
 from generator.shell.scan import (
     WordError,
     find_backtick,
@@ -17,18 +16,16 @@ from generator.shell.scan import (
     find_dollar_close,
 )
 
-if TYPE_CHECKING:
-    from tree_sitter import Tree
 
 # A `#` line inside these is their text, not a comment line of the script.
 _HOLDS_NO_COMMENT_LINES = frozenset({"array", "heredoc_body", "string", "raw_string"})
 _BACKSLASH_SPACE = re.compile(r"\\([ \t]+)(?:#[^\n]*)?(?:\n|\Z)")
 
 
-def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Hazard]:
+def text_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int]) -> list[Hazard]:
     out: list[Hazard] = []
     # A full-line comment right after a continued line ends the command there.
-    for node in code_nodes(tree, "comment", opaque=_HOLDS_NO_COMMENT_LINES, limit=None):
+    for node in code_nodes(script, "comment", opaque=_HOLDS_NO_COMMENT_LINES, limit=None):
         start = node.start_byte
         line_start = src.rfind("\n", 0, start) + 1
         if src[line_start:start].strip():
@@ -56,7 +53,7 @@ def text_hazards(src: str, tree: Tree, line_of: Callable[[int], int]) -> list[Ha
             j -= 1
         if (pos - j - 1) % 2 == 1:
             continue  # the backslash is itself escaped
-        if in_quoted_text(tree, pos):
+        if in_quoted_text(script.tree, pos):
             continue
         line_start = src.rfind("\n", 0, pos) + 1
         if src[line_start:pos].lstrip().startswith("#"):

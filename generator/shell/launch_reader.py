@@ -23,6 +23,7 @@ from generator.shell.braces import brace_words
 from generator.shell.callee import in_callee, unread_call
 from generator.shell.command_traps import command_trap_hazards
 from generator.shell.export_placeholders import exported_placeholder_hazards
+from generator.shell.source_text import ScriptTree
 from generator.shell.syntax_verdict import second_opinion
 
 MAX_SCRIPT_BYTES = SCRIPT_LIMIT
@@ -157,9 +158,10 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
 
     script = LaunchScript(path=path, source=data, assumed_env=env, assumed_args=args)
     hazards: list[Hazard] = list(ev.hazards)
-    hazards.extend(text_hazards(src, tree, lambda off: line_of(None, off)))
+    script_tree = ScriptTree(tree)  # the passes below share its one search for nodes
+    hazards.extend(text_hazards(src, script_tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
-    hazards.extend(command_trap_hazards(src, tree, lambda off: line_of(None, off)))
+    hazards.extend(command_trap_hazards(src, script_tree, lambda off: line_of(None, off)))
     read = [(rec, recognise(rec, line_of)) for rec in ev.records]  # each command recognised once
     if not any(inv is not None and rec.branch != "dead" for rec, inv in read):
         read.extend((rec, recognise(rec, line_of)) for rec in _held_calls(ev))
@@ -182,7 +184,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
         hazards.extend(in_callee(found, inv))
         if rec.path == path:  # words written in another file are that file's to report
             hazards.extend(_word_expansion_hazards(src, inv))
-    hazards.extend(exported_placeholder_hazards(src, tree, lambda off: line_of(None, off),
+    hazards.extend(exported_placeholder_hazards(src, script_tree, lambda off: line_of(None, off),
                                                 _run_files(script.invocations, path)))
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:

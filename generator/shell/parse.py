@@ -30,18 +30,18 @@ def parse_bytes(data: bytes) -> Tree:
 
 
 @lru_cache(maxsize=16)
-def _node_query(node_type: str) -> Query:
+def _node_query(node_types: tuple[str, ...]) -> Query:
     from tree_sitter import Query
 
-    return Query(_language(), f"({node_type}) @n")
+    return Query(_language(), " ".join(f"({t}) @{t}" for t in node_types))
 
 
-def named_nodes(root: Node, node_type: str) -> list[Node] | None:
-    """Every named node of `node_type` under `root` (itself too), in no particular order, found
-    by a tree-sitter query in C (a walk in Python makes an object of every node it passes);
-    None when the query stopped early (tree-sitter's match limit)."""
+def named_nodes(root: Node, node_types: tuple[str, ...]) -> dict[str, list[Node]] | None:
+    """Every named node of each of `node_types` under `root` (itself too), by type, in no
+    particular order, found by one tree-sitter query in C (a walk in Python makes an object of
+    every node it passes); None when the query stopped early (tree-sitter's match limit)."""
     from tree_sitter import QueryCursor
 
-    cursor = QueryCursor(_node_query(node_type))
-    found = cursor.captures(root).get("n", [])
-    return None if cursor.did_exceed_match_limit else found
+    cursor = QueryCursor(_node_query(node_types))
+    found = cursor.captures(root)
+    return None if cursor.did_exceed_match_limit else {t: found.get(t, []) for t in node_types}

@@ -20,7 +20,32 @@ QUOTED_TYPES = frozenset({"comment", "string", "raw_string", "heredoc_body", "an
 MAX_WALKED_NODES = 200_000
 
 
-def code_nodes(tree: Tree, node_type: str, wanted: Callable[[Node], bool] | None = None, *,
+# The node types the text-hazard passes look for: one query finds them all.
+_SEARCHED_TYPES = ("command", "comment", "declaration_command")
+
+
+class ScriptTree:
+    """A script's syntax tree and its nodes of the types the text-hazard passes look for,
+    found by one tree-sitter query when a pass first asks (a query per pass went over the
+    whole tree once for each)."""
+
+    def __init__(self, tree: Tree) -> None:
+        self.tree = tree
+        self._searched = False
+        self._found: dict[str, list[Node]] | None = None
+
+    def named_nodes(self, node_type: str) -> list[Node] | None:
+        """The named nodes of `node_type`, in no particular order; None when the query stopped early."""
+        if node_type not in _SEARCHED_TYPES:
+            found = named_nodes(self.tree.root_node, (node_type,))
+            return None if found is None else found[node_type]
+        if not self._searched:
+            self._found = named_nodes(self.tree.root_node, _SEARCHED_TYPES)
+            self._searched = True
+        return None if self._found is None else self._found[node_type]
+
+
+def code_nodes(script: ScriptTree, node_type: str, wanted: Callable[[Node], bool] | None = None, *,
                inside_matches: bool = True, opaque: frozenset[str] = QUOTED_TYPES,
                limit: int | None = MAX_WALKED_NODES) -> list[Node]:
     """The named nodes of `node_type` that `wanted` (if given) picks, outside the node types
@@ -37,10 +62,10 @@ def code_nodes(tree: Tree, node_type: str, wanted: Callable[[Node], bool] | None
     def picks(node: Node) -> bool:
         return node.type == node_type and (wanted is None or wanted(node))
 
-    root = tree.root_node
+    root = script.tree.root_node
     if root.has_error or (limit is not None and root.descendant_count > limit):
         return _walked(root, picks, inside_matches, opaque, limit)
-    found = named_nodes(root, node_type)
+    found = script.named_nodes(node_type)
     if found is None:
         return _walked(root, picks, inside_matches, opaque, limit)
     out = [node for node in found if picks(node) and _reached(node, picks, inside_matches, opaque)]
