@@ -360,10 +360,13 @@ class Scope(EvaluatorParts):
                 fields = [Field([Piece(unknown_marker("parse-error"), a, b, path=fx.path, unknown=str(err))],
                                 a, b, fx.path)]
             for f in fields:
+                # The pieces of a field are its own (see _expand_assign_value): marked in place.
+                for piece in f.pieces:
+                    piece.split = False
                 if f.origin == "string":
-                    elems.append(Elem([p.copy(split=False) for p in f.pieces], f.word_a, f.word_b, f.path))
+                    elems.append(Elem(f.pieces, f.word_a, f.word_b, f.path))
                 else:
-                    elems.append(Elem([p.copy(split=False) for p in f.pieces], a, b, fx.path))
+                    elems.append(Elem(f.pieces, a, b, fx.path))
         return elems
 
     def _assign_text(self, a: int, b: int) -> None:

@@ -217,8 +217,9 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str
         prov = _value_provenance(f, value_pieces, value_latin, eq_piece, eq_end, line_of)
     else:
         prov = Provenance(f.origin if f.origin in ("array", "string") else "literal", None)  # type: ignore[arg-type]
-    line = line_of(f.path if f.origin == "literal" else None, f.cmd_a if f.cmd_a >= 0 else f.word_a)
-    word = Span(f.word_a, f.word_b, line_of(f.path, f.word_a))
+    at = f.cmd_a if f.cmd_a >= 0 else f.word_a  # where the word stands on the command line
+    line = line_of(f.path if f.origin == "literal" else None, at)
+    word = Span(f.word_a, f.word_b, line if f.origin == "literal" and at == f.word_a else line_of(f.path, f.word_a))
     return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
                     provenance=prov, unknowns=_unknowns(value_pieces),
                     placeholder_origins=_placeholder_origins(f, value_pieces))

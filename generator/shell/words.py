@@ -424,10 +424,11 @@ class Expander:
             return [self._unknown(f"unset:{name}", f"${name} must be set (`${{{name}{op}…}}`)", ea, eb, dq=dq)]
         operand = self._operand(oa, ob, dq)
         group = def_group(name, operand, oa, ob, '"' if dq else "", self.path)
-        pieces = [p.copy(group=group) for p in operand]
         if op in (":=", "=") and index is None and _NAME.fullmatch(name):
             host.assign_scalar(name, [p.copy(split=False) for p in operand], group)
-        return pieces
+        for piece in operand:  # _operand's pieces are its own copies: marked in place
+            piece.group = group
+        return operand
 
     def _alternative(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
                      dq: bool) -> list[Piece]:
@@ -439,7 +440,9 @@ class Expander:
             return [Piece("", ea, eb, False, '"' if dq else "", None, None, self.path, kind="vanish")]
         operand = self._operand(oa, ob, dq)
         group = def_group(None, operand, oa, ob, '"' if dq else "", self.path)
-        return [p.copy(group=group) for p in operand]
+        for piece in operand:  # _operand's pieces are its own copies: marked in place
+            piece.group = group
+        return operand
 
     def _transformed(self, name: str, index: str | None, op: str, oa: int, ob: int, ea: int, eb: int,
                      dq: bool) -> list[Piece]:
