@@ -183,6 +183,8 @@ def var_size(var: Var) -> tuple[int, int]:
 
 
 def pieces_text(pieces: list[Piece]) -> str:
+    if len(pieces) == 1:  # most values and words: no list to build and join
+        return pieces[0].text
     return "".join([p.text for p in pieces])
 
 

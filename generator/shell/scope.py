@@ -23,7 +23,7 @@ _SELF_DEFAULT = re.compile(r'"?\$\{(\w+):?-[^}]*\}"?\s*')
 
 def _defaults_itself(name: str, value: str) -> bool:
     """`NAME=${NAME:-default}`: the script takes NAME from the environment when it is set."""
-    m = _SELF_DEFAULT.fullmatch(value)
+    m = _SELF_DEFAULT.fullmatch(value) if "${" in value else None  # most values have no `${`
     return m is not None and m.group(1) == name
 
 
