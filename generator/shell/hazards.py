@@ -78,7 +78,9 @@ _INVISIBLE_NAMES = {"\xef\xbb\xbf": "a byte-order mark (U+FEFF)", "\xc2\xa0": "a
 def invisible_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazard]:
     """A command preceded by an invisible byte: bash reads `\ufeffpython3` as the command name,
     finds no such command and the trainer never starts, though the line looks right (issue 21)."""
-    out = []
+    out: list[Hazard] = []
+    if "\xef" not in src and "\xe2" not in src and "\xc2" not in src:
+        return out  # none of the bytes they start with: a search of each line start is not needed
     for m in _INVISIBLE.finditer(src):
         line = line_of(m.start(1))
         what = _INVISIBLE_NAMES.get(m.group(1), "a zero-width character (U+200B-U+200D)")
