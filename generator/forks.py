@@ -14,9 +14,8 @@ the fallback for forks whose code is absent (an installed fork, a script copied 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 from generator.config.types import Config
 from generator.verl import PPO_ENTRY
@@ -25,8 +24,7 @@ if TYPE_CHECKING:
     from generator.forkcode import ForkCode
 
 
-@dataclass(frozen=True)
-class ForkBatchKey:
+class ForkBatchKey(NamedTuple):
     key: str  # a full dotted key, or ".name" for that last part under any section
     projects: str  # where it comes from
     effect: str  # what it does to the batch, in verl's terms
@@ -58,8 +56,7 @@ FORK_BATCH_KEYS: tuple[ForkBatchKey, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ForkBatchSetting:
+class ForkBatchSetting(NamedTuple):
     entry: ForkBatchKey
     key: str  # the full key in the config
     value: Any  # None when the value is unknown (it comes from the environment or an argument)

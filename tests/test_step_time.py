@@ -98,7 +98,7 @@ def test_cp_and_ep_communication_by_hand():
     # token per layer) to the other rank: (2−1)·375 tokens... counted as (c−1)·group tokens/c·c.
     sent = 1 * (1500 / 2 / 2) * 2 * 4 * 128 * 2
     assert training_comm_s(cand, TOY, GPU, work, 1500, 1) == pytest.approx(16 * sent / (100e9 * 0.8))
-    moe = replace(TOY, num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
+    moe = TOY._replace(num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
     ep = Candidate(tp=1, pp=1, ep=4, etp=1, use_dynamic_bsz=True)
     # 375 tokens per GPU, 2 copies each, 3/4 leave the GPU, dispatch + combine, 16 MoE layers, in node.
     nbytes = 2 * 375 * 2 * 2048 * 2 * 0.75
@@ -119,7 +119,7 @@ def test_cp_and_ep_communication_by_hand():
 def test_ep_all_to_all_backward_moves_a_forwards_bytes():
     # The all-to-all's backward is one all-to-all of the gradient (Megatron's _AllToAll.backward),
     # so an update counts 2 forwards' EP bytes (3 with recompute) where TP counts 3 (4).
-    moe = replace(TOY, num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
+    moe = TOY._replace(num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
     work = replace(WORK, gpus=4)
     ep = Candidate(tp=1, pp=1, ep=4, etp=1, use_dynamic_bsz=True)
     prompt, response = expected_lengths(work, K)

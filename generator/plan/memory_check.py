@@ -113,7 +113,7 @@ def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOpti
     change = smallest_fix(found.setup)
     if change is None:
         return verdict
-    return replace(verdict, fix=change.words, fix_edits=change.edits)
+    return verdict._replace(fix=change.words, fix_edits=change.edits)
 
 
 MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict]

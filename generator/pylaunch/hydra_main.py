@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
@@ -20,8 +20,7 @@ from generator.folder_memo import remembered
 from generator.pylaunch.chunks import checked_tree
 
 
-@dataclass(frozen=True, slots=True)
-class HydraMain:
+class HydraMain(NamedTuple):
     """What `@hydra.main(...)` says; None for an argument that is absent or not a literal."""
 
     function: str
@@ -31,8 +30,7 @@ class HydraMain:
     version_base: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EntryConfig:
+class EntryConfig(NamedTuple):
     """The default config of an entry module: where its YAML lives and which file is primary."""
 
     entry_file: Path

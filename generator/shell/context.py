@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.shell.model import Field, Piece, Var, Work
@@ -67,8 +67,7 @@ class State:
         )
 
 
-@dataclass(frozen=True)
-class Flow:
+class Flow(NamedTuple):
     branch: str = "live"  # live | conditional | loop | dead
     context: tuple[str, ...] = ()
     depth: int = 0
