@@ -168,6 +168,8 @@ class ExplainedCall:
 
 @dataclass
 class ExplainedFile:
+    """What `gen explain` says of one file: each call and the release and config it is judged against."""
+
     path: str
     error: str | None = None  # one line: why the file (or the rest of it) could not be explained
     incomplete: str | None = None  # read in part (a bash syntax error)

@@ -135,6 +135,8 @@ def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
 
 @dataclass(slots=True)
 class LaunchScript:
+    """A script as read: its bytes, the trainer calls found in it and the shell hazards met on the way."""
+
     path: str | None
     source: bytes
     invocations: list[Invocation] = field(default_factory=list)

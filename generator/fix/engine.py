@@ -49,6 +49,8 @@ class NotApplied(NamedTuple):
 
 @dataclass(slots=True)
 class FixResult:
+    """What `gen fix` did to one file: the fixed bytes, the fixes applied and those it left."""
+
     path: str | None
     original: bytes
     fixed: bytes

@@ -23,6 +23,8 @@ ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
 
 @dataclass
 class FileCtx:
+    """The file being read: its text (latin-1), where its lines start and its expander."""
+
     path: str | None
     src: str  # latin-1
     line_starts: list[int]
