@@ -25,7 +25,7 @@ from __future__ import annotations
 
 import os
 from contextvars import ContextVar
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
@@ -43,8 +43,7 @@ class OutsideProject(InputError):
         self.root = root
 
 
-@dataclass(frozen=True)
-class Boundary:
+class Boundary(NamedTuple):
     """The folders reads may reach: the project root first, then the installed verl package and
     paths the user named."""
 

@@ -27,7 +27,6 @@ import hashlib
 import json
 import os
 import stat
-import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -177,6 +176,8 @@ def _through_entry(digest: str, compute: Callable[[], Any], valid: Callable[[Any
 
 
 def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], bool]) -> None:
+    import tempfile  # only a cache miss writes (with random and shutil, ~3 ms of a check's start)
+
     try:
         text = json.dumps(document)
         if not check(json.loads(text)):

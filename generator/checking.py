@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import os
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from generator.errors import InputError
 from generator.file_context import FileContext, FileRequest, Judging, file_context
@@ -23,8 +23,7 @@ if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
 
 
-@dataclass(frozen=True)
-class CheckOptions:
+class CheckOptions(NamedTuple):
     """What `gen check` was asked, the same for every file (a worker process gets it by fork):
     the request every file's context is built from, and what only check uses."""
 
@@ -169,6 +168,8 @@ class ExplainedCall:
 
 @dataclass
 class ExplainedFile:
+    """What `gen explain` says of one file: each call and the release and config it is judged against."""
+
     path: str
     error: str | None = None  # one line: why the file (or the rest of it) could not be explained
     incomplete: str | None = None  # read in part (a bash syntax error)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import math
 from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 from generator.layout import Parallelism
 from generator.model.facts import ModelFacts
@@ -34,8 +34,7 @@ class Layout(Parallelism):
     loss_in_pipeline_split: bool = False
 
 
-@dataclass(frozen=True)
-class LayoutProblem:
+class LayoutProblem(NamedTuple):
     kind: str  # which check failed (e.g. "model-parallel-grid"); the rule reporting it names it (Rule.reports)
     message: str  # in the user's numbers
 
@@ -260,8 +259,7 @@ def rollout_problems(gpus: int, rollout_tp: int, rollout_dp: int = 1, rollout_pp
 Path = Literal["megatron", "fsdp", "engine"]
 
 
-@dataclass(frozen=True)
-class BatchChain:
+class BatchChain(NamedTuple):
     """What verl computes from the user's batch keys for one trained role (actor or critic).
 
     All counts in responses unless the name says prompts. `None` where a step cannot be taken

@@ -17,7 +17,7 @@ import fnmatch
 import os
 import re
 import stat
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
@@ -34,8 +34,7 @@ SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "
 MAX_FILES = 10_000
 
 
-@dataclass(frozen=True)
-class _Rule:
+class _Rule(NamedTuple):
     pattern: str
     negate: bool
     dir_only: bool

@@ -5,12 +5,10 @@ from the project, so the shell and Python readers can use it without depending o
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any
+from typing import Any, NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class KeyEdit:
+class KeyEdit(NamedTuple):
     """Set `key` to `new` (Python value, rendered as Hydra text by the fixer)."""
 
     key: str
@@ -18,8 +16,7 @@ class KeyEdit:
     new: Any
 
 
-@dataclass(frozen=True, slots=True)
-class TextEdit:
+class TextEdit(NamedTuple):
     """Replace bytes [start, end) of the script with `replacement` (structural fixes)."""
 
     start: int

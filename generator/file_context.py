@@ -13,7 +13,7 @@ from __future__ import annotations
 
 import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from generator.errors import InputError
 from generator.inputs import read_entered, refuse_non_script, with_project
@@ -105,8 +105,7 @@ class FileContext:
                               config_dir=self.request.config_dir, project=self.project)
 
 
-@dataclass(frozen=True)
-class Judging:
+class Judging(NamedTuple):
     """What one file is judged against, resolved once (`FileContext.judging`) and handed to every
     check of its texts (`rules.check_resolved`, `fix.engine.resolved_checker`): the release, the
     memory options and the memory rules' predictor."""

@@ -27,11 +27,8 @@ from __future__ import annotations
 
 import errno
 import os
-import signal
 import stat
 import sys
-import tempfile
-import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
@@ -178,6 +175,11 @@ class _Interrupted(BaseException):
 def _signals_raise() -> Iterator[None]:
     """While the body runs, SIGTERM and SIGHUP raise (as SIGINT already does) so that `finally`
     blocks remove the temporary file; the previous handlers come back afterwards."""
+    # Here, not at the top: only the writers need them, and a check reads files without
+    # (signal, threading and tempfile with random and shutil are ~4 ms of `gen check`'s start).
+    import signal
+    import threading
+
     if threading.current_thread() is not threading.main_thread():
         yield
         return
@@ -308,6 +310,8 @@ def write_atomic(path: str | os.PathLike[str], data: bytes | str, *, expected: b
         raise InputError(f"{name}: {directory} is not a directory")
     if not _writable_bits(dir_st.st_mode) or not os.access(directory, os.W_OK):
         raise InputError(f"{name}: directory {directory} is read-only; nothing written")
+
+    import tempfile  # only the writers need it (see _signals_raise)
 
     temp_name: str | None = None
     with _signals_raise():

@@ -14,20 +14,17 @@ the fallback for forks whose code is absent (an installed fork, a script copied 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 from generator.config.types import Config
 from generator.verl import PPO_ENTRY
-from generator.forkcode import read_fork_code
 
 if TYPE_CHECKING:
     from generator.forkcode import ForkCode
 
 
-@dataclass(frozen=True)
-class ForkBatchKey:
+class ForkBatchKey(NamedTuple):
     key: str  # a full dotted key, or ".name" for that last part under any section
     projects: str  # where it comes from
     effect: str  # what it does to the batch, in verl's terms
@@ -59,8 +56,7 @@ FORK_BATCH_KEYS: tuple[ForkBatchKey, ...] = (
 )
 
 
-@dataclass(frozen=True)
-class ForkBatchSetting:
+class ForkBatchSetting(NamedTuple):
     entry: ForkBatchKey
     key: str  # the full key in the config
     value: Any  # None when the value is unknown (it comes from the environment or an argument)
@@ -119,7 +115,13 @@ def code_folders(config: Config) -> list[Path]:
 def fork_code(config: Config) -> ForkCode | None:
     """What the fork's code in the checkout does with config keys; None when there is none."""
     folders = code_folders(config)
-    return read_fork_code(folders) if folders else None
+    if not folders:
+        return None
+    # Here, not at the top: a script checked outside a checkout has no fork code to read, and
+    # forkcode (ast, the Python chunker) is ~3 ms of `gen check`'s start.
+    from generator.forkcode import read_fork_code
+
+    return read_fork_code(folders)
 
 
 def _code_entries(config: Config) -> list[ForkBatchKey]:

@@ -13,7 +13,7 @@ listed in `Override.unknowns` with a human reason. A value with no unknowns is *
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Literal, NamedTuple
 
 Source = Literal["literal", "variable", "array", "string", "unknown"]
 Branch = Literal["live", "conditional", "loop", "dead"]
@@ -31,8 +31,7 @@ def unknown_marker(label: str) -> str:
     return f"{UNKNOWN_OPEN}{label.replace(UNKNOWN_CLOSE, '_')}{UNKNOWN_CLOSE}"
 
 
-@dataclass(frozen=True, slots=True)
-class Span:
+class Span(NamedTuple):
     """Bytes [start, end) of the script; `line` is the 1-based line of `start`."""
 
     start: int
@@ -40,8 +39,7 @@ class Span:
     line: int
 
 
-@dataclass(frozen=True, slots=True)
-class Provenance:
+class Provenance(NamedTuple):
     """Where the text that defines a value lives, so that a fix edits exactly there.
 
     source:
@@ -65,8 +63,7 @@ class Provenance:
     path: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class Override:
+class Override(NamedTuple):
     """One Hydra override as the trainer receives it after shell processing."""
 
     text: str  # the whole argument, e.g. "+actor_rollout_ref.actor.megatron.foo=3"
@@ -87,8 +84,7 @@ class Override:
         return not self.unknowns
 
 
-@dataclass(frozen=True, slots=True)
-class Hazard:
+class Hazard(NamedTuple):
     """A shell-level trap found while reading; `gen check` reports these as findings.
 
     kind: comment-in-continuation | backslash-space | empty-expansion | duplicate-key |
@@ -139,6 +135,8 @@ def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
 
 @dataclass(slots=True)
 class LaunchScript:
+    """A script as read: its bytes, the trainer calls found in it and the shell hazards met on the way."""
+
     path: str | None
     source: bytes
     invocations: list[Invocation] = field(default_factory=list)

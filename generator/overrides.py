@@ -12,15 +12,13 @@ from __future__ import annotations
 
 import math
 import re
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import Any
+from typing import Any, NamedTuple
 
 Op = str  # "=", "+", "++", "~" (generator.launch.Op)
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedOverride:
+class ParsedOverride(NamedTuple):
     """One override as Hydra reads it.
 
     key:        the dotted key (Hydra's `key_or_group`), "" when the text has no parsable key

@@ -37,9 +37,8 @@ file and the key (exit 2). Options given on the command line win over these sett
 from __future__ import annotations
 
 import sys
-from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Iterable, Mapping
+from typing import Any, Iterable, Mapping, NamedTuple
 
 from generator.boundary import OutsideProject
 from generator.errors import InputError
@@ -61,8 +60,7 @@ _STRINGS = ("verl-version", "gpu")
 _KNOWN = (*_STRINGS, *_STRING_LISTS, "env", "per-file-ignores")
 
 
-@dataclass(frozen=True)
-class ProjectSettings:
+class ProjectSettings(NamedTuple):
     """The settings of one project file; `path` None means no file was found (all defaults)."""
 
     path: Path | None = None
@@ -72,7 +70,7 @@ class ProjectSettings:
     ignore: tuple[str, ...] = ()
     gpu: str | None = None
     args: tuple[str, ...] = ()
-    env_items: tuple[tuple[str, str], ...] = field(default=())
+    env_items: tuple[tuple[str, str], ...] = ()
     exclude: tuple[str, ...] = ()
     per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()  # (glob, codes)
 

@@ -8,14 +8,13 @@ published wheel `verl-0.9.1-py3-none-any.whl`). docs/release-semantics.md explai
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from functools import lru_cache
 
 from generator.versions import parse
 
 
-@dataclass(frozen=True, slots=True)
-class Fact:
+class Fact(NamedTuple):
     """A fact that holds from release `since` on (None: every release), with where verl says so."""
 
     since: str | None
@@ -66,8 +65,7 @@ V1_AGENT_LOOP_CHUNKS_FREELY = Fact("0.9.0", "verl/trainer/ppo/v1/agent_loop_tq.p
                                             "verl/protocol.py@v0.7.0 lines 884-887 (DataProto.chunk asserts)")
 
 
-@dataclass(frozen=True, slots=True)
-class Semantics:
+class Semantics(NamedTuple):
     """The facts of one release (a schema id such as '0.9.1' or '0.10.0.dev+1dda039')."""
 
     version: str

@@ -19,15 +19,14 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 _DIRECTIVE = re.compile(r"^\s*#\s*verl-gen\s*:\s*ignore\b(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
 _COMMENT = re.compile(r"^\s*#")
 MAX_COMMAND_LINES = 5000  # a command's extent is looked for this far (a quote never closed)
 
 
-@dataclass(frozen=True)
-class Directive:
+class Directive(NamedTuple):
     """One `# verl-gen: ignore[...]` comment: where it is, what it names, what it covers."""
 
     line: int  # the comment's own line (1-based)

@@ -7,8 +7,7 @@ Pure data, no project imports: anything may depend on this module.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Literal
+from typing import Literal, NamedTuple
 
 # The PPO trainer every verl example launches (`python3 -m verl.trainer.main_ppo`).
 PPO_ENTRY = "verl.trainer.main_ppo"
@@ -83,8 +82,7 @@ def packaged_config_of(config_name: str | None) -> str:
     return stem if stem in PPO_CONFIGS else ppo_config_for(stem)
 
 
-@dataclass(frozen=True, slots=True)
-class Algorithm:
+class Algorithm(NamedTuple):
     """What every layer knows of one algorithm `gen recipe` renders: its advantage estimator,
     its KL term (which is why verl builds a reference model), whether a critic trains, how
     many responses per prompt it needs and starts from, and its one-line summary."""

@@ -7,7 +7,7 @@ Releases compare as tuples of ints. Rules state the first and last release they 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from functools import lru_cache
 
 
@@ -34,8 +34,7 @@ def parse(version: str) -> tuple[int, ...]:
     return tuple(parts)
 
 
-@dataclass(frozen=True)
-class VersionRange:
+class VersionRange(NamedTuple):
     """Inclusive range of verl releases, e.g. VersionRange('0.6.0', None) = 0.6.0 and later."""
 
     first: str | None = None

@@ -39,7 +39,7 @@ LAYERS: list[set[str]] = [
     {"project_root"},
     {"verl_places", "pylaunch", "hardware"},
     {"files"},
-    {"boundary", "release_semantics", "pins"},  # pins: what a caller pins for the planner (a typed record)
+    {"boundary", "release_semantics", "pins", "candidate"},  # pins: what a caller pins for the planner (a typed record); candidate: its sized layout
     {"errors", "foreign_paths", "launch", "edit_kinds", "overrides", "suppress", "pool", "cache", "launch_shape", "safe_regex", "versions",
      "verl", "resources", "layout"},
     {"safe_text", "__init__", "folder_memo"},  # the bottom: imports nothing of the project

@@ -7,7 +7,8 @@ import ast
 from dataclasses import fields
 from pathlib import Path
 
-from generator.layout import Candidate, Parallelism
+from generator.layout import Parallelism
+from generator.candidate import Candidate
 
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.hardware import gpu_spec
 from generator.model import find_model
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory
 from generator.plan.memory_check import smallest_fix
 from generator.plan.workload import Workload

@@ -10,7 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.model import find_model, total_params
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB, PHASES,
                                    STEP_TEMP_BYTES, MemorySetup, evaluate_memory, phase_memory,
                                    usable_gib)

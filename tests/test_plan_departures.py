@@ -11,7 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.layout import Candidate, Offload, PhaseMemory, StepTime
+from generator.layout import Offload
+from generator.candidate import Candidate, PhaseMemory, StepTime
 from generator.plan.verl_departures import Departure, knob_differences, matching_rows, part_savings
 from generator.model import resolve_model
 from generator.report.departures import departure_dict, departure_text

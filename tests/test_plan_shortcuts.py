@@ -16,7 +16,8 @@ import pytest
 
 from generator.derive import Layout
 from generator.hardware import gpu_spec
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.model import find_model
 from generator.pins import Pins
 from generator.plan.activations import in_flight_count

@@ -9,13 +9,8 @@ from hypothesis import strategies as st
 from generator.errors import InputError
 from generator.edit_kinds import KeyEdit
 from generator.fix.edits import apply_edits
-from generator.pylaunch import (
-    entry_config,
-    find_entry_file,
-    key_edits_to_text_edits,
-    read_hydra_main,
-    read_override_lists,
-)
+from generator.pylaunch.hydra_main import entry_config, find_entry_file, read_hydra_main
+from generator.pylaunch.override_lists import key_edits_to_text_edits, read_override_lists
 
 
 
@@ -151,7 +146,7 @@ def test_edited_launcher_reads_back_with_the_new_value():
 def test_launcher_read_model_points_at_values_inside_the_literals():
     from generator.fix.place import place_fix
     from generator.fix.edits import apply_edits
-    from generator.pylaunch import read_launcher
+    from generator.pylaunch.override_lists import read_launcher
     from generator.rules.core import Fix
 
     script = read_launcher(LAUNCHER, "launch.py")

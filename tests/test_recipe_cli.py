@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
 
 def test_a_config_the_rules_reject_is_never_rendered() -> None:
     from generator.model import resolve_model
-    from generator.layout import Candidate
+    from generator.candidate import Candidate
     from generator.render import generate
     from generator.render.spec import RecipeSpec
 

@@ -7,7 +7,8 @@ import pytest
 
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.render.recipe_settings import build_recipe, recipe_overrides
 from generator.render.release_form import composed_config_name
 from generator.render.spec import RecipeSpec

@@ -26,7 +26,8 @@ from pathlib import Path
 import pytest
 
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.render import default_filename, generate
 from generator.render.recipe_settings import recipe_overrides
 from generator.plan.planned_scripts import planned_scripts

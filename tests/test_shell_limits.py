@@ -12,7 +12,6 @@ from typer.testing import CliRunner
 
 import generator.pylaunch.override_lists as pylaunch
 import generator.shell.builtins as builtins
-import generator.shell.launch_reader as shell_reader
 from generator.cli import app
 from generator.errors import InputError
 from generator.pylaunch.override_lists import read_launcher
@@ -180,7 +179,7 @@ def test_a_recursion_error_past_the_launcher_depth_check_is_the_same_one_line(
     def too_deep(source: bytes | str, name: str | None = None) -> None:
         raise RecursionError("maximum recursion depth exceeded")
 
-    monkeypatch.setattr(shell_reader, "read_launcher", too_deep)
+    monkeypatch.setattr(pylaunch, "read_launcher", too_deep)  # the reader imports it when it reads a .py
     result = CliRunner().invoke(app, [command, str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}: error: the script nests too deeply to read" in result.output or (

@@ -12,7 +12,8 @@ from generator.cli import app
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import ModelFacts, find_model, total_params
 from generator.model.params import kv_cache_bytes_per_token
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.plan.step_time import (ADAM_STATE, COLLECTIVE_EFFICIENCY, HOST_LINK_EFFICIENCY, StepConstants,
                                       all_to_all_s, bubble_fraction, calibrated, decode_step_s, estimate_step_time,
                                       expected_lengths, micro_batches, ring_all_reduce_s, training_comm_s)
@@ -98,7 +99,7 @@ def test_cp_and_ep_communication_by_hand():
     # token per layer) to the other rank: (2−1)·375 tokens... counted as (c−1)·group tokens/c·c.
     sent = 1 * (1500 / 2 / 2) * 2 * 4 * 128 * 2
     assert training_comm_s(cand, TOY, GPU, work, 1500, 1) == pytest.approx(16 * sent / (100e9 * 0.8))
-    moe = replace(TOY, num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
+    moe = TOY._replace(num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
     ep = Candidate(tp=1, pp=1, ep=4, etp=1, use_dynamic_bsz=True)
     # 375 tokens per GPU, 2 copies each, 3/4 leave the GPU, dispatch + combine, 16 MoE layers, in node.
     nbytes = 2 * 375 * 2 * 2048 * 2 * 0.75
@@ -119,7 +120,7 @@ def test_cp_and_ep_communication_by_hand():
 def test_ep_all_to_all_backward_moves_a_forwards_bytes():
     # The all-to-all's backward is one all-to-all of the gradient (Megatron's _AllToAll.backward),
     # so an update counts 2 forwards' EP bytes (3 with recompute) where TP counts 3 (4).
-    moe = replace(TOY, num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
+    moe = TOY._replace(num_experts=8, experts_per_token=2, expert_ffn_hidden_size=1024)
     work = replace(WORK, gpus=4)
     ep = Candidate(tp=1, pp=1, ep=4, etp=1, use_dynamic_bsz=True)
     prompt, response = expected_lengths(work, K)

@@ -109,6 +109,15 @@ def _output_failed(err: BaseException) -> None:
 
 
 def main() -> None:
+    # A short-lived CLI: the default threshold (700) runs a collection every few hundred
+    # allocations while ~220 modules and their classes are built, and finds next to no garbage
+    # (mypy's main raises it for the same reason). 10,000: the one-script check and `gen plan`
+    # use ~3% and ~6% less CPU, the 585-script corpus in one process the same; 50,000 was ~7%
+    # slower there (a young generation that no longer fits the caches). Bounded: on the largest
+    # accepted input (20,000 overrides) the peak RSS is 81 MB against 84 MB, the CPU 0.93 s against 1.02 s.
+    import gc
+
+    gc.set_threshold(10_000, 30, 30)
     code: str | int | None = 0
     try:
         if sys.stdout is None:  # started with stdout closed (`gen check x >&-`)
@@ -131,6 +140,10 @@ def main() -> None:
         sys.exit(0)
     except (OSError, ValueError) as err:
         _output_failed(err)
+    # The output is written and flushed. Interpreter shutdown would now run full collections
+    # over every object still alive (the modules, schemas and caches) to find no garbage: ~5%
+    # of a one-script check. Frozen objects are left out of them; shutdown runs as before.
+    gc.freeze()
     sys.exit(code)
 
 

@@ -11,14 +11,12 @@ equal on valid input. Imports nothing heavy.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Callable, Literal
+from typing import Any, Callable, Literal, NamedTuple
 
 Kind = Literal["flag", "value", "list"]
 
 
-@dataclass(frozen=True)
-class Opt:
+class Opt(NamedTuple):
     name: str  # the Python parameter name
     flags: tuple[str, ...]
     kind: Kind
@@ -29,8 +27,7 @@ class Opt:
     minimum: float | None = None
 
 
-@dataclass(frozen=True)
-class Arg:
+class Arg(NamedTuple):
     name: str
     help: str
 

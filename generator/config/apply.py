@@ -16,8 +16,7 @@ Everything is flat: {dotted key: leaf}, with inner mappings implied by the dotte
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-from typing import Any, Iterable
+from typing import Any, Iterable, NamedTuple
 
 from generator.config.flat import (
     BROKEN,
@@ -43,8 +42,7 @@ from generator.schema.migrations import bad_value
 MAX_COPIED_KEYS = 20_000
 
 
-@dataclass(frozen=True, slots=True)
-class ParsedOverride:
+class ParsedOverride(NamedTuple):
     """One override as Hydra reads it. `value` is what the checks compare; `stored` is what
     the config keeps (the marked text when the value depends on an unknown)."""
 

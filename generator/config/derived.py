@@ -9,7 +9,7 @@ they cannot disagree.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator import derive
 from generator.config.reader import ConfigReader
@@ -23,8 +23,7 @@ FILTER_GROUPS_KEY = "algorithm.filter_groups.enable"
 EPOCHS_KEY = ACTOR + "ppo_epochs"
 
 
-@dataclass(frozen=True)
-class ActorBatch:
+class ActorBatch(NamedTuple):
     """The actor's batch inputs of one config and, when every input is known, its chain."""
 
     prompts_and_n: tuple[int, int] | None  # (P, n), both positive

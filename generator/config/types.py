@@ -4,7 +4,7 @@ library), judged by one rule engine."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal, NamedTuple, TYPE_CHECKING
 
 from generator.launch import Override
 from generator.verl import PPO_ENTRY
@@ -15,8 +15,7 @@ if TYPE_CHECKING:
 Backend = Literal["megatron", "fsdp", "unknown"]
 
 
-@dataclass(frozen=True, slots=True)
-class KeyIssue:
+class KeyIssue(NamedTuple):
     """An override that Hydra would refuse (or that means something other than it says).
 
     kind:

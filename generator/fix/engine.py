@@ -8,9 +8,8 @@ the next round (ruff's strategy). A round that would make the script unparseable
 
 from __future__ import annotations
 
-import dataclasses
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Callable, Sequence
+from typing import Callable, NamedTuple, Sequence, TYPE_CHECKING
 
 from generator.config.types import Config
 from generator.edit_kinds import KeyEdit, TextEdit
@@ -32,8 +31,7 @@ Reader = Callable[[bytes, str | None], LaunchScript]
 MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict | None]
 
 
-@dataclass(frozen=True, slots=True)
-class Applied:
+class Applied(NamedTuple):
     code: str
     line: int | None
     description: str
@@ -41,8 +39,7 @@ class Applied:
     notes: tuple[str, ...] = ()
 
 
-@dataclass(frozen=True, slots=True)
-class NotApplied:
+class NotApplied(NamedTuple):
     """A finding with a fix that was not applied, and why (unknown value, needs --unsafe, ...)."""
 
     code: str
@@ -52,6 +49,8 @@ class NotApplied:
 
 @dataclass(slots=True)
 class FixResult:
+    """What `gen fix` did to one file: the fixed bytes, the fixes applied and those it left."""
+
     path: str | None
     original: bytes
     fixed: bytes
@@ -225,7 +224,7 @@ def _placed_fixes(script: LaunchScript, results: CheckResults, *, select: Sequen
                 structural = structural_fix_at(finding.line)
                 if structural is not None:
                     hazard_lines_claimed.add(finding.line)
-                    finding = dataclasses.replace(finding, fix=structural)
+                    finding = finding._replace(fix=structural)
             if finding.fix is None:
                 continue
             placement = place_fix(finding.fix, script, invocation, config)

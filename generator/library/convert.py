@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Any
 from generator.errors import InputError
 from generator.library.recipe_format import Recipe
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate, PhaseMemory
+from generator.candidate import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 

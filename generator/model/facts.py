@@ -6,11 +6,10 @@ Filled from the packaged registry (`generator.model.registry`) or from any Huggi
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 
-@dataclass(frozen=True, slots=True)
-class ModelFacts:
+class ModelFacts(NamedTuple):
     name: str
     hidden_size: int
     num_layers: int

@@ -3,12 +3,11 @@ rollout engine's KV cache per token (docs/memory-model.md#terms)."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.model.facts import ModelFacts
 
-@dataclass(frozen=True, slots=True)
-class LayerParams:
+class LayerParams(NamedTuple):
     """Parameters of one decoder layer, split by how Megatron shards them."""
 
     tp_sharded: int  # attention projections, dense MLP, shared expert: divided by TP

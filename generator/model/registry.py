@@ -13,10 +13,9 @@ exists; otherwise its last component is matched against the registry, so
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator.errors import InputError
 from generator.model.config_json import load_model_config
@@ -69,8 +68,7 @@ def _flavour(name: str) -> str | None:
 # Registry
 
 
-@dataclass(frozen=True, slots=True)
-class _Entry:
+class _Entry(NamedTuple):
     facts: ModelFacts
     max_position: dict[str, int]  # flavour -> max_position_embeddings
     keys: tuple[str, ...]
@@ -173,9 +171,7 @@ def _registry_match(name: str) -> ModelFacts | None:
         return None
     flavour = _flavour(name)
     if flavour and flavour in entry.max_position:
-        from dataclasses import replace
-
-        return replace(entry.facts, max_position_embeddings=entry.max_position[flavour])
+        return entry.facts._replace(max_position_embeddings=entry.max_position[flavour])
     return entry.facts
 
 
@@ -248,9 +244,7 @@ def locate_model(name_or_path: str) -> tuple[ModelFacts | None, str]:
         except InputError:
             continue  # an unreadable local config: fall back to the name
         if where.startswith("the Hugging Face"):
-            from dataclasses import replace
-
-            facts = replace(facts, name=name_or_path.strip().split("/")[-1])  # not the snapshot's hash
+            facts = facts._replace(name=name_or_path.strip().split("/")[-1])  # not the snapshot's hash
         return facts, f"{where} {config}"
     matched = _registry_match(name_or_path)
     return matched, (f"the packaged registry ({matched.name})" if matched is not None else "")

@@ -2,7 +2,8 @@
 
 `search` is the entry point: `enumeration` lists the layouts, `sizing` chooses each one's knobs
 (memory from `memory`, phase by phase), `ranking` orders them; `result` holds what they hand to
-`gen plan` and `gen recipe`. The layout records themselves live in `generator.layout`.
+`gen plan` and `gen recipe`. The layout records themselves live in `generator.layout` and
+`generator.candidate`.
 """
 
 from __future__ import annotations

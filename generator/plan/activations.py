@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.plan.workload import Workload
 
 MOE_ACTIVATION_FACTOR = 0.5  # calibration: see generator/plan/memory.py

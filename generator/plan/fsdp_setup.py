@@ -212,4 +212,4 @@ def fsdp_memory_verdict(config: Config, model: ModelFacts | None, gpu: GpuSpec, 
     change = fsdp_smallest_fix(setup)
     if change is None:
         return out
-    return replace(out, fix=change.words, fix_edits=change.edits)
+    return out._replace(fix=change.words, fix_edits=change.edits)

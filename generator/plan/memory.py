@@ -51,7 +51,7 @@ from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
 from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
-from generator.layout import Candidate, MemoryTerm, PhaseMemory
+from generator.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
 from generator.plan.workload import GIB, Workload

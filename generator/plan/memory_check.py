@@ -11,7 +11,7 @@ from dataclasses import replace
 
 from generator.config.types import Config
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory, lowered_gmu
 from generator.plan.relief import CHECK_CPU_FRACTIONS, MEGATRON_RELIEF, KnobChange, Rung, cheapest_change
 from generator.plan.script_setup import MemoryOptions, memory_setup_from_config
@@ -24,14 +24,14 @@ _Relief = KnobChange[Candidate]  # one rung of this actor's memory relief
 def _param(c: Candidate) -> _Relief | None:
     if c.offload.param:
         return None
-    return _Relief("turn on param_offload and grad_offload", replace(c, offload=replace(c.offload, param=True, grad=True)),
+    return _Relief("turn on param_offload and grad_offload", replace(c, offload=c.offload._replace(param=True, grad=True)),
                    ((MEGATRON + "param_offload", True), (MEGATRON + "grad_offload", True)))
 
 
 def _optimizer(c: Candidate) -> _Relief | None:
     if c.offload.optimizer:
         return None
-    return _Relief("turn on optimizer_offload", replace(c, offload=replace(c.offload, optimizer=True)),
+    return _Relief("turn on optimizer_offload", replace(c, offload=c.offload._replace(optimizer=True)),
                    ((MEGATRON + "optimizer_offload", True),))
 
 
@@ -40,7 +40,7 @@ def _cpu_optimizer(c: Candidate) -> Iterator[_Relief]:
     for fraction in CHECK_CPU_FRACTIONS:
         if fraction > current:
             yield _Relief(f"set optimizer_cpu_offload with optimizer_offload_fraction={fraction:g}",
-                          replace(c, offload=replace(c.offload, cpu_optimizer=True, cpu_optimizer_fraction=fraction)),
+                          replace(c, offload=c.offload._replace(cpu_optimizer=True, cpu_optimizer_fraction=fraction)),
                           ((OPTIMIZER_OVERRIDES + "optimizer_cpu_offload", True),
                            (OPTIMIZER_OVERRIDES + "optimizer_offload_fraction", fraction)))
 
@@ -113,7 +113,7 @@ def memory_verdict(config: Config, model: ModelFacts | None, options: MemoryOpti
     change = smallest_fix(found.setup)
     if change is None:
         return verdict
-    return replace(verdict, fix=change.words, fix_edits=change.edits)
+    return verdict._replace(fix=change.words, fix_edits=change.edits)
 
 
 MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict]

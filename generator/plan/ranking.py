@@ -14,7 +14,8 @@ from functools import lru_cache
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import Layout, layout_dp, per_rank_mini_batch
-from generator.layout import Candidate, Parallelism
+from generator.layout import Parallelism
+from generator.candidate import Candidate
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
 from generator.plan.rollout_engine import engine_memory

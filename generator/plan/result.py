@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.layout import Candidate
+from generator.candidate import Candidate
 
 
 @dataclass(slots=True)

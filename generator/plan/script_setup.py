@@ -19,7 +19,7 @@ from generator.config.types import Config
 from generator.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.plan.call_model import call_model, model_config_used
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes

@@ -11,7 +11,7 @@ from __future__ import annotations
 from generator.derive import Layout, layout_problems
 from generator.errors import InputError
 from generator.hardware import GpuSpec
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.model import ModelFacts, total_params
 from generator.pins import NO_PINS, Pins
 from generator.plan.batch_choice import batch_hint, batch_sizes

@@ -17,7 +17,8 @@ from dataclasses import dataclass, replace
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import (Layout, dp_equation, layout_dp, per_rank_mini_batch, rollout_problems,
                               vpp_micro_batch_problem)
-from generator.layout import Candidate, Offload
+from generator.layout import Offload
+from generator.candidate import Candidate
 from generator.model import ModelFacts
 from generator.pins import NO_PINS, Pins
 from generator.plan.activations import MOE_ACTIVATION_FACTOR

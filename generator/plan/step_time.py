@@ -41,7 +41,7 @@ from generator.derive import layout_dp, layout_edp
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
-from generator.layout import Candidate, StepTime
+from generator.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
 from generator.resources import data_dir, load_data_yaml

@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.layout import Candidate, StepTime
+from generator.candidate import Candidate, StepTime
 from generator.model import ModelFacts
 from generator.plan.enumeration import describe_layout
 from generator.plan.ranking import deciding_criterion, rank_key, step_bucket

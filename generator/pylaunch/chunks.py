@@ -13,7 +13,7 @@ import ast
 import re
 from bisect import bisect_right
 from collections.abc import Callable
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.errors import InputError
 
@@ -22,8 +22,7 @@ from generator.errors import InputError
 MAX_DEPTH = 100
 
 
-@dataclass(frozen=True, slots=True)
-class Chunk:
+class Chunk(NamedTuple):
     """Whole lines of the file holding one or more top-level statements."""
 
     start: int  # byte offset of the chunk in the file

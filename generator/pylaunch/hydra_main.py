@@ -11,17 +11,15 @@ from __future__ import annotations
 
 import ast
 import os
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.folder_memo import remembered
-from generator.pylaunch.chunks import checked_tree
 
 
-@dataclass(frozen=True, slots=True)
-class HydraMain:
+class HydraMain(NamedTuple):
     """What `@hydra.main(...)` says; None for an argument that is absent or not a literal."""
 
     function: str
@@ -31,8 +29,7 @@ class HydraMain:
     version_base: str | None = None
 
 
-@dataclass(frozen=True, slots=True)
-class EntryConfig:
+class EntryConfig(NamedTuple):
     """The default config of an entry module: where its YAML lives and which file is primary."""
 
     entry_file: Path
@@ -58,7 +55,10 @@ def _literal_str(node: ast.expr) -> str | None:
 
 def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain | None:
     """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
-    # Syntax and depth checked by CPython's parser and an iterative count (see chunks.py).
+    # Syntax and depth checked by CPython's parser and an iterative count (see chunks.py),
+    # imported here: a check outside a checkout only asks where an entry module is.
+    from generator.pylaunch.chunks import checked_tree
+
     module = checked_tree(source.encode("utf-8") if isinstance(source, str) else source, path)
     main_from_hydra = any(
         isinstance(stmt, ast.ImportFrom) and stmt.module == "hydra"

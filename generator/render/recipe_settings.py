@@ -18,7 +18,7 @@ from typing import Any
 from generator.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.overrides import format_value
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.render.algorithm_settings import algorithm_keys, dapo_extras
 from generator.render.quoting import hydra_body
 from generator.render.scale import scale_settings

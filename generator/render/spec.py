@@ -11,7 +11,7 @@ from typing import Any, Literal
 from generator.errors import InputError
 from generator.schema.releases import newest_release
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.verl import ALGORITHMS, PPO_MEGATRON_CONFIG, ROLLOUT_ENGINES
 from generator.versions import parse
 

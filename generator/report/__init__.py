@@ -40,6 +40,8 @@ class Located:
 
 @dataclass
 class FileReport:
+    """What `gen check` found in one file, or why it could not check it."""
+
     path: str
     error: str | None = None  # one-line reason the file could not be checked
     verl_version: str | None = None

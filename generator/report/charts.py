@@ -15,7 +15,7 @@ from html import escape
 from typing import Protocol, Sequence
 
 
-# Read-only properties, so frozen dataclasses (generator.layout's PhaseMemory/MemoryTerm) match.
+# Read-only properties, so frozen dataclasses (generator.candidate's PhaseMemory/MemoryTerm) match.
 class TermLike(Protocol):
     @property
     def name(self) -> str: ...

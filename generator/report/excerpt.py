@@ -10,13 +10,12 @@ Pure functions of the text.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 MAX_EXCERPT = 160  # characters of a source line shown; a longer line is cut with an ellipsis
 
 
-@dataclass(frozen=True)
-class Span:
+class Span(NamedTuple):
     column: int  # 1-based
     width: int  # characters the caret covers (at least 1)
 

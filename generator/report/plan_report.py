@@ -16,7 +16,7 @@ from generator.safe_text import one_line
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from generator.layout import Candidate, StepTime
+    from generator.candidate import Candidate, StepTime
     from generator.plan.result import Plan
     from generator.plan.verl_departures import Departure
 

@@ -12,7 +12,6 @@ with pkgutil.
 
 from __future__ import annotations
 
-import dataclasses
 import pkgutil
 from typing import TYPE_CHECKING, Callable, Iterable
 
@@ -226,10 +225,10 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
                                 select=select, ignore=ignore, memory=memory)
         note = _scope_note(invocation)
         if note:
-            findings = [dataclasses.replace(f, message=f.message + note) for f in findings]
+            findings = [f._replace(message=f.message + note) for f in findings]
         inferred = _inferred_default_note(resolution, config)
         if inferred:
-            findings = [dataclasses.replace(f, message=f.message + inferred) if reads_defaults(f.code) else f
+            findings = [f._replace(message=f.message + inferred) if reads_defaults(f.code) else f
                         for f in findings]
         results.append((invocation, config, findings))
     results = fold_loop_repeats(results)  # one finding per cause, not one per loop value

@@ -12,7 +12,7 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, Protocol
+from typing import Any, Callable, Iterable, Literal, NamedTuple, Protocol
 
 from generator.config.types import Config
 from generator.edit_kinds import KeyEdit, TextEdit
@@ -27,15 +27,13 @@ Applicability = Literal["safe", "unsafe"]
 Stage = Literal["load", "init", "runtime", "silent", "shell", "static"]
 
 
-@dataclass(frozen=True, slots=True)
-class Fix:
+class Fix(NamedTuple):
     description: str
     edits: tuple[KeyEdit | TextEdit, ...]
     applicability: Applicability = "safe"
 
 
-@dataclass(frozen=True, slots=True)
-class Finding:
+class Finding(NamedTuple):
     code: str
     severity: Severity
     message: str
@@ -77,8 +75,7 @@ class Finding:
         }
 
 
-@dataclass(frozen=True, slots=True)
-class MemoryVerdict:
+class MemoryVerdict(NamedTuple):
     """The predicted memory of one call on a named GPU, handed to the rules by the caller (the
     memory model is the planner's, above the rules: generator.plan.memory_check computes this)."""
 
@@ -113,8 +110,7 @@ class Context:
         return self.config.version
 
 
-@dataclass(frozen=True)
-class Example:
+class Example(NamedTuple):
     """A documented case: overrides applied on top of `Rule.example_base` (or the default base)."""
 
     overrides: tuple[str, ...]
@@ -126,8 +122,7 @@ class Example:
     config_name: str | None = None  # "ppo_trainer" for FSDP examples (default: ppo_megatron_trainer)
 
 
-@dataclass(frozen=True)
-class Rule:
+class Rule(NamedTuple):
     code: str  # stable: never reused, never renumbered
     name: str  # kebab-case, e.g. "mini-batch-not-divisible"
     severity: Severity
@@ -202,8 +197,7 @@ CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
 PAGE_KEY = "_page"  # a catalog file's entry for its family page's own prose (intro, outro), not a rule
 
 
-@dataclass(frozen=True)
-class RuleText:
+class RuleText(NamedTuple):
     title: str
     why: str
     fix_safety: str

@@ -14,7 +14,6 @@ only. Pure: the caller's results are rebuilt, nothing else is read.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TypeVar
 
 from generator.launch import Invocation
@@ -64,7 +63,7 @@ def fold_loop_repeats(results: list[Result[C]]) -> list[Result[C]]:
         note = (f" (the same in {len(labels)} more pass{'es' if len(labels) > 1 else ''} of the loop"
                 + (f": {which}" if named else "") + ")")
         finding = findings[position]
-        findings[position] = dataclasses.replace(finding, message=finding.message + note)
+        findings[position] = finding._replace(message=finding.message + note)
         rebuilt[index] = (invocation, config, findings)
     return rebuilt
 

@@ -4,7 +4,6 @@ planner); this module turns them into findings."""
 
 from __future__ import annotations
 
-import dataclasses
 from functools import lru_cache
 from typing import Iterator
 
@@ -61,7 +60,7 @@ def world_divisible(ctx: Context) -> Iterator[Finding]:
     # check (E1) then fails when the workers start.
     later: Stage | None = "init" if _dynamic_skips_precheck(ctx) else None
     for finding in layout_findings(world_divisible, ctx, with_model=False):
-        yield dataclasses.replace(finding, stage=later)
+        yield finding._replace(stage=later)
 
 
 def _dynamic_skips_precheck(ctx: Context) -> bool:

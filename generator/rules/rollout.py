@@ -3,7 +3,6 @@ F2, F3, G4)."""
 
 from __future__ import annotations
 
-import dataclasses
 from typing import Iterator
 
 from generator import derive
@@ -177,7 +176,7 @@ def rollout_name(ctx: Context) -> Iterator[Finding]:
     if value is None or value == "???":
         finding = ctx_finding(rollout_name, view, (key,), f"{key} is not set (mandatory from verl 0.6.0)", key=key,
                               fix=Fix("set rollout.name=vllm", (KeyEdit(key, value, "vllm"),), "unsafe"))
-        yield dataclasses.replace(finding, stage=_stage_before_070(ctx))
+        yield finding._replace(stage=_stage_before_070(ctx))
 
 
 @rule("VR511", "prometheus-needs-log-stats", severity="error", stage="runtime", versions=VersionRange("0.6.1", None),

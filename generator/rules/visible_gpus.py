@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterator
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
@@ -20,8 +20,7 @@ _GPUS_PER_NODE = re.compile(r"--gpus-per-node(?:=|\s+)['\"]?(?:[\w-]+:)?(\d+)")
 _SLURM_LINE = re.compile(r"^\s*(?:#SBATCH\b|(?:[\w./-]*/)?(?:srun|sbatch|salloc)\b)")
 
 
-@dataclass(frozen=True, slots=True)
-class Visible:
+class Visible(NamedTuple):
     """GPUs per node a line of the script makes visible."""
 
     gpus: int

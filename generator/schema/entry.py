@@ -8,7 +8,7 @@ and a call of `python -m verl.trainer.main_ppo` without `--config-name` loads th
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
@@ -17,8 +17,7 @@ from generator.pylaunch.hydra_main import read_hydra_main
 from generator.verl import PPO_CONFIG
 
 
-@dataclass(frozen=True)
-class EntryDefault:
+class EntryDefault(NamedTuple):
     config_dir: Path
     config_name: str
     reason: str

@@ -21,15 +21,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 from generator.launch import UNKNOWN_OPEN, Override
 from generator.overrides import parse_override
 from generator.schema.compose import compose, flatten, ComposeError, selections
 
 
-@dataclass(frozen=True, slots=True)
-class GroupRefusal:
+class GroupRefusal(NamedTuple):
     override: Override
     detail: str
 

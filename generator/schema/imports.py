@@ -25,9 +25,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Iterable
+from typing import Iterable, NamedTuple
 
 from generator.errors import InputError
 from generator.files import read_text_input
@@ -50,8 +49,7 @@ _PYPROJECT_DIR = re.compile(r"(?:package-dir\s*=\s*\{\s*['\"]{2}\s*=\s*['\"]([\w
                             r"|where\s*=\s*\[\s*['\"]([\w./-]+)['\"])")
 
 
-@dataclass(frozen=True)
-class ImportedVerl:
+class ImportedVerl(NamedTuple):
     """The verl package a call would import, and why it is that one."""
 
     package: Path  # the `verl/` folder (it holds trainer/config/)

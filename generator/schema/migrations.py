@@ -12,9 +12,8 @@ unknown keys.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
-from typing import TYPE_CHECKING, Any
+from typing import Any, NamedTuple, TYPE_CHECKING
 
 from generator.versions import parse
 from generator.schema.release_schema import available, load, normalize
@@ -23,8 +22,7 @@ if TYPE_CHECKING:
     from generator.schema.release_schema import Schema
 
 
-@dataclass(frozen=True)
-class Rename:
+class Rename(NamedTuple):
     """`old_key` (present in the older release) is `new_key` in the newer one, or gone (None)."""
 
     old_key: str
@@ -34,8 +32,7 @@ class Rename:
     backend: str | None = None  # "megatron" when the move only concerns that backend
 
 
-@dataclass(frozen=True)
-class ValueChange:
+class ValueChange(NamedTuple):
     """A value of `key` that stopped working in `since`; `new_value` is what to write instead
     (None: no automatic replacement)."""
 
@@ -46,8 +43,7 @@ class ValueChange:
     note: str = ""
 
 
-@dataclass(frozen=True)
-class _Move:
+class _Move(NamedTuple):
     old: str
     new: str | None
     since: str

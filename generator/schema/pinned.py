@@ -19,7 +19,7 @@ version (0.4.0 -> 0.4.1), else the nearest older one; the reason says so.
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 from pathlib import Path
 
 from generator.errors import InputError
@@ -42,8 +42,7 @@ _TEXT_LIMIT = 1 << 20
 _MAX_UP = 8
 
 
-@dataclass(frozen=True)
-class PinnedRelease:
+class PinnedRelease(NamedTuple):
     release: str   # a packaged schema id
     pinned: str    # the version as the project writes it
     where: Path    # the file that pins it

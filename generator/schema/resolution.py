@@ -26,9 +26,8 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass, replace
 from pathlib import Path
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, NamedTuple, Sequence
 
 from generator.errors import InputError
 from generator.launch import UNKNOWN_OPEN, Invocation, LaunchScript
@@ -63,8 +62,7 @@ from generator.schema.layered import layered_ppo_config
 KeyUses = Sequence[tuple[str, str]]
 
 
-@dataclass(frozen=True)
-class Resolution:
+class Resolution(NamedTuple):
     """The verl a script is judged against.
 
     release        the schema id configs are built with (a packaged id, or a registered
@@ -108,7 +106,7 @@ class Resolution:
         if config_dir is None or (self.config_dir is not None and Path(config_dir) == self.config_dir):
             return self
         source = f"{config_name}.yaml at {config_dir}, over {self.config_source}"
-        return replace(self, config_source=source, config_dir=Path(config_dir))
+        return self._replace(config_source=source, config_dir=Path(config_dir))
 
     def summary(self) -> str:
         """One line for a text report: 'verl 0.4.1 (config: ...; chosen: ...)'."""
@@ -164,7 +162,7 @@ def resolve(
     the script's calls would import from the checkout (generator.schema.imports) when no verl
     sits above the script."""
     found = _resolve(script_path, version, config_dir, project, keys, declared, imported)
-    return replace(found, search_dirs=project.config_dirs) if project.config_dirs else found
+    return found._replace(search_dirs=project.config_dirs) if project.config_dirs else found
 
 
 def _resolve(script_path: str | None, version: str | None, config_dir: str | None, project: ProjectSettings,
@@ -269,8 +267,8 @@ def resolve_script(script: LaunchScript, path: str | None = None, *, version: st
         # Keys of a call whose config layers a verl that is absent tell the release at best: the
         # defaults that verl composes are still unknown, so they are not trusted (as for a guess).
         layered = entry_config[0].startswith(_LAYERED_EVIDENCE)
-        return replace(found, reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"),
-                       guessed=found.guessed or layered)
+        return found._replace(reason=found.reason.replace("the script's keys", f"the keys of {entry_config[0]}"),
+                              guessed=found.guessed or layered)
     return found
 
 
@@ -467,7 +465,7 @@ def _readable(found: Resolution) -> Resolution:
                           stand_in=f"the config at {found.config_dir} ({err})", ppo_entry=found.ppo_entry,
                           package=found.package)
     if schema.notes:
-        return replace(found, reason=f"{found.reason}; {'; '.join(schema.notes)}")
+        return found._replace(reason=f"{found.reason}; {'; '.join(schema.notes)}")
     return found
 
 

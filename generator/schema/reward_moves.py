@@ -15,7 +15,7 @@ One table for `gen migrate` (the renames) and rule VK612 (what is lost).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.versions import parse
 
@@ -25,8 +25,7 @@ NOT_MIGRATED_SINCE = "0.9.0"  # main_ppo no longer calls migrate_legacy_reward_i
 MIGRATING_ENTRIES = ("verl.experimental.fully_async_policy.fully_async_main",)
 
 
-@dataclass(frozen=True, slots=True)
-class RewardMove:
+class RewardMove(NamedTuple):
     old: str  # a key, or a prefix (every key below it) when `prefix`
     new: str
     prefix: bool = False

@@ -16,7 +16,7 @@ from generator.config.reader import ConfigReader, as_int
 from generator.config.types import Config
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.layout import Candidate
+from generator.candidate import Candidate
 from generator.script.algorithm_reading import algorithm_of
 from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 

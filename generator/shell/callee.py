@@ -19,7 +19,6 @@ recorded as it is (VS709 then names it when no call is read).
 
 from __future__ import annotations
 
-import dataclasses
 import os
 import re
 from typing import TYPE_CHECKING, cast
@@ -181,7 +180,7 @@ def in_callee(hazards: list[Hazard], inv: Invocation) -> list[Hazard]:
     label = callee_label(inv.context)
     if label is None:
         return hazards
-    return [dataclasses.replace(h, message=f"{h.message} [{label}]") for h in hazards]
+    return [h._replace(message=f"{h.message} [{label}]") for h in hazards]
 
 
 def unread_call(rec: CommandRecord) -> Hazard | None:

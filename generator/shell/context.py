@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from bisect import bisect_right
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
+from typing import NamedTuple, TYPE_CHECKING
 
 from generator.launch import Hazard, Span
 from generator.shell.model import Field, Piece, Var, Work
@@ -23,6 +23,8 @@ ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
 
 @dataclass
 class FileCtx:
+    """The file being read: its text (latin-1), where its lines start and its expander."""
+
     path: str | None
     src: str  # latin-1
     line_starts: list[int]
@@ -67,8 +69,7 @@ class State:
         )
 
 
-@dataclass(frozen=True)
-class Flow:
+class Flow(NamedTuple):
     branch: str = "live"  # live | conditional | loop | dead
     context: tuple[str, ...] = ()
     depth: int = 0

@@ -8,7 +8,6 @@ from bisect import bisect_right
 
 from generator.errors import InputError
 from generator.launch import Hazard, Invocation, LaunchScript, Span
-from generator.pylaunch.override_lists import read_launcher
 from generator.shell.context import CommandRecord, Flow
 from generator.shell.eval_words import held_call_fields
 from generator.shell.trainer_calls import (argument_hazards, launcher_placeholder_hazards, orphan_hazard, override_hazards,
@@ -43,6 +42,9 @@ def read_launch(path: str | os.PathLike[str] | None, *, source: bytes | str | No
             raise InputError("no script given")
         source = _read_bytes(name)
     if name is not None and name.endswith(".py"):
+        # Here, not at the top: a shell script (the usual check) never needs the Python reader.
+        from generator.pylaunch.override_lists import read_launcher
+
         try:
             launcher = read_launcher(source, name)
         except RecursionError:  # depth is checked before parsing; this is the last line of defence

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import os
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.shell.model import Field, as_text
 
@@ -19,8 +19,7 @@ _TORCH_RUN_MODULES = ("torch.distributed.run", "torch.distributed.launch")
 _ENV_NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*=")
 
 
-@dataclass(frozen=True)
-class Wrapper:
+class Wrapper(NamedTuple):
     """How to step over one wrapper command to the command it runs.
 
     options:       "any" skips every word starting with `-`; "listed" only `flags` and
@@ -179,8 +178,7 @@ def skip_launcher_options(argv: Argv, i: int, bare_flags: frozenset[str]) -> tup
             i += 2
 
 
-@dataclass(frozen=True)
-class Entry:
+class Entry(NamedTuple):
     """The program a call runs: `entry` (a module or a file), how it was launched, and the
     index of its first argument."""
 

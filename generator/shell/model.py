@@ -149,6 +149,8 @@ def too_large(parts: int, chars: int) -> bool:
 
 @dataclass(slots=True)
 class Elem:
+    """One element of an array variable: its value, where it was assigned (a, b in `path`)."""
+
     pieces: list[Piece]
     a: int | None
     b: int | None
