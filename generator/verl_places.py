@@ -17,7 +17,7 @@ from pathlib import Path
 from generator import boundary
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS
 
 # How many folders above a script are searched for the project's marks: `.git`, a vendored verl
@@ -42,16 +42,25 @@ def find_project_verl(script_path: str) -> Path | None:
 
 def _find_project_verl(here: Path) -> Path | None:
     for folder in [here, *here.parents][:MAX_LEVELS]:
-        for place in _PACKAGE_PLACES:
-            package = folder.joinpath(*place)
-            if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        for submodule in _submodule_paths(folder):
-            package = folder / submodule / "verl"
-            if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        if (folder / ".git").exists():
+        # The scripts' folders share their ancestors: each folder is looked into once per run.
+        package = remembered(("verl_in", folder), lambda: _verl_in(folder))
+        if package is not None:
+            return package
+        if holds_git(folder):
             break
+    return None
+
+
+def _verl_in(folder: Path) -> Path | None:
+    """The verl package `folder` itself holds (vendored, `src/`, or in a git submodule)."""
+    for place in _PACKAGE_PLACES:
+        package = folder.joinpath(*place)
+        if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+            return package
+    for submodule in _submodule_paths(folder):
+        package = folder / submodule / "verl"
+        if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+            return package
     return None
 
 

@@ -31,7 +31,7 @@ from typing import Iterable
 
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
 from generator import boundary
@@ -76,7 +76,7 @@ def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) ->
 def _checkout_root(here: Path, base: Path, max_up: int) -> Path:
     candidates: list[Path] = []
     for folder in [here, *here.parents][:max_up]:
-        if (folder / ".git").exists():
+        if holds_git(folder):
             candidates.append(folder)
             break
     if base == here or base in here.parents:
