@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+from functools import partial
 from pathlib import Path
 
 from generator import boundary
@@ -43,7 +44,7 @@ def find_project_verl(script_path: str) -> Path | None:
 def _find_project_verl(here: Path) -> Path | None:
     for folder in [here, *here.parents][:MAX_LEVELS]:
         # The scripts' folders share their ancestors: each folder is looked into once per run.
-        package = remembered(("verl_in", folder), lambda: _verl_in(folder))
+        package = remembered(("verl_in", folder), partial(_verl_in, folder))
         if package is not None:
             return package
         if holds_git(folder):

@@ -12,6 +12,7 @@ from __future__ import annotations
 import ast
 import os
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from generator.errors import InputError
@@ -119,7 +120,7 @@ def _entry_file(entry: str, here: Path | None, repo_root: str | Path | None, max
             continue
         seen.add(base)
         # The scripts' folders share their ancestors: each is looked into once per run.
-        found = remembered(("entry_file_in", entry, base), lambda: _entry_file_in(entry, relative, base))
+        found = remembered(("entry_file_in", entry, base), partial(_entry_file_in, entry, relative, base))
         if found is not None:
             return found
     return None

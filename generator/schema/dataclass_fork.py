@@ -17,6 +17,7 @@ resolution._PACKAGE_PLACES) going up from the script to the checkout root, whose
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
 from generator.folder_memo import holds_git, remembered
@@ -51,7 +52,7 @@ def find_dataclass_verl(script_path: str) -> tuple[Path, Path] | None:
 def _dataclass_verl_above(here: Path) -> tuple[Path, Path] | None:
     for folder in [here, *here.parents][:_MAX_LEVELS]:
         # The scripts' folders share their ancestors: each folder is looked into once per run.
-        found = remembered(("dataclass_verl_in", folder), lambda: _dataclass_verl_in(folder))
+        found = remembered(("dataclass_verl_in", folder), partial(_dataclass_verl_in, folder))
         if found is not None:
             return found
         if holds_git(folder):

@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from functools import partial
 from pathlib import Path
 
 from generator import boundary
@@ -72,7 +73,7 @@ def pinned_release(script_path: str, root: Path) -> PinnedRelease | None:
     for folder in folders:
         # The scripts' folders share their ancestors: each folder is listed and read once per
         # run (under the boundary in force, which decides what may be read).
-        found = remembered(("pinned_in", folder, boundary.current()), lambda: _pinned_in(folder))
+        found = remembered(("pinned_in", folder, boundary.current()), partial(_pinned_in, folder))
         if found is not None:
             return found
     return None
