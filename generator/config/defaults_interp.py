@@ -135,10 +135,13 @@ def _build(defaults: dict[str, Any], nodes: frozenset[str] | set[str] | None, no
     return DefaultsResolution(defaults, node_count, outcomes)
 
 
-def changed_keys(defaults: dict[str, Any], values: dict[str, Any], unknown: Iterable[str]) -> set[str]:
-    """The keys a call set, added, deleted or marked unknown, with every ancestor of each."""
-    changed = {k for k, v in values.items() if defaults.get(k, _ABSENT) is not v}
-    changed.update(k for k in defaults if k not in values)
+def changed_keys(defaults: dict[str, Any], values: dict[str, Any], touched: Iterable[str],
+                 unknown: Iterable[str]) -> set[str]:
+    """The keys a call set, added, deleted or marked unknown, with every ancestor of each.
+    `values` began as a copy of `defaults`, and `touched` holds every key written or deleted
+    since (FlatConfig.touched): only those can differ, so only those are compared (a key set
+    to the very object it held is unchanged)."""
+    changed = {k for k in touched if values.get(k, _ABSENT) is not defaults.get(k, _ABSENT)}
     changed.update(unknown)
     changed.update(inner_nodes(changed))
     return changed
