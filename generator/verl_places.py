@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
 from functools import partial
 from pathlib import Path
 
@@ -91,7 +92,17 @@ def _submodule_paths(folder: Path) -> list[str]:
 
 
 def installed_verl() -> tuple[str, Path] | None:
-    """(version, package dir) of the verl importable here, found without importing it."""
+    """(version, package dir) of the verl importable here, found without importing it. Every
+    script asks: the import path is searched once per run, and the version read once per
+    boundary (which decides whether a dist-info beside the package may be read)."""
+    package = remembered(("installed_verl", tuple(sys.path)), _installed_package)
+    if package is None:
+        return None
+    version = remembered(("installed_version", package, boundary.current()), partial(read_version, package))
+    return (version, package) if version else None
+
+
+def _installed_package() -> Path | None:
     try:
         spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
@@ -103,9 +114,7 @@ def installed_verl() -> tuple[str, Path] | None:
         locations = [str(Path(spec.origin).parent)]
     if not locations:
         return None
-    package = Path(locations[0])
-    version = read_version(package)
-    return (version, package) if version else None
+    return Path(locations[0])
 
 
 def read_version(package: Path) -> str | None:

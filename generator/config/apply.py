@@ -236,11 +236,12 @@ class _Composition:
         # The defaults' own interpolations that read nothing this call changed are resolved once
         # for every call (generator.config.defaults_interp); the rest are resolved here.
         kept = DefaultsResolution.of(self.defaults, self.nodes)
-        changed = changed_keys(self.defaults, flat.values, flat.touched, unknown) if kept is not None else set()
+        stale = (kept.stale(changed_keys(self.defaults, flat.values, flat.touched, unknown)) if kept is not None
+                 else set())
         for key, raw in flat.values.items():
             # has_interpolation, written out: this runs for each of the ~800 keys of every call
             if isinstance(raw, str) and "${" in raw and key not in unknown:
-                reused = kept.reusable(key, changed) if kept is not None else None
+                reused = kept.reusable(key, stale) if kept is not None else None
                 if reused is not None:
                     value, error, cost = reused
                     self.resolver.charge(cost)
