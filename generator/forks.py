@@ -147,7 +147,7 @@ def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     code_keys = {entry.key: entry for entry in from_code}
     # Only the few keys that name a fork entry are looked at further (a config has hundreds):
     # the named keys are looked up, and only the suffix test scans the keys (in C), as this runs
-    # twice for every call.
+    # for every call.
     named = {key for key in (*_EXACT_KEYS, *code_keys)
              if key in config.values or key in config.unknown or key in unknown_keys}
     for keys in (config.values, config.unknown, unknown_keys):

@@ -93,14 +93,16 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     from generator.config.reader import fallback_note, is_trainer
 
     load_rules()
-    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory)
+    fork_settings = fork_batch_settings(config)
+    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
+                  fork_settings=fork_settings)
     trainer = is_trainer(ctx)
     approximate = fallback_note(config) is not None
     # A release guessed with no evidence (no verl found, no verl key set): its defaults are not
     # the run's, so default-reading rules stand down as for an approximate config.
     if config.resolution is not None and config.resolution.guessed:
         approximate = True
-    forked_chain = bool(fork_batch_settings(config))
+    forked_chain = bool(fork_settings)
     findings: list[Finding] = []
     for rule in _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer, approximate,
                               forked_chain):
@@ -126,19 +128,31 @@ def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str
 _TO_RUN: dict[tuple[object, ...], list[Rule]] = {}
 
 
+def _script_rules(select: tuple[str, ...], ignore: tuple[str, ...], with_suppressions: bool) -> list[Rule]:
+    """The chosen rules about the script text (once for all the scripts, like _rules_to_run)."""
+    from generator.rules.suppression import CODES as SUPPRESSION_CODES
+
+    key = (select, ignore, with_suppressions, len(REGISTRY))
+    chosen = _SCRIPT_RULES.get(key)
+    if chosen is None:
+        chosen = _SCRIPT_RULES[key] = [rule for rule in selected(select, ignore) if rule.scope == "script" and (
+            with_suppressions or rule.code not in SUPPRESSION_CODES)]
+    return chosen
+
+
+_SCRIPT_RULES: dict[tuple[object, ...], list[Rule]] = {}
+
+
 def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
                     with_suppressions: bool = True) -> list[Finding]:
     """Findings about the script text itself (shell hazards). Without `with_suppressions`, the
     VS718/VS719 verdicts on its suppression comments are left out (check_script adds them over
     every call's findings)."""
-    from generator.rules.suppression import CODES as SUPPRESSION_CODES
-
     load_rules()
     ctx = Context(config=Config(version="0.0.0", schema=""), script=script)
     findings: list[Finding] = []
-    for rule in selected(select, ignore):
-        if rule.scope == "script" and (with_suppressions or rule.code not in SUPPRESSION_CODES):
-            findings.extend(rule.check(ctx))
+    for rule in _script_rules(tuple(select), tuple(ignore), with_suppressions):
+        findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, f.code))
     return findings
 
