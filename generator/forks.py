@@ -17,7 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from operator import methodcaller
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Collection, Iterable
 
 from generator.config.types import Config
 from generator.verl import PPO_ENTRY
@@ -88,6 +88,16 @@ _SUFFIXES = tuple(entry.key for entry in FORK_BATCH_KEYS if entry.key.startswith
 _HAS_SUFFIX = methodcaller("endswith", _SUFFIXES)
 
 
+def _suffixed(keys: Collection[str]) -> Iterable[str]:
+    """The keys that end with one of _SUFFIXES. Most configs have none: one search of all the
+    keys joined (in C) tells so before any key is tested (a key ending with a suffix puts the
+    suffix and a newline in the joined text)."""
+    joined = "\n".join(keys) + "\n"
+    if not any(suffix + "\n" in joined for suffix in _SUFFIXES):
+        return ()
+    return filter(_HAS_SUFFIX, keys)
+
+
 def _matching_entries(key: str) -> list[ForkBatchKey]:
     return [entry for entry in FORK_BATCH_KEYS if _matches(entry, key)]
 
@@ -151,7 +161,7 @@ def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     named = {key for key in (*_EXACT_KEYS, *code_keys)
              if key in config.values or key in config.unknown or key in unknown_keys}
     for keys in (config.values, config.unknown, unknown_keys):
-        named.update(filter(_HAS_SUFFIX, keys))
+        named.update(_suffixed(keys))
     for key in sorted(named):
         value, line = _setting(config, key)
         entries = [code_keys[key]] if key in code_keys else _matching_entries(key)

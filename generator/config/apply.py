@@ -218,7 +218,7 @@ class _Composition:
                 detail = f"{key}={value} is not accepted from verl {change.since}: {change.note}"
                 self._refuse(override, "bad-value", detail, str(change.new_value))
         # A removed key added with + or ++ is accepted by Hydra but ignored by verl.
-        if (self.strict and op in ("+", "++") and not (set(written) & set(self.defaults))
+        if (self.strict and op in ("+", "++") and not any(leaf in self.defaults for leaf in written)
                 and not under_open_mapping(key)):
             issue = migration_issue(override, key, self.version)
             if issue is not None and issue.kind in ("renamed", "removed"):
