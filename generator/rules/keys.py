@@ -140,6 +140,7 @@ def _dataclass_fields() -> dict[str, dict[str, frozenset[str]]]:
     return {release: {name: frozenset(fields) for name, fields in classes.items()} for release, classes in raw.items()}
 
 
+@lru_cache(maxsize=64)  # pure on the packaged data; asked for every call
 def _fields_release(version: str) -> str | None:
     """The measured release whose fields judge `version`: itself, else the nearest older one."""
     from generator.versions import parse as parse_version
