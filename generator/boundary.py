@@ -28,8 +28,8 @@ from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 
-from generator.errors import InputError
 from generator import folder_memo
+from generator.errors import InputError
 
 _HERE = Path(__file__).resolve().parent  # the generator package: its own data is always readable
 

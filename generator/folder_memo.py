@@ -85,9 +85,10 @@ def real_parent(path: str) -> Path:
 
 def _real_folder(path: str) -> str | None:
     """The real folder of `path`'s folder part; None when `path` itself must be resolved (a
-    link, or a name such as `..` that is not a file in its folder)."""
+    link, a name such as `..` that is not a file in its folder, or a path os.path.realpath
+    refuses with ValueError, as it must go on doing)."""
     folder, name = os.path.split(path)
-    if name in ("", ".", "..") or os.path.islink(path):
+    if name in ("", ".", "..") or "\0" in path or os.path.islink(path):
         return None
     # A relative folder is relative to the working directory, which is part of the question.
     where = None if os.path.isabs(folder) else os.getcwd()
