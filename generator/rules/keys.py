@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterator
+from typing import Any, Iterator
 
 from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
@@ -168,6 +168,9 @@ def _existing(ctx: Context) -> frozenset[str] | None:
             return None
     if defaults is None:
         return None
+    nodes = _release_nodes(ctx.config.version, defaults)
+    if nodes is not None:
+        return frozenset(defaults) | nodes
     found: set[str] = set()
     for key in defaults:
         found.add(key)
@@ -176,6 +179,18 @@ def _existing(ctx: Context) -> frozenset[str] | None:
             found.add(key[:cut])
             cut = key.rfind(".", 0, cut)
     return frozenset(found)
+
+
+def _release_nodes(version: str, defaults: dict[str, Any]) -> frozenset[str] | None:
+    """The inner nodes of `defaults` when it is one of the release's own configs (a call without
+    group selections), which the release keeps; None for any other dict (walked instead)."""
+    from generator.schema import load
+
+    try:
+        schema = load(version)
+    except Exception:  # an unknown schema id: the caller walks the keys
+        return None
+    return next((schema.nodes(name) for name, values in schema.configs.items() if values is defaults), None)
 
 
 def _existed_without_plus(config: Config, node: str) -> bool:
