@@ -28,6 +28,7 @@ from contextvars import ContextVar
 from typing import NamedTuple
 from pathlib import Path
 
+from generator import folder_memo
 from generator.errors import InputError
 
 _HERE = Path(__file__).resolve().parent  # the generator package: its own data is always readable
@@ -52,7 +53,7 @@ class Boundary(NamedTuple):
 
     def allows(self, path: str | os.PathLike[str]) -> bool:
         try:
-            real = Path(os.path.realpath(os.fspath(path)))
+            real = real_path(path)
         except (OSError, ValueError):
             return False
         return any(real == top or top in real.parents for top in (self.root, *self.others))
@@ -70,7 +71,7 @@ _GIVEN: list[Path] = []
 
 def real_path(path: str | os.PathLike[str]) -> Path:
     """`path` with every link resolved (what the boundary compares)."""
-    return Path(os.path.realpath(os.fspath(path)))
+    return Path(folder_memo.real_path(os.fspath(path)))
 
 
 def bound_to(root: Path, *places: Path | None) -> Boundary:

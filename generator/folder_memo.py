@@ -16,8 +16,10 @@ with what the parent had remembered, which is still true of the same run.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Callable, Hashable, Iterator
 from contextlib import contextmanager
+from pathlib import Path
 from typing import TypeVar
 
 Value = TypeVar("Value")
@@ -57,4 +59,40 @@ def active() -> bool:
     return _memo is not None
 
 
-__all__ = ["active", "one_run", "remembered"]
+def holds_git(folder: Path) -> bool:
+    """Whether `folder/.git` exists: the mark of a checkout's root that every walk up from a
+    script (project root, checkout root, vendored verl) stops at. The scripts of a corpus share
+    a few ancestors, so each is asked once per run."""
+    return remembered(("holds_git", folder), lambda: (folder / ".git").exists())
+
+
+def real_path(path: str) -> str:
+    """`os.path.realpath(path)`. Resolving walks every component with an lstat; the folder part
+    is resolved once per run for all the files in it, and only the file itself is asked
+    whether it is a link."""
+    real_folder = _real_folder(path)
+    return os.path.realpath(path) if real_folder is None else os.path.join(real_folder, os.path.basename(path))
+
+
+def real_parent(path: str) -> Path:
+    """`Path(path).resolve().parent`: the real folder holding the file `path` (a link is
+    followed to its target's folder), as real_path resolves it."""
+    folder = _real_folder(path)
+    if folder is None:
+        return Path(os.path.realpath(path)).parent
+    return remembered(("real_folder_path", folder), lambda: Path(folder))
+
+
+def _real_folder(path: str) -> str | None:
+    """The real folder of `path`'s folder part; None when `path` itself must be resolved (a
+    link, a name such as `..` that is not a file in its folder, or a path os.path.realpath
+    refuses with ValueError, as it must go on doing)."""
+    folder, name = os.path.split(path)
+    if name in ("", ".", "..") or "\0" in path or os.path.islink(path):
+        return None
+    # A relative folder is relative to the working directory, which is part of the question.
+    where = None if os.path.isabs(folder) else os.getcwd()
+    return remembered(("real_folder", folder, where), lambda: os.path.realpath(folder))
+
+
+__all__ = ["active", "holds_git", "one_run", "real_parent", "real_path", "remembered"]

@@ -15,7 +15,8 @@ the fallback for forks whose code is absent (an installed fork, a script copied 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, NamedTuple, TYPE_CHECKING
+from operator import methodcaller
+from typing import TYPE_CHECKING, Any, Collection, Iterable, NamedTuple
 
 from generator.config.types import Config
 from generator.verl import PPO_ENTRY
@@ -80,6 +81,17 @@ def _neutral(entry: ForkBatchKey, value: Any) -> bool:
 
 _EXACT_KEYS = frozenset(entry.key for entry in FORK_BATCH_KEYS if not entry.key.startswith("."))
 _SUFFIXES = tuple(entry.key for entry in FORK_BATCH_KEYS if entry.key.startswith("."))
+_HAS_SUFFIX = methodcaller("endswith", _SUFFIXES)
+
+
+def _suffixed(keys: Collection[str]) -> Iterable[str]:
+    """The keys that end with one of _SUFFIXES. Most configs have none: one search of all the
+    keys joined (in C) tells so before any key is tested (a key ending with a suffix puts the
+    suffix and a newline in the joined text)."""
+    joined = "\n".join(keys) + "\n"
+    if not any(suffix + "\n" in joined for suffix in _SUFFIXES):
+        return ()
+    return filter(_HAS_SUFFIX, keys)
 
 
 def _matching_entries(key: str) -> list[ForkBatchKey]:
@@ -141,14 +153,18 @@ def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
     not); an unknown value counts, since it may. Keys the fork's own code repeats the batch by
     come first; the table above covers forks whose code is not here."""
     found: list[ForkBatchSetting] = []
-    keys = set(config.values) | set(config.unknown)
-    keys.update(issue.override.key for issue in config.key_issues
-                if issue.kind == "unknown-key" and issue.override.key)
+    unknown_keys = {issue.override.key for issue in config.key_issues
+                    if issue.kind == "unknown-key" and issue.override.key}
     from_code = _code_entries(config)
     code_keys = {entry.key: entry for entry in from_code}
-    # Only the few keys that name a fork entry are looked at further (a config has hundreds).
-    # The cheap first test is written out, not a function: it runs on every key of every call.
-    for key in sorted(k for k in keys if k in _EXACT_KEYS or k.endswith(_SUFFIXES) or k in code_keys):
+    # Only the few keys that name a fork entry are looked at further (a config has hundreds):
+    # the named keys are looked up, and only the suffix test scans the keys (in C), as this runs
+    # for every call.
+    named = {key for key in (*_EXACT_KEYS, *code_keys)
+             if key in config.values or key in config.unknown or key in unknown_keys}
+    for keys in (config.values, config.unknown, unknown_keys):
+        named.update(_suffixed(keys))
+    for key in sorted(named):
         value, line = _setting(config, key)
         entries = [code_keys[key]] if key in code_keys else _matching_entries(key)
         for entry in entries:

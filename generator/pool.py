@@ -8,6 +8,7 @@ itself). A few files, stdin (`-`), a single core, or `VERL_GEN_JOBS=1` stay in t
 
 from __future__ import annotations
 
+import gc
 import os
 import sys
 from typing import Callable, TypeVar
@@ -48,6 +49,10 @@ def map_files(function: Callable[[str, Options], Result], paths: list[str], opti
     first = function(paths[0], options)  # warms imports and caches, which the workers then share
     global _job
     _job = (function, options)  # type: ignore[assignment]  # the child calls it with these options
+    # What the workers inherit (modules, schemas, warmed caches) lives as long as they do: moved
+    # out of the collector's reach, a worker's full collections no longer rescan it, nor touch
+    # (and so copy) its pages.
+    gc.freeze()
     try:
         from multiprocessing import get_context
 
@@ -58,6 +63,7 @@ def map_files(function: Callable[[str, Options], Result], paths: list[str], opti
         rest = [function(path, options) for path in paths[1:]]
     finally:
         _job = None
+        gc.unfreeze()  # this process goes on (an in-process caller): its objects are collectable again
     return [first, *rest]  # type: ignore[list-item]
 
 

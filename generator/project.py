@@ -43,7 +43,7 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.folder_memo import real_parent, remembered
 from generator.project_root import enter, project_root
 from generator.verl_places import MAX_LEVELS
 from generator import boundary
@@ -131,8 +131,8 @@ def find_project_file(start: str | Path) -> Path | None:
     import os
 
 
-    where = os.path.realpath(start)  # what Path.resolve() gives
-    where = where if os.path.isdir(where) else os.path.dirname(where)
+    # The real folder (what Path.resolve() gives): a script's is resolved once for its folder.
+    where = os.path.realpath(start) if os.path.isdir(start) else str(real_parent(os.fspath(start)))
     try:
         cwd: str | None = os.getcwd()
     except OSError:

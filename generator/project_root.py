@@ -15,7 +15,7 @@ from pathlib import Path
 
 from generator import boundary
 from generator.boundary import Boundary, real_path
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 from generator.verl_places import MAX_LEVELS, find_project_verl, installed_verl
 
 
@@ -38,7 +38,7 @@ def project_root(path: str | os.PathLike[str]) -> Path:
 
 def _project_root(here: Path) -> Path:
     for folder in [here, *here.parents][:MAX_LEVELS]:
-        if (folder / ".git").exists():
+        if holds_git(folder):
             return folder
     candidates = [g for g in boundary.given_folders() if here == g or g in here.parents]
     try:

@@ -12,12 +12,14 @@ from __future__ import annotations
 
 import importlib.util
 import os
+import sys
+from functools import partial
 from pathlib import Path
 
 from generator import boundary
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS
 
 # How many folders above a script are searched for the project's marks: `.git`, a vendored verl
@@ -42,16 +44,25 @@ def find_project_verl(script_path: str) -> Path | None:
 
 def _find_project_verl(here: Path) -> Path | None:
     for folder in [here, *here.parents][:MAX_LEVELS]:
-        for place in _PACKAGE_PLACES:
-            package = folder.joinpath(*place)
-            if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        for submodule in _submodule_paths(folder):
-            package = folder / submodule / "verl"
-            if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
-                return package
-        if (folder / ".git").exists():
+        # The scripts' folders share their ancestors: each folder is looked into once per run.
+        package = remembered(("verl_in", folder), partial(_verl_in, folder))
+        if package is not None:
+            return package
+        if holds_git(folder):
             break
+    return None
+
+
+def _verl_in(folder: Path) -> Path | None:
+    """The verl package `folder` itself holds (vendored, `src/`, or in a git submodule)."""
+    for place in _PACKAGE_PLACES:
+        package = folder.joinpath(*place)
+        if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+            return package
+    for submodule in _submodule_paths(folder):
+        package = folder / submodule / "verl"
+        if has_ppo_config(package.joinpath(*CONFIG_SUBDIR)):
+            return package
     return None
 
 
@@ -81,7 +92,17 @@ def _submodule_paths(folder: Path) -> list[str]:
 
 
 def installed_verl() -> tuple[str, Path] | None:
-    """(version, package dir) of the verl importable here, found without importing it."""
+    """(version, package dir) of the verl importable here, found without importing it. Every
+    script asks: the import path is searched once per run, and the version read once per
+    boundary (which decides whether a dist-info beside the package may be read)."""
+    package = remembered(("installed_verl", tuple(sys.path)), _installed_package)
+    if package is None:
+        return None
+    version = remembered(("installed_version", package, boundary.current()), partial(read_version, package))
+    return (version, package) if version else None
+
+
+def _installed_package() -> Path | None:
     try:
         spec = importlib.util.find_spec("verl")
     except (ImportError, ValueError):
@@ -93,9 +114,7 @@ def installed_verl() -> tuple[str, Path] | None:
         locations = [str(Path(spec.origin).parent)]
     if not locations:
         return None
-    package = Path(locations[0])
-    version = read_version(package)
-    return (version, package) if version else None
+    return Path(locations[0])
 
 
 def read_version(package: Path) -> str | None:

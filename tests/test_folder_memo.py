@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
 import pytest
@@ -74,3 +75,26 @@ def test_scripts_of_one_folder_share_the_walk_up(tmp_path: Path, monkeypatch: py
         project_root.project_root(scripts[1])
     boundary.reset()
     assert len(walked) == 2
+
+
+def test_real_path_and_parent_resolve_as_realpath_does(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # The folder part is resolved once per run; the answer must stay os.path.realpath's through
+    # linked folders, linked files, `..` after a link, link loops and missing files.
+    (tmp_path / "real" / "sub").mkdir(parents=True)
+    (tmp_path / "other").mkdir()
+    (tmp_path / "real" / "sub" / "f.sh").write_text("")
+    (tmp_path / "other" / "t.sh").write_text("")
+    (tmp_path / "link").symlink_to("real")
+    (tmp_path / "real" / "sub" / "l.sh").symlink_to("../../other/t.sh")
+    (tmp_path / "loop1").symlink_to("loop2")
+    (tmp_path / "loop2").symlink_to("loop1")
+    monkeypatch.chdir(tmp_path)
+    paths = ["link/sub/f.sh", "link/sub/l.sh", "link/../other/t.sh", "link/sub/../sub/f.sh", "loop1", "loop1/x",
+             str(tmp_path / "link" / "sub" / "f.sh"), "real/sub/missing.sh", "link/sub", "f.sh", "..", "/"]
+    with folder_memo.one_run():
+        for _ in range(2):  # computed, then remembered
+            for path in paths:
+                assert folder_memo.real_path(path) == os.path.realpath(path), path
+                assert folder_memo.real_parent(path) == Path(os.path.realpath(path)).parent, path
+    with pytest.raises(ValueError):
+        folder_memo.real_path("a\0b")  # refused as os.path.realpath refuses it (the boundary says no)

@@ -74,6 +74,12 @@ class DefaultsResolution:
         self.defaults = defaults
         self.node_count = node_count
         self.outcomes = outcomes
+        # Who read what, the other way round: a call changes a few dozen keys, and asking which
+        # outcomes read them is cheaper than asking each of ~100 outcomes what it read.
+        self.readers: dict[str, list[str]] = {}
+        for key, (_, _, reads, _) in outcomes.items():
+            for read in reads:
+                self.readers.setdefault(read, []).append(key)
 
     @staticmethod
     def of(defaults: dict[str, Any], nodes: Iterable[str] | None) -> DefaultsResolution | None:
@@ -99,11 +105,17 @@ class DefaultsResolution:
             del _KEPT[0]
         return None
 
-    def reusable(self, key: str, changed: set[str]) -> tuple[Any, Unresolvable | None, int] | None:
-        """(value, error, cost) of `key` as the defaults resolve it, when nothing it read is
-        in `changed` (changed keys and all their ancestors); else None."""
+    def stale(self, changed: set[str]) -> set[str]:
+        """The keys whose outcome read something in `changed` (changed keys and all their
+        ancestors): those the call must resolve itself."""
+        readers = self.readers
+        return {key for read in changed if read in readers for key in readers[read]}
+
+    def reusable(self, key: str, stale: set[str]) -> tuple[Any, Unresolvable | None, int] | None:
+        """(value, error, cost) of `key` as the defaults resolve it, unless it is `stale`
+        (see `stale`) or not an interpolation of the defaults; else None."""
         outcome = self.outcomes.get(key)
-        if outcome is None or not changed.isdisjoint(outcome[2]):
+        if outcome is None or key in stale:
             return None
         value, error, _, cost = outcome
         if isinstance(value, (dict, list)):
@@ -135,10 +147,13 @@ def _build(defaults: dict[str, Any], nodes: frozenset[str] | set[str] | None, no
     return DefaultsResolution(defaults, node_count, outcomes)
 
 
-def changed_keys(defaults: dict[str, Any], values: dict[str, Any], unknown: Iterable[str]) -> set[str]:
-    """The keys a call set, added, deleted or marked unknown, with every ancestor of each."""
-    changed = {k for k, v in values.items() if defaults.get(k, _ABSENT) is not v}
-    changed.update(k for k in defaults if k not in values)
+def changed_keys(defaults: dict[str, Any], values: dict[str, Any], touched: Iterable[str],
+                 unknown: Iterable[str]) -> set[str]:
+    """The keys a call set, added, deleted or marked unknown, with every ancestor of each.
+    `values` began as a copy of `defaults`, and `touched` holds every key written or deleted
+    since (FlatConfig.touched): only those can differ, so only those are compared (a key set
+    to the very object it held is unchanged)."""
+    changed = {k for k in touched if values.get(k, _ABSENT) is not defaults.get(k, _ABSENT)}
     changed.update(unknown)
     changed.update(inner_nodes(changed))
     return changed

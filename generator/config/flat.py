@@ -17,6 +17,9 @@ class FlatConfig:
     def __init__(self, values: dict[str, Any], nodes: Iterable[str]) -> None:
         self.values = values
         self.nodes = set(nodes)
+        # Every leaf key its methods set, replaced or deleted since it was made: a key not in it
+        # still holds the value (the same object) it was made with, or is still absent.
+        self.touched: set[str] = set()
         # Bumped whenever a key appears or disappears, so that an index built over the keys
         # (history's "did you mean") knows when it is stale. Values changing do not bump it.
         self.generation = 0
@@ -52,6 +55,7 @@ class FlatConfig:
         prefix = key + "."
         for k in [k for k in self.values if k.startswith(prefix)]:
             del self.values[k]
+            self.touched.add(k)
         self.nodes = {n for n in self.nodes if not (n == key or n.startswith(prefix))}
         self.generation += 1
 
@@ -61,6 +65,7 @@ class FlatConfig:
             prefix = key[:cut]
             if prefix in self.values:  # a leaf (null, {}, scalar) becomes a mapping
                 del self.values[prefix]
+                self.touched.add(prefix)
                 self.generation += 1
             if prefix not in self.nodes:
                 self.nodes.add(prefix)
@@ -75,10 +80,12 @@ class FlatConfig:
                 items = list(self.values[index[0]])
                 items[index[1]] = value
                 self.values[index[0]] = items
+                self.touched.add(index[0])
                 return [index[0]]
         if isinstance(value, dict) and value:
             if key in self.values:
                 del self.values[key]
+                self.touched.add(key)
             written: list[str] = []
             for sub, sub_value in value.items():
                 written += self.set(f"{key}.{sub}", sub_value)
@@ -92,19 +99,23 @@ class FlatConfig:
         if key not in self.values:
             self.generation += 1
         self.values[key] = value
+        self.touched.add(key)
         return [key]
 
     def expand(self, key: str, leaves: Iterable[tuple[str, Any]]) -> None:
         """Replace the leaf `key` by the flat `leaves` below it (a mapping it turned out to hold)."""
         del self.values[key]
+        self.touched.add(key)
         for sub, sub_value in leaves:
             self.values[sub] = sub_value
+            self.touched.add(sub)
         self.generation += 1
 
     def delete(self, key: str) -> None:
         self.generation += 1
         if key in self.values:
             del self.values[key]
+            self.touched.add(key)
         else:
             self._drop_subtree(key)
         # A mapping whose last key was deleted stays, empty.
@@ -112,6 +123,7 @@ class FlatConfig:
         if parent and parent in self.nodes and not any(k.startswith(parent + ".") for k in self.values):
             self.nodes = {n for n in self.nodes if not (n == parent or n.startswith(parent + "."))}
             self.values[parent] = {}
+            self.touched.add(parent)
 
 
 def list_index(flat: FlatConfig, key: str) -> tuple[str, int] | None:

@@ -9,6 +9,7 @@ import os
 import re
 from pathlib import Path
 
+from generator.folder_memo import remembered
 from generator.foreign_paths import checkout_copy
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import PPO_ENTRY
@@ -52,9 +53,17 @@ def _entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> t
     for a module entry, its package folder there (config trees keep the folders without the
     Python files); else, for verl's own trainer, the installed verl's `verl/trainer/`.
     (folder, sure): `sure` is False when only a package folder stood in for a file that was not
-    seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown."""
+    seen (it may live elsewhere); verl's own verl/trainer/ is always sure. None when unknown.
+    Every call asks twice (its config folder, its relative --config-path), and the calls of a
+    folder's scripts share it: answered once per run (a relative folder is the working
+    directory's, which is part of the question)."""
     if not entry or UNKNOWN_OPEN in entry:
         return None
+    return remembered(("entry_dir", entry, script_dir, config_root, os.getcwd()),
+                      lambda: _find_entry_dir(entry, script_dir, config_root))
+
+
+def _find_entry_dir(entry: str, script_dir: str | None, config_root: str | None) -> tuple[Path, bool] | None:
     script_path = Path(script_dir) / "_" if script_dir else None
     found = find_entry_file(entry, script_path, repo_root=config_root)
     if found is not None:

@@ -49,9 +49,9 @@ def setting_override(key: str, invocation: Invocation | None, config: Config | N
 
 
 def _same_file(a: str, b: str) -> bool:
-    import os
+    from generator.folder_memo import real_path
 
-    return os.path.realpath(a) == os.path.realpath(b)
+    return real_path(a) == real_path(b)
 
 
 def _all_overrides(script: LaunchScript) -> Iterable[Override]:

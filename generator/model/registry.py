@@ -12,12 +12,15 @@ exists; otherwise its last component is matched against the registry, so
 
 from __future__ import annotations
 
+import os
 import re
 from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
+from generator import boundary
 from generator.errors import InputError
+from generator.folder_memo import remembered
 from generator.model.config_json import load_model_config
 from generator.model.facts import ModelFacts
 from generator.files import read_text_input
@@ -251,8 +254,11 @@ def locate_model(name_or_path: str) -> tuple[ModelFacts | None, str]:
 
 
 def find_model(name_or_path: str) -> ModelFacts | None:
-    """Facts for a name, hub id, model directory or config.json; None when nothing matches."""
-    return locate_model(name_or_path)[0]
+    """Facts for a name, hub id, model directory or config.json; None when nothing matches.
+    The scripts of a corpus name the same few models: each is looked up once per run (a
+    relative path from the working directory, a config.json read under the boundary in force)."""
+    return remembered(("model", name_or_path, os.getcwd(), boundary.current()),
+                      lambda: locate_model(name_or_path)[0])
 
 
 def known_tail(value: str) -> str | None:

@@ -12,11 +12,13 @@ from __future__ import annotations
 import ast
 import os
 from typing import NamedTuple
+from functools import partial
 from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.folder_memo import remembered
+from generator.folder_memo import real_parent
 
 
 class HydraMain(NamedTuple):
@@ -99,17 +101,16 @@ def find_entry_file(entry: str, script_path: str | Path | None, *, repo_root: st
     then from `repo_root`. A file entry (`path/main.py`) is resolved from the same places."""
     if not entry or "<?" in entry:
         return None
-    key = ("entry_file", entry, os.path.abspath(script_path) if script_path is not None else None,
-           os.path.abspath(repo_root) if repo_root is not None else None, max_up)
-    return remembered(key, lambda: _entry_file(entry, script_path, repo_root, max_up))
+    # Looked up from the script's real folder: the scripts of one folder share the answer.
+    here = real_parent(os.fspath(script_path)) if script_path is not None else None
+    key = ("entry_file", entry, here, os.path.abspath(repo_root) if repo_root is not None else None, max_up)
+    return remembered(key, lambda: _entry_file(entry, here, repo_root, max_up))
 
 
-def _entry_file(entry: str, script_path: str | Path | None, repo_root: str | Path | None, max_up: int
-                ) -> Path | None:
+def _entry_file(entry: str, here: Path | None, repo_root: str | Path | None, max_up: int) -> Path | None:
     relative = Path(entry) if entry.endswith(".py") else Path(*entry.split(".")).with_suffix(".py")
     starts: list[Path] = []
-    if script_path is not None:
-        here = Path(script_path).resolve().parent
+    if here is not None:
         starts.append(here)
         starts.extend(list(here.parents)[:max_up])
     if repo_root is not None:
@@ -119,13 +120,22 @@ def _entry_file(entry: str, script_path: str | Path | None, repo_root: str | Pat
         if base in seen:
             continue
         seen.add(base)
-        candidate = base / relative
-        if candidate.is_file():
-            return candidate
-        if not entry.endswith(".py"):
-            package_main = base / Path(*entry.split(".")) / "__main__.py"
-            if package_main.is_file():
-                return package_main
+        # The scripts' folders share their ancestors: each is looked into once per run.
+        found = remembered(("entry_file_in", entry, base), partial(_entry_file_in, entry, relative, base))
+        if found is not None:
+            return found
+    return None
+
+
+def _entry_file_in(entry: str, relative: Path, base: Path) -> Path | None:
+    """The entry's file (or package's `__main__.py`) right under `base`."""
+    candidate = base / relative
+    if candidate.is_file():
+        return candidate
+    if not entry.endswith(".py"):
+        package_main = base / Path(*entry.split(".")) / "__main__.py"
+        if package_main.is_file():
+            return package_main
     return None
 
 

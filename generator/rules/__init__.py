@@ -70,15 +70,16 @@ def problem_code(kind: str) -> str:
     raise KeyError(kind)
 
 
-def _applies(rule: Rule, config: Config, trainer: bool) -> bool:
+def _applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
+    """Whether `rule` judges a config of this backend and release (of a trainer call or not)."""
     if rule.scope == "script":
         return False
     if rule.scope == "trainer" and not trainer:
         return False
-    if config.backend not in rule.backends and not (rule.scope == "any" and config.backend == "unknown"):
+    if backend not in rule.backends and not (rule.scope == "any" and backend == "unknown"):
         return False
     try:
-        return rule.versions.contains(config.version)
+        return rule.versions.contains(version)
     except ValueError:
         return True
 
@@ -91,25 +92,54 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     from generator.config.reader import fallback_note, is_trainer
 
     load_rules()
-    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory)
+    fork_settings = fork_batch_settings(config)
+    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
+                  fork_settings=fork_settings)
     trainer = is_trainer(ctx)
     approximate = fallback_note(config) is not None
     # A release guessed with no evidence (no verl found, no verl key set): its defaults are not
     # the run's, so default-reading rules stand down as for an approximate config.
     if config.resolution is not None and config.resolution.guessed:
         approximate = True
-    forked_chain = bool(fork_batch_settings(config))
+    forked_chain = bool(fork_settings)
     findings: list[Finding] = []
-    for rule in selected(select, ignore):
-        if not _applies(rule, config, trainer):
-            continue
-        if approximate and rule.reads_defaults:
-            continue
-        if forked_chain and stands_down_for_fork(rule):
-            continue
+    for rule in _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer, approximate,
+                              forked_chain):
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
     return findings
+
+
+def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str, version: str, trainer: bool,
+                  approximate: bool, forked_chain: bool) -> list[Rule]:
+    """The chosen rules that run on a config of this backend and release: decided by these
+    arguments alone, so once for all the calls that share them (a corpus has a few dozen such
+    kinds of call, and 120 rules to sort out for each of its ~700 calls)."""
+    key = (select, ignore, backend, version, trainer, approximate, forked_chain, len(REGISTRY))
+    chosen = _TO_RUN.get(key)
+    if chosen is None:
+        chosen = _TO_RUN[key] = [
+            rule for rule in selected(select, ignore) if _applies(rule, backend, version, trainer)
+            and not (approximate and rule.reads_defaults) and not (forked_chain and stands_down_for_fork(rule))]
+    return chosen
+
+
+_TO_RUN: dict[tuple[object, ...], list[Rule]] = {}
+
+
+def _script_rules(select: tuple[str, ...], ignore: tuple[str, ...], with_suppressions: bool) -> list[Rule]:
+    """The chosen rules about the script text (once for all the scripts, like _rules_to_run)."""
+    from generator.rules.suppression import CODES as SUPPRESSION_CODES
+
+    key = (select, ignore, with_suppressions, len(REGISTRY))
+    chosen = _SCRIPT_RULES.get(key)
+    if chosen is None:
+        chosen = _SCRIPT_RULES[key] = [rule for rule in selected(select, ignore) if rule.scope == "script" and (
+            with_suppressions or rule.code not in SUPPRESSION_CODES)]
+    return chosen
+
+
+_SCRIPT_RULES: dict[tuple[object, ...], list[Rule]] = {}
 
 
 def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
@@ -117,14 +147,11 @@ def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore:
     """Findings about the script text itself (shell hazards). Without `with_suppressions`, the
     VS718/VS719 verdicts on its suppression comments are left out (check_script adds them over
     every call's findings)."""
-    from generator.rules.suppression import CODES as SUPPRESSION_CODES
-
     load_rules()
     ctx = Context(config=Config(version="0.0.0", schema=""), script=script)
     findings: list[Finding] = []
-    for rule in selected(select, ignore):
-        if rule.scope == "script" and (with_suppressions or rule.code not in SUPPRESSION_CODES):
-            findings.extend(rule.check(ctx))
+    for rule in _script_rules(tuple(select), tuple(ignore), with_suppressions):
+        findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, f.code))
     return findings
 

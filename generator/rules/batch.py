@@ -435,7 +435,7 @@ def chain_undecided(ctx: Context) -> Iterator[Finding]:
 
 @rule("VB118", "fork-changes-batch-chain", severity="info", stage="static", verl_ref="§1")
 def fork_chain(ctx: Context) -> Iterator[Finding]:
-    settings = fork_batch_settings(ctx.config)
+    settings = ctx.fork_settings if ctx.fork_settings is not None else fork_batch_settings(ctx.config)
     if not settings:
         return
     shown = "; ".join(f"{s.key.rsplit('.', 1)[-1] if s.entry.key.startswith('.') else s.key}="

@@ -12,13 +12,16 @@ import functools
 import json
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Callable, Iterable, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, NamedTuple, Protocol
 
 from generator.config.types import Config
 from generator.edit_kinds import KeyEdit, TextEdit
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.versions import ALL, VersionRange
+
+if TYPE_CHECKING:
+    from generator.forks import ForkBatchSetting
 
 Severity = Literal["error", "warning", "info"]
 Applicability = Literal["safe", "unsafe"]
@@ -104,6 +107,9 @@ class Context:
     script: LaunchScript | None = None
     model: ModelFacts | None = None
     memory: MemoryVerdict | None = None  # only when a GPU was named (gen check --gpu)
+    # forks.fork_batch_settings(config) when the caller has it (check_config asks it first, to
+    # stand the batch rules down); None: not asked yet.
+    fork_settings: list[ForkBatchSetting] | None = None
 
     @property
     def version(self) -> str:

@@ -4,7 +4,7 @@
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Iterator
+from typing import Any, Iterator
 
 from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
@@ -140,6 +140,7 @@ def _dataclass_fields() -> dict[str, dict[str, frozenset[str]]]:
     return {release: {name: frozenset(fields) for name, fields in classes.items()} for release, classes in raw.items()}
 
 
+@lru_cache(maxsize=64)  # pure on the packaged data; asked for every call
 def _fields_release(version: str) -> str | None:
     """The measured release whose fields judge `version`: itself, else the nearest older one."""
     from generator.versions import parse as parse_version
@@ -167,6 +168,9 @@ def _existing(ctx: Context) -> frozenset[str] | None:
             return None
     if defaults is None:
         return None
+    nodes = _release_nodes(ctx.config.version, defaults)
+    if nodes is not None:
+        return frozenset(defaults) | nodes
     found: set[str] = set()
     for key in defaults:
         found.add(key)
@@ -175,6 +179,18 @@ def _existing(ctx: Context) -> frozenset[str] | None:
             found.add(key[:cut])
             cut = key.rfind(".", 0, cut)
     return frozenset(found)
+
+
+def _release_nodes(version: str, defaults: dict[str, Any]) -> frozenset[str] | None:
+    """The inner nodes of `defaults` when it is one of the release's own configs (a call without
+    group selections), which the release keeps; None for any other dict (walked instead)."""
+    from generator.schema import load
+
+    try:
+        schema = load(version)
+    except Exception:  # an unknown schema id: the caller walks the keys
+        return None
+    return next((schema.nodes(name) for name, values in schema.configs.items() if values is defaults), None)
 
 
 def _existed_without_plus(config: Config, node: str) -> bool:
@@ -216,9 +232,12 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     measured = _fields_release(ctx.version)
     fields_of = _dataclass_fields().get(measured, {}) if measured else {}
     built = fields_of.get("_built_engine" if view.new_engine else "_built_legacy", frozenset())
+    plus = [o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
+            and not o.key.endswith("._target_")]
+    if not plus:
+        return  # most calls add no key: the sections they build need not be looked for
     roots = _built_sections(config, view, built)
-    added = {id(o): o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
-             and not o.key.endswith("._target_") and any(o.key.startswith(root + ".") for root in roots)}
+    added = {id(o): o for o in plus if any(o.key.startswith(root + ".") for root in roots)}
     if not added:
         return
     existing = _existing(ctx)

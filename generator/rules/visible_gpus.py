@@ -17,6 +17,8 @@ _CVD = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?CUDA_VISIBLE_DEVICES=(['\"]?)([0
 _RAY_START = re.compile(r"\bray\s+start\b.*?--num-gpus(?:=|\s+)['\"]?(\d+)")
 _GRES = re.compile(r"--gres(?:=|\s+)['\"]?gpu(?::[\w-]+)?:(\d+)")
 _GPUS_PER_NODE = re.compile(r"--gpus-per-node(?:=|\s+)['\"]?(?:[\w-]+:)?(\d+)")
+# A word each limit is written with (what _CVD, _RAY_START, _GRES and _GPUS_PER_NODE match).
+_WORDS = ("CUDA_VISIBLE_DEVICES=", "--num-gpus", "--gres", "--gpus-per-node")
 _SLURM_LINE = re.compile(r"^\s*(?:#SBATCH\b|(?:[\w./-]*/)?(?:srun|sbatch|salloc)\b)")
 
 
@@ -34,7 +36,9 @@ def visible_gpus(text: str, before_line: int, env_value: str | None = None) -> l
     before the call wins; Slurm directives count wherever they are (#SBATCH heads the file)."""
     found: list[Visible] = []
     devices: Visible | None = None
-    for number, line in enumerate(text.splitlines(), 1):
+    # Every pattern below needs one of these words: most scripts have none, and are not read line by line.
+    lines = text.splitlines() if any(word in text for word in _WORDS) else []
+    for number, line in enumerate(lines, 1):
         stripped = line.strip()
         is_sbatch = stripped.startswith("#SBATCH")
         if stripped.startswith("#") and not is_sbatch:

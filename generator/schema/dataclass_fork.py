@@ -17,9 +17,10 @@ resolution._PACKAGE_PLACES) going up from the script to the checkout root, whose
 from __future__ import annotations
 
 import re
+from functools import partial
 from pathlib import Path
 
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 
 # Where a verl package sits in a project folder (as generator.schema.resolution looks).
 _PLACES = (("verl",), ("src", "verl"))
@@ -50,13 +51,21 @@ def find_dataclass_verl(script_path: str) -> tuple[Path, Path] | None:
 
 def _dataclass_verl_above(here: Path) -> tuple[Path, Path] | None:
     for folder in [here, *here.parents][:_MAX_LEVELS]:
-        for place in _PLACES:
-            package = folder.joinpath(*place)
-            config = dataclass_config(package) if package.is_dir() else None
-            if config is not None:
-                return package, config
-        if (folder / ".git").exists():
+        # The scripts' folders share their ancestors: each folder is looked into once per run.
+        found = remembered(("dataclass_verl_in", folder), partial(_dataclass_verl_in, folder))
+        if found is not None:
+            return found
+        if holds_git(folder):
             break
+    return None
+
+
+def _dataclass_verl_in(folder: Path) -> tuple[Path, Path] | None:
+    for place in _PLACES:
+        package = folder.joinpath(*place)
+        config = dataclass_config(package) if package.is_dir() else None
+        if config is not None:
+            return package, config
     return None
 
 

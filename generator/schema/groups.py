@@ -79,6 +79,13 @@ def _searchpath_added(overrides: list[Override]) -> bool:
     return any(o.key == "hydra.searchpath" or o.key.startswith("hydra.searchpath") for o in overrides)
 
 
+def _key_text(text: str) -> str:
+    """What Hydra reads as the key of an override it accepts: the text between the operator and
+    the first `@` (a package) or `=` (its key grammar has no blanks and no other way to end)."""
+    rest = text[2:] if text.startswith("++") else text[1:] if text.startswith(("+", "~")) else text
+    return rest.split("=", 1)[0].split("@", 1)[0]
+
+
 def _pending(dirs: set[str], overrides: list[Override], result: GroupSelections
              ) -> list[tuple[Override, str, str, str]]:
     """The group selections among `overrides`: (override, op, override key, option). A selection
@@ -87,8 +94,10 @@ def _pending(dirs: set[str], overrides: list[Override], result: GroupSelections
     for override in overrides:
         if override.op == "~" or not override.key:
             continue
-        parsed = parse_override(override.text if UNKNOWN_OPEN not in override.text else
-                                override.text.split("=", 1)[0] + "=x")
+        text = override.text if UNKNOWN_OPEN not in override.text else override.text.split("=", 1)[0] + "=x"
+        if _key_text(text) not in dirs:
+            continue  # most overrides: what Hydra would read as the key names no group
+        parsed = parse_override(text)
         if parsed.error or parsed.key not in dirs:
             continue
         if override.unknowns or UNKNOWN_OPEN in override.text or not isinstance(parsed.value, str):

@@ -30,7 +30,7 @@ from typing import Iterable, NamedTuple
 
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.folder_memo import holds_git, remembered
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
 from generator import boundary
@@ -66,15 +66,17 @@ def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) ->
     holding `.git` and the working directory when that holds the script (`gen check` runs from
     the checkout's root, as the script does; a working directory above the repository is not
     the project); else the script's folder. Never above the project boundary's root."""
-    here = Path(script_path).absolute().parent
-    base = Path(cwd or os.getcwd()).absolute()
-    return remembered(("checkout_root", here, base, max_up), lambda: _checkout_root(here, base, max_up))
+    # Asked three times per script: keyed by the text (and the working directory a relative one
+    # starts from), the Paths are made once.
+    here_cwd = os.getcwd()
+    return remembered(("checkout_root", script_path, cwd, here_cwd, max_up), lambda: _checkout_root(
+        Path(script_path).absolute().parent, Path(cwd or here_cwd).absolute(), max_up))
 
 
 def _checkout_root(here: Path, base: Path, max_up: int) -> Path:
     candidates: list[Path] = []
     for folder in [here, *here.parents][:max_up]:
-        if (folder / ".git").exists():
+        if holds_git(folder):
             candidates.append(folder)
             break
     if base == here or base in here.parents:

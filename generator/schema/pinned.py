@@ -20,10 +20,13 @@ from __future__ import annotations
 
 import re
 from typing import NamedTuple
+from functools import partial
 from pathlib import Path
 
+from generator import boundary
 from generator.errors import InputError
 from generator.files import read_text_input
+from generator.folder_memo import remembered
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.versions import parse
 
@@ -67,12 +70,22 @@ def pinned_release(script_path: str, root: Path) -> PinnedRelease | None:
     else:
         folders = folders[: folders.index(root) + 1]
     for folder in folders:
-        for path in _candidates(folder):
-            pinned = _pin_in(path)
-            if pinned is not None:
-                release = _packaged_for(pinned)
-                if release is not None:
-                    return PinnedRelease(release, pinned, path)
+        # The scripts' folders share their ancestors: each folder is listed and read once per
+        # run (under the boundary in force, which decides what may be read).
+        found = remembered(("pinned_in", folder, boundary.current()), partial(_pinned_in, folder))
+        if found is not None:
+            return found
+    return None
+
+
+def _pinned_in(folder: Path) -> PinnedRelease | None:
+    """The release the first dependency file of `folder` with a usable pin names."""
+    for path in _candidates(folder):
+        pinned = _pin_in(path)
+        if pinned is not None:
+            release = _packaged_for(pinned)
+            if release is not None:
+                return PinnedRelease(release, pinned, path)
     return None
 
 

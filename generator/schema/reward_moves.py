@@ -63,8 +63,14 @@ MOVES: tuple[RewardMove, ...] = (
 )
 
 
+# Every key a move covers starts with its `old` (asked of every key each call sets: one C-level test first).
+_OLD_KEYS = tuple(move.old for move in MOVES)
+
+
 def move_for(key: str) -> tuple[RewardMove, str] | None:
     """(move, new key) for a legacy reward key; None for any other key."""
+    if not key.startswith(_OLD_KEYS):
+        return None
     for move in MOVES:
         target = move.target(key)
         if target is not None:
