@@ -1,6 +1,7 @@
 """The library across releases: verl's own 0.8 / main-2608 Megatron examples imported as
-version-stamped recipes (tools/import_verl_examples.py keeps them in sync), the 0.7 recipes kept
-with their stamps, and `gen list --verl-version` filtering by stamp."""
+version-stamped recipes (tools/import_verl_examples.py keeps them in sync), the hand-written 0.7
+recipes kept with their stamps, the planner's recipes stamped with the newest release (what
+`pip install verl` gives), and `gen list --verl-version` filtering by stamp."""
 
 from __future__ import annotations
 
@@ -15,6 +16,8 @@ from generator.versions import parse
 
 LIBRARY = load_library()
 EXAMPLES = [r for r in LIBRARY.sorted() if r.name.startswith("example-")]
+PLANNED = [r for r in LIBRARY.sorted() if "planned" in r.tags]
+HAND_WRITTEN = [r for r in LIBRARY.sorted() if r not in EXAMPLES and r not in PLANNED]
 
 
 def _list(*args: str) -> list[dict]:
@@ -32,18 +35,28 @@ def test_verl_examples_of_0_8_and_main_are_in_the_library() -> None:
 
 
 def test_the_0_7_recipes_are_kept_with_their_stamps() -> None:
-    older = [r for r in LIBRARY.sorted() if not r.name.startswith("example-")]
-    assert len(older) >= 96
-    assert all(r.verl_versions and parse(r.target_version) <= parse("0.7.0") for r in older)
+    assert len(HAND_WRITTEN) >= 32
+    assert all(r.verl_versions and parse(r.target_version) <= parse("0.7.0") for r in HAND_WRITTEN)
 
 
-@pytest.mark.parametrize("release, expect_examples, expect_old", [
-    ("0.9.1", True, False), ("0.8.0", True, False), ("0.7.0", False, True), ("0.9", True, False)])
-def test_gen_list_filters_by_release(release: str, expect_examples: bool, expect_old: bool) -> None:
+def test_the_planned_recipes_target_the_newest_release() -> None:
+    from generator.schema.releases import newest_release
+
+    assert len(PLANNED) >= 60
+    assert all(r.verl_versions == (newest_release(),) for r in PLANNED), \
+        sorted({r.verl_versions for r in PLANNED})
+
+
+@pytest.mark.parametrize("release, expect_examples, expect_planned, expect_old", [
+    ("0.9.1", True, True, False), ("0.8.0", True, False, False), ("0.7.0", False, False, True),
+    ("0.9", True, True, False)])
+def test_gen_list_filters_by_release(release: str, expect_examples: bool, expect_planned: bool,
+                                     expect_old: bool) -> None:
     rows = _list("--verl-version", release)
     names = {row["name"] for row in rows}
     assert bool(names & {r.name for r in EXAMPLES}) == expect_examples
-    assert any(not n.startswith("example-") for n in names) == expect_old
+    assert bool(names & {r.name for r in PLANNED}) == expect_planned
+    assert bool(names & {r.name for r in HAND_WRITTEN}) == expect_old
     for row in rows:
         assert any(v == release or v.startswith(release + ".") for v in row["verl_versions"]), row
 

@@ -60,6 +60,7 @@ def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dic
     from generator.library.recipe_format import layout_mapping, offload_mapping
     from generator.model import resolve_model
     from generator.plan import plan_layout
+    from generator.schema.releases import newest_release
 
     model = resolve_model(model_name)
     gpu = gpu_spec(gpu_name)
@@ -95,7 +96,7 @@ def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dic
         "nodes": nodes,
         "gpu": gpu.name,
         "backend": "megatron",
-        "verl_versions": ["0.7.0"],
+        "verl_versions": [newest_release()],  # what `pip install verl` gives today
         "tags": ["planned", size_tag, *tags],
         "description": f"{model.name} {algo.upper()} on {gpus} {gpu.name}, {layout_words} (DP {dp}), "
                        f"{prompt}/{response} tokens, n {n}"
