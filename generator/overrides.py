@@ -200,11 +200,21 @@ def parse_override_hydra(text: str) -> ParsedOverride:
 
 
 def parse_override(text: str) -> ParsedOverride:
-    """Parse one override argument exactly as Hydra would (fast path first, then Hydra)."""
-    fast = parse_override_fast(text)
-    if fast is not None:
-        return fast
-    return parse_override_hydra(text)
+    """Parse one override argument exactly as Hydra would (fast path first, then Hydra),
+    remembered by the text: a corpus's ~36,000 overrides are ~2,500 texts. A list or mapping
+    value is parsed afresh every time (a config keeps the value it is given, and its owner may
+    change it)."""
+    found = _PARSED.get(text)
+    if found is None:
+        fast = parse_override_fast(text)
+        found = fast if fast is not None else parse_override_hydra(text)
+        if not isinstance(found.value, (list, dict)) and len(_PARSED) < _MAX_PARSED:
+            _PARSED[text] = found
+    return found
+
+
+_PARSED: dict[str, ParsedOverride] = {}
+_MAX_PARSED = 65_536  # texts; past it, overrides are parsed as they come
 
 
 # A launch script's words repeat across its calls and across scripts (61,752 calls over the

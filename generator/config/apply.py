@@ -34,7 +34,6 @@ from generator.launch import UNKNOWN_OPEN, Override
 from generator.schema.release_schema import inner_nodes
 from generator.schema.groups import GroupSelections
 from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
-from generator.overrides import ParsedOverride as HydraParsed
 from generator.overrides import parse_override
 from generator.schema.migrations import bad_value
 
@@ -62,27 +61,11 @@ def parse(override: Override) -> ParsedOverride:
         # The value is partly unknown: check the grammar of the key and operator with a
         # neutral stand-in, keep the marked text as the value.
         stand_in = replace_markers(text)
-        parsed = _parsed_text(stand_in)
+        parsed = parse_override(stand_in)
         stored = override.value if override.value is not None else parsed.value_text
         return ParsedOverride(parsed.key or override.key, parsed.op, parsed.value, stored, parsed.error, False)
-    parsed = _parsed_text(text)
+    parsed = parse_override(text)
     return ParsedOverride(parsed.key or override.key, parsed.op, parsed.value, parsed.value, parsed.error, True)
-
-
-def _parsed_text(text: str) -> HydraParsed:
-    """parse_override(text), remembered by the text: a corpus's ~36,000 overrides are ~2,500
-    texts. A list or mapping value is parsed afresh every time (a config keeps the value it is
-    given, and its owner may change it)."""
-    found = _PARSED.get(text)
-    if found is None:
-        found = parse_override(text)
-        if not isinstance(found.value, (list, dict)) and len(_PARSED) < _MAX_PARSED:
-            _PARSED[text] = found
-    return found
-
-
-_PARSED: dict[str, HydraParsed] = {}
-_MAX_PARSED = 65_536  # texts; past it, overrides are parsed as they come
 
 
 def replace_markers(text: str) -> str:
