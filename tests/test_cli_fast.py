@@ -68,7 +68,7 @@ def test_gen_check_does_not_import_typer(tmp_path) -> None:
 # is needed (issue 22: they were ~15 ms of a ~185 ms one-script start).
 NOT_ON_THE_CHECK_PATH = ("generator.forkcode", "generator.pylaunch.override_lists", "generator.pylaunch.chunks",
                          "generator.candidate", "threading", "signal", "tempfile", "shutil", "importlib.resources",
-                         "tree_sitter_bash", "hashlib")
+                         "tree_sitter_bash", "hashlib", "pkgutil")
 
 
 def test_gen_check_of_a_shell_script_imports_only_what_it_uses(tmp_path) -> None:
@@ -81,6 +81,24 @@ def test_gen_check_of_a_shell_script_imports_only_what_it_uses(tmp_path) -> None
     done = subprocess.run([sys.executable, "-c", code, str(script)], capture_output=True, text=True, timeout=120)
     assert "VB102" in done.stdout  # findings, fixes and source excerpts: the whole report was built
     assert done.stderr.strip().splitlines()[-1] == "[]"
+
+
+def test_the_rule_modules_are_what_pkgutil_finds(tmp_path) -> None:
+    import pkgutil
+
+    import generator.rules as rules
+
+    def by_pkgutil(folders: list[str]) -> list[str]:
+        return [m.name for m in sorted(pkgutil.iter_modules(folders), key=lambda m: m.name)]
+
+    assert rules._modules(rules.__path__) == by_pkgutil(rules.__path__) and "batch" in rules._modules(rules.__path__)
+    for name in ("__init__.py", "b.py", "a.py", "notes.json", "c.pyc.txt"):
+        (tmp_path / name).write_text("")
+    (tmp_path / "package").mkdir()
+    (tmp_path / "package" / "__init__.py").write_text("")
+    (tmp_path / "__pycache__").mkdir()
+    (tmp_path / "folder").mkdir()
+    assert rules._modules([str(tmp_path)]) == by_pkgutil([str(tmp_path)]) == ["a", "b", "package"]
 
 
 # The frozen dataclasses a check still creates: Parallelism and Layout (the planner's Candidate

@@ -7,12 +7,12 @@ Entry points:
 
 Rule families live in one module each (batch, aux_batch, parallel, dynamic, rollout, keys,
 shell, model, misc) and register themselves with `@rule` on import; `load_rules` finds them
-with pkgutil.
+in this package's folder.
 """
 
 from __future__ import annotations
 
-import pkgutil
+import os
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from generator.config.types import Config
@@ -34,10 +34,29 @@ def load_rules() -> dict[str, Rule]:
     if not _loaded:
         from importlib import import_module
 
-        for module in sorted(pkgutil.iter_modules(__path__), key=lambda m: m.name):
-            import_module(f"{__name__}.{module.name}")
+        for name in _modules(__path__):
+            import_module(f"{__name__}.{name}")
         _loaded = True
     return REGISTRY
+
+
+def _modules(folders: Iterable[str]) -> list[str]:
+    """The modules and packages in `folders` by name, sorted: what pkgutil.iter_modules finds
+    among source files, read with os.scandir: pkgutil costs ~0.5 ms of a check's start, and
+    imports inspect for this (with ast, dis and tokenize: ~6 ms where nothing else needs them)."""
+    found: set[str] = set()
+    for folder in folders:
+        try:
+            entries = list(os.scandir(folder))
+        except OSError:
+            continue
+        for entry in entries:
+            name, dot, suffix = entry.name.partition(".")
+            if dot and suffix == "py" and name != "__init__" and entry.is_file():
+                found.add(name)
+            elif not dot and entry.is_dir() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
+                found.add(name)
+    return sorted(found)
 
 
 _SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
