@@ -29,7 +29,8 @@ KeyUses = Sequence[tuple[str, str]]
 
 @lru_cache(maxsize=64)
 def _keys_of(release: str, name: str) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
-    """(every leaf the config has under any group selection, group override key -> its options)."""
+    """(every leaf and inner node the config has under any group selection, group override key
+    -> its options)."""
     schema = load(release)
     config = name if name in schema.configs else PPO_CONFIGS[0]
     found: set[str] = set(schema.configs[config])
@@ -53,15 +54,7 @@ def _keys_of(release: str, name: str) -> tuple[frozenset[str], dict[str, frozens
             if "error" not in delta:
                 found.update(delta.get("set", {}))
                 options[f"+{group}"] = options.get(f"+{group}", frozenset()) | {option}
-    return frozenset(found), options
-
-
-@lru_cache(maxsize=64)
-def _keys_and_nodes_of(release: str, name: str) -> frozenset[str]:
-    """_keys_of's leaves and their inner nodes, built when a key is not a leaf: most keys a
-    script sets are (the ~1,700 leaves of a 0.9 config took ~0.6 ms to walk for every check)."""
-    leaves = _keys_of(release, name)[0]
-    return leaves | inner_nodes(leaves)
+    return frozenset(found) | inner_nodes(found), options
 
 
 def release_has(release: str, key: str, name: str) -> bool:
@@ -71,7 +64,7 @@ def release_has(release: str, key: str, name: str) -> bool:
     group, sep, option = key.partition("=")
     if sep:
         return option in options.get(group, frozenset())
-    return key in keys or key in _keys_and_nodes_of(release, name)
+    return key in keys
 
 
 def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
@@ -100,9 +93,7 @@ def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
 def _has_all(release: str, name: str, plain: list[str], selections: list[tuple[str, str]]) -> bool:
     """release_has(release, key, name) for each of `plain` keys and `selections` (group, option)."""
     found, options = _keys_of(release, name)
-    if not found.issuperset(plain) and not _keys_and_nodes_of(release, name).issuperset(plain):
-        return False
-    return all(option in options.get(group, frozenset()) for group, option in selections)
+    return found.issuperset(plain) and all(option in options.get(group, frozenset()) for group, option in selections)
 
 
 def guess_release(keys: KeyUses) -> tuple[str, str]:
