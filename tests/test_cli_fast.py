@@ -87,8 +87,9 @@ def test_gen_check_of_a_shell_script_imports_only_what_it_uses(tmp_path) -> None
 # A check imports no dataclasses: its records are NamedTuples, or plain classes with __slots__
 # where they change (README, Speed). The module and what it imports (inspect, and tokenize, dis
 # and linecache behind it) were ~9 ms of a ~140 ms one-script check, and each dataclass ~0.4 ms
-# more to create (issue 22).
-NOT_IMPORTED_BY_A_CHECK = ("dataclasses",)
+# more to create (issue 22). Nor inspect, which pkgutil.iter_modules imported (rules.load_rules),
+# nor ast, which only reading a Python module needs (pylaunch.hydra_main).
+NOT_IMPORTED_BY_A_CHECK = ("dataclasses", "inspect", "ast")
 SCRIPT = ("# verl-gen: ignore[VS701]\n"
           "python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.n_gpus_per_node=8 $EXTRA\n")
 
@@ -120,6 +121,15 @@ def test_gen_check_in_a_project_imports_no_dataclasses(tmp_path: Path) -> None:
     report, imported = _check_imports(script, "--format", "concise")
     assert "VB102" in report and "VB104" not in report  # the project's settings were applied
     assert imported == "[]"
+
+
+def test_the_rule_modules_are_found_as_pkgutil_finds_them() -> None:
+    # load_rules lists its folder itself: pkgutil.iter_modules would import inspect.
+    import pkgutil
+
+    from generator import rules
+
+    assert sorted(rules._module_names(rules.__path__)) == sorted(m.name for m in pkgutil.iter_modules(rules.__path__))
 
 
 def test_help_still_comes_from_typer() -> None:
