@@ -216,7 +216,8 @@ def _in_any_config(schema: Schema, key: str) -> bool:
 
 # Per schema id: the schema and every key and inner node of any of its configs. `_in_any_config`
 # is asked for every key of every older release (~21,000 times a corpus check), once per config
-# each; the set is made once per schema (the same object: a schema registered again is new).
+# each; the set is made once per schema (held with the schema itself: a folder registered again
+# under the same id loads a new Schema, which gets its own set).
 _ANYWHERE: dict[str, tuple[Schema, frozenset[str]]] = {}
 
 
