@@ -6,9 +6,14 @@ under the user's cache folder, named by a SHA-256 of every YAML file's relative 
 (and this format's version): an edit to any of them is a new name, never a stale hit.
 
 The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
-is kept by the file's bytes (`cached_parse`), so `gen check` need not import PyYAML at all; and
-for a small value derived from many packaged files (`cached_value`: the config-group keys of
-every packaged schema, which otherwise means parsing 2 MB of JSON to judge one script).
+is kept (`cached_parse`), so `gen check` need not import PyYAML at all; and for a small value
+derived from many packaged files (`cached_value`: the config-group keys of every packaged
+schema, which otherwise means parsing 2 MB of JSON to judge one script). These are verl-gen's
+own files, so their entries are keyed as Python's own bytecode cache keys a module's source: by
+each file's path, size and modification time (`os.stat`), not its bytes. Hashing the bytes meant
+reading the 2 MB and importing hashlib (OpenSSL: ~3 ms) on every one-script check; an edit, a
+reinstall or a checkout writes the file anew and so is a new key. The entry's file name is a
+CRC of that key, which the entry holds and is checked against: a clash is a miss, never a hit.
 
 Where: `$VERL_GEN_CACHE/schemas` (the project's cache folder, as the oracle's), else
 `$XDG_CACHE_HOME/verl-gen/schemas`, else `~/.cache/verl-gen/schemas` (the XDG habit, as pip and
@@ -23,10 +28,10 @@ never unpickled or executed. A cache that cannot be written is simply not writte
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 import stat
+import zlib
 from pathlib import Path
 from typing import Any, Callable
 
@@ -57,6 +62,8 @@ def cache_dir() -> Path | None:
 def content_key(config_dir: Path) -> str | None:
     """SHA-256 of the folder's YAML (relative paths and bytes, in path order); None when the
     tree cannot be read whole or is too large to be worth it."""
+    import hashlib  # only a checkout's YAML is keyed by content (OpenSSL's _hashlib: ~3 ms of a start)
+
     digest = hashlib.sha256(f"verl-gen schema cache {FORMAT}\n".encode())
     try:
         files = sorted(p for p in config_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
@@ -131,47 +138,56 @@ def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[st
 
 
 def cached_parse(path: Path, parse: Callable[[Path], Any], valid: Callable[[Any], bool]) -> Any:
-    """`parse(path)` for a data file that is slow to parse (a YAML file PyYAML reads), from an
-    entry keyed by the file's bytes when there is a trusted one that `valid` accepts; else parsed
-    and the entry written. Only for values JSON keeps exactly (checked before writing)."""
-    try:
-        data = path.read_bytes()
-    except OSError:
-        return parse(path)
-    digest = hashlib.sha256(f"verl-gen data cache {FORMAT}\n{path.name}\n".encode() + data).hexdigest()
-    return _through_entry(digest, lambda: parse(path), valid)
+    """`parse(path)` for a packaged data file that is slow to parse (a YAML file PyYAML reads),
+    from an entry keyed by the file's stamp (path, size, modification time) when there is a
+    trusted one that `valid` accepts; else parsed and the entry written. Only for values JSON
+    keeps exactly (checked before writing)."""
+    key = _stamp("data", path.name, [path])
+    return parse(path) if key is None else _through_entry(key, lambda: parse(path), valid)
 
 
 def cached_value(name: str, paths: list[Path], compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
     """`compute()` for a value derived from several packaged data files (the group keys of every
-    packaged schema, say): from an entry keyed by `name` and every file's name and bytes when
-    there is a trusted one that `valid` accepts; else computed and the entry written. An edit to
-    any file is a new key. Only for values JSON keeps exactly (checked before writing)."""
-    digest = hashlib.sha256(f"verl-gen derived cache {FORMAT}\n{name}\n".encode())
+    packaged schema, say): from an entry keyed by `name` and every file's stamp (path, size,
+    modification time) when there is a trusted one that `valid` accepts; else computed and the
+    entry written. An edit to any file is a new key. Only for values JSON keeps exactly (checked
+    before writing)."""
+    key = _stamp("derived", name, paths)
+    return compute() if key is None else _through_entry(key, compute, valid)
+
+
+def _stamp(kind: str, name: str, paths: list[Path]) -> str | None:
+    """The key of an entry about packaged files: what Python's bytecode cache checks of a source
+    (size and modification time, to the nanosecond), with each file's absolute path; None when
+    one cannot be read."""
+    parts = [f"verl-gen {kind} cache {FORMAT}", name]
     try:
         for path in paths:
-            data = path.read_bytes()
-            label = path.name.encode("utf-8", "surrogateescape")
-            digest.update(len(label).to_bytes(8, "big") + label + len(data).to_bytes(8, "big") + data)
-    except OSError:
-        return compute()
-    return _through_entry(digest.hexdigest(), compute, valid)
+            info = os.stat(path)
+            if not stat.S_ISREG(info.st_mode):
+                return None
+            parts.append(f"{os.path.abspath(path)}\0{info.st_size}\0{info.st_mtime_ns}")
+    except (OSError, ValueError):
+        return None
+    return "\n".join(parts)
 
 
-def _through_entry(digest: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+def _through_entry(key: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
     folder = cache_dir()
-    entry = folder.parent / "data" / f"{digest}.json" if folder is not None else None
+    name = f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json"
+    entry = folder.parent / "data" / name if folder is not None else None
     if entry is not None and _trusted(entry):
         try:
             with open(entry, "rb") as handle:
                 document = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
-            if isinstance(document, dict) and document.get("key") == digest and valid(document.get("data")):
+            if isinstance(document, dict) and document.get("key") == key and valid(document.get("data")):
                 return document["data"]
         except (OSError, ValueError, RecursionError, TypeError, KeyError):
             pass
     value = compute()
     if entry is not None:
-        _write_json(entry, {"format": FORMAT, "key": digest, "data": value}, check=lambda back: back["data"] == value)
+        _write_json(entry, {"format": FORMAT, "key": key, "data": value},
+                    check=lambda back: back["key"] == key and back["data"] == value)
     return value
 
 

@@ -15,6 +15,8 @@ import re
 from functools import lru_cache
 from typing import Any, NamedTuple
 
+from generator.safe_regex import lazy_pattern
+
 Op = str  # "=", "+", "++", "~" (generator.launch.Op)
 
 
@@ -125,7 +127,7 @@ def _fast_quoted_or_list(value_text: str) -> tuple[bool, Any]:
 
 
 # One or more plain key references side by side: `${a.b}`, `${.x}`, `${a.b}${c}`.
-_REFERENCES_RE = re.compile(r"(?:\$\{\.{0,2}[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\})+")
+_REFERENCES_RE = lazy_pattern(r"(?:\$\{\.{0,2}[A-Za-z_][A-Za-z0-9_]*(?:\.[A-Za-z_][A-Za-z0-9_]*)*\})+")
 
 
 def parse_override_fast(text: str) -> ParsedOverride | None:
@@ -141,7 +143,7 @@ def parse_override_fast(text: str) -> ParsedOverride | None:
     ok, value = _fast_value(value_text)
     if not ok:
         ok, value = _fast_quoted_or_list(value_text)
-    if not ok and _REFERENCES_RE.fullmatch(value_text):
+    if not ok and _REFERENCES_RE().fullmatch(value_text):
         # `${a.b}` (or several side by side): Hydra keeps the text as is. Its grammar costs ~4 ms a
         # call, so thousands of such overrides took tens of seconds (issue 21).
         ok, value = True, value_text

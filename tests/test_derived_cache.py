@@ -1,7 +1,7 @@
 """generator.cache.cached_value (a small value derived from many packaged files, kept in the
-user cache by their bytes) and its first user, the config-group keys of every packaged schema:
-a hit gives the same value without computing it, an edit to any file is a miss, and a corrupt,
-forged or foreign entry is ignored and rewritten, never trusted."""
+user cache by their stamps: path, size, modification time) and its first user, the config-group
+keys of every packaged schema: a hit gives the same value without computing it, an edit to any
+file is a miss, and a corrupt, forged or foreign entry is ignored and rewritten, never trusted."""
 
 from __future__ import annotations
 
@@ -50,10 +50,18 @@ def test_a_hit_is_not_computed_again(files: list[Path], tmp_path: Path) -> None:
     assert compute.calls == 1 and len(_entries(tmp_path)) == 1
 
 
+def _rewritten(path: Path, text: str) -> None:
+    """`path` written anew, its modification time a moment later (a clock tick can hold two
+    quick writes: an edit by hand is far slower than that)."""
+    before = path.stat().st_mtime_ns
+    path.write_text(text)
+    os.utime(path, ns=(before + 1_000_000, before + 1_000_000))
+
+
 def test_the_key_changes_with_any_file_its_name_or_the_value_name(files: list[Path], tmp_path: Path) -> None:
     compute = _Counter(["x"])
     cache.cached_value("keys", files, compute, _valid)
-    files[1].write_text('{"y": 3}')  # same size, other bytes
+    _rewritten(files[1], '{"y": 3}')  # same size, other bytes
     cache.cached_value("keys", files, compute, _valid)
     cache.cached_value("other keys", files, compute, _valid)
     renamed = files[0].with_name("c.json")
@@ -70,7 +78,8 @@ def test_a_corrupt_or_forged_entry_is_ignored_and_rewritten(files: list[Path], t
     compute = _Counter(["good"])
     cache.cached_value("keys", files, compute, _valid)
     [entry] = _entries(tmp_path)
-    entry.write_bytes(content.replace(b"KEY", entry.stem.encode()))
+    key = json.dumps(json.loads(entry.read_text())["key"])[1:-1].encode()
+    entry.write_bytes(content.replace(b"KEY", key))
     assert cache.cached_value("keys", files, compute, _valid) == ["good"] and compute.calls == 2
     assert json.loads(entry.read_text())["data"] == ["good"]  # written afresh
 

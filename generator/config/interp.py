@@ -47,23 +47,34 @@ def has_interpolation(value: object) -> bool:
     return isinstance(value, str) and "${" in value
 
 
-def _unquoted(text: str, start: int = 0) -> Iterator[tuple[int, str]]:
-    """(index, character) for each character of `text` from `start` that stands outside quotes;
-    quote marks and quoted text are passed over, and a backslash inside quotes escapes the next one."""
-    quote, i = "", start
-    while i < len(text):
-        ch = text[i]
-        if quote:
-            if ch == "\\":
-                i += 2
-                continue
-            if ch == quote:
-                quote = ""
-        elif ch in "'\"":
-            quote = ch
-        else:
-            yield i, ch
-        i += 1
+# Inside quotes only the closing quote and a backslash (it escapes the next character) matter.
+_IN_QUOTES = {"'": re.compile(r"[\\']"), '"': re.compile(r'[\\"]')}
+
+
+@lru_cache(maxsize=None)
+def _stops(chars: str) -> re.Pattern[str]:
+    """One character of `chars` or a quote mark."""
+    return re.compile("[" + re.escape(chars + "'\"") + "]")
+
+
+def _unquoted(text: str, chars: str, start: int = 0) -> Iterator[tuple[int, str]]:
+    """(index, character) for each of `chars` in `text` from `start` that stands outside quotes;
+    quote marks and quoted text are passed over, and a backslash inside quotes escapes the next
+    one. Found by regex searches, not a Python step a character: a check's interpolations have
+    ~9,000 characters to pass (~1 ms)."""
+    stops, i = _stops(chars), start
+    while (hit := stops.search(text, i)) is not None:
+        j, ch = hit.start(), hit.group()
+        if ch in chars:
+            yield j, ch
+            i = j + 1
+            continue
+        closing, i = _IN_QUOTES[ch], j + 1
+        while (end := closing.search(text, i)) is not None and end.group() == "\\":
+            i = end.start() + 2
+        if end is None:
+            return
+        i = end.end()
 
 
 @lru_cache(maxsize=4096)  # pure; the same config strings come back on every call
@@ -71,7 +82,7 @@ def _split_top(text: str, sep: str) -> tuple[str, ...]:
     """Split on `sep` outside ${...}, [...], {...} and quotes."""
     parts: list[str] = []
     depth, start = 0, 0
-    for i, ch in _unquoted(text):
+    for i, ch in _unquoted(text, "[]{}" + sep):
         if ch in "[{":
             depth += 1
         elif ch in "]}":
@@ -87,7 +98,7 @@ def _split_top(text: str, sep: str) -> tuple[str, ...]:
 def _find_close(text: str, start: int) -> int:
     """Index of the `}` closing the `${` whose body starts at `start`."""
     depth = 1
-    for i, ch in _unquoted(text, start):
+    for i, ch in _unquoted(text, "{}", start):
         if ch == "{":
             depth += 1
         elif ch == "}":

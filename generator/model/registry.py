@@ -134,9 +134,9 @@ def _looks_like_registry(data: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _registry() -> tuple[_Entry, ...]:
-    from generator.cache import cached_parse  # lazy: the packaged registry needs no cache (hashlib) (issue 22)
+    from generator.cache import cached_parse  # lazy: the packaged registry needs no cache (issue 22)
     path = data_dir() / "models.yaml"
-    # The parse is cached by the file's bytes (generator/cache.py): `gen check` need not import PyYAML.
+    # The parse is cached by the file's stamp (generator/cache.py): `gen check` need not import PyYAML.
     raw = cached_parse(path, _load_yaml, _looks_like_registry)
     try:
         return tuple(_entry_from_yaml(item) for item in raw["models"])

@@ -228,14 +228,14 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     config = ctx.config
     if fallback_note(config) or not is_trainer(ctx):
         return
+    plus = [o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
+            and not o.key.endswith("._target_")]
+    if not plus:
+        return  # most calls add no key: the sections they build (and the 110 KB of fields) need not be read
     view = ConfigReader.of(ctx)
     measured = _fields_release(ctx.version)
     fields_of = _dataclass_fields().get(measured, {}) if measured else {}
     built = fields_of.get("_built_engine" if view.new_engine else "_built_legacy", frozenset())
-    plus = [o for o in config.set_by.values() if o.op in ("+", "++") and o.key and "<?" not in o.key
-            and not o.key.endswith("._target_")]
-    if not plus:
-        return  # most calls add no key: the sections they build need not be looked for
     roots = _built_sections(config, view, built)
     added = {id(o): o for o in plus if any(o.key.startswith(root + ".") for root in roots)}
     if not added:

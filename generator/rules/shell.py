@@ -11,6 +11,7 @@ from generator.launch import Hazard, LaunchScript
 from generator.launch_shape import looks_like_launcher
 from generator.shell.callee import ARGUMENT_SCRIPT
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule
+from generator.safe_regex import lazy_pattern
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 
@@ -70,7 +71,7 @@ def _comment_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
                (TextEdit(target, target, f"{indent}{comment}\n"), TextEdit(start, min(end + 1, len(source)), "")))
 
 
-_BACKSLASH_SPACE_COMMENT = re.compile(rb"\\([ \t]+)(#.*)$")
+_BACKSLASH_SPACE_COMMENT = lazy_pattern(rb"\\([ \t]+)(#.*)$")
 
 
 def _backslash_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
@@ -84,7 +85,7 @@ def _backslash_fix(script: LaunchScript, hazard: Hazard) -> Fix | None:
     if stripped.endswith(b"\\") and len(stripped) < len(line):
         return Fix("delete the whitespace after the trailing backslash",
                    (TextEdit(start + len(stripped), end, ""),))
-    match = _BACKSLASH_SPACE_COMMENT.search(line)
+    match = _BACKSLASH_SPACE_COMMENT().search(line)
     if match is None or b"'" in line[: match.start()] or b'"' in line[: match.start()]:
         return None  # no trailing comment, or quotes we would have to reason about: leave it
     comment = match.group(2).rstrip().decode("utf-8", "replace")

@@ -12,14 +12,15 @@ from typing import NamedTuple
 from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
+from generator.safe_regex import lazy_pattern
 
-_CVD = re.compile(r"(?:^|[\s;&|(])(?:export\s+)?CUDA_VISIBLE_DEVICES=(['\"]?)([0-9][0-9,\s]*?)\1(?=$|[\s;&|)])")
-_RAY_START = re.compile(r"\bray\s+start\b.*?--num-gpus(?:=|\s+)['\"]?(\d+)")
-_GRES = re.compile(r"--gres(?:=|\s+)['\"]?gpu(?::[\w-]+)?:(\d+)")
-_GPUS_PER_NODE = re.compile(r"--gpus-per-node(?:=|\s+)['\"]?(?:[\w-]+:)?(\d+)")
+_CVD = lazy_pattern(r"(?:^|[\s;&|(])(?:export\s+)?CUDA_VISIBLE_DEVICES=(['\"]?)([0-9][0-9,\s]*?)\1(?=$|[\s;&|)])")
+_RAY_START = lazy_pattern(r"\bray\s+start\b.*?--num-gpus(?:=|\s+)['\"]?(\d+)")
+_GRES = lazy_pattern(r"--gres(?:=|\s+)['\"]?gpu(?::[\w-]+)?:(\d+)")
+_GPUS_PER_NODE = lazy_pattern(r"--gpus-per-node(?:=|\s+)['\"]?(?:[\w-]+:)?(\d+)")
 # A word each limit is written with (what _CVD, _RAY_START, _GRES and _GPUS_PER_NODE match).
 _WORDS = ("CUDA_VISIBLE_DEVICES=", "--num-gpus", "--gres", "--gpus-per-node")
-_SLURM_LINE = re.compile(r"^\s*(?:#SBATCH\b|(?:[\w./-]*/)?(?:srun|sbatch|salloc)\b)")
+_SLURM_LINE = lazy_pattern(r"^\s*(?:#SBATCH\b|(?:[\w./-]*/)?(?:srun|sbatch|salloc)\b)")
 
 
 class Visible(NamedTuple):
@@ -38,23 +39,26 @@ def visible_gpus(text: str, before_line: int, env_value: str | None = None) -> l
     devices: Visible | None = None
     # Every pattern below needs one of these words: most scripts have none, and are not read line by line.
     lines = text.splitlines() if any(word in text for word in _WORDS) else []
+    if lines:  # the patterns are compiled for such a script only
+        cvd, ray_start, slurm_line = _CVD(), _RAY_START(), _SLURM_LINE()
+        slurm_limits = ((_GRES(), "--gres=gpu:{n}"), (_GPUS_PER_NODE(), "--gpus-per-node={n}"))
     for number, line in enumerate(lines, 1):
         stripped = line.strip()
         is_sbatch = stripped.startswith("#SBATCH")
         if stripped.startswith("#") and not is_sbatch:
             continue
         code = line.split(" #", 1)[0]
-        if _SLURM_LINE.match(code):
-            for pattern, name in ((_GRES, "--gres=gpu:{n}"), (_GPUS_PER_NODE, "--gpus-per-node={n}")):
+        if slurm_line.match(code):
+            for pattern, name in slurm_limits:
                 hit = pattern.search(code)
                 if hit:
                     found.append(Visible(int(hit.group(1)), number, name.format(n=hit.group(1))))
         if number >= before_line:
             continue
-        hit = _RAY_START.search(code)
+        hit = ray_start.search(code)
         if hit:
             found.append(Visible(int(hit.group(1)), number, f"ray start --num-gpus={hit.group(1)}"))
-        for match in _CVD.finditer(code):
+        for match in cvd.finditer(code):
             ids = [part for part in re.split(r"[,\s]+", match.group(2)) if part]
             devices = Visible(len(ids), number, f"CUDA_VISIBLE_DEVICES={','.join(ids)}")
     if env_value is not None and re.fullmatch(r"[0-9][0-9,\s]*", env_value.strip()):

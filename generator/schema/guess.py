@@ -115,7 +115,7 @@ def guess_release(keys: KeyUses) -> tuple[str, str]:
 def group_keys() -> frozenset[str]:
     """Every config-group override key of any packaged release (`model_engine`, `critic`, ...):
     a plain `key=option` on one of them is a group selection, not a value. Kept in the user
-    cache by the schema files' bytes (generator.cache): judging one script needs one or two
+    cache by the schema files' stamps (generator.cache): judging one script needs one or two
     releases' schemas, and reading all of them for this set was a tenth of a check's time."""
     from generator.cache import cached_value
     from generator.schema.release_schema import _REGISTERED_DIRS, DATA_DIR

@@ -29,6 +29,7 @@ from generator.files import read_text_input
 from generator.folder_memo import remembered
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.versions import parse
+from generator.safe_regex import lazy_pattern
 
 # Dependency files that declare what the project installs.
 _DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")
@@ -36,11 +37,11 @@ _REQUIREMENTS = re.compile(r"requirements[\w.-]*\.txt\Z")
 _README = ("README.md", "README.rst", "README")
 # `verl==0.8.0`, `verl[vllm] == 0.5.0`, `"verl==0.4.1"`: the package name on its own (not
 # `verl-tool==`, `myverl==`), extras allowed.
-_PIN = re.compile(r"(?<![\w.-])verl(?:\[[\w,\s-]*\])?\s*==\s*v?([0-9]+(?:\.[0-9]+){1,2}(?:[.\w+-]*)?)")
-_PIP_LINE = re.compile(r"pip3?\s+install\b")
+_PIN = lazy_pattern(r"(?<![\w.-])verl(?:\[[\w,\s-]*\])?\s*==\s*v?([0-9]+(?:\.[0-9]+){1,2}(?:[.\w+-]*)?)")
+_PIP_LINE = lazy_pattern(r"pip3?\s+install\b")
 # verl installed from its repository at a commit (`verl @ git+https://github.com/volcengine/verl@…`,
 # a `[tool.uv.sources]` entry): another verl than the pinned release runs some of the scripts.
-_GIT_SOURCE = re.compile(r"github\.com[/:](?:volcengine|verl-project)/verl(?:\.git)?\b")
+_GIT_SOURCE = lazy_pattern(r"github\.com[/:](?:volcengine|verl-project)/verl(?:\.git)?\b")
 _TEXT_LIMIT = 1 << 20
 _MAX_UP = 8
 
@@ -107,12 +108,13 @@ def _pin_in(path: Path) -> str | None:
     readme = path.name in _README
     pins: list[str] = []
     from_git = False
+    pin, pip_line, git_source = _PIN(), _PIP_LINE(), _GIT_SOURCE()
     for line in text.splitlines():
         code = line if readme else line.split("#", 1)[0]
-        if readme and not _PIP_LINE.search(code):
+        if readme and not pip_line.search(code):
             continue  # a README pins only in the install command it tells the user to run
-        from_git = from_git or _GIT_SOURCE.search(code) is not None
-        found = _PIN.search(code)
+        from_git = from_git or git_source.search(code) is not None
+        found = pin.search(code)
         if found:
             pins.append(found.group(1).rstrip("."))
     if from_git or len(set(pins)) != 1:

@@ -24,16 +24,14 @@ from generator.files import DATA_LIMIT, read_text_input
 MAX_EXPANDED_NODES = 200_000
 
 # Floats as OmegaConf accepts them: 1.0, 1e-6, .5, 1_000.0, +inf, .nan (case-insensitive).
-_FLOAT = re.compile(
-    r"""^(?:
+# Compiled with the loader (a check of a script outside a checkout reads no YAML).
+_FLOAT = r"""^(?:
         [-+]?(?:[0-9][0-9_]*)\.[0-9_]*(?:[eE][-+]?[0-9]+)?
       | [-+]?(?:[0-9][0-9_]*)(?:[eE][-+]?[0-9]+)
       | \.[0-9_]+(?:[eE][-+][0-9]+)?
       | [-+]?\.(?:inf|Inf|INF)
       | \.(?:nan|NaN|NAN)
-    )$""",
-    re.X,
-)
+    )$"""
 
 
 class InvalidYaml(ValueError):
@@ -57,7 +55,7 @@ def _loader() -> type:
         for key, value in yaml.SafeLoader.yaml_implicit_resolvers.items()
     }
     Loader.yaml_implicit_resolvers = resolvers
-    Loader.add_implicit_resolver("tag:yaml.org,2002:float", _FLOAT, list("-+0123456789."))
+    Loader.add_implicit_resolver("tag:yaml.org,2002:float", re.compile(_FLOAT, re.X), list("-+0123456789."))
     return Loader
 
 

@@ -3,10 +3,11 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 
-_TOKEN = re.compile(
+from generator.safe_regex import lazy_pattern
+
+_TOKEN = lazy_pattern(
     r"\s*(?:(?P<num>0[xX][0-9a-fA-F]+|[0-9]+#[0-9a-zA-Z@_]+|[0-9]+)"
     r"|(?P<name>[A-Za-z_][A-Za-z0-9_]*)"
     r"|(?P<op>\*\*|<<|>>|<=|>=|==|!=|&&|\|\||[-+*/%()<>!~&|^?:]))"
@@ -41,8 +42,9 @@ def tokenize(text: str) -> list[tuple[str, str]]:
     out: list[tuple[str, str]] = []
     pos = 0
     text = text.rstrip()
+    token = _TOKEN()
     while pos < len(text):
-        m = _TOKEN.match(text, pos)
+        m = token.match(text, pos)
         if not m or m.end() == pos:
             raise ArithError(f"cannot read arithmetic at {text[pos:pos + 10]!r}")
         pos = m.end()

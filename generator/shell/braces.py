@@ -6,6 +6,7 @@ from __future__ import annotations
 import re
 
 from generator.shell.scan import WordError, skip_quoted
+from generator.safe_regex import lazy_pattern
 
 _MAX_BRACE_WORDS = 256
 
@@ -14,12 +15,12 @@ _MAX_BRACE_WORDS = 256
 # other character is passed over one at a time, so a search for the next of these is the same.
 _OUTER = re.compile(r"[\\'\"$`{]")
 _INNER = re.compile(r"[\\'\"$`{},]")
-_SEQUENCE = re.compile(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?\Z|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
+_SEQUENCE = lazy_pattern(r"(-?[0-9]+)\.\.(-?[0-9]+)(?:\.\.(-?[0-9]+))?\Z|([A-Za-z])\.\.([A-Za-z])(?:\.\.(-?[0-9]+))?\Z")
 
 
 def _sequence(body: str) -> list[str] | None:
     """`{1..3}`, `{0..10..2}`, `{a..e}`: the words bash generates, or None."""
-    m = _SEQUENCE.match(body)
+    m = _SEQUENCE().match(body)
     if not m:
         return None
     if m.group(1) is not None:

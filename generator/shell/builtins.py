@@ -16,6 +16,7 @@ from generator.shell.model import (CALL_COST, FUNCTION_CALLS, Field, Group, Piec
                                    too_large)
 from generator.shell.words import Expander, ExpansionHost
 from generator.files import read_input
+from generator.safe_regex import lazy_pattern
 
 if TYPE_CHECKING:
     from tree_sitter import Node, Tree
@@ -23,7 +24,7 @@ if TYPE_CHECKING:
 # All files read through `source` together, like one launch script (files.SCRIPT_LIMIT).
 SOURCE_BUDGET = SCRIPT_LIMIT
 # The unknown marker of `$(dirname "$0")`, `$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)` and the like.
-_SCRIPT_DIR = re.compile(r"<\?cmd:(?:cd_)?\W*(?:\$\()?dirname_\W*\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)\W*(?:_&&_pwd)?(?:_-P)?>")
+_SCRIPT_DIR = lazy_pattern(r"<\?cmd:(?:cd_)?\W*(?:\$\()?dirname_\W*\$(?:0|\{0\}|\{BASH_SOURCE(?:\[0\])?\}|BASH_SOURCE)\W*(?:_&&_pwd)?(?:_-P)?>")
 _MAX_CALL_DEPTH = 8
 
 
@@ -108,7 +109,7 @@ class Builtins(EvaluatorParts):
         assert fx is not None
         label = f"`source {as_text(target.text)}`"
         rel = as_text(target.text)
-        script_dir = _SCRIPT_DIR.match(rel)
+        script_dir = _SCRIPT_DIR().match(rel)
         if script_dir and self.base_dir is not None and not has_unknown(target.pieces[1:]):
             # `source "$(dirname "$0")/common.sh"`: relative to the script's own directory
             rel = os.path.join(self.base_dir, rel[script_dir.end():].lstrip("/"))

@@ -15,6 +15,7 @@ from generator.shell.scan import (
     find_close_quote,
     find_dollar_close,
 )
+from generator.safe_regex import lazy_pattern
 
 
 # A `#` line inside these is their text, not a comment line of the script.
@@ -115,8 +116,8 @@ def crlf_hazard(src: str, invocations: list[Invocation], line_of: Callable[[int]
                   Span(continued + 1, continued + 2, line))
 
 
-_OPTION_ARM = re.compile(r"(?:^|[\s(|])(-{1,2}[A-Za-z][\w-]*)[^)\n]*\)[ \t]*"
-                         r"([A-Za-z_][A-Za-z0-9_]*)=\"?\$\{?2\}?\"?", re.M)
+_OPTION_ARM = lazy_pattern(r"(?:^|[\s(|])(-{1,2}[A-Za-z][\w-]*)[^)\n]*\)[ \t]*"
+                           r"([A-Za-z_][A-Za-z0-9_]*)=\"?\$\{?2\}?\"?", re.M)
 
 
 def unused_option_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazard]:
@@ -125,7 +126,7 @@ def unused_option_hazards(src: str, line_of: Callable[[int], int]) -> list[Hazar
     out: list[Hazard] = []
     if "$2" not in src and "${2}" not in src:
         return out
-    for m in _OPTION_ARM.finditer(src):
+    for m in _OPTION_ARM().finditer(src):
         option, name = m.group(1), m.group(2)
         if re.search(r"\$(?:" + name + r"\b|\{[#!]?" + name + r"\b)", src):
             continue

@@ -20,6 +20,14 @@ QUOTED_TYPES = frozenset({"comment", "string", "raw_string", "heredoc_body", "an
 MAX_WALKED_NODES = 200_000
 
 
+# Walk or query (ski rental): compiling the query costs ~8 ms, once a process (tree-sitter
+# analyses the grammar for it); a walk costs ~0.35 us a node it passes, each time. A process walks
+# until it has walked about the compile's worth of nodes, then compiles the query and uses it
+# from then on: a one-script check (183 nodes, three passes: ~0.2 ms) never compiles it, and a
+# corpus run pays at most about the compile again (its first ~50 scripts of 585 are walked).
+QUERY_AFTER_WALKED_NODES = 20_000
+_nodes_walked = 0  # by _walked, in this process
+
 # The node types the text-hazard passes look for: one query finds them all.
 _SEARCHED_TYPES = ("command", "comment", "declaration_command")
 
@@ -52,26 +60,36 @@ def code_nodes(script: ScriptTree, node_type: str, wanted: Callable[[Node], bool
     `opaque` (quoted text: QUOTED_TYPES), in source order, visiting at most `limit` nodes;
     without `inside_matches` a picked node's own children are not searched.
 
-    The nodes are the ones a walk from the root would reach, found by a tree-sitter query
-    (in C) and kept when no node above them stops the walk: a walk in Python makes an object
-    of every node and was the reader's largest own cost. A tree with syntax errors (its
-    recovery makes empty nodes, e.g. a `command` before a stray `|`, that a query does not
-    match), one too large for `limit`, and two picks at one byte (only the walk's order says
-    which comes first) are walked as before."""
+    The nodes are the ones a walk from the root would reach. Once the process has walked
+    QUERY_AFTER_WALKED_NODES nodes they are found by a tree-sitter query (in C) instead and kept
+    when no node above them stops the walk: a walk in Python makes an object of every node and
+    was the reader's largest own cost in a corpus run. A tree with syntax errors (its recovery
+    makes empty nodes, e.g. a `command` before a stray `|`, that a query does not match), one
+    too large for `limit`, and two picks at one byte (only the walk's order says which comes
+    first) are walked either way."""
 
     def picks(node: Node) -> bool:
         return node.type == node_type and (wanted is None or wanted(node))
 
     root = script.tree.root_node
-    if root.has_error or (limit is not None and root.descendant_count > limit):
+    if (_nodes_walked < QUERY_AFTER_WALKED_NODES or root.has_error
+            or (limit is not None and root.descendant_count > limit)):
         return _walked(root, picks, inside_matches, opaque, limit)
+    found = _queried(script, node_type, picks, inside_matches, opaque)
+    return _walked(root, picks, inside_matches, opaque, limit) if found is None else found
+
+
+def _queried(script: ScriptTree, node_type: str, picks: Callable[[Node], bool], inside_matches: bool,
+             opaque: frozenset[str]) -> list[Node] | None:
+    """code_nodes found by the query; None where only a walk tells (the query stopped early, or
+    two picks start at one byte)."""
     found = script.named_nodes(node_type)
     if found is None:
-        return _walked(root, picks, inside_matches, opaque, limit)
+        return None
     out = [node for node in found if picks(node) and _reached(node, picks, inside_matches, opaque)]
     out.sort(key=_start)
     if any(a.start_byte == b.start_byte for a, b in pairwise(out)):
-        return _walked(root, picks, inside_matches, opaque, limit)
+        return None
     return out
 
 
@@ -92,6 +110,7 @@ def _reached(node: Node, picks: Callable[[Node], bool], inside_matches: bool, op
 
 def _walked(root: Node, picks: Callable[[Node], bool], inside_matches: bool, opaque: frozenset[str],
             limit: int | None) -> list[Node]:
+    global _nodes_walked
     out: list[Node] = []
     stack = [root]
     seen = 0
@@ -104,6 +123,7 @@ def _walked(root: Node, picks: Callable[[Node], bool], inside_matches: bool, opa
                 continue
         if node.type not in opaque:
             stack.extend(node.children)
+    _nodes_walked += seen
     return sorted(out, key=_start)
 
 
