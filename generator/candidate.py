@@ -50,6 +50,16 @@ class StepTime:
 class Candidate(Parallelism):
     """A layout (the Parallelism fields) with the knobs sized for it and its memory."""
 
+    # Parallelism's fields, in its order (a plain class, so the dataclass does not see them):
+    # declared here for the generated __init__, equality, hash and `replace`.
+    tp: int = 1
+    pp: int = 1
+    cp: int = 1
+    ep: int = 1
+    etp: int | None = None
+    vpp: int | None = None
+    first_stage_layers: int | None = None
+    last_stage_layers: int | None = None
     rollout_tp: int = 1
     micro_batch_per_gpu: int = 1
     use_dynamic_bsz: bool = False

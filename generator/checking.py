@@ -7,7 +7,6 @@ of each trainer call). The CLI parses options and prints; nothing here prints.
 from __future__ import annotations
 
 import os
-from dataclasses import dataclass, field
 from typing import NamedTuple, TYPE_CHECKING
 
 from generator.errors import InputError
@@ -153,8 +152,7 @@ def _plan_fixes(report: FileReport, context: FileContext, judging: Judging,
     report.fixable = len(result.applied)
 
 
-@dataclass
-class ExplainedCall:
+class ExplainedCall(NamedTuple):
     """One live trainer call of `gen explain`: its composed config, the release it is judged
     against, the derived numbers (label, arithmetic) and, when asked, its memory."""
 
@@ -166,15 +164,24 @@ class ExplainedCall:
     predicted: CallMemory | None = None
 
 
-@dataclass
 class ExplainedFile:
     """What `gen explain` says of one file: each call and the release and config it is judged against."""
 
+    # A plain class with __slots__, not a dataclass: the check path imports no dataclasses.
+    __slots__ = ("path", "error", "incomplete", "no_calls", "calls")
     path: str
-    error: str | None = None  # one line: why the file (or the rest of it) could not be explained
-    incomplete: str | None = None  # read in part (a bash syntax error)
-    no_calls: bool = False  # read, but no live trainer call in it
-    calls: list[ExplainedCall] = field(default_factory=list)
+    error: str | None  # one line: why the file (or the rest of it) could not be explained
+    incomplete: str | None  # read in part (a bash syntax error)
+    no_calls: bool  # read, but no live trainer call in it
+    calls: list[ExplainedCall]
+
+    def __init__(self, path: str, error: str | None = None, incomplete: str | None = None, no_calls: bool = False,
+                 calls: list[ExplainedCall] | None = None) -> None:
+        self.path = path
+        self.error = error
+        self.incomplete = incomplete
+        self.no_calls = no_calls
+        self.calls = [] if calls is None else calls
 
 
 def explain_file(path: str, *, verl_version: str | None, config_dir: str | None = None, env: dict[str, str],

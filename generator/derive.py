@@ -11,8 +11,7 @@ E PPO epochs, DP data-parallel size.
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass
-from typing import Literal, NamedTuple
+from typing import ClassVar, Literal, NamedTuple
 
 from generator.layout import Parallelism
 from generator.model.facts import ModelFacts
@@ -22,16 +21,33 @@ from generator.model.facts import ModelFacts
 # ---------------------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True, kw_only=True)
 class Layout(Parallelism):
-    """The actor's Megatron layout on `gpus` GPUs (trainer.n_gpus_per_node · nnodes)."""
+    """The actor's Megatron layout on `gpus` GPUs (trainer.n_gpus_per_node · nnodes). Immutable,
+    compared and hashed by all its fields (generator.layout.Parallelism); built by keyword."""
 
+    __slots__ = ("gpus", "gpus_per_node", "embedding_in_pipeline_split", "loss_in_pipeline_split")
+    _NAMES: ClassVar[tuple[str, ...]] = Parallelism._NAMES + __slots__
     gpus: int
-    gpus_per_node: int | None = None
+    gpus_per_node: int | None
     # override_transformer_config.account_for_{embedding,loss}_in_pipeline_split: the embedding
     # and the loss each count as one more layer when the layers are split over PP stages.
-    embedding_in_pipeline_split: bool = False
-    loss_in_pipeline_split: bool = False
+    embedding_in_pipeline_split: bool
+    loss_in_pipeline_split: bool
+
+    def __init__(self, *, gpus: int, gpus_per_node: int | None = None, embedding_in_pipeline_split: bool = False,
+                 loss_in_pipeline_split: bool = False, tp: int = 1, pp: int = 1, cp: int = 1, ep: int = 1,
+                 etp: int | None = None, vpp: int | None = None, first_stage_layers: int | None = None,
+                 last_stage_layers: int | None = None) -> None:
+        super().__init__(tp, pp, cp, ep, etp, vpp, first_stage_layers, last_stage_layers)
+        put = object.__setattr__
+        put(self, "gpus", gpus)
+        put(self, "gpus_per_node", gpus_per_node)
+        put(self, "embedding_in_pipeline_split", embedding_in_pipeline_split)
+        put(self, "loss_in_pipeline_split", loss_in_pipeline_split)
+
+    def _values(self) -> tuple[object, ...]:
+        return (*super()._values(), self.gpus, self.gpus_per_node, self.embedding_in_pipeline_split,
+                self.loss_in_pipeline_split)
 
 
 class LayoutProblem(NamedTuple):

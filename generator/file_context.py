@@ -11,8 +11,6 @@ is resolved when first asked for (a helper script that starts no trainer is neve
 
 from __future__ import annotations
 
-import dataclasses
-from dataclasses import dataclass, field
 from typing import NamedTuple, TYPE_CHECKING
 
 from generator.errors import InputError
@@ -26,16 +24,16 @@ if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
 
 
-@dataclass(frozen=True)
-class FileRequest:
+class FileRequest(NamedTuple):
     """What the command line asked, the same for every file (a worker process gets it by fork)."""
 
     version: str | None = None  # --verl-version
     config_dir: str | None = None  # --config-dir
     select: tuple[str, ...] = ()
     ignore: tuple[str, ...] = ()
-    env: dict[str, str] = field(default_factory=dict)
-    args: list[str] = field(default_factory=list)
+    # Shared by every file of the run and never changed (with_project builds a file's own).
+    env: dict[str, str] = {}
+    args: list[str] = []
     memory: MemoryOptions | None = None  # the command line's memory options (--gpu, --model, --headroom)
     gpu_named: bool = False  # --gpu or --gpu-mem was given: the project's `gpu` setting does not replace it
     # The project's `gpu` setting turns the memory prediction on by itself (check and fix: the
@@ -45,11 +43,12 @@ class FileRequest:
     honour_exclude: bool = True
 
 
-@dataclass
 class FileContext:
     """One file as every command sees it: what it was read with, its text, and (`judging`) what it
     is judged against; `read` reads another text of the file (a fix round) the way it was read."""
 
+    # A plain class with __slots__, not a dataclass: a check's start imports no dataclasses.
+    __slots__ = ("path", "request", "project", "select", "ignore", "env", "args", "source", "script", "_judging")
     path: str
     request: FileRequest
     project: ProjectSettings
@@ -59,7 +58,21 @@ class FileContext:
     args: list[str]
     source: bytes
     script: LaunchScript
-    _judging: Judging | None = field(default=None, init=False, repr=False)
+    _judging: Judging | None
+
+    def __init__(self, path: str, request: FileRequest, project: ProjectSettings, select: tuple[str, ...],
+                 ignore: tuple[str, ...], env: dict[str, str], args: list[str], source: bytes,
+                 script: LaunchScript) -> None:
+        self.path = path
+        self.request = request
+        self.project = project
+        self.select = select
+        self.ignore = ignore
+        self.env = env
+        self.args = args
+        self.source = source
+        self.script = script
+        self._judging = None
 
     def read(self, source: bytes, path: str | None) -> LaunchScript:
         """`source` read as this file is read (its project's env and args): a `fix.engine.Reader`."""
@@ -122,12 +135,14 @@ def file_memory(request: FileRequest, project_gpu: str | None) -> MemoryOptions 
     asked = request.memory
     if request.gpu_named or not project_gpu or (asked is None and not request.project_gpu_predicts):
         return asked
+    from dataclasses import replace
+
     from generator.hardware import gpu_spec
     from generator.plan.script_setup import MemoryOptions
 
     if asked is None:
         return MemoryOptions(gpu_spec(project_gpu, None), None, 0.0)
-    return dataclasses.replace(asked, gpu=gpu_spec(project_gpu, None))
+    return replace(asked, gpu=gpu_spec(project_gpu, None))
 
 
 def file_context(path: str, request: FileRequest) -> FileContext | None:

@@ -12,7 +12,6 @@ listed in `Override.unknowns` with a human reason. A value with no unknowns is *
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Literal, NamedTuple
 
 Source = Literal["literal", "variable", "array", "string", "unknown"]
@@ -100,10 +99,12 @@ class Hazard(NamedTuple):
     span: Span | None = None
 
 
-@dataclass(slots=True)
 class Invocation:
     """One call of a Hydra entry point (verl's trainer, a recipe, a wrapper module or file)."""
 
+    # A plain class with __slots__, as LaunchScript: a check's start imports no dataclasses.
+    __slots__ = ("line", "span", "entry", "entry_kind", "launcher", "config_path", "config_name", "branch",
+                 "passes_args", "overrides", "other_args", "env", "redirects", "context", "cwd", "pythonpath", "path")
     line: int
     span: Span  # the whole command, wrappers included
     entry: str  # "verl.trainer.main_ppo", "recipe.dapo.main_dapo", or "path/to/main.py"
@@ -113,18 +114,42 @@ class Invocation:
     config_name: str | None
     branch: Branch
     passes_args: bool  # "$@" (or $@, ${@:2}, $*) reaches the call: a run can override anything
-    overrides: list[Override] = field(default_factory=list)
-    other_args: list[str] = field(default_factory=list)  # arguments that are not overrides
-    env: dict[str, str] = field(default_factory=dict)  # VAR=x prefixes and `env VAR=x`
-    redirects: list[str] = field(default_factory=list)  # "2>&1", "| tee log", "> out.log", "&"
-    context: list[str] = field(default_factory=list)  # e.g. ["if [[ $backend == megatron ]]"]
+    overrides: list[Override]
+    other_args: list[str]  # arguments that are not overrides
+    env: dict[str, str]  # VAR=x prefixes and `env VAR=x`
+    redirects: list[str]  # "2>&1", "| tee log", "> out.log", "&"
+    context: list[str]  # e.g. ["if [[ $backend == megatron ]]"]
     # Where Python would import the entry from: the working directory after the script's `cd`s
     # ("" = where the script started, None = unknown) and the PYTHONPATH it exported (text).
-    cwd: str | None = ""
-    pythonpath: str | None = None
+    cwd: str | None
+    pythonpath: str | None
     # The file the command is written in when it is not the script itself (a script it runs with
     # `bash x.sh`, a string it evals): its spans are offsets in that file, so no edit is made there.
-    path: str | None = None
+    path: str | None
+
+    def __init__(self, line: int, span: Span, entry: str, entry_kind: Literal["module", "file"], launcher: str,
+                 config_path: str | None, config_name: str | None, branch: Branch, passes_args: bool,
+                 overrides: list[Override] | None = None, other_args: list[str] | None = None,
+                 env: dict[str, str] | None = None, redirects: list[str] | None = None,
+                 context: list[str] | None = None, cwd: str | None = "", pythonpath: str | None = None,
+                 path: str | None = None) -> None:
+        self.line = line
+        self.span = span
+        self.entry = entry
+        self.entry_kind = entry_kind
+        self.launcher = launcher
+        self.config_path = config_path
+        self.config_name = config_name
+        self.branch = branch
+        self.passes_args = passes_args
+        self.overrides = [] if overrides is None else overrides
+        self.other_args = [] if other_args is None else other_args
+        self.env = {} if env is None else env
+        self.redirects = [] if redirects is None else redirects
+        self.context = [] if context is None else context
+        self.cwd = cwd
+        self.pythonpath = pythonpath
+        self.path = path
 
 
 def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
@@ -133,18 +158,28 @@ def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:
     return invocation.path is not None and invocation.path != script_path
 
 
-@dataclass(slots=True)
 class LaunchScript:
     """A script as read: its bytes, the trainer calls found in it and the shell hazards met on the way."""
 
+    __slots__ = ("path", "source", "invocations", "hazards", "assumed_env", "assumed_args")
     path: str | None
     source: bytes
-    invocations: list[Invocation] = field(default_factory=list)
-    hazards: list[Hazard] = field(default_factory=list)
+    invocations: list[Invocation]
+    hazards: list[Hazard]
     # The environment and arguments the reading assumed (from --env/--arg); everything else
     # is unset, and `$@` is empty except where it is reported as passes_args.
-    assumed_env: dict[str, str] = field(default_factory=dict)
-    assumed_args: list[str] = field(default_factory=list)
+    assumed_env: dict[str, str]
+    assumed_args: list[str]
+
+    def __init__(self, path: str | None, source: bytes, invocations: list[Invocation] | None = None,
+                 hazards: list[Hazard] | None = None, assumed_env: dict[str, str] | None = None,
+                 assumed_args: list[str] | None = None) -> None:
+        self.path = path
+        self.source = source
+        self.invocations = [] if invocations is None else invocations
+        self.hazards = [] if hazards is None else hazards
+        self.assumed_env = {} if assumed_env is None else assumed_env
+        self.assumed_args = [] if assumed_args is None else assumed_args
 
     @property
     def text(self) -> str:

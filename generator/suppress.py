@@ -18,7 +18,6 @@ finding is reported by VS719 (ruff's unused `noqa`), so stale suppressions do no
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Iterable, NamedTuple
 
 _DIRECTIVE = re.compile(r"^\s*#\s*verl-gen\s*:\s*ignore\b(?:\s*\[([^\]]*)\])?", re.IGNORECASE)
@@ -44,12 +43,12 @@ class Directive(NamedTuple):
         return any(line is not None and self.first <= line <= (self.last or self.first) for line in lines)
 
 
-@dataclass(frozen=True)
-class Suppressions:
+class Suppressions(NamedTuple):
     """The directives of one script."""
 
     directives: tuple[Directive, ...] = ()
-    by_line: dict[int, tuple[str, ...]] = field(default_factory=dict)  # command's first line -> codes
+    # command's first line -> codes; read only (the default one is shared by every script without directives)
+    by_line: dict[int, tuple[str, ...]] = {}
 
     @property
     def file_codes(self) -> tuple[str, ...]:

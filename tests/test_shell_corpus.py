@@ -101,7 +101,8 @@ def test_spans_reproduce_values(corpus) -> None:
     bad = []
     for (tag, rel), script in corpus.items():
         src = script.source.decode("latin-1")
-        expander = Expander(src, script.path, Evaluator(base_dir=None, env={}, args=[]))
+        evaluator = Evaluator(base_dir=None, env={}, args=[])  # the expander holds it weakly
+        expander = Expander(src, script.path, evaluator)
         for inv in script.invocations:
             for o in inv.overrides:
                 span = o.provenance.span

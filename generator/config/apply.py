@@ -99,13 +99,14 @@ class _Composition:
         # Group selections (`model_engine=megatron`) were composed into the defaults before any
         # value override, as Hydra does; each one only records which keys it chose.
         self.selected = selections.consumed if selections is not None else {}
-        self.flat = FlatConfig(dict(defaults), nodes)
+        self.flat = flat = FlatConfig(dict(defaults), nodes)
         self.config = config
         self.version = config.version
         self.strict = strict
         self.unknown: dict[str, str] = {}
         self.unchecked = 0
-        self.resolver = Resolver(self.flat.values, nodes=lambda: self.flat.nodes, unknown_of=self.unknown.get)
+        # `flat`, not `self.flat`: a lambda holding self would make the composition a reference cycle
+        self.resolver = Resolver(flat.values, nodes=lambda: flat.nodes, unknown_of=self.unknown.get)
 
     def _refuse(self, override: Override, kind: str, detail: str, suggestion: str | None = None) -> None:
         self.config.key_issues.append(KeyIssue(override, kind, detail, suggestion))

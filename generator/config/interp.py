@@ -224,8 +224,9 @@ class Resolver:
         self._charge(1)
         if key in self._cache:
             return self._cache[key]
-        if key in self._failed:
-            raise self._failed[key]
+        failed = self._failed.get(key)
+        if failed is not None:
+            raise type(failed)(*failed.args)
         if key not in self.values:
             sub = self._subtree(key)
             if sub is None:
@@ -243,7 +244,10 @@ class Resolver:
         try:
             value = self.evaluate(raw, key)
         except Unresolvable as err:
-            self._failed[key] = err
+            # Remembered as a copy, raised as a fresh one: an exception that has been raised
+            # holds its traceback, whose frames hold this resolver, and a cycle through it
+            # would keep the whole composition alive until the cycle collector ran.
+            self._failed[key] = type(err)(*err.args)
             raise
         finally:
             self._active.discard(key)

@@ -8,7 +8,6 @@ the next round (ruff's strategy). A round that would make the script unparseable
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Callable, NamedTuple, Sequence, TYPE_CHECKING
 
 from generator.config.types import Config
@@ -47,16 +46,27 @@ class NotApplied(NamedTuple):
     reason: str
 
 
-@dataclass(slots=True)
 class FixResult:
     """What `gen fix` did to one file: the fixed bytes, the fixes applied and those it left."""
 
+    # A plain class with __slots__, not a dataclass: `gen check` plans its fixes here, and its
+    # start imports no dataclasses.
+    __slots__ = ("path", "original", "fixed", "applied", "not_applied", "remaining")
     path: str | None
     original: bytes
     fixed: bytes
-    applied: list[Applied] = field(default_factory=list)
-    not_applied: list[NotApplied] = field(default_factory=list)
-    remaining: list[Finding] = field(default_factory=list)  # findings of the fixed script
+    applied: list[Applied]
+    not_applied: list[NotApplied]
+    remaining: list[Finding]  # findings of the fixed script
+
+    def __init__(self, path: str | None, original: bytes, fixed: bytes, applied: list[Applied] | None = None,
+                 not_applied: list[NotApplied] | None = None, remaining: list[Finding] | None = None) -> None:
+        self.path = path
+        self.original = original
+        self.fixed = fixed
+        self.applied = [] if applied is None else applied
+        self.not_applied = [] if not_applied is None else not_applied
+        self.remaining = [] if remaining is None else remaining
 
     @property
     def changed(self) -> bool:

@@ -10,7 +10,6 @@ Values that depend on something unknown are never edited: the reason is returned
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
 from typing import Any, Iterable
 
 from generator.config.types import Config
@@ -21,14 +20,23 @@ from generator.launch import Invocation, LaunchScript, Override, Span, written_e
 from generator.rules.core import Applicability, Fix
 
 
-@dataclass(slots=True)
 class Placement:
     """The byte edits for one Fix, or why it cannot be placed."""
 
-    edits: list[TextEdit] = field(default_factory=list)
-    reason: str | None = None  # set when the fix cannot be applied
-    applicability: Applicability = "safe"
-    notes: list[str] = field(default_factory=list)  # e.g. "variable TP also sets ref TP"
+    # A plain class with __slots__, not a dataclass: `gen check` places its fixes here, and its
+    # start imports no dataclasses.
+    __slots__ = ("edits", "reason", "applicability", "notes")
+    edits: list[TextEdit]
+    reason: str | None  # set when the fix cannot be applied
+    applicability: Applicability
+    notes: list[str]  # e.g. "variable TP also sets ref TP"
+
+    def __init__(self, edits: list[TextEdit] | None = None, reason: str | None = None,
+                 applicability: Applicability = "safe", notes: list[str] | None = None) -> None:
+        self.edits = [] if edits is None else edits
+        self.reason = reason
+        self.applicability = applicability
+        self.notes = [] if notes is None else notes
 
     @property
     def ok(self) -> bool:

@@ -9,9 +9,8 @@ lists of a Python launcher, which need a concrete syntax tree, are pylaunch/over
 
 from __future__ import annotations
 
-import ast
 import os
-from typing import NamedTuple
+from typing import NamedTuple, TYPE_CHECKING
 from functools import partial
 from pathlib import Path
 
@@ -19,6 +18,9 @@ from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.folder_memo import remembered
 from generator.folder_memo import real_parent
+
+if TYPE_CHECKING:
+    import ast  # imported where a module is read: a check of a shell script never reads one (~1.5 ms, issue 22)
 
 
 class HydraMain(NamedTuple):
@@ -41,6 +43,8 @@ class EntryConfig(NamedTuple):
 
 
 def _dotted(node: ast.expr) -> str:
+    import ast
+
     if isinstance(node, ast.Name):
         return node.id
     if isinstance(node, ast.Attribute):
@@ -50,6 +54,8 @@ def _dotted(node: ast.expr) -> str:
 
 def _literal_str(node: ast.expr) -> str | None:
     # Adjacent string literals are already joined by the parser; f-strings are JoinedStr.
+    import ast
+
     if isinstance(node, ast.Constant) and isinstance(node.value, str):
         return node.value
     return None
@@ -59,6 +65,8 @@ def read_hydra_main(source: bytes | str, path: str | None = None) -> HydraMain |
     """The first function decorated with `@hydra.main(...)` (or `@main(...)` imported from hydra)."""
     # Syntax and depth checked by CPython's parser and an iterative count (see chunks.py),
     # imported here: a check outside a checkout only asks where an entry module is.
+    import ast
+
     from generator.pylaunch.chunks import checked_tree
 
     module = checked_tree(source.encode("utf-8") if isinstance(source, str) else source, path)

@@ -6,7 +6,6 @@ Every format is a pure function of a list of FileReport; printing is the CLI's j
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Iterable
 
 from generator.report.documents import JSON_SCHEMA_VERSION
@@ -22,40 +21,76 @@ if TYPE_CHECKING:
 FAILS_CHECK = frozenset({"VS709"})
 
 
-@dataclass
+# Plain classes with __slots__, not dataclasses: a check's start imports no dataclasses. They
+# pickle (protocol 2 and up) as they come back from the worker processes (generator.pool).
+
+
 class Located:
     """A finding with the line of the trainer call it belongs to (None for script-level ones)."""
 
+    __slots__ = ("finding", "invocation_line", "fixed_by_gen_fix", "column", "width", "source")
     finding: Finding
-    invocation_line: int | None = None
+    invocation_line: int | None
     # Whether `gen fix` repairs it: True ([*]), "unsafe" (only with --unsafe), False; None when
     # no fix was planned for this report (then any proposed fix counts).
-    fixed_by_gen_fix: bool | str | None = None
+    fixed_by_gen_fix: bool | str | None
     # Where on its line it points (1-based, generator.report.excerpt) and that line's text, for
     # the column and the source excerpt; None when the finding has no line in the file.
-    column: int | None = None
-    width: int = 1
-    source: str | None = None
+    column: int | None
+    width: int
+    source: str | None
+
+    def __init__(self, finding: Finding, invocation_line: int | None = None, fixed_by_gen_fix: bool | str | None = None,
+                 column: int | None = None, width: int = 1, source: str | None = None) -> None:
+        self.finding = finding
+        self.invocation_line = invocation_line
+        self.fixed_by_gen_fix = fixed_by_gen_fix
+        self.column = column
+        self.width = width
+        self.source = source
 
 
-@dataclass
 class FileReport:
     """What `gen check` found in one file, or why it could not check it."""
 
+    __slots__ = ("path", "error", "verl_version", "findings", "incomplete", "resolution", "call_resolutions",
+                 "fixable", "excluded")
     path: str
-    error: str | None = None  # one-line reason the file could not be checked
-    verl_version: str | None = None
-    findings: list[Located] = field(default_factory=list)
+    error: str | None  # one-line reason the file could not be checked
+    verl_version: str | None
+    findings: list[Located]
     # Read, but not completely (a bash syntax error): the findings stand, the input is bad.
-    incomplete: str | None = None
+    incomplete: str | None
     # Which verl release and config the file was judged against, and why; and (line,
     # resolution) for each call that composed a config of its own instead.
-    resolution: Resolution | None = None
-    call_resolutions: list[tuple[int, Resolution]] = field(default_factory=list)
+    resolution: Resolution | None
+    call_resolutions: list[tuple[int, Resolution]]
     # How many findings `gen fix` (no --unsafe) repairs in this file, when it was planned.
-    fixable: int | None = None
+    fixable: int | None
     # The project configuration's `exclude` names it: not checked, and left out of the report.
-    excluded: bool = False
+    excluded: bool
+
+    def __init__(self, path: str, error: str | None = None, verl_version: str | None = None,
+                 findings: list[Located] | None = None, incomplete: str | None = None,
+                 resolution: Resolution | None = None, call_resolutions: list[tuple[int, Resolution]] | None = None,
+                 fixable: int | None = None, excluded: bool = False) -> None:
+        self.path = path
+        self.error = error
+        self.verl_version = verl_version
+        self.findings = [] if findings is None else findings
+        self.incomplete = incomplete
+        self.resolution = resolution
+        self.call_resolutions = [] if call_resolutions is None else call_resolutions
+        self.fixable = fixable
+        self.excluded = excluded
+
+    def copy(self, **changes: object) -> FileReport:
+        """This report with `changes` (fields by name); the rest shared, not copied."""
+        report = FileReport(self.path, self.error, self.verl_version, self.findings, self.incomplete, self.resolution,
+                            self.call_resolutions, self.fixable, self.excluded)
+        for name, value in changes.items():
+            setattr(report, name, value)
+        return report
 
     @property
     def failed(self) -> bool:

@@ -4,7 +4,6 @@ rule (`--statistics`, as ruff's). Pure functions of FileReports; the CLI prints.
 
 from __future__ import annotations
 
-import dataclasses
 from typing import TYPE_CHECKING
 
 from generator.safe_text import one_line
@@ -32,7 +31,7 @@ def at_least(reports: list[FileReport], severity: str) -> list[FileReport]:
         fixable = report.fixable
         if fixable is not None and len(kept) != len(report.findings):
             fixable = sum(1 for located in kept if located.fixed_by_gen_fix is True)
-        out.append(dataclasses.replace(report, findings=kept, fixable=fixable))
+        out.append(report.copy(findings=kept, fixable=fixable))
     return out
 
 

@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import functools
 import json
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, NamedTuple, Protocol
 
@@ -98,18 +97,29 @@ class MemoryVerdict(NamedTuple):
     seq_len: int = 0  # prompt + response the fill refers to
 
 
-@dataclass(slots=True)
 class Context:
     """What a rule may look at. `invocation`/`script` are None for generated configs."""
 
+    # A plain class with __slots__, not a dataclass: a check's start imports no dataclasses.
+    __slots__ = ("config", "invocation", "script", "model", "memory", "fork_settings")
     config: Config
-    invocation: Invocation | None = None
-    script: LaunchScript | None = None
-    model: ModelFacts | None = None
-    memory: MemoryVerdict | None = None  # only when a GPU was named (gen check --gpu)
+    invocation: Invocation | None
+    script: LaunchScript | None
+    model: ModelFacts | None
+    memory: MemoryVerdict | None  # only when a GPU was named (gen check --gpu)
     # forks.fork_batch_settings(config) when the caller has it (check_config asks it first, to
     # stand the batch rules down); None: not asked yet.
-    fork_settings: list[ForkBatchSetting] | None = None
+    fork_settings: list[ForkBatchSetting] | None
+
+    def __init__(self, config: Config, invocation: Invocation | None = None, script: LaunchScript | None = None,
+                 model: ModelFacts | None = None, memory: MemoryVerdict | None = None,
+                 fork_settings: list[ForkBatchSetting] | None = None) -> None:
+        self.config = config
+        self.invocation = invocation
+        self.script = script
+        self.model = model
+        self.memory = memory
+        self.fork_settings = fork_settings
 
     @property
     def version(self) -> str:

@@ -19,7 +19,6 @@ selection already re-chose (`model_engine=megatron critic=dp_critic`) is approxi
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, NamedTuple
 
@@ -33,7 +32,6 @@ class GroupRefusal(NamedTuple):
     detail: str
 
 
-@dataclass
 class GroupSelections:
     """The defaults after the call's group selections, and what was chosen.
 
@@ -45,12 +43,22 @@ class GroupSelections:
     exact      False when a selection could not be replayed: keys were not all known
     """
 
+    # A plain class with __slots__, not a dataclass: a check's start imports no dataclasses.
+    __slots__ = ("defaults", "consumed", "chosen", "refusals", "notes", "exact")
     defaults: dict[str, Any]
-    consumed: dict[int, tuple[str, ...]] = field(default_factory=dict)
-    chosen: dict[str, str] = field(default_factory=dict)
-    refusals: list[GroupRefusal] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
-    exact: bool = True
+    consumed: dict[int, tuple[str, ...]]
+    chosen: dict[str, str]
+    refusals: list[GroupRefusal]
+    notes: list[str]
+    exact: bool
+
+    def __init__(self, defaults: dict[str, Any]) -> None:
+        self.defaults = defaults
+        self.consumed = {}
+        self.chosen = {}
+        self.refusals = []
+        self.notes = []
+        self.exact = True
 
     def refuse(self, override: Override, detail: str) -> None:
         self.refusals.append(GroupRefusal(override, detail))

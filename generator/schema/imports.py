@@ -67,10 +67,14 @@ def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) ->
     the checkout's root, as the script does; a working directory above the repository is not
     the project); else the script's folder. Never above the project boundary's root."""
     # Asked three times per script: keyed by the text (and the working directory a relative one
-    # starts from), the Paths are made once.
+    # starts from), the Paths are made once; the walk up is made once per folder of scripts.
     here_cwd = os.getcwd()
-    return remembered(("checkout_root", script_path, cwd, here_cwd, max_up), lambda: _checkout_root(
+    return remembered(("checkout_root", script_path, cwd, here_cwd, max_up), lambda: _folder_checkout_root(
         Path(script_path).absolute().parent, Path(cwd or here_cwd).absolute(), max_up))
+
+
+def _folder_checkout_root(here: Path, base: Path, max_up: int) -> Path:
+    return remembered(("folder_checkout_root", here, base, max_up), lambda: _checkout_root(here, base, max_up))
 
 
 def _checkout_root(here: Path, base: Path, max_up: int) -> Path:

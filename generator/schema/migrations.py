@@ -201,18 +201,35 @@ def _sequence(from_version: str, to_version: str) -> list[str]:
     return ids
 
 
-def _first_missing(key: str, from_version: str, to_version: str) -> str:
-    """The first schema id after from_version (up to to_version) that lacks `key`."""
-    for version in _sequence(from_version, to_version):
-        if version == from_version:
-            continue
+def _first_missing(key: str, later: list[str], to_version: str) -> str:
+    """The first schema id of `later` (the ids after the from-version, up to to_version) that
+    lacks `key`."""
+    for version in later:
         if not load(version).has(key) and not _in_any_config(load(version), key):
             return version
     return to_version
 
 
 def _in_any_config(schema: Schema, key: str) -> bool:
-    return any(schema.has(key, name) for name in schema.config_names())
+    return key in _keys_anywhere(schema)
+
+
+# Per schema id: the schema and every key and inner node of any of its configs. `_in_any_config`
+# is asked for every key of every older release (~21,000 times a corpus check), once per config
+# each; the set is made once per schema (held with the schema itself: a folder registered again
+# under the same id loads a new Schema, which gets its own set).
+_ANYWHERE: dict[str, tuple[Schema, frozenset[str]]] = {}
+
+
+def _keys_anywhere(schema: Schema) -> frozenset[str]:
+    held = _ANYWHERE.get(schema.version)
+    if held is None or held[0] is not schema:
+        every: set[str] = set()
+        for name in schema.config_names():
+            every.update(schema.keys(name))
+            every.update(schema.nodes(name))
+        held = _ANYWHERE[schema.version] = (schema, frozenset(every))
+    return held[1]
 
 
 @lru_cache(maxsize=64)
@@ -222,6 +239,14 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
     new_keys = new.all_keys()
     out: list[Rename] = []
     forward = parse(from_version) <= parse(to_version)
+    listed: list[list[str]] = []
+
+    def first_missing(key: str) -> str:
+        # The releases after from_version are listed once (when a gone key first asks), not once per key.
+        if not listed:
+            listed.append([version for version in _sequence(from_version, to_version) if version != from_version])
+        return _first_missing(key, listed[0], to_version)
+
     for key in sorted(old.all_keys()):
         gone = not _in_any_config(new, key)
         found = _move_for(key) if forward else None
@@ -232,7 +257,7 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
                 continue
             # `since`: the first packaged schema without the key (HEAD-like ids included);
             # the table's release when the key stays but changed meaning (backend moves).
-            since = _first_missing(key, from_version, to_version) if gone else move.since
+            since = first_missing(key) if gone else move.since
             target = _follow(target, new_keys, to_version)
             if target is not None and target in new_keys:
                 out.append(Rename(key, target, since, move.note, move.backend))
@@ -243,7 +268,7 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
             if not gone:
                 continue
         if gone:
-            since = _first_missing(key, from_version, to_version) if forward else from_version
+            since = first_missing(key) if forward else from_version
             out.append(Rename(key, None, since, f"removed in verl {since}"))
     return tuple(out)
 

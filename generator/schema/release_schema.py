@@ -4,8 +4,6 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass, field
-from functools import cached_property
 from pathlib import Path
 from typing import Any, Iterable
 
@@ -52,7 +50,6 @@ def inner_nodes(keys: Iterable[str]) -> frozenset[str]:
     return frozenset(found)
 
 
-@dataclass
 class Schema:
     """Defaults of each config (`ppo_trainer`, `ppo_megatron_trainer`) as {dotted_key: value}.
 
@@ -60,18 +57,34 @@ class Schema:
     value "???" is mandatory. Interpolations are kept as text, e.g. "${oc.select:a.b,null}".
     """
 
+    # A plain class with __slots__, not a dataclass: a check's start imports no dataclasses.
+    __slots__ = ("version", "source", "configs", "mandatory_by_config", "notes", "groups", "config_dir",
+                 "_nodes_cache")
     version: str
     source: str
     configs: dict[str, dict[str, Any]]
-    mandatory_by_config: dict[str, list[str]] = field(default_factory=dict)
+    mandatory_by_config: dict[str, list[str]]
     # Why a file of the config folder was passed over (a stale _generated_*.yaml), for the report.
-    notes: list[str] = field(default_factory=list)
+    notes: list[str]
     # Per config: what each Hydra config-group selection changes (tools/schema_groups.py builds
     # it; generator.schema.groups replays it). Empty for a folder read at run time.
-    groups: dict[str, dict[str, Any]] = field(default_factory=dict)
+    groups: dict[str, dict[str, Any]]
     # The config folder a schema read at run time comes from: its group selections are composed
     # from it (generator.schema.groups.select_groups_in_dir). None for a packaged schema.
-    config_dir: Path | None = None
+    config_dir: Path | None
+    _nodes_cache: dict[str, frozenset[str]]  # config name -> its inner nodes, made when first asked
+
+    def __init__(self, version: str, source: str, configs: dict[str, dict[str, Any]],
+                 mandatory_by_config: dict[str, list[str]] | None = None, notes: list[str] | None = None,
+                 groups: dict[str, dict[str, Any]] | None = None, config_dir: Path | None = None) -> None:
+        self.version = version
+        self.source = source
+        self.configs = configs
+        self.mandatory_by_config = {} if mandatory_by_config is None else mandatory_by_config
+        self.notes = [] if notes is None else notes
+        self.groups = {} if groups is None else groups
+        self.config_dir = config_dir
+        self._nodes_cache = {}
 
     def groups_of(self, config_name: str) -> dict[str, Any]:
         """The config's group selections ({} when not recorded)."""
@@ -104,10 +117,6 @@ class Schema:
         if config_name not in cache:
             cache[config_name] = inner_nodes(self._config(config_name))
         return cache[config_name]
-
-    @cached_property
-    def _nodes_cache(self) -> dict[str, frozenset[str]]:
-        return {}
 
     @property
     def mandatory(self) -> frozenset[str]:

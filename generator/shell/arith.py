@@ -62,78 +62,88 @@ _BINARY = [
 def evaluate(text: str, lookup: Callable[[str], int]) -> int:
     """Evaluate `text`; `lookup(name)` returns a variable's integer value or raises ArithError."""
     tokens = tokenize(text)
-    pos = 0
+    if not tokens:
+        return 0
+    parser = _Parser(tokens, lookup)
+    result = parser.ternary()
+    if parser.pos != len(tokens):
+        raise ArithError(f"unexpected {tokens[parser.pos][1]!r}")
+    return result
 
-    def peek() -> str | None:
-        return tokens[pos][1] if pos < len(tokens) else None
 
-    def take() -> tuple[str, str]:
-        nonlocal pos
-        if pos >= len(tokens):
+class _Parser:
+    """Recursive descent over one expression's tokens, by precedence. A class rather than
+    closures inside evaluate: closures that call each other form a reference cycle, which
+    kept every evaluation (and, through `lookup`, the whole evaluator) alive until the cycle
+    collector ran."""
+
+    def __init__(self, tokens: list[tuple[str, str]], lookup: Callable[[str], int]) -> None:
+        self.tokens = tokens
+        self.lookup = lookup
+        self.pos = 0
+
+    def peek(self) -> str | None:
+        return self.tokens[self.pos][1] if self.pos < len(self.tokens) else None
+
+    def take(self) -> tuple[str, str]:
+        if self.pos >= len(self.tokens):
             raise ArithError("unexpected end of arithmetic")
-        pos += 1
-        return tokens[pos - 1]
+        self.pos += 1
+        return self.tokens[self.pos - 1]
 
-    def ternary() -> int:
-        cond = binary(0)
-        if peek() == "?":
-            take()
-            yes = ternary()
-            if take()[1] != ":":
+    def ternary(self) -> int:
+        cond = self.binary(0)
+        if self.peek() == "?":
+            self.take()
+            yes = self.ternary()
+            if self.take()[1] != ":":
                 raise ArithError("expected ':'")
-            no = ternary()
+            no = self.ternary()
             return yes if cond else no
         return cond
 
-    def binary(level: int) -> int:
+    def binary(self, level: int) -> int:
         if level == len(_BINARY):
-            return power()
-        left = binary(level + 1)
-        while peek() in _BINARY[level] and tokens[pos][0] == "op":
-            op = take()[1]
-            right = binary(level + 1)
+            return self.power()
+        left = self.binary(level + 1)
+        while self.peek() in _BINARY[level] and self.tokens[self.pos][0] == "op":
+            op = self.take()[1]
+            right = self.binary(level + 1)
             left = wrap64(_apply(op, left, right))
         return left
 
-    def power() -> int:
-        base = unary()
-        if peek() == "**":
-            take()
-            exponent = power()
+    def power(self) -> int:
+        base = self.unary()
+        if self.peek() == "**":
+            self.take()
+            exponent = self.power()
             if exponent < 0:
                 raise ArithError("exponent less than 0")
             return wrap64(pow(base, exponent, 1 << 64))
         return base
 
-    def unary() -> int:
-        tok = peek()
-        if tok in ("-", "+", "!", "~") and tokens[pos][0] == "op":
-            take()
-            value = unary()
+    def unary(self) -> int:
+        tok = self.peek()
+        if tok in ("-", "+", "!", "~") and self.tokens[self.pos][0] == "op":
+            self.take()
+            value = self.unary()
             return wrap64({"-": -value, "+": value, "!": int(not value), "~": ~value}[tok])
-        return atom()
+        return self.atom()
 
-    def atom() -> int:
-        kind, text_ = take()
+    def atom(self) -> int:
+        kind, text = self.take()
         if kind == "num":
-            return wrap64(_number(text_))
+            return wrap64(_number(text))
         if kind == "name":
-            if peek() == "=":
+            if self.peek() == "=":
                 raise ArithError("assignment in arithmetic")
-            return lookup(text_)
-        if text_ == "(":
-            value = ternary()
-            if take()[1] != ")":
+            return self.lookup(text)
+        if text == "(":
+            value = self.ternary()
+            if self.take()[1] != ")":
                 raise ArithError("expected ')'")
             return value
-        raise ArithError(f"unexpected {text_!r}")
-
-    if not tokens:
-        return 0
-    result = ternary()
-    if pos != len(tokens):
-        raise ArithError(f"unexpected {tokens[pos][1]!r}")
-    return result
+        raise ArithError(f"unexpected {text!r}")
 
 
 def _apply(op: str, a: int, b: int) -> int:

@@ -6,7 +6,6 @@ from __future__ import annotations
 
 import re
 from bisect import bisect_right
-from dataclasses import dataclass, field
 from typing import NamedTuple, TYPE_CHECKING
 
 from generator.launch import Hazard, Span
@@ -21,20 +20,24 @@ if TYPE_CHECKING:  # pragma: no cover
 ASSIGN = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(\[[^\]]*\])?(\+?)=")
 
 
-@dataclass
 class FileCtx:
     """The file being read: its text (latin-1), where its lines start and its expander."""
 
+    __slots__ = ("path", "src", "line_starts", "expander", "has_escaped_blank")
     path: str | None
     src: str  # latin-1
     line_starts: list[int]
     expander: Expander
     # Whether the file holds a `\ ` or `\<tab>` anywhere: searched once here, not once per
     # command (a per-command search of the whole file made reading quadratic).
-    has_escaped_blank: bool = field(init=False)
+    has_escaped_blank: bool
 
-    def __post_init__(self) -> None:
-        self.has_escaped_blank = "\\ " in self.src or "\\\t" in self.src
+    def __init__(self, path: str | None, src: str, line_starts: list[int], expander: Expander) -> None:
+        self.path = path
+        self.src = src
+        self.line_starts = line_starts
+        self.expander = expander
+        self.has_escaped_blank = "\\ " in src or "\\\t" in src
 
     def line_of(self, offset: int) -> int:
         return bisect_right(self.line_starts, offset)
@@ -43,18 +46,31 @@ class FileCtx:
         return Span(a, b, self.line_of(a))
 
 
-@dataclass(slots=True)
 class State:
     """Everything the script has set so far. Copied (shallowly) for branches."""
 
-    vars: dict[str, Var] = field(default_factory=dict)
-    args: list[list[Piece]] = field(default_factory=list)
-    args_label: str | None = None  # set when the positional args are unknown (inside a function)
-    args_from_script: bool = True  # the positional args are (or carry) the script's own "$@"
-    functions: dict[str, tuple[Node, FileCtx]] = field(default_factory=dict)
-    cwd: str | None = ""  # relative to the script's directory; None = unknown
-    unknown_sources: list[str] = field(default_factory=list)
-    exited: bool = False
+    __slots__ = ("vars", "args", "args_label", "args_from_script", "functions", "cwd", "unknown_sources", "exited")
+    vars: dict[str, Var]
+    args: list[list[Piece]]
+    args_label: str | None  # set when the positional args are unknown (inside a function)
+    args_from_script: bool  # the positional args are (or carry) the script's own "$@"
+    functions: dict[str, tuple[Node, FileCtx]]
+    cwd: str | None  # relative to the script's directory; None = unknown
+    unknown_sources: list[str]
+    exited: bool
+
+    def __init__(self, vars: dict[str, Var] | None = None, args: list[list[Piece]] | None = None,
+                 args_label: str | None = None, args_from_script: bool = True,
+                 functions: dict[str, tuple[Node, FileCtx]] | None = None, cwd: str | None = "",
+                 unknown_sources: list[str] | None = None, exited: bool = False) -> None:
+        self.vars = {} if vars is None else vars
+        self.args = [] if args is None else args
+        self.args_label = args_label
+        self.args_from_script = args_from_script
+        self.functions = {} if functions is None else functions
+        self.cwd = cwd
+        self.unknown_sources = [] if unknown_sources is None else unknown_sources
+        self.exited = exited
 
     def copy(self) -> State:
         return State(
@@ -83,10 +99,11 @@ class Flow(NamedTuple):
         return Flow(new_branch, ctx, self.depth)
 
 
-@dataclass
 class CommandRecord:
     """One simple command bash would run, with its arguments as bash would pass them."""
 
+    __slots__ = ("fields", "env", "span", "path", "branch", "context", "passes_args", "redirects", "words", "cwd",
+                 "pythonpath")
     fields: list[Field]
     env: dict[str, str]
     span: Span
@@ -94,12 +111,28 @@ class CommandRecord:
     branch: str
     context: tuple[str, ...]
     passes_args: bool
-    redirects: list[str] = field(default_factory=list)
-    words: list[tuple[int, int]] = field(default_factory=list)  # source ranges of the words
+    redirects: list[str]
+    words: list[tuple[int, int]]  # source ranges of the words
     # Where Python would import from (generator.schema.imports): the working directory after the
     # script's `cd`s ("" = where it started, None = unknown) and the exported PYTHONPATH's text.
-    cwd: str | None = ""
-    pythonpath: str | None = None
+    cwd: str | None
+    pythonpath: str | None
+
+    def __init__(self, fields: list[Field], env: dict[str, str], span: Span, path: str | None, branch: str,
+                 context: tuple[str, ...], passes_args: bool, redirects: list[str] | None = None,
+                 words: list[tuple[int, int]] | None = None, cwd: str | None = "",
+                 pythonpath: str | None = None) -> None:
+        self.fields = fields
+        self.env = env
+        self.span = span
+        self.path = path
+        self.branch = branch
+        self.context = context
+        self.passes_args = passes_args
+        self.redirects = [] if redirects is None else redirects
+        self.words = [] if words is None else words
+        self.cwd = cwd
+        self.pythonpath = pythonpath
 
 
 def line_starts_of(src: str) -> list[int]:

@@ -6,7 +6,6 @@ and spans stay exact for non-ASCII scripts; `as_text` turns it into real text at
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from typing import Iterable
 
 
@@ -30,20 +29,33 @@ def from_text(text: str) -> str:
     return text.encode("utf-8").decode("latin-1")
 
 
-@dataclass(slots=True, eq=False)
+# The records below are plain classes with __slots__, not dataclasses: a check's start does not
+# import dataclasses (and inspect, ast, dis, tokenize behind it) nor compile their methods. Nothing
+# compares or prints them, so they have no __eq__ or __repr__.
+
+
 class Group:
     """Where a variable's value is defined, so an override that is exactly this value can be
     edited at its definition. `span_*` is None when no single place defines it."""
 
+    __slots__ = ("variable", "text", "span_start", "span_end", "quoting", "path")
     variable: str | None
     text: str
     span_start: int | None
     span_end: int | None
-    quoting: str = ""
-    path: str | None = None
+    quoting: str
+    path: str | None
+
+    def __init__(self, variable: str | None, text: str, span_start: int | None, span_end: int | None,
+                 quoting: str = "", path: str | None = None) -> None:
+        self.variable = variable
+        self.text = text
+        self.span_start = span_start
+        self.span_end = span_end
+        self.quoting = quoting
+        self.path = path
 
 
-@dataclass(slots=True)
 class Piece:
     """A run of expanded text.
 
@@ -60,24 +72,46 @@ class Piece:
     was_split: the field this piece ends up in came from word-splitting a string
     """
 
+    __slots__ = ("text", "a", "b", "exact", "q", "qa", "qb", "path", "split", "unknown", "group", "inner", "kind",
+                 "elem", "was_split")
     text: str
-    a: int | None = None
-    b: int | None = None
-    exact: bool = False
-    q: str = ""
-    qa: int | None = None
-    qb: int | None = None
-    path: str | None = None
-    split: bool = False
-    unknown: str | None = None
-    group: Group | None = None
-    inner: Group | None = None  # the group before the latest expansion wrapped it (strings)
-    kind: str = ""
-    elem: tuple[int, int, str | None] | None = None
-    was_split: bool = False
+    a: int | None
+    b: int | None
+    exact: bool
+    q: str
+    qa: int | None
+    qb: int | None
+    path: str | None
+    split: bool
+    unknown: str | None
+    group: Group | None
+    inner: Group | None  # the group before the latest expansion wrapped it (strings)
+    kind: str
+    elem: tuple[int, int, str | None] | None
+    was_split: bool
+
+    def __init__(self, text: str, a: int | None = None, b: int | None = None, exact: bool = False, q: str = "",
+                 qa: int | None = None, qb: int | None = None, path: str | None = None, split: bool = False,
+                 unknown: str | None = None, group: Group | None = None, inner: Group | None = None,
+                 kind: str = "", elem: tuple[int, int, str | None] | None = None, was_split: bool = False) -> None:
+        self.text = text
+        self.a = a
+        self.b = b
+        self.exact = exact
+        self.q = q
+        self.qa = qa
+        self.qb = qb
+        self.path = path
+        self.split = split
+        self.unknown = unknown
+        self.group = group
+        self.inner = inner
+        self.kind = kind
+        self.elem = elem
+        self.was_split = was_split
 
     def copy(self, **changes: object) -> Piece:
-        # Hand-written: dataclasses.replace was the reader's top cost.
+        # Positional and hand-written: a replace() that walks the fields was the reader's top cost.
         p = Piece(self.text, self.a, self.b, self.exact, self.q, self.qa, self.qb, self.path, self.split,
                   self.unknown, self.group, self.inner, self.kind, self.elem, self.was_split)
         for name, value in changes.items():
@@ -147,30 +181,49 @@ def too_large(parts: int, chars: int) -> bool:
     return parts > MAX_VALUE_PARTS or chars > MAX_VALUE_CHARS
 
 
-@dataclass(slots=True)
 class Elem:
     """One element of an array variable: its value, where it was assigned (a, b in `path`)."""
 
+    __slots__ = ("pieces", "a", "b", "path", "present")
     pieces: list[Piece]
     a: int | None
     b: int | None
     path: str | None
-    present: bool = True  # False for the gaps of a sparse array (`a[5]=x` on a 2-element array)
+    present: bool  # False for the gaps of a sparse array (`a[5]=x` on a 2-element array)
+
+    def __init__(self, pieces: list[Piece], a: int | None, b: int | None, path: str | None,
+                 present: bool = True) -> None:
+        self.pieces = pieces
+        self.a = a
+        self.b = b
+        self.path = path
+        self.present = present
 
 
-@dataclass(slots=True)
 class Var:
     """A shell variable: a scalar (`pieces`), an array (`elems`) or unknown (`unknown` set)."""
 
-    pieces: list[Piece] | None = None
-    elems: list[Elem] | None = None
-    group: Group | None = None
-    unknown: str | None = None  # reason
-    label: str = ""  # marker label when unknown
-    exported: bool = False
+    __slots__ = ("pieces", "elems", "group", "unknown", "label", "exported", "env_default")
+    pieces: list[Piece] | None
+    elems: list[Elem] | None
+    group: Group | None
+    unknown: str | None  # reason
+    label: str  # marker label when unknown
+    exported: bool
     # `X=${X:-default}` with X unset in the script: the value stands for "the environment's, else
     # this default", so a guard that exits when X is empty asserts the run provides X.
-    env_default: bool = False
+    env_default: bool
+
+    def __init__(self, pieces: list[Piece] | None = None, elems: list[Elem] | None = None, group: Group | None = None,
+                 unknown: str | None = None, label: str = "", exported: bool = False,
+                 env_default: bool = False) -> None:
+        self.pieces = pieces
+        self.elems = elems
+        self.group = group
+        self.unknown = unknown
+        self.label = label
+        self.exported = exported
+        self.env_default = env_default
 
 
 def var_size(var: Var) -> tuple[int, int]:
@@ -194,16 +247,25 @@ def has_unknown(pieces: list[Piece]) -> bool:
     return any(p.unknown for p in pieces)
 
 
-@dataclass(slots=True)
 class Field:
     """One argument bash hands to a command, with where it came from."""
 
+    __slots__ = ("pieces", "word_a", "word_b", "path", "origin", "cmd_a")
     pieces: list[Piece]
     word_a: int
     word_b: int
     path: str | None
-    origin: str = "literal"  # literal | array | string
-    cmd_a: int = -1  # start of the word on the command line it was expanded from
+    origin: str  # literal | array | string
+    cmd_a: int  # start of the word on the command line it was expanded from
+
+    def __init__(self, pieces: list[Piece], word_a: int, word_b: int, path: str | None, origin: str = "literal",
+                 cmd_a: int = -1) -> None:
+        self.pieces = pieces
+        self.word_a = word_a
+        self.word_b = word_b
+        self.path = path
+        self.origin = origin
+        self.cmd_a = cmd_a
 
     @property
     def text(self) -> str:

@@ -11,6 +11,7 @@ Nothing is ever run: `$(…)` and backticks become `<?cmd:…>` unknowns.
 from __future__ import annotations
 
 import re
+import weakref
 from typing import Protocol
 
 from generator.launch import unknown_marker
@@ -58,7 +59,10 @@ class Expander:
     def __init__(self, src: str, path: str | None, host: ExpansionHost) -> None:
         self.src = src
         self.path = path
-        self.host = host
+        # The host (the evaluator) holds each file's expander: held back weakly, a file's whole
+        # reading (its records, fields and pieces) is freed when the evaluator is, rather than
+        # left as one reference cycle for the cycle collector to find.
+        self.host: ExpansionHost = weakref.proxy(host)
 
     # -- entry points -------------------------------------------------------------------------
 
