@@ -29,6 +29,7 @@ never unpickled or executed. A cache that cannot be written is simply not writte
 from __future__ import annotations
 
 import json
+import math
 import os
 import stat
 import zlib
@@ -191,6 +192,71 @@ def _through_entry(key: str, compute: Callable[[], Any], valid: Callable[[Any], 
     return value
 
 
+MAX_ANSWERS = 4096  # answers one entry keeps; past it, new ones are not kept (a hostile script's thousands)
+MAX_QUESTION = 4096  # characters of a question worth keeping an answer to
+MAX_ANSWERS_BYTES = 4 << 20
+
+
+class RememberedAnswers:
+    """A slow library's answers to questions put as text (what Hydra's grammar makes of an
+    override that our fast path leaves to it: ~0.13 s to import Hydra, in every process that
+    meets one), kept in one entry keyed by the stamp of the files the answers depend on, as
+    `cached_value` keys. Only JSON values (checked exactly before writing) are kept. Adding one
+    merges it with what the entry holds at that moment, so processes checking at once (the
+    workers of one check) lose at most an answer, which the next run adds again."""
+
+    def __init__(self, name: str, paths: list[Path]) -> None:
+        folder = cache_dir()
+        self._key = _stamp("answers", name, paths) if folder is not None else None
+        self._entry = (folder.parent / "data" / f"{zlib.crc32(self._key.encode('utf-8', 'surrogateescape')):08x}.json"
+                       if folder is not None and self._key is not None else None)
+        self._answers = self._read()
+
+    def get(self, question: str) -> Any:
+        """The kept answer, or None."""
+        return self._answers.get(question)
+
+    def add(self, question: str, answer: Any) -> None:
+        if self._entry is None or len(question) > MAX_QUESTION or not _json_exact(answer):
+            return
+        self._answers[question] = answer
+        merged = {**self._read(), question: answer}
+        if len(merged) <= MAX_ANSWERS:
+            _write_json(self._entry, {"format": FORMAT, "key": self._key, "answers": merged},
+                        check=lambda back: back["key"] == self._key and back["answers"] == merged)
+
+    def _read(self) -> dict[str, Any]:
+        if self._entry is None or not _trusted(self._entry):
+            return {}
+        try:
+            with open(self._entry, "rb") as handle:
+                document = json.loads(handle.read(MAX_ANSWERS_BYTES + 1))
+        except (OSError, ValueError, RecursionError):
+            return {}
+        if not isinstance(document, dict) or document.get("key") != self._key:
+            return {}
+        answers = document.get("answers")
+        if not isinstance(answers, dict) or len(answers) > MAX_ANSWERS:
+            return {}
+        return answers
+
+
+def _json_exact(value: Any, depth: int = 0) -> bool:
+    """Whether JSON gives `value` back with the same types (a bool stays a bool, a float a float;
+    NaN, which equals nothing, and a non-text mapping key do not qualify)."""
+    if value is None or isinstance(value, (bool, int, str)):
+        return True
+    if isinstance(value, float):
+        return not math.isnan(value)
+    if depth > 64:
+        return False
+    if isinstance(value, list):
+        return all(_json_exact(item, depth + 1) for item in value)
+    if isinstance(value, dict):
+        return all(isinstance(k, str) and _json_exact(v, depth + 1) for k, v in value.items())
+    return False
+
+
 def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], bool]) -> None:
     import tempfile  # only a cache miss writes (with random and shutil, ~3 ms of a check's start)
 
@@ -212,4 +278,4 @@ def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], b
         return
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "RememberedAnswers", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "store_entry"]

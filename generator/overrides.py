@@ -5,17 +5,22 @@ value converted exactly as Hydra converts it (int, float, bool, None, str, list,
 Hydra's own `OverridesParser` is the grammar of record, but importing it costs ~270 ms and
 parsing ~0.3 ms per override, so the overwhelmingly common simple forms (numbers, booleans,
 null, identifier- and path-like words) take a fast path whose results are proven equal to
-Hydra's by a property test (tests/test_overrides.py). Everything else goes to Hydra, cached.
+Hydra's by a property test (tests/test_overrides.py). Everything else goes to Hydra, whose
+answers are kept between runs in the user's cache folder (generator.cache).
 """
 
 from __future__ import annotations
 
+import copy
 import math
 import re
 from functools import lru_cache
-from typing import Any, NamedTuple
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 from generator.safe_regex import lazy_pattern
+
+if TYPE_CHECKING:
+    from generator.cache import RememberedAnswers
 
 Op = str  # "=", "+", "++", "~" (generator.launch.Op)
 
@@ -201,6 +206,70 @@ def parse_override_hydra(text: str) -> ParsedOverride:
     )
 
 
+# Hydra's answers, kept between runs (generator.cache.RememberedAnswers): importing Hydra costs
+# ~0.13 s, in every process that meets one text the fast path leaves to it (an `<your_model>`
+# placeholder, a nested list; 11 texts in the 585-script corpus). An answer depends on Hydra's
+# grammar and visitor, the ANTLR runtime that runs them, and this module's conversion of the
+# result: the entry is keyed by the stamp of those files, so an upgrade of either or an edit
+# here is a new entry.
+_HYDRA_FOLDERS = (("hydra", ("", "core/override_parser", "grammar/gen", "_internal/grammar")),
+                  ("antlr4", ("", "atn", "dfa", "error", "tree", "xpath")))
+
+
+@lru_cache(maxsize=1)
+def _hydra_answers() -> RememberedAnswers | None:
+    """The RememberedAnswers of Hydra's grammar, or None when Hydra or ANTLR is not found."""
+    import os
+    from importlib.util import find_spec
+    from pathlib import Path
+
+    files = [Path(__file__)]
+    for package, folders in _HYDRA_FOLDERS:
+        spec = find_spec(package)  # finds the package without importing it
+        roots = list(spec.submodule_search_locations or ()) if spec is not None else []
+        if len(roots) != 1:
+            return None
+        for folder in folders:
+            try:
+                names = sorted(n for n in os.listdir(os.path.join(roots[0], folder)) if n.endswith(".py"))
+            except OSError:
+                continue
+            files.extend(Path(roots[0], folder, name) for name in names)
+    from generator.cache import RememberedAnswers
+
+    return RememberedAnswers("hydra overrides", files)
+
+
+def _from_answer(text: str, answer: Any) -> ParsedOverride | None:
+    """The ParsedOverride a kept answer gives for `text`, or None when it is not of that shape."""
+    if not isinstance(answer, list) or len(answer) != len(ParsedOverride._fields):
+        return None
+    key, op, value_text, value, error, package = answer
+    raw_key, eq, after = _split_op(text)[1].partition("=")
+    # What Hydra's answer says of the text itself must be what the text says (a miss, never a
+    # wrong hit, where Hydra would say otherwise).
+    if (key not in (raw_key, raw_key.partition("@")[0]) or op not in ("=", "+", "++", "~")
+            or value_text != (after if eq else None)
+            or not (error is None or isinstance(error, str)) or not (package is None or isinstance(package, str))):
+        return None
+    return ParsedOverride(key, op, value_text, copy.deepcopy(value), error, package)
+
+
+@lru_cache(maxsize=65536)
+def _parse_override_slow(text: str) -> ParsedOverride:
+    """Hydra's answer for a text the fast path leaves to it: kept from an earlier run, else
+    Hydra's own (then kept)."""
+    answers = _hydra_answers()
+    if answers is not None:
+        kept = _from_answer(text, answers.get(text))
+        if kept is not None:
+            return kept
+    parsed = parse_override_hydra(text)
+    if answers is not None:
+        answers.add(text, list(parsed))
+    return parsed
+
+
 def parse_override(text: str) -> ParsedOverride:
     """Parse one override argument exactly as Hydra would (fast path first, then Hydra),
     remembered by the text: a corpus's ~36,000 overrides are ~2,500 texts. A list or mapping
@@ -209,7 +278,7 @@ def parse_override(text: str) -> ParsedOverride:
     found = _PARSED.get(text)
     if found is None:
         fast = parse_override_fast(text)
-        found = fast if fast is not None else parse_override_hydra(text)
+        found = fast if fast is not None else _parse_override_slow(text)
         if not isinstance(found.value, (list, dict)) and len(_PARSED) < _MAX_PARSED:
             _PARSED[text] = found
     return found
