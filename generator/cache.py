@@ -203,7 +203,10 @@ class RememberedAnswers:
     meets one), kept in one entry keyed by the stamp of the files the answers depend on, as
     `cached_value` keys. Only JSON values (checked exactly before writing) are kept. Adding one
     merges it with what the entry holds at that moment, so processes checking at once (the
-    workers of one check) lose at most an answer, which the next run adds again."""
+    workers of one check) lose at most an answer, which the next run adds again. The entry is
+    written at the 1st, 2nd, 4th, 8th … new answer of a process, so the writes of a script with
+    thousands of new answers add up to about twice the entry, not the entry once per answer;
+    answers after a process's last write are added by a later run."""
 
     def __init__(self, name: str, paths: list[Path]) -> None:
         folder = cache_dir()
@@ -211,6 +214,8 @@ class RememberedAnswers:
         self._entry = (folder.parent / "data" / f"{zlib.crc32(self._key.encode('utf-8', 'surrogateescape')):08x}.json"
                        if folder is not None and self._key is not None else None)
         self._answers = self._read()
+        self._learned: dict[str, Any] = {}  # by this process
+        self._save_at = 1  # how many it will have learned at its next write
 
     def get(self, question: str) -> Any:
         """The kept answer, or None."""
@@ -220,7 +225,11 @@ class RememberedAnswers:
         if self._entry is None or len(question) > MAX_QUESTION or not _json_exact(answer):
             return
         self._answers[question] = answer
-        merged = {**self._read(), question: answer}
+        self._learned[question] = answer
+        if len(self._learned) < self._save_at:
+            return
+        self._save_at *= 2
+        merged = {**self._read(), **self._learned}
         if len(merged) <= MAX_ANSWERS:
             _write_json(self._entry, {"format": FORMAT, "key": self._key, "answers": merged},
                         check=lambda back: back["key"] == self._key and back["answers"] == merged)

@@ -16,9 +16,11 @@ import pytest
 from generator import cache, overrides
 
 # Texts the fast path leaves to Hydra, of each kind Hydra answers: a grammar error, a nested
-# list, a mapping, quoted text with `$`, a choice sweep (an error of ours with its choices).
+# list, a mapping, quoted text with `$`, a choice sweep (an error of ours with its choices). Eight:
+# a process writes the entry at its 1st, 2nd, 4th and 8th new answer, so all eight are kept.
 SLOW_TEXTS = ["actor_rollout_ref.model.path=<your_model>", "a.b=[[1,2],[3]]", "a.b={x: 1, y: [true, null]}",
-              'trainer.logger=["console", "wandb:.*x.y$"]', "a.b=1,2", "a.b='${oc.env:HOME}'", "a.b=x}"]
+              'trainer.logger=["console", "wandb:.*x.y$"]', "a.b=1,2", "a.b='${oc.env:HOME}'", "a.b=x}",
+              "a.c=[1,[2,[3]]]"]
 
 
 @pytest.fixture(autouse=True)
@@ -109,11 +111,28 @@ def test_an_entry_others_may_write_is_not_trusted(tmp_path: Path) -> None:
 
 def test_answers_are_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(cache, "MAX_ANSWERS", 3)
-    for n in range(6):
+    for n in range(8):
         overrides._parse_override_slow(f"a.b{n}=x}}")
-    assert len(json.loads(_entry(tmp_path).read_text())["answers"]) == 3
+    assert len(json.loads(_entry(tmp_path).read_text())["answers"]) == 2  # written at 1 and 2; 4 and 8 too many
     overrides._parse_override_slow("a.long=" + "x" * cache.MAX_QUESTION + "}")
-    assert len(json.loads(_entry(tmp_path).read_text())["answers"]) == 3
+    assert len(json.loads(_entry(tmp_path).read_text())["answers"]) == 2
+
+
+def test_thousands_of_new_answers_write_the_entry_a_few_times(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # A hostile script's 3,000 odd overrides: once per answer, the writes grew with the square
+    # of the count (14 s for 3,000); at doubling counts they add up to about twice the entry.
+    writes: list[int] = []
+    real_write = cache._write_json
+
+    def counted(target: Path, document: dict[str, object], check: object) -> None:
+        writes.append(len(document["answers"]))  # type: ignore[arg-type]
+        real_write(target, document, check)  # type: ignore[arg-type]
+
+    monkeypatch.setattr(cache, "_write_json", counted)
+    for n in range(3000):
+        overrides._parse_override_slow(f"a.k{n}=<x{n}>")
+    assert writes == [1, 2, 4, 8, 16, 32, 64, 128, 256, 512, 1024, 2048]
+    assert len(json.loads(_entry(tmp_path).read_text())["answers"]) == 2048
 
 
 def test_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -123,11 +142,11 @@ def test_off(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
 
 
 def test_two_processes_keep_each_others_answers(tmp_path: Path) -> None:
-    overrides._parse_override_slow("a.b=x}")
-    _again()  # a second process, started before the first wrote, adds its own
-    answers = overrides._hydra_answers()
+    answers = overrides._hydra_answers()  # a process that read the entry before the other wrote
     assert answers is not None
-    overrides._parse_override_slow("c.d=[[1]]")
+    overrides._hydra_answers.cache_clear()
+    overrides._parse_override_slow("a.b=x}")  # the other process
+    answers.add("c.d=[[1]]", list(overrides.parse_override_hydra("c.d=[[1]]")))
     assert set(json.loads(_entry(tmp_path).read_text())["answers"]) == {"a.b=x}", "c.d=[[1]]"}
 
 
