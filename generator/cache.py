@@ -28,6 +28,7 @@ never unpickled or executed. A cache that cannot be written is simply not writte
 
 from __future__ import annotations
 
+import copy
 import json
 import math
 import os
@@ -114,15 +115,8 @@ def load_entry(key: str) -> tuple[Configs, Mandatory, list[str]] | None:
     folder = cache_dir()
     if folder is None or len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
         return None
-    path = folder / f"{key}.json"
-    if not _trusted(path):
-        return None
-    try:
-        with open(path, "rb") as handle:
-            document = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
-    except (OSError, ValueError, RecursionError):
-        return None
-    return _valid(document, key)
+    document = _read_document(folder / f"{key}.json", MAX_ENTRY_BYTES)
+    return None if document is None else _valid(document, key)
 
 
 def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[str]) -> None:
@@ -173,18 +167,32 @@ def _stamp(kind: str, name: str, paths: list[Path]) -> str | None:
     return "\n".join(parts)
 
 
-def _through_entry(key: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+def _data_entry(key: str) -> Path | None:
+    """Where the entry of a stamped `key` lives (named by a CRC of it: the entry holds the key,
+    checked on reading, so a clash is a miss); None when caching is off."""
     folder = cache_dir()
-    name = f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json"
-    entry = folder.parent / "data" / name if folder is not None else None
-    if entry is not None and _trusted(entry):
-        try:
-            with open(entry, "rb") as handle:
-                document = json.loads(handle.read(MAX_ENTRY_BYTES + 1))
-            if isinstance(document, dict) and document.get("key") == key and valid(document.get("data")):
-                return document["data"]
-        except (OSError, ValueError, RecursionError, TypeError, KeyError):
-            pass
+    return folder.parent / "data" / f"{zlib.crc32(key.encode('utf-8', 'surrogateescape')):08x}.json" if folder else None
+
+
+def _read_document(path: Path, limit: int) -> Any:
+    """The JSON of a trusted entry file read up to `limit` bytes; None when there is none to trust."""
+    if not _trusted(path):
+        return None
+    try:
+        with open(path, "rb") as handle:
+            return json.loads(handle.read(limit + 1))
+    except (OSError, ValueError, RecursionError):
+        return None
+
+
+def _through_entry(key: str, compute: Callable[[], Any], valid: Callable[[Any], bool]) -> Any:
+    entry = _data_entry(key)
+    document = _read_document(entry, MAX_ENTRY_BYTES) if entry is not None else None
+    try:
+        if isinstance(document, dict) and document.get("key") == key and valid(document.get("data")):
+            return document["data"]
+    except (ValueError, RecursionError, TypeError, KeyError):  # a `valid` that meets a shape it did not expect
+        pass
     value = compute()
     if entry is not None:
         _write_json(entry, {"format": FORMAT, "key": key, "data": value},
@@ -209,21 +217,23 @@ class RememberedAnswers:
     answers after a process's last write are added by a later run."""
 
     def __init__(self, name: str, paths: list[Path]) -> None:
-        folder = cache_dir()
-        self._key = _stamp("answers", name, paths) if folder is not None else None
-        self._entry = (folder.parent / "data" / f"{zlib.crc32(self._key.encode('utf-8', 'surrogateescape')):08x}.json"
-                       if folder is not None and self._key is not None else None)
+        self._key = _stamp("answers", name, paths) if cache_dir() is not None else None
+        self._entry = _data_entry(self._key) if self._key is not None else None
         self._answers = self._read()
         self._learned: dict[str, Any] = {}  # by this process
         self._save_at = 1  # how many it will have learned at its next write
 
     def get(self, question: str) -> Any:
-        """The kept answer, or None."""
-        return self._answers.get(question)
+        """A copy of the kept answer (its owner may change it), or None."""
+        answer = self._answers.get(question)
+        return None if answer is None else copy.deepcopy(answer)
 
     def add(self, question: str, answer: Any) -> None:
+        """Keep a copy of `answer`: the caller's lists and mappings may change after, and what
+        is written is what was answered."""
         if self._entry is None or len(question) > MAX_QUESTION or not _json_exact(answer):
             return
+        answer = copy.deepcopy(answer)
         self._answers[question] = answer
         self._learned[question] = answer
         if len(self._learned) < self._save_at:
@@ -235,13 +245,7 @@ class RememberedAnswers:
                         check=lambda back: back["key"] == self._key and back["answers"] == merged)
 
     def _read(self) -> dict[str, Any]:
-        if self._entry is None or not _trusted(self._entry):
-            return {}
-        try:
-            with open(self._entry, "rb") as handle:
-                document = json.loads(handle.read(MAX_ANSWERS_BYTES + 1))
-        except (OSError, ValueError, RecursionError):
-            return {}
+        document = _read_document(self._entry, MAX_ANSWERS_BYTES) if self._entry is not None else None
         if not isinstance(document, dict) or document.get("key") != self._key:
             return {}
         answers = document.get("answers")

@@ -11,7 +11,6 @@ answers are kept between runs in the user's cache folder (generator.cache).
 
 from __future__ import annotations
 
-import copy
 import math
 import re
 from functools import lru_cache
@@ -252,7 +251,7 @@ def _from_answer(text: str, answer: Any) -> ParsedOverride | None:
             or value_text != (after if eq else None)
             or not (error is None or isinstance(error, str)) or not (package is None or isinstance(package, str))):
         return None
-    return ParsedOverride(key, op, value_text, copy.deepcopy(value), error, package)
+    return ParsedOverride(key, op, value_text, value, error, package)
 
 
 @lru_cache(maxsize=65536)

@@ -70,6 +70,16 @@ def test_a_kept_list_is_not_shared_with_the_entry(tmp_path: Path) -> None:
     assert answers is not None and answers.get("a.b=[[1,2],[3]]")[3] == [[1, 2], [3]]
 
 
+def test_what_is_written_is_what_hydra_answered(tmp_path: Path) -> None:
+    # The entry is written again at a later new answer: an owner's change to an earlier value
+    # in the meantime is not what Hydra said, and is not written.
+    overrides._parse_override_slow("a.b=x}")
+    overrides._parse_override_slow("a.b=[[1,2],[3]]").value.append("changed by its owner")
+    overrides._parse_override_slow("c.d=x}")
+    overrides._parse_override_slow("e.f=x}")  # the 4th new answer: the entry is written again
+    assert json.loads(_entry(tmp_path).read_text())["answers"]["a.b=[[1,2],[3]]"][3] == [[1, 2], [3]]
+
+
 @pytest.mark.parametrize("forged", [b"{", b"[]", b'{"key": "other", "answers": {}}', b"\xff\xfe",
                                     "answers-of-wrong-shape"])
 def test_a_corrupt_or_forged_entry_is_not_used(tmp_path: Path, forged: bytes | str) -> None:
