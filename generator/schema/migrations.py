@@ -13,13 +13,10 @@ unknown keys.
 from __future__ import annotations
 
 from functools import lru_cache
-from typing import Any, NamedTuple, TYPE_CHECKING
+from typing import Any, NamedTuple
 
 from generator.versions import parse
 from generator.schema.release_schema import available, load, normalize
-
-if TYPE_CHECKING:
-    from generator.schema.release_schema import Schema
 
 
 class Rename(NamedTuple):
@@ -205,31 +202,9 @@ def _first_missing(key: str, later: list[str], to_version: str) -> str:
     """The first schema id of `later` (the ids after the from-version, up to to_version) that
     lacks `key`."""
     for version in later:
-        if not load(version).has(key) and not _in_any_config(load(version), key):
+        if not load(version).has(key) and not load(version).has_anywhere(key):
             return version
     return to_version
-
-
-def _in_any_config(schema: Schema, key: str) -> bool:
-    return key in _keys_anywhere(schema)
-
-
-# Per schema id: the schema and every key and inner node of any of its configs. `_in_any_config`
-# is asked for every key of every older release (~21,000 times a corpus check), once per config
-# each; the set is made once per schema (held with the schema itself: a folder registered again
-# under the same id loads a new Schema, which gets its own set).
-_ANYWHERE: dict[str, tuple[Schema, frozenset[str]]] = {}
-
-
-def _keys_anywhere(schema: Schema) -> frozenset[str]:
-    held = _ANYWHERE.get(schema.version)
-    if held is None or held[0] is not schema:
-        every: set[str] = set()
-        for name in schema.config_names():
-            every.update(schema.keys(name))
-            every.update(schema.nodes(name))
-        held = _ANYWHERE[schema.version] = (schema, frozenset(every))
-    return held[1]
 
 
 @lru_cache(maxsize=64)
@@ -248,7 +223,7 @@ def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
         return _first_missing(key, listed[0], to_version)
 
     for key in sorted(old.all_keys()):
-        gone = not _in_any_config(new, key)
+        gone = not new.has_anywhere(key)
         found = _move_for(key) if forward else None
         if found is not None:
             move, target = found
