@@ -45,10 +45,6 @@ class Layout(Parallelism):
         put(self, "embedding_in_pipeline_split", embedding_in_pipeline_split)
         put(self, "loss_in_pipeline_split", loss_in_pipeline_split)
 
-    def _values(self) -> tuple[object, ...]:
-        return (*super()._values(), self.gpus, self.gpus_per_node, self.embedding_in_pipeline_split,
-                self.loss_in_pipeline_split)
-
 
 class LayoutProblem(NamedTuple):
     kind: str  # which check failed (e.g. "model-parallel-grid"); the rule reporting it names it (Rule.reports)

@@ -31,7 +31,7 @@ class Parallelism:
 
     Immutable, compared and hashed by its fields (a rule's cache keys on a Layout), as the frozen
     dataclass it was; a plain class so that a check's start imports no dataclasses. A subclass
-    adds its fields to `_NAMES` and `_values`; the planner's Candidate, a dataclass, declares
+    adds its fields to `_NAMES`; the planner's Candidate, a dataclass, declares
     these fields again for its own methods (tests/test_layout_records.py keeps them in step)."""
 
     __slots__ = ("tp", "pp", "cp", "ep", "etp", "vpp", "first_stage_layers", "last_stage_layers")
@@ -60,8 +60,7 @@ class Parallelism:
 
     def _values(self) -> tuple[object, ...]:
         """The fields' values in `_NAMES` order: what equality, hashing and pickling use."""
-        return (self.tp, self.pp, self.cp, self.ep, self.etp, self.vpp, self.first_stage_layers,
-                self.last_stage_layers)
+        return tuple(getattr(self, name) for name in self._NAMES)
 
     def __eq__(self, other: object) -> bool:
         if not isinstance(other, Parallelism) or other.__class__ is not self.__class__:

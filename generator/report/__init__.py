@@ -86,10 +86,11 @@ class FileReport:
 
     def copy(self, **changes: object) -> FileReport:
         """This report with `changes` (fields by name); the rest shared, not copied."""
-        report = FileReport(self.path, self.error, self.verl_version, self.findings, self.incomplete, self.resolution,
-                            self.call_resolutions, self.fixable, self.excluded)
+        report = FileReport(self.path)
+        for name in self.__slots__:
+            setattr(report, name, getattr(self, name))
         for name, value in changes.items():
-            setattr(report, name, value)
+            setattr(report, name, value)  # AttributeError for a name that is not a field
         return report
 
     @property
