@@ -45,10 +45,41 @@ def test_flavour_picks_the_matching_max_position():
     assert find_model("Qwen2.5-7B-Instruct").max_position_embeddings == 32768
 
 
-def test_unknown_model_lists_close_names():
+def test_unknown_model_suggests_its_own_family_and_kind_nearest_size_first():
     assert find_model("qwen9-1b") is None
-    with pytest.raises(InputError, match=r"unknown model 'qwen2\.5-8b'; close names: .*Qwen2\.5-7B"):
+    with pytest.raises(InputError, match=r"unknown model 'qwen2\.5-8b'; similar known models \(same family, dense\): "
+                                         r"Qwen2\.5-7B, "):
         resolve_model("qwen2.5-8b")
+    with pytest.raises(InputError) as moe:
+        resolve_model("mistralai/Mixtral-8x22B-v0.1")
+    assert "(same family, mixture-of-experts): Mixtral-8x7B;" in str(moe.value)
+
+
+@pytest.mark.parametrize("name, misleading", [
+    ("mistralai/Mistral-7B-v0.1", "Mixtral"),  # a mixture of experts for a dense model, by spelling
+    ("google/gemma-2-9b", "MoE"),  # Qwen1.5-MoE-A2.7B for a 9B dense model
+    ("google/gemma-2-9b", "Llama-3.2-1B"),  # a 1B model for a 9B one
+])
+def test_suggestions_never_cross_kind_or_size(name, misleading):
+    with pytest.raises(InputError) as error:
+        resolve_model(name)
+    assert misleading not in str(error.value)
+    assert "dense, similar size" in str(error.value)
+
+
+def test_a_name_sharing_nothing_gets_no_suggestion_but_how_to_point_at_a_config():
+    with pytest.raises(InputError) as error:
+        resolve_model("gpt-5")
+    message = str(error.value)
+    assert "similar" not in message and "Qwen" not in message
+    assert "config.json" in message and "\n" not in message
+
+
+def test_a_version_word_is_part_of_the_name_when_nothing_else_is():
+    """`-v0.1` after a size is a release suffix; `DeepSeek-V2` alone is another model than V3."""
+    assert find_model("deepseek-v2") is None
+    assert find_model("deepseek-ai/DeepSeek-V3").name == "DeepSeek-V3"
+    assert find_model("mistralai/Mixtral-8x7B-Instruct-v0.1").name == "Mixtral-8x7B"
 
 
 def test_registry_reproduces_published_parameter_counts():

@@ -38,7 +38,9 @@ _HF_CACHE_DIR = re.compile(r"^models--[^-]+(?:-[^-]+)*?--")  # models--Qwen--Qwe
 def _tokens(name: str) -> list[str]:
     base = name.strip().rstrip("/").replace("\\", "/").split("/")[-1].lower()
     base = _HF_CACHE_DIR.sub("", base)
-    base = _VERSION_SUFFIX.sub("", base)
+    unversioned = _VERSION_SUFFIX.sub("", base)
+    if re.search(r"[-_.\s]", unversioned):  # `Mixtral-8x7B-Instruct-v0.1`; but `DeepSeek-V2` is not `DeepSeek-V3`
+        base = unversioned
     parts = [p for p in re.split(r"[-_.\s]+", base) if p]
     while len(parts) > 1 and parts[-1] in _NEUTRAL_SUFFIXES:
         parts.pop()
@@ -277,9 +279,13 @@ def resolve_model(name_or_path: str) -> ModelFacts:
     facts = _registry_match(name_or_path)
     if facts is not None:
         return facts
-    known = {name_key(e.facts.name): e.facts.name for e in _registry()}
-    import difflib
+    from generator.model.suggest import similar_models
 
-    close = difflib.get_close_matches(name_key(name_or_path), list(known), n=3, cutoff=0.5)
-    hint = ", ".join(known[k] for k in close) if close else ", ".join(e.facts.name for e in _registry()[:5]) + ", …"
-    raise InputError(f"unknown model '{name_or_path}'; close names: {hint} (or pass a directory with config.json)")
+    known = [e.facts for e in _registry()]
+    names, why = similar_models(name_or_path, known)
+    how = "point --model at a folder holding its config.json (or that config.json)"
+    if names:
+        raise InputError(f"unknown model '{name_or_path}'; similar known models ({why}): {', '.join(names)}; "
+                         f"for another model, {how}")
+    raise InputError(f"unknown model '{name_or_path}': none of the {len(known)} known models (`gen models`) is "
+                     f"of its family or size; {how}")
