@@ -272,7 +272,7 @@ def known_tail(value: str) -> str | None:
 
 
 def resolve_model(name_or_path: str) -> ModelFacts:
-    """Like find_model, but an unknown name is an InputError that lists close names."""
+    """Like find_model, but an unknown name is an InputError naming similar models (model/suggest.py)."""
     config = _config_path(name_or_path) or hub_cache_config(name_or_path)
     if config is not None:
         return load_model_config(config)
