@@ -227,6 +227,17 @@ def test_list_json_fields():
     assert (row["gpus"], row["nodes"], row["gpu"], row["layout"]["pp"]) == (96, 12, "h20", 12)
 
 
+def test_list_names_the_algorithm_each_script_runs():
+    """verl's GPG example renders as GRPO with GPG's estimator: the ALGO column says gpg, and
+    `--algo gpg` finds it; verl's DeepSeek-V3 GRPO example keeps its KL loss: grpo, not dapo."""
+    rows = json.loads(runner.invoke(app, ["list", "--format", "json"]).stdout)["recipes"]
+    algo = {r["name"]: r["algo"] for r in rows}
+    assert algo["verl-qwen2-7b-gpg-8gpu"] == "gpg"
+    assert algo["example-main2608-grpo-deepseek-v3-671b"] == "grpo"
+    found = json.loads(runner.invoke(app, ["list", "--format", "json", "--algo", "gpg"]).stdout)["recipes"]
+    assert [r["name"] for r in found] == ["verl-qwen2-7b-gpg-8gpu"]
+
+
 def test_list_piped_is_plain_text(monkeypatch):
     monkeypatch.delenv("FORCE_COLOR", raising=False)
     monkeypatch.delenv("TTY_COMPATIBLE", raising=False)

@@ -236,14 +236,21 @@ def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_d
 
 @pytest.mark.parametrize("extra, algo", [
     ("actor_rollout_ref.actor.policy_loss.loss_mode=gspo", "gspo"),
-    ("actor_rollout_ref.actor.clip_ratio_low=0.2 actor_rollout_ref.actor.clip_ratio_high=0.28", "dapo"),
-    ("actor_rollout_ref.actor.clip_ratio_low=0.1 actor_rollout_ref.actor.clip_ratio_high=0.1", "grpo"),
+    ("actor_rollout_ref.actor.clip_ratio_low=0.2 actor_rollout_ref.actor.clip_ratio_high=0.28 "
+     "actor_rollout_ref.actor.use_kl_loss=False", "dapo"),
+    # verl's DeepSeek-V3 GRPO example: clip-higher, but the KL loss stays: GRPO, not DAPO
+    ("actor_rollout_ref.actor.clip_ratio_low=0.2 actor_rollout_ref.actor.clip_ratio_high=0.28", "grpo"),
+    ("actor_rollout_ref.actor.clip_ratio_low=0.1 actor_rollout_ref.actor.clip_ratio_high=0.1 "
+     "actor_rollout_ref.actor.use_kl_loss=False", "grpo"),
 ])
 def test_import_and_recipe_from_name_the_same_algorithm(tmp_path, extra, algo):
     """`gen import` and `gen recipe --from` read the algorithm by one rule (GSPO is GRPO's
-    estimator with the gspo loss; DAPO decouples the clip range)."""
+    estimator with the gspo loss; DAPO decouples the clip range without a KL loss)."""
     script = tmp_path / "run.sh"
-    script.write_text(LEGACY.replace("$EXTRA", extra))
+    text = LEGACY.replace("$EXTRA", extra)
+    if "use_kl_loss" in extra:  # the case sets it itself: one value per key
+        text = text.replace("    actor_rollout_ref.actor.use_kl_loss=True \\\n", "", 1)
+    script.write_text(text)
     assert import_cli(script, tmp_path / "lib").exit_code == 0
     assert read_recipe(tmp_path / "lib" / "my-7b.yaml").algorithm == algo
     result = runner.invoke(app, ["recipe", "--from", str(script), "-o", "-", "--verl-version", "0.7.0"])

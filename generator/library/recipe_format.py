@@ -90,6 +90,19 @@ class Recipe:
         return self.gpus // self.nodes
 
     @property
+    def runs(self) -> str:
+        """The algorithm the script runs, as `gen list` names it: the recipe's algorithm, or the
+        advantage estimator its overrides set instead (verl's GPG example renders as GRPO with
+        `algorithm.adv_estimator=gpg`: it runs GPG)."""
+        from generator.verl import algorithm_facts
+
+        estimator = self.config.overrides.get("algorithm.adv_estimator")
+        facts = algorithm_facts(self.algorithm)
+        if isinstance(estimator, str) and facts is not None and estimator != facts.estimator:
+            return estimator
+        return self.algorithm
+
+    @property
     def target_version(self) -> str:
         """The newest release the recipe says it targets."""
         return max(self.verl_versions, key=parse_version)
@@ -100,7 +113,7 @@ class Recipe:
         return {
             "name": self.name,
             "model": self.model,
-            "algo": self.algorithm,
+            "algo": self.runs,
             "gpus": self.gpus,
             "nodes": self.nodes,
             "gpu": self.gpu,

@@ -186,7 +186,7 @@ def matches(recipe: Recipe, *, model: str | None = None, gpus: int | None = None
         return False
     if gpus is not None and recipe.gpus != gpus:
         return False
-    if algo and recipe.algorithm != algo.lower():
+    if algo and algo.lower() not in (recipe.algorithm, recipe.runs):
         return False
     if tag and tag.lower() not in (t.lower() for t in recipe.tags):
         return False

@@ -35,7 +35,7 @@ def list_rows(recipes: Sequence[Recipe]) -> tuple[list[str], list[list[str]]]:
         # the name prefix already says verl-tested / planned
         tags = [t for t in r.tags if t not in ("verl-tested", "planned")]
         rows.append([
-            r.name, r.model, r.algorithm, gpus_text(r), layout_text(r), versions_text(r.verl_versions),
+            r.name, r.model, r.runs, gpus_text(r), layout_text(r), versions_text(r.verl_versions),
             ",".join(tags),
         ])
     return headers, rows

@@ -2,8 +2,10 @@
 
 GRPO's advantage estimator (`algorithm.adv_estimator=grpo`) also runs GSPO and DAPO; what
 tells them apart is the actor's loss: GSPO sets `policy_loss.loss_mode=gspo` (sequence-level
-ratios), DAPO decouples the clip range (`clip_ratio_high` above `clip_ratio_low`) or runs
-through the DAPO recipe's own main.
+ratios). DAPO runs through the DAPO recipe's own main, samples dynamically
+(`algorithm.filter_groups.enable`), or decouples the clip range (`clip_ratio_high` above
+`clip_ratio_low`) with no KL loss, as DAPO defines it. A GRPO run that keeps its KL loss and
+borrows the clip-higher range (verl's DeepSeek-V3 GRPO example) is still GRPO.
 """
 
 from __future__ import annotations
@@ -21,7 +23,9 @@ def algorithm_of(config: Config, entry: str = PPO_ENTRY) -> str | None:
         return algo
     if config.values.get(ACTOR + "policy_loss.loss_mode") == "gspo":
         return "gspo"
-    if "dapo" in entry or _decoupled_clip(config):
+    if "dapo" in entry or config.values.get("algorithm.filter_groups.enable") is True:
+        return "dapo"
+    if _decoupled_clip(config) and config.values.get(ACTOR + "use_kl_loss") is not True:
         return "dapo"
     return "grpo"
 
