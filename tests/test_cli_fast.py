@@ -103,10 +103,10 @@ def test_gen_check_compiles_no_pattern_the_script_does_not_need(tmp_path) -> Non
 
 
 # A check imports no dataclasses: its records are NamedTuples, or plain classes with __slots__
-# where they change (README, Speed). The module and what it imports (inspect, and tokenize, dis
-# and linecache behind it) were ~9 ms of a ~140 ms one-script check, and each dataclass ~0.4 ms
-# more to create (issue 22). Nor inspect, which pkgutil.iter_modules imported (rules.load_rules),
-# nor ast, which only reading a Python module needs (pylaunch.hydra_main).
+# where they change (docs/performance.md, "Why a check is fast"). The module and what it imports
+# (inspect, and tokenize, dis and linecache behind it) were ~9 ms of a ~140 ms one-script check,
+# and each dataclass ~0.4 ms more to create (issue 22). Nor inspect, which pkgutil.iter_modules
+# imported (rules.load_rules), nor ast, which only reading a Python module needs (pylaunch.hydra_main).
 NOT_IMPORTED_BY_A_CHECK = ("dataclasses", "inspect", "ast")
 SCRIPT = ("# verl-gen: ignore[VS701]\n"
           "python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.n_gpus_per_node=8 $EXTRA\n")

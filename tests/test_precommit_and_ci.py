@@ -1,4 +1,4 @@
-"""The pre-commit hooks, the README's pre-commit snippet, the example GitHub Actions workflow and
+"""The pre-commit hooks, the pre-commit snippet in docs/cli.md, the example GitHub Actions workflow and
 the release tool do what they say: each hook's entry runs as pre-commit would run it (the
 installed console script, file names appended), the workflow's step runs in a git repository,
 and the snippet pins a tag the release tool would write."""
@@ -68,17 +68,18 @@ def test_fix_hook_repairs_the_file_and_a_second_run_changes_nothing(tmp_path: Pa
     assert script.read_bytes() == fixed
 
 
-def _readme_precommit_snippet() -> dict:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    found = re.search(r"<!-- pre-commit:begin -->\n```yaml\n(.*?)```\n<!-- pre-commit:end -->", readme, re.S)
-    assert found is not None, "README lost its pre-commit snippet"
+def _precommit_snippet() -> dict:
+    """The snippet users copy: docs/cli.md, "CI and pre-commit" (the README links there)."""
+    page = (REPO / "docs" / "cli.md").read_text(encoding="utf-8")
+    found = re.search(r"<!-- pre-commit:begin -->\n```yaml\n(.*?)```\n<!-- pre-commit:end -->", page, re.S)
+    assert found is not None, "docs/cli.md lost its pre-commit snippet"
     return yaml.safe_load(found.group(1))
 
 
 def test_readme_snippet_runs_the_real_hooks_without_a_tag_that_does_not_exist() -> None:
     """No release is tagged yet (issue 22: the README pinned `rev: v0.1.0`, which did not exist):
     the snippet is a local hook running exactly the entries .pre-commit-hooks.yaml defines."""
-    snippet = _readme_precommit_snippet()
+    snippet = _precommit_snippet()
     (repo,) = snippet["repos"]
     assert repo["repo"] == "local" and "rev" not in repo
     hooks = _hooks()

@@ -1,7 +1,7 @@
 """verl 0.9.1 itself as the judge (marker `oracle`): the scripts `gen recipe --model M --gpus N` writes
 with no version flag (0.9.1, `model_engine=megatron`) must pass verl 0.9.1's own validation, and
 gen check must agree with verl on a seeded sample of mutations of verl's own v0.9.0 / HEAD-2608
-Megatron examples (issue 19). The full runs (`--recipes 1`, `--mutations 1000`) are in the README;
+Megatron examples (issue 19). The full runs (`--recipes 1`, `--mutations 1000`) are in docs/performance.md;
 this samples them so the tier stays within CI's time.
 
 Builds (or reuses) the cached 0.9.1 environment (~/.cache/verl-gen/oracle-0.9.1; CPU torch).
