@@ -143,6 +143,9 @@ def test_recompute_vpp_and_logits():
     assert vpp == pytest.approx(plain * (1 + 1 / 4), abs=0.01)  # 1 + (p-1)/(p·v)
     lp = terms(phases(qwen, G1, G1_WORK)["log_prob"])
     assert lp["logits"] == pytest.approx(12 * 8192 * 152064 / 2 / GIB, abs=0.01)  # entropy on, last stage
+    # the update without entropy: bf16 logits (2 B) and the fp32 softmax the cross entropy keeps (4 B)
+    with_recompute = terms(phases(qwen, replace(G1, recompute=True), G1_WORK)["update"])
+    assert with_recompute["logits"] == pytest.approx(6 * 8192 * 152064 / 2 / GIB, abs=0.01)
     fused = terms(phases(qwen, replace(G1, use_fused_kernels=True), G1_WORK)["log_prob"])
     assert fused["logits"] == 0
 
