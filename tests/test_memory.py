@@ -36,15 +36,16 @@ def test_moe_activation_bytes_by_hand():
     qwen3 = find_model("qwen3-30b-a3b")  # h 2048, q 4096, kv 512, qk-norm, E 128, k 8, f_e 768
     non_expert, routed = moe_layer_activation_bytes(qwen3, moe_factor=1.0)
     assert non_expert == 4 * 2048 + 4 * 4096 + 4 * 512 + 2 * 4096 + 2 * 512 + 4 * 2048 + 8 * 128
-    assert routed == 8 * (4 * 2048 + 6 * 768)
-    assert (non_expert + routed) / 1024 == pytest.approx(143, abs=1.5)  # the notes' table
-    assert moe_layer_activation_bytes(qwen3)[1] == routed * MOE_ACTIVATION_FACTOR
+    # each of the top-8 routed copies: fc1 input 2h, SwiGLU input 4f, fc2 input 2f, fp32 prob 4
+    assert routed == 8 * (2 * 2048 + 6 * 768 + 4)
+    assert (non_expert + routed) / 1024 == pytest.approx(112, abs=1.5)
+    assert MOE_ACTIVATION_FACTOR == 1.0 and moe_layer_activation_bytes(qwen3)[1] == routed  # no discount
     dsv3 = find_model("deepseek-v3")  # MLA: Q,K 128·192, V,O 128·128; latent 1536+512+64; shared 2048
     non_expert, routed = moe_layer_activation_bytes(dsv3, moe_factor=1.0)
     assert non_expert == 4 * 7168 + 2 * (2 * 128 * 192 + 2 * 128 * 128) + 4 * (1536 + 512 + 64) + 4 * 7168 \
         + 6 * 2048 + 8 * 256
-    assert routed == 8 * (4 * 7168 + 6 * 2048)
-    assert (non_expert + routed) / 1024 == pytest.approx(564, rel=0.02)
+    assert routed == 8 * (2 * 7168 + 6 * 2048 + 4)
+    assert (non_expert + routed) / 1024 == pytest.approx(446, rel=0.02)
 
 
 # --- parameters per pipeline stage ------------------------------------------------------------
@@ -142,6 +143,9 @@ def test_recompute_vpp_and_logits():
     assert vpp == pytest.approx(plain * (1 + 1 / 4), abs=0.01)  # 1 + (p-1)/(p·v)
     lp = terms(phases(qwen, G1, G1_WORK)["log_prob"])
     assert lp["logits"] == pytest.approx(12 * 8192 * 152064 / 2 / GIB, abs=0.01)  # entropy on, last stage
+    # the update without entropy: bf16 logits (2 B) and the fp32 softmax the cross entropy keeps (4 B)
+    with_recompute = terms(phases(qwen, replace(G1, recompute=True), G1_WORK)["update"])
+    assert with_recompute["logits"] == pytest.approx(6 * 8192 * 152064 / 2 / GIB, abs=0.01)
     fused = terms(phases(qwen, replace(G1, use_fused_kernels=True), G1_WORK)["log_prob"])
     assert fused["logits"] == 0
 

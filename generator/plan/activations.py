@@ -9,7 +9,10 @@ from generator.model.facts import ModelFacts
 from generator.candidate import Candidate
 from generator.plan.workload import Workload
 
-MOE_ACTIVATION_FACTOR = 0.5  # calibration: see generator/plan/memory.py
+# Routed-expert tensors are counted as Megatron-core keeps them, with no discount (issue 32): the
+# uncertainty of the term is carried as spare memory (plan/error_band.MEMORY_ERROR_BAND), not as a
+# factor below 1. Kept as a name for the planner's notes.
+MOE_ACTIVATION_FACTOR = 1.0
 DYNAMIC_FILL = 1.0  # a dynamic micro-batch is assumed full (conservative)
 
 
@@ -35,12 +38,22 @@ def dense_layer_activation_bytes(model: ModelFacts) -> float:
     return attention_activation_bytes(model) + 4 * model.hidden_size + 6 * model.ffn_hidden_size
 
 
+def routed_copy_bytes(model: ModelFacts) -> float:
+    """Bytes one routed copy of a token keeps for the backward in Megatron-core's grouped-GEMM
+    experts (core_v0.13.0 `moe/experts.py::TEGroupedMLP.forward`): fc1's input (TE GroupedLinear
+    saves it, 2h), fc1's gate and up outputs kept by the weighted SwiGLU (4f), the SwiGLU's output
+    saved as fc2's input (2f) and the fp32 routing probability the SwiGLU scales by (4). Since
+    core 0.13 the probabilities are applied inside the activation, so the unpermute
+    (`moe/token_dispatcher.py::unpermute`, called without probs) keeps no copy of fc2's output."""
+    return 2 * model.hidden_size + 6 * (model.expert_ffn_hidden_size or 0) + 4
+
+
 def moe_layer_activation_bytes(model: ModelFacts, moe_factor: float = MOE_ACTIVATION_FACTOR) -> tuple[float, float]:
-    """Per token, MoE layer: (non-expert part, routed-expert part at `moe_factor`)."""
+    """Per token, MoE layer: (non-expert part, routed-expert part: top-k routed copies)."""
     h, k = model.hidden_size, model.experts_per_token or 0
     non_expert = (attention_activation_bytes(model) + 4 * h + 6 * model.shared_expert_ffn_hidden_size
                   + 8 * (model.num_experts or 0))
-    routed = moe_factor * k * (4 * h + 6 * (model.expert_ffn_hidden_size or 0))
+    routed = moe_factor * k * routed_copy_bytes(model)
     return non_expert, routed
 
 

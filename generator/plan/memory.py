@@ -19,26 +19,23 @@ as the actor) is assumed to mirror the actor's param/optimizer offload. With
 `rollout.enforce_eager` false (verl's default since 0.6) the engine's CUDA graphs sit outside
 gpu_memory_utilization and stay on the GPU in every phase.
 
-Calibration (docs/memory-model.md "Calibration"; nothing here was measured on a GPU):
-- OVERHEAD_GIB = 4 per GPU, + 2 with expert parallelism (CUDA context, NCCL/DeepEP buffers,
-  fragmentation): DeepSeek-V3 on 96 H20 then peaks near the 66 GB verl measured (its docs/perf/dpsk.md @ v0.7.0).
-- FIT_FRACTION = 0.97 of the GPU total is usable.
-- STEP_TEMP_BYTES = 5.5 per parameter of the GPU's optimizer shard at the optimizer step, fitted
-  (not derived): Megatron-core's step itself allocates nothing per parameter — its Adam is
-  Transformer Engine's FusedAdam, apex's as fallback (megatron/core/optimizer/__init__.py
-  @core_r0.13.0), updating in place in chunks, and the fp32 main-grad shard it hands the optimizer
-  is a view of the grad buffer when grad_reduce_in_fp32 is on (distrib_optimizer.py
-  `_copy_model_grads_to_main_grads` @core_r0.13.0: `shard_model_grad.float()`; verl sets it True,
-  verl/utils/megatron_utils.py @v0.7.0). What the step does add is the optimizer state coming back
-  from CPU next to the allocator's cached blocks of the backward pass. Two public points bound it:
-  verl issue #3124 (Qwen2.5-32B, 8×H20, TP8 = DP 1, all offload) fails inside optimizer.step at
-  2k/6k and at 1k/2k alike, which needs ≥ 4.7 B; verl's DeepSeek-V3 80 GB script runs, which
-  allows ≤ 6.3 B. 5.5 B is the middle of that window.
+Constants (docs/memory-model.md "Constants"): every term follows Megatron-core, vLLM or verl
+source except two, fitted on the known outcomes of data/memory_calibration.yaml by
+plan/memory_fit.py (the middle of the window the runs and the OOMs leave; each outcome is judged
+leave-one-out by tests/test_memory_calibration.py and `python bench/known_outcomes.py`):
+- OVERHEAD_GIB = 2.65 per GPU in every phase (CUDA context, the driver's reserve that
+  nvidia-smi's total holds, NCCL and DeepEP buffers, allocator slack): between the 1 GiB vLLM's
+  own claim already holds (the rollout phase carries the overhead less that part) and Qwen2.5-7B
+  TP2 with offload running on 8 H100 (ISEEKYAN/verl_megatron_practice grpo_qwen2.5_7b.csv row 9).
+- STEP_TEMP_BYTES = 7.32 per parameter of the GPU's optimizer shard at the optimizer step: not
+  derived (Megatron-core's Adam updates in place; docs/memory-model.md), between verl#3124 failing
+  inside optimizer.step and verl's DeepSeek-V3 80 GB script running.
+- FIT_FRACTION = 1.0: the usable limit is the GPU's memory; what no tensor holds is the overhead
+  above, and the uncertainty is the spare the planner keeps (plan/error_band.py), so neither is
+  counted twice.
 - CUDA_GRAPH_GIB = 1 per GPU: vLLM's own capture logs (0.2 GiB for a 1B model; its warning
   says 1–3 GiB in the older engine).
-- MOE_ACTIVATION_FACTOR (plan/activations.py) = 0.5 for the routed-expert tensors: calibrated on
-  dpsk.md's Qwen3-30B-A3B on 8 H20 without recompute running; Megatron-core's code reads as 1.0
-  (4h + 6f per routed copy, docs/memory-model.md "How the constants follow").
+- Routed-expert activations at 1.0x what Megatron-core keeps (plan/activations.py).
 """
 
 from __future__ import annotations
@@ -49,17 +46,16 @@ from functools import lru_cache
 
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
-from generator.plan.activations import (MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, in_flight_micro_batches,
+from generator.plan.activations import (dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
 from generator.plan.workload import GIB, Workload
 
-OVERHEAD_GIB = 4.0
-EXPERT_PARALLEL_OVERHEAD_GIB = 2.0
-FIT_FRACTION = 0.97
-STEP_TEMP_BYTES = 5.5
+OVERHEAD_GIB = 2.65
+FIT_FRACTION = 1.0
+STEP_TEMP_BYTES = 7.32
 CUDA_GRAPH_GIB = 1.0
 ENGINE_COUNTED_OVERHEAD_GIB = 1.0  # the part of OVERHEAD_GIB vLLM's own claim already holds
 
@@ -97,7 +93,9 @@ def _phase(name: str, parts: Iterable[_Part], detail: bool = True, terms: bool =
 
 
 def overhead_gib(cand: Candidate) -> float:
-    return OVERHEAD_GIB + (EXPERT_PARALLEL_OVERHEAD_GIB if cand.ep > 1 else 0.0)
+    """The per-GPU memory no tensor term holds (one fitted constant for every layout: the
+    known outcomes do not separate DeepEP's buffers from the rest; docs/memory-model.md)."""
+    return OVERHEAD_GIB
 
 
 def cuda_graph_gib(cand: Candidate) -> float:
@@ -276,7 +274,7 @@ def _update_phase(model: ModelFacts, cand: Candidate, work: Workload, stage: int
             return (f"full recompute: {in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × "
                     f"{layers} layer inputs + one layer's working set")
         return (f"{in_flight:g} micro-batch(es) in flight × {tokens:,.0f} tokens × {layers} layers"
-                + (f" (expert tensors at ×{MOE_ACTIVATION_FACTOR})" if params.moe_layers else ""))
+                + (f" (top-{model.experts_per_token} routed copies each)" if params.moe_layers else ""))
     return _phase("update", [
         *trainer_state,
         ("activations", activations, act_note),
@@ -337,15 +335,19 @@ def _update_activations(model: ModelFacts, cand: Candidate, params: StageParams,
 
 
 def _update_logits_bytes(cand: Candidate, work: Workload, last: bool, tokens: float, vocab_shard: float) -> float:
-    """The update's logits (8·T·V/TP, 12 more with entropy): only on the last stage, none with fused kernels."""
+    """The update's logits, only on the last stage and none with fused kernels: 6·T·V/TP, the
+    bf16 logits (2 B) next to the fp32 copy Megatron's vocab-parallel cross entropy makes and keeps
+    as the softmax for the backward (4 B; verl v0.7.0 megatron_actor.logits_processor →
+    core_v0.13.0 tensor_parallel/cross_entropy.py), and 12 more with entropy (verl clones the
+    logits for it; the 12 is the earlier estimate, not re-derived)."""
     if last and not cand.use_fused_kernels:
-        return (8 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
+        return (6 + (12 if work.entropy_in_update else 0)) * tokens * vocab_shard
     return 0.0
 
 
 def _update_logits_note(cand: Candidate, last: bool) -> str:
     return ("fused kernels" if cand.use_fused_kernels else
-            ("last stage, 8·T·V/TP" if last else "not on this stage"))
+            ("last stage, 6·T·V/TP" if last else "not on this stage"))
 
 
 def _resident_critic_bytes(cand: Candidate, work: Workload, z: _Sizes) -> float:

@@ -1,0 +1,94 @@
+"""Known outcomes of the memory model: every calibration point, predicted against what was reported.
+
+    python bench/known_outcomes.py            # every point, the fit, the band, the library's verl examples
+    python bench/known_outcomes.py --points   # the calibration points only
+
+For each point of generator/data/memory_calibration.yaml (a run reported to work, or an OOM, with
+its public source): the peak predicted with the two fitted constants refitted without that point
+(leave-one-out, plan/memory_fit.py), the usable limit, the margin, the verdict against the
+expected one, and the measured peak where one was reported. Then the constants fitted on every
+point and their windows, the leave-one-out error band (plan/error_band.MEMORY_ERROR_BAND must
+equal it, rounded up to the percent), and the verdict of every verl example recipe in the library
+on its own GPUs (`gen recipe NAME` refuses a recipe predicted over without --force). Exit 1 when
+a point that is not a known miss gets the wrong verdict, or the band in error_band.py is not the
+measured one.
+"""
+
+from __future__ import annotations
+
+import argparse
+import math
+import sys
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
+from generator.plan import memory
+from generator.plan.error_band import MEMORY_ERROR_BAND
+from generator.plan.known_outcomes import known_outcomes
+from generator.plan.memory_fit import (error_band, fit_constants, leave_one_out, overhead_window,
+                                       step_window)
+
+
+def _points() -> tuple[int, float]:
+    outcomes = known_outcomes()
+    left_out = leave_one_out(outcomes)
+    print(f"{'point':24} {'expect':6} {'peak':>7} {'limit':>6} {'margin':>7}  {'verdict':8} {'measured':>8}  loo constants")
+    wrong = 0
+    for x in left_out:
+        o = x.outcome
+        verdict = "fits" if x.peak_gib <= o.usable_gib else "over"
+        margin = (o.usable_gib - x.peak_gib) / o.usable_gib
+        if o.known_miss:
+            mark = "known miss"
+        elif x.agrees:
+            mark = "ok"
+        else:
+            mark, wrong = "WRONG", wrong + 1
+        measured = f"{o.measured_gib:8.1f}" if o.measured_gib is not None else " " * 8
+        print(f"{o.id:24} {o.expect:6} {x.peak_gib:7.1f} {o.usable_gib:6.1f} {margin:+7.1%}  {verdict:4} {mark:10}"
+              f"{measured}  overhead {x.constants.overhead_gib:g} GiB, step {x.constants.step_temp_bytes:g} B")
+    used = [o for o in outcomes if not o.known_miss]
+    fitted = fit_constants(outcomes)
+    ow, sw = overhead_window(used), step_window(used, fitted.overhead_gib)
+    band = error_band(left_out)
+    print(f"\nfitted on all points: OVERHEAD_GIB {fitted.overhead_gib:g} (window {ow.low:.2f} .. {ow.high:.2f}), "
+          f"STEP_TEMP_BYTES {fitted.step_temp_bytes:g} (window {sw.low:.2f} .. {sw.high:.2f}); "
+          f"the model uses {memory.OVERHEAD_GIB:g} and {memory.STEP_TEMP_BYTES:g}")
+    print(f"leave-one-out: {len(left_out) - wrong - sum(1 for o in outcomes if o.known_miss)} agree, {wrong} wrong, "
+          f"{sum(1 for o in outcomes if o.known_miss)} known misses (reasons in data/memory_calibration.yaml)")
+    print(f"error band (largest leave-one-out error on a measured peak): {band:.1%}; "
+          f"plan/error_band.py MEMORY_ERROR_BAND = {MEMORY_ERROR_BAND:g}")
+    return wrong, band
+
+
+def _library() -> None:
+    from generator.library.store import load_library
+    from generator.library.verdict import recipe_verdict
+
+    library = load_library()
+    examples = [r for r in library.recipes.values() if r.name.startswith(("verl-", "example-"))]
+    print(f"\nverl example recipes in the library on their own GPUs ({len(examples)}):")
+    refused = 0
+    for recipe in sorted(examples, key=lambda r: r.name):
+        verdict = recipe_verdict(recipe)
+        if verdict is None:
+            continue
+        if not verdict.fits:
+            refused += 1
+            print(f"  refused  {recipe.name:52} {verdict.text()}")
+    print(f"  {refused} of {len(examples)} refused without --force")
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--points", action="store_true", help="the calibration points only")
+    args = parser.parse_args()
+    wrong, band = _points()
+    if not args.points:
+        _library()
+    return 1 if wrong or MEMORY_ERROR_BAND != math.ceil(band * 100) / 100 else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

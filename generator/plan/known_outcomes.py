@@ -1,0 +1,56 @@
+"""The known outcomes the memory model is calibrated and judged against: the points of
+data/memory_calibration.yaml (each a public report with its source), as plan/memory_fit outcomes.
+
+A point names a row of data/verl_layouts.yaml (optionally with other lengths) or carries its own
+row, what was reported (`expect`: fits / over, `phase` where an OOM happened, `measured_gib` a
+reported peak), and, where the model is known to disagree, `known_miss` with the reason.
+"""
+
+from __future__ import annotations
+
+from functools import lru_cache
+from typing import Any
+
+import yaml
+
+from generator.plan.memory import MemorySetup
+from generator.plan.memory_fit import Outcome, outcome
+from generator.plan.reference import VerlLayout, verl_layouts
+from generator.resources import data_dir
+
+GB_PER_GIB = 2**30 / 1e9
+
+
+@lru_cache(maxsize=1)
+def calibration_points() -> tuple[dict[str, Any], ...]:
+    data = yaml.safe_load((data_dir() / "memory_calibration.yaml").read_text(encoding="utf-8"))
+    return tuple(data["points"])
+
+
+def point_setup(point: dict[str, Any]) -> MemorySetup:
+    """The memory setup of a point: its row (by id or its own), with the point's lengths."""
+    row = VerlLayout(point["row"]) if isinstance(point["row"], dict) else \
+        {r.id: r for r in verl_layouts()}[point["row"]]
+    lengths: dict[str, Any] = {k: point[k] for k in ("prompt", "response") if k in point}
+    if lengths:
+        row = VerlLayout({**row.row, **lengths})
+    return row.memory_setup()
+
+
+def measured_gib(point: dict[str, Any]) -> float | None:
+    """A reported peak in GiB (`measured_gb` in GB, or `measured_gib`)."""
+    if "measured_gib" in point:
+        return float(point["measured_gib"])
+    if "measured_gb" in point:
+        return float(point["measured_gb"]) / GB_PER_GIB
+    return None
+
+
+def point_outcome(point: dict[str, Any]) -> Outcome:
+    return outcome(point["id"], point["expect"], point_setup(point), measured_gib(point),
+                   point.get("known_miss", ""), point.get("phase", ""))
+
+
+def known_outcomes() -> tuple[Outcome, ...]:
+    """Every point that judges GPU memory (host-RAM points are checked on their own)."""
+    return tuple(point_outcome(p) for p in calibration_points() if "host_gib" not in p)
