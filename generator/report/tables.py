@@ -76,7 +76,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     console = _console(stream)
     if not is_terminal(stream):
         if title:
-            stream.write(title + "\n")
+            stream.write(one_line(title) + "\n")
         if not wide:
             headers, rows = fit_columns(headers, rows, PIPED_WIDTH, optional)
         stream.write(plain_table(headers, rows))
@@ -121,6 +121,6 @@ def print_sections(sections: Sequence[tuple[str, Sequence[tuple[str, str]]]], *,
                 line.append("  " + value)
                 console.print(line)
         else:
-            stream.write(title + "\n")
+            stream.write(one_line(title) + "\n")
             for label, value in pairs:
                 stream.write(f"  {label.ljust(width)}  {value}".rstrip() + "\n")
