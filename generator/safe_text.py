@@ -120,17 +120,19 @@ def json_text(document: Any, *, indent: int | None = 2, ascii_only: bool = True,
 
 # --- writing -------------------------------------------------------------------------------------
 
+def annotation_lines(text: str) -> str:
+    """`printable` for GitHub workflow commands we built (`::error file=...::message`, the user
+    text inside escaped, without newlines): the `::` first on each line stays."""
+    return "\n".join(line[:2] + printable(line[2:]) if line.startswith("::") else printable(line)
+                     for line in text.split("\n"))
+
+
 def write(text: str, *, err: bool = False, annotations: bool = False) -> None:
     """Print `text` on stdout (stderr with `err`) through the door. `annotations`: the text is
     GitHub workflow commands we built (`::error file=...::message`, user text escaped inside),
     so a leading `::` stays; every other escape still applies."""
     stream = sys.stderr if err else sys.stdout
-    if annotations:
-        lines = text.split("\n")
-        stream.write("\n".join(line[:2] + printable(line[2:]) if line.startswith("::") else printable(line)
-                               for line in lines))
-    else:
-        stream.write(printable(text))
+    stream.write(annotation_lines(text) if annotations else printable(text))
     if err:
         stream.flush()
 
@@ -181,6 +183,6 @@ def use_color(stream: TextIO) -> bool:
     return (bool(isatty and isatty()) or bool(os.environ.get("FORCE_COLOR"))) and not no_color()
 
 
-__all__ = ["json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
+__all__ = ["annotation_lines", "json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
            "write_payload",
            "use_color", "write"]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.rules.core import Finding
-from generator.safe_text import json_text, markup, one_line, printable, styled
+from generator.safe_text import annotation_lines, json_text, markup, one_line, printable, styled
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -378,8 +378,9 @@ def render(reports: list[FileReport], fmt: str, *, color: bool = False, quiet: b
     if fmt == "sarif":
         return render_sarif(reports)
     if fmt == "github":
-        return render_github(reports)
-    return render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
+        return annotation_lines(render_github(reports))
+    text = render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
+    return text if color else printable(text)  # colour: rich markup, each piece escaped already
 
 
 __all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "TEXT_FORMATS", "render_json", "render_sarif", "render_github",
