@@ -116,7 +116,11 @@ def _every_output(script: Path, payloads: list[str]) -> list[tuple[tuple[str, ..
 @pytest.mark.parametrize("separator", list(SEPARATORS))
 def test_a_line_separator_in_a_value_forges_no_annotation_in_any_output(tmp_path, separator):
     payloads = [f"a{SEPARATORS[separator]}{FORGED}"]
-    _every_output(_project(tmp_path, payloads), payloads)
+    script = _project(tmp_path, payloads)
+    _every_output(script, payloads)
+    # The code frame under VB101 is the finding's own line: lines are counted at newlines only.
+    text = _gen("check", "--verl-version", VERSION, "--select", "VB101", str(script)).stdout
+    assert re.search(r"\n +\d+ \|     actor_rollout_ref\.actor\.ppo_micro_batch_size_per_gpu=6 \\\n", text), text
 
 
 def test_runner_commands_in_values_and_comments_are_echoed_defused(tmp_path):
@@ -265,3 +269,45 @@ def test_any_text_through_the_door_is_inert_and_the_door_is_idempotent(text):
     assert_inert(document.encode("ascii"))
     if not re.search("[\ud800-\udfff]", text):
         assert json.loads(document) == {"k": text}
+
+
+# --- a terminal (issue 36: one backslash; colour output through the door too) ---------------------
+
+
+def _in_a_terminal(*args: str, cwd: Path) -> str:
+    """`gen ARGS` with stdout and stderr on a pseudo-terminal (colour on, as a person sees it);
+    the text with rich's colour codes (SGR) and the terminal's CR before each newline removed."""
+    pty = pytest.importorskip("pty")
+    master, slave = pty.openpty()
+    env = {k: v for k, v in os.environ.items() if k not in ("NO_COLOR", "FORCE_COLOR")}
+    env.update(TERM="xterm-256color", COLUMNS="200")
+    child = subprocess.Popen([sys.executable, "-m", "generator", *args], stdout=slave, stderr=slave,
+                             stdin=subprocess.DEVNULL, cwd=cwd, env=env)
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 65536)
+        except OSError:  # EIO: the child closed its side
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert child.wait(timeout=60) in (0, 1, 2)
+    text = b"".join(chunks).decode("utf-8")
+    assert "\x1b[" in text, "expected colour on a terminal"
+    return re.sub(r"\x1b\[[0-9;]*m", "", text).replace("\r\n", "\n")
+
+
+def test_a_terminal_shows_one_continuation_backslash_and_nothing_raw(tmp_path):
+    payloads = [f"a\u2028{FORGED}", "##[error]forged", "\x1b[2J", "tail \\"]
+    script = _project(tmp_path, payloads)
+    text = _in_a_terminal("check", "--verl-version", VERSION, script.name, cwd=tmp_path)
+    frames = [line for line in text.splitlines() if re.match(r"\s*\d+ \| ", line)]
+    assert any(line.endswith("=6 \\") for line in frames), frames  # the finding's own line, one backslash
+    assert not any(line.endswith("\\\\") for line in frames), frames
+    assert_inert(text.encode())
+    shown = _in_a_terminal("show", script.name, cwd=tmp_path)
+    assert_inert(shown.encode())
+    assert re.search(r"trainer\.project_name=p3tail \\  \[literal\]", shown), shown  # one backslash
