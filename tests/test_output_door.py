@@ -311,3 +311,28 @@ def test_a_terminal_shows_one_continuation_backslash_and_nothing_raw(tmp_path):
     shown = _in_a_terminal("show", script.name, cwd=tmp_path)
     assert_inert(shown.encode())
     assert re.search(r"trainer\.project_name=p3tail \\  \[literal\]", shown), shown  # one backslash
+
+
+def test_only_the_door_writes_to_stdout_or_stderr():
+    """No module but generator/safe_text.py calls print, typer/click echo or sys.stdout/stderr
+    .write: every other writer goes through `write`, `say` or `write_payload` (a module that
+    prints to a stream it was handed passes `printable` text, or rich markup made with `markup`)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "generator"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "safe_text.py" and path.parent == root:
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if not isinstance(node, ast.Call):
+                continue
+            func = node.func
+            if isinstance(func, ast.Name) and func.id == "print":
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} print")
+            elif isinstance(func, ast.Attribute) and func.attr in ("echo", "secho"):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} {func.attr}")
+            elif (isinstance(func, ast.Attribute) and func.attr in ("write", "writelines")
+                  and isinstance(func.value, ast.Attribute) and func.value.attr in ("stdout", "stderr")):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} sys.{func.value.attr}.{func.attr}")
+    assert offenders == []
