@@ -106,6 +106,7 @@ def _output_failed(err: BaseException) -> None:
         from generator.safe_text import say
 
         say(f"gen: error: cannot write the output ({why})")
+        sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass
     os._exit(EXIT_BAD_INPUT)

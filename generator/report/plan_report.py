@@ -216,5 +216,5 @@ def _rich_table(rows: list[list[str]]) -> Table:
     for column in WIDE_COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(markup(cell) for cell in row))
     return table
