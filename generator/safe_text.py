@@ -140,12 +140,15 @@ def annotation_lines(text: str) -> str:
                      for line in text.split("\n"))
 
 
-def write(text: str, *, err: bool = False, annotations: bool = False) -> None:
+def write(text: str, *, err: bool = False, annotations: bool = False, flush: bool = False) -> None:
     """Print `text` on stdout (stderr with `err`) through the door. `annotations`: the text is
     GitHub workflow commands we built (`::error file=...::message`, user text escaped inside),
-    so a leading `::` stays; every other escape still applies."""
+    so a leading `::` stays; every other escape still applies. `flush` where the command
+    flushed before (typer.echo does), so stdout and stderr interleave as they did."""
     stream = sys.stderr if err else sys.stdout
     stream.write(annotation_lines(text) if annotations else printable(text))
+    if flush:
+        stream.flush()
 
 
 def write_payload(text: str) -> None:
@@ -157,9 +160,9 @@ def write_payload(text: str) -> None:
     sys.stdout.write(text)
 
 
-def say(message: str) -> None:
+def say(message: str, *, flush: bool = False) -> None:
     """One line on stderr (an error, a note, `wrote FILE`), newlines in it escaped."""
-    write(one_line(message) + "\n", err=True)
+    write(one_line(message) + "\n", err=True, flush=flush)
 
 
 # --- rich markup ---------------------------------------------------------------------------------

@@ -32,7 +32,7 @@ def _version(value: bool) -> None:
         from generator import __version__
         from generator.safe_text import write
 
-        write(f"verl-gen {__version__}\n")
+        write(f"verl-gen {__version__}\n", flush=True)
         raise typer.Exit(0)
 
 

@@ -38,15 +38,15 @@ def register(app: typer.Typer) -> None:
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \
                 f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-            say(f"gen: {message}")
+            say(f"gen: {message}", flush=True)
             if output_format == "json":
                 from generator.report.documents import dumps
 
-                write(dumps({"error": message}))
+                write(dumps({"error": message}), flush=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         if output_format == "json":
             from generator.report.documents import dumps
 
-            write(dumps(result.to_json()))
+            write(dumps(result.to_json()), flush=True)
         else:
-            render_text(result, write)
+            render_text(result, lambda text: write(text, flush=True))

@@ -15,7 +15,7 @@ LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/
 
 
 def _fail(message: str) -> None:
-    say(f"gen: {message}")
+    say(f"gen: {message}", flush=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -45,14 +45,14 @@ def register(app: typer.Typer) -> None:
             _fail(str(err))
             return
         for error in lib.errors:
-            say(f"gen: warning: skipped {error}")
+            say(f"gen: warning: skipped {error}", flush=True)
         if output_format == "json":
             from generator.report.documents import dumps
 
-            write(dumps({"recipes": [r.summary() for r in found]}))
+            write(dumps({"recipes": [r.summary() for r in found]}), flush=True)
             return
         if not found:
-            say("no recipes match")
+            say("no recipes match", flush=True)
             return
         from generator.report.recipes import list_rows
         from generator.report.tables import print_table
@@ -82,5 +82,5 @@ def register(app: typer.Typer) -> None:
             _fail(f"internal error ({type(err).__name__}: {' '.join(str(err).split())}); nothing written")
             return
         for note in notes:
-            say(f"note: {note}")
-        write(one_line(f"wrote {path}") + "\n")
+            say(f"note: {note}", flush=True)
+        write(one_line(f"wrote {path}") + "\n", flush=True)

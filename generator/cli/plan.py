@@ -101,7 +101,7 @@ def register(app: typer.Typer) -> None:
             if chart is not None:
                 _write_chart(chart, plan, force)
         except InputError as err:
-            say(f"gen plan: {err}")
+            say(f"gen plan: {err}", flush=True)
             if output_format == "json":
                 from generator.report.documents import dumps
 

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
 
 
 def _fail(message: str) -> None:
-    say(f"gen recipe: {message}")
+    say(f"gen recipe: {message}", flush=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -84,7 +84,7 @@ def _from_library(name: str, **options: Any) -> RecipeSpec:
 
     spec, notes = spec_for_cli(name, **options)
     for note in notes:
-        say(f"note: {note}")
+        say(f"note: {note}", flush=True)
     return spec
 
 
@@ -202,6 +202,6 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             _fail(str(err))
             return
-        say(rendered.summary)
+        say(rendered.summary, flush=True)
         if target != "-":
-            say(f"wrote {target}")
+            say(f"wrote {target}", flush=True)

@@ -135,7 +135,7 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
                           "error": f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:200]})"})
     for f in files:
         if f["error"]:
-            say(f"gen show: {f['path']}: {f['error']}")
+            say(f"gen show: {f['path']}: {f['error']}", flush=True)
             status = EXIT_BAD_INPUT
     write(resolved_text(files) if output_format == "text" else resolved_document(files, output_format))
     return status
@@ -143,7 +143,7 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
 
 def _fail(message: str, output_format: str) -> NoReturn:
     """A failure of the whole command: one line on stderr; json/yaml also get a document saying so."""
-    say(f"gen show: {message}")
+    say(f"gen show: {message}", flush=True)
     if output_format in ("json", "yaml"):
         from generator.report.documents import dumps
 
