@@ -123,7 +123,9 @@ def _place(report: FileReport, source: bytes) -> None:
     """Each finding's column and source line (for the excerpt), and the findings in line order."""
     from generator.report.excerpt import source_line, span_of
 
-    lines = source.decode("utf-8", errors="replace").splitlines()
+    # Lines as bash counts them, at "\n" only (splitlines would also break at CR, FF, VT, NEL and
+    # U+2028, and every code frame after one would show the wrong line); a CRLF's CR is dropped.
+    lines = [line.removesuffix("\r") for line in source.decode("utf-8", errors="replace").split("\n")]
     for located in report.findings:
         text = source_line(lines, located.finding.line)
         if text is not None:

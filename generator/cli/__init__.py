@@ -30,8 +30,9 @@ def _version(value: bool) -> None:
         import typer
 
         from generator import __version__
+        from generator.safe_text import write
 
-        typer.echo(f"verl-gen {__version__}")
+        write(f"verl-gen {__version__}\n", flush=True)
         raise typer.Exit(0)
 
 
@@ -102,7 +103,10 @@ def _output_failed(err: BaseException) -> None:
         pass
     why = getattr(err, "strerror", None) or "standard output is closed"
     try:
-        print(f"gen: error: cannot write the output ({why})", file=sys.stderr, flush=True)
+        from generator.safe_text import say
+
+        say(f"gen: error: cannot write the output ({why})")
+        sys.stderr.flush()
     except (OSError, ValueError, AttributeError):
         pass
     os._exit(EXIT_BAD_INPUT)

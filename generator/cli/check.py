@@ -16,7 +16,7 @@ import typer
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import one_line, printable, use_color
+from generator.safe_text import one_line, say, use_color, write
 
 if TYPE_CHECKING:
     from generator.plan.memory import MemoryReport
@@ -36,8 +36,8 @@ def _fail(message: str, fmt: str = "text") -> NoReturn:
     document that says so on stdout (a consumer must not read silence as "no findings")."""
     from generator.report import render_failure
 
-    print(one_line(f"error: {message}"), file=sys.stderr)
-    sys.stdout.write(render_failure(message, fmt))
+    say(f"error: {message}")
+    write(render_failure(message, fmt), annotations=fmt == "github")
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -91,7 +91,7 @@ def register(app: typer.Typer) -> None:
         if fmt not in ("text", "json"):
             _fail(f"--format must be text or json, got '{fmt}'")
         registry = load_rules()
-        sys.stdout.write(rules_json(registry) if fmt == "json" else rules_text(registry))
+        write(rules_json(registry) if fmt == "json" else rules_text(registry))
 
     @app.command("rule")
     def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:
@@ -105,7 +105,7 @@ def register(app: typer.Typer) -> None:
             close = [c for c in registry if c.startswith(code.strip().upper()[:3])]
             hint = f" (codes starting {code.strip().upper()[:3]}: {', '.join(sorted(close))})" if close else ""
             _fail(f"unknown rule '{code}'{hint}; `gen rules` lists them")
-        sys.stdout.write(rule_doc(rule))
+        write(rule_doc(rule))
 
     @app.command("explain")
     def explain(
@@ -160,10 +160,10 @@ def register(app: typer.Typer) -> None:
             explained: list[dict[str, object]] = []
             documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})
             if done.incomplete:  # the rest is explained, but the input is bad: exit 2 as in every command
-                print(one_line(f"{path}: error: {done.incomplete}"), file=sys.stderr)
+                say(f"{path}: error: {done.incomplete}")
                 status = EXIT_BAD_INPUT
             if done.no_calls and fmt == "text":
-                sys.stdout.write(one_line(f"{path}: no trainer call found") + "\n")
+                write(one_line(f"{path}: no trainer call found") + "\n")
             for call in done.calls:
                 predicted = call.predicted
                 over = over or (predicted is not None and predicted.over)
@@ -175,30 +175,29 @@ def register(app: typer.Typer) -> None:
                         entry["memory_problems"] = list(predicted.problems)
                     explained.append(entry)
                 else:
-                    sys.stdout.write(printable(render_explain(call.header, call.rows)))
+                    write(render_explain(call.header, call.rows))
                     if predicted is not None:
-                        sys.stdout.write(printable(call_memory_text(predicted)))
+                        write(call_memory_text(predicted))
                         _print_memory_bars(predicted)
                 if chart and predicted is not None and predicted.report is not None:
                     charted.append(_memory_chart_section(predicted.report, f"{path}:{call.invocation.line}"))
             if done.error:
-                print(one_line(f"{path}: error: {done.error}"), file=sys.stderr)
+                say(f"{path}: error: {done.error}")
                 status = EXIT_BAD_INPUT
         if fmt == "json":
-            sys.stdout.write(explain_json(documents))
+            write(explain_json(documents))
         if chart and charted:
             from generator.files import write_atomic
             from generator.report.charts import charts_for
 
             try:
                 write_atomic(chart, charts_for(chart, charted), replace=force)
-                print(one_line(f"wrote {chart}"), file=sys.stderr)
+                say(f"wrote {chart}")
             except (InputError, OSError) as err:  # one line; the report above is already out
-                print(one_line(f"error: --chart {chart}: {err}"), file=sys.stderr)
+                say(f"error: --chart {chart}: {err}")
                 status = EXIT_BAD_INPUT
         if chart and not charted:
-            print(one_line(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written"),
-                  file=sys.stderr)
+            say(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written")
             status = EXIT_BAD_INPUT
         if status == EXIT_OK and over:
             status = EXIT_FINDINGS  # a predicted OOM is a finding

@@ -18,7 +18,7 @@ from typing import Any
 from generator.cli.common import CONFIG_DIR_HELP
 from generator.cli.options import Arg, Opt
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import one_line, use_color
+from generator.safe_text import say, use_color, write
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 SEVERITY_CHOICES = ("error", "warning", "info")
@@ -59,18 +59,20 @@ class _Failed(Exception):
 def _fail(message: str, fmt: str = "text") -> None:
     from generator.report import render_failure
 
-    print(one_line(f"error: {message}"), file=sys.stderr)
-    sys.stdout.write(render_failure(message, fmt))
+    say(f"error: {message}")
+    write(render_failure(message, fmt), annotations=fmt == "github")
     raise _Failed(message)
 
 
-def emit(text: str, color: bool) -> None:
+def emit(text: str, color: bool, *, annotations: bool = False) -> None:
+    """The report on stdout: rich markup (user text made literal and escaped piece by piece by
+    generator.report) on a colour terminal, else through the door as it is."""
     if color:
         from rich.console import Console
 
         Console(highlight=False, soft_wrap=True).print(text, end="")
     else:
-        sys.stdout.write(text)
+        write(text, annotations=annotations)
 
 
 def rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
@@ -136,14 +138,14 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
         except (InputError, OSError) as err:
             _fail(f"--output-file {output_file}: {err}", "text")
     else:
-        emit(text, color and not statistics)
+        emit(text, color and not statistics, annotations=fmt == "github" and not statistics)
     bad_file = any(r.bad_input for r in reports)
     if machine == "text" and not to_terminal:
         # The report already has the line; repeat it on stderr only when stdout is redirected.
         for report in reports:
             for problem in (report.error, report.incomplete):
                 if problem:
-                    print(one_line(f"{report.path}: error: {problem}"), file=sys.stderr)
+                    say(f"{report.path}: error: {problem}")
     if bad_file:
         return EXIT_BAD_INPUT
     failed = any(r.failed for r in reports)

@@ -8,7 +8,7 @@ import typer
 
 from generator.cli.common import config_dir_option, parse_pairs
 from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import printable
+from generator.safe_text import say, write
 
 
 
@@ -38,15 +38,15 @@ def register(app: typer.Typer) -> None:
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \
                 f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-            typer.echo(f"gen: {message}", err=True)
+            say(f"gen: {message}", flush=True)
             if output_format == "json":
                 from generator.report.documents import dumps
 
-                typer.echo(dumps({"error": message}), nl=False)
+                write(dumps({"error": message}), flush=True)
             raise typer.Exit(EXIT_BAD_INPUT) from None
         if output_format == "json":
             from generator.report.documents import dumps
 
-            typer.echo(dumps(result.to_json()), nl=False)
+            write(dumps(result.to_json()), flush=True)
         else:
-            render_text(result, lambda text: typer.echo(printable(text), nl=False))
+            render_text(result, lambda text: write(text, flush=True))

@@ -8,7 +8,6 @@ pending, or keys were left for a human (`migrate`), 2 bad input (nothing written
 
 from __future__ import annotations
 
-import sys
 from typing import TYPE_CHECKING, List, Optional
 
 import typer
@@ -16,7 +15,7 @@ import typer
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from generator.safe_text import one_line, printable
+from generator.safe_text import say, write_payload
 
 if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
     from generator.report.fix_outcomes import Said
@@ -24,13 +23,13 @@ if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not
 
 
 def _out(diff_text: str) -> None:
-    """A diff is for `patch` when piped (bytes as they are); on a terminal the script's control
-    characters are shown as escapes instead of being obeyed."""
-    sys.stdout.write(printable(diff_text) if sys.stdout.isatty() else diff_text)
+    """A diff is for `patch`: bytes as they are. generator.report.fix_outcomes kept back any that
+    holds what a terminal or a CI runner would obey (said on stderr instead)."""
+    write_payload(diff_text)
 
 
 def _err(message: str) -> None:
-    print(one_line(message), file=sys.stderr)
+    say(message)
 
 
 def _say(said: Said) -> None:
@@ -55,9 +54,12 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
                              verl_version=verl_version, env=env, args=args, memory=memory, config_dir=config_dir):
         # stdin (`gen fix -`): the fixed text on stdout, as `ruff check --fix -`; `--diff` keeps the diff.
         stdin_text = outcome.path == "-" and not diff
-        _say(fix_lines(outcome, write=write, fixed_text=stdin_text))  # file by file, as each is done
+        said = fix_lines(outcome, write=write, fixed_text=stdin_text)
+        _say(said)  # file by file, as each is done
         outcomes.append(outcome)
         status = max(status, outcome.status if write or stdin_text else outcome.dry_run_status())
+        if stdin_text and outcome.result is not None and not any(stream == "out" for stream, _ in said):
+            status = EXIT_BAD_INPUT  # the fixed script was kept back: nothing usable on stdout
     _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
     return status
 

@@ -8,13 +8,14 @@ from typing import Optional
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, InputError
+from generator.safe_text import one_line, say, write
 
 LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes); "
                 "packaged recipes are always listed")
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"gen: {message}", err=True)
+    say(f"gen: {message}", flush=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -44,14 +45,14 @@ def register(app: typer.Typer) -> None:
             _fail(str(err))
             return
         for error in lib.errors:
-            typer.echo(f"gen: warning: skipped {error}", err=True)
+            say(f"gen: warning: skipped {error}", flush=True)
         if output_format == "json":
             from generator.report.documents import dumps
 
-            typer.echo(dumps({"recipes": [r.summary() for r in found]}), nl=False)
+            write(dumps({"recipes": [r.summary() for r in found]}), flush=True)
             return
         if not found:
-            typer.echo("no recipes match", err=True)
+            say("no recipes match", flush=True)
             return
         from generator.report.recipes import list_rows
         from generator.report.tables import print_table
@@ -81,5 +82,5 @@ def register(app: typer.Typer) -> None:
             _fail(f"internal error ({type(err).__name__}: {' '.join(str(err).split())}); nothing written")
             return
         for note in notes:
-            typer.echo(f"note: {note}", err=True)
-        typer.echo(f"wrote {path}")
+            say(f"note: {note}", flush=True)
+        write(one_line(f"wrote {path}") + "\n", flush=True)

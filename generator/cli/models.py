@@ -12,6 +12,7 @@ import sys
 import typer
 
 from generator.errors import EXIT_BAD_INPUT
+from generator.safe_text import say, write
 
 
 def models_document() -> dict[str, object]:
@@ -42,13 +43,13 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the models --model accepts by name: size, layers, attention, experts, context."""
         if fmt not in ("text", "json"):
-            print(f"error: --format must be text or json, got '{fmt}'", file=sys.stderr)
+            say(f"error: --format must be text or json, got '{fmt}'")
             raise typer.Exit(EXIT_BAD_INPUT)
         document = models_document()
         if fmt == "json":
             from generator.report.documents import dumps
 
-            sys.stdout.write(dumps(document))
+            write(dumps(document))
             return
         from generator.report.tables import print_table
 

@@ -6,7 +6,6 @@ Exit codes: 0 a layout fits; 1 the evaluated/searched layouts do not fit the GPU
 
 from __future__ import annotations
 
-import json
 import sys
 from dataclasses import replace
 from typing import TYPE_CHECKING, Any, Optional
@@ -15,7 +14,7 @@ import typer
 
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
-from generator.safe_text import one_line
+from generator.safe_text import json_text, say, write
 
 if TYPE_CHECKING:
     from generator.plan.result import Plan
@@ -31,7 +30,7 @@ def _write_chart(path: str, plan: Plan, force: bool) -> None:
         raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
     title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
     write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title), replace=force)
-    print(one_line(f"wrote {path}"), file=sys.stderr)  # on stderr: stdout is the plan (or its JSON)
+    say(f"wrote {path}")  # on stderr: stdout is the plan (or its JSON)
 
 
 def register(app: typer.Typer) -> None:
@@ -102,18 +101,17 @@ def register(app: typer.Typer) -> None:
             if chart is not None:
                 _write_chart(chart, plan, force)
         except InputError as err:
-            typer.echo(f"gen plan: {err}", err=True)
+            say(f"gen plan: {err}", flush=True)
             if output_format == "json":
                 from generator.report.documents import dumps
 
-                sys.stdout.write(dumps({"error": str(err)}))
+                write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan_report import plan_dict, render_text
         from generator.safe_text import use_color
 
         if output_format == "json":
-            json.dump(plan_dict(plan, beside_verl), sys.stdout, indent=2)
-            sys.stdout.write("\n")
+            write(json_text(plan_dict(plan, beside_verl)))
         else:
             render_text(plan, sys.stdout, wide=wide, color=use_color(sys.stdout), departures=beside_verl)
         if plan.chosen is None:

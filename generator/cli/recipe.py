@@ -6,7 +6,6 @@ recipe NAME, generator.render.legacy for --from) -> generator.render.generate ->
 
 from __future__ import annotations
 
-import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
@@ -14,13 +13,14 @@ import typer
 
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, InputError
+from generator.safe_text import payload_problem, say, write_payload
 
 if TYPE_CHECKING:
     from generator.render.spec import RecipeSpec
 
 
 def _fail(message: str) -> None:
-    typer.echo(f"gen recipe: {message}", err=True)
+    say(f"gen recipe: {message}", flush=True)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -84,7 +84,7 @@ def _from_library(name: str, **options: Any) -> RecipeSpec:
 
     spec, notes = spec_for_cli(name, **options)
     for note in notes:
-        typer.echo(f"note: {note}", err=True)
+        say(f"note: {note}", flush=True)
     return spec
 
 
@@ -190,7 +190,11 @@ def register(app: typer.Typer) -> None:
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)
             if target == "-":
-                sys.stdout.write(rendered.text)
+                problem = payload_problem(rendered.text)
+                if problem is not None:  # a value copied by --from holds what a runner would obey
+                    raise InputError(f"the script is not printed: its {problem}, which a terminal or a CI "
+                                     "runner would obey; write it to a file with --output")
+                write_payload(rendered.text)
             else:
                 from generator.files import write_atomic
 
@@ -198,6 +202,6 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             _fail(str(err))
             return
-        typer.echo(rendered.summary, err=True)
+        say(rendered.summary, flush=True)
         if target != "-":
-            typer.echo(f"wrote {target}", err=True)
+            say(f"wrote {target}", flush=True)

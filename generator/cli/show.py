@@ -8,7 +8,7 @@ is unknown.
 
 from __future__ import annotations
 
-import json
+import io
 import os
 import sys
 from typing import Any, NoReturn, TextIO
@@ -18,6 +18,7 @@ import typer
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from generator.safe_text import json_text, one_line, printable, say, write
 
 FORMATS = ("text", "json", "yaml")
 
@@ -70,23 +71,25 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
     from generator.report.documents import JSON_SCHEMA_VERSION
 
     if output_format == "json":
-        stream.write(json.dumps({"schema_version": JSON_SCHEMA_VERSION, "files": files}, indent=2,
-                                ensure_ascii=False) + "\n")
+        stream.write(json_text({"schema_version": JSON_SCHEMA_VERSION, "files": files}, ascii_only=False))
     elif output_format == "yaml":
         from ruamel.yaml import YAML
 
         yaml = YAML(typ="safe", pure=True)
         yaml.default_flow_style = False
-        yaml.dump({"schema_version": JSON_SCHEMA_VERSION, "files": files}, stream)
+        buffer = io.StringIO()
+        yaml.dump({"schema_version": JSON_SCHEMA_VERSION, "files": files}, buffer)
+        stream.write(printable(buffer.getvalue()))  # YAML is for people: shown escaped, as text is
     else:
         from generator.report.show_report import render_scripts_text
 
         render_scripts_text(files, stream)
     if output_format == "text":
         for f in failed:
-            err_stream.write(f"gen show: {f['path']}: {f['error']}\n")
+            err_stream.write(one_line(f"gen show: {f['path']}: {f['error']}") + "\n")
         for path, h in first_broken.items():
-            err_stream.write(f"gen show: {path}: bash syntax error at line {h['line']} (the rest was read)\n")
+            err_stream.write(one_line(f"gen show: {path}: bash syntax error at line {h['line']} (the rest was read)")
+                             + "\n")
     return EXIT_BAD_INPUT if (failed or first_broken) else EXIT_OK
 
 
@@ -132,22 +135,19 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
                           "error": f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:200]})"})
     for f in files:
         if f["error"]:
-            typer.echo(f"gen show: {f['path']}: {f['error']}", err=True)
+            say(f"gen show: {f['path']}: {f['error']}", flush=True)
             status = EXIT_BAD_INPUT
-    if output_format == "text":
-        sys.stdout.write(resolved_text(files))
-    else:
-        sys.stdout.write(resolved_document(files, output_format))
+    write(resolved_text(files) if output_format == "text" else resolved_document(files, output_format))
     return status
 
 
 def _fail(message: str, output_format: str) -> NoReturn:
     """A failure of the whole command: one line on stderr; json/yaml also get a document saying so."""
-    typer.echo(f"gen show: {message}", err=True)
+    say(f"gen show: {message}", flush=True)
     if output_format in ("json", "yaml"):
         from generator.report.documents import dumps
 
-        sys.stdout.write(dumps({"error": message, "files": []}))
+        write(dumps({"error": message, "files": []}))
     raise typer.Exit(EXIT_BAD_INPUT)
 
 

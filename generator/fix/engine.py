@@ -348,12 +348,20 @@ def remaining_fixable(result: FixResult, *, unsafe: bool = False) -> list[Findin
             and (f.code, f.line) not in refused]
 
 
+def _lines(text: str) -> list[str]:
+    lines = [line + "\n" for line in text.split("\n")]
+    lines[-1] = lines[-1][:-1]
+    return lines if lines[-1] else lines[:-1]
+
+
 def unified_diff(result: FixResult, path_label: str | None = None) -> str:
     import difflib
 
     label = path_label or result.path or "<stdin>"
-    before = result.original.decode("utf-8").splitlines(keepends=True)
-    after = result.fixed.decode("utf-8").splitlines(keepends=True)
+    # Lines as bash and `patch` see them: split at "\n" only (str.splitlines would also split at
+    # CR, FF, VT, NEL, U+2028..., giving a diff whose lines and line numbers no tool agrees with).
+    before = _lines(result.original.decode("utf-8", "surrogateescape"))
+    after = _lines(result.fixed.decode("utf-8", "surrogateescape"))
     # git style (a/, b/) for relative paths so `git apply`/`patch -p1` work; absolute as they are
     old_name, new_name = (label, label) if label.startswith("/") else (f"a/{label}", f"b/{label}")
     lines = difflib.unified_diff(before, after, fromfile=old_name, tofile=new_name)

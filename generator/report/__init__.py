@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.rules.core import Finding
-from generator.safe_text import one_line, printable
+from generator.safe_text import annotation_lines, json_text, markup, one_line, printable, styled
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -170,18 +170,14 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
         for located in report.findings:
             where, code, rest = _text_line(report.path, located)
             if color:
-                from rich.markup import escape
-
                 style = _STYLE.get(located.finding.severity, "")
-                lines.append(f"[bold]{escape(where)}[/bold]: [{style}]{code}[/{style}] {escape(rest)}")
+                lines.append(f"{styled('bold', markup(where))}: [{style}]{code}[/{style}] {markup(rest)}")
             else:
                 lines.append(f"{where}: {code} {rest}")
             if not concise:
                 details = _detail_lines(located)
                 if color:
-                    from rich.markup import escape
-
-                    details = [escape(text) for text in details]
+                    details = [markup(text) for text in details]
                 lines += details
                 lines.append("")
         if report.incomplete:
@@ -189,11 +185,7 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
     if quiet:
         return "".join(line + "\n" for line in lines)
     for text in _resolution_lines(reports):
-        if color:
-            from rich.markup import escape
-
-            text = escape(text)
-        lines.append(one_line(text))
+        lines.append(markup(one_line(text)) if color else one_line(text))
     s = summary(reports)
     fixable = sum(fixable_count(r) for r in reports)
     unsafe = sum(1 for r in reports for located in r.findings if located.fixed_by_gen_fix == "unsafe")
@@ -245,7 +237,7 @@ def to_json_obj(reports: list[FileReport]) -> dict[str, Any]:
 
 
 def render_json(reports: list[FileReport]) -> str:
-    return json.dumps(to_json_obj(reports), indent=2, default=str) + "\n"
+    return json_text(to_json_obj(reports), default=str)
 
 
 # --- SARIF 2.1.0 ------------------------------------------------------------------------------
@@ -272,9 +264,12 @@ def artifact_uri(path: str) -> str:
     resolves it against the repository), percent-encoded; an absolute one becomes a file: URI."""
     from urllib.parse import quote
 
+    # A name that is not UTF-8 (surrogateescape'd bytes) is percent-encoded byte for byte, so the
+    # URI names the very file; a strict encode would raise and lose the whole report.
+    raw = path.encode("utf-8", "surrogateescape")
     if path.startswith("/"):
-        return "file://" + quote(path, safe="/")
-    return quote(path.replace("\\", "/"), safe="/")
+        return "file://" + quote(raw, safe="/")
+    return quote(raw.replace(b"\\", b"/"), safe="/")
 
 
 def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) -> str:
@@ -328,7 +323,7 @@ def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) 
         run["properties"] = {"verl": judged}
     if notifications:
         run["invocations"] = [{"executionSuccessful": False, "toolExecutionNotifications": notifications}]
-    return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+    return json_text({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]})
 
 
 # --- GitHub annotations -----------------------------------------------------------------------
@@ -365,13 +360,13 @@ def render_failure(message: str, fmt: str) -> str:
     unknown model): the consumer learns why instead of reading nothing. Text gets nothing here
     (the CLI prints the message on stderr)."""
     if fmt == "json":
-        return json.dumps({"schema_version": JSON_SCHEMA_VERSION, "error": message, "files": [],
-                           "summary": summary([])}, indent=2) + "\n"
+        return json_text({"schema_version": JSON_SCHEMA_VERSION, "error": message, "files": [],
+                          "summary": summary([])})
     if fmt == "sarif":
         run = json.loads(render_sarif([]))["runs"][0]
         run["invocations"] = [{"executionSuccessful": False,
                                "toolExecutionNotifications": [{"level": "error", "message": {"text": message}}]}]
-        return json.dumps({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]}, indent=2) + "\n"
+        return json_text({"$schema": SARIF_SCHEMA, "version": "2.1.0", "runs": [run]})
     if fmt == "github":
         return f"::error title=gen check::{_gh_escape(message)}\n"
     return ""
@@ -383,8 +378,9 @@ def render(reports: list[FileReport], fmt: str, *, color: bool = False, quiet: b
     if fmt == "sarif":
         return render_sarif(reports)
     if fmt == "github":
-        return render_github(reports)
-    return render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
+        return annotation_lines(render_github(reports))
+    text = render_text(reports, color=color, concise=fmt == "concise", quiet=quiet)
+    return text if color else printable(text)  # colour: rich markup, each piece escaped already
 
 
 __all__ = ["FileReport", "JSON_SCHEMA_VERSION", "Located", "render", "render_failure", "render_text", "TEXT_FORMATS", "render_json", "render_sarif", "render_github",

@@ -3,7 +3,6 @@ every shape; tests/test_json_docs.py validates what the commands write against i
 
 from __future__ import annotations
 
-import json
 from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
@@ -16,7 +15,9 @@ JSON_SCHEMA_VERSION = 1
 
 def dumps(document: dict[str, Any]) -> str:
     """A document as the commands print it: schema_version first, two-space indent."""
-    return json.dumps({"schema_version": JSON_SCHEMA_VERSION, **document}, indent=2, default=str) + "\n"
+    from generator.safe_text import json_text
+
+    return json_text({"schema_version": JSON_SCHEMA_VERSION, **document}, default=str)
 
 
 def explain_call_json(invocation: Invocation, config: Config, release: str,

@@ -9,6 +9,7 @@ from __future__ import annotations
 from typing import TYPE_CHECKING, Literal, Sequence
 
 from generator.errors import InputError
+from generator.safe_text import payload_problem
 
 if TYPE_CHECKING:
     from generator.fix.per_file import FileFix, FileMigration
@@ -24,6 +25,17 @@ def file_error(path: str, err: Exception) -> str:
     return f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed"
 
 
+def payload(path: str, text: str, what: str, hint: str) -> tuple[Stream, str]:
+    """A diff or a fixed script for stdout, byte for byte; or, when a line of it holds what a
+    terminal or a CI runner would obey (docs/output-door.md), a line on stderr instead: an escaped
+    diff would not apply, and a raw one could forge annotations or rewrite the screen."""
+    problem = payload_problem(text)
+    if problem is None:
+        return ("out", text)
+    return ("err", f"{path}: {what} not printed (its {problem}, which a terminal or a CI runner would read as a "
+                   f"command or a line break); {hint}")
+
+
 def fix_lines(outcome: FileFix, *, write: bool, fixed_text: bool = False) -> Said:
     """The diff (without --write), each fix applied or refused, a syntax error, errors left.
     With `fixed_text` (a script read from stdin, as ruff does) the whole fixed text goes to
@@ -35,9 +47,10 @@ def fix_lines(outcome: FileFix, *, write: bool, fixed_text: bool = False) -> Sai
         return [("err", file_error(path, outcome.error or RuntimeError("no result")))]
     said: Said = []
     if fixed_text:
-        said.append(("out", result.fixed.decode("utf-8", errors="replace")))
+        said.append(payload(path, result.fixed.decode("utf-8", errors="replace"), "the fixed script",
+                            "save it to a file and run `gen fix --write` on that"))
     elif not write and result.changed:
-        said.append(("out", unified_diff(result, path)))
+        said.append(payload(path, unified_diff(result, path), "the diff", "`gen fix --write` applies it"))
     verb = "fixed" if write or fixed_text else "would fix"
     for applied in result.applied:
         where = f"{path}:{applied.line}" if applied.line else path
@@ -80,7 +93,8 @@ def migrate_lines(outcome: FileMigration, *, write: bool) -> Said:
         return [("err", file_error(path, outcome.error or RuntimeError("no result")))]
     said: Said = []
     if not write and result.changed:
-        said.append(("out", unified_diff(FixResult(path, result.original, result.fixed), path)))
+        said.append(payload(path, unified_diff(FixResult(path, result.original, result.fixed), path), "the diff",
+                            "`gen migrate --write` applies it"))
     said.append(("err", f"{path}: {result.from_version} → {result.to_version}: {len(result.applied)} change(s)"))
     for step in result.applied:
         said.append(("err", f"{path}:{step.line}: {'migrated' if write else 'would migrate'} {step.description}"))

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
 from generator.report.documents import JSON_SCHEMA_VERSION
-from generator.safe_text import one_line
+from generator.safe_text import markup, one_line, printable
 
 if TYPE_CHECKING:
     from rich.table import Table
@@ -180,18 +180,17 @@ def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = Fa
         bar_lines = ["", *terminal_bars(shown.memory, shown.limit_gib, width=bar_width, color=color,
                                         line_width=width)]
     if not color:
-        out.write("\n".join([*lines, *tail, *bar_lines]) + "\n")
+        out.write(printable("\n".join([*lines, *tail, *bar_lines]) + "\n"))
         return
     from rich.console import Console
-    from rich.markup import escape
 
     console = Console(file=out, highlight=False, soft_wrap=True)
     for line in lines:
-        console.print(escape(line))
+        console.print(markup(line))
     if table_text is not None:
         console.print(table_text)
     for line in tail:
-        console.print(escape(line))
+        console.print(markup(line))
     for line in bar_lines:
         console.print(line)
 
@@ -217,5 +216,5 @@ def _rich_table(rows: list[list[str]]) -> Table:
     for column in WIDE_COLUMNS:
         table.add_column(column)
     for row in rows:
-        table.add_row(*row)
+        table.add_row(*(markup(cell) for cell in row))
     return table

@@ -6,7 +6,8 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from generator.safe_text import one_line, printable
+from generator.safe_text import json_text, markup, one_line, printable
+from generator.safe_text import styled as markup_styled
 
 if TYPE_CHECKING:
     from generator.launch import Hazard, Invocation, LaunchScript, Span
@@ -88,14 +89,10 @@ class _Text:
         self.bracket = "\\[" if colour else "["
 
     def escape(self, text: str) -> str:  # user-written text: no markup, no control characters
-        if not self.colour:
-            return one_line(text)
-        from rich.markup import escape as markup_escape
-
-        return markup_escape(one_line(text))
+        return markup(one_line(text)) if self.colour else one_line(text)
 
     def styled(self, style: str, text: str) -> str:
-        return f"[{style}]{text}[/{style}]" if self.colour else text
+        return markup_styled(style, text) if self.colour else text
 
 
 def render_scripts_text(files: list[dict[str, Any]], stream: TextIO) -> None:
@@ -127,7 +124,7 @@ def render_scripts_text(files: list[dict[str, Any]], stream: TextIO) -> None:
 
         Console(file=stream, highlight=False, soft_wrap=True).print("\n".join(lines))
     else:
-        stream.write("\n".join(lines) + "\n")
+        stream.write(printable("\n".join(lines) + "\n"))
 
 
 def _invocation_lines(inv: dict[str, Any], text: _Text) -> list[str]:
@@ -223,10 +220,8 @@ def resolved_document(files: list[dict[str, Any]], output_format: str) -> str:
             {k: v for k, v in call.items() if k not in ("config", "unknown")} | {"config": _call_config(call)}
             for call in f["calls"]]} for f in files]}
     if output_format == "json":
-        import json
-
-        return json.dumps(document, indent=2, ensure_ascii=False) + "\n"
-    return _yaml(document)
+        return json_text(document, ascii_only=False)
+    return printable(_yaml(document))
 
 
 def _yaml(data: object) -> str:

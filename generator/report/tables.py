@@ -14,7 +14,7 @@ from typing import TYPE_CHECKING, Sequence, TextIO
 if TYPE_CHECKING:
     from rich.console import Console
 
-from generator.safe_text import one_line
+from generator.safe_text import markup, one_line
 
 
 def _console(stream: TextIO) -> Console:
@@ -76,7 +76,7 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     console = _console(stream)
     if not is_terminal(stream):
         if title:
-            stream.write(title + "\n")
+            stream.write(one_line(title) + "\n")
         if not wide:
             headers, rows = fit_columns(headers, rows, PIPED_WIDTH, optional)
         stream.write(plain_table(headers, rows))
@@ -94,8 +94,8 @@ def print_table(headers: Sequence[str], rows: Sequence[Sequence[str]], *, title:
     for i in keep:
         table.add_column(headers[i], style="cyan" if i == 0 else None, no_wrap=True, overflow="ellipsis",
                          min_width=min(widths[i], 12))
-    for row in rows:
-        table.add_row(*(row[i] for i in keep))
+    for row in rows:  # a str cell is rich markup: a recipe's `[link=...]` must stay text
+        table.add_row(*(markup(row[i]) for i in keep))
     console.print(table)
 
 
@@ -121,6 +121,6 @@ def print_sections(sections: Sequence[tuple[str, Sequence[tuple[str, str]]]], *,
                 line.append("  " + value)
                 console.print(line)
         else:
-            stream.write(title + "\n")
+            stream.write(one_line(title) + "\n")
             for label, value in pairs:
                 stream.write(f"  {label.ljust(width)}  {value}".rstrip() + "\n")
