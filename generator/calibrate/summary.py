@@ -1,0 +1,51 @@
+"""A run's steps summarised: per phase the median seconds over the steps after warm-up, memory
+at its peak, lengths and rates at their median (pure arithmetic on RunLog.steps)."""
+
+from __future__ import annotations
+
+import statistics
+from dataclasses import dataclass, field
+
+from generator.calibrate import keys as k
+from generator.calibrate.logs import RunLog
+
+# The first step of a run compiles kernels, captures CUDA graphs and warms the allocator: left
+# out of the medians when enough steps remain (--warmup sets how many).
+DEFAULT_WARMUP = 1
+MIN_STEPS_FOR_WARMUP = 3
+
+
+@dataclass(frozen=True)
+class Measured:
+    steps: int  # steps summarised (after warm-up)
+    skipped: int  # warm-up steps left out
+    first: int  # first and last step number summarised
+    last: int
+    phases: dict[str, float] = field(default_factory=dict)  # phase -> median seconds
+    memory: dict[str, float] = field(default_factory=dict)  # key -> max GiB over every step (warm-up too)
+    medians: dict[str, float] = field(default_factory=dict)  # lengths, mfu, throughput, tokens -> median
+    maxima: dict[str, float] = field(default_factory=dict)  # response_length/max, prompt_length/max -> max
+
+
+def default_warmup(steps: int) -> int:
+    return DEFAULT_WARMUP if steps >= MIN_STEPS_FOR_WARMUP else 0
+
+
+def summarise(run: RunLog, warmup: int | None = None) -> Measured:
+    numbers = sorted(run.steps)
+    skip = default_warmup(len(numbers)) if warmup is None else min(max(0, warmup), max(0, len(numbers) - 1))
+    kept = numbers[skip:]
+
+    def median(key: str) -> float | None:
+        values = [run.steps[s][key] for s in kept if key in run.steps[s]]
+        return statistics.median(values) if values else None
+
+    phases = {p: v for p in k.PHASES if (v := median(k.timing_key(p))) is not None}
+    # Memory peaks are running maxima of the process: the warm-up step counts.
+    memory = {key: max(run.steps[s][key] for s in numbers if key in run.steps[s])
+              for key in (k.ALLOCATED, k.RESERVED, k.HOST_USED) if any(key in run.steps[s] for s in numbers)}
+    medians = {key: v for key in (k.RESPONSE_MEAN, k.PROMPT_MEAN, k.RESPONSE_CLIP, k.MFU_ACTOR, k.THROUGHPUT,
+                                  k.TOTAL_TOKENS) if (v := median(key)) is not None}
+    maxima = {key: max(run.steps[s][key] for s in kept if key in run.steps[s])
+              for key in (k.RESPONSE_MAX, k.PROMPT_MAX) if any(key in run.steps[s] for s in kept)}
+    return Measured(len(kept), skip, kept[0], kept[-1], phases, memory, medians, maxima)
