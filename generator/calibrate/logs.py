@@ -217,7 +217,8 @@ def _jsonl(text: str, run: RunLog) -> None:
             bad += 1
             continue
         step = record.get("step", record.get("_step"))
-        data = record.get("data") if isinstance(record.get("data"), dict) else record
+        nested = record.get("data")
+        data: dict[str, Any] = nested if isinstance(nested, dict) else record
         if isinstance(step, bool) or not isinstance(step, int):
             bad += 1
             continue

@@ -57,7 +57,8 @@ def text(done: Calibrated) -> str:
     m, c, run = done.measured, done.comparison, done.run
     skipped = f", {m.skipped} warm-up step{'s' if m.skipped != 1 else ''} skipped" if m.skipped else ", no warm-up skipped"
     release = k.newest_first_release(run.keys)
-    lines = [f"{run.path}: {run.format} log, steps {m.first}-{m.last} ({m.steps} summarised{skipped})"
+    span = f"step {m.first}" if m.first == m.last else f"steps {m.first}-{m.last}"
+    lines = [f"{run.path}: {run.format} log, {span} ({m.steps} summarised{skipped})"
              + (f"; written by verl >= {release} (by its keys)" if release else "")]
     if done.config_source:
         lines.append(f"  configuration: {done.config_source}")

@@ -1,0 +1,214 @@
+"""`gen calibrate`: every log format verl writes, its key names by release, the summary, the
+match to a configuration, the comparison, and each kind of bad input (docs/calibrate.md)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from conftest import FIXTURES
+from generator.calibrate import keys
+from generator.calibrate.compare import compare
+from generator.calibrate.logs import number, parse_log, read_log
+from generator.calibrate.match import contradictions, run_config
+from generator.calibrate.summary import summarise
+from generator.cli import app
+from generator.errors import InputError
+from generator.plan.script_setup import memory_options
+
+LOGS = FIXTURES / "logs"
+runner = CliRunner()
+
+
+def gen(*args: str):
+    return runner.invoke(app, ["calibrate", *args])
+
+
+# --- formats -----------------------------------------------------------------------------------
+
+
+def test_console_three_decimals_as_verl_0_4_prints_them():
+    run = read_log(str(LOGS / "verl-issue-1208" / "metrics.log"))
+    assert run.format == "console" and sorted(run.steps) == [2]
+    step = run.steps[2]
+    assert step["timing_s/gen"] == 74.020 and step["timing_s/update_actor"] == 14.302
+    assert step["perf/max_memory_reserved_gb"] == 61.611 and step["response_length/max"] == 1024.0
+
+
+def test_console_numpy_reprs_as_verl_0_5_on_prints_them():
+    run = parse_log("step:3 - a/b:np.float64(1.25) - c:np.int64(7) - d:0.5 - e:True - f:nan - g:text\n")
+    assert run.steps == {3: {"a/b": 1.25, "c": 7.0, "d": 0.5, "e": 1.0}}
+    assert number("numpy.float32(2)") == 2.0 and number("tensor(1.0)") is None
+
+
+def test_console_skips_ray_prefixes_colours_and_other_lines():
+    text = ("INFO starting\n\x1b[36m(TaskRunner pid=12, ip=10.0.0.2)\x1b[0m step:1 - timing_s/gen:3.0\n"
+            "(WorkerDict pid=3) something step:x\n")
+    assert parse_log(text).steps == {1: {"timing_s/gen": 3.0}}
+
+
+def test_file_logger_jsonl_nested_and_flat():
+    run = parse_log('{"step": 1, "data": {"timing_s/gen": 2.5, "x": "s"}}\n{"_step": 2, "timing_s/gen": 3}\nnot json\n',
+                    "run.jsonl")
+    assert run.format == "jsonl" and run.steps == {1: {"timing_s/gen": 2.5}, 2: {"timing_s/gen": 3.0}}
+    assert "1 line(s)" in run.notes[0]
+
+
+def test_csv_wide_wandb_export_and_long_tbparse_form():
+    wide = parse_log('Step,"run - timing_s/gen","run - timing_s/gen__MIN",run - timing_s/step\n1,10,9,20\n2,,,30\n',
+                     "x.csv")
+    assert wide.steps == {1: {"timing_s/gen": 10.0, "timing_s/step": 20.0}, 2: {"timing_s/step": 30.0}}
+    long = read_log(str(LOGS / "iseekyan-moe30b-4" / "metrics.csv"))
+    assert long.steps[1]["timing_s/gen"] == 331.0 and long.steps[1]["timing_s/step"] == 562.0
+
+
+def test_format_is_sniffed_without_an_extension():
+    assert parse_log('{"step": 1, "data": {"k": 1}}\n', "log").format == "jsonl"
+    assert parse_log("step,tag,value\n1,k,2\n", "log").format == "csv"
+
+
+# --- keys by release -----------------------------------------------------------------------------
+
+
+def test_timing_keys_map_to_phases_and_agent_loop_keys_do_not():
+    assert keys.phase_of("timing_s/gen") == "gen" and keys.phase_of("timing_s/update_weights") == "update_weights"
+    assert keys.phase_of("timing_s/agent_loop/generate_sequences/mean") is None
+    assert keys.phase_of("timing_per_token_ms/gen") is None
+
+
+def test_release_generation_read_from_keys():
+    assert keys.newest_first_release(read_log(str(LOGS / "verl-issue-7412" / "metrics.log")).keys) == "0.8"
+    assert keys.newest_first_release({"perf/throughput", "timing_s/gen"}) == "0.4.0"
+    assert keys.newest_first_release({"timing_s/gen"}) is None  # every release 0.3-0.7 logs it
+
+
+def test_update_weights_gets_its_own_row_from_0_8():
+    run = read_log(str(LOGS / "verl-issue-7412" / "metrics.log"))
+    found = compare(summarise(run), None, memory_options(None, None, None, 0.0))
+    labels = [r.label for r in found.rows]
+    assert "weight sync (update_weights)" in labels
+    assert [r.measured for r in found.rows if r.label.startswith("log-prob")] == [pytest.approx(72.40668 + 72.03436,
+                                                                                              rel=1e-6)]
+
+
+# --- summary -------------------------------------------------------------------------------------
+
+
+def test_median_after_warmup_and_peak_memory_over_all_steps():
+    text = "".join(f"step:{i} - timing_s/gen:{g} - perf/max_memory_allocated_gb:{m}\n"
+                   for i, g, m in ((1, 100, 30), (2, 10, 20), (3, 30, 21), (4, 20, 22)))
+    run = parse_log(text)
+    m = summarise(run)
+    assert (m.skipped, m.steps, m.first, m.phases["gen"]) == (1, 3, 2, 20)
+    assert m.memory["perf/max_memory_allocated_gb"] == 30
+    assert summarise(run, warmup=0).phases["gen"] == 25
+    assert summarise(parse_log("step:1 - timing_s/gen:5\n")).skipped == 0
+
+
+# --- matching ------------------------------------------------------------------------------------
+
+
+def test_start_up_config_dump_is_read_and_wins_over_the_script():
+    run = read_log(str(LOGS / "synthetic" / "dumped-config.log"))
+    assert run.config is not None and run.config["actor_rollout_ref.rollout.n"] == 8
+    assert run.config["actor_rollout_ref.actor.grad_clip"] is None  # pprint's bare inf
+    found = run_config(run, str(LOGS / "iseekyan-dapo7b-5" / "run.sh"), verl_version=None)
+    assert found.source == "the log's start-up config"
+    assert found.differences == ["actor_rollout_ref.rollout.n is 8 in the log, 16 in the script"]
+
+
+def test_log_numbers_that_contradict_the_script_are_named(tmp_path: Path):
+    script = tmp_path / "run.sh"
+    script.write_text("python3 -m verl.trainer.main_ppo data.max_prompt_length=256 data.max_response_length=512\n")
+    run = read_log(str(LOGS / "verl-issue-1208" / "metrics.log"))
+    found = run_config(run, str(script), verl_version=None)
+    assert found.config is not None
+    said = contradictions(found.config, summarise(run))
+    assert said == ["responses reached 1024 tokens, above data.max_response_length=512"]
+
+
+PUBLISHED = [  # fixture, gpu, published (gen, log-prob, update, step) seconds: docs/calibrate.md#fixtures
+    ("iseekyan-dapo7b-5", "h100", (144, 84, 203, 450)),
+    ("iseekyan-dapo7b-9", "h100", (74, 24, 55, 175)),
+    ("iseekyan-dapo7b-12", "h100", (146, 74, 185, 426)),
+    ("iseekyan-dapo7b-16", "h100", (148, 57, 168, 389)),
+    ("iseekyan-moe30b-4", "h100", (331, 41, 160, 562)),
+    ("iseekyan-moe30b-7", "h100", (308, 45, 105, 486)),
+    ("iseekyan-grpo7b-2", "h100", (68.2, 41.7, 102.0, 280)),
+    ("iseekyan-dapo32b-6", "h20", (None, 315.4, 840.3, 2527.3)),
+    ("iseekyan-dapo14b-8", "h20", (None, None, 933.8, 4398.4)),
+    ("verl-docs-dpsk-96", "h20", (1050, None, None, 1700)),
+]
+
+
+@pytest.mark.parametrize("name,gpu,published", PUBLISHED, ids=[p[0] for p in PUBLISHED])
+def test_published_runs_are_read_matched_and_predicted(name: str, gpu: str, published: tuple[float | None, ...]):
+    folder = LOGS / name
+    (log,) = folder.glob("metrics.*")
+    run = read_log(str(log))
+    measured = summarise(run)
+    found = run_config(run, str(folder / "run.sh"), verl_version=None)
+    assert found.source.endswith("run.sh:3")
+    result = compare(measured, found.config, memory_options(gpu, None, None, 0.0))
+    rows = {r.label.split(" ")[0]: r for r in result.rows}
+    assert not [p for p in result.problems if p.startswith("step time")]
+    for label, value in zip(("rollout", "log-prob", "update", "step"), published):
+        row = rows[label]
+        assert row.measured == (pytest.approx(value) if value is not None else None)
+        assert row.predicted is not None and row.predicted > 0
+        if value is not None:
+            assert row.ratio == pytest.approx(value / row.predicted)
+    assert result.largest is not None and result.cause
+
+
+# --- bad input and the command line ---------------------------------------------------------------
+
+
+def test_missing_file_is_one_line_and_exit_2(tmp_path: Path):
+    result = gen(str(tmp_path / "nope.log"))
+    assert result.exit_code == 2 and "Traceback" not in result.output
+    assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("gen: error: ")
+
+
+def test_binary_file_is_refused(tmp_path: Path):
+    events = tmp_path / "events.out.tfevents.1"
+    events.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00\xa3\x7fK\x22\x09\x00")
+    result = gen(str(events))
+    assert result.exit_code == 2 and "not a text log" in result.stderr and "CSV" in result.stderr
+
+
+def test_log_without_step_lines_is_refused(tmp_path: Path):
+    empty = tmp_path / "run.log"
+    empty.write_text("Traceback (most recent call last):\n  OOM\n")
+    result = gen(str(empty))
+    assert result.exit_code == 2 and "no step lines found" in result.stderr
+    with pytest.raises(InputError):
+        read_log(str(empty))
+
+
+def test_cut_off_log_compares_the_whole_steps_and_exits_1():
+    result = gen(str(LOGS / "synthetic" / "dumped-config.log"))
+    assert result.exit_code == 1
+    assert "half line" in result.stderr and "steps 2-4 (3 summarised, 1 warm-up step skipped)" in result.stdout
+
+
+def test_other_configuration_than_the_script_exits_1_with_the_difference():
+    result = gen(str(LOGS / "synthetic" / "dumped-config.log"), "--script",
+                 str(LOGS / "iseekyan-dapo7b-5" / "run.sh"), "--format", "json")
+    assert result.exit_code == 1
+    assert "another configuration" in result.stderr and "rollout.n is 8 in the log, 16 in the script" in result.stderr
+    import json
+
+    (doc,) = json.loads(result.stdout)["logs"]
+    assert doc["differences"] and doc["steps"]["warmup_skipped"] == 1
+
+
+def test_full_comparison_exits_0_and_bad_option_exits_2():
+    folder = LOGS / "iseekyan-dapo7b-9"
+    ok = gen(str(folder / "metrics.jsonl"), "--script", str(folder / "run.sh"))
+    assert ok.exit_code == 0, ok.output
+    assert "largest miss:" in ok.stdout and "rollout (gen)" in ok.stdout
+    assert gen(str(folder / "metrics.jsonl"), "--format", "yaml").exit_code == 2
+    assert gen(str(folder / "metrics.jsonl"), "--script", str(folder / "missing.sh")).exit_code == 2
