@@ -6,6 +6,7 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
+from typing import Any
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
@@ -22,14 +23,14 @@ LOGS = FIXTURES / "logs"
 runner = CliRunner()
 
 
-def gen(*args: str):
+def gen(*args: str) -> Any:
     return runner.invoke(app, ["calibrate", *args])
 
 
 # --- formats -----------------------------------------------------------------------------------
 
 
-def test_console_three_decimals_as_verl_0_4_prints_them():
+def test_console_three_decimals_as_verl_0_4_prints_them() -> None:
     run = read_log(str(LOGS / "verl-issue-1208" / "metrics.log"))
     assert run.format == "console" and sorted(run.steps) == [2]
     step = run.steps[2]
@@ -37,26 +38,26 @@ def test_console_three_decimals_as_verl_0_4_prints_them():
     assert step["perf/max_memory_reserved_gb"] == 61.611 and step["response_length/max"] == 1024.0
 
 
-def test_console_numpy_reprs_as_verl_0_5_on_prints_them():
+def test_console_numpy_reprs_as_verl_0_5_on_prints_them() -> None:
     run = parse_log("step:3 - a/b:np.float64(1.25) - c:np.int64(7) - d:0.5 - e:True - f:nan - g:text\n")
     assert run.steps == {3: {"a/b": 1.25, "c": 7.0, "d": 0.5, "e": 1.0}}
     assert number("numpy.float32(2)") == 2.0 and number("tensor(1.0)") is None
 
 
-def test_console_skips_ray_prefixes_colours_and_other_lines():
+def test_console_skips_ray_prefixes_colours_and_other_lines() -> None:
     text = ("INFO starting\n\x1b[36m(TaskRunner pid=12, ip=10.0.0.2)\x1b[0m step:1 - timing_s/gen:3.0\n"
             "(WorkerDict pid=3) something step:x\n")
     assert parse_log(text).steps == {1: {"timing_s/gen": 3.0}}
 
 
-def test_file_logger_jsonl_nested_and_flat():
+def test_file_logger_jsonl_nested_and_flat() -> None:
     run = parse_log('{"step": 1, "data": {"timing_s/gen": 2.5, "x": "s"}}\n{"_step": 2, "timing_s/gen": 3}\nnot json\n',
                     "run.jsonl")
     assert run.format == "jsonl" and run.steps == {1: {"timing_s/gen": 2.5}, 2: {"timing_s/gen": 3.0}}
     assert "1 line(s)" in run.notes[0]
 
 
-def test_csv_wide_wandb_export_and_long_tbparse_form():
+def test_csv_wide_wandb_export_and_long_tbparse_form() -> None:
     wide = parse_log('Step,"run - timing_s/gen","run - timing_s/gen__MIN",run - timing_s/step\n1,10,9,20\n2,,,30\n',
                      "x.csv")
     assert wide.steps == {1: {"timing_s/gen": 10.0, "timing_s/step": 20.0}, 2: {"timing_s/step": 30.0}}
@@ -64,7 +65,7 @@ def test_csv_wide_wandb_export_and_long_tbparse_form():
     assert long.steps[1]["timing_s/gen"] == 331.0 and long.steps[1]["timing_s/step"] == 562.0
 
 
-def test_format_is_sniffed_without_an_extension():
+def test_format_is_sniffed_without_an_extension() -> None:
     assert parse_log('{"step": 1, "data": {"k": 1}}\n', "log").format == "jsonl"
     assert parse_log("step,tag,value\n1,k,2\n", "log").format == "csv"
 
@@ -72,19 +73,19 @@ def test_format_is_sniffed_without_an_extension():
 # --- keys by release -----------------------------------------------------------------------------
 
 
-def test_timing_keys_map_to_phases_and_agent_loop_keys_do_not():
+def test_timing_keys_map_to_phases_and_agent_loop_keys_do_not() -> None:
     assert keys.phase_of("timing_s/gen") == "gen" and keys.phase_of("timing_s/update_weights") == "update_weights"
     assert keys.phase_of("timing_s/agent_loop/generate_sequences/mean") is None
     assert keys.phase_of("timing_per_token_ms/gen") is None
 
 
-def test_release_generation_read_from_keys():
+def test_release_generation_read_from_keys() -> None:
     assert keys.newest_first_release(read_log(str(LOGS / "verl-issue-7412" / "metrics.log")).keys) == "0.8"
     assert keys.newest_first_release({"perf/throughput", "timing_s/gen"}) == "0.4.0"
     assert keys.newest_first_release({"timing_s/gen"}) is None  # every release 0.3-0.7 logs it
 
 
-def test_update_weights_gets_its_own_row_from_0_8():
+def test_update_weights_gets_its_own_row_from_0_8() -> None:
     run = read_log(str(LOGS / "verl-issue-7412" / "metrics.log"))
     found = compare(summarise(run), None, memory_options(None, None, None, 0.0))
     labels = [r.label for r in found.rows]
@@ -96,7 +97,7 @@ def test_update_weights_gets_its_own_row_from_0_8():
 # --- summary -------------------------------------------------------------------------------------
 
 
-def test_median_after_warmup_and_peak_memory_over_all_steps():
+def test_median_after_warmup_and_peak_memory_over_all_steps() -> None:
     text = "".join(f"step:{i} - timing_s/gen:{g} - perf/max_memory_allocated_gb:{m}\n"
                    for i, g, m in ((1, 100, 30), (2, 10, 20), (3, 30, 21), (4, 20, 22)))
     run = parse_log(text)
@@ -110,7 +111,7 @@ def test_median_after_warmup_and_peak_memory_over_all_steps():
 # --- matching ------------------------------------------------------------------------------------
 
 
-def test_start_up_config_dump_is_read_and_wins_over_the_script():
+def test_start_up_config_dump_is_read_and_wins_over_the_script() -> None:
     run = read_log(str(LOGS / "synthetic" / "dumped-config.log"))
     assert run.config is not None and run.config["actor_rollout_ref.rollout.n"] == 8
     assert run.config["actor_rollout_ref.actor.grad_clip"] is None  # pprint's bare inf
@@ -119,7 +120,7 @@ def test_start_up_config_dump_is_read_and_wins_over_the_script():
     assert found.differences == ["actor_rollout_ref.rollout.n is 8 in the log, 16 in the script"]
 
 
-def test_log_numbers_that_contradict_the_script_are_named(tmp_path: Path):
+def test_log_numbers_that_contradict_the_script_are_named(tmp_path: Path) -> None:
     script = tmp_path / "run.sh"
     script.write_text("python3 -m verl.trainer.main_ppo data.max_prompt_length=256 data.max_response_length=512\n")
     run = read_log(str(LOGS / "verl-issue-1208" / "metrics.log"))
@@ -144,7 +145,7 @@ PUBLISHED = [  # fixture, gpu, published (gen, log-prob, update, step) seconds: 
 
 
 @pytest.mark.parametrize("name,gpu,published", PUBLISHED, ids=[p[0] for p in PUBLISHED])
-def test_published_runs_are_read_matched_and_predicted(name: str, gpu: str, published: tuple[float | None, ...]):
+def test_published_runs_are_read_matched_and_predicted(name: str, gpu: str, published: tuple[float | None, ...]) -> None:
     folder = LOGS / name
     (log,) = folder.glob("metrics.*")
     run = read_log(str(log))
@@ -166,20 +167,20 @@ def test_published_runs_are_read_matched_and_predicted(name: str, gpu: str, publ
 # --- bad input and the command line ---------------------------------------------------------------
 
 
-def test_missing_file_is_one_line_and_exit_2(tmp_path: Path):
+def test_missing_file_is_one_line_and_exit_2(tmp_path: Path) -> None:
     result = gen(str(tmp_path / "nope.log"))
     assert result.exit_code == 2 and "Traceback" not in result.output
     assert result.stderr.strip().count("\n") == 0 and result.stderr.startswith("gen: error: ")
 
 
-def test_binary_file_is_refused(tmp_path: Path):
+def test_binary_file_is_refused(tmp_path: Path) -> None:
     events = tmp_path / "events.out.tfevents.1"
     events.write_bytes(b"\x18\x00\x00\x00\x00\x00\x00\x00\xa3\x7fK\x22\x09\x00")
     result = gen(str(events))
     assert result.exit_code == 2 and "not a text log" in result.stderr and "CSV" in result.stderr
 
 
-def test_log_without_step_lines_is_refused(tmp_path: Path):
+def test_log_without_step_lines_is_refused(tmp_path: Path) -> None:
     empty = tmp_path / "run.log"
     empty.write_text("Traceback (most recent call last):\n  OOM\n")
     result = gen(str(empty))
@@ -188,13 +189,13 @@ def test_log_without_step_lines_is_refused(tmp_path: Path):
         read_log(str(empty))
 
 
-def test_cut_off_log_compares_the_whole_steps_and_exits_1():
+def test_cut_off_log_compares_the_whole_steps_and_exits_1() -> None:
     result = gen(str(LOGS / "synthetic" / "dumped-config.log"))
     assert result.exit_code == 1
     assert "half line" in result.stderr and "steps 2-4 (3 summarised, 1 warm-up step skipped)" in result.stdout
 
 
-def test_other_configuration_than_the_script_exits_1_with_the_difference():
+def test_other_configuration_than_the_script_exits_1_with_the_difference() -> None:
     result = gen(str(LOGS / "synthetic" / "dumped-config.log"), "--script",
                  str(LOGS / "iseekyan-dapo7b-5" / "run.sh"), "--format", "json")
     assert result.exit_code == 1
@@ -205,7 +206,7 @@ def test_other_configuration_than_the_script_exits_1_with_the_difference():
     assert doc["differences"] and doc["steps"]["warmup_skipped"] == 1
 
 
-def test_full_comparison_exits_0_and_bad_option_exits_2():
+def test_full_comparison_exits_0_and_bad_option_exits_2() -> None:
     folder = LOGS / "iseekyan-dapo7b-9"
     ok = gen(str(folder / "metrics.jsonl"), "--script", str(folder / "run.sh"))
     assert ok.exit_code == 0, ok.output
