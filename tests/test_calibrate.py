@@ -213,3 +213,62 @@ def test_full_comparison_exits_0_and_bad_option_exits_2() -> None:
     assert "largest miss:" in ok.stdout and "rollout (gen)" in ok.stdout
     assert gen(str(folder / "metrics.jsonl"), "--format", "yaml").exit_code == 2
     assert gen(str(folder / "metrics.jsonl"), "--script", str(folder / "missing.sh")).exit_code == 2
+
+
+def _dump_of_defaults(version: str, config_name: str, **values: object) -> str:
+    """A start-up dump as verl prints it (pprint of the resolved config, Ray's prefix on each
+    line), built from the packaged schema's defaults of `version`."""
+    import pprint
+
+    from generator.schema import load
+
+    tree: dict[str, Any] = {}
+    for key, value in {**load(version).configs[config_name], **values}.items():
+        node = tree
+        *parents, leaf = key.split(".")
+        for part in parents:
+            node = node.setdefault(part, {})
+            if not isinstance(node, dict):
+                break
+        else:
+            if not isinstance(node.get(leaf), dict):
+                node[leaf] = value
+    return "".join(f"(TaskRunner pid=1) {line}\n" for line in pprint.pformat(tree).splitlines())
+
+
+@pytest.mark.parametrize("version", ["0.5.0", "0.9.1"])
+def test_a_whole_release_config_dump_is_read(version: str) -> None:
+    text = _dump_of_defaults(version, "ppo_megatron_trainer", **{"actor_rollout_ref.model.path": "Qwen/Qwen2.5-7B",
+                                                                  "actor_rollout_ref.rollout.n": 4})
+    run = parse_log(text + "step:1 - timing_s/gen:10.0 - timing_s/step:30.0\n")
+    assert run.config is not None and len(run.config) > 300 and not run.notes
+    found = run_config(run, None, verl_version=version)
+    assert found.config is not None and found.config.backend == "megatron"
+    assert found.config.values["actor_rollout_ref.rollout.n"] == 4
+
+
+def test_an_fsdp_run_gets_memory_only_and_says_why(tmp_path: Path) -> None:
+    text = _dump_of_defaults("0.7.0", "ppo_trainer", **{"actor_rollout_ref.model.path": "Qwen/Qwen2.5-7B",
+                                                        "actor_rollout_ref.actor.strategy": "fsdp"})
+    log = tmp_path / "fsdp.log"
+    log.write_text(text + "step:1 - timing_s/gen:10.0 - timing_s/step:30.0 - perf/max_memory_allocated_gb:20.5\n")
+    result = gen(str(log))
+    assert result.exit_code == 1, result.output
+    assert "step time not predicted: the memory model covers the Megatron actor" in result.stdout
+    assert "GPU peak allocated (training)" in result.stdout
+
+
+def test_csv_row_cut_off_at_the_end_is_dropped_a_whole_one_kept() -> None:
+    cut = parse_log("step,timing_s/gen,timing_s/step\n1,10,20\n2,11", "x.csv")
+    assert cut.cut_off and sorted(cut.steps) == [1]
+    whole = parse_log("step,timing_s/gen,timing_s/step\n1,10,20\n2,11,21", "x.csv")
+    assert not whole.cut_off and sorted(whole.steps) == [1, 2]
+    jsonl = parse_log('{"step": 1, "data": {"k": 1}}\n{"step": 2, "da', "x.jsonl")
+    assert jsonl.cut_off and sorted(jsonl.steps) == [1]
+
+
+def test_json_output_on_a_bad_option_is_a_document() -> None:
+    import json
+
+    result = gen(str(LOGS / "iseekyan-dapo7b-9" / "metrics.jsonl"), "--gpu", "nosuchgpu", "--format", "json")
+    assert result.exit_code == 2 and json.loads(result.stdout)["errors"]

@@ -236,14 +236,19 @@ def _column_key(header: str) -> str:
 
 def _csv(text: str, run: RunLog) -> None:
     ends_cut = bool(text) and not text.endswith("\n")
-    rows = list(csv.reader(io.StringIO(text)))
-    if ends_cut and len(rows) > 1:
-        rows.pop()
-        run.cut_off = True
-        _note(run, f"row {len(rows) + 1}: the last row is cut off (ignored)")
+    try:
+        rows = list(csv.reader(io.StringIO(text)))
+    except csv.Error:  # a NUL or an unclosed quote: read as far as the rows go
+        rows = []
     if not rows:
         return
     header = [cell.strip() for cell in rows[0]]
+    # An exporter ends its last row with a newline; a row without one that is short, or whose
+    # last cell is not a number, was cut off while being written.
+    if ends_cut and len(rows) > 1 and (len(rows[-1]) < len(header) or number(rows[-1][-1]) is None):
+        rows.pop()
+        run.cut_off = True
+        _note(run, f"row {len(rows) + 1}: the last row is cut off (ignored)")
     lowered = [h.lower() for h in header]
     step_at = next((lowered.index(name) for name in _STEP_COLUMNS if name in lowered), None)
     if step_at is None:

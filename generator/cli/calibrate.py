@@ -52,6 +52,8 @@ def register(app: typer.Typer) -> None:
             options = memory_options(gpu, gpu_mem, model, 0.0)
         except InputError as err:
             _error(str(err))
+            if fmt == "json":
+                sys.stdout.write(documents([], [{"path": "", "error": str(err)}]))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         status = EXIT_OK
         done: list[Calibrated] = []
