@@ -272,3 +272,30 @@ def test_json_output_on_a_bad_option_is_a_document() -> None:
 
     result = gen(str(LOGS / "iseekyan-dapo7b-9" / "metrics.jsonl"), "--gpu", "nosuchgpu", "--format", "json")
     assert result.exit_code == 2 and json.loads(result.stdout)["errors"]
+
+
+def test_causes_named_for_the_largest_miss() -> None:
+    from generator.calibrate.compare import Comparison, Row, likely_cause
+    from generator.calibrate.summary import Measured
+
+    memory = Measured(3, 1, 2, 4, memory={keys.ALLOCATED: 28.0, keys.RESERVED: 60.0})
+    reserved = Row("memory", "GPU peak reserved (training)", 60.0, 30.0, unit="GiB")
+    assert likely_cause(reserved, memory, Comparison([reserved])).startswith("reserved exceeds allocated by 32.0 GiB")
+    tie = Row("time", "rollout (gen)", 105.0, 100.0)
+    assert likely_cause(tie, memory, Comparison([tie])) == "inside the models' error band: a tie"
+    clipped = Measured(3, 1, 2, 4, medians={keys.RESPONSE_CLIP: 0.4})
+    slow = Row("time", "rollout (gen)", 300.0, 100.0)
+    assert "40% of responses hit max_response_length" in likely_cause(slow, clipped, Comparison([slow]))
+
+
+def test_responses_shorter_than_assumed_are_named_with_the_prediction_at_their_length() -> None:
+    folder = LOGS / "iseekyan-dapo32b-6"
+    run = read_log(str(folder / "metrics.log"))
+    measured = summarise(run)
+    result = compare(measured, run_config(run, str(folder / "run.sh"), verl_version=None).config,
+                     memory_options("h20", None, None, 0.0))
+    assert result.expected_response and result.expected_response > 1.5 * 1544.39
+    assert result.largest is not None and result.cause.startswith("responses averaged 1544 tokens")
+    largest = result.largest
+    assert largest.at_measured_length is not None and largest.measured is not None and largest.predicted
+    assert abs(largest.measured - largest.at_measured_length) < abs(largest.measured - largest.predicted)

@@ -23,6 +23,9 @@ OUTSIDE_ALLOCATOR = ("overhead", "cuda-graphs", "kv-cache", "rollout-weights", "
 TIE = 0.15
 # Responses that average under (over) this share of the length the rollout was predicted for.
 LENGTH_MISS = 0.6
+# The length is named as the cause when predicting at the measured length leaves at most this
+# share of the miss (on a log scale).
+LENGTH_EXPLAINS = 0.75
 
 
 @dataclass(frozen=True)
@@ -57,15 +60,23 @@ def _sum(measured: Measured, phases: tuple[str, ...]) -> float | None:
     return sum(found) if found else None
 
 
+@dataclass(frozen=True)
+class PredictedStep:
+    step: StepTime
+    expected_response: float  # the response length it assumed
+    log_prob_passes: tuple[str, ...]  # the forward passes its log-prob time counts, as verl times them
+
+
 def predicted_step(config: Config, options: MemoryOptions, mean_response: float | None
-                   ) -> tuple[StepTime | None, float | None, list[str]]:
-    """(the step time, the expected response length it assumed, problems) for the config."""
+                   ) -> tuple[PredictedStep | None, list[str]]:
+    """The step time predicted for the config (with `mean_response` tokens per response when
+    given), or the problems that stop it."""
     from generator.plan.rollout_engine import engine_memory
     from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
 
     found = memory_setup_from_config(config, gpu=options.gpu, model=options.model)
     if found.setup is None:
-        return None, None, [f"step time not predicted: {p}" for p in found.problems]
+        return None, [f"step time not predicted: {p}" for p in found.problems]
     pn = ConfigReader(config).prompts_and_n()
     assert pn is not None  # the setup needs it
     setup = found.setup
@@ -73,7 +84,12 @@ def predicted_step(config: Config, options: MemoryOptions, mean_response: float 
                    mean_response_len=int(round(mean_response)) if mean_response else 0)
     kv = engine_memory(setup.model, setup.candidate, work, responses_per_step=work.responses_per_step).kv_tokens
     step = estimate_step_time(setup.candidate, setup.model, options.gpu, work, kv_tokens=kv)
-    return step, expected_lengths(work, calibrated())[1], []
+    passes = ("old_log_prob",) + (("ref",) if work.has_ref else ()) + (("values",) if work.has_critic else ())
+    return PredictedStep(step, expected_lengths(work, calibrated())[1], passes), []
+
+
+def _scaled(value: float | None, share: float) -> float | None:
+    return None if value is None else value * share
 
 
 def _training_peak(memory: CallMemory) -> float | None:
@@ -87,30 +103,34 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
     from generator.plan.step_fit import parts
 
     response = measured.medians.get(k.RESPONSE_MEAN)
-    step = at_length = None
-    expected = None
+    predicted = at_length = None
     problems: list[str] = []
     memory: CallMemory | None = None
     if config is None:
         problems.append("no configuration to predict for: the log holds no start-up config; give --script")
     else:
-        step, expected, problems = predicted_step(config, options, None)
-        if step is not None and response:
+        predicted, problems = predicted_step(config, options, None)
+        if predicted is not None and response:
             at_length = predicted_step(config, options, response)[0]
         memory = call_memory(config, options)
         problems += [f"memory not predicted: {p}" for p in memory.problems]
+    step = predicted.step if predicted is not None else None
     est = parts(step) if step is not None else {}
-    est_len = parts(at_length) if at_length is not None else {}
+    est_len = parts(at_length.step) if at_length is not None else {}
+    # Each log-prob pass costs the same in the model: compare the passes the log timed.
+    passes = predicted.log_prob_passes if predicted is not None else ("old_log_prob", "ref", "values")
+    timed = tuple(p for p in passes if p in measured.phases) or passes
+    share = len(timed) / len(passes)
     rows = [
         Row("time", "rollout (gen)", measured.phases.get("gen"), est.get("gen_s"), est_len.get("gen_s")),
-        Row("time", "log-prob (old_log_prob+ref+values)", _sum(measured, ("old_log_prob", "ref", "values")),
-            est.get("log_prob_s"), est_len.get("log_prob_s")),
+        Row("time", f"log-prob ({'+'.join(timed)})", _sum(measured, timed),
+            _scaled(est.get("log_prob_s"), share), _scaled(est_len.get("log_prob_s"), share)),
         Row("time", "update (update_actor+update_critic)", _sum(measured, ("update_actor", "update_critic")),
             est.get("update_s"), est_len.get("update_s")),
     ]
     if "update_weights" in measured.phases:  # timed apart from gen from 0.8 on
         rows.append(Row("time", "weight sync (update_weights)", measured.phases["update_weights"],
-                        step.weight_sync_s if step else None, at_length.weight_sync_s if at_length else None))
+                        step.weight_sync_s if step else None, at_length.step.weight_sync_s if at_length else None))
     rows += [Row("time", f"{p} (not modelled)", measured.phases[p]) for p in ("reward", "adv") if p in measured.phases]
     rows.append(Row("time", "step", measured.phases.get("step"), est.get("step_s"), est_len.get("step_s")))
     peak = _training_peak(memory) if memory is not None else None
@@ -120,7 +140,8 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
     if k.HOST_USED in measured.memory:
         host = memory.report.host_ram_per_node_gib if memory is not None and memory.report is not None else None
         rows.append(Row("memory", "host RAM used (node)", measured.memory[k.HOST_USED], host, unit="GiB"))
-    found = Comparison(rows, problems=problems, expected_response=expected,
+    found = Comparison(rows, problems=problems,
+                       expected_response=predicted.expected_response if predicted is not None else None,
                        model=memory.model if memory is not None else "", gpu=options.gpu.name)
     found.largest = largest_miss(rows)
     if found.largest is not None:
@@ -145,7 +166,7 @@ def likely_cause(row: Row, measured: Measured, found: Comparison) -> str:
     clip = measured.medians.get(k.RESPONSE_CLIP)
     if row.kind == "time" and response and expected and row.measured and row.at_measured_length:
         share = response / expected
-        closer = abs(math.log(row.measured / row.at_measured_length)) < abs(math.log(ratio)) / 2
+        closer = abs(math.log(row.measured / row.at_measured_length)) <= LENGTH_EXPLAINS * abs(math.log(ratio))
         if (share < LENGTH_MISS or share > 1 / LENGTH_MISS) and closer:
             return (f"responses averaged {response:.0f} tokens; the prediction assumed {expected:.0f} "
                     f"({'longer' if share < 1 else 'shorter'} than ran): the rollout and the passes over its "
@@ -153,11 +174,6 @@ def likely_cause(row: Row, measured: Measured, found: Comparison) -> str:
     if row.label.startswith("rollout") and clip is not None and clip > 0.2:
         return (f"{clip:.0%} of responses hit max_response_length: the rollout's tail ran to the maximum "
                 "for many sequences, not a few")
-    if row.label.startswith("update") and k.MFU_ACTOR in measured.medians:
-        from generator.plan.step_time import calibrated
-
-        return (f"the update ran at MFU {measured.medians[k.MFU_ACTOR]:.2f} as verl counts it; the model assumes "
-                f"{calibrated().train_mfu:.2f} of the dense peak")
     if row.kind == "memory" and row.label.startswith("GPU peak reserved") and k.ALLOCATED in measured.memory:
         gap = measured.memory[k.RESERVED] - measured.memory[k.ALLOCATED]
         return (f"reserved exceeds allocated by {gap:.1f} GiB: the caching allocator's fragmentation, which the "

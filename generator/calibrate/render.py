@@ -66,7 +66,9 @@ def text(done: Calibrated) -> str:
         lines.append(f"  differs from --script: {difference}")
     for contradiction in done.contradictions:
         lines.append(f"  another configuration than predicted for: {contradiction}")
-    facts = [f"model {c.model}" if c.model else "", f"GPU {c.gpu}", _lengths(m, c)]
+    mfu = m.medians.get(k.MFU_ACTOR)
+    facts = [f"model {c.model}" if c.model else "", f"GPU {c.gpu}", _lengths(m, c),
+             f"update MFU {mfu:.2f} (verl's count)" if mfu is not None else ""]
     lines.append("  " + "; ".join(f for f in facts if f))
     width = max(len(r.label) for r in c.rows)
     lines.append(f"  {'phase':<{width}}  {'measured':>10}  {'predicted':>10}  {'ratio':>6}  {'at measured length':>18}")
