@@ -11,6 +11,7 @@ from generator.calibrate import keys as k
 from generator.calibrate.compare import Comparison, Row
 from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
+from generator.safe_text import one_line
 
 
 @dataclass
@@ -84,7 +85,7 @@ def text(done: Calibrated) -> str:
         lines.append(f"  {problem}")
     for note in run.notes:
         lines.append(f"  note: {note}")
-    return "\n".join(lines) + "\n"
+    return "\n".join(one_line(line) for line in lines) + "\n"  # a value from the log cannot start a line
 
 
 def as_dict(done: Calibrated) -> dict[str, Any]:
