@@ -299,3 +299,54 @@ def test_responses_shorter_than_assumed_are_named_with_the_prediction_at_their_l
     largest = result.largest
     assert largest.at_measured_length is not None and largest.measured is not None and largest.predicted
     assert abs(largest.measured - largest.at_measured_length) < abs(largest.measured - largest.predicted)
+
+
+# --- corrections (fitted, not stored yet) ----------------------------------------------------------
+
+
+def test_corrections_are_geometric_means_with_their_spread() -> None:
+    import math
+
+    from generator.calibrate.compare import Comparison, Row
+    from generator.calibrate.fit import corrected, fit, named
+
+    a = Comparison([Row("time", "rollout (gen)", 200.0, 100.0, 160.0), Row("time", "step", 400.0, 200.0),
+                    Row("memory", "GPU peak allocated (training)", 50.0, 40.0, unit="GiB")],
+                   model="A", response_share=0.2)
+    b = Comparison([Row("time", "rollout (gen)", 100.0, 100.0), Row("time", "step", 100.0, 200.0),
+                    Row("memory", "GPU peak allocated (training)", 44.0, 40.0, unit="GiB")],
+                   model="B", response_share=0.4)
+    found = fit([a, b])
+    rollout = named(found, "rollout")
+    assert rollout is not None and rollout.value == pytest.approx(math.sqrt(200 / 160 * 1.0))  # a at its length
+    step = named(found, "step")
+    # 2x and 0.5x: logs ±ln 2, their sample standard deviation √2·ln 2
+    assert step is not None and step.value == pytest.approx(1.0)
+    assert step.spread == pytest.approx(math.exp(math.sqrt(2) * math.log(2)) - 1)
+    memory = named(found, "GPU peak allocated")
+    assert memory is not None and (memory.value, memory.spread) == (pytest.approx(7.0), pytest.approx(math.sqrt(18)))
+    assert corrected(40.0, memory) == pytest.approx(47.0) and corrected(10.0, rollout) == pytest.approx(10 * rollout.value)
+    share = named(fit([a, b], model="B"), "response share")
+    assert share is not None and (share.value, share.spread, share.runs) == (0.4, None, 1)
+    at_default = named(fit([a, b], at_length=False), "rollout")
+    assert at_default is not None and at_default.value == pytest.approx(math.sqrt(2.0))
+    assert "1 run" in share.describe() and "+-" in step.describe()
+
+
+def test_several_logs_each_with_its_script_are_fitted_together() -> None:
+    import json
+    import math
+
+    names = ("iseekyan-moe30b-4", "iseekyan-moe30b-7")
+    args = [str(next((LOGS / n).glob("metrics.*"))) for n in names]
+    for n in names:
+        args += ["--script", str(LOGS / n / "run.sh")]
+    result = gen(*args, "--format", "json")
+    assert result.exit_code == 0, result.output
+    doc = json.loads(result.stdout)
+    ratios = [next(r["ratio"] for r in log["rows"] if r["phase"] == "step") for log in doc["logs"]]
+    (step,) = [c for c in doc["corrections"] if c["name"] == "step"]
+    assert step["runs"] == 2 and step["value"] == pytest.approx(math.sqrt(ratios[0] * ratios[1]))
+    text = gen(*args)
+    assert "corrections fitted on 2 runs (shown, not stored yet):" in text.stdout
+    assert gen(args[0], "--script", "a", "--script", "b").exit_code == 2

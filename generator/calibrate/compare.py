@@ -53,6 +53,7 @@ class Comparison:
     expected_response: float | None = None  # the response length the rollout was predicted for
     model: str = ""
     gpu: str = ""
+    response_share: float | None = None  # the run's mean response / its max_response_length
 
 
 def _sum(measured: Measured, phases: tuple[str, ...]) -> float | None:
@@ -143,6 +144,9 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
     found = Comparison(rows, problems=problems,
                        expected_response=predicted.expected_response if predicted is not None else None,
                        model=memory.model if memory is not None else "", gpu=options.gpu.name)
+    limit = ConfigReader(config).int("data.max_response_length") if config is not None else None
+    if response and limit:
+        found.response_share = response / limit
     found.largest = largest_miss(rows)
     if found.largest is not None:
         found.cause = likely_cause(found.largest, measured, found)

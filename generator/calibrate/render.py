@@ -9,6 +9,7 @@ from typing import Any
 
 from generator.calibrate import keys as k
 from generator.calibrate.compare import Comparison, Row
+from generator.calibrate.fit import Correction
 from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
 from generator.safe_text import one_line
@@ -106,5 +107,15 @@ def as_dict(done: Calibrated) -> dict[str, Any]:
     }
 
 
-def documents(done: list[Calibrated], errors: list[dict[str, str]]) -> str:
-    return json.dumps({"logs": [as_dict(d) for d in done], "errors": errors}, indent=2) + "\n"
+def corrections_text(corrections: list[Correction], runs: int) -> str:
+    if not corrections:
+        return ""
+    lines = [f"corrections fitted on {runs} run{'s' if runs != 1 else ''} (shown, not stored yet):"]
+    lines += [f"  {c.describe()}" for c in corrections]
+    return "\n".join(one_line(line) for line in lines) + "\n"
+
+
+def documents(done: list[Calibrated], errors: list[dict[str, str]], corrections: list[Correction]) -> str:
+    fitted = [{"name": c.name, "kind": c.kind, "value": c.value, "spread": c.spread, "runs": c.runs}
+              for c in corrections]
+    return json.dumps({"logs": [as_dict(d) for d in done], "corrections": fitted, "errors": errors}, indent=2) + "\n"

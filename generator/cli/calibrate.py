@@ -26,8 +26,9 @@ def register(app: typer.Typer) -> None:
     def calibrate(
         logs: List[str] = typer.Argument(..., help="Logs of verl runs: console output (step:N - key:value ...), "
                                          "the file logger's .jsonl, or a CSV export of wandb/tensorboard scalars."),
-        script: Optional[str] = typer.Option(None, "--script", help="The launch script that started the run "
-                                             "(used when the log holds no start-up config)."),
+        scripts: List[str] = typer.Option([], "--script", help="The launch script that started the run (used when "
+                                          "the log holds no start-up config); once for every LOG, or once per LOG "
+                                          "in their order."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
         gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type the run used: h100 (default), h20, h200, ..."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
@@ -42,7 +43,8 @@ def register(app: typer.Typer) -> None:
         from generator.calibrate.compare import compare
         from generator.calibrate.logs import read_log
         from generator.calibrate.match import contradictions, run_config
-        from generator.calibrate.render import Calibrated, documents, text
+        from generator.calibrate.fit import fit
+        from generator.calibrate.render import Calibrated, corrections_text, documents, text
         from generator.calibrate.summary import summarise
         from generator.plan.script_setup import memory_options
 
@@ -50,15 +52,19 @@ def register(app: typer.Typer) -> None:
             if fmt not in ("text", "json"):
                 raise InputError(f"--format must be text or json, got '{fmt}'")
             options = memory_options(gpu, gpu_mem, model, 0.0)
+            if len(scripts) > 1 and len(scripts) != len(logs):
+                raise InputError(f"--script is given {len(scripts)} times for {len(logs)} logs: give it once, "
+                                 "or once per log")
         except InputError as err:
             _error(str(err))
             if fmt == "json":
-                sys.stdout.write(documents([], [{"path": "", "error": str(err)}]))
+                sys.stdout.write(documents([], [{"path": "", "error": str(err)}], []))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         status = EXIT_OK
         done: list[Calibrated] = []
         errors: list[dict[str, str]] = []
-        for path in logs:
+        for index, path in enumerate(logs):
+            script = scripts[index] if len(scripts) > 1 else scripts[0] if scripts else None
             try:
                 run = read_log(path)
                 measured = summarise(run, warmup)
@@ -85,6 +91,11 @@ def register(app: typer.Typer) -> None:
             done.append(result)
             if fmt == "text":
                 sys.stdout.write(printable(text(result)))
+        # The corrections the runs support; a run of another configuration than its script is
+        # compared against its own config, so it still counts.
+        corrections = fit([d.comparison for d in done]) if done else []
         if fmt == "json":
-            sys.stdout.write(documents(done, errors))
+            sys.stdout.write(documents(done, errors, corrections))
+        else:
+            sys.stdout.write(corrections_text(corrections, len(done)))
         raise typer.Exit(status)
