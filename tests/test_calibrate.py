@@ -350,3 +350,14 @@ def test_several_logs_each_with_its_script_are_fitted_together() -> None:
     text = gen(*args)
     assert "corrections fitted on 2 runs (shown, not stored yet):" in text.stdout
     assert gen(args[0], "--script", "a", "--script", "b").exit_code == 2
+
+
+def test_a_dump_with_values_verl_would_refuse_is_compared_in_part(tmp_path: Path) -> None:
+    log = tmp_path / "odd.log"
+    log.write_text("{'actor_rollout_ref': {'actor': {'strategy': 'megatron', 'ppo_mini_batch_size': 'x=y\\nz',\n"
+                   "                       'megatron': {'tensor_model_parallel_size': -3}}, 'rollout': {'n': None}},\n"
+                   " 'data': {'train_batch_size': 1e400, 'max_prompt_length': [1, 2]}}\n"
+                   "step:1 - timing_s/gen:1.0 - timing_s/step:2.0\n")
+    result = gen(str(log))
+    assert result.exit_code == 1 and "Traceback" not in result.output
+    assert "step time and memory not predicted: data.train_batch_size or rollout.n is not known" in result.stdout

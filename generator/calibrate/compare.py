@@ -77,7 +77,7 @@ def predicted_step(config: Config, options: MemoryOptions, mean_response: float 
 
     found = memory_setup_from_config(config, gpu=options.gpu, model=options.model)
     if found.setup is None:
-        return None, [f"step time not predicted: {p}" for p in found.problems]
+        return None, list(found.problems)
     pn = ConfigReader(config).prompts_and_n()
     assert pn is not None  # the setup needs it
     setup = found.setup
@@ -110,11 +110,14 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
     if config is None:
         problems.append("no configuration to predict for: the log holds no start-up config; give --script")
     else:
-        predicted, problems = predicted_step(config, options, None)
+        predicted, time_problems = predicted_step(config, options, None)
         if predicted is not None and response:
             at_length = predicted_step(config, options, response)[0]
         memory = call_memory(config, options)
-        problems += [f"memory not predicted: {p}" for p in memory.problems]
+        both = [p for p in time_problems if p in memory.problems]  # the same reason once
+        problems = ([f"step time and memory not predicted: {p}" for p in both]
+                    + [f"step time not predicted: {p}" for p in time_problems if p not in both]
+                    + [f"memory not predicted: {p}" for p in memory.problems if p not in both])
     step = predicted.step if predicted is not None else None
     est = parts(step) if step is not None else {}
     est_len = parts(at_length.step) if at_length is not None else {}

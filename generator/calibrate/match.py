@@ -117,7 +117,12 @@ def run_config(run: RunLog, script: str | None, *, verl_version: str | None) -> 
     be read."""
     from generator.schema.releases import newest_release
 
-    dumped = config_from_dump(run.config, verl_version or newest_release()) if run.config else None
+    dumped = None
+    if run.config:
+        try:
+            dumped = config_from_dump(run.config, verl_version or newest_release())
+        except InputError as err:  # a value the schema refuses: the script stands in, and the log says why
+            run.notes.append(f"the start-up config could not be read as verl's ({err}); the script is used")
     scripted = config_from_script(script, verl_version) if script else None
     if dumped is not None:
         found = RunConfig(dumped, "the log's start-up config")

@@ -72,7 +72,7 @@ def register(app: typer.Typer) -> None:
                 comparison = compare(measured, found.config, options)
                 result = Calibrated(run, measured, comparison, found.source, found.differences,
                                     contradictions(found.config, measured) if found.config is not None else [])
-            except (InputError, RecursionError, MemoryError, Exception) as err:  # one line, never a traceback
+            except Exception as err:  # one line, never a traceback; the other logs are still compared
                 if not isinstance(err, InputError):
                     err = InputError(f"internal error ({type(err).__name__}: {err})")
                 _error(f"{path}: {err}")
