@@ -81,7 +81,8 @@ def test_timing_keys_map_to_phases_and_agent_loop_keys_do_not() -> None:
 
 def test_release_generation_read_from_keys() -> None:
     assert keys.newest_first_release(read_log(str(LOGS / "verl-issue-7412" / "metrics.log")).keys) == "0.8"
-    assert keys.newest_first_release({"perf/throughput", "timing_s/gen"}) == "0.4.0"
+    assert keys.newest_first_release({"timing_s/reward", "timing_s/agent_loop/generate_sequences/mean"}) == "0.5.0"
+    assert keys.newest_first_release({"perf/throughput", "timing_s/gen"}) is None
     assert keys.newest_first_release({"timing_s/gen"}) is None  # every release 0.3-0.7 logs it
 
 

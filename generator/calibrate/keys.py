@@ -3,14 +3,14 @@
 Read from verl's source at each tag (docs/calibrate.md#keys):
   timing     `timing_s/{name}` for each `marked_timer(name)` of the PPO trainer's step
              (verl/trainer/ppo/metric_utils.py compute_timing_metrics, v0.3.0 … v0.7.0 and main):
-             gen, reward, old_log_prob, ref, values, adv, update_critic, update_actor, step at every
-             tag; update_weights (the weight sync into the rollout, timed on its own) from 0.8 (main,
+             gen, old_log_prob, ref, values, adv, update_critic, update_actor, step at every tag,
+             reward from 0.4.0; update_weights (the weight sync into the rollout, timed on its own) from 0.8 (main,
              2026-01); the ref timer is named by `str(Role.RefPolicy)` from 0.7.0, which is "ref".
   memory     perf/max_memory_allocated_gb, perf/max_memory_reserved_gb, perf/cpu_memory_used_gb,
              logged by the legacy workers' update_actor (megatron_workers.py / fsdp_workers.py,
              0.3.0 on); the new engine workers (0.7.0 on, use_legacy_worker_impl=disable) log none.
   perf       perf/mfu/actor (0.3.0 on), perf/mfu/actor_infer (0.7.0 on), perf/throughput,
-             perf/time_per_step, perf/total_num_tokens (0.4.0 on).
+             perf/time_per_step, perf/total_num_tokens (0.3.0 on).
   lengths    response_length/{mean,max,min,clip_ratio}, prompt_length/{mean,max,min,clip_ratio}.
   agent loop timing_s/agent_loop/generate_sequences/{min,max,mean} (0.5.0 on, async rollout): the
              time of one sample's generation, not the phase; never read as `gen`.
@@ -44,8 +44,7 @@ FIRST_RELEASE: dict[str, str] = {
     TIMING_PREFIX + "update_weights": "0.8",
     "perf/mfu/actor_infer": "0.7.0",
     TIMING_PREFIX + "agent_loop/generate_sequences/mean": "0.5.0",
-    TOTAL_TOKENS: "0.4.0",
-    THROUGHPUT: "0.4.0",
+    TIMING_PREFIX + "reward": "0.4.0",
 }
 
 # Console-line value formats by release (verl/utils/logger/aggregate_logger.py concat_dict_to_str):
