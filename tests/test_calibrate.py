@@ -362,3 +362,10 @@ def test_a_dump_with_values_verl_would_refuse_is_compared_in_part(tmp_path: Path
     result = gen(str(log))
     assert result.exit_code == 1 and "Traceback" not in result.output
     assert "step time and memory not predicted: data.train_batch_size or rollout.n is not known" in result.stdout
+
+
+def test_a_validation_only_step_does_not_take_the_warmups_place() -> None:
+    text = ("step:0 - val-core/acc:0.3\n" + "".join(f"step:{i} - timing_s/gen:{g}\n" for i, g in ((1, 90), (2, 10),
+                                                                                                  (3, 30))))
+    m = summarise(parse_log(text))
+    assert (m.first, m.skipped, m.phases["gen"]) == (2, 1, 20)

@@ -32,7 +32,10 @@ def default_warmup(steps: int) -> int:
 
 
 def summarise(run: RunLog, warmup: int | None = None) -> Measured:
-    numbers = sorted(run.steps)
+    # Training steps are the ones timed: verl logs the validation before training as its own step
+    # (`step:0 - val-core/...`), which must not take the warm-up's place.
+    timed = sorted(s for s, values in run.steps.items() if any(key.startswith(k.TIMING_PREFIX) for key in values))
+    numbers = timed or sorted(run.steps)
     skip = default_warmup(len(numbers)) if warmup is None else min(max(0, warmup), max(0, len(numbers) - 1))
     kept = numbers[skip:]
 
