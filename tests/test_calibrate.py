@@ -80,7 +80,8 @@ def test_timing_keys_map_to_phases_and_agent_loop_keys_do_not() -> None:
 
 
 def test_release_generation_read_from_keys() -> None:
-    assert keys.newest_first_release(read_log(str(LOGS / "verl-issue-7412" / "metrics.log")).keys) == "0.8"
+    assert keys.newest_first_release(read_log(str(LOGS / "verl-issue-7412" / "metrics.log")).keys) == "0.7.1"
+    assert keys.newest_first_release({"actor/perf/max_memory_allocated_gb", "timing_s/update_weights"}) == "0.8.0"
     assert keys.newest_first_release({"timing_s/reward", "timing_s/agent_loop/generate_sequences/mean"}) == "0.5.0"
     assert keys.newest_first_release({"perf/throughput", "timing_s/gen"}) is None
     assert keys.newest_first_release({"timing_s/gen"}) is None  # every release 0.3-0.7 logs it
@@ -369,3 +370,10 @@ def test_a_validation_only_step_does_not_take_the_warmups_place() -> None:
                                                                                                   (3, 30))))
     m = summarise(parse_log(text))
     assert (m.first, m.skipped, m.phases["gen"]) == (2, 1, 20)
+
+
+def test_memory_under_the_engine_workers_names_from_0_8() -> None:
+    legacy = summarise(parse_log("step:1 - perf/max_memory_allocated_gb:30.5 - perf/max_memory_reserved_gb:40\n"))
+    engine = summarise(parse_log("step:1 - actor/perf/max_memory_allocated_gb:30.5 - "
+                                 "actor/perf/max_memory_reserved_gb:40\n"))
+    assert legacy.memory == engine.memory == {keys.ALLOCATED: 30.5, keys.RESERVED: 40.0}

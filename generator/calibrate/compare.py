@@ -132,7 +132,7 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
         Row("time", "update (update_actor+update_critic)", _sum(measured, ("update_actor", "update_critic")),
             est.get("update_s"), est_len.get("update_s")),
     ]
-    if "update_weights" in measured.phases:  # timed apart from gen from 0.8 on
+    if "update_weights" in measured.phases:  # timed apart from gen from 0.7.1 on
         rows.append(Row("time", "weight sync (update_weights)", measured.phases["update_weights"],
                         step.weight_sync_s if step else None, at_length.step.weight_sync_s if at_length else None))
     rows += [Row("time", f"{p} (not modelled)", measured.phases[p]) for p in ("reward", "adv") if p in measured.phases]

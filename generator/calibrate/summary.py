@@ -45,8 +45,8 @@ def summarise(run: RunLog, warmup: int | None = None) -> Measured:
 
     phases = {p: v for p in k.PHASES if (v := median(k.timing_key(p))) is not None}
     # Memory peaks are running maxima of the process: the warm-up step counts.
-    memory = {key: max(run.steps[s][key] for s in numbers if key in run.steps[s])
-              for key in (k.ALLOCATED, k.RESERVED, k.HOST_USED) if any(key in run.steps[s] for s in numbers)}
+    memory = {key: max(found) for key in (k.ALLOCATED, k.RESERVED, k.HOST_USED)
+              if (found := [v for s in numbers if (v := k.lookup(run.steps[s], key)) is not None])}
     medians = {key: v for key in (k.RESPONSE_MEAN, k.PROMPT_MEAN, k.RESPONSE_CLIP, k.MFU_ACTOR, k.THROUGHPUT,
                                   k.TOTAL_TOKENS) if (v := median(key)) is not None}
     maxima = {key: max(run.steps[s][key] for s in kept if key in run.steps[s])
