@@ -10,7 +10,7 @@ from typing import Any
 from typer.testing import CliRunner
 
 from conftest import FIXTURES
-from generator.calibrate import keys
+from generator.calibrate import metric_keys as keys
 from generator.calibrate.compare import compare
 from generator.calibrate.logs import number, parse_log, read_log
 from generator.calibrate.match import contradictions, run_config

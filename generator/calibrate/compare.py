@@ -7,7 +7,7 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, field, replace
 
-from generator.calibrate import keys as k
+from generator.calibrate import metric_keys as k
 from generator.calibrate.summary import Measured
 from generator.candidate import StepTime
 from generator.config.reader import ConfigReader

@@ -7,7 +7,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.calibrate import keys as k
+from generator.calibrate import metric_keys as k
 from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
 from generator.config.reader import ConfigReader

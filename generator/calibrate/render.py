@@ -7,7 +7,7 @@ import json
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.calibrate import keys as k
+from generator.calibrate import metric_keys as k
 from generator.calibrate.compare import Comparison, Row
 from generator.calibrate.fit import Correction
 from generator.calibrate.logs import RunLog

@@ -6,7 +6,7 @@ from __future__ import annotations
 import statistics
 from dataclasses import dataclass, field
 
-from generator.calibrate import keys as k
+from generator.calibrate import metric_keys as k
 from generator.calibrate.logs import RunLog
 
 # The first step of a run compiles kernels, captures CUDA graphs and warms the allocator: left
