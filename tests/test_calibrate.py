@@ -212,7 +212,7 @@ def test_full_comparison_exits_0_and_bad_option_exits_2() -> None:
     folder = LOGS / "iseekyan-dapo7b-9"
     ok = gen(str(folder / "metrics.jsonl"), "--script", str(folder / "run.sh"))
     assert ok.exit_code == 0, ok.output
-    assert "largest miss:" in ok.stdout and "rollout (gen)" in ok.stdout
+    assert "largest miss:" in ok.stdout and "rollout (gen)" in ok.stdout and "update (update_actor) " in ok.stdout
     assert gen(str(folder / "metrics.jsonl"), "--format", "yaml").exit_code == 2
     assert gen(str(folder / "metrics.jsonl"), "--script", str(folder / "missing.sh")).exit_code == 2
 
@@ -283,8 +283,10 @@ def test_causes_named_for_the_largest_miss() -> None:
     memory = Measured(3, 1, 2, 4, memory={keys.ALLOCATED: 28.0, keys.RESERVED: 60.0})
     reserved = Row("memory", "GPU peak reserved (training)", 60.0, 30.0, unit="GiB")
     assert likely_cause(reserved, memory, Comparison([reserved])).startswith("reserved exceeds allocated by 32.0 GiB")
-    tie = Row("time", "rollout (gen)", 105.0, 100.0)
-    assert likely_cause(tie, memory, Comparison([tie])) == "inside the models' error band: a tie"
+    tie = Row("time", "rollout (gen)", 102.0, 100.0)
+    assert likely_cause(tie, memory, Comparison([tie])) == "inside the model's error band (3%): a tie"
+    near = Row("memory", "GPU peak allocated (training)", 31.0, 30.0, unit="GiB")
+    assert likely_cause(near, memory, Comparison([near])) == "inside the model's error band (5%): a tie"
     clipped = Measured(3, 1, 2, 4, medians={keys.RESPONSE_CLIP: 0.4})
     slow = Row("time", "rollout (gen)", 300.0, 100.0)
     assert "40% of responses hit max_response_length" in likely_cause(slow, clipped, Comparison([slow]))

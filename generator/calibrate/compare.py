@@ -19,8 +19,6 @@ TRAINING_PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob")
 # Memory terms outside torch's allocator statistics: the CUDA context and NCCL buffers, and vLLM's
 # weights, KV cache and graphs, which its sleep-mode allocator (CuMemAllocator) maps itself.
 OUTSIDE_ALLOCATOR = ("overhead", "cuda-graphs", "kv-cache", "rollout-weights", "rollout-activations")
-# A miss under this share is inside the models' error band (docs/step-time-model.md, memory-model.md).
-TIE = 0.15
 # Responses that average under (over) this share of the length the rollout was predicted for.
 LENGTH_MISS = 0.6
 # The length is named as the cause when predicting at the measured length leaves at most this
@@ -125,12 +123,13 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
     passes = predicted.log_prob_passes if predicted is not None else ("old_log_prob", "ref", "values")
     timed = tuple(p for p in passes if p in measured.phases) or passes
     share = len(timed) / len(passes)
+    updated = tuple(p for p in ("update_actor", "update_critic") if p in measured.phases) or ("update_actor",)
     rows = [
         Row("time", "rollout (gen)", measured.phases.get("gen"), est.get("gen_s"), est_len.get("gen_s")),
         Row("time", f"log-prob ({'+'.join(timed)})", _sum(measured, timed),
             _scaled(est.get("log_prob_s"), share), _scaled(est_len.get("log_prob_s"), share)),
-        Row("time", "update (update_actor+update_critic)", _sum(measured, ("update_actor", "update_critic")),
-            est.get("update_s"), est_len.get("update_s")),
+        Row("time", f"update ({'+'.join(updated)})", _sum(measured, updated), est.get("update_s"),
+            est_len.get("update_s")),
     ]
     if "update_weights" in measured.phases:  # timed apart from gen from 0.7.1 on
         rows.append(Row("time", "weight sync (update_weights)", measured.phases["update_weights"],
@@ -165,9 +164,12 @@ def largest_miss(rows: list[Row]) -> Row | None:
 
 def likely_cause(row: Row, measured: Measured, found: Comparison) -> str:
     """One sentence: what most likely made this row miss, from what the log says."""
+    from generator.plan.error_band import MEMORY_ERROR_BAND, STEP_TIME_ERROR_BAND
+
     ratio = row.ratio or 1.0
-    if abs(math.log(ratio)) <= math.log(1 + TIE):
-        return "inside the models' error band: a tie"
+    band = MEMORY_ERROR_BAND if row.kind == "memory" else STEP_TIME_ERROR_BAND
+    if abs(math.log(ratio)) <= math.log(1 + band):
+        return f"inside the model's error band ({band:.0%}): a tie"
     response = measured.medians.get(k.RESPONSE_MEAN)
     expected = found.expected_response
     clip = measured.medians.get(k.RESPONSE_CLIP)
