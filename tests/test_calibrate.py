@@ -379,3 +379,13 @@ def test_memory_under_the_engine_workers_names_from_0_8() -> None:
     engine = summarise(parse_log("step:1 - actor/perf/max_memory_allocated_gb:30.5 - "
                                  "actor/perf/max_memory_reserved_gb:40\n"))
     assert legacy.memory == engine.memory == {keys.ALLOCATED: 30.5, keys.RESERVED: 40.0}
+
+
+def test_a_last_line_without_newline_is_cut_only_when_shorter_than_the_step_before() -> None:
+    cut = parse_log("step:1 - a:1 - b:2 - c:3\nstep:2 - a:1 - b:2")
+    assert cut.cut_off and sorted(cut.steps) == [1]
+    whole = parse_log("step:1 - a:1 - b:2\nstep:2 - a:1 - b:2")
+    assert not whole.cut_off and sorted(whole.steps) == [1, 2]
+    pasted = parse_log("(TaskRunner pid=1) step:7 - timing_s/gen:12.5 - timing_s/step:20")
+    assert not pasted.cut_off and pasted.steps == {7: {"timing_s/gen": 12.5, "timing_s/step": 20.0}}
+    assert "no newline" in pasted.notes[0]

@@ -139,6 +139,7 @@ def _console(text: str, run: RunLog) -> None:
     lines = text.splitlines()
     ends_cut = bool(text) and not text.endswith("\n")
     config_at: int | None = None
+    previous_items: int | None = None  # items on the step line before
     for index, raw in enumerate(lines):
         line = _RAY_PREFIX.sub("", _ANSI.sub("", raw))
         if config_at is None and run.config is None and line.startswith("{'") and "actor_rollout_ref" in line[:200]:
@@ -150,16 +151,22 @@ def _console(text: str, run: RunLog) -> None:
         found = _STEP_LINE.search(line)
         if not found:
             continue
-        if ends_cut and index == len(lines) - 1:
-            run.cut_off = True
-            _note(run, f"line {index + 1}: the last line is cut off (step {found.group(1)} ignored)")
-            continue
+        items = found.group(2).split(" - ")
         values: dict[str, float] = {}
-        for item in found.group(2).split(" - "):
+        for item in items:
             key, colon, value = item.partition(":")
             parsed = number(value) if colon else None
             if parsed is not None and key.strip():
                 values[key.strip()] = parsed
+        # verl ends every line it prints: a last line without a newline was being written when the
+        # log was cut, unless it is whole - as many items as the step before it (a pasted line).
+        if ends_cut and index == len(lines) - 1 and (previous_items is None or len(items) < previous_items):
+            if previous_items is not None:
+                run.cut_off = True
+                _note(run, f"line {index + 1}: the last line is cut off (step {found.group(1)} ignored)")
+                continue
+            _note(run, f"line {index + 1}: the last line has no newline (read as whole)")
+        previous_items = len(items)
         _put(run, int(found.group(1)), values)
 
 
