@@ -24,6 +24,7 @@ PACKAGE = REPO / "generator"
 LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},  # parse arguments, call one function, print one report
+    {"calibrate"},  # a run's logs against the plan's predictions for the script that started it
     {"checking"},  # check, explain and fix of one file: read, resolve, judge, report
     {"report"},
     {"diffing"},

@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     import typer
 
 # Order is the order `gen --help` lists them in.
-_COMMAND_MODULES = ("recipe", "plan", "check", "fix", "show", "library", "models", "diff")
+_COMMAND_MODULES = ("recipe", "plan", "check", "fix", "show", "library", "models", "diff", "calibrate")
 
 _app: typer.Typer | None = None
 

@@ -1,0 +1,96 @@
+"""Per-cluster corrections fitted from compared runs (issue 33, part 2; not stored yet).
+
+For each time row (rollout, log-prob, update, weight sync, step) a factor: the geometric mean of
+measured / predicted over the runs, the prediction taken at the run's measured mean response
+length when the log gives one (the length is the workload's, not the cluster's: it is fitted on
+its own, as the share of max_response_length the responses averaged). For the GPU's training
+peak an offset in GiB: the mean of measured − predicted. Each with its spread over the runs
+(the geometric standard deviation − 1 of a factor, the standard deviation of an offset): none
+from one run. Pure arithmetic on Comparison rows.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+from generator.calibrate.compare import Comparison, Row
+
+# The corrections and the row each is fitted on (Row.label starts with it).
+TIME_ROWS = ("rollout", "log-prob", "update", "weight sync", "step")
+MEMORY_ROW = "GPU peak allocated"
+
+
+@dataclass(frozen=True)
+class Correction:
+    name: str  # a TIME_ROWS entry, MEMORY_ROW, or "response share"
+    kind: str  # factor | offset | share
+    value: float
+    spread: float | None  # None from one run
+    runs: int
+
+    def describe(self) -> str:
+        if self.kind == "factor":
+            text = f"{self.name} x{self.value:.2f}"
+            return text + (f" (+-{self.spread:.0%}, {self.runs} runs)" if self.spread is not None else " (1 run)")
+        if self.kind == "offset":
+            text = f"{self.name} {self.value:+.1f} GiB"
+            return text + (f" (+-{self.spread:.1f} GiB, {self.runs} runs)" if self.spread is not None else " (1 run)")
+        text = f"responses average {self.value:.0%} of max_response_length"
+        return text + (f" (+-{self.spread:.0%}, {self.runs} runs)" if self.spread is not None else " (1 run)")
+
+
+def row(comparison: Comparison, name: str) -> Row | None:
+    return next((r for r in comparison.rows if r.label.startswith(name)), None)
+
+
+def basis(found: Row, at_length: bool = True) -> float | None:
+    """The prediction a factor corrects: at the measured length when there is one (`at_length`),
+    else the model's own length assumption (what a plan without a known length predicts)."""
+    return (found.at_measured_length if at_length else None) or found.predicted
+
+
+def _factor(name: str, ratios: list[float]) -> Correction:
+    logs = [math.log(r) for r in ratios]
+    spread = math.exp(statistics.stdev(logs)) - 1 if len(logs) > 1 else None
+    return Correction(name, "factor", math.exp(statistics.fmean(logs)), spread, len(logs))
+
+
+def fit(comparisons: Sequence[Comparison], *, model: str | None = None, at_length: bool = True) -> list[Correction]:
+    """The corrections the runs support (a row no run measured and predicted gets none). The
+    response share is the workload's (model and data), not the cluster's: with `model`, only that
+    model's runs give it. `at_length=False` fits the factors on the predictions at the model's
+    own length assumption, for a prediction that has no length to go on."""
+    out: list[Correction] = []
+    for name in TIME_ROWS:
+        ratios = []
+        for c in comparisons:
+            found = row(c, name)
+            predicted = basis(found, at_length) if found is not None else None
+            if found is not None and found.measured and predicted:
+                ratios.append(found.measured / predicted)
+        if ratios:
+            out.append(_factor(name, ratios))
+    offsets = [r.measured - r.predicted for c in comparisons
+               if (r := row(c, MEMORY_ROW)) is not None and r.measured is not None and r.predicted is not None]
+    if offsets:
+        spread = statistics.stdev(offsets) if len(offsets) > 1 else None
+        out.append(Correction(MEMORY_ROW, "offset", statistics.fmean(offsets), spread, len(offsets)))
+    shares = [c.response_share for c in comparisons if c.response_share and model in (None, c.model)]
+    if shares:
+        spread = statistics.stdev(shares) if len(shares) > 1 else None
+        out.append(Correction("response share", "share", statistics.fmean(shares), spread, len(shares)))
+    return out
+
+
+def corrected(prediction: float, correction: Correction | None) -> float:
+    """A prediction with its correction applied (unchanged without one)."""
+    if correction is None:
+        return prediction
+    return prediction * correction.value if correction.kind == "factor" else prediction + correction.value
+
+
+def named(corrections: Sequence[Correction], name: str) -> Correction | None:
+    return next((c for c in corrections if c.name == name), None)

@@ -1,0 +1,101 @@
+"""`gen calibrate LOG... [--script run.sh]`: a run's logged step times and memory against what the
+models predict for its configuration (docs/calibrate.md).
+
+Exit codes: 0 every log was compared in full; 1 a comparison is partial (no prediction could be
+made, or the log's run is another configuration than --script); 2 bad input (a log missing,
+unreadable, binary or without step lines, a script that cannot be read, an invalid option).
+"""
+
+from __future__ import annotations
+
+import sys
+from typing import List, Optional
+
+import typer
+
+from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.safe_text import one_line, printable
+
+
+def _error(message: str) -> None:
+    print(one_line(f"gen: error: {message}"), file=sys.stderr)
+
+
+def register(app: typer.Typer) -> None:
+    @app.command("calibrate")
+    def calibrate(
+        logs: List[str] = typer.Argument(..., help="Logs of verl runs: console output (step:N - key:value ...), "
+                                         "the file logger's .jsonl, or a CSV export of wandb/tensorboard scalars."),
+        scripts: List[str] = typer.Option([], "--script", help="The launch script that started the run (used when "
+                                          "the log holds no start-up config); once for every LOG, or once per LOG "
+                                          "in their order."),
+        fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
+        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type the run used: h100 (default), h20, h200, ..."),
+        gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
+        model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
+                                            "(default: the config's actor_rollout_ref.model.path)."),
+        warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Steps left out of the medians "
+                                             "(default: 1 when the log has 3 steps or more)."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Read the configuration "
+                                                   "against this verl release."),
+    ) -> None:
+        """Compare a run's logged step times and memory with the predicted ones, phase by phase."""
+        from generator.calibrate.compare import compare
+        from generator.calibrate.logs import read_log
+        from generator.calibrate.match import contradictions, run_config
+        from generator.calibrate.fit import fit
+        from generator.calibrate.render import Calibrated, corrections_text, documents, text
+        from generator.calibrate.summary import summarise
+        from generator.plan.script_setup import memory_options
+
+        try:
+            if fmt not in ("text", "json"):
+                raise InputError(f"--format must be text or json, got '{fmt}'")
+            options = memory_options(gpu, gpu_mem, model, 0.0)
+            if len(scripts) > 1 and len(scripts) != len(logs):
+                raise InputError(f"--script is given {len(scripts)} times for {len(logs)} logs: give it once, "
+                                 "or once per log")
+        except InputError as err:
+            _error(str(err))
+            if fmt == "json":
+                sys.stdout.write(documents([], [{"path": "", "error": str(err)}], []))
+            raise typer.Exit(EXIT_BAD_INPUT) from None
+        status = EXIT_OK
+        done: list[Calibrated] = []
+        errors: list[dict[str, str]] = []
+        for index, path in enumerate(logs):
+            script = scripts[index] if len(scripts) > 1 else scripts[0] if scripts else None
+            try:
+                run = read_log(path)
+                measured = summarise(run, warmup)
+                found = run_config(run, script, verl_version=verl_version)
+                comparison = compare(measured, found.config, options)
+                result = Calibrated(run, measured, comparison, found.source, found.differences,
+                                    contradictions(found.config, measured) if found.config is not None else [])
+            except Exception as err:  # one line, never a traceback; the other logs are still compared
+                if not isinstance(err, InputError):
+                    err = InputError(f"internal error ({type(err).__name__}: {err})")
+                _error(f"{path}: {err}")
+                errors.append({"path": path, "error": str(err)})
+                status = EXIT_BAD_INPUT
+                continue
+            if run.cut_off:
+                _error(f"{path}: the log ends in a half line (cut off); compared from the {measured.steps} "
+                       "whole steps before it")
+            if result.differences or result.contradictions:
+                why = (result.differences or result.contradictions)[0]
+                _error(f"{path}: the run is another configuration than {script or 'its config'} ({why}); "
+                       "compared in part")
+            if result.partial and status == EXIT_OK:
+                status = EXIT_FINDINGS
+            done.append(result)
+            if fmt == "text":
+                sys.stdout.write(printable(text(result)))
+        # The corrections the runs support; a run of another configuration than its script is
+        # compared against its own config, so it still counts.
+        corrections = fit([d.comparison for d in done]) if done else []
+        if fmt == "json":
+            sys.stdout.write(documents(done, errors, corrections))
+        else:
+            sys.stdout.write(corrections_text(corrections, len(done)))
+        raise typer.Exit(status)
