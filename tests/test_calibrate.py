@@ -284,9 +284,11 @@ def test_causes_named_for_the_largest_miss() -> None:
     reserved = Row("memory", "GPU peak reserved (training)", 60.0, 30.0, unit="GiB")
     assert likely_cause(reserved, memory, Comparison([reserved])).startswith("reserved exceeds allocated by 32.0 GiB")
     tie = Row("time", "rollout (gen)", 102.0, 100.0)
-    assert likely_cause(tie, memory, Comparison([tie])) == "inside the model's error band (3%): a tie"
+    from generator.plan.error_band import MEMORY_ERROR_BAND, STEP_TIME_ERROR_BAND
+
+    assert likely_cause(tie, memory, Comparison([tie])) == f"inside the model's error band ({STEP_TIME_ERROR_BAND:.0%}): a tie"
     near = Row("memory", "GPU peak allocated (training)", 31.0, 30.0, unit="GiB")
-    assert likely_cause(near, memory, Comparison([near])) == "inside the model's error band (5%): a tie"
+    assert likely_cause(near, memory, Comparison([near])) == f"inside the model's error band ({MEMORY_ERROR_BAND:.0%}): a tie"
     clipped = Measured(3, 1, 2, 4, medians={keys.RESPONSE_CLIP: 0.4})
     slow = Row("time", "rollout (gen)", 300.0, 100.0)
     assert "40% of responses hit max_response_length" in likely_cause(slow, clipped, Comparison([slow]))

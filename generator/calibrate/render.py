@@ -3,7 +3,6 @@ output is formatted)."""
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -12,7 +11,7 @@ from generator.calibrate.compare import Comparison, Row
 from generator.calibrate.fit import Correction
 from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
-from generator.safe_text import one_line
+from generator.safe_text import json_text, one_line
 
 
 @dataclass
@@ -118,4 +117,4 @@ def corrections_text(corrections: list[Correction], runs: int) -> str:
 def documents(done: list[Calibrated], errors: list[dict[str, str]], corrections: list[Correction]) -> str:
     fitted = [{"name": c.name, "kind": c.kind, "value": c.value, "spread": c.spread, "runs": c.runs}
               for c in corrections]
-    return json.dumps({"logs": [as_dict(d) for d in done], "corrections": fitted, "errors": errors}, indent=2) + "\n"
+    return json_text({"logs": [as_dict(d) for d in done], "corrections": fitted, "errors": errors})

@@ -8,17 +8,16 @@ unreadable, binary or without step lines, a script that cannot be read, an inval
 
 from __future__ import annotations
 
-import sys
 from typing import List, Optional
 
 import typer
 
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import one_line, printable
+from generator.safe_text import say, write
 
 
 def _error(message: str) -> None:
-    print(one_line(f"gen: error: {message}"), file=sys.stderr)
+    say(f"gen: error: {message}")
 
 
 def register(app: typer.Typer) -> None:
@@ -58,7 +57,7 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             _error(str(err))
             if fmt == "json":
-                sys.stdout.write(documents([], [{"path": "", "error": str(err)}], []))
+                write(documents([], [{"path": "", "error": str(err)}], []))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         status = EXIT_OK
         done: list[Calibrated] = []
@@ -90,12 +89,12 @@ def register(app: typer.Typer) -> None:
                 status = EXIT_FINDINGS
             done.append(result)
             if fmt == "text":
-                sys.stdout.write(printable(text(result)))
+                write(text(result))
         # The corrections the runs support; a run of another configuration than its script is
         # compared against its own config, so it still counts.
         corrections = fit([d.comparison for d in done]) if done else []
         if fmt == "json":
-            sys.stdout.write(documents(done, errors, corrections))
+            write(documents(done, errors, corrections))
         else:
-            sys.stdout.write(corrections_text(corrections, len(done)))
+            write(corrections_text(corrections, len(done)))
         raise typer.Exit(status)
