@@ -1,25 +1,25 @@
-"""The calibrated step-time model against published verl step times (issues 12 and 23).
+"""The calibrated step-time model against published verl step times, held out group by group (issues 12, 23, 32).
 
     python bench/rank_vs_published.py [--data bench/data/published_step_times.yaml]
                                       [--write-calibration] [--rounds N]
 
 For every published point (bench/data/published_step_times.yaml, each with its source) the
-layout and knobs are evaluated as given (`plan_layout(pins=..., evaluate=True)`). Leave-one-group-out: for each
-group (model × GPU type × source) the free constants are refitted on the other groups
-(generator.plan.step_fit) and the group is predicted with them. Prints per point the published
-seconds, the estimate with the stored constants and the held-out estimate; per group and per
-GPU count inside it the Spearman rank correlation of held-out estimate vs published; over all
-points the Spearman of GPU-seconds per token; and the share of held-out estimates within
-0.5-2x. `--write-calibration` refits on every point and writes
-generator/data/step_time_calibration.yaml first. Then the cross-check (`--cross-check`,
-bench/data/nemo_rl_step_times.yaml: NeMo-RL's published GRPO runs on DGX-H100, never fitted):
-published and estimated seconds per point. Exit 0; 2 on an unreadable data file.
+layout and knobs are evaluated as given (`plan_layout(pins=..., evaluate=True)`). A point is judged
+on its published step, or on its update where the source publishes only phases. Leave-one-group-out:
+for each group (one published series: model × GPU type × source) the free constants are refitted on
+the other groups (generator.plan.step_fit) and the group is predicted with them. Prints per point
+the published seconds, the estimate with the stored constants and the held-out one; per group each
+point's held-out error, their median and the band (largest); per series of layouts of one workload
+(group × GPU count × measure) the pairs the held-out estimates put in the published order, Kendall's
+tau and the error of the estimated ratio between two layouts; the median of that pair error over all
+series is the band generator/plan/error_band.py's STEP_TIME_ERROR_BAND holds. `--write-calibration`
+refits on every point and writes generator/data/step_time_calibration.yaml first. Then the
+cross-check (`--cross-check`, bench/data/nemo_rl_step_times.yaml: NeMo-RL's published GRPO runs on
+DGX-H100, never fitted). Exit 0; 2 on an unreadable data file.
 
-Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
-Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +1.00 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
-8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x; NeMo-RL
-cross-check 4/5 within 0.5-2x (Llama-3.1-8B on 16 H100 estimated at 0.43x)
-(docs/step-time-model.md).
+Measured at issue 32 (47 points, docs/step-time-model.md): held-out error median 26 % (80th
+percentile 63 %), 43/47 within 0.5-2x; pairs in order 81/102; pair error median 16 % (the band),
+80th percentile 39 %; NeMo-RL cross-check 3/5 within 0.5-2x.
 """
 
 from __future__ import annotations

@@ -9,7 +9,8 @@ by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-ti
   rollout    continuous batching: each engine step decodes one token for every sequence in flight
              (as many as the KV cache holds at the mean context, at most vLLM's max_num_seqs) and
              costs max(weights + KV read at HBM speed, 2·N_active FLOPs per token at decode_mfu),
-             plus a rollout-TP synchronisation per layer and a per-step overhead (both fitted);
+             plus a rollout-TP synchronisation per layer and a per-step overhead (both fitted; a
+             replica spanning nodes waits cross_node_sync_s more per all-reduce, fitted);
              after the last wave the longest responses run on alone, one token per step;
   log-prob   2·N_active FLOPs per token per forward pass (old log-prob, ref, critic values);
   static     fixed micro-batches compute static_pad_share of the padding to the maximum length
@@ -17,15 +18,23 @@ by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-ti
   update     6·N_active FLOPs per token (forward + backward), 8·N_active with full recompute (the
              forward runs again); dense GEMMs at train_mfu of the dense bf16 peak, routed experts
              at moe_efficiency of that;
+  GEMM shape each phase's GEMMs at gemm_efficiency(rows, columns): rows = tokens per micro-batch
+             per GPU (the budget, or the fixed micro-batch, after the CP split), columns = hidden/TP
+             for the dense layers; for the routed experts rows = tokens per local expert
+             (rows/TP·ETP·EP·top_k/E: EP raises it) and columns = expert FFN/ETP;
   comm       TP: 2 all-reduces of the tokens' hidden states per layer per forward (4 per
-             forward+backward, 6 with recompute), ring cost 2(t−1)/t·bytes over the in-node link;
-             CP: each rank's K and V pass around the ring, (c−1)/c of the group's KV bytes per layer
-             per forward (twice in backward); EP: dispatch + combine all-to-all of top_k copies of
+             forward+backward, 6 with recompute), ring cost 2(t−1)/t·bytes over the in-node link
+             (the network once TP spans nodes); CP: each rank's K and V pass around the ring,
+             (c−1)/c of the group's KV bytes per layer per forward (twice in backward), over the
+             network once TP·CP spans nodes; EP: dispatch + combine all-to-all of top_k copies of
              each token's hidden state per MoE layer, spread evenly over the EP ranks: those for the
              other ranks of the GPU's node over NVLink, those for other nodes' ranks over the
              network, at once (the slower sets the time); its backward is one all-to-all of the
-             gradient, so an update moves 2 forwards' worth (3 with recompute);
-  bubble     the 1F1B pipeline idles (PP−1)/(VPP·M) of the compute time (M micro-batches per pass);
+             gradient, so an update moves 2 forwards' worth (3 with recompute); DP: per optimizer
+             step a reduce-scatter of fp32 gradients and an all-gather of bf16 weights over DP·CP
+             (dense) and EDP (experts) ranks, over the network once W/PP spans nodes;
+  bubble     the 1F1B pipeline idles (PP−1)/(VPP·M) of the compute time (M micro-batches per pass,
+             counted at the expected lengths);
   offload    bytes moved over the host link per step for each offloaded state, plus the CPU
              optimizer's step;
   weight sync  each rollout rank receives its shard of the bf16 weights over the in-node links.
