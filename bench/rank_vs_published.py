@@ -18,8 +18,8 @@ cross-check (`--cross-check`, bench/data/nemo_rl_step_times.yaml: NeMo-RL's publ
 DGX-H100, never fitted). Exit 0; 2 on an unreadable data file.
 
 Measured at issue 32 (47 points, docs/step-time-model.md): held-out error median 26 % (80th
-percentile 63 %), 43/47 within 0.5-2x; pairs in order 81/102; pair error median 16 % (the band),
-80th percentile 39 %; NeMo-RL cross-check 3/5 within 0.5-2x.
+percentile 62 %), 43/47 within 0.5-2x; pairs in order 80/102; pair error median 14 % (the band),
+80th percentile 43 %; NeMo-RL cross-check 3/5 within 0.5-2x.
 """
 
 from __future__ import annotations

@@ -68,9 +68,15 @@ def test_the_published_response_share_is_the_median_of_the_published_means():
 def test_the_benchmark_prints_held_out_figures_and_meets_the_issue_targets(capsys):
     assert bench.main([]) == 0
     out = capsys.readouterr().out
-    assert "qwen2.5-7b-dapo-h100: +" in out and "all points, GPU-seconds per token: +" in out
+    assert "qwen2.5-7b-dapo-h100: median |error|" in out and "GPU-seconds per token: +" in out
+    assert "Kendall tau" in out and "pairs in order" in out
     share = float(out.split("within 0.5-2x: ")[1].split("(")[1].split("%")[0])
     assert share >= 80
+    # The band the planner treats as a tie is the one this benchmark measures.
+    from generator.plan.error_band import STEP_TIME_ERROR_BAND
+
+    measured = float(out.split("STEP_TIME_ERROR_BAND measured: ")[1].split()[0])
+    assert measured == pytest.approx(STEP_TIME_ERROR_BAND, abs=0.005)
 
 
 @pytest.mark.slow

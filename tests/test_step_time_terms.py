@@ -14,7 +14,8 @@ from generator.hardware import GpuSpec
 from generator.model import ModelFacts
 from generator.plan.step_time import (BF16, COLLECTIVE_EFFICIENCY, FP32, StepConstants, bubble_fraction,
                                       decode_step_s, dp_grad_sync_s, estimate_step_time, forward_s, gemm_efficiency,
-                                      group_link_gb_s, micro_batch_rows, tokens_per_local_expert, training_comm_s)
+                                      group_link_gb_s, micro_batch_rows, stage_imbalance, tokens_per_local_expert,
+                                      training_comm_s)
 from generator.plan.workload import Workload
 
 TOY = ModelFacts(name="Toy-1B", hidden_size=2048, num_layers=16, num_attention_heads=16, num_kv_heads=4,
@@ -143,3 +144,26 @@ def test_a_rollout_replica_spanning_nodes_pays_the_network_latency():
     assert spanning > without_latency > in_node
     # Two all-reduces per layer, each waiting cross_node_sync_s more.
     assert spanning - without_latency == pytest.approx(2 * 16 * 1e-3)
+
+
+def test_the_last_stage_carries_the_output_layer_and_the_pipeline_waits_for_it():
+    from generator.model.params import dense_layer_params
+
+    layer = dense_layer_params(TOY)
+    per_layer = layer.tp_sharded + layer.replicated
+    head = TOY.hidden_size * TOY.vocab_size
+    assert stage_imbalance(TOY, dyn(), 0.5) == 1.0  # no pipeline
+    # PP2: 8 layers per stage, the last one with the head too.
+    assert stage_imbalance(TOY, dyn(pp=2), 0.5) == pytest.approx((8 * per_layer + head) / (8 * per_layer + head / 2))
+    # PP16: one layer per stage; the head doubles the last stage's work on this toy.
+    deep = stage_imbalance(TOY, dyn(pp=16), 0.5)
+    assert deep > stage_imbalance(TOY, dyn(pp=2), 0.5)
+    # Moving layers off the last stage evens it out (Megatron's num_layers_in_last_pipeline_stage).
+    assert stage_imbalance(TOY, dyn(pp=4, first_stage_layers=5, last_stage_layers=3), 0.5) < \
+        stage_imbalance(TOY, dyn(pp=4), 0.5)
+    # The other stages' idle time shows in the bubble: a deeper pipeline idles more.
+    k = replace(K, gemm_half_dim=0.0, expert_half_rows=0.0)
+    shallow = estimate_step_time(dyn(pp=2), TOY, GPU, WORK, constants=k)
+    deeper = estimate_step_time(dyn(pp=16), TOY, GPU, WORK, constants=k)
+    assert deeper.bubble_s > shallow.bubble_s
+    assert deeper.update_s == pytest.approx(shallow.update_s)  # the compute itself does not change

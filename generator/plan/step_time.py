@@ -49,7 +49,8 @@ from functools import lru_cache
 from generator.derive import layout_dp, layout_edp
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
-from generator.model.params import kv_cache_bytes_per_token, moe_layer_params
+from generator.model.params import (dense_layer_params, is_moe_layer, kv_cache_bytes_per_token,
+                                    moe_layer_params)
 from generator.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
@@ -141,6 +142,39 @@ def tokens_per_local_expert(rows: float, model: ModelFacts, cand: Candidate) -> 
         return 0.0
     etp = cand.tp if cand.etp is None else cand.etp
     return rows / cand.tp * etp * cand.ep * (model.experts_per_token or 1) / (model.num_experts or 1)
+
+
+def stage_imbalance(model: ModelFacts, cand: Candidate, moe_efficiency: float) -> float:
+    """How much longer the slowest pipeline stage computes than the mean one (1.0 = balanced).
+
+    In 1F1B every stage waits for the slowest at each micro-batch, so the pipelined time is the
+    slowest stage's, not the mean's. A stage's time per token: its layers' active weights (routed
+    experts' at 1/moe_efficiency, as forward_s charges them), and on the last stage the output
+    layer (hidden × vocab) that computes the logits. Megatron's account_for_loss_in_pipeline_split
+    and num_layers_in_last_pipeline_stage exist to even this out
+    (megatron/core/transformer/transformer_config.py @ core_r0.13.0); a small-layer model on a
+    deep pipeline leaves the last stage with the head and the others idle."""
+    if cand.pp <= 1:
+        return 1.0
+    counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
+    dense_layer = dense_layer_params(model)
+    moe_layer = moe_layer_params(model) if model.is_moe else None
+    weights = []
+    start = 0
+    for stage, count in enumerate(counts):
+        weight = 0.0
+        for index in range(start, start + count):
+            if moe_layer is not None and is_moe_layer(model, index):
+                routed = moe_layer.experts / (model.num_experts or 1) * (model.experts_per_token or 0)
+                weight += moe_layer.tp_sharded + moe_layer.replicated + routed / max(moe_efficiency, 1e-6)
+            else:
+                weight += dense_layer.tp_sharded + dense_layer.replicated
+        if stage == len(counts) - 1:
+            weight += model.hidden_size * model.vocab_size  # the output layer
+        weights.append(weight)
+        start += count
+    mean = sum(weights) / len(weights)
+    return max(weights) / mean if mean > 0 else 1.0
 
 
 def bubble_fraction(pp: int, vpp: int | None, micro: int) -> float:
@@ -366,11 +400,14 @@ def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Worklo
     bubble_s = 0.0
     if cand.pp > 1:
         seq = max(1, round(per_response))
-        # idle = compute·(PP−1)/(VPP·M): the fraction b of the pipelined time is idle, b/(1−b) of the compute.
+        # The stages run at the slowest one's pace: the others idle (imbalance − 1) of the compute.
+        # Then the fill and drain: the fraction b of the pipelined time is idle, b/(1−b) of it,
+        # b = (PP−1)/(VPP·M + PP−1).
+        imbalance = stage_imbalance(model, cand, k.moe_efficiency)
         for compute, micro in ((log_prob_s, micro_batches(per_rank, seq, cand, log_prob=True)),
                                (update_s, micro_batches(work.per_rank_mini_batch, seq, cand, log_prob=False))):
             share = bubble_fraction(cand.pp, cand.vpp, micro)
-            bubble_s += compute * share / (1 - share)
+            bubble_s += compute * (imbalance - 1) + compute * imbalance * share / (1 - share)
     return TrainerTimes(responses=responses, log_prob_s=log_prob_s, update_s=update_s,
                         offload_s=_offload_s(cand, model, gpu, work, dp), bubble_s=bubble_s, comm_s=comm_s)
 
