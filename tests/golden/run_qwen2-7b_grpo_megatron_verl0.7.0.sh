@@ -6,20 +6,20 @@
 # GRPO: group-relative advantages over n responses, KL as a loss term.
 #
 # Derived numbers for the defaults below (`gen check` recomputes them for any values):
-#   DP = GPUs / (TP*PP*CP) = 8 / (1*4*1) = 2
+#   DP = GPUs / (TP*PP*CP) = 8 / (1*1*1) = 8
 #   responses per step G = train_batch_size * n = 1024 * 5 = 5120
-#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 5 / 2 = 640 responses
+#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 5 / 8 = 160 responses
 #   optimizer updates per step = train_batch_size / ppo_mini_batch_size * ppo_epochs = 1024 / 256 * 1 = 4
-#   dynamic batch: token budget 6144 (update), 12288 (log-prob, ref); each * CP 1 >= prompt+response = 2048
-#   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.55
+#   dynamic batch: token budget 3072 (update), 6144 (log-prob, ref); each * CP 1 >= prompt+response = 2048
+#   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.75
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
-#   offload: none
-#   predicted memory per GPU (GiB): update 58.8, optimizer_step 39.0, log_prob 56.1, ref_log_prob 45.6, rollout 76.2, weight_sync 48.1; limit 77.2 (h100, 79.6 GiB)
-#   why: DP = W / (TP·PP·CP) = 8 / (1·4·1) = 2; per-rank mini batch 256·5/2 = 640
-#   why: memory relief: none needed
-#   why: peak 76.2 GiB in rollout of 77.2 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 27.9 GiB per GPU
-#   why: step ~60 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
+#   offload: param+grad
+#   predicted memory per GPU (GiB): update 74.4, optimizer_step 63.1, log_prob 41.2, ref_log_prob 36.0, rollout 74.3, weight_sync 44.5; limit 77.2 (h100, 79.6 GiB)
+#   why: DP = W / (TP·PP·CP) = 8 / (1·1·1) = 8; per-rank mini batch 256·5/8 = 160
+#   why: memory relief: param+grad
+#   why: peak 74.4 GiB in update of 77.2 GiB usable
+#   why: rollout TP 1: weights 14.2 GiB, KV cache 43.9 GiB per GPU
+#   why: step ~64 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
 
@@ -33,10 +33,10 @@ EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen2-7b_grpo_megatron}  # logger run name
 NNODES=${NNODES:-1}                                      # nodes
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}                        # GPUs per node
 TP=${TP:-1}                                              # tensor parallel
-PP=${PP:-4}                                              # pipeline parallel
+PP=${PP:-1}                                              # pipeline parallel
 ROLLOUT_TP=${ROLLOUT_TP:-1}                              # vllm tensor parallel
-GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.55}   # vllm KV-cache share
-PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}                    # params+grads to CPU between phases
+GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.75}   # vllm KV-cache share
+PARAM_OFFLOAD=${PARAM_OFFLOAD:-True}                     # params+grads to CPU between phases
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}            # Adam state to CPU between phases
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-1024}               # prompts per step
 PPO_MINI_BATCH_SIZE=${PPO_MINI_BATCH_SIZE:-256}          # prompts per optimizer update
@@ -45,8 +45,8 @@ LOG_PROB_MICRO_BATCH_PER_GPU=${LOG_PROB_MICRO_BATCH_PER_GPU:-1}  # responses per
 N_RESPONSES=${N_RESPONSES:-5}                            # responses per prompt
 MAX_PROMPT_LENGTH=${MAX_PROMPT_LENGTH:-1024}             # tokens
 MAX_RESPONSE_LENGTH=${MAX_RESPONSE_LENGTH:-1024}         # tokens
-ACTOR_TOKEN_BUDGET=${ACTOR_TOKEN_BUDGET:-6144}           # tokens per GPU per micro-batch (update)
-LOG_PROB_TOKEN_BUDGET=${LOG_PROB_TOKEN_BUDGET:-12288}    # tokens per GPU per micro-batch (log-prob, ref)
+ACTOR_TOKEN_BUDGET=${ACTOR_TOKEN_BUDGET:-3072}           # tokens per GPU per micro-batch (update)
+LOG_PROB_TOKEN_BUDGET=${LOG_PROB_TOKEN_BUDGET:-6144}     # tokens per GPU per micro-batch (log-prob, ref)
 
 export CUDA_DEVICE_MAX_CONNECTIONS=1  # Megatron overlaps TP communication with compute
 
