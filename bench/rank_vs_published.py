@@ -1,30 +1,31 @@
-"""The calibrated step-time model against published verl step times (issues 12 and 23).
+"""The calibrated step-time model against published verl step times, held out group by group (issues 12, 23, 32).
 
     python bench/rank_vs_published.py [--data bench/data/published_step_times.yaml]
                                       [--write-calibration] [--rounds N]
 
 For every published point (bench/data/published_step_times.yaml, each with its source) the
-layout and knobs are evaluated as given (`plan_layout(pins=..., evaluate=True)`). Leave-one-group-out: for each
-group (model × GPU type × source) the free constants are refitted on the other groups
-(generator.plan.step_fit) and the group is predicted with them. Prints per point the published
-seconds, the estimate with the stored constants and the held-out estimate; per group and per
-GPU count inside it the Spearman rank correlation of held-out estimate vs published; over all
-points the Spearman of GPU-seconds per token; and the share of held-out estimates within
-0.5-2x. `--write-calibration` refits on every point and writes
-generator/data/step_time_calibration.yaml first. Then the cross-check (`--cross-check`,
-bench/data/nemo_rl_step_times.yaml: NeMo-RL's published GRPO runs on DGX-H100, never fitted):
-published and estimated seconds per point. Exit 0; 2 on an unreadable data file.
+layout and knobs are evaluated as given (`plan_layout(pins=..., evaluate=True)`). A point is judged
+on its published step, or on its update where the source publishes only phases. Leave-one-group-out:
+for each group (one published series: model × GPU type × source) the free constants are refitted on
+the other groups (generator.plan.step_fit) and the group is predicted with them. Prints per point
+the published seconds, the estimate with the stored constants and the held-out one; per group each
+point's held-out error, their median and the band (largest); per series of layouts of one workload
+(group × GPU count × measure) the pairs the held-out estimates put in the published order, Kendall's
+tau and the error of the estimated ratio between two layouts; the median of that pair error over all
+series is the band generator/plan/error_band.py's STEP_TIME_ERROR_BAND holds. `--write-calibration`
+refits on every point and writes generator/data/step_time_calibration.yaml first. Then the
+cross-check (`--cross-check`, bench/data/nemo_rl_step_times.yaml: NeMo-RL's published GRPO runs on
+DGX-H100, never fitted). Exit 0; 2 on an unreadable data file.
 
-Measured at issue 23 (41 points): held out, Qwen2.5-7B DAPO 8 GPUs +0.89 (9 layouts),
-Qwen3-30B-A3B 16 GPUs +0.77 (4), 32 GPUs +1.00 (3), Qwen3-14B 32 H20 +0.80 (4), Qwen2.5-7B GRPO
-8 GPUs +0.75 (9); all points per GPU-second per token +0.91; 39/41 within 0.5-2x; NeMo-RL
-cross-check 4/5 within 0.5-2x (Llama-3.1-8B on 16 H100 estimated at 0.43x)
-(docs/step-time-model.md).
+Measured at issue 32 (47 points, docs/step-time-model.md): held-out error median 26 % (80th
+percentile 62 %), 43/47 within 0.5-2x; pairs in order 80/102; pair error median 14 % (the band),
+80th percentile 43 %; NeMo-RL cross-check 3/5 within 0.5-2x.
 """
 
 from __future__ import annotations
 
 import argparse
+import math
 from dataclasses import replace
 import sys
 from pathlib import Path
@@ -41,7 +42,9 @@ from generator.model import resolve_model  # noqa: E402
 from generator.pins import Pins  # noqa: E402
 from generator.plan import plan_layout  # noqa: E402
 from generator.plan.rollout_engine import engine_memory  # noqa: E402
-from generator.plan.step_fit import Case, fit, leave_one_group_out, parts  # noqa: E402
+from generator.plan.error_band import STEP_TIME_ERROR_BAND  # noqa: E402
+from generator.plan.step_fit import (Case, estimated, fit, kendall_tau, leave_one_group_out, measure,  # noqa: E402
+                                     pair_errors, pair_order, parts, published, quantile)
 from generator.plan.step_time import FREE_CONSTANTS, StepConstants, calibrated, estimate_step_time  # noqa: E402
 from generator.plan.workload import Workload, algo_roles  # noqa: E402
 from generator.resources import data_dir  # noqa: E402
@@ -133,9 +136,13 @@ def case_for(point: dict[str, Any]) -> tuple[Case | None, str]:
     def estimate_with(k: StepConstants) -> Any:
         return estimate_step_time(cand, model, gpu, work, kv_tokens=kv_tokens, constants=k)
 
-    case = Case(id=point["id"], group=point["group"], estimate=estimate_with, step_s=float(point["step_s"]),
+    case = Case(id=point["id"], group=point["group"], estimate=estimate_with, step_s=_seconds(point.get("step_s")),
                 gen_s=point.get("gen_s"), update_s=point.get("update_s"), log_prob_s=point.get("log_prob_s"))
     return case, "" if cand.fits else "predicted not to fit"
+
+
+def _seconds(value: Any) -> float | None:
+    return None if value is None else float(value)
 
 
 def estimate(point: dict[str, Any]) -> tuple[float | None, str]:
@@ -194,10 +201,88 @@ def print_cross_check(path: Path, constants: StepConstants) -> None:
     rows = cross_check(path, constants)
     print()
     print(f"Cross-check, not fitted ({path.name}: NeMo-RL's published GRPO step times on DGX-H100):")
-    for point_id, published, est in rows:
-        print(f"  {point_id:<22} published {published:>6g} s, estimated {est:>6.0f} s, ratio {est / published:.2f}")
-    inside = sum(_within(est, published) for _, published, est in rows)
+    for point_id, seconds, est in rows:
+        print(f"  {point_id:<22} published {seconds:>6g} s, estimated {est:>6.0f} s, ratio {est / seconds:.2f}")
+    inside = sum(_within(est, seconds) for _, seconds, est in rows)
     print(f"  within 0.5-2x: {inside}/{len(rows)} points")
+
+
+def _layout(point: dict[str, Any]) -> str:
+    return (f"TP{point['tp']} PP{point['pp']}" + (f" VPP{point['vpp']}" if point.get("vpp") else "")
+            + (f" CP{point['cp']}" if point["cp"] > 1 else "") + (f" EP{point['ep']}" if point["ep"] > 1 else ""))
+
+
+def print_points(cases: list[Case], by_id: dict[str, dict[str, Any]], start: StepConstants,
+                 held_est: dict[str, float]) -> None:
+    """Each point: published seconds (the step, or the update where only phases are published),
+    the estimate with the stored constants and the one held out with its group."""
+    print(f"{'point':<16} {'GPUs':>4} {'layout':<18} {'rTP':>3} {'what':<6} {'published':>9} {'fitted':>7} "
+          f"{'held-out':>8} {'ratio':>5}  gen pub/est")
+    for case in cases:
+        point = by_id[case.id]
+        fitted = case.estimate(start)
+        out = held_est[case.id]
+        gen = f"{case.gen_s:g}/{parts(fitted)['gen_s']:.0f}" if case.gen_s else "-"
+        what = "step" if case.step_s else "update"
+        print(f"{case.id:<16} {point['gpus']:>4} {_layout(point):<18} {point['rollout_tp']:>3} {what:<6} "
+              f"{published(case):>9g} {estimated(case, fitted):>7.0f} {out:>8.0f} {out / published(case):>5.2f}  {gen}")
+
+
+def print_groups(cases: list[Case], held_est: dict[str, float]) -> list[float]:
+    """Per group (predicted by constants fitted without it): each point's error, their median and
+    the band (largest); over all points the median and the 80th percentile of |error|."""
+    print()
+    print("Held out group by group: error = held-out estimate / published - 1 (step, or update where only "
+          "phases are published)")
+    errors: list[float] = []
+    for group in dict.fromkeys(c.group for c in cases):
+        members = [c for c in cases if c.group == group]
+        errs = [held_est[c.id] / published(c) - 1 for c in members]
+        errors.extend(errs)
+        magnitudes = [abs(e) for e in errs]
+        listed = " ".join(f"{e:+.0%}" for e in errs)
+        print(f"  {group}: median |error| {quantile(magnitudes, 0.5):.0%}, band {max(magnitudes):.0%} "
+              f"({len(members)} points: {listed})")
+    magnitudes = [abs(e) for e in errors]
+    print(f"  all {len(errors)} points: median |error| {quantile(magnitudes, 0.5):.0%}, 80th percentile "
+          f"{quantile(magnitudes, 0.8):.0%}, largest {max(magnitudes):.0%}")
+    return errors
+
+
+def series_of(cases: list[Case], by_id: dict[str, dict[str, Any]]) -> dict[tuple[str, int, str], list[Case]]:
+    """Series of layouts of one workload: one group (model, GPU type, source), one GPU count and one
+    published measure (step, or update where only phases are published)."""
+    out: dict[tuple[str, int, str], list[Case]] = {}
+    for case in cases:
+        out.setdefault((case.group, by_id[case.id]["gpus"], measure(case)), []).append(case)
+    return {key: members for key, members in out.items() if len(members) >= 2}
+
+
+def print_rank_agreement(cases: list[Case], by_id: dict[str, dict[str, Any]], held_est: dict[str, float]) -> float:
+    """Within each series: does the held-out order agree with the published one (pairs, Kendall's
+    tau), and how far is each pair's estimated ratio from the published ratio. Returns the band
+    the planner may treat as a tie: the median pair error (ln-ratio) as a relative difference."""
+    print()
+    print("Rank agreement within each series of layouts of one workload (held-out estimates):")
+    all_pairs: list[float] = []
+    agree = disagree = 0
+    for (group, gpus, what), members in series_of(cases, by_id).items():
+        est = [held_est[c.id] for c in members]
+        pub = [published(c) for c in members]
+        concordant, discordant, tied = pair_order(est, pub)
+        agree, disagree = agree + concordant, disagree + discordant
+        errs = pair_errors(est, pub)
+        all_pairs.extend(errs)
+        tau = kendall_tau(est, pub)
+        share = concordant / (concordant + discordant) if concordant + discordant else float("nan")
+        print(f"  {group}, {gpus} GPUs, {what.removesuffix('_s')}: {len(members)} layouts, pairs in order "
+              f"{concordant}/{concordant + discordant} ({share:.0%}), Kendall tau {_fmt(tau)}, "
+              f"pair error median {math.expm1(quantile(errs, 0.5)):.0%}")
+    band = math.expm1(quantile(all_pairs, 0.5))
+    print(f"  all series: pairs in order {agree}/{agree + disagree} ({agree / max(1, agree + disagree):.0%}); "
+          f"error of the estimated ratio between two layouts: median {band:.0%}, 80th percentile "
+          f"{math.expm1(quantile(all_pairs, 0.8)):.0%} over {len(all_pairs)} pairs")
+    return band
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -234,47 +319,22 @@ def main(argv: list[str] | None = None) -> int:
     held_est: dict[str, float] = {}
     for group, (_, steps) in held.items():
         for case, step in zip([c for c in cases if c.group == group], steps):
-            held_est[case.id] = step.total_s
-    print(f"{'point':<16} {'GPUs':>4} {'layout':<18} {'rTP':>3} {'published':>9} {'fitted':>7} {'held-out':>8} "
-          f"{'ratio':>5}  gen pub/est")
-    for case in cases:
-        point = by_id[case.id]
-        layout = f"TP{point['tp']} PP{point['pp']}" + (f" VPP{point['vpp']}" if point.get("vpp") else "") + \
-            (f" CP{point['cp']}" if point["cp"] > 1 else "") + (f" EP{point['ep']}" if point["ep"] > 1 else "")
-        fitted = case.estimate(start)
-        out = held_est[case.id]
-        gen = f"{case.gen_s:g}/{parts(fitted)['gen_s']:.0f}" if case.gen_s else "-"
-        print(f"{case.id:<16} {point['gpus']:>4} {layout:<18} {point['rollout_tp']:>3} {case.step_s:>9g} "
-              f"{fitted.total_s:>7.0f} {out:>8.0f} {out / case.step_s:>5.2f}  {gen}")
-    print()
-    print("Spearman of held-out estimates vs published step times (each group predicted by constants fitted "
-          "without it):")
-    within_gpus: list[float] = []
-    groups = dict.fromkeys(c.group for c in cases)
-    for group in groups:
-        members = [c for c in cases if c.group == group]
-        rho = spearman([held_est[c.id] for c in members], [c.step_s for c in members])
-        line = f"  {group}: {_fmt(rho)} over {len(members)} points"
-        for gpus in sorted({by_id[c.id]["gpus"] for c in members}):
-            same = [c for c in members if by_id[c.id]["gpus"] == gpus]
-            if len(same) >= 3:
-                rho = spearman([held_est[c.id] for c in same], [c.step_s for c in same])
-                line += f"; {gpus} GPUs {_fmt(rho)} over {len(same)}"
-                if rho is not None:
-                    within_gpus.append(rho)
-        print(line)
+            held_est[case.id] = estimated(case, step)
+    print_points(cases, by_id, start, held_est)
+    print_groups(cases, held_est)
+    band = print_rank_agreement(cases, by_id, held_est)
+    steps_only = [c for c in cases if c.step_s]
     per_token = []
-    for case in cases:
+    for case in steps_only:
         point = by_id[case.id]
         tokens = point["train_batch_size"] * point["n"] * (point["prompt_len"] + point["response_len"])
-        per_token.append((held_est[case.id] * point["gpus"] / tokens, case.step_s * point["gpus"] / tokens))
+        per_token.append((held_est[case.id] * point["gpus"] / tokens, published(case) * point["gpus"] / tokens))
     rho = spearman([e for e, _ in per_token], [p for _, p in per_token])
-    print(f"  all points, GPU-seconds per token: {_fmt(rho)} over {len(per_token)} points")
-    if within_gpus:
-        print(f"  within one model and GPU count: min {min(within_gpus):+.2f}, mean "
-              f"{sum(within_gpus) / len(within_gpus):+.2f} over {len(within_gpus)} sets")
-    inside = sum(_within(held_est[c.id], c.step_s) for c in cases)
+    print(f"all step points, Spearman of GPU-seconds per token: {_fmt(rho)} over {len(per_token)} points")
+    inside = sum(_within(held_est[c.id], published(c)) for c in cases)
     print(f"held-out estimate/published within 0.5-2x: {inside}/{len(cases)} points ({inside / len(cases):.0%})")
+    print(f"STEP_TIME_ERROR_BAND measured: {band:.2f} (generator/plan/error_band.py holds "
+          f"{STEP_TIME_ERROR_BAND:.2f})")
     constants = ", ".join(f"{name} {getattr(start, name):.3g}" for name in FREE_CONSTANTS)
     print(f"constants (all points): {constants}")
     if args.cross_check.exists():

@@ -2,7 +2,7 @@
 
 A case is one published run: a function from StepConstants to the estimated StepTime of its
 layout, and the published seconds (step, and where the source gives them: generation, update,
-log-prob). The loss is the sum of squared log-ratios estimate/published over every published
+log-prob; a few sources give only the update and log-prob). The loss is the sum of squared log-ratios estimate/published over every published
 part, so a point 2× too slow weighs as much as one 2× too fast. The fit is a coordinate descent
 on a multiplicative grid per constant (each constant kept inside BOUNDS, which say what is
 physically plausible); leave-one-group-out refits without a group and predicts it.
@@ -26,6 +26,9 @@ BOUNDS: dict[str, tuple[float, float]] = {
     "decode_tp_sync_s": (1e-6, 1e-3),
     "decode_step_overhead_s": (1e-4, 0.05),
     "static_pad_share": (0.0, 1.0),
+    "gemm_half_dim": (16.0, 4096.0),
+    "expert_half_rows": (16.0, 8192.0),
+    "cross_node_sync_s": (1e-6, 2e-4),
 }
 
 
@@ -34,7 +37,7 @@ class Case:
     id: str
     group: str
     estimate: Callable[[StepConstants], StepTime]
-    step_s: float
+    step_s: float | None  # None: the source gives only some phases (update, log-prob)
     gen_s: float | None = None
     update_s: float | None = None
     log_prob_s: float | None = None
@@ -95,3 +98,66 @@ def leave_one_group_out(cases: Sequence[Case], start: StepConstants,
         constants = fit(rest, start, rounds=rounds)
         out[group] = (constants, [c.estimate(constants) for c in cases if c.group == group])
     return out
+
+
+def measure(case: Case) -> str:
+    """The published seconds a case is judged on: the whole step, or the update where the source
+    gives only phases."""
+    return "step_s" if case.step_s else "update_s"
+
+
+def published(case: Case) -> float:
+    value = getattr(case, measure(case))
+    return float(value or 0.0)
+
+
+def estimated(case: Case, step: StepTime) -> float:
+    """The estimate of the measure the case is judged on."""
+    return parts(step)[measure(case)]
+
+
+def pair_order(estimates: Sequence[float], truths: Sequence[float]) -> tuple[int, int, int]:
+    """(concordant, discordant, tied) pairs of two orderings of the same items: a pair is tied when
+    either side calls the two equal (then it says nothing about the order)."""
+    concordant = discordant = tied = 0
+    for i in range(len(truths)):
+        for j in range(i + 1, len(truths)):
+            sign = (estimates[i] - estimates[j]) * (truths[i] - truths[j])
+            if sign > 0:
+                concordant += 1
+            elif sign < 0:
+                discordant += 1
+            else:
+                tied += 1
+    return concordant, discordant, tied
+
+
+def kendall_tau(estimates: Sequence[float], truths: Sequence[float]) -> float | None:
+    """Kendall's tau-a over the untied pairs: (concordant − discordant)/(concordant + discordant);
+    None with no untied pair."""
+    concordant, discordant, _ = pair_order(estimates, truths)
+    if concordant + discordant == 0:
+        return None
+    return (concordant - discordant) / (concordant + discordant)
+
+
+def pair_errors(estimates: Sequence[float], truths: Sequence[float]) -> list[float]:
+    """For every pair in one series, how far the estimated ratio of the two times is from the
+    published one: |ln(est_i/est_j) − ln(pub_i/pub_j)|. The estimates' shared bias (a workload's
+    token count, the cluster's speed) cancels, so this is the error of telling two layouts apart."""
+    out = []
+    for i in range(len(truths)):
+        for j in range(i + 1, len(truths)):
+            out.append(abs(math.log(estimates[i] / estimates[j]) - math.log(truths[i] / truths[j])))
+    return out
+
+
+def quantile(values: Sequence[float], q: float) -> float:
+    """The q-quantile of `values` by linear interpolation between order statistics."""
+    ordered = sorted(values)
+    if not ordered:
+        return 0.0
+    position = q * (len(ordered) - 1)
+    low = math.floor(position)
+    high = min(low + 1, len(ordered) - 1)
+    return ordered[low] + (ordered[high] - ordered[low]) * (position - low)
