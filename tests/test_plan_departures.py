@@ -70,7 +70,7 @@ def test_departure_text_says_the_gain_and_why():
     # Within 3 %: a tie, with the criterion that decided.
     close = replace(OURS, score=_step(60.0, 30.0, comm=9.5))  # 110.5 s: the step bucket of 110 s
     tie = departure_text(Departure("G1", "grpo/x.sh", VERL, close, "smaller TP·PP·CP (more data parallelism)"))
-    assert "within 3 % of this plan's 110 s, a tie" in tie and "decided by: smaller TP·PP·CP" in tie
+    assert "within 3% of this plan's 110 s, a tie" in tie and "decided by: smaller TP·PP·CP" in tie
     # verl's knobs over the GPU on this workload: the phase and its size.
     over = replace(VERL, fits=False, memory=(PhaseMemory("rollout", 81.5),))
     text = departure_text(Departure("G1", "grpo/x.sh", over, OURS, "it fits"))
@@ -114,7 +114,10 @@ def test_gen_plan_says_each_departure_from_verls_examples_with_the_gain():
         assert saving["seconds"] > 0 and chosen["score"][names[saving["part"]]] >= 0
     text = runner.invoke(app, G1_ARGS).output
     assert "verl: verl v0.7.0's example grpo/run_qwen2-7b_math_megatron.sh runs TP2 PP2," in text
-    assert f"is estimated {g1['faster_by']:.0%} faster" in " ".join(text.split())
+    if g1["thin"]:  # issue 32: verl's knobs leave less than the practice's spare here, said so
+        assert "fits this workload with less than 5% of usable memory spare" in " ".join(text.split())
+    else:
+        assert f"is estimated {g1['faster_by']:.0%} faster" in " ".join(text.split())
 
 
 def test_gen_plan_without_a_verl_example_says_nothing_of_verl():
