@@ -79,11 +79,14 @@ def within_step_band(faster_s: float, slower_s: float) -> bool:
     return slower_s <= faster_s * (1 + STEP_TIME_ERROR_BAND)
 
 
-def pp_is_shallowest(chosen_pp: int, chosen_step_s: float, shallower: list[tuple[int, float]]) -> bool:
-    """No shallower pipeline that fits (`shallower`: (PP, estimated step) of layouts that fit) is as
-    fast as the chosen one within the step-time band."""
-    return not any(pp < chosen_pp and step_s <= chosen_step_s * (1 + STEP_TIME_ERROR_BAND)
-                   for pp, step_s in shallower)
+def pp_is_shallowest(chosen_pp: int, fastest_s: float, shallower: list[tuple[int, float]],
+                     published: bool = False) -> bool:
+    """No shallower pipeline that fits (`shallower`: (PP, estimated step) of layouts that fit) is
+    within the step-time band of the fastest layout that fits (`fastest_s`), where the planner's
+    ties are (ranking.banded). verl's published layout for the model is its practice, pipeline
+    included (`published`)."""
+    return published or not any(pp < chosen_pp and step_s <= fastest_s * (1 + STEP_TIME_ERROR_BAND)
+                                for pp, step_s in shallower)
 
 
 def relief_is_needed(uses_relief: bool, fits_with_less: bool) -> bool:

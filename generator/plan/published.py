@@ -4,7 +4,8 @@ layout of the nearest count scaled by Megatron's rules:
   DP = GPUs / (TP·PP·CP) must be a whole number; the expert grid ETP·EP·PP must divide the GPUs
   (Megatron-core `parallel_state.initialize_model_parallel` builds EP·ETP groups out of each
   pipeline stage's TP·CP·DP ranks), so EP halves until it does; a pipeline wider than the GPUs
-  halves until it fits (the stage split then evened out); CP is kept for long sequences only.
+  halves until it fits (the stage split then evened out); CP is kept for long sequences only; a
+  mixture-of-experts row without EP gets EP carved out of DP·CP (up to 8, a node).
 Validity is still judged by `generator.derive.layout_problems`; the sizing adapts the knobs.
 """
 
@@ -18,7 +19,7 @@ from generator.derive import Layout, data_parallel_size
 from generator.layout import Parallelism
 from generator.model import ModelFacts
 from generator.pins import LAYOUT_FIELDS, Pins
-from generator.plan.enumeration import describe_layout
+from generator.plan.enumeration import describe_layout, stage_splits
 from generator.plan.practice import layout_violations
 from generator.plan.verl_rows import VerlRow, verl_rows
 from generator.plan.setting import Setting
@@ -33,15 +34,17 @@ def practice_rows(model: ModelFacts) -> list[VerlRow]:
             and not str(row.row.get("script", "")).startswith(NOT_PRACTICE)]
 
 
-def nearest_rows(model: ModelFacts, gpus: int, algo: str) -> list[VerlRow]:
-    """The rows at this GPU count, else at the nearest one (the smaller on a tie); the plan's
-    algorithm's rows first."""
+def nearest_rows(model: ModelFacts, gpus: int, algo: str, gpu_name: str = "") -> list[VerlRow]:
+    """The rows at this GPU count, else at the nearest one (the smaller on a tie), those run on
+    `gpu_name` when there are some; the plan's algorithm's rows first."""
     rows = practice_rows(model)
     if not rows:
         return []
     counts = sorted({int(row.row["gpus"]) for row in rows}, key=lambda c: (abs(c - gpus), c))
     near = [row for row in rows if row.row["gpus"] == counts[0]]
-    return sorted(near, key=lambda row: str(row.row["algo"]).lower() != algo.lower())
+    # A row run on this GPU type speaks for it; a row on another type only when none does.
+    same_gpu = [row for row in near if row.gpu.name == gpu_name]
+    return sorted(same_gpu or near, key=lambda row: str(row.row["algo"]).lower() != algo.lower())
 
 
 def scaled_layout(row: VerlRow, model: ModelFacts, s: Setting) -> Layout | None:
@@ -60,7 +63,13 @@ def scaled_layout(row: VerlRow, model: ModelFacts, s: Setting) -> Layout | None:
     if data_parallel_size(s.gpus, tp, pp, cp) is None:
         return None
     if pp != int(shape.get("pp", 1)) and model.num_layers % pp:
-        return None  # an uneven split of a changed pipeline is the search's to choose
+        first, last = stage_splits(model.num_layers, pp)[0]  # the enumeration's first uneven split
+    if model.is_moe and ep == 1:
+        # verl's MoE rows without EP predate its MoE practice (practice.uses_expert_parallelism):
+        # carve EP out of DP·CP as its later rows do, up to a node's worth.
+        ep, etp = min(8, model.num_experts or 1), 1
+        while ep > 1 and (model.num_experts or 1) % ep:
+            ep //= 2
     while ep > 1 and s.gpus % ((etp or tp) * ep * pp):
         ep //= 2
     return Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, tp=tp, pp=pp, cp=cp, ep=ep,
@@ -95,7 +104,7 @@ def published_knobs(model: ModelFacts, layout: Parallelism, s: Setting) -> Pins 
 def _published(model: ModelFacts, s: Setting) -> dict[str, tuple[Layout, int | None, VerlRow]]:
     """describe_layout(layout) -> (verl's layout scaled to `s`, its rollout TP or None, the row)."""
     out: dict[str, tuple[Layout, int | None, VerlRow]] = {}
-    for row in nearest_rows(model, s.gpus, s.algo):
+    for row in nearest_rows(model, s.gpus, s.algo, s.gpu.name):
         layout = scaled_layout(row, model, s)
         if layout is not None and describe_layout(layout) not in out:
             rollout_tp = int(row.row["rollout_tp"])

@@ -21,7 +21,8 @@ from generator.plan.enumeration import describe_layout, enumerate_layouts
 from generator.plan.practice import leaves_spare, least_budget_tokens, spare_share, within_step_band
 from generator.plan.published import (practice_marks, published_budget_tokens, published_layouts,
                                       published_knobs, published_rollout_tp)
-from generator.plan.ranking import RankKey, banded, deciding_criterion, optimistic_key, rank_key, step_floor_s
+from generator.plan.ranking import (STEP_POSITION, RankKey, banded, deciding_criterion, optimistic_key, rank_key,
+                                    step_floor_s)
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
@@ -136,7 +137,10 @@ def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan:
     skipped = 0
     keys: list[RankKey] = []
     for index, layout in enumerate(layouts):
-        if search and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= best_key(layout):
+        # Stop only once the next layout cannot reach the shown ones' step bucket: inside it, the
+        # band (ranking.banded) may still let it win on a later criterion.
+        if search and len(keys) >= max(1, top) and \
+                keys[max(1, top) - 1][:STEP_POSITION + 1] < best_key(layout)[:STEP_POSITION + 1]:
             skipped = len(layouts) - index
             break
         problems = layout_problems(layout, model)
@@ -166,8 +170,9 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
           prune: bool) -> tuple[Candidate | None, str]:
     """size_layout, with verl's own rollout TP beside its published layout when the user pinned
     none (and the free choice when the layout does not fit with verl's). Where the user pinned no
-    knob either, verl's row's own knobs are tried as well: they win when they leave the spare and
-    are estimated no slower beyond the step-time band (a tie goes to practice)."""
+    knob either, verl's row's own knobs are tried as well: they win when they leave the spare, need
+    no more relief than ours and are estimated no slower beyond the step-time band (a tie goes to
+    practice)."""
     rollout_tp = published_rollout_tp(model, layout, s) if pins.rollout_tp is None else None
     sized: tuple[Candidate | None, str] = (None, "")
     if rollout_tp is not None:
@@ -185,8 +190,10 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
     if not theirs.use_dynamic_bsz and per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n,
                                                           layout_dp(s.gpus, layout)) % theirs.micro_batch_per_gpu:
         return sized  # the row's micro batch does not split this batch
-    if ours is None or not ours.fits or ours.score is None or within_step_band(ours.score.total_s,
-                                                                               theirs.score.total_s):
+    if ours is None or not ours.fits or ours.score is None:
+        return theirs, ""
+    # A tie goes to practice, but offload and recompute only where needed: never more relief than ours.
+    if len(theirs.relief()) <= len(ours.relief()) and within_step_band(ours.score.total_s, theirs.score.total_s):
         return theirs, ""
     return sized
 
