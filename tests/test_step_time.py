@@ -208,12 +208,26 @@ def test_plan_json_carries_the_score_parts_for_every_candidate():
 
 def test_each_alternative_names_the_criterion_the_first_beats_it_on():
     from generator.plan import plan_layout
-    from generator.plan.ranking import RANK_CRITERIA, deciding_criterion, rank_key
+    from generator.plan.published import practice_marks
+    from generator.plan.ranking import RANK_CRITERIA, STEP_POSITION, banded, deciding_criterion, rank_key
+    from generator.plan.setting import Setting
 
     model = find_model("qwen2-7b")
     plan = plan_layout(model, 8, gpu=gpu_spec("h100"))
     assert len(plan.candidates) > 1 and plan.rank_reasons[0] is None
-    keys = [rank_key(c, plan.prompt_len + plan.response_len, model.is_moe, 8) for c in plan.candidates]
+    s = Setting(gpus=8, gpus_per_node=8, gpu=gpu_spec("h100"), prompt_len=plan.prompt_len,
+                response_len=plan.response_len, n=1, algo=plan.algo, train_batch_size=0, mini=0)
+
+    def key(c):
+        violations, published = practice_marks(model, c, s)
+        return rank_key(c, plan.prompt_len + plan.response_len, model.is_moe, 8, violations=violations,
+                        published=published)
+
+    first = plan.candidates[0]
+    # Step times inside the error band of the first's tie (ranking.banded): the later criteria decide.
+    keys = [key(first)] + [banded(key(c), c.score.total_s, key(first), first.score.total_s)
+                           if key(c)[:STEP_POSITION] == key(first)[:STEP_POSITION] else key(c)
+                           for c in plan.candidates[1:]]
     assert len(keys[0]) == len(RANK_CRITERIA)
     for key, reason in zip(keys[1:], plan.rank_reasons[1:]):
         position = next(i for i, (a, b) in enumerate(zip(keys[0], key)) if a != b)

@@ -39,7 +39,9 @@ def register(app: typer.Typer) -> None:
     def plan_command(
         model: str = typer.Option(..., "--model", "-m", help="Model name, hub id, model dir or config.json."),
         gpus: int = typer.Option(..., "--gpus", help="GPUs in total (all nodes)."),
-        nodes: int = typer.Option(1, "--nodes", help="Nodes the GPUs are spread over."),
+        nodes: int | None = typer.Option(
+            None, "--nodes", help="Nodes the GPUs are spread over (default: as many as the GPU type's nodes "
+                                  "need, as gen recipe derives them)."),
         gpu: str | None = typer.Option(
             None, "--gpu", help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
         gpu_mem: float | None = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
@@ -68,6 +70,7 @@ def register(app: typer.Typer) -> None:
         from generator.model import resolve_model
         from generator.plan import plan_layout
         from generator.plan.batch_choice import default_n
+        from generator.plan.setting import nodes_for_gpus
         from generator.pins import LAYOUT_FIELDS, pins_from_options
         from generator.plan.verl_departures import departures
         # Memory at the release `gen recipe` writes for (render.spec.DEFAULT_VERSION, the newest packaged
@@ -79,6 +82,8 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"--format must be text or json, got '{output_format}'")
             facts = resolve_model(model)
             spec = gpu_spec(gpu, gpu_mem)
+            if nodes is None:  # derived as `gen recipe` derives them: one search, one answer
+                nodes = nodes_for_gpus(gpus, spec.name, spec.gpus_per_node)[0]
             pinned = pin_values or {}
             # the knobs checked as `gen recipe` checks them; a layout given (taken as it is, so
             # layout_problems can say why it is invalid) is evaluated, with the knobs pinned

@@ -22,7 +22,7 @@ def powers_of_two(limit: int) -> list[int]:
     return out
 
 
-def _stage_splits(layers: int, pp: int) -> list[tuple[int | None, int | None]]:
+def stage_splits(layers: int, pp: int) -> list[tuple[int | None, int | None]]:
     """Even split when it divides, else uneven first/last stage layer counts."""
     if pp == 1:
         return [(None, None)]
@@ -58,7 +58,7 @@ def enumerate_layouts(model: ModelFacts, s: Setting) -> list[Layout]:
                            if (model.num_experts or 1) % ep == 0 and ep <= s.gpus // pp]
                 # Interleaving pays off on short pipelines; deeper ones are already bubble-bound by M.
                 vpps = [None] + ([2] if 1 < pp <= 4 else [])
-                for first, last in _stage_splits(model.num_layers, pp):
+                for first, last in stage_splits(model.num_layers, pp):
                     for ep, etp in eps:
                         for vpp in vpps:
                             out.append(Layout(gpus=s.gpus, tp=tp, pp=pp, cp=cp, ep=ep, etp=etp, vpp=vpp,

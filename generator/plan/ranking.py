@@ -1,9 +1,11 @@
-"""Ranking sized layouts (lexicographic, RANK_CRITERIA names each position): fits; shorter
-estimated step time (generator.plan.step_time, calibrated on published verl runs; times within ~3 %
-tie); then, to break ties: no CPU optimizer; no recompute; fewer offload flags (no offload where the
-layout fits without); micro batches of at least ~4k tokens; expert groups inside a node; smaller
-TP·PP·CP (more data parallelism); smaller pipeline bubble; more rollout memory; bigger micro batch;
-smaller rollout TP. `optimistic_key` is the best key a layout could reach before it is sized (its
+"""Ranking sized layouts (lexicographic, RANK_CRITERIA names each position): fits; keeps verl's
+practice rules on the layout (generator.plan.practice); is verl's published layout for the model
+(generator.plan.published: our estimate alone never overrides what ran); shorter estimated step
+time (generator.plan.step_time; times within STEP_TIME_ERROR_BAND tie); then, to break ties: a
+shallower pipeline (depth only when memory needs it); no CPU optimizer; no recompute; fewer offload
+flags (each layout's own relief is only what it needs: sizing._trim_relief); micro batches of at
+least ~4k tokens; expert groups inside a node; smaller TP·PP·CP (more data parallelism); smaller
+pipeline bubble; more rollout memory; bigger micro batch; smaller rollout TP. `optimistic_key` is the best key a layout could reach before it is sized (its
 step-time floor: no offload, dynamic batches, the best rollout TP), which lets the search stop early.
 """
 
@@ -18,6 +20,7 @@ from generator.layout import Parallelism
 from generator.candidate import Candidate
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
+from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
@@ -49,8 +52,9 @@ def experts_cross_nodes(layout: Parallelism, gpus_per_node: int, moe: bool) -> b
 
 
 # rank_key's tuple, compared in order (RANK_CRITERIA names each position); smaller ranks first.
-RankKey = tuple[bool, int, float, bool, int, bool, bool, int, float, int, int, float, float, int]
-STEP_BUCKET = 1.03  # estimated step times within ~3 % of each other tie; the later criteria decide
+RankKey = tuple[bool, int, bool, int, int, float, bool, int, bool, bool, int, float, int, int, float, float, int]
+STEP_BUCKET = 1 + STEP_TIME_ERROR_BAND  # step times within the model's error band tie; later criteria decide
+STEP_POSITION = 3  # where rank_key holds the step bucket
 
 
 def step_bucket(seconds: float) -> int:
@@ -111,28 +115,45 @@ def _rollout_tp_options(gpus: int, gpus_per_node: int) -> tuple[int, ...]:
                  and (gpus_per_node % r == 0 or r % gpus_per_node == 0)) or (1,)
 
 
-def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0) -> RankKey:
-    """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s)."""
+def optimistic_key(layout: Layout, moe: bool, floor_s: float = 0.0, *, violations: int = 0,
+                   published: bool = False) -> RankKey:
+    """The best rank_key any sizing of this layout could reach (`floor_s`: step_floor_s). The
+    step bucket is one lower than the floor's: a layout one bucket slower may still tie inside the
+    band (`banded`)."""
     crosses = experts_cross_nodes(layout, layout.gpus_per_node or 0, moe)
-    return (False, step_bucket(floor_s) if floor_s > 0 else -(10**9), 0.0, False, 0, False, crosses,
-            layout.model_parallel_size, _bubble(layout), _expert_tp(layout, moe), layout.ep,
+    return (False, violations, not published, step_bucket(floor_s) - 1 if floor_s > 0 else -(10**9), layout.pp, 0.0,
+            False, 0, False, crosses, layout.model_parallel_size, _bubble(layout), _expert_tp(layout, moe), layout.ep,
             -max(GMU_STEPS), -math.inf, 0)
 
 
-def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0) -> RankKey:
+def rank_key(c: Candidate, seq_len: int = 0, moe: bool = False, gpus_per_node: int = 0, *, violations: int = 0,
+             published: bool = False) -> RankKey:
+    """`violations`: the practice rules the layout breaks (practice.layout_violations); `published`:
+    the layout is verl's for this model (published.published_layouts)."""
     off = c.offload
     # Micro-batches under ~4k tokens leave the GPU's matmuls small: count them as a cost
     # comparable to recompute, unless the whole per-rank mini batch is that small.
     small_micro = seq_len > 0 and micro_tokens(c, seq_len) < min(EFFICIENT_MICRO_TOKENS, seq_len * 4)
-    return (not c.fits, step_bucket(c.score.total_s) if c.score else 0,
+    return (not c.fits, violations, not published, step_bucket(c.score.total_s) if c.score else 0, c.pp,
             off.cpu_optimizer_fraction if off.cpu_optimizer else 0.0, c.recompute,
             int(off.param) + int(off.optimizer), small_micro, experts_cross_nodes(c, gpus_per_node, moe),
             c.model_parallel_size, _bubble(c), _expert_tp(c, moe), c.ep,
             -c.gpu_memory_utilization, -micro_tokens(c, max(seq_len, 1)), c.rollout_tp)
 
 
+def banded(key: RankKey, step_s: float, leader: RankKey, leader_step_s: float) -> RankKey:
+    """`key` with the leader's step bucket when its step is within the band of the leader's (the
+    fastest with the same practice marks): a tie, which the later criteria decide, however the
+    two fall on the bucket boundaries."""
+    if key[:STEP_POSITION] == leader[:STEP_POSITION] and step_s <= leader_step_s * STEP_BUCKET:
+        return key[:STEP_POSITION] + (leader[STEP_POSITION],) + key[STEP_POSITION + 1:]  # type: ignore[return-value]
+    return key
+
+
 # What each position of rank_key prefers, in the user's words (kept beside rank_key: one order).
-RANK_CRITERIA = ("it fits", "shorter estimated step time", "less of the CPU optimizer", "no recompute",
+RANK_CRITERIA = ("it fits", "keeps verl's practice (expert parallelism for MoE, TP inside a node)",
+                 "verl's published layout for this model", "shorter estimated step time",
+                 "shallower pipeline (depth only when memory needs it)", "less of the CPU optimizer", "no recompute",
                  "no offload (fewer offload flags)", "micro-batches of at least ~4k tokens",
                  "expert groups inside a node", "smaller TP·PP·CP (more data parallelism)", "smaller pipeline bubble",
                  "smaller expert TP", "smaller EP", "more rollout memory (gmu)", "bigger micro batch",

@@ -11,6 +11,7 @@ from generator.model import model_slug, resolve_model
 from generator.pins import NO_PINS, Pins, pins_text
 from generator.plan import plan_layout
 from generator.plan.batch_choice import default_n
+from generator.plan.setting import nodes_for_gpus
 from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
 from generator.verl import ALGORITHMS
 
@@ -73,21 +74,6 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
         checkpoint_dir=checkpoint_dir, save_freq=save_freq, resume_mode=resume_mode, resume_from=resume_from,
         lr=lr, total_epochs=total_epochs, nodes_note=nodes_note,
     )
-
-
-def nodes_for_gpus(gpus: int, gpu_name: str, per_node: int) -> tuple[int, str]:
-    """(nodes, why) for `--gpus` without `--nodes`: one node up to the GPU type's GPUs per node,
-    else gpus / per-node. Ray places each node's GPUs as one group on one machine
-    (trainer.n_gpus_per_node), so 16 GPUs on one "node" could never be scheduled on 8-GPU
-    machines. A count that does not fill whole nodes is an InputError with the reason."""
-    if gpus <= per_node:
-        return 1, ""
-    if gpus % per_node:
-        raise InputError(f"--gpus {gpus} does not fill whole {gpu_name} nodes of {per_node} GPUs; give a multiple "
-                         f"of {per_node} or --nodes N with N dividing {gpus}")
-    nodes = gpus // per_node
-    return nodes, (f"{gpus} GPUs are more than the {per_node} of one {gpu_name} node: {nodes} nodes x {per_node}, "
-                   "each node's GPUs one Ray placement group (--nodes chooses another split)")
 
 
 def local_model_path(model: str) -> str | None:

@@ -12,65 +12,18 @@ from typing import Any
 
 from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.derive import layout_dp, per_rank_mini_batch
-from generator.hardware import GpuSpec, gpu_spec
-from generator.model import resolve_model
-from generator.layout import Offload
-from generator.model.facts import ModelFacts
 from generator.pins import Pins
 from generator.plan.result import Plan
 from generator.plan.memory import MemorySetup
 from generator.plan.workload import Workload, algo_roles
-from generator.resources import data_dir, load_data_yaml
+from generator.plan.verl_rows import LAYOUT_KEYS, VerlRow, verl_rows
 
-LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
+__all__ = ["LAYOUT_KEYS", "VerlLayout", "verl_layouts"]
 
 
 @dataclass(frozen=True)
-class VerlLayout:
-    row: dict[str, Any]
-
-    @property
-    def id(self) -> str:
-        return str(self.row["id"])
-
-    @property
-    def model(self) -> ModelFacts:
-        return resolve_model(self.row["model"])
-
-    @property
-    def gpu(self) -> GpuSpec:
-        return gpu_spec(self.row["gpu"])
-
-    def layout(self) -> dict[str, Any]:
-        out = {k: self.row[k] for k in LAYOUT_KEYS if self.row.get(k) is not None}
-        if self.row.get("first") is not None:
-            out["first_stage_layers"] = self.row["first"]
-        if self.row.get("last") is not None:
-            out["last_stage_layers"] = self.row["last"]
-        return out
-
-    def shipped_pins(self) -> Pins:
-        """The layout and the script's own memory knobs, as the planner's pins."""
-        r = self.row
-        fraction = float(r.get("cpu_optimizer_fraction", 0.0))
-        dynamic = bool(r.get("dynamic", False))
-        return Pins(
-            **self.layout(), rollout_tp=r["rollout_tp"], use_dynamic_bsz=dynamic,
-            offload=Offload(param=bool(r.get("param_offload", False)), grad=bool(r.get("param_offload", False)),
-                            optimizer=bool(r.get("optimizer_offload", False)), cpu_optimizer=fraction > 0,
-                            cpu_optimizer_fraction=fraction),
-            recompute=bool(r.get("recompute", False)), gpu_memory_utilization=r["gmu"],
-            use_fused_kernels=bool(r.get("fused", False)), enforce_eager=bool(r.get("eager", False)),
-            token_budget=r["budget"] if dynamic else None,
-            log_prob_token_budget=r.get("lp_budget", r["budget"]) if dynamic else None,
-            micro_batch_per_gpu=None if dynamic else r["micro"],
-            log_prob_micro_batch_per_gpu=None if dynamic else r.get("lp_micro", r["micro"]))
-
-    def workload(self) -> dict[str, Any]:
-        r = self.row
-        nodes = max(1, r["gpus"] // 8)
-        return {"nodes": nodes, "gpu": self.gpu, "prompt_len": r["prompt"], "response_len": r["response"],
-                "n": r["n"], "algo": r["algo"], "train_batch_size": r["train_bs"]}
+class VerlLayout(VerlRow):
+    """A row of verl's shipped layouts, with the planner's evaluations of it."""
 
     def evaluate_as_shipped(self) -> Plan:
         return self.evaluate_for(self.workload())
@@ -116,5 +69,4 @@ class VerlLayout:
 
 @lru_cache(maxsize=1)
 def verl_layouts() -> tuple[VerlLayout, ...]:
-    raw = load_data_yaml(data_dir() / "verl_layouts.yaml")
-    return tuple(VerlLayout(row) for row in raw["rows"])
+    return tuple(VerlLayout(row) for row in verl_rows())

@@ -8,7 +8,9 @@ floor) and stops once the top candidates beat the next layout's floor.
 
 from __future__ import annotations
 
-from generator.derive import Layout, layout_problems
+from dataclasses import replace
+
+from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.candidate import Candidate
@@ -16,7 +18,11 @@ from generator.model import ModelFacts, total_params
 from generator.pins import NO_PINS, Pins
 from generator.plan.batch_choice import batch_hint, batch_sizes
 from generator.plan.enumeration import describe_layout, enumerate_layouts
-from generator.plan.ranking import RankKey, deciding_criterion, optimistic_key, rank_key, step_floor_s
+from generator.plan.practice import leaves_spare, least_budget_tokens, spare_share, within_step_band
+from generator.plan.published import (practice_marks, published_budget_tokens, published_layouts,
+                                      published_knobs, published_rollout_tp)
+from generator.plan.ranking import (STEP_POSITION, RankKey, banded, deciding_criterion, optimistic_key, rank_key,
+                                    step_floor_s)
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
@@ -68,17 +74,31 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
     s = Setting(gpus=gpus, gpus_per_node=min(gpus_per_node, gpu.gpus_per_node) if nodes > 1 else gpus_per_node,
                  gpu=gpu, prompt_len=prompt_len, response_len=response_len, n=n, algo=algo,
                  train_batch_size=prompts, mini=mini, mean_response_len=mean_response_len or 0,
-                 rollout=rollout_defaults(verl_version))
+                 rollout=rollout_defaults(verl_version), spare=spare_share(),
+                 least_budget=least_budget_tokens(prompt_len + response_len, published_budget_tokens(model)))
     params = total_params(model)
-    plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
-                response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
-                gpu_memory_gib=gpu.memory_gib)
-    layouts = _layouts_to_visit(model, s, pins, evaluate)
-    sized, misses = _size_best_first(model, layouts, s, plan, params=params, pins=pins, top=top,
-                                     search=not evaluate)
-    _rank_into(plan, sized, misses, s, moe=model.is_moe, top=top, fixed=evaluate)
-    # Described (notes, why, warnings) only once ranked: the search sizes ~100 layouts and shows `top`.
-    plan.candidates = [describe_candidate(model, c, s, params=params) for c in plan.candidates]
+
+    def attempt(setting: Setting) -> Plan:
+        plan = Plan(model=model.name, gpus=gpus, nodes=nodes, gpu=gpu.name, algo=algo, n=n, prompt_len=prompt_len,
+                    response_len=response_len, train_batch_size=prompts, ppo_mini_batch_size=mini,
+                    gpu_memory_gib=gpu.memory_gib)
+        layouts = _layouts_to_visit(model, setting, pins, evaluate)
+        sized, misses = _size_best_first(model, layouts, setting, plan, params=params, pins=pins, top=top,
+                                         search=not evaluate)
+        _rank_into(plan, sized, misses, setting, model=model, top=top, fixed=evaluate)
+        # Described (notes, why, warnings) only once ranked: the search sizes ~100 layouts and shows `top`.
+        plan.candidates = [describe_candidate(model, c, setting, params=params) for c in plan.candidates]
+        return plan
+
+    plan = attempt(s)
+    if plan.chosen is None:
+        # Nothing leaves the practice's spare: the closest to the edge that still fits, said so.
+        edge = attempt(replace(s, spare=0.0))
+        if edge.chosen is not None:
+            edge.candidates = [replace(c, warnings=c.warnings + (
+                f"no layout leaves {s.spare:.0%} of usable memory spare in every phase (the memory model's "
+                "error band): this one fits closer to the edge",)) for c in edge.candidates]
+            return edge
     return plan
 
 
@@ -88,7 +108,9 @@ def _layouts_to_visit(model: ModelFacts, s: Setting, pins: Pins, evaluate: bool)
     pinned = pins.layout_fields()
     if evaluate:
         return [Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, **pinned)]
-    layouts = [lay for lay in enumerate_layouts(model, s) if all(getattr(lay, k) == v for k, v in pinned.items())]
+    # verl's published layouts first (scaled to this GPU count), then the enumeration's.
+    every = published_layouts(model, s) + [lay for lay in enumerate_layouts(model, s)]
+    layouts = [lay for lay in dict.fromkeys(every) if all(getattr(lay, k) == v for k, v in pinned.items())]
     if pinned and not layouts:  # outside what the search enumerates: evaluate the pinned one
         layouts = [Layout(gpus=s.gpus, gpus_per_node=s.gpus_per_node, **pinned)]
     return layouts
@@ -104,22 +126,33 @@ def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan:
     sized: list[Candidate] = []
     misses: list[Candidate] = []
     floors = {id(lay): step_floor_s(model, lay, s) for lay in layouts} if search else {}
-    layouts.sort(key=lambda lay: optimistic_key(lay, model.is_moe, floors.get(id(lay), 0.0)))
+    marks = {id(lay): practice_marks(model, lay, s) for lay in layouts}
+
+    def best_key(lay: Layout) -> RankKey:
+        violations, published = marks[id(lay)]
+        return optimistic_key(lay, model.is_moe, floors.get(id(lay), 0.0), violations=violations,
+                              published=published)
+
+    layouts.sort(key=best_key)
     skipped = 0
     keys: list[RankKey] = []
     for index, layout in enumerate(layouts):
-        if search and len(keys) >= max(1, top) and keys[max(1, top) - 1] <= optimistic_key(
-                layout, model.is_moe, floors[id(layout)]):
+        # Stop only once the next layout cannot reach the shown ones' step bucket: inside it, the
+        # band (ranking.banded) may still let it win on a later criterion.
+        if search and len(keys) >= max(1, top) and \
+                keys[max(1, top) - 1][:STEP_POSITION + 1] < best_key(layout)[:STEP_POSITION + 1]:
             skipped = len(layouts) - index
             break
         problems = layout_problems(layout, model)
         if problems:
             plan.rejected.append((describe_layout(layout), "; ".join(p.message for p in problems)))
             continue
-        cand, reason = size_layout(model, layout, s, params=params, pins=pins, prune=search)
+        cand, reason = _size(model, layout, s, params=params, pins=pins, prune=search)
         if cand is not None and cand.fits:
             sized.append(cand)
-            keys.append(rank_key(cand, s.seq_len, model.is_moe, s.gpus_per_node))
+            violations, published = marks[id(layout)]
+            keys.append(rank_key(cand, s.seq_len, model.is_moe, s.gpus_per_node, violations=violations,
+                                 published=published))
             keys.sort()
         else:
             plan.rejected.append((describe_layout(layout), reason))
@@ -133,12 +166,59 @@ def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan:
     return sized, misses
 
 
-def _rank_into(plan: Plan, sized: list[Candidate], misses: list[Candidate], s: Setting, *, moe: bool, top: int,
-               fixed: bool) -> None:
+def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: Pins,
+          prune: bool) -> tuple[Candidate | None, str]:
+    """size_layout, with verl's own rollout TP beside its published layout when the user pinned
+    none (and the free choice when the layout does not fit with verl's). Where the user pinned no
+    knob either, verl's row's own knobs are tried as well: they win when they leave the spare, need
+    no more relief than ours and are estimated no slower beyond the step-time band (a tie goes to
+    practice)."""
+    rollout_tp = published_rollout_tp(model, layout, s) if pins.rollout_tp is None else None
+    sized: tuple[Candidate | None, str] = (None, "")
+    if rollout_tp is not None:
+        sized = size_layout(model, layout, s, params=params, pins=replace(pins, rollout_tp=rollout_tp), prune=prune)
+    if sized[0] is None or not sized[0].fits:
+        sized = size_layout(model, layout, s, params=params, pins=pins, prune=prune)
+    row_knobs = published_knobs(model, layout, s) if not pins.given() else None
+    if row_knobs is None:
+        return sized
+    theirs, _ = size_layout(model, layout, s, params=params, pins=row_knobs, prune=prune)
+    ours = sized[0]
+    if theirs is None or not theirs.fits or theirs.score is None or (
+            s.spare and not leaves_spare([p.gib for p in theirs.memory], theirs.limit_gib)):
+        return sized
+    if not theirs.use_dynamic_bsz and per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n,
+                                                          layout_dp(s.gpus, layout)) % theirs.micro_batch_per_gpu:
+        return sized  # the row's micro batch does not split this batch
+    if ours is None or not ours.fits or ours.score is None:
+        return theirs, ""
+    # A tie goes to practice, but offload and recompute only where needed: never more relief than ours.
+    if len(theirs.relief()) <= len(ours.relief()) and within_step_band(ours.score.total_s, theirs.score.total_s):
+        return theirs, ""
+    return sized
+
+
+def _rank_into(plan: Plan, sized: list[Candidate], misses: list[Candidate], s: Setting, *, model: ModelFacts,
+               top: int, fixed: bool) -> None:
     """The top candidates in rank order, why each ranks below the first, and the chosen one; when
     none fits because the kept batch does not split, a first rejection that says so."""
+    def plain(c: Candidate) -> RankKey:
+        violations, published = practice_marks(model, c, s)
+        return rank_key(c, s.seq_len, model.is_moe, s.gpus_per_node, violations=violations, published=published)
+
+    sized.sort(key=plain)
+    # Step times inside the band of the fastest with the leader's practice marks tie: the later
+    # criteria (relief, pipeline depth, ...) decide, wherever the bucket boundaries fall.
+    leader = sized[0] if sized else None
+    lead_key = plain(leader) if leader is not None else None
+    lead_s = min((c.score.total_s for c in sized if c.score and lead_key is not None
+                  and plain(c)[:3] == lead_key[:3]), default=0.0)
+
     def key(c: Candidate) -> RankKey:
-        return rank_key(c, s.seq_len, moe, s.gpus_per_node)
+        k = plain(c)
+        if lead_key is None or c.score is None:
+            return k
+        return banded(k, c.score.total_s, lead_key, lead_s)
 
     sized.sort(key=key)
     if fixed and not sized and misses:

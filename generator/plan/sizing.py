@@ -26,6 +26,7 @@ from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
 from generator.plan.memory import MIN_GMU, phase_memory, training_phases_fit, usable_gib, worst_rollout_phase
+from generator.plan.practice import rollout_weights_fit_in_node, within_step_band
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
@@ -58,7 +59,10 @@ def _ladder(pins: Pins) -> tuple[tuple[bool, bool, float, bool], ...]:
 
 def _rollout_tp(model: ModelFacts, s: Setting, params: int, gmu: float) -> int | None:
     """Smallest rollout TP whose weights take ≤ ROLLOUT_WEIGHT_SHARE of the engine budget, so
-    the KV cache keeps the rest (verl's rule of thumb is GPU_mem·gmu·TP > 2·N_params)."""
+    the KV cache keeps the rest (verl's rule of thumb is GPU_mem·gmu·TP > 2·N_params). A replica
+    stays inside one node whenever the weights can fit there (practice.tp_within_node): a decode
+    step's all-reduces over the network cost more than a smaller KV cache (verl's Qwen3-235B: TP8,
+    not 16); the sizing then lowers the rest of what stays resident before giving that up."""
     budget = gmu * s.gpu.memory_gib * 2**30
     options = [r for r in powers_of_two(max(s.gpus, 1)) if s.gpus % r == 0
                and (s.gpus_per_node % r == 0 or r % s.gpus_per_node == 0)  # no replica straddles a node
@@ -67,11 +71,11 @@ def _rollout_tp(model: ModelFacts, s: Setting, params: int, gmu: float) -> int |
     for r in in_node:
         if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
             return r
-    # verl keeps a replica inside one node (Qwen3-235B: TP8, not 16): a decode step's all-reduces
-    # over the network cost more than a smaller KV cache, as long as the weights leave some room.
     roomy = [r for r in in_node if 2 * params / r <= IN_NODE_WEIGHT_SHARE * budget]
     if roomy:
         return roomy[0]
+    if in_node and rollout_weights_fit_in_node(params, s.gpus_per_node, s.gpu.memory_gib):
+        return in_node[-1]
     for r in options:
         if 2 * params / r <= ROLLOUT_WEIGHT_SHARE * budget:
             return r
@@ -91,9 +95,10 @@ def _micro_options(per_rank_mini: int, seq_len: int, pp: int, vpp: int | None) -
     return out
 
 
-def _budget_options(seq_len: int, cp: int) -> list[int]:
-    """Dynamic token budgets per GPU, largest first; budget·CP must hold one whole sequence."""
-    floor = -(-seq_len // cp)
+def _budget_options(seq_len: int, cp: int, least: int = 0) -> list[int]:
+    """Dynamic token budgets per GPU, largest first; budget·CP must hold one whole sequence, and
+    `least` tokens (practice.least_budget_tokens: two sequences, or verl's example's share)."""
+    floor = max(-(-seq_len // cp), -(-least // cp))
     out = []
     for multiple in (3, 2, 1.5, 1):
         value = int(math.ceil(seq_len * multiple / cp / 1024) * 1024)
@@ -104,8 +109,13 @@ def _budget_options(seq_len: int, cp: int) -> list[int]:
 def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) -> Candidate:
     memory = phase_memory(model, cand, work, detail=False)
     limit = usable_gib(s.gpu.memory_gib)
-    fits = all(p.gib <= limit for p in memory)
+    fits = all(p.gib <= _room(s) for p in memory)
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
+
+
+def _room(s: Setting) -> float:
+    """What a phase may take: usable memory less the spare the sizing keeps (Setting.spare)."""
+    return usable_gib(s.gpu.memory_gib) * (1 - s.spare)
 
 
 def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, params: int,
@@ -116,7 +126,7 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
     rollout = worst_rollout_phase(model, replace(cand, gpu_memory_utilization=0.0), work)
     # Everything but the engine's claim (whose parts are floored at gmu 0) stays as it is.
     resident = sum(t.gib for t in rollout.terms if t.name not in ENGINE_TERMS)
-    headroom = usable_gib(s.gpu.memory_gib) - resident
+    headroom = _room(s) - resident
     steps = [g for g in GMU_STEPS if g >= min_gmu and g * s.gpu.memory_gib <= headroom + 1e-9]
     if not steps:
         return None
@@ -153,11 +163,11 @@ class _Sizing:
         if quick and pinned_gmu is None:
             # At MIN_GMU, as below; no phase the check reads depends on the gmu (only the rollout's
             # claim does), so the candidate's own stands in for it.
-            return training_phases_fit(self.model, cand, self.work, usable_gib(self.s.gpu.memory_gib)), None
+            return training_phases_fit(self.model, cand, self.work, _room(self.s)), None
         probe = self.evaluate(replace(cand, gpu_memory_utilization=MIN_GMU if pinned_gmu is None else pinned_gmu))
         if pinned_gmu is not None:
             return probe.fits, probe
-        return all(p.gib <= probe.limit_gib for p in probe.memory if p.phase != "rollout"), probe
+        return all(p.gib <= _room(self.s) for p in probe.memory if p.phase != "rollout"), probe
 
 
 def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
@@ -188,7 +198,8 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     sizing = _Sizing(model, s, work, params, pins)
     if pins.offload is not None and pins.gpu_memory_utilization is not None and (
             pins.micro_batch_per_gpu is not None or pins.token_budget is not None):
-        # Everything given (a shipped script): evaluate exactly that.
+        # Everything given (a shipped script): evaluate exactly that, against usable memory.
+        sizing = _Sizing(model, replace(s, spare=0.0), work, params, pins)
         cand = replace(base, use_dynamic_bsz=dynamic, **pins.knobs())
         if dynamic and cand.log_prob_token_budget is None:
             cand = replace(cand, log_prob_token_budget=cand.token_budget)
@@ -196,7 +207,35 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
     sizes = _sizes(layout, s, pins, dynamic, per_rank_mini)
     if not sizes:
         return None, f"no micro batch fits the interleaved schedule (per-rank mini {per_rank_mini}, PP {layout.pp})"
-    return _climb(sizing, _rungs(base, _pinned_ladder(pins), dynamic, pins), sizes)
+    climbed, reason = _climb(sizing, _rungs(base, _pinned_ladder(pins), dynamic, pins), sizes)
+    if climbed is None or not climbed.fits or _pinned_ladder(pins) != _LADDER:
+        return climbed, reason  # relief the user pinned is theirs
+    return _trim_relief(sizing, climbed, sizes), ""
+
+
+def _trim_relief(z: _Sizing, cand: Candidate, sizes: list[Size]) -> Candidate:
+    """Offload and recompute only when needed (practice.relief_is_needed): the ladder stacks each
+    step on the ones before, so each one the chosen rung holds is dropped again when the layout
+    still fits without it, keeps the rollout's memory (gmu ≥ TARGET_GMU) and is not estimated
+    slower beyond the step-time band."""
+    for flag in ("param", "optimizer", "cpu_optimizer", "recompute"):
+        off = cand.offload
+        if not (getattr(off, flag) if flag != "recompute" else cand.recompute):
+            continue
+        if flag == "recompute":
+            lighter = replace(cand, recompute=False)
+        elif flag == "param":
+            lighter = replace(cand, offload=off._replace(param=False, grad=False))
+        elif flag == "optimizer":
+            lighter = replace(cand, offload=off._replace(optimizer=False))
+        else:
+            lighter = replace(cand, offload=off._replace(cpu_optimizer=False, cpu_optimizer_fraction=0.0))
+        trial, _ = _climb(z, [replace(lighter, memory=(), score=None)], sizes)
+        if (trial is not None and trial.fits and trial.score is not None and cand.score is not None
+                and trial.gpu_memory_utilization >= min(TARGET_GMU, cand.gpu_memory_utilization)
+                and within_step_band(cand.score.total_s, trial.score.total_s)):
+            cand = trial
+    return cand
 
 
 def _batch_split(s: Setting, dp: int) -> tuple[int, int] | str:
@@ -236,7 +275,7 @@ def _sizes(layout: Layout, s: Setting, pins: Pins, dynamic: bool, per_rank_mini:
     """The token budgets (dynamic) or micro batches to try, largest first; a pinned one alone."""
     if dynamic:
         return [("token_budget", b) for b in ([pins.token_budget] if pins.token_budget is not None
-                                              else _budget_options(s.seq_len, layout.cp))]
+                                              else _budget_options(s.seq_len, layout.cp, s.least_budget))]
     micros = ([pins.micro_batch_per_gpu] if pins.micro_batch_per_gpu is not None
               else _micro_options(per_rank_mini, s.seq_len, layout.pp, layout.vpp))
     return [("micro_batch_per_gpu", m) for m in micros]
@@ -310,7 +349,8 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
     worst = max(closest.memory, key=lambda p: p.gib)
     return (z.score(closest),
             f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
-            f"> {closest.limit_gib:.1f} GiB usable")
+            + (f"> {_room(z.s):.1f} GiB ({closest.limit_gib:.1f} usable less {z.s.spare:.0%} spare)" if z.s.spare
+               else f"> {closest.limit_gib:.1f} GiB usable"))
 
 
 def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> float:

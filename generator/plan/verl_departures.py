@@ -16,9 +16,12 @@ from typing import Any
 from generator.candidate import Candidate, StepTime
 from generator.model import ModelFacts
 from generator.plan.enumeration import describe_layout
-from generator.plan.ranking import deciding_criterion, rank_key, step_bucket
+from generator.plan.practice import leaves_spare, within_step_band
+from generator.plan.published import practice_marks
+from generator.plan.ranking import deciding_criterion, rank_key
 from generator.plan.reference import VerlLayout, verl_layouts
 from generator.plan.result import Plan
+from generator.plan.setting import Setting
 
 # The parts of a step, as StepTime names them and as the plan's text says them.
 PARTS = (("rollout_s", "rollout"), ("log_prob_s", "log-prob"), ("update_s", "update"), ("offload_s", "offload"),
@@ -55,10 +58,17 @@ class Departure:
 
     @property
     def tie(self) -> bool:
-        """Both estimates in one step bucket: the ranking's ~3 % tie, where later criteria decide."""
+        """Either estimate within STEP_TIME_ERROR_BAND of the other: a tie, which goes to practice."""
         if self.verl.score is None or self.ours.score is None:
             return False
-        return step_bucket(self.verl.score.total_s) == step_bucket(self.ours.score.total_s)
+        a, b = sorted((self.verl.score.total_s, self.ours.score.total_s))
+        return within_step_band(a, b)
+
+    @property
+    def thin(self) -> bool:
+        """verl's knobs fit this workload but leave less than the practice's spare in some phase."""
+        return self.verl.fits and bool(self.verl.memory) and not leaves_spare(
+            [p.gib for p in self.verl.memory], self.verl.limit_gib)
 
     def savings(self) -> list[tuple[str, float]]:
         """(part, seconds the plan saves on it) for the parts that save REASON_SHARE of verl's step
@@ -112,13 +122,17 @@ def departures(plan: Plan, model: ModelFacts, workload: dict[str, Any]) -> list[
                   "ppo_mini_batch_size": plan.ppo_mini_batch_size}
     seq_len = plan.prompt_len + plan.response_len
     per_node = max(1, plan.gpus // max(1, plan.nodes))
+    setting = Setting(gpus=plan.gpus, gpus_per_node=per_node, gpu=workload["gpu"], prompt_len=plan.prompt_len,
+                      response_len=plan.response_len, n=1, algo=plan.algo, train_batch_size=0, mini=0)
     out = []
     for row in matching_rows(model, plan.gpus, plan.algo):
         evaluated = row.evaluate_for(same_batch)
         if not evaluated.candidates:
             continue
         verl = evaluated.candidates[0]
-        criterion = deciding_criterion(rank_key(ours, seq_len, model.is_moe, per_node),
-                                       rank_key(verl, seq_len, model.is_moe, per_node))
+        mine, theirs = practice_marks(model, ours, setting), practice_marks(model, verl, setting)
+        criterion = deciding_criterion(
+            rank_key(ours, seq_len, model.is_moe, per_node, violations=mine[0], published=mine[1]),
+            rank_key(verl, seq_len, model.is_moe, per_node, violations=theirs[0], published=theirs[1]))
         out.append(Departure(row.id, str(row.row.get("script", row.id)), verl, ours, criterion))
     return out

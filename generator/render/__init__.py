@@ -40,10 +40,13 @@ def validate(recipe: ScriptSettings) -> list[Any]:
     from generator.rules import check_config
 
     from generator.render.release_form import composed_config_name
+    from generator.schema.ignored_keys import ignored_key
 
     version = recipe.spec.version
     config = config_from_overrides(recipe_overrides(recipe), version=version, config_name=composed_config_name(version))
     problems = [f"{issue.kind} {issue.override.key}" for issue in config.key_issues]
+    problems += [f"ignored {s.key} (verl {version}: {entry.why})" for s in recipe.settings
+                 if (entry := ignored_key(version, s.prefix + s.key)) is not None]
     findings = check_config(config, model=recipe.spec.model)
     problems += [f"{f.code} {f.message}" for f in findings if f.severity in ("error", "warning")]
     if problems:

@@ -15,6 +15,7 @@ from generator.render.spec import (
     fill_knob_values,
     schema_has,
 )
+from generator.schema.ignored_keys import ignored_key
 from generator.verl import ALGORITHM_TABLE, PPO_ENTRY
 
 @dataclass(frozen=True, slots=True)
@@ -83,8 +84,10 @@ def dapo_extras(recipe: ScriptSettings, spec: RecipeSpec) -> None:
     extras: list[Setting] = []
     missing: list[str] = []
     if schema_has(version, "algorithm.filter_groups.enable"):
-        extras += [Setting("algorithm.filter_groups.enable", True), Setting("algorithm.filter_groups.metric", "acc"),
-                   Setting("algorithm.filter_groups.max_num_gen_batches", 10)]
+        extras += [Setting("algorithm.filter_groups.enable", True), Setting("algorithm.filter_groups.metric", "acc")]
+        # The cap on generation rounds, where the release still reads it (schema.ignored_keys).
+        if ignored_key(version, "algorithm.filter_groups.max_num_gen_batches") is None:
+            extras.append(Setting("algorithm.filter_groups.max_num_gen_batches", 10))
     else:
         missing.append("dynamic sampling (algorithm.filter_groups)")
     overlong = max(1, spec.response_len // 4)

@@ -6,6 +6,8 @@ from __future__ import annotations
 from typing import Any
 
 from generator.plan.enumeration import describe_layout
+from generator.plan.error_band import STEP_TIME_ERROR_BAND
+from generator.plan.practice import spare_share
 from generator.plan.verl_departures import Departure, knob_differences, knob_text
 
 VERL_RELEASE = "v0.7.0"  # the release whose example scripts data/verl_layouts.yaml transcribes
@@ -41,18 +43,24 @@ def departure_text(d: Departure) -> str:
     if not d.verl.fits:
         return (f"{head}; with those knobs it does not fit this workload ({_over(d)}), so this plan departs "
                 f"from it ({changes}; estimated {ours_s:.0f} s per step).")
+    if d.thin:
+        return (f"{head}; with those knobs it fits this workload with less than {spare_share():.0%} of usable "
+                f"memory spare ({_over(d)}), inside the memory model's error band, so this plan departs from "
+                f"it ({changes}; estimated {ours_s:.0f} s per step, verl's {verl_s:.0f} s).")
     gain = d.gain or 0.0
     if d.tie:
         decided = f"; decided by: {d.criterion}" if d.criterion else ""
-        return (f"{head}: estimated {verl_s:.0f} s per step here, within 3 % of this plan's {ours_s:.0f} s, a tie "
-                f"({changes}{decided}).")
+        return (f"{head}: estimated {verl_s:.0f} s per step here, within {STEP_TIME_ERROR_BAND:.0%} of this plan's "
+                f"{ours_s:.0f} s, a tie ({changes}{decided}).")
     if gain > 0:
         return (f"{head}: estimated {verl_s:.0f} s per step here; this plan ({changes}) is estimated "
                 f"{gain:.0%} faster ({ours_s:.0f} s){_because(d)}.")
-    # The plan is the slower one (a layout the user pinned): the share of the plan's time verl's saves.
+    # The plan is the slower one (a layout the user pinned, or a practice rule verl's breaks): the
+    # share of the plan's time verl's saves, and what decided.
+    decided = f"; decided by: {d.criterion}" if d.criterion else ""
     return (f"{head}: estimated {verl_s:.0f} s per step here, {1 - verl_s / ours_s:.0%} less than this layout's "
             f"{ours_s:.0f} s "
-            f"({changes}).")
+            f"({changes}{decided}).")
 
 
 def departure_dict(d: Departure) -> dict[str, Any]:
@@ -67,7 +75,7 @@ def departure_dict(d: Departure) -> dict[str, Any]:
         "step_s": round(d.verl.score.total_s, 2) if d.verl.score else None,
         "plan_step_s": round(d.ours.score.total_s, 2) if d.ours.score else None,
         "faster_by": None if d.gain is None else round(d.gain, 4),
-        "tie": d.tie, "same_layout": d.same_layout,
+        "tie": d.tie, "thin": d.thin, "same_layout": d.same_layout,
         "differences": knob_differences(d.ours, d.verl),
         "decided_by": d.criterion,
         "seconds_saved": [{"part": part, "seconds": round(s, 2)} for part, s in d.savings()],
