@@ -10,6 +10,7 @@ from dataclasses import asdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.safe_text import markup, one_line, printable
 
@@ -169,8 +170,9 @@ def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = Fa
                                       subsequent_indent=" " * len(label))
         if shown.score is not None:
             tail += textwrap.wrap(
-                "score: estimated seconds per step, ranked first once a layout fits (calibrated on published "
-                "verl runs, within ~2x; times within 3% tie; see docs/step-time-model.md)",
+                "score: estimated seconds per step (calibrated on published verl runs; two layouts' times "
+                f"within {STEP_TIME_ERROR_BAND:.0%} tie); among layouts that fit, verl's practice rules and its "
+                "published layout rank before it (docs/plan-practice.md, docs/step-time-model.md)",
                 width=width, initial_indent="", subsequent_indent="       ")
         label_width = max((len(p.phase) for p in shown.memory), default=0)
         for phase in shown.memory:

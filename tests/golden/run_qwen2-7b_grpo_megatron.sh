@@ -6,20 +6,20 @@
 # GRPO: group-relative advantages over n responses, KL as a loss term.
 #
 # Derived numbers for the defaults below (`gen check` recomputes them for any values):
-#   DP = GPUs / (TP*PP*CP) = 8 / (1*4*1) = 2
+#   DP = GPUs / (TP*PP*CP) = 8 / (2*2*1) = 2
 #   responses per step G = train_batch_size * n = 1024 * 5 = 5120
 #   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 5 / 2 = 640 responses
 #   optimizer updates per step = train_batch_size / ppo_mini_batch_size * ppo_epochs = 1024 / 256 * 1 = 4
 #   dynamic batch: token budget 6144 (update), 12288 (log-prob, ref); each * CP 1 >= prompt+response = 2048
-#   rollout: 8 GPUs / rollout TP 1 = 8 vllm replicas, gpu_memory_utilization 0.6
+#   rollout: 8 GPUs / rollout TP 2 = 4 vllm replicas, gpu_memory_utilization 0.6
 #   agent loop: G / num_workers = 5120 / 8 = 640 responses per worker
 #   offload: none
-#   predicted memory per GPU (GiB): update 57.5, optimizer_step 39.5, log_prob 54.7, ref_log_prob 44.3, rollout 78.8, weight_sync 48.2; limit 79.6 (h100, 79.6 GiB)
-#   why: DP = W / (TP·PP·CP) = 8 / (1·4·1) = 2; per-rank mini batch 256·5/2 = 640
+#   predicted memory per GPU (GiB): update 41.2, optimizer_step 35.0, log_prob 39.8, ref_log_prob 34.6, rollout 75.2, weight_sync 37.6; limit 79.6 (h100, 79.6 GiB)
+#   why: DP = W / (TP·PP·CP) = 8 / (2·2·1) = 2; per-rank mini batch 256·5/2 = 640
 #   why: memory relief: none needed
-#   why: peak 78.8 GiB in rollout of 79.6 GiB usable
-#   why: rollout TP 1: weights 14.2 GiB, KV cache 32.3 GiB per GPU
-#   why: step ~60 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
+#   why: peak 75.2 GiB in rollout of 79.6 GiB usable
+#   why: rollout TP 2: weights 7.1 GiB, KV cache 40.0 GiB per GPU
+#   why: step ~90 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
 
@@ -32,9 +32,9 @@ PROJECT_NAME=${PROJECT_NAME:-verl_megatron}              # logger project
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen2-7b_grpo_megatron}  # logger run name
 NNODES=${NNODES:-1}                                      # nodes
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}                        # GPUs per node
-TP=${TP:-1}                                              # tensor parallel
-PP=${PP:-4}                                              # pipeline parallel
-ROLLOUT_TP=${ROLLOUT_TP:-1}                              # vllm tensor parallel
+TP=${TP:-2}                                              # tensor parallel
+PP=${PP:-2}                                              # pipeline parallel
+ROLLOUT_TP=${ROLLOUT_TP:-2}                              # vllm tensor parallel
 GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.6}    # vllm KV-cache share
 PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}                    # params+grads to CPU between phases
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}            # Adam state to CPU between phases
