@@ -8,6 +8,8 @@ import json
 from dataclasses import replace
 
 import pytest
+
+from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from typer.testing import CliRunner
 
 from generator.cli import app
@@ -67,10 +69,10 @@ def test_departure_text_says_the_gain_and_why():
     same = Departure("G1", "grpo/x.sh", VERL, VERL, None)
     assert same.same_knobs and departure_text(same).endswith("this plan is that layout with those knobs "
                                                              "(estimated 110 s per step).")
-    # Within 3 %: a tie, with the criterion that decided.
+    # Within the step-time band: a tie, with the criterion that decided.
     close = replace(OURS, score=_step(60.0, 30.0, comm=9.5))  # 110.5 s: the step bucket of 110 s
     tie = departure_text(Departure("G1", "grpo/x.sh", VERL, close, "smaller TP·PP·CP (more data parallelism)"))
-    assert "within 3% of this plan's 110 s, a tie" in tie and "decided by: smaller TP·PP·CP" in tie
+    assert f"within {STEP_TIME_ERROR_BAND:.0%} of this plan's 110 s, a tie" in tie and "decided by: smaller TP·PP·CP" in tie
     # verl's knobs over the GPU on this workload: the phase and its size.
     over = replace(VERL, fits=False, memory=(PhaseMemory("rollout", 81.5),))
     text = departure_text(Departure("G1", "grpo/x.sh", over, OURS, "it fits"))
@@ -135,10 +137,12 @@ def test_a_gain_inside_the_step_time_band_is_a_tie_never_faster():
 
     verl_s = VERL.score.total_s  # 110 s
     for share in (0.2, 0.5, 0.9):  # shares of the band
-        ours = replace(OURS, score=replace(VERL.score, rollout_s=60.0 - verl_s * STEP_TIME_ERROR_BAND * share))
+        ours_s = verl_s / (1 + STEP_TIME_ERROR_BAND * share)  # verl's estimate this share of the band above ours
+        ours = replace(OURS, score=replace(VERL.score, rollout_s=60.0 - (verl_s - ours_s)))
         d = Departure("G1", "grpo/x.sh", VERL, ours, None)
         assert d.tie and "faster" not in departure_text(d)
-    outside = replace(OURS, score=replace(VERL.score, rollout_s=60.0 - verl_s * STEP_TIME_ERROR_BAND * 2))
+    outside_s = verl_s / (1 + STEP_TIME_ERROR_BAND * 2)
+    outside = replace(OURS, score=replace(VERL.score, rollout_s=60.0 - (verl_s - outside_s)))
     assert not Departure("G1", "grpo/x.sh", VERL, outside, None).tie
 
 

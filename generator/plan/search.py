@@ -170,9 +170,9 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
           prune: bool) -> tuple[Candidate | None, str]:
     """size_layout, with verl's own rollout TP beside its published layout when the user pinned
     none (and the free choice when the layout does not fit with verl's). Where the user pinned no
-    knob either, verl's row's own knobs are tried as well: they win when they leave the spare, need
-    no more relief than ours and are estimated no slower beyond the step-time band (a tie goes to
-    practice)."""
+    knob either, verl's row's own knobs are tried as well: they win when they leave the spare and
+    either need no more relief than ours and are estimated no slower beyond the step-time band (a
+    tie goes to practice), or are estimated faster beyond it (their relief then pays for itself)."""
     rollout_tp = published_rollout_tp(model, layout, s) if pins.rollout_tp is None else None
     sized: tuple[Candidate | None, str] = (None, "")
     if rollout_tp is not None:
@@ -193,8 +193,11 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
     if ours is None or not ours.fits or ours.score is None:
         return theirs, ""
     # A tie goes to practice, but offload and recompute only where needed: never more relief than ours.
-    if len(theirs.relief()) <= len(ours.relief()) and within_step_band(ours.score.total_s, theirs.score.total_s):
+    tie = within_step_band(ours.score.total_s, theirs.score.total_s)
+    if len(theirs.relief()) <= len(ours.relief()) and tie:
         return theirs, ""
+    if not tie and theirs.score.total_s < ours.score.total_s:
+        return theirs, ""  # verl's knobs estimated faster beyond the band: their relief pays for itself
     return sized
 
 
