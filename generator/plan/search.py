@@ -155,7 +155,11 @@ def _size_best_first(model: ModelFacts, layouts: list[Layout], s: Setting, plan:
                                  published=published))
             keys.sort()
         else:
-            plan.rejected.append((describe_layout(layout), reason))
+            if not reason and cand is not None and cand.memory:  # sized, but refused: name its peak
+                worst = max(cand.memory, key=lambda phase: phase.gib)
+                reason = (f"no sizing fits with the spare (peak {worst.phase} {worst.gib:.1f} GiB of "
+                          f"{cand.limit_gib:.1f} usable)")
+            plan.rejected.append((describe_layout(layout), reason or "does not fit"))
             if cand is not None:
                 misses.append(cand)
     if skipped:
