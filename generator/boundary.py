@@ -38,8 +38,11 @@ class OutsideProject(InputError):
     """A read refused because the path resolves outside the project; the message names the
     path and the project root, never the file's content."""
 
-    def __init__(self, path: str, root: Path) -> None:
-        super().__init__(f"{path} is outside the project ({root}); not read")
+    def __init__(self, path: str, root: Path, *, named: bool = False) -> None:
+        # A file the user named is printed beside the message; its own project's root is found
+        # from its path as written, so only a symbolic link can lead it out.
+        super().__init__(f"a symbolic link leads it outside its project ({root}); not read" if named
+                         else f"{path} is outside the project ({root}); not read")
         self.path = path
         self.root = root
 
@@ -115,9 +118,9 @@ def trust(path: str | os.PathLike[str]) -> None:
 
 
 def given_folder(path: str | os.PathLike[str]) -> None:
-    """A folder argument (`gen check DIR`): without a repository, it is the project root of the
-    scripts found under it."""
-    real = real_path(path)
+    """A folder argument (`gen check DIR`): without a repository, it widens the project root of
+    the scripts found under it to itself (kept as written, as the roots are found)."""
+    real = Path(os.path.abspath(os.fspath(path)))
     if real not in _GIVEN:
         _GIVEN.append(real)
         _GIVEN.sort(key=lambda p: len(p.parts))

@@ -59,11 +59,45 @@ def active() -> bool:
     return _memo is not None
 
 
+# How many folders above a script are searched for the project's marks (`.git`, a project file,
+# a vendored verl): a checkout is rarely deeper.
+MAX_LEVELS = 12
+# Files that mark a Python project's top folder when there is no `.git` (a tarball, a download,
+# a copy): where its packaging and requirements live. Nothing else widens a project.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
+
+
 def holds_git(folder: Path) -> bool:
     """Whether `folder/.git` exists: the mark of a checkout's root that every walk up from a
     script (project root, checkout root, vendored verl) stops at. The scripts of a corpus share
     a few ancestors, so each is asked once per run."""
     return remembered(("holds_git", folder), lambda: (folder / ".git").exists())
+
+
+def holds_marker(folder: Path) -> bool:
+    """Whether `folder` holds one of PROJECT_MARKERS (a regular file or a link to one)."""
+    return remembered(("holds_marker", folder),
+                      lambda: any(os.path.isfile(folder / name) for name in PROJECT_MARKERS))
+
+
+def project_chain(here: Path) -> list[Path]:
+    """The folders from `here` (absolute, as written: links not resolved) up to its project's
+    top, nearest first: up to the first folder holding `.git` within MAX_LEVELS; without one, up
+    to the nearest folder holding a project marker (PROJECT_MARKERS); without either, `here`
+    alone. Never the working directory or any other folder: a `verl/` or a secret in a folder
+    beside the project is not the project's (issues 34 and 35)."""
+    return list(remembered(("project_chain", here), lambda: tuple(_project_chain(here))))
+
+
+def _project_chain(here: Path) -> list[Path]:
+    chain = [here, *here.parents][:MAX_LEVELS]
+    for index, folder in enumerate(chain):
+        if holds_git(folder):
+            return chain[:index + 1]
+    for index, folder in enumerate(chain):
+        if holds_marker(folder):
+            return chain[:index + 1]
+    return [here]
 
 
 def real_path(path: str) -> str:
@@ -95,4 +129,4 @@ def _real_folder(path: str) -> str | None:
     return remembered(("real_folder", folder, where), lambda: os.path.realpath(folder))
 
 
-__all__ = ["active", "holds_git", "one_run", "real_parent", "real_path", "remembered"]
+__all__ = ["MAX_LEVELS", "PROJECT_MARKERS", "active", "holds_git", "holds_marker", "project_chain", "one_run", "real_parent", "real_path", "remembered"]

@@ -141,6 +141,7 @@ def test_a_searchpath_to_verls_package_and_the_projects_own_is_composed(monkeypa
 def test_a_searchpath_whose_verl_is_absent_is_no_internal_error(monkeypatch, tmp_path):
     shutil.copytree(PROJECTS / "searchpath_project", tmp_path / "p")
     shutil.rmtree(tmp_path / "p" / "verl")
+    (tmp_path / "p" / ".git").mkdir()  # a checkout (a folder without one is not a project: issue 34)
     code, doc = _check(tmp_path / "p", "scripts/train.sh", monkeypatch)
     assert code in (0, 1) and doc["error"] is None
     assert ("VK601", "trainer.no_such_key") in [(f["code"], f.get("key")) for f in doc["findings"]]
@@ -195,6 +196,7 @@ def test_fork_code_reads_repeat_keys_and_live_reads_only():
 
 def test_a_fork_the_readme_installs_with_pip_e_wins_over_the_nearest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # run from the checkout's root: the README is inside the project
+    (tmp_path / ".git").mkdir()  # a checkout (the working directory alone is not a project: issue 34)
     for where in ("agent/verl_fork/verl", "scripts/old/verl"):
         folder = tmp_path / where / "trainer" / "config"
         folder.mkdir(parents=True)
