@@ -72,6 +72,7 @@ def test_without_the_fork_the_same_script_is_judged_by_a_packaged_release(monkey
 
 
 def test_of_several_forks_the_nearest_is_taken_and_the_others_are_named(tmp_path):
+    (tmp_path / ".git").mkdir()  # a checkout (a working directory alone is no project: issue 34)
     for where in ("a/verl", "tools/b/verl"):
         folder = tmp_path / where / "trainer" / "config"
         folder.mkdir(parents=True)
@@ -85,6 +86,7 @@ def test_of_several_forks_the_nearest_is_taken_and_the_others_are_named(tmp_path
 
 
 def test_the_working_directory_after_cd_is_where_python_imports_from(tmp_path):
+    (tmp_path / ".git").mkdir()  # a checkout (a working directory alone is no project: issue 34)
     folder = tmp_path / "fork" / "verl" / "trainer" / "config"
     folder.mkdir(parents=True)
     (folder / "ppo_trainer.yaml").write_text("data: {train_batch_size: 8}\n")

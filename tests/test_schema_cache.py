@@ -75,7 +75,7 @@ def test_an_entry_others_may_write_is_not_trusted(tree: Path, tmp_path: Path) ->
     document["configs"]["ppo_trainer"]["data.train_batch_size"] = 999  # a forged value
     entry.write_text(json.dumps(document))
     os.chmod(entry, 0o666)
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree) is None
     assert _from_dir("x", tree).configs["ppo_trainer"]["data.train_batch_size"] == 64
 
 
@@ -86,7 +86,7 @@ def test_a_link_is_not_followed(tree: Path, tmp_path: Path) -> None:
     elsewhere.write_bytes(entry.read_bytes())
     entry.unlink()
     entry.symlink_to(elsewhere)
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree) is None
 
 
 def test_off_and_unwritable(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,4 +127,4 @@ def test_an_entry_with_malformed_notes_is_ignored(tree: Path, tmp_path: Path, no
     document = json.loads(entry.read_text())
     document["notes"] = notes
     entry.write_text(json.dumps(document))
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree) is None
