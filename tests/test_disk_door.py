@@ -21,7 +21,6 @@ from hostile_cases import CALL, SECRET, Case, problems, run_case
 from generator import cache, files
 from generator.errors import InputError
 from generator.files import write_atomic
-from generator.folder_memo import project_chain
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -102,6 +101,8 @@ def test_a_link_that_stays_inside_the_project_is_followed(tmp_path: Path) -> Non
 
 
 def test_without_git_the_root_is_the_nearest_project_marker(tmp_path: Path) -> None:
+    from generator.folder_memo import project_chain
+
     project = tmp_path / "proj"
     (project / "scripts").mkdir(parents=True)
     assert project_chain(project / "scripts") == [project / "scripts"]  # no marker: its own folder
