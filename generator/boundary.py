@@ -1,9 +1,11 @@
 """The project boundary: the folders a launch script may make `gen` read (issue 21).
 
-A script is judged inside its project. The project root is the nearest folder above the script
-holding `.git` (a repository's root); without one, the folder given on the command line
-(`gen check DIR`) or else the script's own folder. Everything the script's content makes `gen`
-read — `source`d files, `--config-path` trees and their `defaults:` entries, the project's
+A script is judged inside its project. The project root (generator.project_root) is found from
+the script's path as written: the nearest folder above it holding `.git`; without one, the
+nearest holding a project marker (pyproject.toml, setup.py, setup.cfg, requirements.txt), widened
+to a folder given on the command line (`gen check DIR`) that holds it; else the script's own
+folder; never the working directory. Everything the script makes `gen` read — the script
+itself, `source`d files, `--config-path` trees and their `defaults:` entries, the project's
 vendored verl and its version file, the project configuration — must lie inside that root, or
 inside the installed verl package, after symlinks are resolved. A path the user named on the
 command line (`--config-dir`, `--model-config`) is trusted as given.
