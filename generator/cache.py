@@ -122,31 +122,24 @@ def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str], D
     return configs, mandatory, notes, deps
 
 
-def load_entry(key: str, config_dir: Path) -> tuple[Configs, Mandatory, list[str]] | None:
+def load_entry(key: str, config_dir: Path, digest: Callable[[str], str | None]
+               ) -> tuple[Configs, Mandatory, list[str]] | None:
     """The cached (configs, mandatory, notes) for `key`, or None (no entry, one not to be
-    trusted, or one composed from a file that differs in `config_dir` now)."""
+    trusted, or one composed from a file that differs in `config_dir` now). `digest(path)`: what
+    generator.files.recording_reads notes for the file now, None when it cannot be read (the
+    caller's reader: this module sits below the project's file door)."""
     folder = cache_dir()
     if folder is None or len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
         return None
     document = _read_document(folder / f"{key}.json", MAX_ENTRY_BYTES)
     found = None if document is None else _valid(document, key)
-    if found is None or not _deps_hold(config_dir, found[3]):
+    if found is None:
         return None
-    return found[0], found[1], found[2]
-
-
-def _deps_hold(config_dir: Path, deps: Deps) -> bool:
-    """Whether every file the entry was composed from is the same in `config_dir` now."""
-    from generator.errors import InputError
-    from generator.files import DATA_LIMIT, digest_of
-
-    for relative, digest in deps.items():
-        try:
-            if digest_of(os.path.join(config_dir, relative), DATA_LIMIT) != digest:
-                return False
-        except (InputError, OSError, ValueError):
-            return False
-    return True
+    configs, mandatory, notes, deps = found
+    # Every file the entry was composed from must be the same in `config_dir` now.
+    if any(digest(os.path.join(config_dir, relative)) != noted for relative, noted in deps.items()):
+        return None
+    return configs, mandatory, notes
 
 
 def relative_deps(config_dir: Path, reads: dict[str, str]) -> Deps:

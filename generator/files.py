@@ -175,14 +175,17 @@ def probe_file(path: str | os.PathLike[str]) -> bool:
     return present
 
 
-def digest_of(path: str | os.PathLike[str], limit: int) -> str:
+def digest_of(path: str | os.PathLike[str], limit: int = DATA_LIMIT) -> str | None:
     """What recording_reads notes for `path` now (ABSENT when it is not a regular file), read
-    through read_input (bounded, inside the project); InputError when it cannot be read."""
+    through read_input (bounded, inside the project); None when it cannot be read."""
     import hashlib
 
     if not os.path.isfile(path):
         return ABSENT
-    return hashlib.sha256(read_input(path, limit=limit, what="config file")).hexdigest()
+    try:
+        return hashlib.sha256(read_input(path, limit=limit, what="config file")).hexdigest()
+    except InputError:
+        return None
 
 
 def read_text_input(path: str | os.PathLike[str], *, limit: int = DATA_LIMIT, what: str = "file",

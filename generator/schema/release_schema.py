@@ -225,10 +225,10 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     else composed and then cached."""
     # lazy: a packaged schema needs neither the cache (hashlib) nor the YAML composer: `gen check FILE` (issue 22)
     from generator import cache
-    from generator.files import recording_reads
+    from generator.files import digest_of, recording_reads
 
     key = cache.content_key(config_dir)
-    hit = cache.load_entry(key, config_dir) if key is not None else None
+    hit = cache.load_entry(key, config_dir, digest_of) if key is not None else None
     if hit is not None:
         configs, mandatory, notes = hit
         return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes,
