@@ -37,7 +37,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import BinaryIO, Iterator
 
-from generator import boundary
+from generator import boundary, session
 from generator.folder_memo import holds_git, holds_marker, project_chain
 from generator.errors import InputError
 
@@ -133,7 +133,7 @@ def read_input(path: str | os.PathLike[str], *, limit: int = SCRIPT_LIMIT, what:
             data = _read_bounded(handle, limit, what)
         except OSError as err:
             raise InputError(_os_message(err)) from None
-    if _RECORDERS:
+    if session.current().recorders:
         _record(name, data)
     return data
 
@@ -144,25 +144,26 @@ def read_input(path: str | os.PathLike[str], *, limit: int = SCRIPT_LIMIT, what:
 # folder does not see (issue 35). While a recorder is open, every file read here and every file
 # looked for and not found (probe_file) is noted: path -> SHA-256 of its bytes, or ABSENT.
 ABSENT = "-"
-_RECORDERS: list[dict[str, str]] = []
 
 
 @contextmanager
 def recording_reads() -> Iterator[dict[str, str]]:
-    """Note every file read (and every file probed for and absent) until the block ends."""
+    """Note every file read (and every file probed for and absent) until the block ends; the
+    recorders belong to the command's session (generator.session)."""
     found: dict[str, str] = {}
-    _RECORDERS.append(found)
+    recorders = session.current().recorders
+    recorders.append(found)
     try:
         yield found
     finally:
-        _RECORDERS.remove(found)
+        recorders.remove(found)
 
 
 def _record(name: str, data: bytes | None) -> None:
     import hashlib  # only while recording (a cache miss): OpenSSL's _hashlib is ~3 ms of a start
 
     digest = ABSENT if data is None else hashlib.sha256(data).hexdigest()
-    for found in _RECORDERS:
+    for found in session.current().recorders:
         found.setdefault(os.path.abspath(name), digest)
 
 
@@ -170,7 +171,7 @@ def probe_file(path: str | os.PathLike[str]) -> bool:
     """Whether `path` is a regular file (links followed), noted while recording when it is not:
     a file created later where a lookup found none changes the result."""
     present = os.path.isfile(path)
-    if not present and _RECORDERS:
+    if not present and session.current().recorders:
         _record(os.fspath(path), None)
     return present
 

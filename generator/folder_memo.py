@@ -22,28 +22,28 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from generator import session
+
 Value = TypeVar("Value")
-
-_memo: dict[Hashable, object] | None = None
-
 
 @contextmanager
 def one_run() -> Iterator[None]:
-    """Remember folder answers until the block ends (nested blocks share the outer memo)."""
-    global _memo
-    outer = _memo
+    """Remember folder answers until the block ends (nested blocks share the outer memo); they
+    live in the command's session (generator.session), so a new command starts with none."""
+    state = session.current()
+    outer = state.memo
     if outer is None:
-        _memo = {}
+        state.memo = {}
     try:
         yield
     finally:
-        _memo = outer
+        state.memo = outer
 
 
 def remembered(key: Hashable, compute: Callable[[], Value]) -> Value:
     """compute(), or inside one_run() the value computed before for the same key. An exception
     is not remembered (the next call tries again, and fails the same way)."""
-    memo = _memo
+    memo = session.current().memo
     if memo is None:
         return compute()
     try:
@@ -56,7 +56,7 @@ def remembered(key: Hashable, compute: Callable[[], Value]) -> Value:
 
 
 def active() -> bool:
-    return _memo is not None
+    return session.current().memo is not None
 
 
 # How many folders above a script are searched for the project's marks (`.git`, a project file,

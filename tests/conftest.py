@@ -94,10 +94,10 @@ def _sealed_cache(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(autouse=True)
 def _no_project_boundary_left_over():
-    """Each test starts with no script judged (generator.boundary is per process: a script read
-    by an earlier test must not bound the reads of the next one)."""
-    from generator import boundary
+    """Each test starts a new session (generator.session: a script read by an earlier test must
+    not bound the reads of the next one, nor its folder answers answer for it)."""
+    from generator import session
 
-    boundary.reset()
+    session.begin()
     yield
-    boundary.reset()
+    session.begin()
