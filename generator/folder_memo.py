@@ -84,18 +84,24 @@ def project_chain(here: Path) -> list[Path]:
     """The folders from `here` (absolute, as written: links not resolved) up to its project's
     top, nearest first: up to the first folder holding `.git` within MAX_LEVELS; without one, up
     to the nearest folder holding a project marker (PROJECT_MARKERS); without either, `here`
-    alone. Never the working directory or any other folder: a `verl/` or a secret in a folder
+    alone. Only folders above every linked folder of the chain count as the top. Never the working directory or any other folder: a `verl/` or a secret in a folder
     beside the project is not the project's (issues 34 and 35)."""
     return list(remembered(("project_chain", here), lambda: tuple(_project_chain(here))))
 
 
 def _project_chain(here: Path) -> list[Path]:
     chain = [here, *here.parents][:MAX_LEVELS]
-    for index, folder in enumerate(chain):
-        if holds_git(folder):
+    # A mark seen through a linked folder is the link target's, not this project's: a committed
+    # `examples -> ../other` where `other` holds `.git` (or `dot -> ~` with a dotfiles repository)
+    # must not make `other` the root of `examples/x.sh`. Marks count from above the outermost
+    # link only.
+    linked = [index for index, folder in enumerate(chain) if os.path.islink(folder)]
+    first = linked[-1] + 1 if linked else 0
+    for index in range(first, len(chain)):
+        if holds_git(chain[index]):
             return chain[:index + 1]
-    for index, folder in enumerate(chain):
-        if holds_marker(folder):
+    for index in range(first, len(chain)):
+        if holds_marker(chain[index]):
             return chain[:index + 1]
     return [here]
 

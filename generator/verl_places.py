@@ -18,7 +18,7 @@ from pathlib import Path
 
 from generator import boundary
 from generator.errors import InputError
-from generator.files import read_text_input
+from generator.files import read_input, read_text_input
 from generator.folder_memo import project_chain, remembered
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS
 
@@ -75,10 +75,11 @@ def _submodule_paths(folder: Path) -> list[str]:
     """Paths of the git submodules declared in `folder/.gitmodules` (read as text, bounded)."""
     modules = folder / ".gitmodules"
     try:
-        if not modules.is_file() or modules.stat().st_size > 65536:
+        if not modules.is_file():
             return []
-        text = modules.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        # Through the door: bounded, and never a `.gitmodules` linked to a file outside the project.
+        text = read_input(modules, limit=65536, what=".gitmodules").decode("utf-8", "replace")
+    except (OSError, InputError):
         return []
     out = []
     for line in text.splitlines():

@@ -74,8 +74,17 @@ def no_git_home_folder(tmp: Path) -> Case:
     return Case("gen show Downloads/x/run.sh", home, rc=0, says="outside the project", one_line=False)
 
 
+def linked_folder_to_a_repository(tmp: Path) -> Case:
+    """`examples -> ../other` where `other` is a repository itself: its `.git`, seen through the
+    link, must not make it the root of `examples/train.sh`."""
+    repo, other = _tree(tmp)
+    (other / ".git").mkdir()
+    (repo / "examples").symlink_to("../other")
+    return Case("gen show examples/train.sh", repo, rc=2, says="outside its project")
+
+
 DOOR_CASES = {f.__name__: f for f in (linked_folder_show, linked_folder_fix_write, linked_script_show,
-                                       no_git_home_folder)}
+                                       no_git_home_folder, linked_folder_to_a_repository)}
 
 
 @pytest.mark.parametrize("name", sorted(DOOR_CASES))
