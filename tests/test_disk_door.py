@@ -259,3 +259,21 @@ def test_tests_do_not_write_the_users_cache() -> None:
     home_cache = Path.home() / ".cache" / "verl-gen"
     assert home_cache not in folder.parents and os.environ.get(cache.CACHE_ENV)
     assert Path(os.environ[cache.CACHE_ENV]).name == "verl-gen-cache" and "pytest" in os.environ[cache.CACHE_ENV]
+
+
+# --- a folder walk reads nothing outside the project either -----------------------------------
+
+
+def test_a_walk_does_not_read_a_callee_or_gitignore_outside_the_project(tmp_path: Path) -> None:
+    """Whether a wrapper is kept depends on its callee's text: a callee outside the project is
+    not read (so `bash ../other/train.sh` is passed over), nor is a `.gitignore` linked outside."""
+    from generator.discover import expand_paths
+
+    repo, other = _tree(tmp_path)
+    (repo / "wrapper.sh").write_text("export BS=64\nbash ../other/train.sh\n")
+    (repo / "inside.sh").write_text("bash ./callee.sh\n")
+    (repo / "callee.sh").write_text(f"{CALL}\n")
+    (other / "ignore").write_text("callee.sh\n")
+    (repo / ".gitignore").symlink_to(other / "ignore")
+    found = [Path(p).name for p in expand_paths([str(repo)])]
+    assert found == ["callee.sh", "inside.sh"]
