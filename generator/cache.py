@@ -51,6 +51,7 @@ CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
 MAX_ENTRY_BYTES = 64 << 20
+MAX_KEY_BYTES = 64 << 20  # YAML bytes hashed to name one folder's entry; a larger tree is not cached
 
 Configs = dict[str, dict[str, Any]]
 Mandatory = dict[str, list[str]]
@@ -75,11 +76,19 @@ def content_key(config_dir: Path) -> str | None:
 
     digest = hashlib.sha256(f"verl-gen schema cache {FORMAT}\n".encode())
     try:
-        files = sorted(p for p in config_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        # Regular files only, links passed over: a `x.yaml` linked to a huge file elsewhere is not
+        # read to name an entry (what a composition reads through a link is in the entry's deps).
+        files = sorted(p for p in config_dir.rglob("*") if p.suffix in (".yaml", ".yml") and not p.is_symlink()
+                       and p.is_file())
         if len(files) > MAX_FILES:
             return None
+        total = 0
         for path in files:
-            data = path.read_bytes()
+            total += path.stat().st_size
+            if total > MAX_KEY_BYTES:  # a tree this large is composed each time, not cached
+                return None
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_KEY_BYTES + 1)
             name = path.relative_to(config_dir).as_posix().encode("utf-8", "surrogateescape")
             digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
     except (OSError, ValueError, RecursionError):

@@ -250,6 +250,23 @@ def test_an_entry_over_the_size_bound_is_not_written(tmp_path: Path, monkeypatch
     assert not list((tmp_path / "cache").rglob("*.json"))
 
 
+def test_the_folder_key_reads_no_linked_file_and_is_bounded(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Naming an entry reads the folder's own regular YAML only (a `x.yaml` linked to a huge file
+    elsewhere is not read), and at most MAX_KEY_BYTES of it."""
+    conf = tmp_path / "conf"
+    conf.mkdir()
+    (conf / "ppo_trainer.yaml").write_text("data:\n  train_batch_size: 64\n")
+    before = cache.content_key(conf)
+    (tmp_path / "elsewhere.yaml").write_text("x: 1\n")
+    (conf / "linked.yaml").symlink_to(tmp_path / "elsewhere.yaml")
+    opened: list[str] = []
+    real_open = open
+    monkeypatch.setattr("builtins.open", lambda name, *a, **k: opened.append(str(name)) or real_open(name, *a, **k))
+    assert cache.content_key(conf) == before and not any("elsewhere" in name or "linked" in name for name in opened)
+    monkeypatch.setattr(cache, "MAX_KEY_BYTES", 10)
+    assert cache.content_key(conf) is None
+
+
 # --- tests are sealed from the user's cache ---------------------------------------------------
 
 
