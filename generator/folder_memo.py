@@ -84,26 +84,34 @@ def project_chain(here: Path) -> list[Path]:
     """The folders from `here` (absolute, as written: links not resolved) up to its project's
     top, nearest first: up to the first folder holding `.git` within MAX_LEVELS; without one, up
     to the nearest folder holding a project marker (PROJECT_MARKERS); without either, `here`
-    alone. Only folders above every linked folder of the chain count as the top. Never the working directory or any other folder: a `verl/` or a secret in a folder
+    alone. A mark seen through a linked folder between the script and it does not count (_marked). Never the working directory or any other folder: a `verl/` or a secret in a folder
     beside the project is not the project's (issues 34 and 35)."""
     return list(remembered(("project_chain", here), lambda: tuple(_project_chain(here))))
 
 
 def _project_chain(here: Path) -> list[Path]:
     chain = [here, *here.parents][:MAX_LEVELS]
-    # A mark seen through a linked folder is the link target's, not this project's: a committed
-    # `examples -> ../other` where `other` holds `.git` (or `dot -> ~` with a dotfiles repository)
-    # must not make `other` the root of `examples/x.sh`. Marks count from above the outermost
-    # link only.
-    linked = [index for index, folder in enumerate(chain) if os.path.islink(folder)]
-    first = linked[-1] + 1 if linked else 0
-    for index in range(first, len(chain)):
-        if holds_git(chain[index]):
-            return chain[:index + 1]
-    for index in range(first, len(chain)):
-        if holds_marker(chain[index]):
-            return chain[:index + 1]
-    return [here]
+    top = _marked(chain, holds_git)
+    if top is None:
+        top = _marked(chain, holds_marker)
+    return [here] if top is None else chain[:top + 1]
+
+
+def _marked(chain: list[Path], has_mark: Callable[[Path], bool]) -> int | None:
+    """The index of the nearest folder of `chain` with the mark, seen without a link: a mark in
+    a linked folder, or above one between it and the script, is the link target's (a committed
+    `examples -> ../other` where `other` holds `.git`, or `dot -> ~` with a dotfiles repository,
+    must not make `other` the root of `examples/x.sh`); the search goes on above the link. A link
+    above the mark (a home folder reached through a link) is the user's own layout."""
+    start = 0
+    while True:
+        found = next((index for index in range(start, len(chain)) if has_mark(chain[index])), None)
+        if found is None:
+            return None
+        linked = [index for index in range(start, found + 1) if os.path.islink(chain[index])]
+        if not linked:
+            return found
+        start = linked[-1] + 1
 
 
 def real_path(path: str) -> str:

@@ -121,6 +121,22 @@ def test_without_git_the_root_is_the_nearest_project_marker(tmp_path: Path) -> N
     assert project_chain(project / "scripts")[-1] == tmp_path
 
 
+def test_a_link_above_the_project_is_the_users_own_layout(tmp_path: Path) -> None:
+    """`~/code -> /mnt/data/code` holding a repository: the repository is still the root (a
+    link above the project's top is not one of the project's links)."""
+    from generator.folder_memo import project_chain
+
+    real = tmp_path / "mnt" / "code"
+    (real / "proj" / ".git").mkdir(parents=True)
+    (real / "proj" / "scripts").mkdir()
+    (real / "proj" / "common.env").write_text("export TOKEN=from-the-repository\n")
+    (real / "proj" / "scripts" / "run.sh").write_text(f"source ../common.env\n{CALL} \\\n    trainer.project_name=$TOKEN\n")
+    (tmp_path / "code").symlink_to(real)
+    assert project_chain(tmp_path / "code" / "proj" / "scripts")[-1] == tmp_path / "code" / "proj"
+    got = run_case(Case("gen show code/proj/scripts/run.sh", tmp_path, rc=0), timeout=60)
+    assert got.rc == 0 and "trainer.project_name=from-the-repository" in got.stdout, got.stdout + got.stderr
+
+
 def test_a_marked_project_reads_its_own_files_and_not_a_sibling_verl(tmp_path: Path) -> None:
     """`~/verl` (another clone) is not the project's verl of `~/Downloads/x/run.sh`; a project
     marked by its pyproject.toml reads the files it sources from its own top."""
