@@ -3,7 +3,13 @@
 Reading and composing verl's YAML with PyYAML costs about half a second on every `gen check`
 inside a checkout; the result depends only on the YAML files' content. So it is kept, as JSON,
 under the user's cache folder, named by a SHA-256 of every YAML file's relative path and bytes
-(and this format's version): an edit to any of them is a new name, never a stale hit.
+(and this format's version): an edit to any of them is a new name, never a stale hit. That name
+does not see every file a composition reads: a linked subfolder is not walked, and a `defaults:`
+entry may reach `../` out of the folder. So the entry also keeps each file the composition read
+(or looked for and did not find), by its path relative to the config folder and a SHA-256 of its
+bytes (generator.files.recording_reads), and a hit counts only when every one of them is the
+same in the folder being judged now: checking one project never changes another's verdict, and
+an edit to a file behind a link is seen (issue 35).
 
 The same goes for a packaged data file PyYAML is slow to read (the model registry): its parse
 is kept (`cached_parse`), so `gen check` need not import PyYAML at all; and for a small value
@@ -39,11 +45,13 @@ from typing import Any, Callable
 
 # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
 # 3: the entry keeps why a generated file was passed over (the notes), so a hit reads no YAML at all
-FORMAT = 3
+# 4: the entry keeps every file the composition read or looked for (`deps`), checked on a hit
+FORMAT = 4
 CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached
 MAX_ENTRY_BYTES = 64 << 20
+MAX_KEY_BYTES = 64 << 20  # YAML bytes hashed to name one folder's entry; a larger tree is not cached
 
 Configs = dict[str, dict[str, Any]]
 Mandatory = dict[str, list[str]]
@@ -68,11 +76,19 @@ def content_key(config_dir: Path) -> str | None:
 
     digest = hashlib.sha256(f"verl-gen schema cache {FORMAT}\n".encode())
     try:
-        files = sorted(p for p in config_dir.rglob("*") if p.suffix in (".yaml", ".yml") and p.is_file())
+        # Regular files only, links passed over: a `x.yaml` linked to a huge file elsewhere is not
+        # read to name an entry (what a composition reads through a link is in the entry's deps).
+        files = sorted(p for p in config_dir.rglob("*") if p.suffix in (".yaml", ".yml") and not p.is_symlink()
+                       and p.is_file())
         if len(files) > MAX_FILES:
             return None
+        total = 0
         for path in files:
-            data = path.read_bytes()
+            total += path.stat().st_size
+            if total > MAX_KEY_BYTES:  # a tree this large is composed each time, not cached
+                return None
+            with open(path, "rb") as handle:
+                data = handle.read(MAX_KEY_BYTES + 1)
             name = path.relative_to(config_dir).as_posix().encode("utf-8", "surrogateescape")
             digest.update(len(name).to_bytes(8, "big") + name + len(data).to_bytes(8, "big") + data)
     except (OSError, ValueError, RecursionError):
@@ -92,8 +108,14 @@ def _trusted(path: Path) -> bool:
     return not info.st_mode & (stat.S_IWGRP | stat.S_IWOTH)
 
 
-def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str]] | None:
+Deps = dict[str, str]
+
+
+def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str], Deps] | None:
     if not isinstance(document, dict) or document.get("format") != FORMAT or document.get("key") != key:
+        return None
+    deps = document.get("deps")
+    if not isinstance(deps, dict) or not all(isinstance(k, str) and isinstance(v, str) for k, v in deps.items()):
         return None
     configs, mandatory, notes = document.get("configs"), document.get("mandatory"), document.get("notes")
     if not isinstance(configs, dict) or not configs or not isinstance(mandatory, dict):
@@ -106,28 +128,45 @@ def _valid(document: object, key: str) -> tuple[Configs, Mandatory, list[str]] |
     for name, keys in mandatory.items():
         if name not in configs or not isinstance(keys, list) or not all(isinstance(k, str) for k in keys):
             return None
-    return configs, mandatory, notes
+    return configs, mandatory, notes, deps
 
 
-def load_entry(key: str) -> tuple[Configs, Mandatory, list[str]] | None:
-    """The cached (configs, mandatory, notes) for `key`, or None (no entry, or one not to be
-    trusted)."""
+def load_entry(key: str, config_dir: Path, digest: Callable[[str], str | None]
+               ) -> tuple[Configs, Mandatory, list[str]] | None:
+    """The cached (configs, mandatory, notes) for `key`, or None (no entry, one not to be
+    trusted, or one composed from a file that differs in `config_dir` now). `digest(path)`: what
+    generator.files.recording_reads notes for the file now, None when it cannot be read (the
+    caller's reader: this module sits below the project's file door)."""
     folder = cache_dir()
     if folder is None or len(key) != 64 or not all(c in "0123456789abcdef" for c in key):
         return None
     document = _read_document(folder / f"{key}.json", MAX_ENTRY_BYTES)
-    return None if document is None else _valid(document, key)
+    found = None if document is None else _valid(document, key)
+    if found is None:
+        return None
+    configs, mandatory, notes, deps = found
+    # Every file the entry was composed from must be the same in `config_dir` now.
+    if any(digest(os.path.join(config_dir, relative)) != noted for relative, noted in deps.items()):
+        return None
+    return configs, mandatory, notes
 
 
-def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[str]) -> None:
+def relative_deps(config_dir: Path, reads: dict[str, str]) -> Deps:
+    """The recorded reads (absolute path -> digest) by their path relative to `config_dir`."""
+    base = os.path.abspath(config_dir)
+    return {os.path.relpath(path, base): digest for path, digest in reads.items()}
+
+
+def store_entry(key: str, configs: Configs, mandatory: Mandatory, notes: list[str], deps: Deps) -> None:
     """Write the entry (atomically: a reader sees the old file or the whole new one); any
     failure leaves no entry and is not an error. `notes`: why a file of the folder was passed
-    over (a stale _generated_*.yaml), which depends on the same YAML as the key."""
+    over (a stale _generated_*.yaml), which depends on the same YAML as the key; `deps`: every
+    file the composition read or looked for (relative_deps), checked on a hit."""
     folder = cache_dir()
     if folder is None:
         return
     _write_json(folder / f"{key}.json", {"format": FORMAT, "key": key, "configs": configs, "mandatory": mandatory,
-                                         "notes": list(notes)},
+                                         "notes": list(notes), "deps": dict(deps)},
                 # a value JSON would change (a non-text key, say): not cached rather than wrong
                 check=lambda back: back["configs"] == configs)
 
@@ -275,6 +314,8 @@ def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], b
 
     try:
         text = json.dumps(document)
+        if len(text) > MAX_ENTRY_BYTES:  # never read back (see _trusted): not written at all
+            return
         if not check(json.loads(text)):
             return
         target.parent.mkdir(parents=True, exist_ok=True, mode=0o700)
@@ -291,4 +332,5 @@ def _write_json(target: Path, document: dict[str, Any], check: Callable[[Any], b
         return
 
 
-__all__ = ["CACHE_ENV", "SWITCH_ENV", "RememberedAnswers", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "store_entry"]
+__all__ = ["CACHE_ENV", "SWITCH_ENV", "RememberedAnswers", "cache_dir", "cached_parse", "cached_value", "content_key", "load_entry", "relative_deps",
+           "store_entry"]

@@ -25,6 +25,8 @@ from generator.files import SCRIPT_LIMIT, read_input
 from generator.launch_shape import names_trainer, scripts_run
 from generator.safe_regex import fullmatch
 from generator import boundary
+from generator.boundary import real_path
+from generator.project_root import project_root
 from generator.foreign_paths import checkout_copy
 
 SUFFIXES = (".sh", ".bash", ".py")
@@ -83,10 +85,19 @@ def _glob(pattern: str, path: str) -> bool:
     return fullmatch("".join(regex), path) is True
 
 
+def _inside(path: Path, root: Path) -> bool:
+    """Whether `path`, its links followed, lies inside the project at `root` (a real path)."""
+    real = real_path(path)
+    return real == root or root in real.parents
+
+
 def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
+    name = folder / ".gitignore"
     try:
-        text = read_input(folder / ".gitignore", limit=SCRIPT_LIMIT, what=".gitignore", trusted=True).decode("utf-8", "replace")
-    except InputError:  # absent, a FIFO, too large: no patterns from it
+        if not _inside(name, project_root(folder)):  # a .gitignore linked to a file elsewhere
+            return []
+        text = read_input(name, limit=SCRIPT_LIMIT, what=".gitignore", trusted=True).decode("utf-8", "replace")
+    except (InputError, OSError, ValueError):  # absent, a FIFO, too large: no patterns from it
         return []
     rules = []
     for raw in text.splitlines()[:10_000]:
@@ -124,6 +135,7 @@ def _launches(path: Path) -> bool:
 def _runs_a_launcher(path: Path, source: bytes) -> bool:
     """A wrapper (`export BS=64; bash examples/run_x.sh`): it runs a script, found beside it or
     from where gen runs (the checkout root, as the wrapper's own `bash` would), that names a trainer."""
+    root = project_root(path)
     for written in scripts_run(source):
         for base in (path.parent, Path.cwd()):
             if os.path.isabs(written):  # as written, else this checkout's copy of another machine's path
@@ -132,7 +144,8 @@ def _runs_a_launcher(path: Path, source: bytes) -> bool:
             else:
                 callee = base / written
             try:
-                if callee.is_file() and callee.resolve() != path.resolve() and names_trainer(
+                # Only a callee inside the wrapper's project is read (issue 35: nothing outside).
+                if callee.is_file() and _inside(callee, root) and callee.resolve() != path.resolve() and names_trainer(
                         read_input(callee, trusted=True)):
                     return True
             except (InputError, OSError):

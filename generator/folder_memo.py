@@ -22,28 +22,28 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import TypeVar
 
+from generator import session
+
 Value = TypeVar("Value")
-
-_memo: dict[Hashable, object] | None = None
-
 
 @contextmanager
 def one_run() -> Iterator[None]:
-    """Remember folder answers until the block ends (nested blocks share the outer memo)."""
-    global _memo
-    outer = _memo
+    """Remember folder answers until the block ends (nested blocks share the outer memo); they
+    live in the command's session (generator.session), so a new command starts with none."""
+    state = session.current()
+    outer = state.memo
     if outer is None:
-        _memo = {}
+        state.memo = {}
     try:
         yield
     finally:
-        _memo = outer
+        state.memo = outer
 
 
 def remembered(key: Hashable, compute: Callable[[], Value]) -> Value:
     """compute(), or inside one_run() the value computed before for the same key. An exception
     is not remembered (the next call tries again, and fails the same way)."""
-    memo = _memo
+    memo = session.current().memo
     if memo is None:
         return compute()
     try:
@@ -56,7 +56,15 @@ def remembered(key: Hashable, compute: Callable[[], Value]) -> Value:
 
 
 def active() -> bool:
-    return _memo is not None
+    return session.current().memo is not None
+
+
+# How many folders above a script are searched for the project's marks (`.git`, a project file,
+# a vendored verl): a checkout is rarely deeper.
+MAX_LEVELS = 12
+# Files that mark a Python project's top folder when there is no `.git` (a tarball, a download,
+# a copy): where its packaging and requirements live. Nothing else widens a project.
+PROJECT_MARKERS = ("pyproject.toml", "setup.py", "setup.cfg", "requirements.txt")
 
 
 def holds_git(folder: Path) -> bool:
@@ -64,6 +72,46 @@ def holds_git(folder: Path) -> bool:
     script (project root, checkout root, vendored verl) stops at. The scripts of a corpus share
     a few ancestors, so each is asked once per run."""
     return remembered(("holds_git", folder), lambda: (folder / ".git").exists())
+
+
+def holds_marker(folder: Path) -> bool:
+    """Whether `folder` holds one of PROJECT_MARKERS (a regular file or a link to one)."""
+    return remembered(("holds_marker", folder),
+                      lambda: any(os.path.isfile(folder / name) for name in PROJECT_MARKERS))
+
+
+def project_chain(here: Path) -> list[Path]:
+    """The folders from `here` (absolute, as written: links not resolved) up to its project's
+    top, nearest first: up to the first folder holding `.git` within MAX_LEVELS; without one, up
+    to the nearest folder holding a project marker (PROJECT_MARKERS); without either, `here`
+    alone. A mark seen through a linked folder between the script and it does not count (_marked). Never the working directory or any other folder: a `verl/` or a secret in a folder
+    beside the project is not the project's (issues 34 and 35)."""
+    return list(remembered(("project_chain", here), lambda: tuple(_project_chain(here))))
+
+
+def _project_chain(here: Path) -> list[Path]:
+    chain = [here, *here.parents][:MAX_LEVELS]
+    top = _marked(chain, holds_git)
+    if top is None:
+        top = _marked(chain, holds_marker)
+    return [here] if top is None else chain[:top + 1]
+
+
+def _marked(chain: list[Path], has_mark: Callable[[Path], bool]) -> int | None:
+    """The index of the nearest folder of `chain` with the mark, seen without a link: a mark in
+    a linked folder, or above one between it and the script, is the link target's (a committed
+    `examples -> ../other` where `other` holds `.git`, or `dot -> ~` with a dotfiles repository,
+    must not make `other` the root of `examples/x.sh`); the search goes on above the link. A link
+    above the mark (a home folder reached through a link) is the user's own layout."""
+    start = 0
+    while True:
+        found = next((index for index in range(start, len(chain)) if has_mark(chain[index])), None)
+        if found is None:
+            return None
+        linked = [index for index in range(start, found + 1) if os.path.islink(chain[index])]
+        if not linked:
+            return found
+        start = linked[-1] + 1
 
 
 def real_path(path: str) -> str:
@@ -95,4 +143,4 @@ def _real_folder(path: str) -> str | None:
     return remembered(("real_folder", folder, where), lambda: os.path.realpath(folder))
 
 
-__all__ = ["active", "holds_git", "one_run", "real_parent", "real_path", "remembered"]
+__all__ = ["MAX_LEVELS", "PROJECT_MARKERS", "active", "holds_git", "holds_marker", "project_chain", "one_run", "real_parent", "real_path", "remembered"]

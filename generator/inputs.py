@@ -9,6 +9,7 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Iterable
 
+from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import STDIN, read_input
 from generator.project_root import enter
@@ -27,8 +28,15 @@ def read_bytes(path: str) -> bytes:
 
 def read_entered(path: str) -> bytes:
     """The file's bytes, read by a caller that has entered its project already
-    (project.load_project enters it: generator.file_context reads the file after it)."""
-    return read_input(path, trusted=True)  # the user named it
+    (project.load_project enters it: generator.file_context reads the file after it).
+
+    The user named the file, but not where its links lead: a script that resolves outside the
+    project its path is in (a link to a file elsewhere, or inside a linked folder such as
+    `examples -> ../other`) is refused unread (OutsideProject, exit 2), as any read is."""
+    try:
+        return read_input(path)
+    except OutsideProject as err:
+        raise OutsideProject(path, err.root, named=True) from None
 
 
 # Files people pass by mistake: a config or data file is not a launch script (checking it would

@@ -43,9 +43,8 @@ from typing import Any, Iterable, Mapping, NamedTuple
 from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import real_parent, remembered
+from generator.folder_memo import MAX_LEVELS, real_parent, remembered
 from generator.project_root import enter, project_root
-from generator.verl_places import MAX_LEVELS
 from generator import boundary
 
 

@@ -1,11 +1,19 @@
 """Which project a script belongs to, and entering it: the root of the project boundary
 (generator.boundary holds the boundary in force and checks every read against it).
 
-The root is the nearest folder above the script holding `.git`; outside a repository, the folder
-given on the command line, the working directory or the folder holding a vendored verl (see
-project_root). The installed verl package is readable from every project. It asks
-generator.verl_places where verl is (which reads through generator.files), so it sits above
-them; generator.boundary, which generator.files asks on every read, stays at the bottom.
+The root is found from the script's path as written, not from where its links lead: the nearest
+folder above it holding `.git`; without one, the nearest holding a project marker
+(generator.folder_memo.PROJECT_MARKERS: pyproject.toml, setup.py, setup.cfg, requirements.txt);
+without either, the script's own folder. A folder named on the command line (`gen check DIR`)
+that holds the script widens a root found without `.git` to it. The working directory is never
+the root, and neither is a folder beside the project that happens to hold a `verl/` (issue 34).
+
+Finding the root from the path as written is what keeps a committed link inside the project: for
+`examples -> ../other`, `examples/train.sh` belongs to the repository that ships the link, and
+the file it resolves to lies outside that repository's root, so it is not read (issue 35). The
+installed verl package is readable from every project. It asks generator.verl_places where verl
+is (which reads through generator.files), so it sits above them; generator.boundary, which
+generator.files asks on every read, stays at the bottom.
 """
 
 from __future__ import annotations
@@ -15,53 +23,27 @@ from pathlib import Path
 
 from generator import boundary
 from generator.boundary import Boundary, real_path
-from generator.folder_memo import holds_git, remembered
-from generator.verl_places import MAX_LEVELS, find_project_verl, installed_verl
+from generator.folder_memo import holds_git, project_chain, remembered
+from generator.verl_places import installed_verl
 
 
 def project_root(path: str | os.PathLike[str]) -> Path:
-    """The project a script (or folder) belongs to: the nearest ancestor holding `.git`. Outside
-    a repository, the outermost of: the folder given on the command line that holds it, the
-    working directory when it holds it (`cd project && gen check scripts/run.sh`), the folder
-    holding the project's vendored verl; else the script's own folder."""
+    """The real path of the project a script (or folder) belongs to (see the module's doc)."""
     name = os.path.abspath(os.fspath(path))
-    try:
-        cwd_key: str | None = os.getcwd()
-    except OSError:
-        cwd_key = None
     # The folder holding the script (a link's own folder, not its target's): the repository
     # that ships a link owns it. Scripts in one folder share its answer (generator.folder_memo).
     folder = name if os.path.isdir(name) else os.path.dirname(name)
-    return remembered(("project_root", folder, tuple(boundary.given_folders()), cwd_key),
-                      lambda: _project_root(real_path(folder)))
+    return remembered(("project_root", folder, tuple(boundary.given_folders())),
+                      lambda: _project_root(Path(folder)))
 
 
 def _project_root(here: Path) -> Path:
-    for folder in [here, *here.parents][:MAX_LEVELS]:
-        if holds_git(folder):
-            return folder
-    candidates = [g for g in boundary.given_folders() if here == g or g in here.parents]
-    try:
-        cwd = Path(os.getcwd()).resolve()
-    except OSError:
-        cwd = None
-    if cwd is not None and cwd != Path(cwd.anchor) and (here == cwd or cwd in here.parents):
-        candidates.append(cwd)
-    vendored = _vendored_verl_folder(here)
-    if vendored is not None:
-        candidates.append(vendored)
-    return min(candidates, key=lambda p: len(p.parts)) if candidates else here
-
-
-def _vendored_verl_folder(here: Path) -> Path | None:
-    """The folder above `here` whose `verl/` (or `src/verl/`…) holds verl's config tree."""
-    package = find_project_verl(str(here / "_"))
-    if package is None:
-        return None
-    top = real_path(package).parent
-    while top != here and top not in here.parents and top.parent != top:  # src/verl, verl/verl
-        top = top.parent
-    return top
+    chain = project_chain(here)
+    top = chain[-1]
+    if not holds_git(top):
+        given = [g for g in boundary.given_folders() if here == g or g in here.parents]
+        top = min([top, *given], key=lambda p: len(p.parts))
+    return real_path(top)
 
 
 def _installed_verl() -> Path | None:

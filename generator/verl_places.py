@@ -18,13 +18,10 @@ from pathlib import Path
 
 from generator import boundary
 from generator.errors import InputError
-from generator.files import read_text_input
-from generator.folder_memo import holds_git, remembered
+from generator.files import read_input, read_text_input
+from generator.folder_memo import project_chain, remembered
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS
 
-# How many folders above a script are searched for the project's marks: `.git`, a vendored verl
-# (a checkout is rarely deeper).
-MAX_LEVELS = 12
 # Where a verl package sits in a project folder: vendored (`verl/`), vendored in a `src/` layout
 # (`src/verl/`, installed with `package_dir={"": "src"}`, as agent forks of verl 0.2-0.3 do), or a
 # git submodule that holds verl's repository (`verl/verl/`, or any submodule path with a `verl/`).
@@ -37,19 +34,19 @@ def find_project_verl(script_path: str) -> Path | None:
     """The `verl/` package of the project a script belongs to: going up from the script's
     folder, the first folder with a vendored `verl/trainer/config/` (or `src/verl/...`, a submodule's
     `verl/verl/...`, or a `verl` package inside a submodule path of `.gitmodules`). The search
-    stops at the folder holding `.git`."""
+    stops at the project's top (generator.folder_memo.project_chain)."""
     here = Path(script_path).absolute().parent
     return remembered(("project_verl", here), lambda: _find_project_verl(here))
 
 
 def _find_project_verl(here: Path) -> Path | None:
-    for folder in [here, *here.parents][:MAX_LEVELS]:
+    # Up to the project's top only: without `.git`, a `verl/` in a folder above the nearest
+    # project marker (another clone in the home folder, a download) is not this project's (issue 34).
+    for folder in project_chain(here):
         # The scripts' folders share their ancestors: each folder is looked into once per run.
         package = remembered(("verl_in", folder), partial(_verl_in, folder))
         if package is not None:
             return package
-        if holds_git(folder):
-            break
     return None
 
 
@@ -78,10 +75,11 @@ def _submodule_paths(folder: Path) -> list[str]:
     """Paths of the git submodules declared in `folder/.gitmodules` (read as text, bounded)."""
     modules = folder / ".gitmodules"
     try:
-        if not modules.is_file() or modules.stat().st_size > 65536:
+        if not modules.is_file():
             return []
-        text = modules.read_text(encoding="utf-8", errors="replace")
-    except OSError:
+        # Through the door: bounded, and never a `.gitmodules` linked to a file outside the project.
+        text = read_input(modules, limit=65536, what=".gitmodules").decode("utf-8", "replace")
+    except (OSError, InputError):
         return []
     out = []
     for line in text.splitlines():

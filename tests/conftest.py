@@ -75,12 +75,29 @@ def shellcheck() -> str:
     return binary
 
 
+@pytest.fixture(scope="session", autouse=True)
+def _sealed_cache(tmp_path_factory: pytest.TempPathFactory):
+    """No test reads or writes the user's cache (~/.cache/verl-gen, $XDG_CACHE_HOME, a
+    $VERL_GEN_CACHE set in the shell): generator.cache and the child processes tests start use a
+    folder of this session. A test that needs its own cache sets it (monkeypatch.setenv)."""
+    folder = tmp_path_factory.mktemp("verl-gen-cache", numbered=False)
+    saved = {name: os.environ.get(name) for name in ("VERL_GEN_CACHE", "XDG_CACHE_HOME")}
+    os.environ["VERL_GEN_CACHE"] = str(folder)
+    os.environ["XDG_CACHE_HOME"] = str(folder / "xdg")
+    yield folder
+    for name, value in saved.items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
+
+
 @pytest.fixture(autouse=True)
 def _no_project_boundary_left_over():
-    """Each test starts with no script judged (generator.boundary is per process: a script read
-    by an earlier test must not bound the reads of the next one)."""
-    from generator import boundary
+    """Each test starts a new session (generator.session: a script read by an earlier test must
+    not bound the reads of the next one, nor its folder answers answer for it)."""
+    from generator import session
 
-    boundary.reset()
+    session.begin()
     yield
-    boundary.reset()
+    session.begin()

@@ -287,7 +287,7 @@ def fix_through_symlink(tmp: Path) -> Case:
     real = _script(outside, CALL.replace("=24", "=7"), "real.sh")
     (repo / "run.sh").symlink_to(real)
     before = real.read_text()
-    case = Case("gen fix --write --unsafe run.sh", repo, rc=2, says="is a symbolic link")
+    case = Case("gen fix --write --unsafe run.sh", repo, rc=2, says="a symbolic link leads it outside its project")
     case.check = lambda: None if real.read_text() == before else "the link's target was rewritten"
     return case
 

@@ -52,8 +52,11 @@ def _codes_and_keys(doc: dict) -> list[tuple[str, str | None]]:
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
+    """A checkout of the fixture project (with `.git`: a folder without a project mark is no
+    project, so its vendored verl would not be the script's, issue 34)."""
     target = tmp_path / name
     shutil.copytree(PROJECTS / name, target)
+    (target / ".git").mkdir(exist_ok=True)
     return target
 
 

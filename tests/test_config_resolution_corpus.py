@@ -42,6 +42,7 @@ def layouts(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         checkout = root / tag_dir.name.replace("@", "_")
         package = checkout / "verl"
         (package / "version").mkdir(parents=True)
+        (checkout / ".git").mkdir()  # a clone: without a project mark a folder is no project (issue 34)
         (package / "version" / "version").write_text(_version_file_text(tag_dir.name) + "\n")
         # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
         shutil.copytree(verl_config_dir / tag_dir.name / "verl" / "trainer", package / "trainer")

@@ -219,7 +219,7 @@ def test_interrupted_write_leaves_the_original_intact(tmp_path, monkeypatch):
 def test_a_full_disk_is_one_line_and_nothing_is_left(tmp_path, monkeypatch):
     path = tmp_path / "run.sh"
     path.write_bytes(b"original\n")
-    monkeypatch.setattr(files_mod.os, "replace", lambda a, b: (_ for _ in ()).throw(OSError(28, "No space left")))
+    monkeypatch.setattr(files_mod.os, "replace", lambda *a, **k: (_ for _ in ()).throw(OSError(28, "No space left")))
     with pytest.raises(InputError, match="No space left"):
         write_atomic(path, b"new\n")
     assert path.read_bytes() == b"original\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import boundary, folder_memo, project_root
+from generator import boundary, folder_memo, project_root, session
 from generator.project import find_project_file
 
 
@@ -68,12 +68,12 @@ def test_scripts_of_one_folder_share_the_walk_up(tmp_path: Path, monkeypatch: py
     with folder_memo.one_run():
         roots = {project_root.project_root(s) for s in scripts}
     assert roots == {tmp_path.resolve()} and len(walked) == 1
-    boundary.reset()
+    session.begin()
     boundary.given_folder(tmp_path)  # another input of the answer: asked again, not reused
     with folder_memo.one_run():
         project_root.project_root(scripts[0])
         project_root.project_root(scripts[1])
-    boundary.reset()
+    session.begin()
     assert len(walked) == 2
 
 

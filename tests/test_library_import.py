@@ -303,6 +303,7 @@ def test_import_targets_the_verl_the_script_runs_as_gen_check_resolves_it(tmp_pa
 
     fork = Path(__file__).resolve().parent / "fixtures" / "projects" / "vendored_fork" / "verl"
     shutil.copytree(fork, tmp_path / "proj" / "verl")
+    (tmp_path / "proj" / ".git").mkdir()  # a checkout: the vendored verl is its project's (issue 34)
     (tmp_path / "proj" / "scripts").mkdir()
     script = tmp_path / "proj" / "scripts" / "run_legacy.sh"
     script.write_text(LEGACY)

@@ -55,6 +55,7 @@ def checked(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         checkout = root / tag
         package = checkout / "verl"
         (package / "version").mkdir(parents=True)
+        (checkout / ".git").mkdir()  # a clone: without a project mark a folder is no project (issue 34)
         (package / "version" / "version").write_text(VERSION_FILE[tag] + "\n")
         # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
         shutil.copytree(verl_config_dir / tag / "verl" / "trainer", package / "trainer")

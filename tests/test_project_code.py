@@ -72,6 +72,7 @@ def test_without_the_fork_the_same_script_is_judged_by_a_packaged_release(monkey
 
 
 def test_of_several_forks_the_nearest_is_taken_and_the_others_are_named(tmp_path):
+    (tmp_path / ".git").mkdir()  # a checkout (a working directory alone is no project: issue 34)
     for where in ("a/verl", "tools/b/verl"):
         folder = tmp_path / where / "trainer" / "config"
         folder.mkdir(parents=True)
@@ -85,6 +86,7 @@ def test_of_several_forks_the_nearest_is_taken_and_the_others_are_named(tmp_path
 
 
 def test_the_working_directory_after_cd_is_where_python_imports_from(tmp_path):
+    (tmp_path / ".git").mkdir()  # a checkout (a working directory alone is no project: issue 34)
     folder = tmp_path / "fork" / "verl" / "trainer" / "config"
     folder.mkdir(parents=True)
     (folder / "ppo_trainer.yaml").write_text("data: {train_batch_size: 8}\n")
@@ -141,6 +143,7 @@ def test_a_searchpath_to_verls_package_and_the_projects_own_is_composed(monkeypa
 def test_a_searchpath_whose_verl_is_absent_is_no_internal_error(monkeypatch, tmp_path):
     shutil.copytree(PROJECTS / "searchpath_project", tmp_path / "p")
     shutil.rmtree(tmp_path / "p" / "verl")
+    (tmp_path / "p" / ".git").mkdir()  # a checkout (a folder without one is not a project: issue 34)
     code, doc = _check(tmp_path / "p", "scripts/train.sh", monkeypatch)
     assert code in (0, 1) and doc["error"] is None
     assert ("VK601", "trainer.no_such_key") in [(f["code"], f.get("key")) for f in doc["findings"]]
@@ -195,6 +198,7 @@ def test_fork_code_reads_repeat_keys_and_live_reads_only():
 
 def test_a_fork_the_readme_installs_with_pip_e_wins_over_the_nearest(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)  # run from the checkout's root: the README is inside the project
+    (tmp_path / ".git").mkdir()  # a checkout (the working directory alone is not a project: issue 34)
     for where in ("agent/verl_fork/verl", "scripts/old/verl"):
         folder = tmp_path / where / "trainer" / "config"
         folder.mkdir(parents=True)

@@ -11,6 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator import cache
+from generator.files import digest_of
 from generator.schema.release_schema import _from_dir
 
 YAML = "data:\n  train_batch_size: 64\n  max_prompt_length: 512\ntrainer:\n  n_gpus_per_node: 8\n  total: ???\n"
@@ -75,7 +76,7 @@ def test_an_entry_others_may_write_is_not_trusted(tree: Path, tmp_path: Path) ->
     document["configs"]["ppo_trainer"]["data.train_batch_size"] = 999  # a forged value
     entry.write_text(json.dumps(document))
     os.chmod(entry, 0o666)
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree, digest_of) is None
     assert _from_dir("x", tree).configs["ppo_trainer"]["data.train_batch_size"] == 64
 
 
@@ -86,7 +87,7 @@ def test_a_link_is_not_followed(tree: Path, tmp_path: Path) -> None:
     elsewhere.write_bytes(entry.read_bytes())
     entry.unlink()
     entry.symlink_to(elsewhere)
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree, digest_of) is None
 
 
 def test_off_and_unwritable(tree: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
@@ -127,4 +128,4 @@ def test_an_entry_with_malformed_notes_is_ignored(tree: Path, tmp_path: Path, no
     document = json.loads(entry.read_text())
     document["notes"] = notes
     entry.write_text(json.dumps(document))
-    assert cache.load_entry(entry.stem) is None
+    assert cache.load_entry(entry.stem, tree, digest_of) is None

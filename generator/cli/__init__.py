@@ -37,9 +37,9 @@ def _version(value: bool) -> None:
 
 
 def _start_command() -> None:
-    from generator import boundary
+    from generator import session
 
-    boundary.reset()  # each command starts with no script judged and nothing trusted yet
+    session.begin()  # each command starts with no script judged, nothing trusted, nothing remembered
 
 
 def build_app() -> typer.Typer:

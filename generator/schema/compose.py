@@ -30,7 +30,7 @@ from typing import Any, Callable, NamedTuple
 
 from generator.errors import InputError
 from generator.schema.yamlload import load_yaml_file
-from generator.files import DATA_LIMIT, read_text_input
+from generator.files import DATA_LIMIT, probe_file, read_text_input
 
 # verl's ppo_megatron_trainer loads about 30 files; recipes a few more.
 MAX_LOADS = 500
@@ -213,7 +213,7 @@ def selections(config_dir: str | Path, config_name: str, choices: dict[str, str]
 
 def _find(root: Path, group: str, name: str) -> Path | None:
     for candidate in (root / group / f"{name}.yaml", root / group / f"{name}.yml"):
-        if candidate.is_file():
+        if probe_file(candidate):  # an absent file is noted: one created later changes the composition
             return candidate
     return None
 

@@ -20,11 +20,12 @@ import re
 from functools import partial
 from pathlib import Path
 
-from generator.folder_memo import holds_git, remembered
+from generator import boundary
+from generator.errors import InputError
+from generator.folder_memo import project_chain, remembered
 
 # Where a verl package sits in a project folder (as generator.schema.resolution looks).
 _PLACES = (("verl",), ("src", "verl"))
-_MAX_LEVELS = 12
 _MAX_BYTES = 512 * 1024
 _DATACLASS = re.compile(rb"^@dataclass\b", re.MULTILINE)
 
@@ -35,9 +36,10 @@ def dataclass_config(package: Path) -> Path | None:
     if (package / "trainer" / "config").is_dir() or not (package / "trainer" / "main.py").is_file():
         return None
     try:
+        boundary.check(config)  # read only for a regex, but never a file outside the project
         with open(config, "rb") as handle:
             head = handle.read(_MAX_BYTES)
-    except OSError:
+    except (OSError, InputError):
         return None
     return config if _DATACLASS.search(head) else None
 
@@ -50,13 +52,11 @@ def find_dataclass_verl(script_path: str) -> tuple[Path, Path] | None:
 
 
 def _dataclass_verl_above(here: Path) -> tuple[Path, Path] | None:
-    for folder in [here, *here.parents][:_MAX_LEVELS]:
+    for folder in project_chain(here):  # up to the project's top, as the vendored verl is found
         # The scripts' folders share their ancestors: each folder is looked into once per run.
         found = remembered(("dataclass_verl_in", folder), partial(_dataclass_verl_in, folder))
         if found is not None:
             return found
-        if holds_git(folder):
-            break
     return None
 
 

@@ -30,7 +30,7 @@ from typing import Iterable, NamedTuple
 
 from generator.errors import InputError
 from generator.files import read_text_input
-from generator.folder_memo import holds_git, remembered
+from generator.folder_memo import project_chain, remembered
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
 from generator import boundary
@@ -62,10 +62,11 @@ def has_verl_config(package: Path) -> bool:
 
 
 def checkout_root(script_path: str, cwd: str | None = None, max_up: int = 12) -> Path:
-    """The root of the checkout a script belongs to: the deeper of the nearest folder above it
-    holding `.git` and the working directory when that holds the script (`gen check` runs from
-    the checkout's root, as the script does; a working directory above the repository is not
-    the project); else the script's folder. Never above the project boundary's root."""
+    """The root of the checkout a script belongs to: the deeper of its project's top (`.git`,
+    else the nearest project marker, else its own folder) and the working directory when that
+    lies between the script and the top (`gen check` runs from the checkout's root, as the
+    script does; a working directory above the project is not the project). Never above the
+    project boundary's root."""
     # Asked three times per script: keyed by the text (and the working directory a relative one
     # starts from), the Paths are made once; the walk up is made once per folder of scripts.
     here_cwd = os.getcwd()
@@ -78,14 +79,15 @@ def _folder_checkout_root(here: Path, base: Path, max_up: int) -> Path:
 
 
 def _checkout_root(here: Path, base: Path, max_up: int) -> Path:
-    candidates: list[Path] = []
-    for folder in [here, *here.parents][:max_up]:
-        if holds_git(folder):
-            candidates.append(folder)
-            break
-    if base == here or base in here.parents:
+    # The project's top (`.git`, else the nearest project marker, else the script's folder:
+    # generator.folder_memo.project_chain); the working directory only when it lies between the
+    # script and that top. A working directory above the project (`cd ~`) is not the checkout,
+    # so a `verl/` beside the project is never the one the script imports (issue 34).
+    top = project_chain(here)[:max_up][-1]
+    candidates = [top]
+    if (base == here or base in here.parents) and (base == top or top in base.parents):
         candidates.append(base)
-    return max(candidates, key=lambda p: len(p.parts)) if candidates else here
+    return max(candidates, key=lambda p: len(p.parts))
 
 
 def _read(path: Path) -> str:

@@ -225,16 +225,19 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     else composed and then cached."""
     # lazy: a packaged schema needs neither the cache (hashlib) nor the YAML composer: `gen check FILE` (issue 22)
     from generator import cache
+    from generator.files import digest_of, recording_reads
 
     key = cache.content_key(config_dir)
-    hit = cache.load_entry(key) if key is not None else None
+    hit = cache.load_entry(key, config_dir, digest_of) if key is not None else None
     if hit is not None:
         configs, mandatory, notes = hit
         return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes,
                       config_dir=config_dir)
-    schema = _compose_dir(version, config_dir)
+    with recording_reads() as reads:  # every file the result depends on keys the entry (issue 35)
+        schema = _compose_dir(version, config_dir)
     if key is not None:
-        cache.store_entry(key, schema.configs, schema.mandatory_by_config, schema.notes)
+        cache.store_entry(key, schema.configs, schema.mandatory_by_config, schema.notes,
+                          cache.relative_deps(config_dir, reads))
     return schema
 
 
