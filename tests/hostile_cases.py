@@ -550,3 +550,28 @@ CASES: dict[str, Callable[[Path], Case]] = {f.__name__: f for f in (
     stdin_closed, bom_before_command, zero_width_before_command,
     project_file_symlink, config_dirs_outside, source_relative_escape, config_folder_symlink, metadata_huge,
 )}
+
+
+# --- issue 35: one budget per run --------------------------------------------------------------
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def yaml_alias_bytes(tmp: Path) -> Case:
+    """A 1 MB value referenced by 1,000 aliases in the vendored verl's config (2,003 nodes, 1 GB
+    expanded): 2 GB of memory and a 955 MB cache file, rewritten on every run, before issue 35."""
+    repo, _ = _repo(tmp)
+    _vendored_verl(repo)
+    value = "x" * 1_000_000
+    (repo / "verl" / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        f"trainer:\n  nnodes: 1\nbig: &b {value}\nrefs:\n" + "".join(f"  r{i}: *b\n" for i in range(1000)))
+    _script(repo, "python3 -m verl.trainer.main_ppo trainer.nnodes=1")
+    cache = tmp / "cache"
+    case = Case(f"XDG_CACHE_HOME={cache} gen check run.sh", repo, rc=2, says="YAML byte limit")
+    case.check = lambda: None if _folder_bytes(cache) < 10_000_000 else "the cache grew past 10 MB"
+    return case
+
+
+CASES.update({f.__name__: f for f in (yaml_alias_bytes,)})

@@ -12,7 +12,7 @@ import pytest
 
 from generator.errors import InputError
 from generator.schema.compose import MAX_LOADS, compose
-from generator.schema.yamlload import MAX_EXPANDED_NODES, InvalidYaml, load_yaml_file, load_yaml_text
+from generator.schema.yamlload import MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES, InvalidYaml, load_yaml_file, load_yaml_text
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +64,21 @@ def test_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         load_yaml_text("a: &a [*a]\n")  # an alias inside itself never ends
     assert load_yaml_text(_alias_bomb(levels=3))["l2"][0][0] == ["x"] * 9  # small reuse is fine
+
+
+def test_a_large_value_reused_by_aliases_is_refused_by_its_bytes(tmp_path: Path) -> None:
+    """Issue 35: the node count stays at 2,003 while the text grows to 1 GB once expanded (2 GB of
+    memory and a 955 MB cache file before the byte budget)."""
+    value = "x" * 1_000_000
+    path = tmp_path / "ppo_trainer.yaml"
+    path.write_text(f"big: &b {value}\nrefs:\n" + "".join(f"  r{i}: *b\n" for i in range(1000)))
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="more than 4 MiB of values .*YAML byte limit"):
+        load_yaml_file(path)
+    assert time.perf_counter() - start < 5
+    fits = MAX_EXPANDED_BYTES // 1_000_000 - 1  # a value reused a few times stays fine
+    loaded = load_yaml_text(f"big: &b {value}\nrefs: [{', '.join(['*b'] * (fits - 1))}]\n")
+    assert len(loaded["refs"]) == fits - 1 and loaded["refs"][0] == value
 
 
 def test_not_yaml_is_a_value_error_naming_the_file(tmp_path: Path) -> None:
