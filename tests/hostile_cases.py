@@ -574,4 +574,13 @@ def yaml_alias_bytes(tmp: Path) -> Case:
     return case
 
 
-CASES.update({f.__name__: f for f in (yaml_alias_bytes,)})
+def eval_sets_variable(tmp: Path) -> Case:
+    """`eval "BS=7"` after `BS=4`: the old value was shown as known, so a wrong batch passed."""
+    repo, _ = _repo(tmp)
+    _script(repo, 'BS=4\neval "BS=7"\n((N = BS / 7))\n'
+                  "python3 -m verl.trainer.main_ppo data.train_batch_size=$BS trainer.nnodes=$N")
+    return Case("gen show run.sh", repo, rc=0, says="data.train_batch_size=7  [variable $BS]\n    5  trainer.nnodes=1  [variable $N]",
+                one_line=False)
+
+
+CASES.update({f.__name__: f for f in (yaml_alias_bytes, eval_sets_variable)})

@@ -1,5 +1,6 @@
 """Bash `$(( ))` arithmetic with bash's signed 64-bit wrap-around: numbers, variables,
-+ - * / % **, comparisons, logic, bit operations, ?:, parentheses. Assignments are refused."""
++ - * / % **, comparisons, logic, bit operations, ?:, parentheses. Assignments are refused here:
+generator/shell/setters.py applies them (evaluated or made unknown) before asking for a value."""
 
 from __future__ import annotations
 
@@ -160,3 +161,8 @@ def _apply(op: str, a: int, b: int) -> int:
         "&": lambda: a & b, "^": lambda: a ^ b, "|": lambda: a | b,
         "&&": lambda: int(bool(a) and bool(b)), "||": lambda: int(bool(a) or bool(b)),
     }[op]()
+
+
+def apply_binary(op: str, a: int, b: int) -> int:
+    """`a op b` as bash computes it (a compound assignment `x op= b`), wrapped to 64 bits."""
+    return wrap64(_apply(op, a, b))
