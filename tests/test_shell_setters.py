@@ -62,12 +62,13 @@ EVALUATED = [
     ("export BS=7", "7"),
     ("BS+=1", "41"),
     ('trap "BS=7" EXIT', "4"),  # runs after the script
+    ('eval "$(conda shell.bash hook)"', "4"),  # conda's hook sets CONDA_*, PATH, PS1 only
 ]
 
 # (the line, the marker the value becomes) for the ways whose value the reader cannot know.
 UNKNOWN = [
     ('eval "$X"', "<?eval:BS>"),
-    ('eval "$(conda shell.bash hook)"', "<?eval:BS>"),
+    ('eval "$(some_tool --env)"', "<?eval:BS>"),
     ('eval "run $X"', "<?eval:BS>"),  # X may hold `; BS=7`
     ("read BS", "<?read:BS>"),
     ("read -a BS", "<?read:BS>"),
@@ -126,6 +127,14 @@ def test_the_exact_values_are_bashs(tmp_path: Path) -> None:
                               cwd=tmp_path, env={"PATH": "/usr/bin:/bin"}, stdin=subprocess.DEVNULL, timeout=10,
                               check=False)
         assert done.stdout.splitlines()[-1:] == [value], (line, done.stdout, done.stderr)
+
+
+def test_a_known_setup_hook_makes_only_its_own_variables_unknown(tmp_path: Path) -> None:
+    path = tmp_path / "run.sh"
+    path.write_text('CONDA_PREFIX=/opt/c\nBS=4\neval "$(/opt/conda/bin/conda shell.bash hook 2>/dev/null)"\n'
+                    f"python3 -m {MAIN} data.train_batch_size=$BS trainer.default_local_dir=$CONDA_PREFIX\n")
+    script = read_script(path.read_bytes(), str(path))
+    assert [str(o.value) for o in script.invocations[0].overrides] == ["4", "<?eval:CONDA_PREFIX>"]
 
 
 def test_what_arithmetic_and_text_assign() -> None:

@@ -53,6 +53,17 @@ _TEXT_SETS = re.compile(
 # return, after a failing command); EXIT and the asynchronous signals do not change what follows.
 _RUNNING_TRAPS = frozenset({"DEBUG", "RETURN", "ERR"})
 _ATTRIBUTES = "iulcn"
+# Commands whose output a script `eval`s to set up a tool, and the variables that output sets
+# (each tool's documented shell hook): conda/mamba `shell.bash hook` sets CONDA_*, _CE_*, PATH,
+# PS1 and defines functions; `pyenv init -` PYENV_* and PATH; `ssh-agent -s` SSH_AUTH_SOCK and
+# SSH_AGENT_PID. Ten corpus scripts run `eval "$(conda shell.bash hook)"` before their call;
+# any other text not known statically may set any variable.
+_SETUP_HOOKS = (
+    (re.compile(r"<\?cmd:[^>]*?\b(?:conda|mamba|micromamba)_shell(?:\.\w+)?_hook"),
+     ("CONDA_", "_CE_", "_CONDA", "MAMBA_", "PATH", "PS1")),
+    (re.compile(r"<\?cmd:[^>]*?\bpyenv_(?:virtualenv-)?init"), ("PYENV", "PATH")),
+    (re.compile(r"<\?cmd:[^>]*?\bssh-agent"), ("SSH_AUTH_SOCK", "SSH_AGENT_PID")),
+)
 # Options of mapfile/readarray that take an argument (the array is the word after them).
 _MAPFILE_ARGS = frozenset({"-d", "-n", "-O", "-s", "-u", "-C", "-c"})
 
@@ -278,7 +289,21 @@ class Setters(EvaluatorParts):
     def eval_unread(self, words: list[Field], line: int) -> None:
         """A string `eval` runs that the reader could not walk: what it may set is unknown."""
         known = " ".join(pieces_text([p for p in f.pieces if not p.unknown]) for f in words)
-        if any(f.unknowns for f in words):
+        names = names_text_sets(known)
+        unknown = [p.text for f in words for p in f.pieces if p.unknown]
+        prefixes = [_hook_prefixes(text) for text in unknown]
+        if any(found is None for found in prefixes):
             self.clobber_all(f"may be set by `eval` at line {line} (its text is not known statically)", "eval")
             return
-        self.clobber(names_text_sets(known), f"set by `eval` at line {line}", "eval")
+        starts = tuple(prefix for found in prefixes if found for prefix in found)
+        if starts:
+            names += [name for name in (*self.state.vars, *self.env) if name.startswith(starts)]
+        self.clobber(list(dict.fromkeys(names)), f"set by `eval` at line {line}", "eval")
+
+
+def _hook_prefixes(marker: str) -> tuple[str, ...] | None:
+    """The variable names (prefixes) a known setup hook's output sets, None for other text."""
+    for pattern, prefixes in _SETUP_HOOKS:
+        if pattern.search(marker):
+            return prefixes
+    return None
