@@ -12,6 +12,7 @@ from typing import NamedTuple, TYPE_CHECKING
 from generator.errors import InputError
 from generator.file_context import FileContext, FileRequest, Judging, file_context
 from generator.inputs import without_path
+from generator.schema.compose import start_run
 
 if TYPE_CHECKING:
     from generator.config.types import Config
@@ -60,6 +61,7 @@ def check_file(path: str, options: CheckOptions) -> FileReport:
     from generator.report import FileReport
 
     report = FileReport(path=path)
+    start_run()  # each script has the whole calls x configs budget, whichever scripts came before
     try:
         context = file_context(path, options.request)
         if context is None:

@@ -614,5 +614,20 @@ def exclude_over_the_limit(tmp: Path) -> Case:
     return Case("gen check run.sh", repo, rc=2, says="the pattern limit")
 
 
-CASES.update({f.__name__: f for f in (yaml_alias_bytes, eval_sets_variable, gitignore_many_rules,
+def calls_times_configs(tmp: Path) -> Case:
+    """64 calls, each naming its own config over one 4 MB group file: every composition stayed
+    under the 4 MiB per-config cap (4 min 11 s and 1.1 GB before issue 35's run budget)."""
+    repo, _ = _repo(tmp)
+    configs = repo / "configs"
+    (configs / "g").mkdir(parents=True)
+    (configs / "g" / "big.yaml").write_text("".join(f"k{i}: {'v' * 60}\n" for i in range(60_000)))
+    calls = []
+    for i in range(64):
+        (configs / f"c{i}.yaml").write_text("defaults:\n  - ppo_trainer\n  - g: big\n  - _self_\n")
+        calls.append(f"python3 -m verl.trainer.main_ppo --config-path={configs} --config-name=c{i} trainer.nnodes=1")
+    _script(repo, "\n".join(calls))
+    return Case("gen check run.sh", repo, rc=2, says="calls x configs")
+
+
+CASES.update({f.__name__: f for f in (yaml_alias_bytes, eval_sets_variable, gitignore_many_rules, calls_times_configs,
                                       gitignore_over_the_limit, exclude_over_the_limit)})

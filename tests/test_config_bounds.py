@@ -81,6 +81,26 @@ def test_a_large_value_reused_by_aliases_is_refused_by_its_bytes(tmp_path: Path)
     assert len(loaded["refs"]) == fits - 1 and loaded["refs"][0] == value
 
 
+def test_the_compositions_of_one_run_share_one_byte_budget(tmp_path: Path) -> None:
+    """Issue 35: calls x configs. Each composition stays under MAX_LOAD_BYTES; together they are
+    bounded by MAX_RUN_LOAD_BYTES until the next run starts."""
+    from generator.schema.compose import MAX_RUN_LOAD_BYTES, start_run
+
+    conf = tmp_path / "conf"
+    (conf / "g").mkdir(parents=True)
+    (conf / "g" / "big.yaml").write_text("".join(f"k{i}: {'v' * 60}\n" for i in range(20_000)))  # 1.3 MB
+    fits = MAX_RUN_LOAD_BYTES // (conf / "g" / "big.yaml").stat().st_size
+    for i in range(fits + 1):
+        (conf / f"c{i}.yaml").write_text("defaults:\n  - g: big\n  - _self_\n")
+    start_run()
+    for i in range(fits):
+        assert compose(conf, f"c{i}")["g"]["k0"] == "v" * 60
+    with pytest.raises(InputError, match="calls compose more than 8 MB of YAML in all .*calls x configs"):
+        compose(conf, f"c{fits}")
+    start_run()
+    assert compose(conf, f"c{fits}")["g"]["k1"] == "v" * 60
+
+
 def test_not_yaml_is_a_value_error_naming_the_file(tmp_path: Path) -> None:
     path = tmp_path / "broken.yaml"
     path.write_text("a: [1\n")
