@@ -629,5 +629,16 @@ def calls_times_configs(tmp: Path) -> Case:
     return Case("gen check run.sh", repo, rc=2, says="calls x configs")
 
 
+def resolved_amplified(tmp: Path) -> Case:
+    """16 calls whose overrides double a value to 256 KiB and use it 20 times each: `gen show
+    --resolved` printed 93 MB in 154 s before the resolved output limit."""
+    repo, _ = _repo(tmp)
+    words = _doubling(17) + [f"+y.r{j}='${{x.l17}}'" for j in range(20)]
+    call = "python3 -m verl.trainer.main_ppo \\\n    " + " \\\n    ".join(words) + " \\\n    trainer.nnodes=1"
+    _script(repo, "\n".join([call] * 16))
+    return Case("gen show --resolved run.sh", repo, rc=2, says="the resolved output limit")
+
+
 CASES.update({f.__name__: f for f in (yaml_alias_bytes, eval_sets_variable, gitignore_many_rules, calls_times_configs,
+                                      resolved_amplified,
                                       gitignore_over_the_limit, exclude_over_the_limit)})
