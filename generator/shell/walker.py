@@ -43,6 +43,10 @@ _ASSIGNED_NAME = re.compile(
 # the look-behind then asks that no word character stands before it.
 _READ_NAMES = re.compile(r"read(?<!\wread)\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
+# Builtins that change the script's variables or arguments, run through `builtin`/`command` too.
+_STATE_BUILTINS = frozenset({"eval", "read", "mapfile", "readarray", "printf", "declare", "typeset", "local",
+                             "export", "readonly", "let", "getopts", "wait", "source", ".", "unset", "shift",
+                             "set", "cd", "trap", "shopt"})
 # `{NAME}>file`, `{NAME}<&0`: a redirection that stores the descriptor number in NAME.
 _FD_VARIABLE = re.compile(r"(?<![\w$])\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[<>])")
 
@@ -387,7 +391,7 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
-        while name in ("builtin", "command") and len(fields) > 1 and not fields[1].text.startswith("-"):
+        while name in ("builtin", "command") and len(fields) > 1 and fields[1].text in _STATE_BUILTINS:
             fields = fields[1:]  # `command eval …`, `builtin read …`: the builtin itself runs
             name = fields[0].text if not fields[0].unknowns else ""
         found = string_args(fields) if name in ("eval", "tmux", "bash", "sh") else None
