@@ -17,17 +17,17 @@ and "the pattern limit" (exit 2).
 
 from __future__ import annotations
 
-import fnmatch
 import re
 from typing import Any, NamedTuple
 
-from generator.safe_regex import fullmatch
+from generator.safe_regex import fullmatch, lazy_pattern
 
 # Patterns of one run, all sources together (.gitignore lines of a walk, a project's exclude and
 # per-file-ignores globs). GitHub's largest .gitignore templates have a few hundred lines.
 MAX_PATTERNS = 10_000
 
-_WILD = re.compile(r"[*?\[\\]")
+# Compiled on first use: a project without patterns (most) pays nothing at start-up.
+_WILD = lazy_pattern(r"[*?\[\\]")
 
 
 class Glob(NamedTuple):
@@ -40,7 +40,7 @@ class Glob(NamedTuple):
     crosses: bool
 
 
-_GLOB_TOKEN = re.compile(r"\*\*/|\*\*|\*|\?|\[[^\]]*\]|[^*?\[]+|\[")
+_GLOB_TOKEN = lazy_pattern(r"\*\*/|\*\*|\*|\?|\[[^\]]*\]|[^*?\[]+|\[")
 
 
 def glob_regex(pattern: str, crosses: bool) -> str:
@@ -48,7 +48,9 @@ def glob_regex(pattern: str, crosses: bool) -> str:
     fnmatch's reading (`*` and `?` match `/` too). `[…]` as fnmatch reads it."""
     star, one = (".*", ".") if crosses else ("[^/]*", "[^/]")
     out = []
-    for token in _GLOB_TOKEN.findall(pattern):
+    import fnmatch
+
+    for token in _GLOB_TOKEN().findall(pattern):
         if token.startswith("*") and crosses:  # fnmatch: every `*` is `.*` (`**/a` needs a `/`)
             out.append(".*" * token.count("*") + ("/" if token.endswith("/") else ""))
         elif token.startswith("*"):
@@ -83,8 +85,8 @@ class GlobSet:
             if target == "tail" and "/" not in pattern and "**" not in pattern:
                 target = "name"  # `(?:.*/)?P` where P matches no `/`: the last component
             stem = pattern.strip("*")
-            one_star = pattern.count("*") == 1 and stem and not _WILD.search(stem) and target != "tail"
-            if not _WILD.search(pattern):
+            one_star = pattern.count("*") == 1 and stem and not _WILD().search(stem) and target != "tail"
+            if not _WILD().search(pattern):
                 self._exact.setdefault((target, pattern), []).append(index)
             elif one_star and pattern.startswith("*"):
                 self._suffix.setdefault((target, stem), []).append((index, crosses))
