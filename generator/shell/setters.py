@@ -33,12 +33,6 @@ from generator.shell.context import ASSIGN, EvaluatorParts
 from generator.shell.model import Field, Group, Piece, Var, has_unknown, pieces_text
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
-# A name arithmetic assigns: `x = …`, `x += …` (and the other compound operators, not `==`,
-# `<=`, `>=`, `!=`), `x[i] = …`, `++x`, `x--`.
-_ARITH_SETS = re.compile(
-    r"(?<![\w$])([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?(?:<<|>>|[-+*/%&^|])?=(?!=)"
-    r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
-    r"|(?<![\w$])([A-Za-z_]\w*)\s*(?:\+\+|--)")
 _ONE_ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*(<<|>>|[-+*/%&^|])?=(?!=)(.*)", re.S)
 _PREFIX_STEP = re.compile(r"\s*(\+\+|--)\s*([A-Za-z_]\w*)\s*")
 _POSTFIX_STEP = re.compile(r"\s*([A-Za-z_]\w*)\s*(\+\+|--)\s*")
@@ -70,8 +64,7 @@ _MAPFILE_ARGS = frozenset({"-d", "-n", "-O", "-s", "-u", "-C", "-c"})
 
 def names_arith_sets(text: str) -> list[str]:
     """The names an arithmetic expression assigns, in order, each once."""
-    found = (m.group(1) or m.group(2) or m.group(3) for m in _ARITH_SETS.finditer(text))
-    return list(dict.fromkeys(found))
+    return arith.assigned_names(text)
 
 
 def names_text_sets(text: str) -> list[str]:

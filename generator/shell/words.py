@@ -341,9 +341,15 @@ class Expander:
             self.host.arith_text_effects(None, self.src[a:b])  # `$((x += $UNKNOWN))`: x is unknown too
             reasons = "; ".join(p.unknown for p in inner if p.unknown)
             return self._unknown(label, f"arithmetic on unknown values ({reasons})", ea, eb, dq=dq)
-        value = self.host.arith_value(text)  # applies `x=…`, `x++` (setters.py)
-        if value is None:
-            return self._unknown(label, "arithmetic that cannot be evaluated statically", ea, eb, dq=dq)
+        if arith.assigned_names(text):
+            value = self.host.arith_value(text)  # applies `x=…`, `x++` (setters.py)
+            if value is None:
+                return self._unknown(label, "arithmetic that assigns, not evaluated statically", ea, eb, dq=dq)
+        else:
+            try:
+                value = arith.evaluate(text, self.host.arith_lookup)
+            except (arith.ArithError, ValueError, RecursionError, OverflowError) as err:
+                return self._unknown(label, f"arithmetic that cannot be evaluated statically: {err}", ea, eb, dq=dq)
         return Piece(str(value), ea, eb, False, '"' if dq else "", None, None, self.path, split=not dq)
 
     # -- ${…} -------------------------------------------------------------------------------
