@@ -26,7 +26,7 @@ The ways, and what the reader does with each:
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from typing import NamedTuple
 
 from generator.shell import arith
 from generator.shell.context import ASSIGN, EvaluatorParts
@@ -80,8 +80,7 @@ def names_text_sets(text: str) -> list[str]:
     return list(dict.fromkeys(out))
 
 
-@dataclass(frozen=True)
-class ArithStep:
+class ArithStep(NamedTuple):
     """One plain assignment: `name op= rhs` (op "" for `=`), `++name` / `name--` (rhs None)."""
 
     name: str
