@@ -55,11 +55,20 @@ def check_paths(paths: list[str], *, version: str | None, select: tuple[str, ...
         return [report for report in map_files(check_file, paths, options) if not report.excluded]
 
 
+def _start_run() -> None:
+    import sys
+
+    compose = sys.modules.get("generator.schema.compose")  # not imported yet: its budget is whole
+    if compose is not None:
+        compose.start_run()
+
+
 def check_file(path: str, options: CheckOptions) -> FileReport:
     """The FileReport of one path (never raises)."""
     from generator.report import FileReport
 
     report = FileReport(path=path)
+    _start_run()  # each script has the whole calls x configs budget, whichever scripts came before
     try:
         context = file_context(path, options.request)
         if context is None:

@@ -13,9 +13,7 @@ version-control and environment folders (`.git`, `.venv`, `venv`, `node_modules`
 
 from __future__ import annotations
 
-import fnmatch
 import os
-import re
 import stat
 from typing import NamedTuple
 from pathlib import Path
@@ -23,7 +21,7 @@ from pathlib import Path
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.launch_shape import names_trainer, scripts_run
-from generator.safe_regex import fullmatch
+from generator.glob_set import Glob, GlobSet, PatternBudget
 from generator import boundary
 from generator.boundary import real_path
 from generator.project_root import project_root
@@ -37,52 +35,16 @@ MAX_FILES = 10_000
 
 
 class _Rule(NamedTuple):
-    pattern: str
     negate: bool
     dir_only: bool
-    anchored: bool
+
+
+class _Ignore(NamedTuple):
+    """The rules of one `.gitignore`, compiled once (generator.glob_set) for every path below it."""
+
     base: str  # the folder of the .gitignore, relative to the walk root ('' at the root)
-
-    def matches(self, rel: str, is_dir: bool) -> bool:
-        if self.dir_only and not is_dir:
-            return False
-        if self.base:
-            if not rel.startswith(self.base + "/"):
-                return False
-            rel = rel[len(self.base) + 1:]
-        if self.anchored:
-            return _glob(self.pattern, rel)
-        return _glob(self.pattern, rel.rsplit("/", 1)[-1]) or _glob("**/" + self.pattern, rel)
-
-
-def _glob(pattern: str, path: str) -> bool:
-    """fnmatch where `*` stays inside one folder and `**` crosses folders."""
-    regex = []
-    i = 0
-    while i < len(pattern):
-        if pattern.startswith("**/", i):
-            regex.append("(?:.*/)?")
-            i += 3
-        elif pattern.startswith("**", i):
-            regex.append(".*")
-            i += 2
-        elif pattern[i] == "*":
-            regex.append("[^/]*")
-            i += 1
-        elif pattern[i] == "?":
-            regex.append("[^/]")
-            i += 1
-        else:
-            j = pattern.find("]", i + 1) if pattern[i] == "[" else -1
-            if j > 0:
-                regex.append(fnmatch.translate(pattern[i:j + 1])[4:-3])
-                i = j + 1
-            else:
-                regex.append(re.escape(pattern[i]))
-                i += 1
-    # Linear-time matching: `*a*a*a*a*a*a*a*a*a*a*b` or `**/**/…/z` must not hang (issue 21); a
-    # pattern that cannot be judged safely ignores nothing.
-    return fullmatch("".join(regex), path) is True
+    rules: list[_Rule]
+    globs: GlobSet
 
 
 def _inside(path: Path, root: Path) -> bool:
@@ -91,7 +53,7 @@ def _inside(path: Path, root: Path) -> bool:
     return real == root or root in real.parents
 
 
-def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
+def _read_gitignore(folder: Path, base: str, budget: PatternBudget) -> list[_Ignore]:
     name = folder / ".gitignore"
     try:
         if not _inside(name, project_root(folder)):  # a .gitignore linked to a file elsewhere
@@ -99,8 +61,8 @@ def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
         text = read_input(name, limit=SCRIPT_LIMIT, what=".gitignore", trusted=True).decode("utf-8", "replace")
     except (InputError, OSError, ValueError):  # absent, a FIFO, too large: no patterns from it
         return []
-    rules = []
-    for raw in text.splitlines()[:10_000]:
+    rules, globs = [], []
+    for raw in text.splitlines():
         line = raw.rstrip()
         if not line or line.startswith("#"):
             continue
@@ -111,16 +73,27 @@ def _read_gitignore(folder: Path, base: str) -> list[_Rule]:
         dir_only = line.endswith("/")
         line = line.rstrip("/")
         anchored = "/" in line
-        rules.append(_Rule(line.lstrip("/"), negate, dir_only, anchored, base))
-    return rules
+        rules.append(_Rule(negate, dir_only))
+        # `a/b` or `/a` is matched against the path from the .gitignore's folder, `a` against any tail
+        globs.append(Glob(line.lstrip("/"), "path" if anchored else "tail", crosses=False))
+        if len(rules) % 1000 == 0:
+            budget.charge(1000, folder / ".gitignore", "ignore patterns")
+    budget.charge(len(rules) % 1000, folder / ".gitignore", "ignore patterns")
+    return [_Ignore(base, rules, GlobSet(globs))] if rules else []
 
 
-def _ignored(rules: list[_Rule], rel: str, is_dir: bool) -> bool:
-    ignored = False
-    for rule in rules:  # the last matching pattern decides, as in git
-        if rule.matches(rel, is_dir):
-            ignored = not rule.negate
-    return ignored
+def _ignored(levels: list[_Ignore], rel: str, is_dir: bool) -> bool:
+    """The last matching pattern decides, as in git: a deeper .gitignore's rules come last."""
+    for level in reversed(levels):
+        if level.base and not rel.startswith(level.base + "/"):
+            continue
+        below = rel[len(level.base) + 1:] if level.base else rel
+        for index in reversed(level.globs.matching(below)):
+            rule = level.rules[index]
+            if rule.dir_only and not is_dir:
+                continue
+            return not rule.negate
+    return False
 
 
 def _launches(path: Path) -> bool:
@@ -155,7 +128,8 @@ def _runs_a_launcher(path: Path, source: bytes) -> bool:
 
 def _walk(root: Path) -> list[str]:
     found: list[str] = []
-    stack: list[tuple[Path, str, list[_Rule]]] = [(root, "", _read_gitignore(root, ""))]
+    budget = PatternBudget()
+    stack: list[tuple[Path, str, list[_Ignore]]] = [(root, "", _read_gitignore(root, "", budget))]
     while stack:
         folder, rel_folder, rules = stack.pop()
         try:
@@ -178,7 +152,7 @@ def _walk(root: Path) -> list[str]:
                 if len(found) > MAX_FILES:
                     raise InputError(f"{root}: more than {MAX_FILES} launch scripts; name a smaller folder")
         for path, rel in reversed(subfolders):
-            stack.append((path, rel, rules + _read_gitignore(path, rel)))
+            stack.append((path, rel, rules + _read_gitignore(path, rel, budget)))
     return found
 
 

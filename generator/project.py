@@ -37,6 +37,7 @@ file and the key (exit 2). Options given on the command line win over these sett
 from __future__ import annotations
 
 import sys
+from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -44,6 +45,7 @@ from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import read_text_input
 from generator.folder_memo import MAX_LEVELS, real_parent, remembered
+from generator.glob_set import Glob, GlobSet, PatternBudget
 from generator.project_root import enter, project_root
 from generator import boundary
 
@@ -77,34 +79,28 @@ class ProjectSettings(NamedTuple):
     def env(self) -> dict[str, str]:
         return dict(self.env_items)
 
-    def _matches(self, path: str | Path, pattern: str) -> bool:
-        from fnmatch import fnmatchcase
-
+    def _relative(self, path: str | Path) -> str:
+        """The script's path relative to the project file's folder (`/`-separated), resolved once."""
         target = Path(path).resolve()
         root = self.root
-        relative = target.as_posix()
         if root is not None:
             try:
-                relative = target.relative_to(root.resolve()).as_posix()
+                return target.relative_to(root.resolve()).as_posix()
             except ValueError:
                 pass
-        pattern = pattern.strip()
-        if pattern.startswith("./"):
-            pattern = pattern[2:]
-        if fnmatchcase(relative, pattern) or fnmatchcase(relative, pattern.rstrip("/") + "/*"):
-            return True
-        return "/" not in pattern and fnmatchcase(target.name, pattern)
+        return target.as_posix()
 
     def excludes(self, path: str | Path) -> bool:
         """Whether `exclude` names this script (it is then neither checked nor fixed)."""
-        return str(path) != "-" and any(self._matches(path, pattern) for pattern in self.exclude)
+        return str(path) != "-" and bool(self.exclude) and bool(_glob_set(self.exclude).matching(self._relative(path)))
 
     def ignores_for(self, path: str | Path) -> tuple[str, ...]:
         """The per-file-ignores codes of every glob that matches this script."""
-        if str(path) == "-":
+        if str(path) == "-" or not self.per_file_ignores:
             return ()
-        return tuple(code for pattern, codes in self.per_file_ignores if self._matches(path, pattern)
-                     for code in codes)
+        globs = tuple(pattern for pattern, _codes in self.per_file_ignores)
+        return tuple(code for index in _glob_set(globs).matching(self._relative(path))
+                     for code in self.per_file_ignores[index][1])
 
     @property
     def root(self) -> Path | None:
@@ -121,6 +117,31 @@ class ProjectSettings(NamedTuple):
 
 
 NO_PROJECT = ProjectSettings()
+
+
+@lru_cache(maxsize=16)
+def _glob_set(patterns: tuple[str, ...]) -> _PatternIndex:
+    """The project's globs compiled once (generator.glob_set): a glob (fnmatch: `*` crosses `/`)
+    matches the relative path, the path below a folder it names, or, without a `/`, the name."""
+    globs: list[Glob] = []
+    owner: list[int] = []
+    for index, raw in enumerate(patterns):
+        pattern = raw.strip()
+        pattern = pattern[2:] if pattern.startswith("./") else pattern
+        shapes = [Glob(pattern, "path", True), Glob(pattern.rstrip("/") + "/*", "path", True)]
+        if "/" not in pattern:
+            shapes.append(Glob(pattern, "name", True))
+        globs += shapes
+        owner += [index] * len(shapes)
+    return _PatternIndex(GlobSet(globs), owner)
+
+
+class _PatternIndex(NamedTuple):
+    globs: GlobSet
+    owner: list[int]  # the project pattern each compiled glob comes from
+
+    def matching(self, relative: str) -> list[int]:
+        return sorted({self.owner[i] for i in self.globs.matching(relative)})
 
 
 def find_project_file(start: str | Path) -> Path | None:
@@ -186,9 +207,16 @@ def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSetti
         gpu=strings["gpu"],
         args=lists["args"],
         env_items=env_items,
-        exclude=tuple(p for p in lists["exclude"] if p.strip()),
+        exclude=_bounded(tuple(p for p in lists["exclude"] if p.strip()), len(per_file), where),
         per_file_ignores=tuple((str(glob), _codes(codes)) for glob, codes in per_file.items()),
     )
+
+
+def _bounded(exclude: tuple[str, ...], more: int, where: str) -> tuple[str, ...]:
+    """`exclude` and the per-file-ignores globs together within MAX_PATTERNS (60,000 patterns took
+    8 s a script when each was matched in turn): past it, an InputError naming the limit."""
+    PatternBudget().charge(len(exclude) + more, where, "exclude and per-file-ignores patterns")
+    return exclude
 
 
 def _refuse_unknown_keys(table: Mapping[str, object], where: str) -> None:

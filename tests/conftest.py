@@ -95,9 +95,12 @@ def _sealed_cache(tmp_path_factory: pytest.TempPathFactory):
 @pytest.fixture(autouse=True)
 def _no_project_boundary_left_over():
     """Each test starts a new session (generator.session: a script read by an earlier test must
-    not bound the reads of the next one, nor its folder answers answer for it)."""
+    not bound the reads of the next one, nor its folder answers answer for it), with the whole
+    calls x configs budget (generator.schema.compose)."""
     from generator import session
+    from generator.schema.compose import start_run
 
     session.begin()
+    start_run()
     yield
     session.begin()

@@ -550,3 +550,95 @@ CASES: dict[str, Callable[[Path], Case]] = {f.__name__: f for f in (
     stdin_closed, bom_before_command, zero_width_before_command,
     project_file_symlink, config_dirs_outside, source_relative_escape, config_folder_symlink, metadata_huge,
 )}
+
+
+# --- issue 35: one budget per run --------------------------------------------------------------
+
+
+def _folder_bytes(folder: Path) -> int:
+    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file()) if folder.exists() else 0
+
+
+def yaml_alias_bytes(tmp: Path) -> Case:
+    """A 1 MB value referenced by 1,000 aliases in the vendored verl's config (2,003 nodes, 1 GB
+    expanded): 2 GB of memory and a 955 MB cache file, rewritten on every run, before issue 35."""
+    repo, _ = _repo(tmp)
+    _vendored_verl(repo)
+    value = "x" * 1_000_000
+    (repo / "verl" / "trainer" / "config" / "ppo_trainer.yaml").write_text(
+        f"trainer:\n  nnodes: 1\nbig: &b {value}\nrefs:\n" + "".join(f"  r{i}: *b\n" for i in range(1000)))
+    _script(repo, "python3 -m verl.trainer.main_ppo trainer.nnodes=1")
+    cache = tmp / "cache"
+    case = Case(f"XDG_CACHE_HOME={cache} gen check run.sh", repo, rc=2, says="YAML byte limit")
+    case.check = lambda: None if _folder_bytes(cache) < 10_000_000 else "the cache grew past 10 MB"
+    return case
+
+
+def eval_sets_variable(tmp: Path) -> Case:
+    """`eval "BS=7"` after `BS=4`: the old value was shown as known, so a wrong batch passed."""
+    repo, _ = _repo(tmp)
+    _script(repo, 'BS=4\neval "BS=7"\n((N = BS / 7))\n'
+                  "python3 -m verl.trainer.main_ppo data.train_batch_size=$BS trainer.nnodes=$N")
+    return Case("gen show run.sh", repo, rc=0, says="data.train_batch_size=7  [variable $BS]\n    5  trainer.nnodes=1  [variable $N]",
+                one_line=False)
+
+
+def _scripts(repo: Path, count: int = 200) -> None:
+    for folder in range(count // 20):
+        (repo / f"exp{folder}").mkdir()
+        for n in range(20):
+            _script(repo / f"exp{folder}", CALL, f"run_{n}.sh")
+
+
+def gitignore_many_rules(tmp: Path) -> Case:
+    """A .gitignore of 9,999 rules over 200 scripts: 0.65-1.2 s per file walked before (129 s)."""
+    repo, _ = _repo(tmp)
+    rules = [[f"*build{i}*", f"out{i}/*.log", f"**/cache{i}/", f"tmp{i}?.sh", f"x{i}*y*z"][i % 5] for i in range(9_999)]
+    (repo / ".gitignore").write_text("\n".join(rules) + "\n")
+    _scripts(repo)
+    return Case("gen check --format concise .", repo, rc=1, says="200 files checked", one_line=False)
+
+
+def gitignore_over_the_limit(tmp: Path) -> Case:
+    repo, _ = _repo(tmp)
+    (repo / ".gitignore").write_text("".join(f"x{i}*y\n" for i in range(60_000)))
+    _scripts(repo, 20)
+    return Case("gen check .", repo, rc=2, says="the pattern limit")
+
+
+def exclude_over_the_limit(tmp: Path) -> Case:
+    """60,000 `exclude` patterns: 8 s a script before, each pattern matched in turn."""
+    repo, _ = _repo(tmp)
+    (repo / ".verl-gen.toml").write_text("exclude = [" + ", ".join(f'"legacy{i}/*"' for i in range(60_000)) + "]\n")
+    _script(repo, CALL)
+    return Case("gen check run.sh", repo, rc=2, says="the pattern limit")
+
+
+def calls_times_configs(tmp: Path) -> Case:
+    """64 calls, each naming its own config over one 4 MB group file: every composition stayed
+    under the 4 MiB per-config cap (4 min 11 s and 1.1 GB before issue 35's run budget)."""
+    repo, _ = _repo(tmp)
+    configs = repo / "configs"
+    (configs / "g").mkdir(parents=True)
+    (configs / "g" / "big.yaml").write_text("".join(f"k{i}: {'v' * 60}\n" for i in range(60_000)))
+    calls = []
+    for i in range(64):
+        (configs / f"c{i}.yaml").write_text("defaults:\n  - ppo_trainer\n  - g: big\n  - _self_\n")
+        calls.append(f"python3 -m verl.trainer.main_ppo --config-path={configs} --config-name=c{i} trainer.nnodes=1")
+    _script(repo, "\n".join(calls))
+    return Case("gen check run.sh", repo, rc=2, says="calls x configs")
+
+
+def resolved_amplified(tmp: Path) -> Case:
+    """16 calls whose overrides double a value to 256 KiB and use it 20 times each: `gen show
+    --resolved` printed 93 MB in 154 s before the resolved output limit."""
+    repo, _ = _repo(tmp)
+    words = _doubling(17) + [f"+y.r{j}='${{x.l17}}'" for j in range(20)]
+    call = "python3 -m verl.trainer.main_ppo \\\n    " + " \\\n    ".join(words) + " \\\n    trainer.nnodes=1"
+    _script(repo, "\n".join([call] * 16))
+    return Case("gen show --resolved run.sh", repo, rc=2, says="the resolved output limit")
+
+
+CASES.update({f.__name__: f for f in (yaml_alias_bytes, eval_sets_variable, gitignore_many_rules, calls_times_configs,
+                                      resolved_amplified,
+                                      gitignore_over_the_limit, exclude_over_the_limit)})

@@ -12,7 +12,7 @@ import pytest
 
 from generator.errors import InputError
 from generator.schema.compose import MAX_LOADS, compose
-from generator.schema.yamlload import MAX_EXPANDED_NODES, InvalidYaml, load_yaml_file, load_yaml_text
+from generator.schema.yamlload import MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES, InvalidYaml, load_yaml_file, load_yaml_text
 
 REPO = Path(__file__).resolve().parent.parent
 
@@ -64,6 +64,41 @@ def test_alias_bomb_is_refused_before_it_expands(tmp_path: Path) -> None:
     with pytest.raises(InputError):
         load_yaml_text("a: &a [*a]\n")  # an alias inside itself never ends
     assert load_yaml_text(_alias_bomb(levels=3))["l2"][0][0] == ["x"] * 9  # small reuse is fine
+
+
+def test_a_large_value_reused_by_aliases_is_refused_by_its_bytes(tmp_path: Path) -> None:
+    """Issue 35: the node count stays at 2,003 while the text grows to 1 GB once expanded (2 GB of
+    memory and a 955 MB cache file before the byte budget)."""
+    value = "x" * 1_000_000
+    path = tmp_path / "ppo_trainer.yaml"
+    path.write_text(f"big: &b {value}\nrefs:\n" + "".join(f"  r{i}: *b\n" for i in range(1000)))
+    start = time.perf_counter()
+    with pytest.raises(InputError, match="more than 4 MiB of values .*YAML byte limit"):
+        load_yaml_file(path)
+    assert time.perf_counter() - start < 5
+    fits = MAX_EXPANDED_BYTES // 1_000_000 - 1  # a value reused a few times stays fine
+    loaded = load_yaml_text(f"big: &b {value}\nrefs: [{', '.join(['*b'] * (fits - 1))}]\n")
+    assert len(loaded["refs"]) == fits - 1 and loaded["refs"][0] == value
+
+
+def test_the_compositions_of_one_run_share_one_byte_budget(tmp_path: Path) -> None:
+    """Issue 35: calls x configs. Each composition stays under MAX_LOAD_BYTES; together they are
+    bounded by MAX_RUN_LOAD_BYTES until the next run starts."""
+    from generator.schema.compose import MAX_RUN_LOAD_BYTES, start_run
+
+    conf = tmp_path / "conf"
+    (conf / "g").mkdir(parents=True)
+    (conf / "g" / "big.yaml").write_text("".join(f"k{i}: {'v' * 60}\n" for i in range(20_000)))  # 1.3 MB
+    fits = MAX_RUN_LOAD_BYTES // (conf / "g" / "big.yaml").stat().st_size
+    for i in range(fits + 1):
+        (conf / f"c{i}.yaml").write_text("defaults:\n  - g: big\n  - _self_\n")
+    start_run()
+    for i in range(fits):
+        assert compose(conf, f"c{i}")["g"]["k0"] == "v" * 60
+    with pytest.raises(InputError, match="calls compose more than 8 MB of YAML in all .*calls x configs"):
+        compose(conf, f"c{fits}")
+    start_run()
+    assert compose(conf, f"c{fits}")["g"]["k1"] == "v" * 60
 
 
 def test_not_yaml_is_a_value_error_naming_the_file(tmp_path: Path) -> None:

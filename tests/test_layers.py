@@ -40,7 +40,7 @@ LAYERS: list[set[str]] = [
     {"project_root"},
     {"verl_places", "pylaunch", "hardware"},
     {"files"},
-    {"boundary", "release_semantics", "pins", "candidate"},  # pins: what a caller pins for the planner (a typed record); candidate: its sized layout
+    {"boundary", "release_semantics", "pins", "candidate", "glob_set"},  # glob_set: compiled ignore/exclude patterns; pins: what a caller pins for the planner (a typed record); candidate: its sized layout
     {"errors", "foreign_paths", "launch", "edit_kinds", "overrides", "suppress", "pool", "launch_shape", "versions",
      "verl", "resources", "layout"},
     {"safe_text", "safe_regex", "__init__", "folder_memo", "cache"},

@@ -47,5 +47,8 @@ def test_the_doc_lists_every_input_cap_of_the_readers():
     for expected in ("generator.files.SCRIPT_LIMIT", "generator.files.DATA_LIMIT", "generator.files.MAX_TRAINER_CALLS",
                      "generator.shell.model.WORK_LIMIT", "generator.shell.model.MAX_VALUE_CHARS",
                      "generator.shell.model.MAX_VALUE_PARTS", "generator.schema.compose.MAX_LOADS",
-                     "generator.schema.yamlload.MAX_EXPANDED_NODES"):
+                     "generator.schema.yamlload.MAX_EXPANDED_NODES",
+                     # issue 35: one budget per run
+                     "generator.schema.yamlload.MAX_EXPANDED_BYTES", "generator.schema.compose.MAX_RUN_LOAD_BYTES",
+                     "generator.glob_set.MAX_PATTERNS", "generator.cli.show.MAX_RESOLVED_CHARS"):
         assert expected in named

@@ -104,7 +104,8 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
     monkeypatch.setattr(builtins, "SOURCE_BUDGET", 40)  # two walks of the 17-byte file fit, not three
     (tmp_path / "run.sh").write_text("source ./common.sh\n" * 3 + f"python3 -m {MAIN} data.train_batch_size=$TBS\n")
     script = read_script(path.read_bytes(), str(path))
-    assert [o.value for o in script.invocations[0].overrides] == ["64"]
+    # the third walk is not made: what the file sets is no longer known (issue 35)
+    assert [o.value for o in script.invocations[0].overrides] == ["<?source:TBS>"]
     from generator.shell.walker import Evaluator
 
     ev = Evaluator(base_dir=str(tmp_path), env={}, args=[])

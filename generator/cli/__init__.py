@@ -37,10 +37,14 @@ def _version(value: bool) -> None:
 
 
 def _start_command() -> None:
+    import sys
+
     from generator import session
 
     session.begin()  # each command starts with no script judged, nothing trusted, nothing remembered
-
+    compose = sys.modules.get("generator.schema.compose")  # not imported yet: its budget is whole
+    if compose is not None:
+        compose.start_run()  # and with the whole calls x configs budget
 
 def build_app() -> typer.Typer:
     """The typer app with every command registered (built once)."""

@@ -21,6 +21,12 @@ from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
 from generator.safe_text import json_text, one_line, printable, say, write
 
 FORMATS = ("text", "json", "yaml")
+# Characters the resolved configs of one file may print (`gen show --resolved`): keys and values
+# of all its calls, counted as each call is composed, before any is formatted. A verl call's
+# config prints ~90 KB; 16 calls whose overrides double a value to 256 KiB and reference it 20
+# times printed 93 MB in 154 s before issue 35 (the YAML text is written at ~0.6 MB/s: 4 MiB,
+# about 45 calls of verl's config, prints in ~7 s).
+MAX_RESOLVED_CHARS = 4 * 1024 * 1024
 
 
 
@@ -106,6 +112,7 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
                                 project=load_project(path))
     script_dir = os.path.dirname(os.path.abspath(path))
     calls = []
+    printed = 0  # characters of keys and values the calls' configs will print (MAX_RESOLVED_CHARS)
     for invocation in script.invocations:
         if invocation.branch == "dead":
             continue
@@ -113,6 +120,11 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
                               config_root=os.getcwd(), stand_in=resolution.stand_in,
                               search_dirs=resolution.search_dirs, ppo_entry=resolution.ppo_entry)
         judged = resolution.for_call(config.schema, config.config_dir)
+        printed += sum(len(key) + len(str(value)) + 4 for key, value in config.values.items())
+        printed += sum(len(key) + len(str(value)) + 4 for key, value in config.unknown.items())
+        if printed > MAX_RESOLVED_CHARS:
+            raise InputError(f"{path}: its calls' resolved configs would print more than "
+                             f"{MAX_RESOLVED_CHARS // (1024 * 1024)} MiB (refused; the resolved output limit)")
         calls.append({"line": invocation.line, "entry": invocation.entry, "config_name": config.schema,
                       "verl_version": judged.base_release, "config_source": judged.config_source,
                       "unknown": dict(config.unknown), "config": dict(config.values)})

@@ -39,6 +39,18 @@ MAX_LOADS = 500
 # 800 KB file took > 300 s while MAX_LOADS only counted files (issue 21). The cap equals one
 # data file's (generator.files.DATA_LIMIT): each copy and merge costs ~0.3 s per MB.
 MAX_LOAD_BYTES = 4 * 1024 * 1024
+# Bytes of YAML all the compositions of one run add up to: every call of a script checked (a
+# run of `gen check` starts it again for each script, so a script's verdict does not depend on
+# the scripts before it), or one command (`gen show A B`). 64 calls that each name their own
+# config over one 4 MB group file took 4 min and 1.1 GB, as each composition stayed under
+# MAX_LOAD_BYTES (issue 35: calls x configs). Compositions a run reuses are not counted again.
+MAX_RUN_LOAD_BYTES = 2 * MAX_LOAD_BYTES
+_RUN_BYTES = [0]
+
+
+def start_run() -> None:
+    """A new run: the calls x configs budget (MAX_RUN_LOAD_BYTES) starts again."""
+    _RUN_BYTES[0] = 0
 
 # Called with a config name ("ppo_megatron_trainer") that is not in the directory; returns
 # the nested config to use instead, or None when it is unknown too.
@@ -95,18 +107,25 @@ class _Budget:
         if self.loads > MAX_LOADS:
             raise InputError(f"{self.root}: the defaults lists expand to more than {MAX_LOADS} config loads "
                              "(refused; Hydra would compose every one)")
-        if path not in self.parsed:
-            data = load_yaml_file(path)
+        cached = self.parsed.get(path)
+        if cached is None:
             try:
-                size = path.stat().st_size
+                size = path.stat().st_size  # charged before the file is parsed (the costly part)
             except OSError:
                 size = 0
-            self.parsed[path] = (data, size)
-        data, size = self.parsed[path]
+        else:
+            size = cached[1]
         self.bytes += size
+        _RUN_BYTES[0] += size
+        if _RUN_BYTES[0] > MAX_RUN_LOAD_BYTES:
+            raise InputError(f"{self.root}: the calls compose more than {MAX_RUN_LOAD_BYTES // (1024 * 1024)} MB "
+                             "of YAML in all (refused; the run's config budget, calls x configs)")
         if self.bytes > MAX_LOAD_BYTES:
             raise InputError(f"{self.root}: the defaults lists load more than {MAX_LOAD_BYTES // (1024 * 1024)} MB "
                              "of YAML (refused; Hydra would compose every byte)")
+        if cached is None:
+            cached = self.parsed[path] = (load_yaml_file(path), size)
+        data = cached[0]
         return copy.deepcopy(data)
 
 

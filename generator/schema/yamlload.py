@@ -6,7 +6,9 @@ that it is a float. Config values must match what verl sees, so we use the same 
 
 Bounds: a file is size-checked before it is read (generator.files), and the document is
 refused when its aliases would expand it past MAX_EXPANDED_NODES nodes (an 899-byte "billion
-laughs" file expands to gigabytes once merged or flattened); both are one-line InputErrors.
+laughs" file expands to gigabytes once merged or flattened) or past MAX_EXPANDED_BYTES of
+scalar text (one 1 MB value referenced by 1,000 aliases is 1 GB once flattened, cached or
+copied: 2 GB of memory and a 955 MB cache file before issue 35); both are one-line InputErrors.
 """
 
 from __future__ import annotations
@@ -22,6 +24,11 @@ from generator.files import DATA_LIMIT, read_text_input
 
 # verl's largest composed config has ~1,500 nodes; a real one never comes near this.
 MAX_EXPANDED_NODES = 200_000
+# Characters of scalar text (keys and values) the document holds once every alias is expanded,
+# counted before it is built. A file without aliases holds at most its own size (generator.files
+# .DATA_LIMIT), so the bound only refuses alias amplification; verl's composed trainer config
+# holds ~40 KB.
+MAX_EXPANDED_BYTES = DATA_LIMIT
 
 # Floats as OmegaConf accepts them: 1.0, 1e-6, .5, 1_000.0, +inf, .nan (case-insensitive).
 # Compiled with the loader (a check of a script outside a checkout reads no YAML).
@@ -83,9 +90,12 @@ def construct_bounded(loader: Any, text: str, where: str) -> Any:
         node = loader.get_single_node()
         if node is None:
             return None
-        expanded = _expanded_size(node, {}, set())
-        if expanded > MAX_EXPANDED_NODES:
+        nodes, chars = _expanded_size(node, {}, set())
+        if nodes > MAX_EXPANDED_NODES:
             raise InputError(f"{where}: aliases expand it to more than {MAX_EXPANDED_NODES} nodes (refused)")
+        if chars > MAX_EXPANDED_BYTES:
+            raise InputError(f"{where}: aliases expand it to more than {MAX_EXPANDED_BYTES // (1024 * 1024)} MiB "
+                             "of values (refused; the YAML byte limit)")
         return loader.construct_document(node)
     finally:
         loader.dispose()
@@ -133,32 +143,35 @@ def _count_nodes(text: str, where: str) -> None:
         raise InputError(f"{where}: more than {MAX_EXPANDED_NODES} nodes (refused; a config has a few thousand)")
 
 
-def _expanded_size(node: Any, sizes: dict[int, int], open_nodes: set[int]) -> int:
-    """Nodes in the document once every alias is expanded, counted without expanding it: each
-    node's size is computed once (an alias reuses the node object). Stops early past the bound.
-    A node that contains itself (a recursive alias) expands without end."""
+def _expanded_size(node: Any, sizes: dict[int, tuple[int, int]], open_nodes: set[int]) -> tuple[int, int]:
+    """(nodes, scalar characters) in the document once every alias is expanded, counted without
+    expanding it: each node's size is computed once (an alias reuses the node object). Stops
+    early past either bound. A node that contains itself (a recursive alias) expands without end."""
     key = id(node)
     if key in sizes:
         return sizes[key]
     if key in open_nodes:
-        return MAX_EXPANDED_NODES + 1
+        return MAX_EXPANDED_NODES + 1, MAX_EXPANDED_BYTES + 1
     value = node.value
     if not isinstance(value, list):
-        sizes[key] = 1
-        return 1
+        size = (1, len(value) if isinstance(value, str) else 1)
+        sizes[key] = size
+        return size
     open_nodes.add(key)
-    total = 1
+    total, chars = 1, 0
     for item in value:
         children = item if isinstance(item, tuple) else (item,)
         for child in children:
-            total += _expanded_size(child, sizes, open_nodes)
-            if total > MAX_EXPANDED_NODES:
+            more, text = _expanded_size(child, sizes, open_nodes)
+            total += more
+            chars += text
+            if total > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_BYTES:
                 break
-        if total > MAX_EXPANDED_NODES:
+        if total > MAX_EXPANDED_NODES or chars > MAX_EXPANDED_BYTES:
             break
     open_nodes.discard(key)
-    sizes[key] = total
-    return total
+    sizes[key] = (total, chars)
+    return total, chars
 
 
 def load_yaml_file(path: str | Path) -> Any:

@@ -1,5 +1,6 @@
 """Bash `$(( ))` arithmetic with bash's signed 64-bit wrap-around: numbers, variables,
-+ - * / % **, comparisons, logic, bit operations, ?:, parentheses. Assignments are refused."""
++ - * / % **, comparisons, logic, bit operations, ?:, parentheses. Assignments are refused here:
+generator/shell/setters.py applies them (evaluated or made unknown) before asking for a value."""
 
 from __future__ import annotations
 
@@ -160,3 +161,24 @@ def _apply(op: str, a: int, b: int) -> int:
         "&": lambda: a & b, "^": lambda: a ^ b, "|": lambda: a | b,
         "&&": lambda: int(bool(a) and bool(b)), "||": lambda: int(bool(a) or bool(b)),
     }[op]()
+
+
+def apply_binary(op: str, a: int, b: int) -> int:
+    """`a op b` as bash computes it (a compound assignment `x op= b`), wrapped to 64 bits."""
+    return wrap64(_apply(op, a, b))
+
+
+
+# A name the expression assigns: `x = …`, `x += …` (and the other compound operators, not `==`,
+# `<=`, `>=`, `!=`), `x[i] = …`, `++x`, `x--`.
+_ASSIGNS = lazy_pattern(
+    r"(?<![\w$])([A-Za-z_]\w*)\s*(?:\[[^\]]*\]\s*)?(?:<<|>>|[-+*/%&^|])?=(?!=)"
+    r"|(?:\+\+|--)\s*([A-Za-z_]\w*)"
+    r"|(?<![\w$])([A-Za-z_]\w*)\s*(?:\+\+|--)")
+
+
+def assigned_names(text: str) -> list[str]:
+    """The names the expression assigns, in order, each once (generator/shell/setters.py applies
+    them; evaluate() refuses them)."""
+    found = (m.group(1) or m.group(2) or m.group(3) for m in _ASSIGNS().finditer(text))
+    return list(dict.fromkeys(found))

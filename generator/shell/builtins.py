@@ -6,7 +6,7 @@ from __future__ import annotations
 import os
 import re
 from collections.abc import Callable
-from typing import TYPE_CHECKING, cast
+from typing import TYPE_CHECKING, Any, cast
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT
@@ -14,6 +14,7 @@ from generator.shell.context import ASSIGN, EvaluatorParts, FileCtx, Flow, line_
 from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.model import (CALL_COST, FUNCTION_CALLS, Field, Group, Piece, Var, as_text, has_unknown, size_of,
                                    too_large)
+from generator.shell.setters import Setters
 from generator.shell.words import Expander, ExpansionHost
 from generator.files import read_input
 from generator.safe_regex import lazy_pattern
@@ -39,8 +40,7 @@ class Builtins(EvaluatorParts):
         handler = _HANDLERS.get(name)
         if handler is None:
             return False
-        handler(self, fields[1:], flow)
-        return True
+        return handler(self, fields[1:], flow) is not False  # False: still a command to record
 
     def _b_source(self, args: list[Field], flow: Flow) -> None:
         if not args:
@@ -78,9 +78,16 @@ class Builtins(EvaluatorParts):
             self.state.args_label = None
 
     def _b_shift(self, args: list[Field], flow: Flow) -> None:
-        count = int(args[0].text) if args and args[0].text.isdigit() else 1
+        if args and (args[0].unknowns or not args[0].text.isdigit()):
+            self.state.args, self.state.args_label = [], f"`shift {as_text(args[0].text)}` (a count not known statically)"
+            return
+        count = int(args[0].text) if args else 1
         if self.state.args_label is None:
             self.state.args = self.state.args[count:]
+
+    def _b_shopt(self, args: list[Field], flow: Flow) -> None:
+        if any(f.text == "-s" for f in args) and any(f.text == "lastpipe" for f in args):
+            self._lastpipe = True
 
     def _b_exit(self, args: list[Field], flow: Flow) -> None:
         if flow.branch in ("live", "loop") and flow.depth == 0:  # a merged loop copy never exits its base
@@ -115,12 +122,15 @@ class Builtins(EvaluatorParts):
             rel = os.path.join(self.base_dir, rel[script_dir.end():].lstrip("/"))
         elif target.unknowns or self.base_dir is None or self.state.cwd is None:
             self.state.unknown_sources.append(label + " (path not known statically)")
+            self.clobber_all(f"may be set by {label} (a path not known statically)", "source")
             return
         path = rel if os.path.isabs(rel) else os.path.normpath(os.path.join(self.base_dir, self.state.cwd or "", rel))
         if path in self._sourcing or len(self._sourcing) > 4:
+            self.clobber_all(f"may be set by {label} (sourced again inside itself, not followed)", "source")
             return
         parsed = self._parsed_source(path, label)
         if parsed is None:
+            self.clobber_all(f"may be set by {label}, which could not be read", "source")
             return
         tree, sub = parsed
         self._sourcing.append(path)
@@ -201,13 +211,18 @@ class Builtins(EvaluatorParts):
             self.state.args_from_script = saved_from_script
 
 
-_Handler = Callable[[Builtins, list[Field], Flow], None]
+_Handler = Callable[[Any, list[Field], Flow], "bool | None"]
 _HANDLERS: dict[str, _Handler] = {
     "source": Builtins._b_source, ".": Builtins._b_source, "cd": Builtins._b_cd, "pushd": Builtins._b_pushd,
     "set": Builtins._b_set, "shift": Builtins._b_shift, "exit": Builtins._b_exit, "break": Builtins._b_break,
     "read": Builtins._b_read, "export": Builtins._b_declare, "local": Builtins._b_declare,
     "declare": Builtins._b_declare, "typeset": Builtins._b_declare, "readonly": Builtins._b_declare,
+    "shopt": Builtins._b_shopt,
+    # the other ways a builtin sets a variable (setters.py)
+    "let": Setters._b_let, "mapfile": Setters._b_mapfile, "readarray": Setters._b_mapfile,
+    "printf": Setters._b_printf, "getopts": Setters._b_getopts, "wait": Setters._b_wait,
+    "coproc": Setters._b_coproc, "trap": Setters._b_trap,
 }
 # Builtins that change nothing the reader follows (and are not commands to record).
-_NO_EFFECT = frozenset({"true", "false", ":", "return", "continue", "shopt", "trap", "wait", "umask", "ulimit",
+_NO_EFFECT = frozenset({"true", "false", ":", "return", "continue", "umask", "ulimit",
                         "alias", "unalias", "hash", "popd"})

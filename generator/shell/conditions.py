@@ -7,7 +7,7 @@ from __future__ import annotations
 import re
 from typing import TYPE_CHECKING, Callable
 
-from generator.shell import arith, patterns
+from generator.shell import patterns
 from generator.shell.context import EvaluatorParts, Flow, State, squash
 from generator.shell.model import as_text, has_unknown, pieces_text
 from generator.shell.scan import WordError
@@ -242,13 +242,14 @@ class Conditions(EvaluatorParts):
     def _arith_truth(self, node: Node) -> bool | None:
         fx = self.fx
         assert fx is not None
+        a, b = node.start_byte + 2, node.end_byte - 2
         try:
-            pieces = fx.expander.expand(node.start_byte + 2, node.end_byte - 2, dq=True)
-            if has_unknown(pieces):
-                return None
-            return arith.evaluate(pieces_text(pieces), self.arith_lookup) != 0
-        except (arith.ArithError, WordError, ValueError, RecursionError):
+            pieces = fx.expander.expand(a, b, dq=True)
+        except WordError:
+            self.arith_text_effects(None, fx.src[a:b])
             return None
+        value = self.arith_text_effects(None if has_unknown(pieces) else pieces_text(pieces), fx.src[a:b])
+        return None if value is None else value != 0
 
     def _operand(self, node: Node) -> str | None:
         fx = self.fx

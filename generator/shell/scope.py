@@ -77,10 +77,7 @@ class Scope(EvaluatorParts):
                 for p in value]
 
     def _index_value(self, index: str) -> int | None:
-        try:
-            return arith.evaluate(index, self.arith_lookup)
-        except (arith.ArithError, ValueError, RecursionError):
-            return None
+        return self.arith_value(index)  # `a[i++]` assigns too
 
     def _array_pieces(self, var: Var, name: str, index: str | None, a: int, b: int, dq: bool) -> list[Piece]:
         elems = var.elems or []
@@ -238,6 +235,8 @@ class Scope(EvaluatorParts):
             self._arith_depth -= 1
 
     def _set(self, name: str, var: Var) -> None:
+        if name in self._attributes:  # `declare -i/-u/-l/-c/-n`: the value bash stores (setters.py)
+            var = self.through_attribute(name, var)
         # Storing a value costs its size (`a+=(x)` line after line copies an ever longer list).
         parts, chars = var_size(var)
         self.work.charge(parts, chars)
@@ -390,16 +389,23 @@ class Scope(EvaluatorParts):
         fx = self.fx
         assert fx is not None
         as_array = False
+        flags = ""
         for child in node.children[1:]:
             text = fx.src[child.start_byte : child.end_byte]
-            if child.type == "word" and text.startswith("-"):
+            if child.type == "word" and text.startswith(("-", "+")):
+                if text.startswith("-"):
+                    flags += text[1:] if keyword != "export" else text[1:].replace("n", "")  # export -n: not exported
                 as_array = as_array or "a" in text or "A" in text
                 export = export or "x" in text
                 continue
-            if child.type == "variable_assignment":
+            if "f" in flags or "F" in flags or "p" in flags:
+                return  # functions, or printing: no variable changes
+            name = text.split("=", 1)[0].split("+", 1)[0].split("[", 1)[0]
+            if child.type in ("variable_assignment", "variable_name") and any(c in flags for c in "iulcn"):
+                self._declare_with_attributes(child, name, flags, local, export)
+            elif child.type == "variable_assignment":
                 self._assign_node(child, child.end_byte, local=local, export=export)
             elif child.type == "variable_name":
-                name = text
                 self.assigned_names.add(name)
                 if local:
                     self._local(name)
@@ -410,13 +416,58 @@ class Scope(EvaluatorParts):
                 elif export and name in self.state.vars:
                     self.state.vars[name].exported = True
 
+    def _declare_with_attributes(self, child: Node, name: str, flags: str, local: bool, export: bool) -> None:
+        """`declare -i x=1+2`, `local -u y`, `declare -n ref=x`: the attribute first, then the value through it."""
+        if local:
+            self._local(name)
+        self.assigned_names.add(name)
+        if "n" in flags:
+            self._namerefs.pop(name, None)
+            self._attributes.pop(name, None)
+        self.declare_attributes(flags.replace("n", ""), [name], bool(self._local_frames))
+        if child.type == "variable_assignment":
+            self._attribute_declaring = True
+            try:
+                self._assign_node(child, child.end_byte, export=export)
+            finally:
+                self._attribute_declaring = False
+        if "n" in flags:
+            var = self.state.vars.get(name)
+            target = pieces_text(var.pieces) if var is not None and var.pieces is not None and not has_unknown(
+                var.pieces) else None
+            self._namerefs[name] = target if target and re.fullmatch(r"[A-Za-z_]\w*", target) else None
+            self.declare_attributes("n", [name], False)
+            self.state.vars[name] = Var(unknown=f"${name} is a name reference (`declare -n`)", label=f"nameref:{name}")
+
     def _s_unset_command(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
+        words = [fx.src[c.start_byte : c.end_byte] for c in node.children[1:]]
+        if any(w.startswith("-") and "f" in w for w in words):
+            return  # `unset -f NAME` removes a function
         for child in node.children[1:]:
             name = fx.src[child.start_byte : child.end_byte]
-            if child.type == "variable_name" or ASSIGN.match(name + "=") or re.fullmatch(r"\w+", name):
-                self.state.vars.pop(name, None)
+            if name.startswith("-"):
+                continue
+            if child.type != "variable_name" and not re.fullmatch(r"\w+", name):
+                try:
+                    fields = fx.expander.fields(child.start_byte, child.end_byte)
+                except WordError:
+                    fields = []
+                if not fields or any(f.unknowns for f in fields):
+                    self.clobber_all(f"may be unset by `unset {as_text(name)}` (a name not known statically)", "unset")
+                    continue
+                names = [f.text for f in fields]
+            else:
+                names = [name]
+            for one in names:
+                if "[" in one:  # an element: the array is no longer followed
+                    self.clobber([one.split("[", 1)[0]], f"an element is removed by `unset {as_text(one)}`", "unset")
+                    continue
+                self.state.vars.pop(one, None)
+                target = self._namerefs.get(one)
+                if target is not None:
+                    self.state.vars.pop(target, None)
 
 
 def merge_states(states: list[State], label: str) -> State:

@@ -24,6 +24,7 @@ from generator.shell.comment_subst import mask_comment_substitutions
 from generator.shell.eval_words import eval_fields, string_args
 from generator.shell.scan import WordError
 from generator.shell.scope import Scope, merge_states
+from generator.shell.setters import Setters, names_arith_sets
 from generator.shell.words import Expander, def_group
 
 if TYPE_CHECKING:
@@ -42,9 +43,15 @@ _ASSIGNED_NAME = re.compile(
 # the look-behind then asks that no word character stands before it.
 _READ_NAMES = re.compile(r"read(?<!\wread)\s+(?:-\w+\s+)*([A-Za-z_][A-Za-z0-9_ ]*)")
 _MAX_LOOP_ITEMS = 16
+# Builtins that change the script's variables or arguments, run through `builtin`/`command` too.
+_STATE_BUILTINS = frozenset({"eval", "read", "mapfile", "readarray", "printf", "declare", "typeset", "local",
+                             "export", "readonly", "let", "getopts", "wait", "source", ".", "unset", "shift",
+                             "set", "cd", "trap", "shopt"})
+# `{NAME}>file`, `{NAME}<&0`: a redirection that stores the descriptor number in NAME.
+_FD_VARIABLE = re.compile(r"(?<![\w$])\{([A-Za-z_][A-Za-z0-9_]*)\}(?=[<>])")
 
 
-class Evaluator(Scope, Conditions, Builtins, Callees):
+class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
     def __init__(self, *, base_dir: str | None, env: dict[str, str], args: list[str]) -> None:
         self.base_dir = base_dir
         self.env = {k: from_text(v) for k, v in env.items()}
@@ -66,6 +73,10 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         self._source_trees: dict[str, tuple[Tree, FileCtx]] = {}
         self._default_reads: list[str] | None = None
         self._args_given = bool(args)
+        self._attributes: dict[str, str] = {}
+        self._namerefs: dict[str, str | None] = {}
+        self._attribute_declaring = False
+        self._lastpipe = False
         self.fx: FileCtx | None = None
 
     def run_file(self, data: bytes, path: str | None) -> Tree:
@@ -152,8 +163,24 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
     def _s_program(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
 
-    _s_compound_statement = _s_program
+    def _s_compound_statement(self, node: Node, flow: Flow) -> None:
+        if node.children and node.children[0].type == "((":  # an arithmetic command: its assignments
+            self._arith_command(node.start_byte + 2, node.end_byte - 2)
+            return
+        self._statements(node.children, flow)
+
     _s_do_group = _s_program
+
+    def _arith_command(self, a: int, b: int) -> int | None:
+        """`(( … ))` (or a part of `for (( … ))`) over the text [a, b): its value, its assignments applied."""
+        fx = self.fx
+        assert fx is not None
+        try:
+            pieces = fx.expander.expand(a, b, dq=True)
+        except WordError:
+            pieces = [Piece("", unknown="not readable")]
+        text = None if any(p.unknown for p in pieces) else pieces_text(pieces)
+        return self.arith_text_effects(text, fx.src[a:b])
 
     def _s_subshell(self, node: Node, flow: Flow) -> None:
         saved = self.state
@@ -192,6 +219,9 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         self.assigned_names.add(name)
         if body is None:
             return
+        if node.children and node.children[0].type == "select":
+            known = False  # `select` sets its variable from what the user types
+            label = "select " + label.removeprefix("for ")
         if known and 0 < len(items) <= min(_MAX_LOOP_ITEMS, self._loop_budget):
             self._loop_budget -= len(items)
             for item in items:
@@ -247,10 +277,22 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         self.state = merge_states([self.state, base], label)
 
     def _s_c_style_for_statement(self, node: Node, flow: Flow) -> None:
+        """`for ((init; cond; step))`: init runs once; the names the condition and the step assign
+        are unknown in the body and after the loop (how often it ran is not followed)."""
+        fx = self.fx
+        assert fx is not None
         body = node.child_by_field_name("body")
         label = "for ((…))"
+        init = node.child_by_field_name("initializer")
+        if init is not None:
+            self._arith_command(init.start_byte, init.end_byte)
+        stepped: list[str] = []
+        for field in ("condition", "update"):
+            for part in node.children_by_field_name(field):
+                stepped += names_arith_sets(fx.src[part.start_byte : part.end_byte])
         base = self.state
         self.state = base.copy()
+        self.clobber(list(dict.fromkeys(stepped)), f"changed by each round of `{label}`", "loop")
         if body is not None:
             self.walk(body, flow.with_("loop", label))
         self.state = merge_states([self.state, base], label)
@@ -276,6 +318,9 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
                     text = text.split("\n", 1)[0]
                 redirects.append(as_text(squash(text).replace(" ", "")) if child.type == "file_redirect"
                                  else as_text(squash(text)))
+        fds = _FD_VARIABLE.findall(fx.src, node.start_byte, node.end_byte)
+        if fds and flow.branch != "dead":  # `exec {fd}>log`: bash stores the descriptor it picks in fd
+            self.clobber(fds, "a file descriptor number bash picks (`{NAME}>…`)", "fd")
         before = len(self.records)
         if body is not None:
             if body.type == "command":
@@ -289,9 +334,17 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         fx = self.fx
         assert fx is not None
         stages = [c for c in node.children if c.is_named]
+        base = self.state
         for n, stage in enumerate(stages):
             before = len(self.records)
+            if len(stages) > 1:  # each stage runs in a subshell: what it sets is not kept
+                self.state = base.copy()
             self.walk(stage, flow)
+            if len(stages) > 1:
+                last = self.state
+                self.state = base
+                if n + 1 == len(stages) and self._lastpipe:  # `shopt -s lastpipe`: the last stage runs here
+                    self.state = merge_states([last, base], "the last stage of a pipeline")
             if n + 1 < len(stages):
                 rest = " | ".join(squash(fx.src[s.start_byte : s.end_byte], 60) for s in stages[n + 1 :])
                 for rec in self.records[before:]:
@@ -338,13 +391,16 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
+        while name in ("builtin", "command") and len(fields) > 1 and fields[1].text in _STATE_BUILTINS:
+            fields = fields[1:]  # `command eval …`, `builtin read …`: the builtin itself runs
+            name = fields[0].text if not fields[0].unknowns else ""
         found = string_args(fields) if name in ("eval", "tmux", "bash", "sh") else None
         if found is not None:  # `eval "$CMD"`, `bash -c "…"`, `tmux send-keys "cmd" C-m`: what the string runs
+            if self._string_command(name, found, flow, fx.line_of(whole.start_byte)):
+                return
             words = eval_fields(found[1])
             if words:
                 fields, name = words, (words[0].text if not words[0].unknowns else "")
-            elif self._reread_string(found[1], flow, fx.line_of(whole.start_byte), found[0]):
-                return
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:
@@ -358,6 +414,38 @@ class Evaluator(Scope, Conditions, Builtins, Callees):
             words=[(a, b) for a, b, _k in word_ranges],
             cwd=self.state.cwd, pythonpath=env.get("PYTHONPATH", self._exported_text("PYTHONPATH")),
         ))
+
+    def _string_command(self, name: str, found: tuple[str, list[Field]], flow: Flow, line: int) -> bool:
+        """Run the string of `eval`/`bash -c`/`tmux send-keys` where it can be read (True: done).
+        `eval` runs in this shell: plain assignments are set, a string re-read as shell is walked,
+        anything else makes what it may set unknown (setters.py). The others run in another
+        process: their string is walked on a copy of the state, which is then dropped."""
+        how, words = found
+        in_shell = name == "eval"
+        try:
+            return self._run_string(in_shell, how, words, flow, line)
+        finally:
+            if in_shell and any(f.unknowns for f in words):
+                # a value not known statically is parsed again: `eval "$CMD"`, `eval "$(conda
+                # shell.bash hook)"`, even `eval "run $X"` (X may hold `; BS=7`) can set anything
+                self.eval_unread(words, line)
+
+    def _run_string(self, in_shell: bool, how: str, words: list[Field], flow: Flow, line: int) -> bool:
+        plain = eval_fields(words)
+        if plain:
+            return in_shell and self.eval_assignments(plain)
+        base = self.state
+        if not in_shell:
+            self.state = base.copy()
+        try:
+            if self._reread_string(words, flow, line, how):
+                return True
+        finally:
+            if not in_shell:
+                self.state = base
+        if in_shell and not any(f.unknowns for f in words):
+            self.eval_unread(words, line)
+        return False
 
     def _exported_text(self, name: str) -> str | None:
         """The text of an exported scalar variable (unknown parts as `<?label>`), else None."""

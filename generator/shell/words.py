@@ -338,12 +338,18 @@ class Expander:
         text = pieces_text(inner)
         label = f"arith:{label_text(self.src[a:b].strip())}"
         if has_unknown(inner):
+            self.host.arith_text_effects(None, self.src[a:b])  # `$((x += $UNKNOWN))`: x is unknown too
             reasons = "; ".join(p.unknown for p in inner if p.unknown)
             return self._unknown(label, f"arithmetic on unknown values ({reasons})", ea, eb, dq=dq)
-        try:
-            value = arith.evaluate(text, self.host.arith_lookup)
-        except (arith.ArithError, ValueError, RecursionError, OverflowError) as err:
-            return self._unknown(label, f"arithmetic that cannot be evaluated statically: {err}", ea, eb, dq=dq)
+        if arith.assigned_names(text):
+            value = self.host.arith_value(text)  # applies `x=…`, `x++` (setters.py)
+            if value is None:
+                return self._unknown(label, "arithmetic that assigns, not evaluated statically", ea, eb, dq=dq)
+        else:
+            try:
+                value = arith.evaluate(text, self.host.arith_lookup)
+            except (arith.ArithError, ValueError, RecursionError, OverflowError) as err:
+                return self._unknown(label, f"arithmetic that cannot be evaluated statically: {err}", ea, eb, dq=dq)
         return Piece(str(value), ea, eb, False, '"' if dq else "", None, None, self.path, split=not dq)
 
     # -- ${…} -------------------------------------------------------------------------------
@@ -529,7 +535,12 @@ class Expander:
         raise ValueError(f"unsupported operator {op}")
 
     def _arith_text(self, text: str) -> int | None:
-        return arith.evaluate(text, self.host.arith_lookup) if text.strip() else 0
+        if not text.strip():
+            return 0
+        value = self.host.arith_value(text)
+        if value is None:
+            raise arith.ArithError(f"`{text}` is not known statically")
+        return value
 
     def _positional_slice(self, oa: int, ob: int, ea: int, eb: int, dq: bool) -> list[Piece]:
         body = self.src[oa:ob]
@@ -557,6 +568,8 @@ class ExpansionHost(Protocol):
     def assign_scalar(self, name: str, pieces: list[Piece], group: Group | None) -> None: ...
     def require(self, name: str, why: str) -> None: ...
     def arith_lookup(self, name: str) -> int: ...
+    def arith_value(self, text: str) -> int | None: ...
+    def arith_text_effects(self, text: str | None, raw: str) -> int | None: ...
 
 
 def def_group(variable: str | None, pieces: list[Piece], a: int, b: int, outer_quote: str,
