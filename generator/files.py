@@ -461,10 +461,16 @@ def _swap(name: str, folder: int, temp: str, leaf: str, before: os.stat_result, 
                          "(run the command again)")
     finally:
         if aside and not keep_aside:
-            try:
-                os.unlink(aside, dir_fd=folder)
-            except OSError:
-                pass
+            _unlink_quietly(aside, folder)
+
+
+def _unlink_quietly(leaf: str, folder: int) -> None:
+    """Remove a helper name of ours (a temporary file, the compare-and-swap's second link); one
+    already gone is fine."""
+    try:
+        os.unlink(leaf, dir_fd=folder)
+    except OSError:
+        pass
 
 
 def _place_new(name: str, folder: int, temp: str, leaf: str) -> None:
@@ -566,10 +572,7 @@ def _write_in(name: str, folder: int, directory: str, leaf: str, payload: bytes,
             raise InputError(f"{name}: write failed, {kept}: {err.strerror or err}") from None
         finally:
             if temp is not None:
-                try:
-                    os.unlink(temp, dir_fd=folder)
-                except OSError:
-                    pass
+                _unlink_quietly(temp, folder)
 
 
 __all__ = ["ABSENT", "DATA_LIMIT", "MAX_TRAINER_CALLS", "SCRIPT_LIMIT", "STDIN", "digest_of", "keep_final_newline",

@@ -189,19 +189,9 @@ def _config_dump(lines: list[str], start: int) -> dict[str, Any] | None:
         value = ast.literal_eval(text)
     except (ValueError, SyntaxError, TypeError, MemoryError, RecursionError):
         return None
+    from generator.schema.compose import flatten  # one home for dotted keys (Hydra's own form)
+
     return flatten(value) if isinstance(value, dict) else None
-
-
-def flatten(tree: dict[str, Any], prefix: str = "") -> dict[str, Any]:
-    """{'a': {'b': 1}} → {'a.b': 1}; lists and empty mappings stay values."""
-    out: dict[str, Any] = {}
-    for key, value in tree.items():
-        name = f"{prefix}{key}"
-        if isinstance(value, dict) and value:
-            out.update(flatten(value, name + "."))
-        else:
-            out[name] = value
-    return out
 
 
 def _jsonl(text: str, run: RunLog) -> None:
