@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch
+from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch, vpp_micro_batch_problem
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.candidate import Candidate
@@ -191,9 +191,12 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
     if theirs is None or not theirs.fits or theirs.score is None or (
             s.spare and not leaves_spare([p.gib for p in theirs.memory], theirs.limit_gib)):
         return sized
-    if not theirs.use_dynamic_bsz and per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n,
-                                                          layout_dp(s.gpus, layout)) % theirs.micro_batch_per_gpu:
-        return sized  # the row's micro batch does not split this batch
+    if not theirs.use_dynamic_bsz:
+        per_rank = per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n, layout_dp(s.gpus, layout))
+        if per_rank % theirs.micro_batch_per_gpu:
+            return sized  # the row's micro batch does not split this batch
+        if layout.vpp and layout.vpp > 1 and vpp_micro_batch_problem(per_rank // theirs.micro_batch_per_gpu, layout.pp):
+            return sized  # nor fill the interleaved schedule at this GPU count (VD402)
     if ours is None or not ours.fits or ours.score is None:
         return theirs, ""
     # A tie goes to practice, but offload and recompute only where needed: never more relief than ours.
