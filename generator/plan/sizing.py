@@ -21,7 +21,6 @@ from generator.layout import Offload
 from generator.candidate import Candidate
 from generator.model import ModelFacts
 from generator.pins import NO_PINS, Pins
-from generator.plan.activations import MOE_ACTIVATION_FACTOR
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
@@ -410,11 +409,11 @@ def describe_candidate(model: ModelFacts, cand: Candidate, s: Setting, *, params
     update = cand.phase("update")
     if model.is_moe and not cand.recompute and update is not None and \
             cand.limit_gib - update.gib < MOE_THIN_MARGIN * cand.limit_gib:
-        # The routed-expert activations are a calibration (0.5x) where Megatron-core's code reads
-        # 1.0x (docs/memory-model.md): a thin update margin may not hold on the real run.
+        # Routed-expert activations are counted at Megatron-core's even routing (1.0x, no discount;
+        # docs/memory-model.md): a real step's uneven routing can hold more on one GPU than that.
         warnings.append(f"MoE update fits with {cand.limit_gib - update.gib:.1f} GiB to spare and no recompute; "
-                        f"expert activations are counted at {MOE_ACTIVATION_FACTOR}x (calibrated, the source reads "
-                        f"1.0x): --recompute buys room for ~{score.update_s / 3:.0f} s more per step")
+                        "expert activations assume even routing (an uneven step holds more): --recompute buys "
+                        f"room for ~{score.update_s / 3:.0f} s more per step")
     _, response = expected_lengths(work, calibrated())
     source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
                                                 "published median; --mean-response-len to change)")
