@@ -23,6 +23,7 @@ from generator.errors import InputError
 from generator.folder_memo import remembered
 from generator.model.config_json import load_model_config
 from generator.model.facts import ModelFacts
+from generator.model.names import base_name
 from generator.files import read_text_input
 from generator.resources import data_dir, load_data_yaml
 
@@ -32,12 +33,10 @@ _NEUTRAL_SUFFIXES = frozenset(
      "bf16", "it", "thinking"}
 )
 _VERSION_SUFFIX = re.compile(r"[-_. ]v\d+(?:[._]\d+)*$")  # Mixtral-8x7B-Instruct-v0.1
-_HF_CACHE_DIR = re.compile(r"^models--[^-]+(?:-[^-]+)*?--")  # models--Qwen--Qwen2-7B
 
 
 def _tokens(name: str) -> list[str]:
-    base = name.strip().rstrip("/").replace("\\", "/").split("/")[-1].lower()
-    base = _HF_CACHE_DIR.sub("", base)
+    base = base_name(name)
     unversioned = _VERSION_SUFFIX.sub("", base)
     if re.search(r"[-_.\s]", unversioned):  # `Mixtral-8x7B-Instruct-v0.1`; but `DeepSeek-V2` is not `DeepSeek-V3`
         base = unversioned
@@ -279,7 +278,7 @@ def resolve_model(name_or_path: str) -> ModelFacts:
     facts = _registry_match(name_or_path)
     if facts is not None:
         return facts
-    from generator.model.suggest import similar_models
+    from generator.model.suggest import similar_models  # only for a name that matches nothing
 
     known = [e.facts for e in _registry()]
     names, why = similar_models(name_or_path, known)

@@ -12,6 +12,7 @@ import re
 from typing import NamedTuple
 
 from generator.model.facts import ModelFacts
+from generator.model.names import base_name
 from generator.model.params import total_params
 
 # Size parts users and vendors write: 7B, 0.5B, 1.5b, 671B; 8x7B (experts x size) is a mixture.
@@ -33,7 +34,7 @@ class NameTraits(NamedTuple):
 
 
 def name_traits(name: str) -> NameTraits:
-    base = name.strip().rstrip("/").replace("\\", "/").split("/")[-1].lower().replace("_", "-")
+    base = base_name(name).replace("_", "-")
     family_match = re.match(r"[a-z]+", base)
     family = family_match.group(0) if family_match else None
     if family in ("meta", "hf", "models"):  # meta-llama-3-8b: the series is the next word
