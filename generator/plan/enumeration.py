@@ -12,6 +12,7 @@ from generator.plan.setting import Setting
 
 MAX_PP = 16
 MAX_EP = 32  # verl's largest shipped EP (DeepSeek-V3 on 512 GPUs); all-to-all beyond is slow
+LONG_SEQUENCE = 4096  # context parallelism pays off from this sequence length (CP 2; CP 4 from 4x)
 
 
 def powers_of_two(limit: int) -> list[int]:
@@ -45,7 +46,7 @@ def stage_splits(layers: int, pp: int) -> list[tuple[int | None, int | None]]:
 def enumerate_layouts(model: ModelFacts, s: Setting) -> list[Layout]:
     # A TP group must sit inside one node: TP divides the GPUs of a node.
     tps = [t for t in powers_of_two(s.gpus_per_node) if s.gpus % t == 0 and s.gpus_per_node % t == 0]
-    cps = [1] + ([2] if s.seq_len >= 4096 else []) + ([4] if s.seq_len >= 16384 else [])
+    cps = [1] + ([2] if s.seq_len >= LONG_SEQUENCE else []) + ([4] if s.seq_len >= 4 * LONG_SEQUENCE else [])
     out: list[Layout] = []
     for tp in tps:
         for cp in cps:

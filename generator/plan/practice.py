@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from generator.layout import Parallelism
 from generator.model import ModelFacts
 from generator.plan.error_band import MEMORY_ERROR_BAND, STEP_TIME_ERROR_BAND
+from generator.plan.workload import GIB
 
 SPARE_FLOOR = 0.05  # the least share of usable memory every phase leaves, whatever the band
 TWO_SEQUENCES = 2.0  # sequences of prompt+response a dynamic token budget holds at least
@@ -28,7 +29,6 @@ TWO_SEQUENCES = 2.0  # sequences of prompt+response a dynamic token budget holds
 # engine's largest budget (gpu_memory_utilization 0.85 of the GPU): the rest is KV cache.
 IN_NODE_ROLLOUT_WEIGHT_SHARE = 0.9
 LARGEST_GMU = 0.85
-GIB = 2**30
 
 
 def spare_share() -> float:
@@ -85,8 +85,7 @@ def pp_is_shallowest(chosen_pp: int, fastest_s: float, shallower: list[tuple[int
     within the step-time band of the fastest layout that fits (`fastest_s`), where the planner's
     ties are (ranking.banded). verl's published layout for the model is its practice, pipeline
     included (`published`)."""
-    return published or not any(pp < chosen_pp and step_s <= fastest_s * (1 + STEP_TIME_ERROR_BAND)
-                                for pp, step_s in shallower)
+    return published or not any(pp < chosen_pp and within_step_band(fastest_s, step_s) for pp, step_s in shallower)
 
 
 def relief_is_needed(uses_relief: bool, fits_with_less: bool) -> bool:

@@ -19,12 +19,11 @@ from generator.derive import Layout, data_parallel_size
 from generator.layout import Parallelism
 from generator.model import ModelFacts
 from generator.pins import LAYOUT_FIELDS, Pins
-from generator.plan.enumeration import describe_layout, stage_splits
+from generator.plan.enumeration import LONG_SEQUENCE, describe_layout, stage_splits
 from generator.plan.practice import layout_violations
 from generator.plan.verl_rows import VerlRow, verl_rows
 from generator.plan.setting import Setting
 
-LONG_SEQUENCE = 4096  # CP pays off from here (the enumeration's own threshold)
 NOT_PRACTICE = ("tests/",)  # verl's end-to-end tests exercise features, they are not recommendations
 
 

@@ -21,6 +21,7 @@ from generator.candidate import Candidate
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
 from generator.plan.error_band import STEP_TIME_ERROR_BAND
+from generator.plan.practice import within_step_band
 from generator.plan.rollout_engine import engine_memory
 from generator.plan.setting import Setting
 from generator.plan.sizing import GMU_STEPS
@@ -145,7 +146,7 @@ def banded(key: RankKey, step_s: float, leader: RankKey, leader_step_s: float) -
     """`key` with the leader's step bucket when its step is within the band of the leader's (the
     fastest with the same practice marks): a tie, which the later criteria decide, however the
     two fall on the bucket boundaries."""
-    if key[:STEP_POSITION] == leader[:STEP_POSITION] and step_s <= leader_step_s * STEP_BUCKET:
+    if key[:STEP_POSITION] == leader[:STEP_POSITION] and within_step_band(leader_step_s, step_s):
         return key[:STEP_POSITION] + (leader[STEP_POSITION],) + key[STEP_POSITION + 1:]  # type: ignore[return-value]
     return key
 

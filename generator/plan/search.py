@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch, vpp_micro_batch_problem
+from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch
 from generator.errors import InputError
 from generator.hardware import GpuSpec
 from generator.candidate import Candidate
@@ -26,7 +26,7 @@ from generator.plan.ranking import (STEP_POSITION, RankKey, banded, deciding_cri
 from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
-from generator.plan.sizing import describe_candidate, size_layout
+from generator.plan.sizing import describe_candidate, micro_batch_splits, size_layout
 from generator.verl import ALGORITHM_TABLE, ALGORITHMS
 
 
@@ -191,12 +191,10 @@ def _size(model: ModelFacts, layout: Layout, s: Setting, *, params: int, pins: P
     if theirs is None or not theirs.fits or theirs.score is None or (
             s.spare and not leaves_spare([p.gib for p in theirs.memory], theirs.limit_gib)):
         return sized
-    if not theirs.use_dynamic_bsz:
-        per_rank = per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n, layout_dp(s.gpus, layout))
-        if per_rank % theirs.micro_batch_per_gpu:
-            return sized  # the row's micro batch does not split this batch
-        if layout.vpp and layout.vpp > 1 and vpp_micro_batch_problem(per_rank // theirs.micro_batch_per_gpu, layout.pp):
-            return sized  # nor fill the interleaved schedule at this GPU count (VD402)
+    per_rank = per_rank_mini_batch(theirs.ppo_mini_batch_size or s.train_batch_size, s.n, layout_dp(s.gpus, layout))
+    if not theirs.use_dynamic_bsz and not micro_batch_splits(per_rank, theirs.micro_batch_per_gpu, layout.pp,
+                                                             layout.vpp):
+        return sized  # the row's micro batch does not split this batch at this GPU count
     if ours is None or not ours.fits or ours.score is None:
         return theirs, ""
     # A tie goes to practice, but offload and recompute only where needed: never more relief than ours.

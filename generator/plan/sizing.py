@@ -81,17 +81,19 @@ def _rollout_tp(model: ModelFacts, s: Setting, params: int, gmu: float) -> int |
     return options[-1] if options else None
 
 
+def micro_batch_splits(per_rank_mini: int, micro: int, pp: int, vpp: int | None) -> bool:
+    """A static micro batch divides the per-rank mini batch and, with VPP, fills the interleaved
+    schedule (VD402)."""
+    if per_rank_mini % micro:
+        return False
+    return not (vpp and vpp > 1 and vpp_micro_batch_problem(per_rank_mini // micro, pp))
+
+
 def _micro_options(per_rank_mini: int, seq_len: int, pp: int, vpp: int | None) -> list[int]:
-    """Static micro batches, largest first: divisors of the per-rank mini batch, ≤ ~16k tokens."""
+    """Static micro batches, largest first: those that split the per-rank mini batch, ≤ ~16k tokens."""
     cap = max(1, 16384 // seq_len)
-    out = []
-    for micro in range(min(per_rank_mini, cap), 0, -1):
-        if per_rank_mini % micro:
-            continue
-        if vpp and vpp > 1 and vpp_micro_batch_problem(per_rank_mini // micro, pp):
-            continue
-        out.append(micro)
-    return out
+    return [micro for micro in range(min(per_rank_mini, cap), 0, -1)
+            if micro_batch_splits(per_rank_mini, micro, pp, vpp)]
 
 
 def _budget_options(seq_len: int, cp: int, least: int = 0) -> list[int]:
