@@ -50,6 +50,31 @@ def test_precision_counts_verdicts_and_lists_the_unjudged(tmp_path: Path, capsys
     assert "owner+bad\trun.sh\tVB102\t1\tactor_rollout_ref.actor.ppo_mini_batch_size" in printed
     # the launcher-looking script whose call is not read: the check warns (VS709), never a silent pass
     assert summary["silent_passes"] == 0 and summary["no_call_warnings"] == 1
+    # one project with a false finding of the two, both with findings; no placeholder judged yet
+    assert summary["projects_with_findings"] == 2 and summary["projects_with_false_finding"] == 1
+    assert summary["projects_without_false_finding"] == 0.5
+    assert summary["placeholders"] == 0 and summary["precision_without_placeholders"] == 0.0
+
+
+def test_precision_without_placeholders_leaves_out_real_placeholder_verdicts(tmp_path: Path) -> None:
+    root = _checkouts(tmp_path)
+    scripts = tmp_path / "scripts.tsv"
+    scripts.write_text("owner+bad\trun.sh\nowner+silent\tprep.sh\n")
+    out = tmp_path / "result.json"
+    assert eval_projects.main([str(root), str(scripts), str(tmp_path / "none.tsv"), "--json", str(out)]) == 0
+    judged = [f["id"] for s in json.loads(out.read_text())["scripts"] for f in s["findings"]]
+    assert len(judged) >= 3
+    # every finding judged: the first a real placeholder, the second real, the rest noise
+    rows = [judged[0] + "\treal\tplaceholder\t", judged[1] + "\treal\t\t"]
+    rows += [i + "\tnoise\tx\t" for i in judged[2:]]
+    verdicts = tmp_path / "verdicts.tsv"
+    verdicts.write_text("\n".join(rows) + "\n")
+    assert eval_projects.main([str(root), str(scripts), str(verdicts), "--json", str(out)]) == 0
+    summary = json.loads(out.read_text())["summary"]
+    total = len(judged)
+    assert summary["placeholders"] == 1 and summary["real"] == 2 and summary["unjudged"] == 0
+    assert summary["precision"] == round(2 / total, 3)
+    assert summary["precision_without_placeholders"] == round(1 / (total - 1), 3)
 
 
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, capsys) -> None:

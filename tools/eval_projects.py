@@ -9,6 +9,8 @@ CHECKOUTS  a folder with one checkout per project (any folder name, e.g. `owner+
 SCRIPTS    TSV rows `project<TAB>path inside the project` naming the launch scripts to check.
 VERDICTS   TSV rows `project<TAB>script<TAB>code<TAB>line<TAB>key<TAB>verdict<TAB>class<TAB>note`, one per
            error or warning judged by a person: verdict `real` (a problem the user should fix) or `noise`.
+           A real verdict of class `placeholder` is an unfilled placeholder (`/path/to/model`, `YOUR_KEY`): the
+           summary also gives the precision without them, as the easy kind of real finding.
 --root     the checkout whose `generator` package is measured (default: this repository). The package is put
            first on PYTHONPATH, so a baseline worktree can be measured with the same interpreter.
 
@@ -32,6 +34,8 @@ from pathlib import Path
 
 JUDGED_SEVERITIES = ("error", "warning")
 VERDICTS = ("real", "noise")
+# The class of a real verdict on an unfilled placeholder, counted apart in the summary.
+PLACEHOLDER_CLASS = "placeholder"
 # The check's "no trainer call was read" warning: a script that carries it was not judged at all.
 NO_CALL_CODE = "VS709"
 # How many trainer calls the reader of the measured code reads in a script (dead branches left out):
@@ -125,23 +129,29 @@ def check_script(root: Path, checkout: Path, project: str, script: str) -> Scrip
 
 
 def summarise(results: list[ScriptResult], verdicts: dict[FindingId, tuple[str, str]]) -> dict[str, object]:
-    real = noise = unjudged = 0
+    real = noise = unjudged = placeholders = 0
     noise_classes: dict[str, int] = {}
+    flagged: set[str] = set()   # projects with an error or warning
+    misled: set[str] = set()    # projects with at least one false error or warning
     for result in results:
         for finding_id, _, _ in result.judged:
+            flagged.add(result.project)
             verdict = verdicts.get(finding_id)
             if verdict is None:
                 unjudged += 1
             elif verdict[0] == "real":
                 real += 1
+                placeholders += verdict[1] == PLACEHOLDER_CLASS
             else:
                 noise += 1
+                misled.add(result.project)
                 noise_classes[verdict[1] or "unclassified"] = noise_classes.get(verdict[1] or "unclassified", 0) + 1
     judged_total = real + noise
+    projects = {r.project for r in results}
     real_ids = {i for i, v in verdicts.items() if v[0] == "real"}
     found_ids = {finding_id for result in results for finding_id, _, _ in result.judged}
     return {
-        "projects": len({r.project for r in results}),
+        "projects": len(projects),
         "scripts": len(results),
         "failed_scripts": sum(1 for r in results if r.error),
         "silent_passes": sum(1 for r in results if not r.error and not r.judged and r.calls == 0),
@@ -150,6 +160,12 @@ def summarise(results: list[ScriptResult], verdicts: dict[FindingId, tuple[str, 
         "warnings": sum(1 for r in results for _, s, _ in r.judged if s == "warning"),
         "real": real, "noise": noise, "unjudged": unjudged,
         "precision": round(real / judged_total, 3) if judged_total else None,
+        "placeholders": placeholders,
+        "precision_without_placeholders": (round((real - placeholders) / (judged_total - placeholders), 3)
+                                           if judged_total > placeholders else None),
+        "projects_with_findings": len(flagged),
+        "projects_with_false_finding": len(misled),
+        "projects_without_false_finding": (round(1 - len(misled) / len(projects), 3) if projects else None),
         "real_missed": sorted(i.row() for i in real_ids - found_ids
                               if any(r.project == i.project and r.script == i.script for r in results)),
         "noise_classes": dict(sorted(noise_classes.items(), key=lambda kv: -kv[1])),
