@@ -164,7 +164,6 @@ def write_catalog(folder: str, recipes: Sequence[Recipe], *, force: bool = False
     from generator.errors import InputError
     from generator.files import write_atomic
 
-    text = catalog_page([entry(r) for r in recipes])
     if os.path.islink(folder):
         raise InputError(f"--html {folder}: is a symbolic link; nothing written (name the folder itself)")
     if os.path.lexists(folder) and not os.path.isdir(folder):
@@ -172,6 +171,7 @@ def write_catalog(folder: str, recipes: Sequence[Recipe], *, force: bool = False
     target = os.path.join(folder, PAGE_NAME)
     if not force and os.path.lexists(target):
         raise InputError(f"--html {folder}: {PAGE_NAME} exists; pass --force to overwrite it")
+    text = catalog_page([entry(r) for r in recipes])  # whole before anything is made
     if not os.path.isdir(folder):
         try:
             os.mkdir(folder)
