@@ -18,6 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
+from generator import derive
 from generator.report.palette import ROLLOUT_FILLS, stage_fill
 
 CELL_W = 128
@@ -46,7 +47,7 @@ class Shape:
 
     @property
     def dp(self) -> int:
-        return max(1, self.gpus // (self.tp * self.pp * self.cp))
+        return derive.data_parallel_size(self.gpus, self.tp, self.pp, self.cp) or 1  # an invalid layout: 1
 
     @property
     def expert_tp(self) -> int:
@@ -54,11 +55,11 @@ class Shape:
 
     @property
     def expert_dp(self) -> int:
-        return max(1, self.gpus // (self.expert_tp * self.ep * self.pp))
+        return derive.expert_data_parallel_size(self.gpus, self.tp, self.pp, self.ep, self.etp) or 1
 
     @property
     def rollout_dp(self) -> int:
-        return max(1, self.gpus // max(1, self.rollout_tp))
+        return derive.rollout_replicas(self.gpus, derive.rollout_replica_size(self.rollout_tp)) or 1
 
     def text(self) -> str:
         parts = [f"TP{self.tp}", f"PP{self.pp}"] + ([f"CP{self.cp}"] if self.cp > 1 else []) + [f"DP{self.dp}"]
