@@ -308,7 +308,9 @@ def test_explain_charts_every_call_one_below_the_other(tmp_path):
     svg = chart.read_text()
     root = ElementTree.fromstring(svg)
     titles = [e.text for e in root.iter("{http://www.w3.org/2000/svg}text") if e.get("font-weight") == "bold"]
-    assert titles == [f"{script}:{line}: memory per GPU by phase (worst pipeline stage)" for line in lines]
+    # issue 36: the title says the model, the GPUs and the layout
+    assert titles == [f"{script}:{line}: Qwen2-7B on 8 x h100, TP2 PP1 · rollout TP1: memory per GPU by phase "
+                      "(worst pipeline stage)" for line in lines]
     rollout = [r for r in _rects(svg) if r.get("data-phase") == "rollout"]
     first, second = {r.get("y") for r in rollout[:len(rollout) // 2]}, {r.get("y") for r in rollout[len(rollout) // 2:]}
     assert len(first) == len(second) == 1 and float(second.pop()) > float(root.get("height")) / 2  # stacked

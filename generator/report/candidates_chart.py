@@ -29,6 +29,7 @@ PHASE_GAP = 3
 ROW_PAD = 10
 TOP = 58
 CHAR_PX = 7.2
+LEGEND_X = 96  # the legends' items, after their heading ("step time", "memory")
 
 
 @dataclass(frozen=True)
@@ -90,7 +91,7 @@ def candidates_svg(rows: Sequence[CandidateRow], *, title: str) -> str:
     legend_items = [(name, colour) for _, name, colour in STEP_PARTS]
     groups = sorted({group_of(t.name)[:2] for r in rows for p in r.phases for t in p.terms if t.gib > 0})
     memory_items = [(name, TERM_GROUPS[i][1] if i < len(TERM_GROUPS) else group_of("")[2]) for i, name in groups]
-    width = max(bars_x + MEMORY_W + value_w + 20, int(24 + 8.4 * len(title)), 140 * 7 + 20)
+    width = max(bars_x + MEMORY_W + value_w + 20, int(24 + 8.4 * len(title)), LEGEND_X + 140 * 7 + 10)
     body_h = sum(_row_height(r) for r in rows)
     height = TOP + body_h + 110
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="candidates" width="{width}" height="{height}" '
@@ -153,15 +154,18 @@ def candidates_svg(rows: Sequence[CandidateRow], *, title: str) -> str:
         out.append(f'<text class="memory-value" x="{bars_x + MEMORY_W + 8}" y="{mid + 4:.0f}"{colour}>'
                    f'{verdict}</text>')
         y += h
-    # Legends: the step's parts, then the memory groups and the limit.
+    # Legends: the step's parts, then the memory groups and the limit, each after its heading (the
+    # two share hues, so the heading says which a colour belongs to).
     ly = y + 24
+    out.append(f'<text class="legend-heading" x="10" y="{ly}" font-weight="bold">step time</text>')
+    out.append(f'<text class="legend-heading" x="10" y="{ly + 24}" font-weight="bold">memory</text>')
     for i, (name, colour) in enumerate(legend_items):
-        lx = 10 + i * 140
+        lx = LEGEND_X + i * 140
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text class="legend" x="{lx + 17}" y="{ly}">{escape(name)}</text>')
     ly += 24
     for i, (name, colour) in enumerate(memory_items + [("usable limit", LIMIT_COLOUR)]):
-        lx = 10 + (i % 7) * 140
+        lx = LEGEND_X + (i % 7) * 140
         row_y = ly + (i // 7) * 20
         out.append(f'<rect x="{lx}" y="{row_y - 10}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text class="legend" x="{lx + 17}" y="{row_y}">{escape(name)}</text>')
