@@ -191,7 +191,7 @@ def layout_svg(shape: Shape, *, title: str) -> str:
     ly = legend_top + 30
     out.append(f'<rect x="{NODE_LABEL_W}" y="{ly}" width="28" height="14" rx="4" fill="none" stroke="#333333" '
                f'stroke-width="2"/>')
-    out.append(f'<text class="legend" x="{NODE_LABEL_W + 34}" y="{ly + 11}">TP group ({shape.tp} GPUs)</text>')
+    out.append(f'<text class="legend" x="{NODE_LABEL_W + 34}" y="{ly + 11}">TP group ({shape.tp} GPU{"s" if shape.tp != 1 else ""})</text>')
     out.append(f'<rect x="{NODE_LABEL_W + 190}" y="{ly}" width="28" height="14" rx="3" fill="{ROLLOUT_FILLS[0]}"/>')
     out.append(f'<text class="legend" x="{NODE_LABEL_W + 224}" y="{ly + 11}">{_replica_key(shape)}</text>')
     out.append("</svg>")
