@@ -126,6 +126,13 @@ def test_the_actor_weights_are_one_colour_in_every_phase():
     assert len({group_of(t)[1] for t in TERM_ORDER}) <= 9  # the legend stays short
 
 
+def test_a_groups_letter_is_fixed_whatever_else_the_chart_holds():
+    """Piped bars name a group by one letter; `c` is the activations even in a chart without the
+    actor weights (whose `a` would otherwise be free for them)."""
+    lines = terminal_bars((Phase("log_prob", 20.0, (Term("logits", 5.0), Term("activations", 15.0))),), 80.0)
+    assert "c=activations" in lines[-1] and "[ccccccccc" in lines[0]
+
+
 def test_a_bar_over_the_limit_is_highlighted(tmp_path):
     phases = (Phase("update", 30.0, (Term("weights", 30.0),)), Phase("rollout", 95.0, (Term("kv-cache", 95.0),)))
     svg = svg_chart(phases, 80.0)
