@@ -13,8 +13,9 @@ from dataclasses import dataclass
 from html import escape
 from typing import TYPE_CHECKING, Sequence
 
+from generator.plan.verl_departures import PARTS
 from generator.report.charts import PhaseLike, bars
-from generator.report.palette import LIMIT_COLOUR, STEP_PARTS, TERM_GROUPS, group_of
+from generator.report.palette import LIMIT_COLOUR, STEP_COLOURS, group_colour, group_of
 
 if TYPE_CHECKING:
     from generator.candidate import Candidate, StepTime
@@ -30,6 +31,7 @@ ROW_PAD = 10
 TOP = 58
 CHAR_PX = 7.2
 LEGEND_X = 96  # the legends' items, after their heading ("step time", "memory")
+STEP_KEY_W = 176  # one step part's key: room for "TP/CP/EP communication"
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,10 @@ def candidates_svg(rows: Sequence[CandidateRow], *, title: str) -> str:
     mem_x = step_x + STEP_W + 70
     bars_x = mem_x + PHASE_LABEL_W
     value_w = int(CHAR_PX * len("over by 000.0 GiB"))
-    legend_items = [(name, colour) for _, name, colour in STEP_PARTS]
+    legend_items = [(name, STEP_COLOURS[field]) for field, name in PARTS]
     groups = sorted({group_of(t.name)[:2] for r in rows for p in r.phases for t in p.terms if t.gib > 0})
-    memory_items = [(name, TERM_GROUPS[i][1] if i < len(TERM_GROUPS) else group_of("")[2]) for i, name in groups]
-    width = max(bars_x + MEMORY_W + value_w + 20, int(24 + 8.4 * len(title)), LEGEND_X + 140 * 7 + 10)
+    memory_items = [(name, group_colour(i)) for i, name in groups]
+    width = max(bars_x + MEMORY_W + value_w + 20, int(24 + 8.4 * len(title)), LEGEND_X + STEP_KEY_W * len(PARTS) + 10)
     body_h = sum(_row_height(r) for r in rows)
     height = TOP + body_h + 110
     out = [f'<svg xmlns="http://www.w3.org/2000/svg" class="candidates" width="{width}" height="{height}" '
@@ -115,7 +117,8 @@ def candidates_svg(rows: Sequence[CandidateRow], *, title: str) -> str:
         mid = y + h / 2
         if row.step is not None:
             x = float(step_x)
-            for field, part, colour in STEP_PARTS:
+            for field, part in PARTS:
+                colour = STEP_COLOURS[field]
                 seconds = float(getattr(row.step, field))
                 if seconds <= 0:
                     continue
@@ -160,7 +163,7 @@ def candidates_svg(rows: Sequence[CandidateRow], *, title: str) -> str:
     out.append(f'<text class="legend-heading" x="10" y="{ly}" font-weight="bold">step time</text>')
     out.append(f'<text class="legend-heading" x="10" y="{ly + 24}" font-weight="bold">memory</text>')
     for i, (name, colour) in enumerate(legend_items):
-        lx = LEGEND_X + i * 140
+        lx = LEGEND_X + i * STEP_KEY_W
         out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{colour}"/>')
         out.append(f'<text class="legend" x="{lx + 17}" y="{ly}">{escape(name)}</text>')
     ly += 24

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from html import escape
 from typing import Protocol, Sequence
 
-from generator.report.palette import LIMIT_COLOUR, OVER_FILL, TERM_GROUPS, group_of
+from generator.report.palette import LIMIT_COLOUR, OVER_FILL, TERM_GROUPS, group_colour, group_of
 
 
 # Read-only properties, so frozen dataclasses (generator.candidate's PhaseMemory/MemoryTerm) match.
@@ -75,10 +75,6 @@ def bars(phases: Sequence[PhaseLike]) -> tuple[list[Bar], list[tuple[int, str]]]
     return out, sorted(seen.items())
 
 
-def _colour_of(index: int) -> str:
-    return TERM_GROUPS[index][1] if index < len(TERM_GROUPS) else group_of("")[2]
-
-
 def _letters(names: Sequence[str]) -> list[str]:
     """One distinct ASCII letter per term: its initial when free, else the next free letter."""
     used: list[str] = []
@@ -132,12 +128,10 @@ def worst_stage_phases(stages: Sequence[StageLike]) -> list[PhaseLike]:
 def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40, color: bool = False,
                   line_width: int = 80) -> list[str]:
     """Lines: `phase  [bar with | at the limit]  GiB`, then a legend. With `color` the lines
-    hold rich markup (coloured blocks); without, plain ASCII (a letter per term)."""
+    hold rich markup (coloured blocks); without, plain ASCII (a letter per term group)."""
     bar_list, legend = bars(phases)
     if not bar_list:
         return []
-    names = [name for _, name in legend]
-    del names
     letter_of = _GROUP_LETTERS
     scale = _scale(bar_list, limit)
     limit_at = min(width - 1, round(limit / scale * width))
@@ -156,7 +150,7 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
         if color:
             from rich.markup import escape as markup
 
-            body = "".join(f"[{_colour_of(i)}]█[/]" if i is not None
+            body = "".join(f"[{group_colour(i)}]█[/]" if i is not None
                            else f"[bold {'red' if over else 'white'}]{markup(c)}[/]" if c in "|!" else c
                            for c, i in cells)
         else:
@@ -166,7 +160,7 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
             verdict = f"[bold {LIMIT_COLOUR}]{verdict}[/]"  # the bar over the limit stands out
         lines.append(f"{bar.phase.rjust(label_width)} [{body}] {bar.gib:5.1f} GiB {verdict}")
     keys = [f"{letter_of[i]}={name}" for i, name in legend]
-    shown = [f"[{_colour_of(i)}]█[/] {name}" for i, name in legend] if color else keys
+    shown = [f"[{group_colour(i)}]█[/] {name}" for i, name in legend] if color else keys
     lines.append(f"{' ' * label_width}  {'[bold]|[/]' if color else '|'} usable limit {limit:.1f} GiB")
     # The legend wrapped by its visible length (markup does not take columns).
     row: list[str] = []
@@ -278,7 +272,7 @@ def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int
     legend_top = bottom + AXIS_HEIGHT + 24
     for i, (index, name) in enumerate(legend):
         lx, ly = left + (i % 3) * column, legend_top + (i // 3) * 20
-        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{_colour_of(index)}"/>')
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{group_colour(index)}"/>')
         out.append(f'<text class="legend" x="{lx + 18}" y="{ly}">{escape(name)}</text>')
     return out, width, height
 

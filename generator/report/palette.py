@@ -28,17 +28,12 @@ OTHER_GROUP = ("other", "#17BECF")  # a term no group lists (another producer's)
 LIMIT_COLOUR = "#D62728"  # the usable limit, and a bar over it
 OVER_FILL = "#FDE0E0"  # the background of a row whose bar is over the limit
 
-# The parts of one step's time (generator.candidate.StepTime fields), as the candidates chart
-# and the plan's text name them.
-STEP_PARTS: tuple[tuple[str, str, str], ...] = (
-    ("rollout_s", "rollout", "#56B4E9"),
-    ("log_prob_s", "log-prob", "#CC79A7"),
-    ("update_s", "update", "#0072B2"),
-    ("offload_s", "offload", "#BBBBBB"),
-    ("bubble_s", "pipeline bubble", "#E69F00"),
-    ("comm_s", "TP/CP/EP comm", "#009E73"),
-    ("weight_sync_s", "weight sync", "#F0E442"),
-)
+# The parts of one step's time, by their generator.candidate.StepTime field (their names are
+# generator.plan.verl_departures.PARTS).
+STEP_COLOURS: dict[str, str] = {
+    "rollout_s": "#56B4E9", "log_prob_s": "#CC79A7", "update_s": "#0072B2", "offload_s": "#BBBBBB",
+    "bubble_s": "#E69F00", "comm_s": "#009E73", "weight_sync_s": "#F0E442",
+}
 
 # Pipeline stages in the layout picture (light fills so the labels on them stay readable);
 # after eight stages the list repeats, the stage number is written in every cell.
@@ -62,6 +57,11 @@ def group_of(term: str) -> tuple[int, str, str]:
     return i, name, colour
 
 
+def group_colour(index: int) -> str:
+    """The colour of the group at legend position `index` (`group_of`'s first value)."""
+    return TERM_GROUPS[index][1] if index < len(TERM_GROUPS) else OTHER_GROUP[1]
+
+
 def term_colour(term: str) -> str:
     return group_of(term)[2]
 
@@ -70,5 +70,5 @@ def stage_fill(stage: int) -> str:
     return STAGE_FILLS[stage % len(STAGE_FILLS)]
 
 
-__all__ = ["LIMIT_COLOUR", "OTHER_GROUP", "OVER_FILL", "ROLLOUT_FILLS", "STAGE_FILLS", "STEP_PARTS", "TERM_GROUPS",
-           "group_of", "stage_fill", "term_colour"]
+__all__ = ["LIMIT_COLOUR", "OTHER_GROUP", "OVER_FILL", "ROLLOUT_FILLS", "STAGE_FILLS", "STEP_COLOURS", "TERM_GROUPS",
+           "group_colour", "group_of", "stage_fill", "term_colour"]
