@@ -17,7 +17,8 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.plan.memory import TERM_ORDER
-from generator.report.charts import LIMIT_COLOUR, PALETTE, ChartSection, html_chart, stacked_svg, svg_chart, terminal_bars
+from generator.report.charts import ChartSection, html_chart, stacked_svg, svg_chart, terminal_bars
+from generator.report.palette import LIMIT_COLOUR, TERM_GROUPS, term_colour
 from generator.safe_text import use_color
 
 
@@ -49,18 +50,25 @@ def test_terminal_bars_are_proportional_and_mark_the_limit():
     update, rollout = lines[0], lines[1]
     bar = update[update.index("[") + 1:update.index("]")]
     scale = 40 / (90 * 1.05)  # the widest of limit and peaks, plus 5 %
-    assert bar.count("w") == round(10 * scale) and bar.count("g") == round(30 * scale) - round(10 * scale)
+    assert bar.count("a") == round(10 * scale) and bar.count("g") == round(30 * scale) - round(10 * scale)
     assert bar.index("|") == round(LIMIT * scale)
     assert "!" in rollout and "over by 10.0" in rollout and "fits" in update
     assert all(line.isascii() for line in lines)
-    assert "w=weights" in "\n".join(lines) and "k=kv-cache" in "\n".join(lines)
+    # one letter per term group: a=actor weights, g=gradients, c=activations, k=KV cache
+    assert "a=actor weights" in "\n".join(lines) and "k=KV cache" in "\n".join(lines)
 
 
 def test_a_term_keeps_its_letter_and_colour_in_every_phase():
     lines = terminal_bars(PHASES, LIMIT, width=40)
-    assert lines[1][lines[1].index("[") + 1] == "w"  # weights again, same letter
+    assert lines[1][lines[1].index("[") + 1] == "a"  # the actor weights again, same letter
     coloured = terminal_bars(PHASES, LIMIT, width=40, color=True)
-    assert coloured[0].count("[blue]█[/]") == lines[0].count("w")
+    blue = term_colour("weights")
+
+    def bar(line: str) -> str:
+        return line[line.index("[") + 1:line.rindex("]")]
+
+    assert coloured[0].count(f"[{blue}]█[/]") == bar(lines[0]).count("a") > 0
+    assert coloured[1].count(f"[{blue}]█[/]") == bar(lines[1]).count("a") > 0
 
 
 # --- SVG -----------------------------------------------------------------------------------------
@@ -79,7 +87,8 @@ def test_svg_segments_are_proportional_to_gib_and_coloured_per_term():
     per_gib = {round(float(r.get("width")) / float(r.get("data-gib")), 3) for r in rects}
     assert len(per_gib) == 1
     fills = {r.get("data-term"): r.get("fill") for r in rects}
-    assert fills == {name: PALETTE[TERM_ORDER.index(name)] for name in ("weights", "grads", "activations", "kv-cache")}
+    assert fills == {name: term_colour(name) for name in ("weights", "grads", "activations", "kv-cache")}
+    assert len(set(fills.values())) == 4
 
 
 def test_a_term_has_one_colour_in_every_chart():
@@ -90,9 +99,11 @@ def test_a_term_has_one_colour_in_every_chart():
     second = {r.get("data-term"): r.get("fill") for r in _rects(svg_chart(other, LIMIT))}
     assert first["kv-cache"] == second["kv-cache"]
     assert second["novel-term"] not in first.values() and second["novel-term"] != second["kv-cache"]
-    assert len(set(PALETTE)) >= len(TERM_ORDER)  # every term the memory model names has its own colour
+    grouped = [term for _, _, terms in TERM_GROUPS for term in terms]
+    assert sorted(grouped) == sorted(TERM_ORDER)  # every term the memory model names is in exactly one group
+    assert len({colour for _, colour, _ in TERM_GROUPS}) == len(TERM_GROUPS)
     coloured = [line for line in terminal_bars(other, LIMIT, color=True)]
-    assert "[dark_orange]" not in coloured[0]  # kv-cache is not the second colour merely by coming second
+    assert f"[{term_colour('grads')}]" not in coloured[0]  # kv-cache is not the second colour merely by coming second
 
 
 def test_the_axis_has_ticks_in_gib():
@@ -297,7 +308,9 @@ def test_explain_charts_every_call_one_below_the_other(tmp_path):
     svg = chart.read_text()
     root = ElementTree.fromstring(svg)
     titles = [e.text for e in root.iter("{http://www.w3.org/2000/svg}text") if e.get("font-weight") == "bold"]
-    assert titles == [f"{script}:{line}: memory per GPU by phase (worst pipeline stage)" for line in lines]
+    # issue 36: the title says the model, the GPUs and the layout
+    assert titles == [f"{script}:{line}: Qwen2-7B on 8 x h100, TP2 PP1 · rollout TP1: memory per GPU by phase "
+                      "(worst pipeline stage)" for line in lines]
     rollout = [r for r in _rects(svg) if r.get("data-phase") == "rollout"]
     first, second = {r.get("y") for r in rollout[:len(rollout) // 2]}, {r.get("y") for r in rollout[len(rollout) // 2:]}
     assert len(first) == len(second) == 1 and float(second.pop()) > float(root.get("height")) / 2  # stacked

@@ -60,12 +60,15 @@ def _print_memory_bars(predicted: CallMemory) -> None:
     _emit(text, color)
 
 
-def _memory_chart_section(report: MemoryReport, where: str) -> ChartSection:
-    """One call's part of the --chart file: each phase on its worst stage, against the limit."""
+def _memory_chart_section(predicted: CallMemory, report: MemoryReport, where: str) -> ChartSection:
+    """One call's part of the --chart file: each phase on its worst stage, against the limit; the
+    title says the model, the GPUs and the layout where the call's memory model knows them."""
     from generator.report.charts import ChartSection, worst_stage_phases
 
-    return ChartSection(f"{where}: memory per GPU by phase (worst pipeline stage)",
-                        worst_stage_phases(report.stages), report.usable_gib)
+    gpus = f"{predicted.gpus} x {predicted.gpu.name}" if predicted.gpus else predicted.gpu.name
+    layout = f", {predicted.layout}" if predicted.layout else ""
+    return ChartSection(f"{where}: {predicted.model} on {gpus}{layout}: memory per GPU by phase (worst pipeline "
+                        "stage)", worst_stage_phases(report.stages), report.usable_gib)
 
 
 def register(app: typer.Typer) -> None:
@@ -180,7 +183,8 @@ def register(app: typer.Typer) -> None:
                         write(call_memory_text(predicted))
                         _print_memory_bars(predicted)
                 if chart and predicted is not None and predicted.report is not None:
-                    charted.append(_memory_chart_section(predicted.report, f"{path}:{call.invocation.line}"))
+                    charted.append(_memory_chart_section(predicted, predicted.report,
+                                                         f"{path}:{call.invocation.line}"))
             if done.error:
                 say(f"{path}: error: {done.error}")
                 status = EXIT_BAD_INPUT

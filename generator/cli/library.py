@@ -32,6 +32,9 @@ def register(app: typer.Typer) -> None:
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
         wide: bool = typer.Option(False, "--wide", help="Every column, whole, however wide (piped output keeps "
                                                         "to 100 columns otherwise)."),
+        html: Optional[str] = typer.Option(None, "--html", help="Also write DIR/index.html: a page of the listed "
+                                           "recipes with filters, layout pictures, memory and scripts (offline)."),
+        force: bool = typer.Option(False, "--force", help="Replace an existing DIR/index.html."),
     ) -> None:
         """List the recipes in the library (packaged and your own)."""
         from generator.library.store import load_library
@@ -46,6 +49,15 @@ def register(app: typer.Typer) -> None:
             return
         for error in lib.errors:
             say(f"gen: warning: skipped {error}", flush=True)
+        if html is not None:
+            from generator.report.catalog import write_catalog
+
+            try:
+                page = write_catalog(html, found, force=force)
+            except InputError as err:
+                _fail(str(err))
+                return
+            say(one_line(f"wrote {page} ({len(found)} recipes)"), flush=True)
         if output_format == "json":
             from generator.report.documents import dumps
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
-from typing import TYPE_CHECKING, Any, Optional
+from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import typer
 
@@ -18,18 +18,16 @@ from generator.safe_text import json_text, say, write
 
 if TYPE_CHECKING:
     from generator.plan.result import Plan
+    from generator.plan.verl_departures import Departure
 
 
-def _write_chart(path: str, plan: Plan, force: bool) -> None:
-    """--chart FILE.svg|.html: the memory picture of the chosen layout (else the closest one)."""
+def _write_chart(path: str, plan: Plan, force: bool, beside_verl: Sequence[Departure]) -> None:
+    """--chart FILE.svg|.html: the chosen layout (else the closest one) on the GPUs, the candidates
+    side by side with verl's layout, and the memory per phase (generator/report/pictures.py)."""
     from generator.files import write_atomic
-    from generator.report.charts import chart_for
+    from generator.report.pictures import plan_picture
 
-    shown = plan.best or (plan.candidates[0] if plan.candidates else None)
-    if shown is None:
-        raise InputError(f"--chart {path}: no layout was evaluated, nothing to draw")
-    title = f"{plan.model} on {plan.gpus}x{plan.gpu}: memory per GPU by phase"
-    write_atomic(path, chart_for(path, shown.memory, shown.limit_gib, title=title), replace=force)
+    write_atomic(path, plan_picture(path, plan, beside_verl), replace=force)
     say(f"wrote {path}")  # on stderr: stdout is the plan (or its JSON)
 
 
@@ -61,7 +59,9 @@ def register(app: typer.Typer) -> None:
         top: int = typer.Option(5, "--top", help="Candidates to show."),
         output_format: str = typer.Option("text", "--format", help="text|json"),
         wide: bool = typer.Option(False, "--wide", help="One table row per candidate (needs ~130 columns)."),
-        chart: Optional[str] = typer.Option(None, "--chart", help="Also write the memory chart: FILE.svg or FILE.html."),
+        chart: Optional[str] = typer.Option(
+            None, "--chart", help="Also write the pictures: the layout on the GPUs, the candidates side by side "
+                                  "and the memory per phase, in FILE.svg or FILE.html."),
         force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
         pin_values: dict[str, Any] | None = None,
     ) -> None:
@@ -104,7 +104,7 @@ def register(app: typer.Typer) -> None:
                 if "does not fit" not in reason:
                     raise InputError(f"layout {layout_text} is invalid for {facts.name}: {reason}")
             if chart is not None:
-                _write_chart(chart, plan, force)
+                _write_chart(chart, plan, force, beside_verl)
         except InputError as err:
             say(f"gen plan: {err}", flush=True)
             if output_format == "json":

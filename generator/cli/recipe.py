@@ -140,6 +140,8 @@ def register(app: typer.Typer) -> None:
                                    "NAME our memory model predicts over its GPUs."),
         library: Optional[str] = typer.Option(None, "--library", help="User recipe folder for NAME (default: "
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
+        chart: Optional[str] = typer.Option(None, "--chart", help="Also write the pictures of the script's layout "
+                                            "on the GPUs and its memory per phase: FILE.svg or FILE.html."),
         pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Write a Megatron launch script whose layout, batch sizes and memory are planned and checked."""
@@ -147,6 +149,10 @@ def register(app: typer.Typer) -> None:
 
         command = None
         try:
+            if chart is not None:  # a bad name refused before any work
+                from generator.report.charts import check_chart_path
+
+                check_chart_path(chart, force=force)
             options = dict(gpus=gpus, nodes=nodes, gpu=gpu, gpu_mem=gpu_mem, algo=algo, rollout=rollout,
                            launcher=launcher, verl_version=verl_version, model_path=model_path,
                            train_files=_files(train_files), val_files=_files(val_files), prompt_len=prompt_len,
@@ -189,6 +195,11 @@ def register(app: typer.Typer) -> None:
             target = output or default_filename(spec)
             filename = "run.sh" if target == "-" else Path(target).name
             rendered = generate(spec, filename=filename, command=command)
+            picture = None
+            if chart is not None:  # drawn before anything is written: both files or neither's text wrong
+                from generator.report.pictures import recipe_picture
+
+                picture = recipe_picture(chart, spec)
             if target == "-":
                 problem = payload_problem(rendered.text)
                 if problem is not None:  # a value copied by --from holds what a runner would obey
@@ -199,9 +210,15 @@ def register(app: typer.Typer) -> None:
                 from generator.files import write_atomic
 
                 write_atomic(target, rendered.text, replace=force, mode=0o777)
+            if chart is not None and picture is not None:
+                from generator.files import write_atomic
+
+                write_atomic(chart, picture, replace=force)
         except InputError as err:
             _fail(str(err))
             return
         say(rendered.summary, flush=True)
         if target != "-":
             say(f"wrote {target}", flush=True)
+        if chart is not None:
+            say(f"wrote {chart}", flush=True)

@@ -159,6 +159,8 @@ class CallMemory:
     model: str = ""
     model_source: str = ""
     model_config: str = ""  # which config gave the model's numbers (docs/memory-model.md#where-the-model-comes-from)
+    gpus: int = 0  # the call's GPUs and layout, for a chart's title (Megatron calls; 0 / "" otherwise)
+    layout: str = ""
 
     @property
     def over(self) -> bool:
@@ -179,5 +181,9 @@ def call_memory(config: Config, options: MemoryOptions) -> CallMemory:
     found = memory_setup_from_config(config, gpu=options.gpu, model=options.model, headroom_gib=options.headroom_gib)
     if found.setup is None:
         return CallMemory(options.gpu, None, found.problems)
+    from generator.plan.enumeration import describe_layout
+
+    cand = found.setup.candidate
     return CallMemory(options.gpu, evaluate_memory(found.setup), (), found.setup.model.name, found.model_source,
-                      model_config_used(ConfigReader(config), options.model))
+                      model_config_used(ConfigReader(config), options.model), found.setup.workload.gpus,
+                      f"{describe_layout(cand)} · rollout TP{cand.rollout_tp}")

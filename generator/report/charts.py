@@ -1,11 +1,11 @@
 """A picture of memory: one stacked bar per phase (a segment per term), the usable limit marked.
 
 Three drawings of the same data: `terminal_bars` (text; coloured blocks on a colour terminal,
-one letter per term otherwise, so piped and NO_COLOR output stays plain ASCII), and
+one letter per term group otherwise, so piped and NO_COLOR output stays plain ASCII), and
 `svg_chart` / `html_chart` (standalone files for `--chart FILE.svg|.html`, no scripts, no
-external resources). Whatever phases and terms the memory model reports are drawn; nothing
-here knows their names but the memory model's TERM_ORDER (one colour per term everywhere). Pure
-functions of the data.
+external resources). Whatever phases and terms the memory model reports are drawn, each in its
+group's colour from generator/report/palette.py (the same in every phase, chart and terminal); a
+bar over the limit is on a red wash with its verdict in red. Pure functions of the data.
 """
 
 from __future__ import annotations
@@ -13,6 +13,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 from typing import Protocol, Sequence
+
+from generator.report.palette import LIMIT_COLOUR, OVER_FILL, TERM_GROUPS, group_colour, group_of
 
 
 # Read-only properties, so frozen dataclasses (generator.candidate's PhaseMemory/MemoryTerm) match.
@@ -35,31 +37,16 @@ class PhaseLike(Protocol):
     def terms(self) -> Sequence[TermLike]: ...
 
 
-# Distinct, colour-blind-friendly fills (Okabe-Ito, then Tableau). A term's colour is its place in
-# the memory model's TERM_ORDER (generator/plan/memory.py), so it is the same in every chart and
-# every command; a name outside that list takes the next free colour. The limit line is red.
-PALETTE = ("#0072B2", "#E69F00", "#009E73", "#CC79A7", "#56B4E9", "#D55E00", "#F0E442", "#999999",
-           "#8C564B", "#17BECF", "#BCBD22", "#7F7F7F", "#393B79", "#AD494A", "#637939", "#E7BA52",
-           "#9467BD", "#2CA02C",
-           # for names the memory model does not list (another producer's terms)
-           "#FF9896", "#98DF8A", "#C5B0D5", "#C49C94")
-LIMIT_COLOUR = "#D62728"
-_RICH = ("blue", "dark_orange", "green", "magenta", "cyan", "red3", "yellow", "grey50", "orange4", "turquoise2",
-         "gold3", "grey37", "navy_blue", "indian_red", "dark_olive_green3", "light_goldenrod3", "medium_purple",
-         "green4", "light_pink3", "pale_green3", "plum3", "rosy_brown")
-
-
-def _term_order() -> tuple[str, ...]:
-    from generator.plan.memory import TERM_ORDER
-
-    return TERM_ORDER
+# A term is drawn in its group's colour (generator/report/palette.py: nine groups, not eighteen
+# hues); a segment keeps its own term's name for the tooltip, the data attributes and the table.
 
 
 @dataclass(frozen=True)
 class Segment:
     term: str
     gib: float
-    index: int  # the term's colour and letter
+    index: int  # the term's group: its colour, letter and place in the legend
+    colour: str = ""
 
 
 @dataclass(frozen=True)
@@ -69,33 +56,23 @@ class Bar:
     segments: tuple[Segment, ...]
 
 
-def colour_index(name: str, others: list[str]) -> int:
-    """A term's colour: its place in TERM_ORDER, else after them in the order `others` met it."""
-    order = _term_order()
-    if name in order:
-        return order.index(name)
-    if name not in others:
-        others.append(name)
-    return len(order) + others.index(name)
-
-
 def bars(phases: Sequence[PhaseLike]) -> tuple[list[Bar], list[tuple[int, str]]]:
-    """The bars, and the legend: (colour index, term) in the order the terms first appear (a term
-    keeps its colour in every phase, and in every chart)."""
-    legend: list[tuple[int, str]] = []
-    others: list[str] = []
+    """The bars, and the legend: (group index, group name) in the palette's order. A term keeps
+    its group's colour in every phase and in every chart; within a bar the segments are in the
+    groups' order, so one colour is one stretch (actor weights first, wherever they are)."""
+    seen: dict[int, str] = {}
     out = []
     for phase in phases:
         segments = []
         for term in phase.terms:
             if term.gib <= 0:
                 continue
-            index = colour_index(term.name, others)
-            if (index, term.name) not in legend:
-                legend.append((index, term.name))
-            segments.append(Segment(term.name, term.gib, index))
+            index, group, colour = group_of(term.name)
+            seen[index] = group
+            segments.append(Segment(term.name, term.gib, index, colour))
+        segments.sort(key=lambda s: s.index)  # stable: a group's terms keep the model's order
         out.append(Bar(phase.phase, phase.gib, tuple(segments)))
-    return out, legend
+    return out, sorted(seen.items())
 
 
 def _letters(names: Sequence[str]) -> list[str]:
@@ -106,6 +83,11 @@ def _letters(names: Sequence[str]) -> list[str]:
         letter = next((c for c in candidates if c not in used), "?")
         used.append(letter)
     return used
+
+
+# One letter per group, fixed over all the groups (not only those a chart shows), so `a` is the
+# actor weights in every chart.
+_GROUP_LETTERS = dict(enumerate(_letters([name for name, _, _ in TERM_GROUPS] + ["other"])))
 
 
 def _scale(bar_list: Sequence[Bar], limit: float) -> float:
@@ -146,12 +128,11 @@ def worst_stage_phases(stages: Sequence[StageLike]) -> list[PhaseLike]:
 def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40, color: bool = False,
                   line_width: int = 80) -> list[str]:
     """Lines: `phase  [bar with | at the limit]  GiB`, then a legend. With `color` the lines
-    hold rich markup (coloured blocks); without, plain ASCII (a letter per term)."""
+    hold rich markup (coloured blocks); without, plain ASCII (a letter per term group)."""
     bar_list, legend = bars(phases)
     if not bar_list:
         return []
-    names = [name for _, name in legend]
-    letter_of = dict(zip((index for index, _ in legend), _letters(names)))
+    letter_of = _GROUP_LETTERS
     scale = _scale(bar_list, limit)
     limit_at = min(width - 1, round(limit / scale * width))
     label_width = max(len(b.phase) for b in bar_list)
@@ -169,15 +150,17 @@ def terminal_bars(phases: Sequence[PhaseLike], limit: float, *, width: int = 40,
         if color:
             from rich.markup import escape as markup
 
-            body = "".join(f"[{_RICH[i % len(_RICH)]}]█[/]" if i is not None
+            body = "".join(f"[{group_colour(i)}]█[/]" if i is not None
                            else f"[bold {'red' if over else 'white'}]{markup(c)}[/]" if c in "|!" else c
                            for c, i in cells)
         else:
             body = "".join(c for c, _ in cells)
         verdict = f"over by {bar.gib - limit:.1f}" if over else "fits"
+        if over and color:
+            verdict = f"[bold {LIMIT_COLOUR}]{verdict}[/]"  # the bar over the limit stands out
         lines.append(f"{bar.phase.rjust(label_width)} [{body}] {bar.gib:5.1f} GiB {verdict}")
     keys = [f"{letter_of[i]}={name}" for i, name in legend]
-    shown = [f"[{_RICH[i % len(_RICH)]}]█[/] {name}" for i, name in legend] if color else keys
+    shown = [f"[{group_colour(i)}]█[/] {name}" for i, name in legend] if color else keys
     lines.append(f"{' ' * label_width}  {'[bold]|[/]' if color else '|'} usable limit {limit:.1f} GiB")
     # The legend wrapped by its visible length (markup does not take columns).
     row: list[str] = []
@@ -262,6 +245,10 @@ def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int
                "GiB per GPU</text>")
     for row, bar in enumerate(bar_list):
         y = top + row * (BAR_HEIGHT + BAR_GAP)
+        over = bar.gib > limit
+        if over:  # the row of a bar over the limit, on a red wash
+            out.append(f'<rect class="over" data-phase="{escape(bar.phase)}" x="4" y="{y - 5}" '
+                       f'width="{left + PLOT_WIDTH + right - 8}" height="{BAR_HEIGHT + 10}" fill="{OVER_FILL}"/>')
         out.append(f'<text class="phase" x="{left - 8}" y="{y + BAR_HEIGHT / 2 + 4:.1f}" text-anchor="end">'
                    f'{escape(bar.phase)}</text>')
         x = float(left)
@@ -269,12 +256,13 @@ def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int
             w = segment.gib * px
             out.append(f'<rect class="term" data-phase="{escape(bar.phase)}" data-term="{escape(segment.term)}" '
                        f'data-gib="{segment.gib:.3f}" x="{x:.2f}" y="{y}" width="{w:.2f}" height="{BAR_HEIGHT}" '
-                       f'fill="{PALETTE[segment.index % len(PALETTE)]}"><title>{escape(bar.phase)}: '
+                       f'fill="{segment.colour}" stroke="#ffffff" stroke-width="0.5"><title>{escape(bar.phase)}: '
                        f'{escape(segment.term)} {segment.gib:.1f} GiB</title></rect>')
             x += w
         limit_x = left + limit * px
         label_x = limit_x + 8 if x < limit_x < x + 110 else x + 6  # never across the limit line
-        out.append(f'<text class="value" x="{label_x:.1f}" y="{y + BAR_HEIGHT / 2 + 4:.1f}">'
+        emphasis = f' fill="{LIMIT_COLOUR}" font-weight="bold"' if over else ""
+        out.append(f'<text class="value" x="{label_x:.1f}" y="{y + BAR_HEIGHT / 2 + 4:.1f}"{emphasis}>'
                    f'{_value_label(bar, limit)}</text>')
     limit_x = left + limit * px
     out.append(f'<line class="limit" data-gib="{limit:.3f}" x1="{limit_x:.2f}" y1="{top - 8}" x2="{limit_x:.2f}" '
@@ -284,7 +272,7 @@ def _svg_elements(phases: Sequence[PhaseLike], limit: float, title: str, y0: int
     legend_top = bottom + AXIS_HEIGHT + 24
     for i, (index, name) in enumerate(legend):
         lx, ly = left + (i % 3) * column, legend_top + (i // 3) * 20
-        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{PALETTE[index % len(PALETTE)]}"/>')
+        out.append(f'<rect x="{lx}" y="{ly - 10}" width="12" height="12" fill="{group_colour(index)}"/>')
         out.append(f'<text class="legend" x="{lx + 18}" y="{ly}">{escape(name)}</text>')
     return out, width, height
 
@@ -359,5 +347,5 @@ def chart_for(path: str, phases: Sequence[PhaseLike], limit: float, *, title: st
     return charts_for(path, [ChartSection(title, phases, limit)])
 
 
-__all__ = ["PALETTE", "LIMIT_COLOUR", "ChartSection", "bars", "chart_for", "charts_for", "check_chart_path", "html_chart", "stacked_html",
+__all__ = ["LIMIT_COLOUR", "ChartSection", "bars", "chart_for", "charts_for", "check_chart_path", "html_chart", "stacked_html",
            "stacked_svg", "svg_chart", "terminal_bars", "worst_stage_phases"]
