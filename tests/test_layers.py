@@ -32,6 +32,7 @@ LAYERS: list[set[str]] = [
     {"file_context"},  # one file's settings, release and memory options, built once for check, fix and explain
     {"plan"},
     {"render", "inputs"},
+    {"judging"},  # per call: gather the facts (model, fork code, memory, release), run the pure rule engine
     {"rules"},
     {"forks", "script"},
     {"config"},
