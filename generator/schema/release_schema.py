@@ -5,12 +5,14 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from functools import lru_cache, wraps
+from typing import Any, Callable, Iterable, TypeVar
 
 from generator.errors import InputError
 from generator.verl import PPO_CONFIGS, PPO_MEGATRON_CONFIG
 from generator.versions import parse
 from generator.schema.compose import ComposeError
+from generator.session import approx_size, kept
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
@@ -288,3 +290,52 @@ def load(version: str) -> Schema:
         schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}), groups=groups)
     _CACHE[key] = schema
     return schema
+
+
+# --- answers about releases, cached by where they come from ---------------------------------
+Answer = TypeVar("Answer")
+
+
+def release_cache(maxsize: int, *positions: int,
+                  every_release: bool = False) -> Callable[[Callable[..., Answer]], Callable[..., Answer]]:
+    """Cache a function of release ids (its arguments at `positions`; `every_release`: it also
+    reads every release `available()` lists). An answer about packaged schemas is package data,
+    the same for every run: kept at module level (functools.lru_cache of `maxsize`). An answer
+    that reads a schema registered from a user's folder at run time is kept in the command's
+    session instead (generator.session.kept, bounded in bytes), keyed by the Schema objects it
+    read: a folder registered again under the same id is read again, never answered for by
+    what another project's folder said."""
+    def wrap(function: Callable[..., Answer]) -> Callable[..., Answer]:
+        pure = lru_cache(maxsize=maxsize)(function)
+
+        @wraps(function)
+        def answer(*args: Any) -> Answer:
+            if not _REGISTERED_DIRS:  # no folder registered in this process: package data only
+                return pure(*args)
+            ids = [normalize(args[i]) for i in positions if i < len(args) and isinstance(args[i], str)]
+            if every_release:
+                ids += sorted(set(_REGISTERED_DIRS) - _UNLISTED)
+            user = [schema_id for schema_id in ids if schema_id in _REGISTERED_DIRS]
+            if not user:
+                return pure(*args)
+            key = ("release_cache", function.__module__, function.__qualname__, args,
+                   tuple((schema_id, _REGISTERED_DIRS[schema_id], _loaded(schema_id)) for schema_id in user))
+
+            def compute() -> tuple[Answer, tuple[()], int]:
+                value = function(*args)
+                return value, (), approx_size(value)
+
+            return kept(key, compute)
+
+        answer.cache_clear = pure.cache_clear  # type: ignore[attr-defined]
+        return answer
+
+    return wrap
+
+
+def _loaded(schema_id: str) -> Schema | None:
+    """The schema registered under `schema_id` as it is read now; None when it cannot be."""
+    try:
+        return load(schema_id)
+    except (InputError, ComposeError, OSError, ValueError):
+        return None
