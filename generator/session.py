@@ -47,7 +47,7 @@ class Bounds(Protocol):
 class Session:
     """The state of one command (see the module's doc)."""
 
-    __slots__ = ("boundary", "given", "kept", "kept_bytes", "memo", "recorders", "trusted")
+    __slots__ = ("boundary", "given", "kept", "kept_bytes", "memo", "parts", "recorders", "trusted")
 
     def __init__(self) -> None:
         self.boundary: Bounds | None = None  # the script being judged: reads are bounded to it
@@ -59,6 +59,15 @@ class Session:
         # (`kept`, below), and their estimated size together.
         self.kept: dict[Hashable, tuple[object, tuple[tuple[str, Stamp], ...], int]] = {}
         self.kept_bytes = 0
+        self.parts: dict[str, object] = {}  # state a module keeps for the command (`part`)
+
+    def part(self, name: str, make: Callable[[], Value]) -> Value:
+        """The state module `name` keeps for the length of this command (e.g. the config
+        folders registered as schemas), made by `make()` on first use."""
+        found = self.parts.get(name)
+        if found is None:
+            found = self.parts[name] = make()
+        return found  # type: ignore[return-value]
 
 
 # What a cached result may weigh (estimated by `approx_size`): one result over ENTRY_LIMIT is

@@ -79,6 +79,7 @@ PURE = {
     "versions.py:parse": "by the text",
     "schema/yamlload.py:_loader": "the bounded YAML loader class, built once",
     "schema/release_schema.py:_LISTED": "the packaged schema folder's listing, by its stamp",
+    "schema/release_schema.py:_CACHE": "packaged schemas (folders registered at run time: the Session's)",
     # release_cache: package data at module level; an answer reading a folder registered at run
     # time goes to the Session (generator.schema.release_schema.release_cache).
     "plan/release_defaults.py:rollout_defaults": "release_cache",
@@ -92,18 +93,6 @@ PURE = {
     "pool.py:global _job": "a worker process's job",
     "session.py:global _current": "the session itself",
     "shell/source_text.py:global _nodes_walked": "a work counter that decides when compiling a query pays",
-}
-
-# Run state still at module level (issue 35: not yet moved into the Session). Registered config
-# folders and the schemas read from them: each id is tied to one folder (register_dir), a folder
-# registered again under the same id is read again, and answers derived from them are kept in the
-# Session (release_cache); what remains is the registry itself.
-NOT_YET_IN_SESSION = {
-    "schema/release_schema.py:_CACHE": "schemas by id: packaged ones, and those read from registered folders",
-    "schema/release_schema.py:_DIR_SOURCES": "where each registered folder came from",
-    "schema/release_schema.py:_REGISTERED_DIRS": "folders registered as schemas in this process",
-    "schema/release_schema.py:_UNLISTED": "registered ids kept out of available()",
-    "schema/resolution.py:_PROJECT_IDS": "the schema id each project config folder got in this process",
 }
 
 _CONTAINERS = ("dict", "set", "list", "defaultdict", "OrderedDict", "Counter", "deque", "WeakValueDictionary")
@@ -135,7 +124,7 @@ def module_caches(root: Path = PACKAGE) -> set[str]:
 
 def test_every_module_cache_is_listed_with_why() -> None:
     found = module_caches()
-    listed = set(PURE) | set(NOT_YET_IN_SESSION)
+    listed = set(PURE)
     assert sorted(found - listed) == [], "a new module-level cache: keep it in the Session, or list it here with why"
     assert sorted(listed - found) == [], "a listed cache is gone: remove it from the list"
 
@@ -211,3 +200,15 @@ def test_fork_code_edited_within_a_command_is_read_again(tmp_path: Path) -> None
     (trainer / "sub").mkdir()
     (trainer / "sub" / "more.py").write_text("x = self.config.data.other_key\n")
     assert "data.other_key" in read_fork_code([trainer]).read_keys  # a file added below is seen
+
+
+def test_a_config_folder_registered_in_one_command_is_gone_in_the_next(tmp_path: Path) -> None:
+    # Before, the folders registered as schemas (and the ids given to projects' config trees)
+    # were module state: one project's folder could answer for an id in a later check.
+    from generator.schema.release_schema import available, is_packaged, register_dir, registered
+
+    register_dir("9.9.9", tmp_path, source="a test folder")
+    assert "9.9.9" in available() and not is_packaged("9.9.9")
+    assert registered().sources["9.9.9"] == "a test folder"
+    session.begin()
+    assert "9.9.9" not in available() and registered().dirs == {}

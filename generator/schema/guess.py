@@ -117,10 +117,10 @@ def group_keys() -> frozenset[str]:
     cache by the schema files' stamps (generator.cache): judging one script needs one or two
     releases' schemas, and reading all of them for this set was a tenth of a check's time."""
     from generator.cache import cached_value
-    from generator.schema.release_schema import _REGISTERED_DIRS, DATA_DIR
+    from generator.schema.release_schema import DATA_DIR, registered
 
     releases = packaged_releases()
-    if any(release in _REGISTERED_DIRS for release in releases):  # a folder read at run time stands in
+    if any(release in registered().dirs for release in releases):  # a folder read at run time stands in
         return _group_keys(releases)
     paths = [DATA_DIR / f"{release}.json" for release in releases]
     found = cached_value("config-group keys", paths, lambda: sorted(_group_keys(releases)),
