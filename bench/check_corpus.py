@@ -37,7 +37,7 @@ def corpus_scripts(shared: Path) -> list[tuple[str, Path]]:
 def check_one(item: tuple[str, str]) -> tuple[str, str, int, int, str | None]:
     """(tag, relative path, calls checked, error findings, problem) for one script."""
     tag, path = item
-    from generator.rules import check_script
+    from generator.judging import check_script
     from generator.schema import snapshot_version
     from generator.shell import read_script
 
@@ -143,7 +143,7 @@ def main() -> int:
     items = [(tag, str(path)) for tag, path in corpus_scripts(shared)]
     # import once in the parent so forked workers do not pay for it (as one `gen check` call would not)
     import generator.rules  # noqa: F401
-    from generator.rules import load_rules
+    from generator.judging import load_rules
     from generator.shell import read_script  # noqa: F401
 
     load_rules()

@@ -18,7 +18,7 @@ if TYPE_CHECKING:
     from generator.launch import Invocation
     from generator.plan.script_setup import CallMemory, MemoryOptions
     from generator.report import FileReport
-    from generator.rules import CheckResults
+    from generator.judging import CheckResults
     from generator.schema.resolution import Resolution
 
 
@@ -91,7 +91,7 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
     file's release, less what its comments silence; with `plan_fixes`, what `gen fix` repairs."""
     from generator.launch_shape import looks_like_launcher
     from generator.report import Located
-    from generator.rules import check_resolved, script_findings
+    from generator.judging import check_resolved, script_findings
     from generator.suppress import find_suppressions
 
     script, source = context.script, context.source
@@ -203,7 +203,7 @@ def explain_file(path: str, *, verl_version: str | None, config_dir: str | None 
     stands in for a GPU it did not name."""
     from generator.plan.script_setup import call_memory
     from generator.report.explain import explain_config
-    from generator.rules.calls import call_configs, live_calls
+    from generator.judging.calls import call_configs, live_calls
 
     done = ExplainedFile(path)
     request = FileRequest(verl_version, config_dir, env=env, args=args, memory=memory, gpu_named=gpu_named,

@@ -11,6 +11,7 @@ E PPO epochs, DP data-parallel size.
 from __future__ import annotations
 
 import math
+from functools import lru_cache
 from typing import ClassVar, Literal, NamedTuple
 
 from generator.layout import Parallelism
@@ -167,6 +168,12 @@ def _stage_layer_problems(layout: Layout, layers: int) -> list[LayoutProblem]:
 
 def _divisors_upto(value: int, limit: int) -> list[int]:
     return [d for d in range(1, max(1, limit) + 1) if value % d == 0]
+
+
+@lru_cache(maxsize=256)  # pure on its arguments (both immutable); the rules ask it for every call
+def layout_problems_of(layout: Layout, model: ModelFacts | None) -> tuple[LayoutProblem, ...]:
+    """`layout_problems`, kept: a corpus has few layouts and models, judged by several rules each."""
+    return tuple(layout_problems(layout, model))
 
 
 def layout_problems(layout: Layout, model: ModelFacts | None = None) -> list[LayoutProblem]:

@@ -1,7 +1,7 @@
 """One file's context, built once and handed down to `gen check`, `gen fix` and `gen explain` alike
 (generator.checking, generator.fix.per_file): the project's settings and the options they give the
 file, its text read with them, the verl release that judges it and the memory options its calls
-are predicted with (`Judging`). Below it nothing resolves again: the rules (`rules.check_resolved`),
+are predicted with (`Judging`). Below it nothing resolves again: the rules (`judging.check_resolved`),
 the fix loop and explain are handed the resolution and the memory predictor made here.
 
 The steps run in one order for every command: refuse a config or data file, load the project
@@ -20,7 +20,7 @@ if TYPE_CHECKING:
     from generator.launch import LaunchScript
     from generator.plan.script_setup import MemoryOptions
     from generator.project import ProjectSettings
-    from generator.rules import MemoryFor
+    from generator.judging import MemoryFor
     from generator.schema.resolution import Resolution
 
 
@@ -120,7 +120,7 @@ class FileContext:
 
 class Judging(NamedTuple):
     """What one file is judged against, resolved once (`FileContext.judging`) and handed to every
-    check of its texts (`rules.check_resolved`, `fix.engine.resolved_checker`): the release, the
+    check of its texts (`judging.check_resolved`, `fix.engine.resolved_checker`): the release, the
     memory options and the memory rules' predictor."""
 
     resolution: Resolution

@@ -26,12 +26,13 @@ from __future__ import annotations
 
 import ast
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 
 from generator.errors import InputError
 from generator.files import SCRIPT_LIMIT, read_input
 from generator.pylaunch.chunks import checked_tree
+from generator.session import approx_size, kept
 
 MAX_FILES = 120
 # The keys verl's own trainer repeats by: not a change of the chain.
@@ -50,13 +51,15 @@ class RepeatKey:
     where: str  # file:line, relative to the folder read
 
 
-@dataclass
+@dataclass(frozen=True)
 class ForkCode:
-    repeat_keys: list[RepeatKey] = field(default_factory=list)
-    read_keys: set[str] = field(default_factory=set)
+    """A fact gathered before the rules run (generator.judging.gather): immutable."""
+
+    repeat_keys: tuple[RepeatKey, ...] = ()
+    read_keys: frozenset[str] = frozenset()
     # Last parts of keys a string of the code calls deprecated ("WARNING: val_batch_size is
     # deprecated"): verl 0.4-0.8 still use the value but warn; such a fork warns too.
-    warned: set[str] = field(default_factory=set)
+    warned: frozenset[str] = frozenset()
 
     def reads(self, key: str) -> bool:
         """The code uses the key's value and does not itself call the key deprecated."""
@@ -187,32 +190,39 @@ class _Reader(ast.NodeVisitor):
         self.generic_visit(node)
 
 
-def _files(folders: list[Path]) -> list[Path]:
+def _files(folders: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the Python files to read below `folders`, the folders listed to find them)."""
     out: list[Path] = []
+    listed: list[Path] = []
     for folder in folders:
         if folder.suffix == ".py" and folder.is_file():
             out.append(folder)
             continue
         if not folder.is_dir():
+            listed.append(folder)  # absent now: its creation changes the answer
             continue
-        for path in sorted(folder.rglob("*.py")):
-            if len(out) >= MAX_FILES:
-                return out
-            if "tests" not in path.relative_to(folder).parts and path.is_file():
+        listed.append(folder)
+        for path in sorted(folder.rglob("*")):
+            if path.is_dir():
+                listed.append(path)
+            elif len(out) < MAX_FILES and path.suffix == ".py" and "tests" not in path.relative_to(folder).parts \
+                    and path.is_file():
                 out.append(path)
-    return out
-
-
-_CACHE: dict[tuple[Path, ...], ForkCode] = {}
+    return out, listed
 
 
 def read_fork_code(folders: list[Path]) -> ForkCode:
-    """What the Python files below `folders` do with config keys (cached per folder list)."""
-    cache_key = tuple(p.resolve() for p in folders)
-    if cache_key in _CACHE:
-        return _CACHE[cache_key]
-    found = ForkCode()
-    for path in _files(folders):
+    """What the Python files below `folders` do with config keys; kept in the command's session,
+    keyed by every file read and folder listed (generator.session.kept)."""
+    return kept(("forkcode", tuple(p.resolve() for p in folders)), lambda: _read_fork_code(folders))
+
+
+def _read_fork_code(folders: list[Path]) -> tuple[ForkCode, list[Path], int]:
+    repeats: list[RepeatKey] = []
+    reads: set[str] = set()
+    warned: set[str] = set()
+    files, listed = _files(folders)
+    for path in files:
         try:
             tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="Python module"), str(path))
         except (InputError, OSError):
@@ -220,10 +230,8 @@ def read_fork_code(folders: list[Path]) -> ForkCode:
         base = next((f for f in folders if f in path.parents), path.parent.parent)
         reader = _Reader(str(path.relative_to(base.parent)))
         reader.visit(tree)
-        found.repeat_keys.extend(reader.repeats)
-        found.read_keys |= reader.reads
-        found.warned |= reader.warned
-    _CACHE[cache_key] = found
-    return found
-
-
+        repeats.extend(reader.repeats)
+        reads |= reader.reads
+        warned |= reader.warned
+    found = ForkCode(tuple(repeats), frozenset(reads), frozenset(warned))
+    return found, [*folders, *listed, *files], approx_size(found)

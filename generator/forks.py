@@ -136,8 +136,7 @@ def fork_code(config: Config) -> ForkCode | None:
     return read_fork_code(folders)
 
 
-def _code_entries(config: Config) -> list[ForkBatchKey]:
-    code = fork_code(config)
+def _code_entries(code: ForkCode | None) -> list[ForkBatchKey]:
     if code is None:
         return []
     entries: dict[str, ForkBatchKey] = {}
@@ -149,13 +148,19 @@ def _code_entries(config: Config) -> list[ForkBatchKey]:
 
 
 def fork_batch_settings(config: Config) -> list[ForkBatchSetting]:
+    """`batch_settings` with the fork code behind `config` read here."""
+    return batch_settings(config, fork_code(config))
+
+
+def batch_settings(config: Config, code: ForkCode | None) -> list[ForkBatchSetting]:
     """The fork keys of `config` that change the batch chain (a neutral or null value does
-    not); an unknown value counts, since it may. Keys the fork's own code repeats the batch by
-    come first; the table above covers forks whose code is not here."""
+    not); an unknown value counts, since it may. Keys the fork's own code (`code`, from
+    `fork_code`) repeats the batch by come first; the table above covers forks whose code is
+    not here."""
     found: list[ForkBatchSetting] = []
     unknown_keys = {issue.override.key for issue in config.key_issues
                     if issue.kind == "unknown-key" and issue.override.key}
-    from_code = _code_entries(config)
+    from_code = _code_entries(code)
     code_keys = {entry.key: entry for entry in from_code}
     # Only the few keys that name a fork entry are looked at further (a config has hundreds):
     # the named keys are looked up, and only the suffix test scans the keys (in C), as this runs

@@ -13,7 +13,7 @@ from generator.boundary import OutsideProject
 from generator.errors import InputError
 from generator.files import STDIN, read_input
 from generator.project_root import enter
-from generator.rules import load_rules
+from generator.judging import load_rules
 
 if TYPE_CHECKING:
     from generator.project import ProjectSettings

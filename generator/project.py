@@ -37,7 +37,6 @@ file and the key (exit 2). Options given on the command line win over these sett
 from __future__ import annotations
 
 import sys
-from functools import lru_cache
 from pathlib import Path
 from typing import Any, Iterable, Mapping, NamedTuple
 
@@ -47,6 +46,7 @@ from generator.files import read_text_input
 from generator.folder_memo import MAX_LEVELS, real_parent, remembered
 from generator.glob_set import Glob, GlobSet, PatternBudget
 from generator.project_root import enter, project_root
+from generator.session import approx_size, kept
 from generator import boundary
 
 
@@ -119,8 +119,13 @@ class ProjectSettings(NamedTuple):
 NO_PROJECT = ProjectSettings()
 
 
-@lru_cache(maxsize=16)
 def _glob_set(patterns: tuple[str, ...]) -> _PatternIndex:
+    """The project's patterns compiled once per command and kept in its session (they come from a
+    user's file: no module keeps them); bounded in bytes as every kept result is."""
+    return kept(("project.glob_set", patterns), lambda: (_compiled(patterns), (), approx_size(patterns)))
+
+
+def _compiled(patterns: tuple[str, ...]) -> _PatternIndex:
     """The project's globs compiled once (generator.glob_set): a glob (fnmatch: `*` crosses `/`)
     matches the relative path, the path below a folder it names, or, without a `/`, the name."""
     globs: list[Glob] = []
@@ -276,19 +281,13 @@ def _env_text(value: object) -> str:
     return str(value)
 
 
-# Parsed files by (path, mtime, size): checking many scripts of one project reads its
-# pyproject.toml once.
-_PARSED: dict[tuple[Path, int, int], dict[str, object]] = {}
-
-
 def _read_toml(path: Path) -> dict[str, object]:
-    try:
-        info = path.stat()
-    except OSError:
-        info = None
-    key = (path, info.st_mtime_ns, info.st_size) if info is not None else None
-    if key is not None and key in _PARSED:
-        return _PARSED[key]
+    """The parsed project file, kept in the command's session while the file stays as it was
+    (checking many scripts of one project reads its pyproject.toml once)."""
+    return kept(("project.toml", path), lambda: _parsed_toml(path))
+
+
+def _parsed_toml(path: Path) -> tuple[dict[str, object], list[Path], int]:
     try:
         text = read_text_input(path, limit=MAX_BYTES, what="project file")
     except OutsideProject:  # a link out of the repository: names the path already
@@ -305,9 +304,7 @@ def _read_toml(path: Path) -> dict[str, object]:
         raise InputError(f"{path}: not valid TOML ({err})") from None
     except RecursionError:  # `x = [[[[…` thousands deep
         raise InputError(f"{path}: the TOML nests too deeply to read") from None
-    if key is not None:
-        _PARSED[key] = document
-    return document
+    return document, [path], approx_size(document)
 
 
 def _table(path: Path, document: dict[str, object]) -> dict[str, object] | None:

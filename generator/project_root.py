@@ -24,6 +24,7 @@ from pathlib import Path
 from generator import boundary
 from generator.boundary import Boundary, real_path
 from generator.folder_memo import holds_git, project_chain, remembered
+from generator.session import kept
 from generator.verl_places import installed_verl
 
 
@@ -51,11 +52,16 @@ def _installed_verl() -> Path | None:
     return real_path(found[1]) if found is not None else None
 
 
-_VERL: list[Path | None] = []
+def _installed_verl_kept() -> Path | None:
+    """The installed verl's real folder, found once per command (kept in its session while
+    that folder stays as it was; where Python imports verl from is the command's environment)."""
+    def find() -> tuple[Path | None, list[Path], int]:
+        found = _installed_verl()
+        return found, [found] if found is not None else [], 0
+
+    return kept(("project_root.installed_verl",), find)
 
 
 def enter(script: str | os.PathLike[str]) -> Boundary:
     """Judge `script` from now on: reads are bounded to its project (and the trusted places)."""
-    if not _VERL:
-        _VERL.append(_installed_verl())
-    return boundary.bound_to(project_root(script), _VERL[0])
+    return boundary.bound_to(project_root(script), _installed_verl_kept())

@@ -6,6 +6,7 @@ force-include); an editable install or a plain checkout has them beside the pack
 
 from __future__ import annotations
 
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
@@ -39,3 +40,12 @@ def load_data_yaml(path: Path) -> Any:
     loader = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
     with path.open(encoding="utf-8") as handle:
         return yaml.load(handle, Loader=loader)
+
+
+@lru_cache(maxsize=32)
+def packaged_json(path: Path) -> Any:
+    """A JSON file shipped inside the package (the rule catalog), parsed once: package data never
+    changes while a command runs, and no user file is read here (tests/test_caches.py lists it)."""
+    import json
+
+    return json.loads(path.read_text(encoding="utf-8"))

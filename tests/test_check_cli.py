@@ -104,7 +104,7 @@ def test_bad_options_exit_2(scripts):
 
 
 def test_rules_lists_every_code():
-    from generator.rules import load_rules
+    from generator.judging import load_rules
 
     data = json.loads(run("rules", "--format", "json").stdout)
     assert data["schema_version"] == 1

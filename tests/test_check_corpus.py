@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.rules import check_script
+from generator.judging import check_script
 from generator.schema import snapshot_version
 from generator.shell import read_script
 

@@ -8,7 +8,7 @@ import pytest
 from generator import derive
 from generator.derive import Layout, batch_chain, layout_problems, rollout_problems
 from generator.model.facts import ModelFacts
-from generator.rules import problem_code
+from generator.judging import problem_code
 
 QWEN7B = ModelFacts(name="Qwen2.5-7B", hidden_size=3584, num_layers=28, num_attention_heads=28,
                     num_kv_heads=4, head_dim=128, ffn_hidden_size=18944, vocab_size=152064,

@@ -74,7 +74,7 @@ def _lookup(config: Any, key: str) -> Any:
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
 def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_trees):
     from generator.render.release_form import composed_config_name
-    from generator.rules import check_script
+    from generator.judging import check_script
     from generator.shell import read_script
 
     release = recipe.target_version  # what the script is rendered for (0.8+ examples: model_engine=megatron)
@@ -165,7 +165,7 @@ def test_recipe_by_name_refuses_planning_options():
 @pytest.mark.parametrize("recipe", RECIPES, ids=lambda r: r.name)
 def test_recipe_is_clean_on_every_release_it_claims(recipe):
     from generator.library.convert import recipe_model
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     model = recipe_model(recipe)
     for version in recipe.verl_versions:

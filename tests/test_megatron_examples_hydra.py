@@ -21,7 +21,7 @@ import pytest
 
 from generator.config.apply import replace_markers
 from generator.overrides import parse_override
-from generator.rules import check_script
+from generator.judging import check_script
 from generator.schema.groups import group_dirs
 from generator.shell import read_script
 from generator.verl import PPO_ENTRY

@@ -212,7 +212,7 @@ def test_a_fork_the_readme_installs_with_pip_e_wins_over_the_nearest(tmp_path, m
 
 
 def test_explain_sees_the_fork_check_sees(monkeypatch):
-    """`gen explain` builds each call's config as `gen check` does (generator.rules.calls), so the
+    """`gen explain` builds each call's config as `gen check` does (generator.judging.calls), so the
     fork code of the project's own verl package changes its batch chain as it stands check's rules
     down (explain printed verl's chain for a run the fork batches itself)."""
     monkeypatch.chdir(PROJECTS / "repeating_fork")

@@ -33,7 +33,7 @@ from generator.render.recipe_settings import recipe_overrides
 from generator.plan.planned_scripts import planned_scripts
 from generator.render.release_form import written_config_name
 from generator.render.spec import DEFAULT_VERSION, LAUNCHERS, RecipeSpec
-from generator.rules import check_script
+from generator.judging import check_script
 from generator.shell import read_script
 from generator.verl import ALGORITHMS
 

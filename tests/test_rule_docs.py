@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from generator.report.rule_doc import rule_doc
-from generator.rules import load_rules
+from generator.judging import load_rules
 from generator.report.rule_pages import family_page, verl_sources
 from generator.rules.core import CATALOG_DIR, FAMILY_PAGES, PAGE_KEY, catalog_file, doc_page
 

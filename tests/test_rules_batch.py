@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from generator import derive
 from generator.edit_kinds import KeyEdit
-from generator.rules import check_config
-from generator.rules.examples import config_for
+from generator.judging import check_config
+from generator.judging.examples import config_for
 
 A = "actor_rollout_ref.actor."
 R = "actor_rollout_ref.rollout."

@@ -7,8 +7,8 @@ import re
 
 import pytest
 
-from generator.rules import load_rules
-from generator.rules.examples import example_findings
+from generator.judging import load_rules
+from generator.judging.examples import example_findings
 
 REGISTRY = load_rules()
 CONFIG_RULES = sorted(code for code, r in REGISTRY.items() if r.scope != "script")
@@ -40,8 +40,8 @@ SCRIPT_RULES = sorted(code for code, r in REGISTRY.items() if r.scope == "script
 
 @pytest.mark.parametrize("code", SCRIPT_RULES)
 def test_shell_rule_examples(code):
-    from generator.rules import script_findings
-    from generator.rules.examples import example_script
+    from generator.judging import script_findings
+    from generator.judging.examples import example_script
 
     rule = REGISTRY[code]
     failing = script_findings(example_script(rule.failing), select=[code])

@@ -15,8 +15,8 @@ from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
 from generator.forks import FORK_BATCH_KEYS, fork_batch_settings
 from generator.report.explain import explain_config
-from generator.rules import check_config
-from generator.rules.examples import config_for
+from generator.judging import check_config
+from generator.judging.examples import config_for
 
 A = "actor_rollout_ref.actor."
 R = "actor_rollout_ref.rollout."

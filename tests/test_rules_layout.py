@@ -5,8 +5,8 @@ from __future__ import annotations
 import json
 
 from generator.edit_kinds import KeyEdit
-from generator.rules import check_config, check_script
-from generator.rules.examples import config_for
+from generator.judging import check_config, check_script
+from generator.judging.examples import config_for
 from generator.shell import read_script
 
 A = "actor_rollout_ref.actor."

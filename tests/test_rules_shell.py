@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from generator.edit_kinds import TextEdit
 from generator.launch import Hazard, LaunchScript, Span
-from generator.rules import script_findings
+from generator.judging import script_findings
 
 
 def apply(source: bytes, edits) -> bytes:

@@ -7,8 +7,8 @@ from pathlib import Path
 
 from generator.config import config_from_overrides
 from generator.config.build import build_config
-from generator.rules import check_config, check_script
-from generator.rules.examples import BASE
+from generator.judging import check_config, check_script
+from generator.judging.examples import BASE
 from generator.shell import read_script
 
 A = "actor_rollout_ref.actor."

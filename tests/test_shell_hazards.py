@@ -9,7 +9,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.launch import LaunchScript
-from generator.rules import script_findings
+from generator.judging import script_findings
 from generator.shell import read_script
 
 CALL = "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n"

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.rules import script_findings
+from generator.judging import script_findings
 from generator.shell import read_script
 from generator.shell.bash_syntax import bash_parses
 

@@ -107,7 +107,7 @@ def check_stamps(name: str, text: str, where: Path) -> list[str]:
     """Problems of the recipe on each release it is stamped with (key issues, loud findings)."""
     from generator.library.convert import recipe_model, to_config
     from generator.library.store import read_recipe
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     path = where / f"{name}.yaml"
     path.write_text(text, encoding="utf-8")

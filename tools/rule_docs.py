@@ -14,7 +14,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.report.rule_pages import pages  # noqa: E402
-from generator.rules import load_rules  # noqa: E402
+from generator.judging import load_rules  # noqa: E402
 
 
 def main(argv: list[str]) -> int:

@@ -87,7 +87,7 @@ def register(app: typer.Typer) -> None:
     @app.command("rules")
     def rules(fmt: str = typer.Option("text", "--format", "-f", help="text | json")) -> None:
         """List every rule: code, severity, stage, verl releases, title."""
-        from generator.rules import load_rules
+        from generator.judging import load_rules
 
         from generator.report.rule_doc import rules_json, rules_text
 
@@ -100,7 +100,7 @@ def register(app: typer.Typer) -> None:
     def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:
         """Explain one rule: what it checks, why, an example finding, the fix."""
         from generator.report.rule_doc import rule_doc
-        from generator.rules import load_rules
+        from generator.judging import load_rules
 
         registry = load_rules()
         rule = registry.get(code.strip().upper())

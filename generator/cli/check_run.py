@@ -82,7 +82,7 @@ def rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], t
 
     if not select and not ignore:
         return (), ()
-    from generator.rules import load_rules
+    from generator.judging import load_rules
 
     known = load_rules().keys()
     return (check_codes(parse_codes(select), known, "--select"), check_codes(parse_codes(ignore), known, "--ignore"))

@@ -5,6 +5,7 @@ then apply the call's overrides (generator.config.apply).
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Any
 
@@ -20,24 +21,33 @@ from generator.pylaunch.hydra_main import entry_config
 from generator.schema import load
 from generator.schema.compose import compose, flatten, unflatten, ComposeError
 from generator.schema.layered import layered_ppo_config
-
-
-_RECIPE_CACHE: dict[tuple[str, str, str, float], tuple[dict[str, Any], str]] = {}
+from generator.session import approx_size, kept
 
 
 def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str, Any], str]:
     """Flat defaults of a config found next to the script, its defaults list resolved
     against the packaged PPO schema (which stands for `pkg://verl.trainer.config` in its
     `hydra.searchpath`) and the checkout folders its searchpath names; and the PPO config it
-    builds on."""
-    from generator.schema.searchpath import searchpath_dirs  # lazy: only a recipe folder's config has a searchpath
+    builds on. Kept in the command's session, keyed by every file the composition read or
+    looked for (generator.session.kept)."""
+    key = ("config.build.recipe", str(directory), name, version, os.getcwd())
+    flat, base = kept(key, lambda: _recipe_kept(directory, name, version))
+    return dict(flat), base
+
+
+def _recipe_kept(directory: Path, name: str,
+                 version: str) -> tuple[tuple[dict[str, Any], str], list[str | os.PathLike[str]], int]:
+    from generator.files import recording_reads
 
     path = directory / f"{name}.yaml"
-    mtime = path.stat().st_mtime if path.exists() else 0.0
-    cache_key = (str(directory), name, version, mtime)
-    if cache_key in _RECIPE_CACHE:
-        cached, base = _RECIPE_CACHE[cache_key]
-        return dict(cached), base
+    with recording_reads() as reads:
+        flat, base, searched = _compose_recipe_now(directory, path, name, version)
+    return (flat, base), [path, directory, *searched, *reads], approx_size(flat)
+
+
+def _compose_recipe_now(directory: Path, path: Path, name: str, version: str) -> tuple[dict[str, Any], str, list[Path]]:
+    from generator.schema.searchpath import searchpath_dirs  # lazy: only a recipe folder's config has a searchpath
+
     schema = load(version)
     used: list[str] = []
     searched = searchpath_dirs(path, [Path.cwd(), directory.parent, directory.parent.parent])
@@ -56,8 +66,7 @@ def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str,
 
     flat = flatten(compose(directory, name, fallback=fallback))
     base = used[0] if used else ppo_config_for(name)
-    _RECIPE_CACHE[cache_key] = (flat, base)
-    return dict(flat), base
+    return flat, base, list(searched)
 
 
 def build_config(

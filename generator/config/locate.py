@@ -14,6 +14,7 @@ from generator.foreign_paths import checkout_copy
 from generator.launch import UNKNOWN_OPEN, Invocation
 from generator.verl import PPO_ENTRY
 from generator.pylaunch.hydra_main import find_entry_file
+from generator.session import kept
 
 
 def strip_yaml(name: str) -> str:
@@ -84,25 +85,25 @@ def _find_entry_dir(entry: str, script_dir: str | None, config_root: str | None)
     return None
 
 
-_INSTALLED: dict[str, Path | None] = {}
-
-
 def _installed_verl_trainer() -> Path | None:
-    """`verl/trainer/` of the verl importable here, found without importing verl."""
-    if "verl" not in _INSTALLED:
-        import importlib.util
+    """`verl/trainer/` of the verl importable here, found without importing verl; kept in the
+    command's session while the folders looked at stay as they were."""
+    return kept(("config.locate.installed_verl_trainer",), _find_installed_verl_trainer)
 
-        found = None
-        try:
-            spec = importlib.util.find_spec("verl")
-        except (ImportError, ValueError):
-            spec = None
-        for location in (spec.submodule_search_locations or []) if spec is not None else []:
-            if (Path(location) / "trainer").is_dir():
-                found = Path(location) / "trainer"
-                break
-        _INSTALLED["verl"] = found
-    return _INSTALLED["verl"]
+
+def _find_installed_verl_trainer() -> tuple[Path | None, list[Path], int]:
+    import importlib.util
+
+    try:
+        spec = importlib.util.find_spec("verl")
+    except (ImportError, ValueError):
+        spec = None
+    looked: list[Path] = []
+    for location in (spec.submodule_search_locations or []) if spec is not None else []:
+        looked.append(Path(location) / "trainer")
+        if looked[-1].is_dir():
+            return looked[-1], looked, 0
+    return None, looked, 0
 
 
 def _candidate_dirs(config_path: str, script_dir: str | None, config_root: str | None,

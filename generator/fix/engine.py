@@ -93,7 +93,7 @@ def default_reader(env: dict[str, str] | None = None,
 
 def default_checker(version: str | None, select: Sequence[str] = (), ignore: Sequence[str] = ()) -> Checker:
     """check_script against `version` (`--verl-version`; None: resolved for each script read)."""
-    from generator.rules import check_script
+    from generator.judging import check_script
 
     def check(script: LaunchScript) -> CheckResults:
         return check_script(script, version=version, select=tuple(select), ignore=tuple(ignore))
@@ -104,13 +104,13 @@ def default_checker(version: str | None, select: Sequence[str] = (), ignore: Seq
 def resolved_checker(resolution: Resolution | Callable[[LaunchScript], Resolution], *,
                      memory_for: MemoryFor | None = None, config_root: str | None = None,
                      select: Sequence[str] = (), ignore: Sequence[str] = (), model_config: str | None = None) -> Checker:
-    """rules.check_resolved against `resolution` (which verl, resolved once per file by its
+    """judging.check_resolved against `resolution` (which verl, resolved once per file by its
     context, generator.file_context), or against what `resolution(script)` gives for each text
     (`FileContext.resolution_of`: a release read from the script's keys follows its edits);
     `memory_for` predicts each call's memory for the memory rules (a GPU was named);
     `config_root` is where `$PWD`-relative config paths start. The fix loop checks every rule:
     a fix must not create an error of a rule that was not chosen."""
-    from generator.rules import check_resolved
+    from generator.judging import check_resolved
 
     def check(script: LaunchScript) -> CheckResults:
         judged_by = resolution(script) if callable(resolution) else resolution

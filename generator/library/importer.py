@@ -227,7 +227,7 @@ def _keep_what_verl_accepts(mapping: dict[str, Any], target: Path, version: str,
     checks (e.g. a layout Megatron cannot build) is refused, nothing written."""
     from generator.library.convert import recipe_model, to_config
     from generator.library.recipe_format import recipe_from_mapping
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     notes: list[str] = []
     extra: dict[str, Any] = mapping["config"].get("overrides", {})

@@ -11,8 +11,8 @@ packaged schema of the release (never a second copy of verl's numbers):
 from __future__ import annotations
 
 from dataclasses import dataclass
-from functools import lru_cache
 
+from generator.schema.release_schema import release_cache
 from generator.verl import PPO_MEGATRON_CONFIG, ROLLOUT
 
 SYNC_BUCKET_KEYS = (ROLLOUT + "checkpoint_engine.update_weights_bucket_megabytes",
@@ -47,7 +47,7 @@ def max_num_seqs_from(values: dict[str, object]) -> int | None:
     return None
 
 
-@lru_cache(maxsize=32)
+@release_cache(32, 0)
 def rollout_defaults(version: str | None) -> RolloutDefaults:
     """The release's defaults (BASELINE for None or a release without a packaged schema)."""
     if version is None:

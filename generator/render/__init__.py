@@ -37,7 +37,7 @@ def validate(recipe: ScriptSettings) -> list[Any]:
     Returns the remaining (info) findings.
     """
     from generator.config import config_from_overrides
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     from generator.render.release_form import composed_config_name
     from generator.schema.ignored_keys import ignored_key

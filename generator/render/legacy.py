@@ -109,7 +109,7 @@ def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[st
     (the micro batch) should be. Info-level findings are left alone."""
     from generator.config import config_from_overrides
     from generator.overrides import format_value
-    from generator.rules import check_config
+    from generator.judging import check_config
     from generator.edit_kinds import KeyEdit
 
     rank = {"error": 0, "warning": 1}

@@ -273,7 +273,7 @@ def artifact_uri(path: str) -> str:
 
 
 def render_sarif(reports: list[FileReport], *, tool_version: str | None = None) -> str:
-    from generator.rules import load_rules
+    from generator.judging import load_rules
 
     registry = load_rules()
     used = sorted({located.finding.code for r in reports for located in r.findings})

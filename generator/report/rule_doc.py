@@ -10,7 +10,7 @@ from generator.rules.core import Example, Finding, Rule, doc_page
 
 def _run_example(rule: Rule, example: Example) -> tuple[list[Finding], str | None]:
     """The example's findings for this rule, or (.., why it could not be run)."""
-    from generator.rules.examples import example_findings
+    from generator.judging.examples import example_findings
 
     try:
         return example_findings(rule, example), None
@@ -56,7 +56,7 @@ def rule_doc(rule: Rule) -> str:
         out.append("")
     out += ["## Fix safety", rule.fix_safety or "No automatic fix.", ""]
     if rule.scope != "script":
-        from generator.rules.examples import BASE
+        from generator.judging.examples import BASE
 
         out += ["## Base setup of the examples (8 GPUs, DP 4, G = 64·4 = 256)"] + ["    " + o for o in BASE] + [""]
     return "\n".join(out)

@@ -38,7 +38,7 @@ def at_least(reports: list[FileReport], severity: str) -> list[FileReport]:
 def statistics_text(reports: list[FileReport]) -> str:
     """One line per rule with findings, the most frequent first: count, code, `[*]` when `gen fix`
     repairs at least one of them, severity and the rule's name (ruff's --statistics)."""
-    from generator.rules import load_rules
+    from generator.judging import load_rules
 
     registry = load_rules()
     counts: dict[str, int] = {}

@@ -1,60 +1,23 @@
-"""The rule engine: run every registered rule that applies to a config's release and backend.
+"""The rule engine: which registered rules judge a call, and running them over the facts
+gathered for it.
 
-Entry points:
-  check_config(config, ...)  -> findings for one effective config (generated or read)
-  check_script(script, ...)  -> per trainer call: (invocation, config, findings), plus the shell
-                                hazards of the script as (None, None, findings)
-
+Everything here is a pure function of its arguments and the registry: the facts a rule needs
+(the composed config, the model, the fork's code, the memory verdict, the release's semantics)
+are gathered before any rule runs, by generator.judging, which also finds the rule families
+(`judging.load_rules`), chooses the rules for each call and runs this engine per trainer call.
 Rule families live in one module each (batch, aux_batch, parallel, dynamic, rollout, keys,
-shell, model, misc) and register themselves with `@rule` on import; `load_rules` finds them
-in this package's folder.
+shell, model_shape, misc, ...) and register themselves with `@rule` on import.
+tests/test_rules_pure.py holds every module of this package to that: no file, session or
+module state.
 """
 
 from __future__ import annotations
 
-import os
-from typing import TYPE_CHECKING, Callable, Iterable
+from typing import Iterable
 
-from generator.config.types import Config
-from generator.forks import fork_batch_settings
-from generator.launch import Invocation, LaunchScript
-from generator.model.facts import ModelFacts
-from generator.rules.core import REGISTRY, Context, Finding, MemoryVerdict, Rule, selected
+from generator.rules.core import REGISTRY, Context, Finding, Rule
 
-if TYPE_CHECKING:
-    from generator.schema.resolution import Resolution
-
-_loaded = False
-
-
-def load_rules() -> dict[str, Rule]:
-    """Import every module of this package once (each family registers its rules on import, so a
-    new family needs no list to be edited); returns the registry."""
-    global _loaded
-    if not _loaded:
-        from importlib import import_module
-
-        for name in sorted(_module_names(__path__)):
-            import_module(f"{__name__}.{name}")
-        _loaded = True
-    return REGISTRY
-
-
-def _module_names(folders: Iterable[str]) -> set[str]:
-    """The modules and packages in `folders`, as pkgutil.iter_modules names them; listed here
-    because pkgutil imports `inspect` to name them (~5 ms of a check's start, issue 22)."""
-    names = set()
-    for folder in folders:
-        for entry in os.scandir(folder):
-            stem, ext = os.path.splitext(entry.name)
-            if ext == ".py" and stem != "__init__" and stem.isidentifier() and entry.is_file():
-                names.add(stem)
-            elif not ext and stem.isidentifier() and os.path.isfile(os.path.join(entry.path, "__init__.py")):
-                names.add(stem)
-    return names
-
-
-_SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
+SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
 # The code that says why the chain_arithmetic rules stood down. Every other batch rule (VB1xx, VB2xx: which micro-batch
 # keys a call must set, how they pair) stands down with them: such a fork splits and validates
@@ -75,16 +38,7 @@ def reads_defaults(code: str) -> bool:
     return registered is not None and registered.reads_defaults
 
 
-def problem_code(kind: str) -> str:
-    """The code of the rule that reports a problem kind (generator.derive's LayoutProblem.kind, a
-    key-issue or shell-hazard kind): the rule whose `reports` flag names it. KeyError for none."""
-    for registered in load_rules().values():
-        if registered.reports == kind:
-            return registered.code
-    raise KeyError(kind)
-
-
-def _applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
+def applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
     """Whether `rule` judges a config of this backend and release (of a trainer call or not)."""
     if rule.scope == "script":
         return False
@@ -98,206 +52,38 @@ def _applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
         return True
 
 
-def check_config(config: Config, *, model: ModelFacts | None = None, invocation: Invocation | None = None,
-                 script: LaunchScript | None = None, select: Iterable[str] = (),
-                 ignore: Iterable[str] = (), memory: MemoryVerdict | None = None) -> list[Finding]:
-    """Findings for one config, ordered by line then code. Rules outside the config's release or
-    backend do not run; batch/layout rules run only for PPO-trainer calls."""
-    from generator.config.reader import fallback_note, is_trainer
+def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool) -> bool:
+    """Whether a chosen rule runs on a call: it `applies`, does not read defaults the call only
+    approximates, and does not do the batch arithmetic a fork of the call changes."""
+    return applies(rule, backend, version, trainer) and not (approximate and rule.reads_defaults) \
+        and not (forked_chain and stands_down_for_fork(rule))
 
-    load_rules()
-    fork_settings = fork_batch_settings(config)
-    ctx = Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
-                  fork_settings=fork_settings)
-    trainer = is_trainer(ctx)
-    approximate = fallback_note(config) is not None
-    # A release guessed with no evidence (no verl found, no verl key set): its defaults are not
-    # the run's, so default-reading rules stand down as for an approximate config.
-    if config.resolution is not None and config.resolution.guessed:
-        approximate = True
-    forked_chain = bool(fork_settings)
+
+def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
+    """The findings of `rules` on one call's facts, ordered by line, severity, then code."""
     findings: list[Finding] = []
-    for rule in _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer, approximate,
-                              forked_chain):
+    for rule in rules:
         findings.extend(rule.check(ctx))
-    findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
+    findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))
     return findings
 
 
-def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str, version: str, trainer: bool,
-                  approximate: bool, forked_chain: bool) -> list[Rule]:
-    """The chosen rules that run on a config of this backend and release: decided by these
-    arguments alone, so once for all the calls that share them (a corpus has a few dozen such
-    kinds of call, and 120 rules to sort out for each of its ~700 calls)."""
-    key = (select, ignore, backend, version, trainer, approximate, forked_chain, len(REGISTRY))
-    chosen = _TO_RUN.get(key)
-    if chosen is None:
-        chosen = _TO_RUN[key] = [
-            rule for rule in selected(select, ignore) if _applies(rule, backend, version, trainer)
-            and not (approximate and rule.reads_defaults) and not (forked_chain and stands_down_for_fork(rule))]
-    return chosen
-
-
-_TO_RUN: dict[tuple[object, ...], list[Rule]] = {}
-
-
-def _script_rules(select: tuple[str, ...], ignore: tuple[str, ...], with_suppressions: bool) -> list[Rule]:
-    """The chosen rules about the script text (once for all the scripts, like _rules_to_run)."""
+def script_rules(chosen: Iterable[Rule], with_suppressions: bool) -> list[Rule]:
+    """Of the chosen rules, those about the script text (shell hazards); without
+    `with_suppressions`, not the VS718/VS719 verdicts on its suppression comments."""
     from generator.rules.suppression import CODES as SUPPRESSION_CODES
 
-    key = (select, ignore, with_suppressions, len(REGISTRY))
-    chosen = _SCRIPT_RULES.get(key)
-    if chosen is None:
-        chosen = _SCRIPT_RULES[key] = [rule for rule in selected(select, ignore) if rule.scope == "script" and (
-            with_suppressions or rule.code not in SUPPRESSION_CODES)]
-    return chosen
+    return [rule for rule in chosen if rule.scope == "script" and (with_suppressions or rule.code not in SUPPRESSION_CODES)]
 
 
-_SCRIPT_RULES: dict[tuple[object, ...], list[Rule]] = {}
-
-
-def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
-                    with_suppressions: bool = True) -> list[Finding]:
-    """Findings about the script text itself (shell hazards). Without `with_suppressions`, the
-    VS718/VS719 verdicts on its suppression comments are left out (check_script adds them over
-    every call's findings)."""
-    load_rules()
-    ctx = Context(config=Config(version="0.0.0", schema=""), script=script)
+def judge_script(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
+    """The findings of script rules on a script's facts, ordered by line then code."""
     findings: list[Finding] = []
-    for rule in _script_rules(tuple(select), tuple(ignore), with_suppressions):
+    for rule in rules:
         findings.extend(rule.check(ctx))
     findings.sort(key=lambda f: (f.line or 0, f.code))
     return findings
 
 
-def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelFacts | None]) -> ModelFacts | None:
-    """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
-    directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
-    from generator.model import find_model, load_model_config
-    from generator.verl import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
-
-    if model_config:
-        if model_config not in cache:
-            cache[model_config] = load_model_config(model_config)
-        return cache[model_config]
-    path = config.values.get(MODEL_PATH_KEY)
-    if isinstance(path, str) and MODEL_PATH_KEY in config.unknown:
-        from generator.model.registry import known_tail
-
-        path = known_tail(path)  # `$HOME/models/Qwen2.5-7B`: matched by the folder's name
-    if not isinstance(path, str) or not path:
-        return None
-    if path == DEFAULT_MODEL_PATH and MODEL_PATH_KEY not in config.set_by:
-        return None  # verl's placeholder default, not the model the script trains
-    if path not in cache:
-        try:
-            cache[path] = find_model(path)
-        except Exception:  # a broken local config.json must not stop the check
-            cache[path] = None
-    return cache[path]
-
-
-def _scope_note(invocation: Invocation) -> str:
-    # A call in a script this one runs (`bash x.sh`): its lines are the callee's (shell/callee.py).
-    from generator.shell.callee import callee_label
-
-    callee = callee_label(invocation.context)
-    ran = f" [{callee}]" if callee else ""
-    if invocation.branch == "conditional":
-        where = f" ({invocation.context[-1]})" if invocation.context else ""
-        return f" [in a conditional branch{where}]" + ran
-    if invocation.branch == "loop":
-        return " [inside a loop]" + ran
-    return ran
-
-
-def _inferred_default_note(resolution: Resolution, config: Config) -> str:
-    """What a finding of a `reads_defaults` rule adds when the defaults it relied on are those of a release
-    inferred from the script's keys (no option, project file, project verl or installed verl named
-    one): the verdict stands, but the user is told whose default it is and how to name the real
-    release (docs/rules/defaults.md says why these rules run rather than stand down)."""
-    if not resolution.inferred or resolution.stand_in is not None or config.config_dir is not None:
-        return ""  # a named release, a stand-in (the rules do not run), or the call's own config
-    return f" [verl {resolution.base_release}'s default; the release was inferred from the script's keys]"
-
-
-CheckResults = list[tuple[Invocation | None, Config | None, list[Finding]]]
-MemoryFor = Callable[[Config, ModelFacts | None], MemoryVerdict | None]
-
-
-def check_script(script: LaunchScript, *, version: str | None = None, select: Iterable[str] = (),
-                 ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
-                 resolution: Resolution | None = None, memory_for: MemoryFor | None = None) -> CheckResults:
-    """`check_resolved` for a script whose release the caller has not resolved: `resolution`
-    when given, else resolved for the script (generator.schema.resolution) with `version` as
-    `--verl-version`. The commands resolve once per file and call `check_resolved` themselves.
-    Raises InputError for an unknown --verl-version or an unreadable --model-config."""
-    if resolution is None:
-        from generator.schema.resolution import resolve_script
-
-        resolution = resolve_script(script, version=version)
-    return check_resolved(script, resolution, select=select, ignore=ignore, model_config=model_config,
-                          config_root=config_root, memory_for=memory_for)
-
-
-def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iterable[str] = (),
-                   ignore: Iterable[str] = (), model_config: str | None = None, config_root: str | None = None,
-                   memory_for: MemoryFor | None = None) -> CheckResults:
-    """Check every live, conditional or loop call of a read script (dead branches are skipped)
-    against `resolution` (which verl judges it; each call's Config carries it).
-
-    The first element, when the script has shell hazards, is (None, None, hazard findings).
-    `config_root` is where `$PWD`-relative config paths start (the directory the script is run
-    from, usually the repository root). `memory_for` predicts a call's memory (the caller's, on
-    the GPU it named) for the memory rules.
-    Raises InputError for an unreadable --model-config.
-    """
-    from generator.rules.calls import call_configs
-    from generator.rules.loop_repeats import fold_loop_repeats
-
-    results: CheckResults = []
-    hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
-    results.append((None, None, hazards))
-    cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
-    for invocation, config in call_configs(script, resolution, config_root):
-        model = _model_for(config, model_config, cache)
-        memory = memory_for(config, model) if memory_for is not None else None
-        findings = check_config(config, model=model, invocation=invocation, script=script,
-                                select=select, ignore=ignore, memory=memory)
-        note = _scope_note(invocation)
-        if note:
-            findings = [f._replace(message=f.message + note) for f in findings]
-        inferred = _inferred_default_note(resolution, config)
-        if inferred:
-            findings = [f._replace(message=f.message + inferred) if reads_defaults(f.code) else f
-                        for f in findings]
-        results.append((invocation, config, findings))
-    results = fold_loop_repeats(results)  # one finding per cause, not one per loop value
-    _judge_suppressions(script, results, select=select, ignore=ignore, memory=memory_for is not None)
-    if not results[0][2]:
-        results.pop(0)  # no script-level finding: the first element is a call's
-    return results
-
-
-def _judge_suppressions(script: LaunchScript, results: CheckResults,
-                        *, select: Iterable[str], ignore: Iterable[str], memory: bool) -> None:
-    """VS718/VS719 on the script's `# verl-gen: ignore` comments, judged over every finding of
-    every call (before suppression), added to the script-level findings (results[0])."""
-    from generator.rules.suppression import CODES as SUPPRESSION_CODES
-    from generator.rules.suppression import NEEDS_MEMORY, suppression_findings
-
-    chosen = [rule.code for rule in selected(select, ignore)]
-    wanted = [code for code in SUPPRESSION_CODES if code in chosen]
-    if not wanted or b"verl-gen" not in script.source.lower():
-        return
-    ran = [code for code in chosen if memory or code not in NEEDS_MEMORY]
-    found = [(f.code, invocation.line if invocation else None, f.line)
-             for invocation, _config, findings in results for f in findings]
-    extra = suppression_findings(script.source, found, ran=ran, wanted=wanted)
-    if extra:
-        hazards = results[0][2]
-        hazards.extend(extra)
-        hazards.sort(key=lambda f: (f.line or 0, f.code))
-
-
-__all__ = ["check_config", "check_script", "check_resolved", "script_findings", "load_rules", "REGISTRY"]
+__all__ = ["FORK_CHAIN_CODE", "REGISTRY", "SEVERITY_ORDER", "applies", "judge", "judge_script", "reads_defaults",
+           "runs_on", "script_rules", "stands_down_for_fork"]

@@ -9,7 +9,6 @@ from typing import Iterator
 from generator.config.derived import actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
-from generator.forks import fork_batch_settings
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix
 from generator.verl import ACTOR, ROLLOUT
@@ -315,12 +314,10 @@ def _rollout_mode(view: ConfigReader) -> str | None:
       verl_ref="D1",
       chain_arithmetic=True)
 def agent_chunks(ctx: Context) -> Iterator[Finding]:
-    from generator.release_semantics import semantics
-
     view = ConfigReader.of(ctx)
     if _rollout_mode(view) != "async" or view.auto_padding:
         return
-    if semantics(view.version).v1_trainer(view.bool("trainer.use_v1")):
+    if ctx.semantics is not None and ctx.semantics.v1_trainer(view.bool("trainer.use_v1")):
         return  # the V1 trainer's agent loop chunks a TensorDict: no divisibility assert
     pn = view.prompts_and_n()
     workers = view.int(ROLLOUT + "agent.num_workers")
@@ -435,7 +432,7 @@ def chain_undecided(ctx: Context) -> Iterator[Finding]:
 
 @rule("VB118", "fork-changes-batch-chain", severity="info", stage="static", verl_ref="§1")
 def fork_chain(ctx: Context) -> Iterator[Finding]:
-    settings = ctx.fork_settings if ctx.fork_settings is not None else fork_batch_settings(ctx.config)
+    settings = ctx.fork_settings
     if not settings:
         return
     shown = "; ".join(f"{s.key.rsplit('.', 1)[-1] if s.entry.key.startswith('.') else s.key}="

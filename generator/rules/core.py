@@ -8,8 +8,6 @@ written) or text edits (byte spans, for shell hazards). Rules never print and ne
 
 from __future__ import annotations
 
-import functools
-import json
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, NamedTuple, Protocol
 
@@ -17,10 +15,14 @@ from generator.config.types import Config
 from generator.edit_kinds import KeyEdit, TextEdit
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
+from generator.resources import packaged_json
 from generator.versions import ALL, VersionRange
 
 if TYPE_CHECKING:
+    from generator.forkcode import ForkCode
     from generator.forks import ForkBatchSetting
+    from generator.release_semantics import Semantics
+    from generator.schema.release_schema import Schema
 
 Severity = Literal["error", "warning", "info"]
 Applicability = Literal["safe", "unsafe"]
@@ -97,29 +99,24 @@ class MemoryVerdict(NamedTuple):
     seq_len: int = 0  # prompt + response the fill refers to
 
 
-class Context:
-    """What a rule may look at. `invocation`/`script` are None for generated configs."""
+class Context(NamedTuple):
+    """The facts one call is judged on, gathered before any rule runs (generator.judging.gather)
+    and never changed after: a rule is a pure function of them. Whatever comes from disk (the
+    fork's code, the model's config.json, the release's schema) or from another model (the memory
+    verdict) is read here once, by the gatherer, never by a rule. `invocation`/`script` are None
+    for generated configs."""
 
-    # A plain class with __slots__, not a dataclass: a check's start imports no dataclasses.
-    __slots__ = ("config", "invocation", "script", "model", "memory", "fork_settings")
     config: Config
-    invocation: Invocation | None
-    script: LaunchScript | None
-    model: ModelFacts | None
-    memory: MemoryVerdict | None  # only when a GPU was named (gen check --gpu)
-    # forks.fork_batch_settings(config) when the caller has it (check_config asks it first, to
-    # stand the batch rules down); None: not asked yet.
-    fork_settings: list[ForkBatchSetting] | None
-
-    def __init__(self, config: Config, invocation: Invocation | None = None, script: LaunchScript | None = None,
-                 model: ModelFacts | None = None, memory: MemoryVerdict | None = None,
-                 fork_settings: list[ForkBatchSetting] | None = None) -> None:
-        self.config = config
-        self.invocation = invocation
-        self.script = script
-        self.model = model
-        self.memory = memory
-        self.fork_settings = fork_settings
+    invocation: Invocation | None = None
+    script: LaunchScript | None = None
+    model: ModelFacts | None = None
+    memory: MemoryVerdict | None = None  # only when a GPU was named (gen check --gpu)
+    # The fork keys of the config that change the batch chain (generator.forks.batch_settings):
+    # the engine stands the batch rules down on them, VB118 names them.
+    fork_settings: tuple[ForkBatchSetting, ...] = ()
+    fork_code: ForkCode | None = None  # what the fork's trainer code in the checkout does with keys
+    semantics: Semantics | None = None  # what the call's release does with a config
+    schema: Schema | None = None  # the release's keys and defaults (None: an id no schema has)
 
     @property
     def version(self) -> str:
@@ -209,7 +206,7 @@ FAMILY_PAGES: dict[str, tuple[str, str]] = {
 # adds ("doc"; the page's own under "_page"). docs/rules/*.md are written from it
 # (generator/report/rule_pages.py, `python tools/rule_docs.py`). Read only when a command shows
 # this prose, so `gen check` does not pay for it.
-CATALOG_DIR = Path(__file__).resolve().parent / "catalog"
+CATALOG_DIR = Path(__file__).parent / "catalog"  # __file__ is absolute: no disk access to name it
 PAGE_KEY = "_page"  # a catalog file's entry for its family page's own prose (intro, outro), not a rule
 
 
@@ -237,16 +234,11 @@ def catalog_file(family: str) -> Path:
     return CATALOG_DIR / f"{Path(FAMILY_PAGES[family][0]).stem}.json"
 
 
-@functools.cache
-def _family_texts(family: str) -> dict[str, RuleText]:
-    raw = json.loads(catalog_file(family).read_text(encoding="utf-8"))
-    return {code: RuleText(entry["title"], entry["why"], entry["fix_safety"], _example(entry["failing"]),
-                           _example(entry["passing"])) for code, entry in raw.items() if code != PAGE_KEY}
-
-
 def rule_text(code: str) -> RuleText:
     """What the catalog says about one rule; KeyError for a code it does not list."""
-    return _family_texts(code[:2])[code]
+    entry = packaged_json(catalog_file(code[:2]))[code]
+    return RuleText(entry["title"], entry["why"], entry["fix_safety"], _example(entry["failing"]),
+                    _example(entry["passing"]))
 
 
 def doc_page(code: str) -> str | None:
@@ -298,16 +290,11 @@ def code_wanted(code: str, select: Iterable[str] = (), ignore: Iterable[str] = (
 
 
 def selected(select: Iterable[str] = (), ignore: Iterable[str] = ()) -> list[Rule]:
-    """Rules chosen by code prefixes (`code_wanted`), in code order."""
+    """Rules chosen by code prefixes (`code_wanted`), in code order. generator.judging keeps the
+    answer for the prefixes a run asks again and again; nothing is kept here (rules hold no state
+    but the registry)."""
     select, ignore = tuple(select), tuple(ignore)
-    key = (select, ignore, len(REGISTRY))  # every call's check asks again; rules register once, at import
-    chosen = _SELECTED.get(key)
-    if chosen is None:
-        chosen = _SELECTED[key] = [REGISTRY[code] for code in sorted(REGISTRY) if code_wanted(code, select, ignore)]
-    return list(chosen)
-
-
-_SELECTED: dict[tuple[tuple[str, ...], tuple[str, ...], int], list[Rule]] = {}
+    return [REGISTRY[code] for code in sorted(REGISTRY) if code_wanted(code, select, ignore)]
 
 
 class KeyLines(Protocol):

@@ -3,16 +3,18 @@
 
 from __future__ import annotations
 
-from functools import lru_cache
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
-from generator.forks import fork_code
+from generator.schema.dataclass_fields import dataclass_fields, fields_release
 from generator.versions import VersionRange
 from generator.verl import PPO_ENTRY
+
+if TYPE_CHECKING:
+    from generator.schema.release_schema import Schema
 
 _ANY = ("megatron", "fsdp", "unknown")
 # Values with a dedicated rule elsewhere (reported once, there).
@@ -88,7 +90,7 @@ for _code, _name, _kind, _stage in _KEY_ISSUE_RULES:
 def val_batch_size(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     if view.explicit("data.val_batch_size") and view.is_set("data.val_batch_size"):
-        code = fork_code(ctx.config)
+        code = ctx.fork_code
         if code is not None and code.reads("data.val_batch_size"):
             return  # the fork's trainer still batches validation by it: live there, not deprecated
         yield val_batch_size.finding(f"data.val_batch_size={view.raw('data.val_batch_size')} is deprecated",
@@ -125,50 +127,18 @@ def _built_sections(config: Config, view: ConfigReader, built: frozenset[str]) -
     return roots
 
 
-# Dataclass fields verl's YAML does not list (so a '+' is needed to set them, and it is accepted),
-# by class name: generator/data/dataclass_fields.json, read from verl's source at each release tag
-# by tools/dataclass_fields.py. A release without its own list is judged with the nearest older one.
-
-
-@lru_cache(maxsize=1)
-def _dataclass_fields() -> dict[str, dict[str, frozenset[str]]]:
-    import json
-
-    from generator.resources import data_dir
-
-    raw = json.loads((data_dir() / "dataclass_fields.json").read_text(encoding="utf-8"))
-    return {release: {name: frozenset(fields) for name, fields in classes.items()} for release, classes in raw.items()}
-
-
-@lru_cache(maxsize=64)  # pure on the packaged data; asked for every call
-def _fields_release(version: str) -> str | None:
-    """The measured release whose fields judge `version`: itself, else the nearest older one."""
-    from generator.versions import parse as parse_version
-
-    measured = sorted(_dataclass_fields(), key=parse_version)
-    try:
-        wanted = parse_version(version)
-    except Exception:
-        return measured[-1] if measured else None
-    older = [r for r in measured if parse_version(r) <= wanted]
-    return older[-1] if older else None
-
-
 def _existing(ctx: Context) -> frozenset[str] | None:
     """Leaves and inner nodes of the call's config before any override (None: not known)."""
-    from generator.schema import load
-
     # The config the overrides were applied to: with the call's group selections composed in
     # (`model_engine=megatron` makes actor.megatron a field, not an added key).
     defaults = ctx.config.defaults
     if defaults is None:
-        try:
-            defaults = load(ctx.config.version).configs.get(ctx.config.schema)
-        except Exception:  # an unknown schema id: fall back to what the overrides tell
+        if ctx.schema is None:  # an unknown schema id: fall back to what the overrides tell
             return None
+        defaults = ctx.schema.configs.get(ctx.config.schema)
     if defaults is None:
         return None
-    nodes = _release_nodes(ctx.config.version, defaults)
+    nodes = _release_nodes(ctx.schema, defaults)
     if nodes is not None:
         return frozenset(defaults) | nodes
     found: set[str] = set()
@@ -181,14 +151,10 @@ def _existing(ctx: Context) -> frozenset[str] | None:
     return frozenset(found)
 
 
-def _release_nodes(version: str, defaults: dict[str, Any]) -> frozenset[str] | None:
+def _release_nodes(schema: Schema | None, defaults: dict[str, Any]) -> frozenset[str] | None:
     """The inner nodes of `defaults` when it is one of the release's own configs (a call without
     group selections), which the release keeps; None for any other dict (walked instead)."""
-    from generator.schema import load
-
-    try:
-        schema = load(version)
-    except Exception:  # an unknown schema id: the caller walks the keys
+    if schema is None:  # an unknown schema id: the caller walks the keys
         return None
     return next((schema.nodes(name) for name, values in schema.configs.items() if values is defaults), None)
 
@@ -233,8 +199,8 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
     if not plus:
         return  # most calls add no key: the sections they build (and the 110 KB of fields) need not be read
     view = ConfigReader.of(ctx)
-    measured = _fields_release(ctx.version)
-    fields_of = _dataclass_fields().get(measured, {}) if measured else {}
+    measured = fields_release(ctx.version)
+    fields_of = dataclass_fields().get(measured, {}) if measured else {}
     built = fields_of.get("_built_engine" if view.new_engine else "_built_legacy", frozenset())
     roots = _built_sections(config, view, built)
     added = {id(o): o for o in plus if any(o.key.startswith(root + ".") for root in roots)}

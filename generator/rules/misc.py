@@ -5,7 +5,6 @@ from __future__ import annotations
 from typing import Iterator
 
 from generator.edit_kinds import KeyEdit
-from generator.release_semantics import semantics
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF
@@ -130,7 +129,7 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = MEGATRON + "use_mbridge"
     if view.new_engine and view.bool(key) is False:
-        engine = ("the engine workers (the only workers from verl 0.8.0)" if semantics(view.version).engine_workers_only
+        engine = ("the engine workers (the only workers from verl 0.8.0)" if ctx.semantics is not None and ctx.semantics.engine_workers_only
                   else "use_legacy_worker_impl=disable")
         yield ctx_finding(engine_mbridge, view, (key,), f"{engine} need use_mbridge=True",
                           fix=Fix("set use_mbridge=True", (KeyEdit(key, False, True),)))

@@ -4,12 +4,10 @@ planner); this module turns them into findings."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Iterator
 
 from generator import derive
 from generator.edit_kinds import KeyEdit
-from generator.model.facts import ModelFacts
 from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
@@ -34,17 +32,12 @@ _KEYS_FOR = {
 }
 
 
-@lru_cache(maxsize=256)
-def _problems(layout: derive.Layout, model: ModelFacts | None) -> tuple[derive.LayoutProblem, ...]:
-    return tuple(derive.layout_problems(layout, model))
-
-
 def layout_findings(the_rule: Rule, ctx: Context, *, with_model: bool) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     layout = view.actor_layout()
     if layout is None or (with_model and ctx.model is None):
         return
-    for problem in _problems(layout, ctx.model if with_model else None):
+    for problem in derive.layout_problems_of(layout, ctx.model if with_model else None):
         if problem.kind == the_rule.reports:
             keys = _KEYS_FOR.get(problem.kind, (MEGATRON + "tensor_model_parallel_size",))
             yield ctx_finding(the_rule, view, keys, problem.message)

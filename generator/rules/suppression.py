@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from typing import Iterable, Iterator
 
-from generator.rules.core import REGISTRY, Context, Finding, rule
+from generator.rules.core import REGISTRY, Context, Finding, rule, selected
 from generator.suppress import Directive, find_suppressions
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
@@ -69,12 +69,12 @@ def _unknown(directive: Directive, what: str) -> Finding:
 
 def _shell_only(ctx: Context, code: str) -> Iterator[Finding]:
     """For `gen rule`'s examples: judged against the script's shell findings alone."""
-    from generator.rules import script_findings
+    from generator.rules import judge_script, script_rules
 
     script = ctx.script
     if script is None:
         return
-    others = [f for f in script_findings(script, with_suppressions=False)]
+    others = judge_script(ctx, script_rules(selected(), with_suppressions=False))
     ran = [c for c, r in REGISTRY.items() if r.scope == "script"]
     yield from suppression_findings(script.source, ((f.code, None, f.line) for f in others), ran=ran, wanted=(code,))
 

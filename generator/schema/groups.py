@@ -25,6 +25,7 @@ from typing import Any, NamedTuple
 from generator.launch import UNKNOWN_OPEN, Override
 from generator.overrides import parse_override
 from generator.schema.compose import compose, flatten, ComposeError, selections
+from generator.session import approx_size, kept
 
 
 class GroupRefusal(NamedTuple):
@@ -206,32 +207,38 @@ def _missing_option(result: GroupSelections, override: Override, group: str, opt
     result.refuse(override, f"Could not find '{group}/{option}' (options: {', '.join(known) or 'none'})")
 
 
-_DIRS: dict[str, frozenset[str]] = {}
-
-
 def group_dirs(config_dir: Path) -> frozenset[str]:
     """Every config group (folder) under a config folder, as Hydra names them (`rollout`,
-    `actor`, `model_engine`); bounded like any read of a user's tree."""
-    key = str(config_dir)
-    if key not in _DIRS:
-        found: set[str] = set()
-        for count, path in enumerate(sorted(config_dir.rglob("*"))):
-            if count > 5000:
-                break
-            if path.is_dir() and not path.is_symlink():
-                found.add(path.relative_to(config_dir).as_posix())
-        _DIRS[key] = frozenset(found)
-    return _DIRS[key]
+    `actor`, `model_engine`); bounded like any read of a user's tree. Kept in the command's
+    session while the folder and every group folder stat as they did (a folder added or removed
+    changes its parent's stamp)."""
+    return kept(("schema.groups.dirs", str(config_dir)), lambda: _group_dirs(config_dir))
 
 
-_COMPOSED: dict[tuple[str, str, tuple[tuple[str, str], ...]], dict[str, Any]] = {}
+def _group_dirs(config_dir: Path) -> tuple[frozenset[str], list[Path], int]:
+    found: set[str] = set()
+    for count, path in enumerate(sorted(config_dir.rglob("*"))):
+        if count > 5000:
+            break
+        if path.is_dir() and not path.is_symlink():
+            found.add(path.relative_to(config_dir).as_posix())
+    dirs = frozenset(found)
+    return dirs, [config_dir, *(config_dir / name for name in sorted(dirs))], approx_size(dirs)
 
 
 def _composed(config_dir: Path, name: str, choices: dict[str, str]) -> dict[str, Any]:
-    key = (str(config_dir), name, tuple(sorted(choices.items())))
-    if key not in _COMPOSED:
-        _COMPOSED[key] = flatten(compose(config_dir, name, choices=choices))
-    return _COMPOSED[key]
+    """The config composed with these group choices, flat; kept in the command's session, keyed
+    by every file the composition read or looked for."""
+    return kept(("schema.groups.composed", str(config_dir), name, tuple(sorted(choices.items()))),
+                lambda: _compose_now(config_dir, name, choices))
+
+
+def _compose_now(config_dir: Path, name: str, choices: dict[str, str]) -> tuple[dict[str, Any], list[str], int]:
+    from generator.files import recording_reads
+
+    with recording_reads() as reads:
+        flat = flatten(compose(config_dir, name, choices=choices))
+    return flat, list(reads), approx_size(flat)
 
 
 def select_groups_in_dir(config_dir: Path, name: str, defaults: dict[str, Any],

@@ -16,18 +16,17 @@ wins (newest on a tie). Either way the report says it is a guess.
 
 from __future__ import annotations
 
-from functools import lru_cache
 from typing import Any, Sequence
 
 from generator.errors import InputError
-from generator.schema.release_schema import inner_nodes, load
+from generator.schema.release_schema import inner_nodes, load, release_cache
 from generator.schema.releases import packaged_releases
 from generator.verl import PPO_CONFIGS
 
 KeyUses = Sequence[tuple[str, str]]
 
 
-@lru_cache(maxsize=64)
+@release_cache(64, 0)
 def _keys_of(release: str, name: str) -> tuple[frozenset[str], dict[str, frozenset[str]]]:
     """(every leaf and inner node the config has under any group selection, group override key
     -> its options)."""
@@ -111,17 +110,17 @@ def guess_release(keys: KeyUses) -> tuple[str, str]:
                   "release)")
 
 
-@lru_cache(maxsize=1)
+@release_cache(1, every_release=True)  # a folder registered under a packaged id answers in the session
 def group_keys() -> frozenset[str]:
     """Every config-group override key of any packaged release (`model_engine`, `critic`, ...):
     a plain `key=option` on one of them is a group selection, not a value. Kept in the user
     cache by the schema files' stamps (generator.cache): judging one script needs one or two
     releases' schemas, and reading all of them for this set was a tenth of a check's time."""
     from generator.cache import cached_value
-    from generator.schema.release_schema import _REGISTERED_DIRS, DATA_DIR
+    from generator.schema.release_schema import DATA_DIR, registered
 
     releases = packaged_releases()
-    if any(release in _REGISTERED_DIRS for release in releases):  # a folder read at run time stands in
+    if any(release in registered().dirs for release in releases):  # a folder read at run time stands in
         return _group_keys(releases)
     paths = [DATA_DIR / f"{release}.json" for release in releases]
     found = cached_value("config-group keys", paths, lambda: sorted(_group_keys(releases)),

@@ -155,15 +155,11 @@ def pythonpath_dirs(text: str | None, start: Path, bases: list[Path]) -> list[tu
     return out
 
 
-_FORKS: dict[Path, list[Path]] = {}
-
-
 def vendored_forks(root: Path) -> list[Path]:
     """Every `verl/` package with a trainer config below `root`, breadth first, bounded (listed
-    once per root in a run: `gen check` of a folder of scripts walks the checkout once)."""
-    if root not in _FORKS:
-        _FORKS[root] = _walk_forks(root)
-    return list(_FORKS[root])
+    once per root in a run, a folder answer of the command's session: `gen check` of a folder of
+    scripts walks the checkout once)."""
+    return list(remembered(("vendored_forks", root), lambda: tuple(_walk_forks(root))))
 
 
 def _walk_forks(root: Path) -> list[Path]:

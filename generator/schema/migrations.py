@@ -16,7 +16,7 @@ from functools import lru_cache
 from typing import Any, NamedTuple
 
 from generator.versions import parse
-from generator.schema.release_schema import available, load, normalize
+from generator.schema.release_schema import available, load, normalize, release_cache
 
 
 class Rename(NamedTuple):
@@ -207,7 +207,7 @@ def _first_missing(key: str, later: list[str], to_version: str) -> str:
     return to_version
 
 
-@lru_cache(maxsize=64)
+@release_cache(64, 0, 1)
 def _renames_cached(from_version: str, to_version: str) -> tuple[Rename, ...]:
     old = load(from_version)
     new = load(to_version)
@@ -253,7 +253,7 @@ def renames(from_version: str, to_version: str) -> list[Rename]:
     return list(_renames_cached(normalize(from_version), normalize(to_version)))
 
 
-@lru_cache(maxsize=16)
+@release_cache(16, 0, every_release=True)
 def history(version: str) -> dict[str, Rename]:
     """Every key of an older packaged release that is renamed or gone in `version`
     (old key -> Rename; the newest older release wins for its `since`)."""
@@ -267,7 +267,7 @@ def history(version: str) -> dict[str, Rename]:
     return out
 
 
-@lru_cache(maxsize=16)
+@release_cache(16, 0, every_release=True)
 def added_later(version: str) -> dict[str, str]:
     """Keys absent from `version` that a newer packaged release has: key -> first release."""
     here = load(version).all_keys()

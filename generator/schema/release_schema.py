@@ -5,21 +5,41 @@ from __future__ import annotations
 import json
 import os
 from pathlib import Path
-from typing import Any, Iterable
+from functools import lru_cache, wraps
+from typing import Any, Callable, Iterable, TypeVar
 
 from generator.errors import InputError
 from generator.verl import PPO_CONFIGS, PPO_MEGATRON_CONFIG
 from generator.versions import parse
 from generator.schema.compose import ComposeError
+from generator.session import approx_size, current, kept
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
 MANDATORY = "???"
 
-# Schemas read from a config directory at run time (the user's installed verl when its
-# release is not packaged): id -> directory.
-_REGISTERED_DIRS: dict[str, Path] = {}
+# Packaged schemas, read once per process (package data: the same for every run).
 _CACHE: dict[str, "Schema"] = {}
+
+
+class _Registered:
+    """Config folders registered as schemas in this command (the user's installed verl when its
+    release is not packaged, a project's own config tree), and what was read from them: held by
+    the command's session (generator.session), so no command's folders answer for the next."""
+
+    __slots__ = ("dirs", "project_ids", "schemas", "sources", "unlisted")
+
+    def __init__(self) -> None:
+        self.dirs: dict[str, Path] = {}  # id -> folder
+        self.schemas: dict[str, Schema] = {}  # id -> the schema read from its folder
+        self.sources: dict[str, str] = {}  # id -> where the folder came from, in words
+        self.unlisted: set[str] = set()  # ids kept out of available()
+        self.project_ids: dict[Path, str] = {}  # a project's config folder -> its id (generator.schema.resolution)
+
+
+def registered() -> _Registered:
+    """The folders registered as schemas in the command running now."""
+    return current().part("schema.registered", _Registered)
 
 
 # How a schema file writes a float JSON has no literal for (inf, nan): {"__float__": "inf"}.
@@ -170,7 +190,7 @@ def _sort_key(version: str) -> tuple[tuple[int, ...], bool, str]:
 
 def is_packaged(version: str) -> bool:
     """A schema shipped with verl-gen (not one registered from a folder at run time)."""
-    return version in _packaged_ids() and version not in _REGISTERED_DIRS
+    return version in _packaged_ids() and version not in registered().dirs
 
 
 def available() -> list[str]:
@@ -178,7 +198,8 @@ def available() -> list[str]:
     oldest first. A project's own config tree is registered unlisted: it is not a release
     other releases are compared with (migrations, --verl-version), only the schema of its
     project's scripts."""
-    return sorted(set(_packaged_ids()) | (set(_REGISTERED_DIRS) - _UNLISTED), key=_sort_key)
+    folders = registered()
+    return sorted(set(_packaged_ids()) | (set(folders.dirs) - folders.unlisted), key=_sort_key)
 
 
 def normalize(version: str) -> str:
@@ -190,18 +211,15 @@ def register_dir(version: str, config_dir: str | Path, source: str | None = None
     """Make `load(version)` read verl's YAML from `config_dir` (e.g. an installed verl);
     `listed=False` keeps it out of `available()`. Registering the same folder again keeps
     what was already read from it."""
+    folders = registered()
     if not listed:
-        _UNLISTED.add(version)
-    if _REGISTERED_DIRS.get(version) == Path(config_dir):
+        folders.unlisted.add(version)
+    if folders.dirs.get(version) == Path(config_dir):
         return
-    _REGISTERED_DIRS[version] = Path(config_dir)
-    _CACHE.pop(version, None)
+    folders.dirs[version] = Path(config_dir)
+    folders.schemas.pop(version, None)
     if source:
-        _DIR_SOURCES[version] = source
-
-
-_DIR_SOURCES: dict[str, str] = {}
-_UNLISTED: set[str] = set()
+        folders.sources[version] = source
 
 
 # A schema id for a project's own config tree: `<release>+project` (`+project2`... when one run
@@ -231,7 +249,7 @@ def _from_dir(version: str, config_dir: Path) -> Schema:
     hit = cache.load_entry(key, config_dir, digest_of) if key is not None else None
     if hit is not None:
         configs, mandatory, notes = hit
-        return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes,
+        return Schema(version, registered().sources.get(version, str(config_dir)), configs, mandatory, notes,
                       config_dir=config_dir)
     with recording_reads() as reads:  # every file the result depends on keys the entry (issue 35)
         schema = _compose_dir(version, config_dir)
@@ -258,33 +276,86 @@ def _compose_dir(version: str, config_dir: Path) -> Schema:
     if not configs:
         raise UnreadableConfig(f"no verl PPO config found in {config_dir}")
     mandatory = {n: sorted(k for k, v in c.items() if v == MANDATORY) for n, c in configs.items()}
-    return Schema(version, _DIR_SOURCES.get(version, str(config_dir)), configs, mandatory, notes,
+    return Schema(version, registered().sources.get(version, str(config_dir)), configs, mandatory, notes,
                   config_dir=config_dir)
 
 
 def load(version: str) -> Schema:
     """The schema for a release id from `available()`; InputError (one line) otherwise."""
     key = normalize(version)
+    folders = registered()
+    if key in folders.dirs:
+        found = folders.schemas.get(key)
+        if found is None:
+            found = folders.schemas[key] = _from_dir(key, folders.dirs[key])
+        return found
     cached = _CACHE.get(key)
     if cached is not None:
         return cached
-    if key in _REGISTERED_DIRS:
-        schema = _from_dir(key, _REGISTERED_DIRS[key])
-    else:
-        path = DATA_DIR / f"{key}.json"
-        if not key or "/" in key or not path.is_file():
-            raise InputError(f"no schema for verl '{version}'; known: {', '.join(available())}")
-        try:
-            text = path.read_text(encoding="utf-8")
-            doc = json.loads(text)
-        except (OSError, ValueError) as err:
-            raise InputError(f"packaged schema {path.name} is unreadable: {err}") from None
-        if _FLOAT_TAG in text:
-            configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
-                       for name, values in doc["configs"].items()}
-            groups = {name: _restore(entry) for name, entry in doc.get("groups", {}).items()}
-        else:  # nothing to restore (no packaged schema has one today): json.loads' fresh values as they are
-            configs, groups = doc["configs"], doc.get("groups", {})
-        schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}), groups=groups)
+    path = DATA_DIR / f"{key}.json"
+    if not key or "/" in key or not path.is_file():
+        raise InputError(f"no schema for verl '{version}'; known: {', '.join(available())}")
+    try:
+        text = path.read_text(encoding="utf-8")
+        doc = json.loads(text)
+    except (OSError, ValueError) as err:
+        raise InputError(f"packaged schema {path.name} is unreadable: {err}") from None
+    if _FLOAT_TAG in text:
+        configs = {name: {k: _restore(v) if isinstance(v, (dict, list)) else v for k, v in values.items()}
+                   for name, values in doc["configs"].items()}
+        groups = {name: _restore(entry) for name, entry in doc.get("groups", {}).items()}
+    else:  # nothing to restore (no packaged schema has one today): json.loads' fresh values as they are
+        configs, groups = doc["configs"], doc.get("groups", {})
+    schema = Schema(doc["version"], doc.get("source", ""), configs, doc.get("mandatory", {}), groups=groups)
     _CACHE[key] = schema
     return schema
+
+
+# --- answers about releases, cached by where they come from ---------------------------------
+Answer = TypeVar("Answer")
+
+
+def release_cache(maxsize: int, *positions: int,
+                  every_release: bool = False) -> Callable[[Callable[..., Answer]], Callable[..., Answer]]:
+    """Cache a function of release ids (its arguments at `positions`; `every_release`: it also
+    reads every release `available()` lists). An answer about packaged schemas is package data,
+    the same for every run: kept at module level (functools.lru_cache of `maxsize`). An answer
+    that reads a schema registered from a user's folder at run time is kept in the command's
+    session instead (generator.session.kept, bounded in bytes), keyed by the Schema objects it
+    read: a folder registered again under the same id is read again, never answered for by
+    what another project's folder said."""
+    def wrap(function: Callable[..., Answer]) -> Callable[..., Answer]:
+        pure = lru_cache(maxsize=maxsize)(function)
+
+        @wraps(function)
+        def answer(*args: Any) -> Answer:
+            folders = registered()
+            if not folders.dirs:  # no folder registered in this command: package data only
+                return pure(*args)
+            ids = [normalize(args[i]) for i in positions if i < len(args) and isinstance(args[i], str)]
+            if every_release:
+                ids += sorted(set(folders.dirs) - folders.unlisted)
+            user = [schema_id for schema_id in ids if schema_id in folders.dirs]
+            if not user:
+                return pure(*args)
+            key = ("release_cache", function.__module__, function.__qualname__, args,
+                   tuple((schema_id, folders.dirs[schema_id], _loaded(schema_id)) for schema_id in user))
+
+            def compute() -> tuple[Answer, tuple[()], int]:
+                value = function(*args)
+                return value, (), approx_size(value)
+
+            return kept(key, compute)
+
+        answer.cache_clear = pure.cache_clear  # type: ignore[attr-defined]
+        return answer
+
+    return wrap
+
+
+def _loaded(schema_id: str) -> Schema | None:
+    """The schema registered under `schema_id` as it is read now; None when it cannot be."""
+    try:
+        return load(schema_id)
+    except (InputError, ComposeError, OSError, ValueError):
+        return None

@@ -42,6 +42,7 @@ from generator.schema.release_schema import (
     normalize,
     project_base,
     register_dir,
+    registered,
 )
 from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
@@ -347,21 +348,19 @@ def _schema_has(schema: Schema, key: str, name: str) -> bool:
     return schema.has(key, config)
 
 
-# config folder -> the schema id it was registered under in this run.
-_PROJECT_IDS: dict[Path, str] = {}
-
-
 def _project_schema_id(release: str, config_dir: Path) -> str:
+    """The schema id a project's config folder is registered under in this command."""
+    ids = registered().project_ids
     folder = config_dir.resolve()
-    known = _PROJECT_IDS.get(folder)
+    known = ids.get(folder)
     if known is not None and project_base(known) == release:
         return known
-    taken = set(_PROJECT_IDS.values())
+    taken = set(ids.values())
     candidate, number = f"{release}{PROJECT_MARK}", 1
     while candidate in taken:
         number += 1
         candidate = f"{release}{PROJECT_MARK}{number}"
-    _PROJECT_IDS[folder] = candidate
+    ids[folder] = candidate
     return candidate
 
 

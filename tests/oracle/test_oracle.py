@@ -177,7 +177,7 @@ FORMER_DISAGREEMENTS = [
 
 def _our_stages(config_name: str, overrides: list[str]) -> dict[str, str]:
     from generator.config import config_from_overrides
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     config = config_from_overrides(overrides, version=VERSION, config_name=config_name)
     return {f.code: f.to_dict()["stage"] for f in check_config(config) if f.severity == "error"}
@@ -201,7 +201,7 @@ def test_former_disagreement_now_agrees(worker, name, base, changes, verdict, ex
 def test_relative_config_path_verdict_agrees(worker, tmp_path):
     """6. Hydra resolves a relative --config-path against verl/trainer/, not the working directory;
     gen check says so at load (VK611) even when the folder sits next to the script."""
-    from generator.rules import check_script
+    from generator.judging import check_script
     from generator.shell import read_file
 
     proc, model = worker

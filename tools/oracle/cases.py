@@ -8,9 +8,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator.rules import load_rules
-from generator.rules.examples import BASE as EXAMPLE_BASE
-from generator.rules.examples import example_version
+from generator.judging import load_rules
+from generator.judging.examples import BASE as EXAMPLE_BASE
+from generator.judging.examples import example_version
 from generator.shell import read_file
 
 from .errors import OracleError
@@ -167,7 +167,7 @@ def rule_example_cases(version: str) -> list[Case]:
         for label, example in (("failing", rule.failing), ("passing", rule.passing)):
             if example is None or example.script is not None or example_version(rule, example) != version:
                 continue
-            # the same base and config choice as generator.rules.examples.example_config
+            # the same base and config choice as generator.judging.examples.example_config
             config_name = example.config_name or (
                 "ppo_trainer" if rule.backends == ("fsdp",) else "ppo_megatron_trainer")
             if config_name not in ("ppo_trainer", "ppo_megatron_trainer"):

@@ -7,8 +7,8 @@ from typing import Any
 
 from generator.config import config_from_overrides
 from generator.config.apply import is_hydra_rejection
-from generator.rules import check_config, check_script, load_rules
-from generator.rules.examples import example_config
+from generator.judging import check_config, check_script, load_rules
+from generator.judging.examples import example_config
 from generator.schema.resolution import known_release
 
 from .cases import Case

@@ -1,5 +1,5 @@
 """The config each live trainer call of a script composes, judged against one resolution: the one
-place `gen check` (generator.rules.check_resolved) and `gen explain` (generator.checking) build
+place `gen check` (generator.judging.check_resolved) and `gen explain` (generator.checking) build
 them, so both see the same config, the same release and the same fork code behind a call."""
 
 from __future__ import annotations

@@ -92,12 +92,12 @@ def example_findings(rule: Rule, example: Example) -> list[Finding]:
     """What this rule reports on one of its documented examples (what `gen rule` prints and the
     tests assert): script rules read the example script; the others check its config."""
     if example.script is not None and rule.scope == "script":
-        from generator.rules import script_findings
+        from generator.judging import script_findings
 
         script = example_script(example)
         assert script is not None  # the example has a script
         return [f for f in script_findings(script, select=[rule.code]) if f.code == rule.code]
-    from generator.rules import check_config
+    from generator.judging import check_config
 
     config = example_config(rule, example)
     script = example_script(example) if example.script is not None else None

@@ -1,0 +1,45 @@
+"""The facts one trainer call is judged on, gathered before any rule runs.
+
+Rules are pure functions of a `rules.core.Context`; whatever a verdict needs from disk or from
+another model is read here, once per call, and handed over immutable: the fork's trainer code in
+the checkout and the fork keys that change the batch chain (generator.forks, generator.forkcode),
+what the call's release does with a config (generator.release_semantics) and its schema. The
+model's facts (its config.json) and the memory verdict are the caller's
+(generator.judging.check_resolved gathers them per call).
+"""
+
+from __future__ import annotations
+
+from generator.config.types import Config
+from generator.forks import batch_settings, fork_code
+from generator.launch import Invocation, LaunchScript
+from generator.model.facts import ModelFacts
+from generator.release_semantics import semantics
+from generator.rules.core import Context, MemoryVerdict
+from generator.schema.release_schema import Schema
+
+
+def _schema(version: str) -> Schema | None:
+    from generator.schema import load
+
+    try:
+        return load(version)
+    except Exception:  # an unknown schema id: the rules that want defaults fall back or stand down
+        return None
+
+
+def call_facts(config: Config, *, model: ModelFacts | None = None, invocation: Invocation | None = None,
+               script: LaunchScript | None = None, memory: MemoryVerdict | None = None) -> Context:
+    """Everything the rules may look at for one call, read now."""
+    code = fork_code(config)
+    return Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
+                   fork_settings=tuple(batch_settings(config, code)), fork_code=code,
+                   semantics=semantics(config.version), schema=_schema(config.version))
+
+
+def script_facts(script: LaunchScript) -> Context:
+    """The facts the script rules look at: the script alone (no call, no release)."""
+    return Context(config=Config(version="0.0.0", schema=""), script=script)
+
+
+__all__ = ["call_facts", "script_facts"]
