@@ -148,12 +148,29 @@ def test_extra_gpus_go_to_data_parallelism_not_pipeline_depth():
     """Qwen2.5-32B on 32 GPUs was PP16 DP2; the pipeline is now no deeper than memory needs."""
     c = recipe("qwen2.5-32b", 32)
     plan = plan_layout(find_model("qwen2.5-32b"), 32, nodes=4, gpu=H100)
-    fastest = min(x.score.total_s for x in plan.candidates if x.fits)
+    fastest = plan.band_reference_s
     shallower = [plan_layout(find_model("qwen2.5-32b"), 32, nodes=4, gpu=H100, pins=Pins(pp=pp), top=1).best
                  for pp in range(1, c.pp)]
     assert pp_is_shallowest(c.pp, fastest, [(s.pp, s.score.total_s) for s in shallower
                                              if s is not None and s.fits and s.pp < c.pp])
     assert c.pp < 16
+
+
+def test_the_step_band_is_measured_from_the_fastest_layout_sized_not_the_fastest_shown():
+    """Qwen2.5-72B/32 GRPO (bench/practice.py's workload): TP4 PP4 VPP2 with the CPU optimizer is
+    the fastest that fits (~245 s) but not among the five shown; TP8 PP1 (~279 s) is inside the band
+    of the chosen PP2 (~265 s) but not of that fastest, so PP2 keeps the rule. Judged from the
+    fastest shown, the bench counted a violation the ranking never made."""
+    model = find_model("qwen2.5-72b")
+    plan = plan_layout(model, 32, nodes=4, gpu=H100, n=5, top=5)
+    best = plan.best
+    assert best is not None and best.score is not None and best.pp == 2
+    shown = min(c.score.total_s for c in plan.candidates if c.fits and c.score is not None)
+    assert 0 < plan.band_reference_s < shown / (1 + STEP_TIME_ERROR_BAND / 4)  # not among those shown
+    pp1 = plan_layout(model, 32, nodes=4, gpu=H100, n=5, pins=Pins(pp=1), top=1).best
+    assert pp1 is not None and pp1.fits and pp1.score is not None
+    assert pp_is_shallowest(best.pp, plan.band_reference_s, [(1, pp1.score.total_s)])
+    assert not pp_is_shallowest(best.pp, shown, [(1, pp1.score.total_s)])  # what the bench judged before
 
 
 def test_headline_recipe_leaves_the_spare_in_every_phase():
