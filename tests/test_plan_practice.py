@@ -212,3 +212,30 @@ def test_gen_plan_and_gen_recipe_choose_the_same_layout(model, gpus):
 def test_nodes_are_derived_once_for_both_commands():
     assert nodes_for_gpus(256, "h100", 8) == (32, nodes_for_gpus(256, "h100", 8)[1])
     assert nodes_for_gpus(8, "h100", 8)[0] == 1
+
+
+def test_relief_is_trimmed_dearest_first():
+    """Qwen3-235B on 128 H20: the ladder's rung holds param+opt+CPU optimizer+recompute. Trimmed in
+    the old order the optimizer flag went first (it moves nothing with the whole optimizer on the
+    host) and the CPU optimizer then stayed, needed for the weight-sync phase's spare; in the
+    ranking's order of cost the CPU optimizer goes and the optimizer offload stays."""
+    from generator.plan.reference import verl_layouts
+
+    row = next(r for r in verl_layouts() if r.id == "G14-128")
+    best = row.search(top=1).best
+    assert best is not None and best.fits
+    assert not best.offload.cpu_optimizer and best.offload.optimizer and best.offload.param
+
+
+def test_a_pipeline_takes_the_fastest_token_budget_that_fits():
+    """DeepSeek-V3 on 512 H20 (PP16): the largest budget that fits (35,840 tokens) leaves 4
+    micro-batches for 16 stages; the sizing scores the smaller ones and takes the smallest (verl's
+    11,680, rounded up to 1k), now estimated within the step band of verl's own run."""
+    from generator.plan.ranking import STEP_BUCKET
+    from generator.plan.reference import verl_layouts
+
+    row = next(r for r in verl_layouts() if r.id == "G15-512")
+    best, verl = row.search(top=1).best, row.evaluate_as_shipped().candidates[0]
+    assert best is not None and best.score is not None and verl.score is not None
+    assert best.pp == 16 and best.token_budget is not None and best.token_budget <= 12288  # 11,680 to the 1k
+    assert best.score.total_s <= verl.score.total_s * STEP_BUCKET
