@@ -362,13 +362,15 @@ def _fastest_budget(z: _Sizing, first: Candidate, rung: Candidate, smaller: list
     """The largest token budget that fits is not the fastest under a pipeline: its few micro-batches
     leave the 1F1B bubble ((PP - 1) / (M·VPP) of the compute, step_time) unfilled. Through a
     pipeline, the smaller budgets that fit (each still holds the practice's least: two sequences,
-    or verl's example's budget) are scored too, and the fastest wins. Only the micro-batch count
-    moves between them on one layout and rung, which is the term being weighed, so the layouts'
-    step-time band is not applied here (DeepSeek-V3 on 512 H20: 12,288 tokens, verl's 11,680 to the 1k, not
-    35,840, whose few micro-batches left PP16's bubble at ~1,000 s)."""
+    or verl's example's budget) are scored too, and the fastest wins when it is estimated faster
+    than the largest beyond the step-time band; inside it, a tie, the largest stays (fewer, fuller
+    micro-batches). Each is judged against the largest, not the one before it, so small steps do
+    not chain past the band. DeepSeek-V3 on 512 H20: 12,288 tokens (verl's 11,680 to the 1k), not
+    35,840, whose few micro-batches left PP16's bubble at ~1,000 s."""
     best = first
-    if rung.pp <= 1 or not smaller or smaller[0][0] != "token_budget" or best.score is None:
+    if rung.pp <= 1 or not smaller or smaller[0][0] != "token_budget" or first.score is None:
         return best
+    first_s = first.score.total_s
     for size in smaller:
         cand = _with_size(rung, size)
         if not z.training_fits(cand, True)[0]:
@@ -381,7 +383,8 @@ def _fastest_budget(z: _Sizing, first: Candidate, rung: Candidate, smaller: list
             continue
         scored = z.score(_widen_log_prob_budget(z.model, sized, z.work, z.s))
         assert best.score is not None
-        if scored.score is not None and scored.score.total_s < best.score.total_s:
+        if scored.score is not None and scored.score.total_s < best.score.total_s \
+                and not within_step_band(scored.score.total_s, first_s):
             best = scored
     return best
 
