@@ -62,22 +62,37 @@ def _points() -> tuple[int, float]:
     return wrong, band
 
 
-def _library() -> None:
+def _library() -> int:
     from generator.library.store import load_library
-    from generator.library.verdict import recipe_verdict
+    from generator.library.verdict import KNOWN_OOM_TAG, recipe_verdict, unsettled_note
 
     library = load_library()
     examples = [r for r in library.recipes.values() if r.name.startswith(("verl-", "example-"))]
     print(f"\nverl example recipes in the library on their own GPUs ({len(examples)}):")
-    refused = 0
+    refused = assumed = ties = misses = known_oom = 0
     for recipe in sorted(examples, key=lambda r: r.name):
         verdict = recipe_verdict(recipe)
-        if verdict is None:
+        if verdict is None or verdict.fits:
             continue
-        if not verdict.fits:
+        if KNOWN_OOM_TAG in recipe.tags:
+            known_oom += 1
+            print(f"  known OOM  {recipe.name:50} {verdict.text()} (refused: a reported OOM)")
+        elif unsettled_note(recipe, verdict) is None:
             refused += 1
-            print(f"  refused  {recipe.name:52} {verdict.text()}")
-    print(f"  {refused} of {len(examples)} refused without --force")
+            print(f"  refused    {recipe.name:50} {verdict.text()}")
+        elif recipe.gpu_assumed:
+            assumed += 1
+            print(f"  assumed    {recipe.name:50} {verdict.text()} on the assumed {recipe.gpu} (a note)")
+        elif verdict.over_share <= MEMORY_ERROR_BAND:
+            ties += 1
+            print(f"  tie        {recipe.name:50} {verdict.text()} (inside the error band: a note)")
+        else:
+            misses += 1
+            print(f"  known miss {recipe.name:50} {verdict.text()} (recorded as fitting: a note)")
+    print(f"  {refused} of {len(examples) - known_oom} verl examples refused without --force; predicted over only "
+          f"on an assumed GPU: {assumed}, a tie inside the error band: {ties}, a known miss of the model: {misses}; "
+          f"reported OOMs refused: {known_oom}")
+    return refused
 
 
 def main() -> int:
@@ -85,9 +100,8 @@ def main() -> int:
     parser.add_argument("--points", action="store_true", help="the calibration points only")
     args = parser.parse_args()
     wrong, band = _points()
-    if not args.points:
-        _library()
-    return 1 if wrong or MEMORY_ERROR_BAND != math.ceil(band * 100) / 100 else 0
+    refused = 0 if args.points else _library()
+    return 1 if wrong or refused or MEMORY_ERROR_BAND != math.ceil(band * 100) / 100 else 0
 
 
 if __name__ == "__main__":

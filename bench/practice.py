@@ -143,7 +143,8 @@ def check(model: ModelFacts, gpus: int, algo: str) -> list[tuple[str, str]]:
                 shallower.append((pp, other.score.total_s))
         setting = Setting(gpus=gpus, gpus_per_node=per_node, gpu=spec, prompt_len=plan.prompt_len,
                           response_len=plan.response_len, n=plan.n, algo=algo, train_batch_size=0, mini=0)
-        fastest = min(c.score.total_s for c in plan.candidates if c.fits and c.score is not None)
+        # the band's reference is the planner's: the fastest layout it sized, not only the 5 it shows
+        fastest = plan.band_reference_s
         if not pp_is_shallowest(best.pp, fastest, shallower, practice_marks(model, best, setting)[1]):
             out.append(("shallowest-pp", f"PP{best.pp} where PP{min(shallower)[0]} fits within the step band"))
     off = best.offload

@@ -35,6 +35,9 @@ OPTIMIZER_OVERRIDES = ACTOR + "optim.override_optimizer_config."  # passed to Me
 # model a script that leaves the key unset (or sets it to an unreadable value) really trains.
 MODEL_PATH_KEY = "actor_rollout_ref.model.path"
 DEFAULT_MODEL_PATH = "~/models/deepseek-llm-7b-chat"
+# The Megatron actor's LoRA rank (verl v0.7.0 workers/config/megatron_peft.py: enabled when > 0;
+# the FSDP actor reads actor_rollout_ref.model.lora_rank instead).
+MEGATRON_LORA_RANK = "actor_rollout_ref.model.lora.rank"
 
 # Keys under these mapping names are free-form in verl (passed through to Megatron, vLLM...):
 # a generated config adds unknown sub-keys with `+`, and a key verl's YAML dropped may still

@@ -150,7 +150,13 @@ def test_import_with_a_gpu_type(legacy, tmp_path):
     library = tmp_path / "lib"
     result = import_cli(legacy, library, "--gpu", "H20")
     assert result.exit_code == 0, result.output
-    assert read_recipe(library / "my-7b.yaml").gpu == "h20" and "h100' assumed" not in result.stderr
+    recipe = read_recipe(library / "my-7b.yaml")
+    assert recipe.gpu == "h20" and not recipe.gpu_assumed and "h100' assumed" not in result.stderr
+    # without --gpu the GPU is an assumption the recipe carries (its memory verdict is then a note)
+    plain = import_cli(legacy, tmp_path / "plain")
+    assert plain.exit_code == 0 and "h100' assumed" in plain.stderr
+    assumed = read_recipe(tmp_path / "plain" / "my-7b.yaml")
+    assert assumed.gpu == "h100" and assumed.gpu_assumed
     bad = import_cli(legacy, tmp_path / "other", "--gpu", "tpu-v9")
     assert bad.exit_code == 2 and len(bad.stderr.strip().splitlines()) == 1
 

@@ -33,17 +33,9 @@ SEARCHED_ROWS = [pytest.param(row_id, marks=() if index % 3 == 0 else pytest.mar
                  for index, row_id in enumerate(sorted(ROWS))]
 
 
-def _known(rows: dict[str, str]) -> list:
-    """SEARCHED_ROWS with a non-strict xfail on the rows named (row id -> why): a fix shows as XPASS."""
-    return [pytest.param(p.values[0], marks=(*p.marks, pytest.mark.xfail(reason=rows[p.values[0]])))
-            if p.values[0] in rows else p for p in SEARCHED_ROWS]
-
-
-# DeepSeek-V3 on 512 H20: the plan keeps verl's layout but not its knobs (budget 11680,
-# param+opt+recompute); its own sizing takes a budget of 35840 tokens, whose few micro-batches leave
-# PP16's bubble at ~1,000 s: estimated 28 % slower than verl's knobs. The budget sizing does not yet
-# weigh the bubble (issue 32, open).
-_BUDGET_BUBBLE = {"G15-512": "issue 32: the budget sizing ignores PP16's bubble"}
+# DeepSeek-V3 on 512 H20 took a 35,840-token budget, whose few micro-batches left PP16's bubble at
+# ~1,000 s (28 % slower than verl's knobs): through a pipeline the sizing now scores the smaller
+# budgets that fit and takes the fastest (plan/sizing._fastest_budget).
 
 
 @pytest.fixture(scope="module")
@@ -113,7 +105,7 @@ def test_search_is_never_worse_on_both_counts(row_id, shipped):
     assert not (larger and heavier), (best, verl)
 
 
-@pytest.mark.parametrize("row_id", _known(_BUDGET_BUBBLE))
+@pytest.mark.parametrize("row_id", SEARCHED_ROWS)
 def test_the_plan_is_verls_layout_or_one_estimated_faster(row_id, shipped):
     """Issue 23: re-planned from the model, GPUs and workload, our choice is estimated no slower than
     verl's layout as shipped (step times within one STEP_BUCKET tie); bench/plan.py --table says why.
@@ -134,7 +126,7 @@ def test_no_needless_offload_where_verl_runs_without():
     assert not (best.offload.param or best.offload.optimizer or best.offload.cpu_optimizer)
 
 
-@pytest.mark.parametrize("row_id", _known(_BUDGET_BUBBLE))
+@pytest.mark.parametrize("row_id", SEARCHED_ROWS)
 def test_gen_plan_says_how_it_departs_from_this_row(row_id):
     """Issue 23: `gen plan` on the row's model, GPUs and workload names this row's example and says
     that the plan is that layout, a tie, estimated faster (with the parts it saves) or that verl's
@@ -163,11 +155,11 @@ def _without(offload, flag: str):
     return offload._replace(cpu_optimizer=False, cpu_optimizer_fraction=0.0)
 
 
-# Qwen3-235B on 128 H20: the plan keeps the CPU optimizer, which the layout fits without (gmu 0.75
-# instead of 0.85, 1 % faster); the planner's relief trim (plan/sizing._trim_relief) does not find
-# that sizing. Open (issue 32).
+# Qwen3-235B on 128 H20 kept the CPU optimizer: the relief trim dropped the optimizer-offload flag
+# first (it moves nothing with the whole optimizer on the host) and then needed it to drop the CPU
+# optimizer; the trim now goes in the ranking's order of cost (plan/sizing._trim_relief).
 
-@pytest.mark.parametrize("row_id", _known({"G14-128": "issue 32: the relief trim misses a sizing"}))
+@pytest.mark.parametrize("row_id", SEARCHED_ROWS)
 def test_no_needless_offload(row_id):
     """Issue 23: each offload step the plan turns on beyond verl's own knobs for the row is needed --
     the same layout with that step off (the planner sizing the other knobs) does not fit, or is

@@ -26,13 +26,16 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
     from generator.library.verdict import refuse_over
 
     recipe = load_library(library).get(name)
+    if gpu is not None and recipe.gpu_assumed:
+        recipe = on_gpu(recipe, gpu)
     over_note = refuse_over(recipe, force=force) if gpus in (None, recipe.gpus) else None
     for option in _PLANNING_ONLY:
         if options.get(option) is not None:
             raise InputError(f"--{option.replace('_', '-')} is not used with a recipe name ('{name}'); "
                              "edit the recipe (or gen import a script) to change it")
     if gpu is not None and gpu != recipe.gpu:
-        raise InputError(f"recipe '{name}' is for {recipe.gpu}; --gpu {gpu} is not used with a recipe name")
+        raise InputError(f"recipe '{name}' is for {recipe.gpu} (a run recorded it); --gpu {gpu} is not used "
+                         "with a recipe name")
     if nodes == 1:
         nodes = None  # the CLI's default, not a request: nodes follow from --gpus and the GPU type
     passthrough = {key: options[key] for key in ("launcher", "model_path", "train_files", "val_files",
@@ -51,6 +54,15 @@ def spec_for_cli(name: str, *, library: str | None = None, gpus: int | None = No
                              f"{recipe_value})")
     result = to_spec(recipe, gpus, version=verl_version, nodes=nodes if gpus is not None else None, **passthrough)
     return result.spec, list(result.notes) + ([over_note] if over_note else [])
+
+
+def on_gpu(recipe: Recipe, gpu: str) -> Recipe:
+    """A recipe whose GPU was only assumed, judged on the GPU the user names."""
+    from dataclasses import replace
+
+    from generator.hardware import gpu_spec
+
+    return replace(recipe, gpu=gpu_spec(gpu).name, gpu_assumed=False)
 
 
 __all__ = ["Library", "Recipe", "load_library", "read_recipe", "recipe_from_mapping", "recipe_to_mapping",

@@ -16,7 +16,7 @@ from generator.library.recipe_format import Recipe
 from generator.model.facts import ModelFacts
 from generator.candidate import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl import MEGATRON_LORA_RANK, VLLM_MAX_NUM_BATCHED_TOKENS
 
 if TYPE_CHECKING:
     from generator.config.types import Config
@@ -74,6 +74,7 @@ def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
     has_ref, has_critic = algo_roles(recipe.algorithm)
     extra = recipe.config.overrides
     batched = extra.get("actor_rollout_ref.rollout.max_num_batched_tokens")
+    lora_rank = extra.get(MEGATRON_LORA_RANK)
     defaults = rollout_defaults(recipe.target_version)  # the release the recipe targets
     work = Workload(
         gpus=recipe.gpus, gpu_memory_gib=gpu.memory_gib, prompt_len=recipe.config.prompt_len,
@@ -82,6 +83,7 @@ def recipe_memory_setup(recipe: Recipe) -> MemorySetup:
         sync_bucket_mib=defaults.sync_bucket_mib, max_num_seqs=defaults.max_num_seqs,
         # the recipe's own token budget, else the Workload's (vLLM's) default
         max_num_batched_tokens=int(batched) if isinstance(batched, int) else VLLM_MAX_NUM_BATCHED_TOKENS,
+        lora_rank=lora_rank if isinstance(lora_rank, int) and lora_rank > 0 else 0,
     )
     return MemorySetup(recipe_model(recipe), recipe_candidate(recipe), work)
 

@@ -96,6 +96,7 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
         "gpus": per_node * nodes,
         "nodes": nodes,
         "gpu": "h100",
+        "gpu_assumed": True,  # a launch script does not name its GPU
         "backend": "megatron",
         "verl_versions": [config.version],
         "tags": ["imported"],
@@ -113,7 +114,8 @@ def recipe_mapping_from_config(config: Config, *, name: str, where: str,
             "recompute": lay.recompute,
         },
     }
-    notes.append("gpu type is not written in a launch script; 'h100' assumed (edit the recipe's 'gpu' field)")
+    notes.append("gpu type is not written in a launch script; 'h100' assumed (gen import --gpu TYPE, or set the "
+                 "recipe's 'gpu' field and drop 'gpu_assumed')")
     return mapping, notes
 
 
@@ -187,6 +189,7 @@ def import_script(script: str, *, name: str, library: str | None = None, version
         from generator.hardware import gpu_spec
 
         mapping["gpu"] = gpu_spec(gpu).name
+        mapping.pop("gpu_assumed", None)
         more = [note for note in more if not note.startswith("gpu type")]
     notes += more
     mapping["provenance"] = f"imported by gen import from {Path(script).name} (verl {chosen}) on " \

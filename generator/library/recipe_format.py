@@ -84,6 +84,9 @@ class Recipe:
     model_path: str | None = None  # actor_rollout_ref.model.path; None = the model's HF id
     path: Path | None = None  # the file it was read from
     origin: str = "packaged"  # "packaged" | "user"
+    # True when no run recorded the GPU type (a launch script does not name it): `gpu` is then an
+    # assumption, and a memory verdict resting on it is a note, never a refusal (verdict.py)
+    gpu_assumed: bool = False
 
     @property
     def gpus_per_node(self) -> int:
@@ -294,6 +297,7 @@ def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
         nodes=head.nodes, gpu=head.gpu or "h100", config=config, backend=head.backend or "megatron",
         verl_versions=head.versions, tags=head.tags, description=head.description or "",
         provenance=head.provenance or "", model_path=head.model_path, path=path, origin=origin,
+        gpu_assumed=head.gpu_assumed,
     )
 
 
@@ -312,6 +316,7 @@ class _Header(NamedTuple):
     description: str | None
     provenance: str | None
     model_path: str | None
+    gpu_assumed: bool
 
 
 def _header(top: _Fields) -> _Header:
@@ -328,6 +333,8 @@ def _header(top: _Fields) -> _Header:
     if gpus % nodes:
         raise top.error("gpus", f"{gpus} GPUs do not split evenly over {nodes} nodes")
     gpu = top.str("gpu", "h100")
+    # a recipe that does not name its GPU runs on the default one by assumption
+    gpu_assumed = top.bool("gpu_assumed", "gpu" not in top.data)
     backend = top.str("backend", "megatron", choices=BACKENDS)
     versions = top.strings("verl_versions", required=True)
     for version in versions:
@@ -340,7 +347,7 @@ def _header(top: _Fields) -> _Header:
     provenance = top.str("provenance", "")
     model_path = top.str("model_path")
     return _Header(name, model, algorithm, gpus, nodes, gpu, backend, versions, tags, description, provenance,
-                   model_path)
+                   model_path, gpu_assumed)
 
 
 def _overrides(cfg: _Fields) -> dict[str, Any]:
@@ -419,7 +426,8 @@ def recipe_to_mapping(recipe: Recipe) -> dict[str, Any]:
         config["overrides"] = dict(cfg.overrides)
     out: dict[str, Any] = {
         "name": recipe.name, "model": recipe.model, "algorithm": recipe.algorithm,
-        "gpus": recipe.gpus, "nodes": recipe.nodes, "gpu": recipe.gpu, "backend": recipe.backend,
+        "gpus": recipe.gpus, "nodes": recipe.nodes, "gpu": recipe.gpu,
+        **({"gpu_assumed": True} if recipe.gpu_assumed else {}), "backend": recipe.backend,
         "verl_versions": list(recipe.verl_versions), "tags": list(recipe.tags),
         "description": recipe.description, "provenance": recipe.provenance,
     }

@@ -3,6 +3,7 @@ rollout engine's KV cache per token (docs/memory-model.md#terms)."""
 
 from __future__ import annotations
 
+from functools import lru_cache
 from typing import NamedTuple
 
 from generator.model.facts import ModelFacts
@@ -66,6 +67,39 @@ def total_params(m: ModelFacts, *, active: bool = False) -> int:
             experts = experts // m.num_experts * (m.experts_per_token or 0)
         total += layer.tp_sharded + layer.replicated + experts
     return total
+
+
+@lru_cache(maxsize=256)
+def megatron_lora_share(m: ModelFacts, rank: int) -> tuple[float, float]:
+    """LoRA adapter parameters per base parameter, (dense and shared, routed experts), for verl's
+    Megatron LoRA (Megatron-Bridge PEFT; verl v0.7.0 `workers/config/megatron_peft.py`: default
+    targets linear_qkv, linear_proj, linear_fc1, linear_fc2, routed experts' linears included).
+    An adapter on a linear of in x out adds rank x (in + out). MLA attention has no linear_qkv:
+    only its linear_proj is counted. The share spreads the adapters over the GPUs in proportion to
+    the base parameters they adapt (the embedding counted in the dense base: a slight under-count)."""
+    if rank <= 0:
+        return 0.0, 0.0
+    h = m.hidden_size
+    if m.is_mla:
+        attention = (m.num_attention_heads * (m.v_head_dim or 0) + h)
+    else:
+        q, kv = m.num_attention_heads * m.head_dim, m.num_kv_heads * m.head_dim
+        attention = (h + q + 2 * kv) + (q + h)
+
+    def mlp(ffn: int) -> int:  # linear_fc1 (gate and up, fused) and linear_fc2
+        return (h + 2 * ffn) + (ffn + h) if ffn else 0
+
+    dense = experts = 0
+    for index in range(m.num_layers):
+        if is_moe_layer(m, index):
+            dense += attention + mlp(m.shared_expert_ffn_hidden_size)
+            experts += (m.num_experts or 0) * mlp(m.expert_ffn_hidden_size or 0)
+        else:
+            dense += attention + mlp(m.ffn_hidden_size)
+    base_experts = sum(moe_layer_params(m).experts for i in range(m.num_layers) if is_moe_layer(m, i)) \
+        if m.is_moe else 0
+    base_dense = total_params(m) - base_experts
+    return rank * dense / base_dense, (rank * experts / base_experts if base_experts else 0.0)
 
 
 def kv_cache_bytes_per_token(m: ModelFacts, rollout_tp: int = 1) -> float:

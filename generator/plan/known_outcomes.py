@@ -27,6 +27,11 @@ def calibration_points() -> tuple[dict[str, Any], ...]:
     return tuple(data["points"])
 
 
+def recorded_point(recipe_name: str) -> dict[str, Any] | None:
+    """The calibration point that is this packaged recipe's configuration (its `recipe`), if any."""
+    return next((p for p in calibration_points() if p.get("recipe") == recipe_name), None)
+
+
 def point_setup(point: dict[str, Any]) -> MemorySetup:
     """The memory setup of a point: its row (by id or its own), with the point's lengths."""
     row = VerlLayout(point["row"]) if isinstance(point["row"], dict) else \

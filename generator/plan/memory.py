@@ -46,6 +46,7 @@ from functools import lru_cache
 
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
+from generator.model.params import megatron_lora_share
 from generator.plan.activations import (dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
 from generator.candidate import Candidate, MemoryTerm, PhaseMemory
@@ -119,6 +120,13 @@ class _Sizes:
     grads: float
     optimizer_gpu: float
     optimizer_cpu: float
+    # The same stage fully trained: what a critic (and, in bf16, a reference) of it holds. Itself
+    # without LoRA; with LoRA the actor's own sizes are its adapters' (the base is frozen).
+    full: _Sizes | None = None
+
+    @property
+    def whole(self) -> _Sizes:
+        return self.full or self
 
 
 def _shards(cand: Candidate, work: Workload) -> tuple[int, int, float]:
@@ -127,13 +135,22 @@ def _shards(cand: Candidate, work: Workload) -> tuple[int, int, float]:
     return layout_dp(work.gpus, cand), layout_edp(work.gpus, cand), cpu_fraction
 
 
-def _sizes(cand: Candidate, params: StageParams, shards: tuple[int, int, float]) -> _Sizes:
+def _sizes(cand: Candidate, params: StageParams, shards: tuple[int, int, float],
+           lora: tuple[float, float] = (0.0, 0.0)) -> _Sizes:
     dp, edp, cpu_fraction = shards
     # The distributed optimizer shards dense state over DP·CP and expert state over EDP.
     optimizer_full = 12 * (params.dense / (dp * cand.cp) + params.experts / edp)
     total = params.total
-    return _Sizes(params, dp, edp, cpu_fraction, 2 * total, 4 * total,
+    full = _Sizes(params, dp, edp, cpu_fraction, 2 * total, 4 * total,
                   optimizer_full * (1 - cpu_fraction), optimizer_full * cpu_fraction)
+    if lora == (0.0, 0.0):
+        return full
+    # LoRA (model/params.megatron_lora_share): the frozen base keeps its bf16 weights only; Megatron's
+    # grad buffer and distributed optimizer hold only parameters that require grad, the adapters.
+    dense, experts = params.dense * lora[0], params.experts * lora[1]
+    optimizer = 12 * (dense / (dp * cand.cp) + experts / edp)
+    return _Sizes(params, dp, edp, cpu_fraction, 2 * (total + dense + experts), 4 * (dense + experts),
+                  optimizer * (1 - cpu_fraction), optimizer * cpu_fraction, full)
 
 
 @dataclass(frozen=True, slots=True)
@@ -151,6 +168,7 @@ class _CallFacts:
     engine_activations: float
     stages: tuple[StageParams, ...]  # the parameters of each pipeline stage
     shards: tuple[int, int, float]  # _shards
+    lora: tuple[float, float]  # model.params.megatron_lora_share (0, 0: no LoRA)
 
 
 def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list[int]) -> _CallFacts:
@@ -158,7 +176,8 @@ def _call_facts(model: ModelFacts, cand: Candidate, work: Workload, counts: list
     engine_weights, engine_activations = engine_fixed_bytes(model, cand, work)
     return _CallFacts(tokens_per_micro(cand, work, log_prob=False), tokens_per_micro(cand, work, log_prob=True),
                       micro_batches_per_step(cand, work), dense_act, moe_non_expert, moe_routed, engine_weights,
-                      engine_activations, every_stage_params(model, cand, counts), _shards(cand, work))
+                      engine_activations, every_stage_params(model, cand, counts), _shards(cand, work),
+                      megatron_lora_share(model, work.lora_rank))
 
 
 @lru_cache(maxsize=256)
@@ -177,10 +196,10 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
     f = facts if facts is not None else _call_facts(model, cand, work, counts)
     t, pp = cand.tp, cand.pp
     off = cand.offload
-    z = _sizes(cand, f.stages[stage], f.shards)
+    z = _sizes(cand, f.stages[stage], f.shards, f.lora)
     params, weights, grads = z.params, z.weights, z.grads
-    ref_weights = weights if work.has_ref else 0.0
-    critic_state = (weights + grads + z.optimizer_gpu) if work.has_critic else 0.0
+    ref_weights = z.whole.weights if work.has_ref else 0.0
+    critic_state = (z.whole.weights + z.whole.grads + z.whole.optimizer_gpu) if work.has_critic else 0.0
     overhead = ("overhead", overhead_gib(cand) * GIB, "CUDA context, NCCL/DeepEP buffers, fragmentation")
     graphs = ("cuda-graphs", cuda_graph_gib(cand) * GIB,
               "rollout.enforce_eager=True" if cand.enforce_eager else
@@ -193,8 +212,10 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
                 + (f"; {z.cpu_fraction:.0%} on CPU (Megatron CPU optimizer)" if z.cpu_fraction else ""))
 
     trainer_state: list[_Part] = [
-        ("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"),
-        ("grads", grads, "fp32 main grads (grad_reduce_in_fp32)"),
+        ("weights", weights, lambda: f"bf16, {params.total / 1e9:.2f}B params on this GPU"
+         + (f" + LoRA rank {work.lora_rank} adapters" if z.full else "")),
+        ("grads", grads, "fp32 main grads (grad_reduce_in_fp32)" + (" of the adapters: the base is frozen"
+                                                                     if z.full else "")),
         ("optimizer", z.optimizer_gpu, optimizer_note),
     ]
     beside_update = _beside_update(cand, ref_weights, critic_state)
@@ -353,8 +374,9 @@ def _update_logits_note(cand: Candidate, last: bool) -> str:
 def _resident_critic_bytes(cand: Candidate, work: Workload, z: _Sizes) -> float:
     """The critic's state left on the GPU outside the update: it mirrors the actor's offload."""
     off = cand.offload
-    return (((0.0 if off.param else z.weights + z.grads)
-             + (0.0 if off.optimizer else z.optimizer_gpu)) if work.has_critic else 0.0)
+    critic = z.whole
+    return (((0.0 if off.param else critic.weights + critic.grads)
+             + (0.0 if off.optimizer else critic.optimizer_gpu)) if work.has_critic else 0.0)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -428,14 +450,17 @@ def _host_ram_terms(model: ModelFacts, cand: Candidate, work: Workload, counts: 
     off = cand.offload
     weights = params = optimizer = cpu_optimizer = 0.0
     shards = _shards(cand, work)
+    lora = megatron_lora_share(model, work.lora_rank)
     for stage_params_ in every_stage_params(model, cand, counts):
-        z = _sizes(cand, stage_params_, shards)
-        copies = (1 + (1 if work.has_ref else 0) + (1 if work.has_critic else 0)) if off.param else 0
-        weights += copies * z.weights * gpus_per_stage
+        z = _sizes(cand, stage_params_, shards, lora)
+        critic = z.whole if work.has_critic else None
+        if off.param:
+            weights += (z.weights + (z.whole.weights if work.has_ref else 0.0)
+                        + (critic.weights if critic else 0.0)) * gpus_per_stage
         params += z.params.total * gpus_per_stage
         if off.optimizer:
-            optimizer += z.optimizer_gpu * (2 if work.has_critic else 1) * gpus_per_stage
-        cpu_optimizer += z.optimizer_cpu * 16 / 12 * (2 if work.has_critic else 1) * gpus_per_stage
+            optimizer += (z.optimizer_gpu + (critic.optimizer_gpu if critic else 0.0)) * gpus_per_stage
+        cpu_optimizer += (z.optimizer_cpu + (critic.optimizer_cpu if critic else 0.0)) * 16 / 12 * gpus_per_stage
     return (
         _term("offloaded-weights", weights / nodes, "bf16 actor (+ref, +critic) weights, param_offload", detail),
         _term("offloaded-optimizer", optimizer / nodes, "Adam state, optimizer_offload", detail),

@@ -28,6 +28,9 @@ class Plan:
     # Per candidate: the first ranking criterion on which the first candidate beats it (None for
     # the first, for a tie, or when only one layout was evaluated).
     rank_reasons: list[str | None] = field(default_factory=list)
+    # The step time the ranking's step-time band is measured from: the fastest fitting layout with
+    # the leader's practice marks, among all the search sized (not only the `top` shown); 0 when none.
+    band_reference_s: float = 0.0
 
     @property
     def best(self) -> Candidate | None:

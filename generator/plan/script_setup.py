@@ -24,7 +24,7 @@ from generator.plan.call_model import call_model, model_config_used
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload
-from generator.verl import ACTOR, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl import ACTOR, MEGATRON_LORA_RANK, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 
@@ -63,6 +63,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
     global_micro, global_lp_micro = knobs.global_micro, knobs.global_log_prob_micro
     batched = reads.int(ROLLOUT + "max_num_batched_tokens", VLLM_MAX_NUM_BATCHED_TOKENS, required=False)
     entropy = reads.float(ACTOR + "entropy_coeff", 0.0)
+    lora_rank = reads.int(MEGATRON_LORA_RANK, 0, required=False) or 0
     has_ref, has_critic = reader.ref_used, reader.critic_used
     # The deprecated global keys count over every DP rank; only a worker that reads them (FSDP's
     # legacy one) divides them by DP. Megatron refuses a null per-GPU key; the new engine ignores them.
@@ -84,7 +85,7 @@ def memory_setup_from_config(config: Config, *, gpu: GpuSpec, model: ModelFacts 
                     per_rank_mini_batch=max(1, per_rank_mini_batch(mini, n, dp)), has_ref=has_ref is not False,
                     has_critic=bool(has_critic), entropy_in_update=entropy != 0,
                     max_num_batched_tokens=batched or VLLM_MAX_NUM_BATCHED_TOKENS,
-                    gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node,
+                    gpus_per_node=reader.gpus_per_node or gpu.gpus_per_node, lora_rank=max(0, lora_rank),
                     **_release_rollout_defaults(config))
     del prompts  # the per-rank mini batch, not the step's prompts, sets the micro-batches in flight
     return ScriptSetup(MemorySetup(facts, cand, work, headroom_gib), (), source)

@@ -229,6 +229,7 @@ def _rank_into(plan: Plan, sized: list[Candidate], misses: list[Candidate], s: S
         return banded(k, c.score.total_s, lead_key, lead_s)
 
     sized.sort(key=key)
+    plan.band_reference_s = lead_s
     if fixed and not sized and misses:
         sized = misses  # show the evaluated layout even though it does not fit
     plan.candidates = sized[: max(1, top)] if sized else []

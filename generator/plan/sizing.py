@@ -218,8 +218,12 @@ def _trim_relief(z: _Sizing, cand: Candidate, sizes: list[Size]) -> Candidate:
     """Offload and recompute only when needed (practice.relief_is_needed): the ladder stacks each
     step on the ones before, so each one the chosen rung holds is dropped again when the layout
     still fits without it, keeps the rollout's memory (gmu ≥ TARGET_GMU) and is not estimated
-    slower beyond the step-time band."""
-    for flag in ("param", "optimizer", "cpu_optimizer", "recompute"):
+    slower beyond the step-time band. Tried in the ranking's order of cost (ranking.RANK_CRITERIA:
+    the CPU optimizer, then recompute, then the offload flags), so a cheap step is not dropped
+    first and then needed to drop a dear one: with the whole optimizer on the host, the
+    optimizer-offload flag moves nothing and would go first, yet it is what lets the layout drop
+    the CPU optimizer (Qwen3-235B on 128 H20: param+opt+recompute, not param+CPU optimizer)."""
+    for flag in ("cpu_optimizer", "recompute", "param", "optimizer"):
         off = cand.offload
         if not (getattr(off, flag) if flag != "recompute" else cand.recompute):
             continue
@@ -338,7 +342,7 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
             if size[0] == "token_budget":
                 sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
             if sized.gpu_memory_utilization >= TARGET_GMU or z.pins.gpu_memory_utilization is not None:
-                return z.score(sized), ""
+                return _fastest_budget(z, z.score(sized), rung, sizes[sizes.index(size) + 1:]), ""
             fallback = fallback or sized
             break
     if fallback is not None:
@@ -352,6 +356,37 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
             f"does not fit even with every offload and recompute: {worst.phase} needs {worst.gib:.1f} GiB "
             + (f"> {_room(z.s):.1f} GiB ({closest.limit_gib:.1f} usable less {z.s.spare:.0%} spare)" if z.s.spare
                else f"> {closest.limit_gib:.1f} GiB usable"))
+
+
+def _fastest_budget(z: _Sizing, first: Candidate, rung: Candidate, smaller: list[Size]) -> Candidate:
+    """The largest token budget that fits is not the fastest under a pipeline: its few micro-batches
+    leave the 1F1B bubble ((PP - 1) / (M·VPP) of the compute, step_time) unfilled. Through a
+    pipeline, the smaller budgets that fit (each still holds the practice's least: two sequences,
+    or verl's example's budget) are scored too, and the fastest wins when it is estimated faster
+    than the largest beyond the step-time band; inside it, a tie, the largest stays (fewer, fuller
+    micro-batches). Each is judged against the largest, not the one before it, so small steps do
+    not chain past the band. DeepSeek-V3 on 512 H20: 12,288 tokens (verl's 11,680 to the 1k), not
+    35,840, whose few micro-batches left PP16's bubble at ~1,000 s."""
+    best = first
+    if rung.pp <= 1 or not smaller or smaller[0][0] != "token_budget" or first.score is None:
+        return best
+    first_s = first.score.total_s
+    for size in smaller:
+        cand = _with_size(rung, size)
+        if not z.training_fits(cand, True)[0]:
+            continue
+        if z.pins.gpu_memory_utilization is not None:
+            sized = z.training_fits(cand)[1]
+        else:
+            sized = _best_gmu(z.model, cand, z.work, z.s, z.params, TARGET_GMU, z.pins.rollout_tp is None)
+        if sized is None:
+            continue
+        scored = z.score(_widen_log_prob_budget(z.model, sized, z.work, z.s))
+        assert best.score is not None
+        if scored.score is not None and scored.score.total_s < best.score.total_s \
+                and not within_step_band(scored.score.total_s, first_s):
+            best = scored
+    return best
 
 
 def _static_floor_gib(model: ModelFacts, layout: Layout, work: Workload) -> float:

@@ -36,6 +36,7 @@ class Workload:
     # verl defaults that changed between releases (generator.plan.release_defaults; these are 0.7.0's)
     sync_bucket_mib: int = 512  # rollout weight-sync bucket
     max_num_seqs: int = 1024  # rollout.max_num_seqs: sequences vLLM's profiling run samples
+    lora_rank: int = 0  # actor_rollout_ref.model.lora.rank (Megatron LoRA): the base is frozen
 
     @property
     def seq_len(self) -> int:
