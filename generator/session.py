@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol
 
@@ -38,10 +39,27 @@ class Bounds(Protocol):
     def check(self, path: str | os.PathLike[str]) -> None: ...
 
 
+@dataclass(frozen=True)
+class Calibration:
+    """The per-cluster corrections a command applies (generator.calibrate.store finds them in
+    the project or user configuration; docs/calibrate.md): plain numbers, so that the models
+    below (generator.plan.step_time, generator.plan.memory) read them without knowing where
+    they came from. Absent (Session.calibration None), every model gives what it gave before."""
+
+    rollout: float = 1.0  # factors on the step-time model's parts
+    log_prob: float = 1.0
+    update: float = 1.0  # with its communication, pipeline bubble and offload
+    weight_sync: float = 1.0
+    memory_offset_gib: float = 0.0  # added to every training phase (update, optimizer step, log-prob)
+    memory_runs: int = 0
+    response_shares: tuple[tuple[str, float], ...] = ()  # (model name, mean response / max_response_length)
+    line: str = ""  # how a report says it: "calibrated on 3 runs of this project, +-8%"
+
+
 class Session:
     """The state of one command (see the module's doc)."""
 
-    __slots__ = ("boundary", "given", "memo", "recorders", "trusted")
+    __slots__ = ("boundary", "calibration", "given", "memo", "recorders", "trusted")
 
     def __init__(self) -> None:
         self.boundary: Bounds | None = None  # the script being judged: reads are bounded to it
@@ -49,6 +67,7 @@ class Session:
         self.given: list[Path] = []  # folder arguments, as written, shortest first
         self.memo: dict[Hashable, object] | None = None  # folder answers, inside folder_memo.one_run()
         self.recorders: list[dict[str, str]] = []  # files.recording_reads: path -> digest of what was read
+        self.calibration: Calibration | None = None  # stored corrections in force (plan, recipe, check, explain)
 
 
 _current = Session()
@@ -66,4 +85,4 @@ def begin() -> Session:
     return _current
 
 
-__all__ = ["Bounds", "Session", "begin", "current"]
+__all__ = ["Bounds", "Calibration", "Session", "begin", "current"]
