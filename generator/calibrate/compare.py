@@ -90,7 +90,7 @@ def _scaled(value: float | None, share: float) -> float | None:
     return None if value is None else value * share
 
 
-def _training_peak(memory: CallMemory) -> float | None:
+def training_peak(memory: CallMemory) -> float | None:
     if memory.report is None:
         return None
     return max((p.gib - sum(t.gib for t in p.terms if t.name in OUTSIDE_ALLOCATOR)
@@ -135,7 +135,7 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
                         step.weight_sync_s if step else None, at_length.step.weight_sync_s if at_length else None))
     rows += [Row("time", f"{p} (not modelled)", measured.phases[p]) for p in ("reward", "adv") if p in measured.phases]
     rows.append(Row("time", "step", measured.phases.get("step"), est.get("step_s"), est_len.get("step_s")))
-    peak = _training_peak(memory) if memory is not None else None
+    peak = training_peak(memory) if memory is not None else None
     for key, label in ((k.ALLOCATED, "GPU peak allocated (training)"), (k.RESERVED, "GPU peak reserved (training)")):
         if key in measured.memory:
             rows.append(Row("memory", label, measured.memory[key], peak, unit="GiB"))

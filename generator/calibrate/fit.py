@@ -54,10 +54,12 @@ def basis(found: Row, at_length: bool = True) -> float | None:
 
 
 def factor(name: str, ratios: Sequence[float]) -> Correction:
-    """A factor: the geometric mean of the ratios, its spread the geometric standard deviation - 1."""
+    """A factor: the median of the ratios on a log scale (the geometric mean of one or two), so
+    that one run of another workload among several of this one does not pull it; its spread the
+    geometric standard deviation - 1."""
     logs = [math.log(r) for r in ratios]
     spread = math.exp(statistics.stdev(logs)) - 1 if len(logs) > 1 else None
-    return Correction(name, "factor", math.exp(statistics.fmean(logs)), spread, len(logs))
+    return Correction(name, "factor", math.exp(statistics.median(logs)), spread, len(logs))
 
 
 def mean_of(name: str, kind: str, values: Sequence[float]) -> Correction:
