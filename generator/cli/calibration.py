@@ -17,6 +17,7 @@ NO_CALIBRATION_HELP = "Ignore a stored calibration (gen calibrate --save): the m
 def apply_stored(start: str | Path, gpu: str, verl_version: str | None, off: bool) -> None:
     """Apply the calibration stored for `gpu` (and `verl_version` when known) in the project of
     `start` or the user's configuration. InputError (one line) for a file that cannot be read."""
+    session.current().calibration = None
     if off:
         return
     from generator.calibrate.store import Key, find
