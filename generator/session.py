@@ -40,20 +40,32 @@ class Bounds(Protocol):
 
 
 @dataclass(frozen=True)
+class Corrections:
+    """What a stored calibration corrects for one model: factors on the step-time model's parts,
+    and an offset on the training phases' memory (1.0 and 0: nothing)."""
+
+    rollout: float = 1.0
+    log_prob: float = 1.0
+    update: float = 1.0  # with its communication, pipeline bubble and offload
+    weight_sync: float = 1.0
+    memory_offset_gib: float = 0.0  # added to every training phase (update, optimizer step, log-prob)
+    memory_runs: int = 0
+
+
+@dataclass(frozen=True)
 class Calibration:
     """The per-cluster corrections a command applies (generator.calibrate.store finds them in
     the project or user configuration; docs/calibrate.md): plain numbers, so that the models
     below (generator.plan.step_time, generator.plan.memory) read them without knowing where
     they came from. Absent (Session.calibration None), every model gives what it gave before."""
 
-    rollout: float = 1.0  # factors on the step-time model's parts
-    log_prob: float = 1.0
-    update: float = 1.0  # with its communication, pipeline bubble and offload
-    weight_sync: float = 1.0
-    memory_offset_gib: float = 0.0  # added to every training phase (update, optimizer step, log-prob)
-    memory_runs: int = 0
+    by_model: tuple[tuple[str, Corrections], ...] = ()  # fitted on the runs of each model
+    others: Corrections = Corrections()  # for a model with no run of its own: what the runs agree on
     response_shares: tuple[tuple[str, float], ...] = ()  # (model name, mean response / max_response_length)
     line: str = ""  # how a report says it: "calibrated on 3 runs of this project, +-8%"
+
+    def for_model(self, name: str | None) -> Corrections:
+        return dict(self.by_model).get(name or "", self.others)
 
 
 class Session:
@@ -85,4 +97,4 @@ def begin() -> Session:
     return _current
 
 
-__all__ = ["Bounds", "Calibration", "Session", "begin", "current"]
+__all__ = ["Bounds", "Calibration", "Corrections", "Session", "begin", "current"]

@@ -197,3 +197,17 @@ def test_saved_then_planned_round_trip_uses_the_measured_length(project: Path) -
     assert save32().exit_code == 0
     plan = gen("plan", "--model", "qwen2.5-32b", "--gpus", "16", "--gpu", "h20", "--response-len", "20480")
     assert "as this cluster's runs measured" in plan.output  # the response share of Qwen2.5-32B
+
+
+def test_runs_of_another_model_transfer_only_what_they_agree_on(project: Path) -> None:
+    def plan7b() -> Any:
+        return gen("plan", "--model", "qwen2.5-7b", "--gpus", "8", "--gpu", "h20", "--format", "json")
+
+    bare = plan7b()
+    one_run = H20_ENTRY.split("    {log = \"sha256:2\"")[0] + "]\n"
+    _stored(project, one_run)
+    from_one = plan7b()
+    assert "runs of Qwen2.5-32B" in from_one.output
+    assert _step_seconds(from_one.output) == _step_seconds(bare.output)  # one run of a 32B says nothing of a 7B
+    _stored(project, H20_ENTRY)  # two runs that agree (x2.0, x2.2): a fact of the cluster
+    assert _step_seconds(plan7b().output) > 1.5 * _step_seconds(bare.output)

@@ -304,25 +304,44 @@ def _matches(stored: Key, wanted: Key) -> str:
     return ""
 
 
-def applied(entry: Entry, scope: str) -> session.Calibration:
-    """The numbers a command applies, and the line it says them with."""
-    fitted = {c.name: c for c in entry.corrections()}
+def _corrections(fitted: Sequence[Correction], agreed_only: bool) -> session.Corrections:
+    """The numbers of `fitted`; `agreed_only` (runs of other models): only those the runs agree
+    on, i.e. fitted on two runs or more and further from nothing (1.0, 0 GiB) than their spread."""
+    def agreed(c: Correction) -> bool:
+        if not agreed_only:
+            return True
+        if c.spread is None:
+            return False
+        return abs(math.log(c.value)) > math.log1p(c.spread) if c.kind == "factor" else abs(c.value) > c.spread
+
+    found = {c.name: c for c in fitted if agreed(c)}
 
     def value(name: str) -> float:
-        found = fitted.get(name)
-        return found.value if found is not None else 1.0
+        return found[name].value if name in found else 1.0
 
+    memory = found.get(MEMORY_ROW)
+    return session.Corrections(rollout=value("rollout"), log_prob=value("log-prob"), update=value("update"),
+                               weight_sync=value("weight sync"),
+                               memory_offset_gib=memory.value if memory is not None else 0.0,
+                               memory_runs=memory.runs if memory is not None else 0)
+
+
+def applied(entry: Entry, scope: str) -> session.Calibration:
+    """The numbers a command applies, and the line it says them with. A model with runs of its
+    own takes the corrections fitted on them; another model only what the runs agree on (a
+    cluster's correction is a fact of the cluster only where runs of several models share it)."""
+    models = sorted({r.model for r in entry.runs if r.model})
+    by_model = tuple((m, _corrections(Entry(entry.key, tuple(r for r in entry.runs if r.model == m)).corrections(),
+                                      False)) for m in models)
     runs = len(entry.runs)
     where = "of this project" if scope == "project" else "in your user configuration"
-    step = fitted.get("step")
+    step = next((c for c in entry.corrections() if c.name == "step"), None)
     spread = f", +-{step.spread:.0%}" if step is not None and step.spread is not None else " (no spread from one run)"
-    memory = fitted.get(MEMORY_ROW)
-    line = f"calibrated on {runs} run{'s' if runs != 1 else ''} {where}{spread} ({entry.key.describe()})"
-    return session.Calibration(
-        rollout=value("rollout"), log_prob=value("log-prob"), update=value("update"),
-        weight_sync=value("weight sync"), memory_offset_gib=memory.value if memory is not None else 0.0,
-        memory_runs=memory.runs if memory is not None else 0,
-        response_shares=tuple((model, c.value) for model, c in entry.shares().items()), line=line)
+    line = (f"calibrated on {runs} run{'s' if runs != 1 else ''} {where}{spread} ({entry.key.describe()}; "
+            f"runs of {', '.join(models) or 'unnamed models'})")
+    return session.Calibration(by_model=by_model, others=_corrections(entry.corrections(), True),
+                               response_shares=tuple((model, c.value) for model, c in entry.shares().items()),
+                               line=line)
 
 
 def find(start: str | Path, wanted: Key) -> Found:

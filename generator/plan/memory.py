@@ -259,7 +259,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
             ("sync-bucket", work.sync_bucket_mib * 2**20,
              lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
             graphs, overhead], detail, terms=False)
-    return _with_calibration(phases, detail)
+    return _with_calibration(phases, detail, model.name)
 
 
 def _update_phase(model: ModelFacts, cand: Candidate, work: Workload, stage: int, f: _CallFacts,
@@ -311,19 +311,20 @@ def _rollout_phase(cand: Candidate, work: Workload, f: _CallFacts, weights: floa
                  "less the non-torch memory vLLM counts inside its claim")], detail, terms=terms)
 
 
-def _with_calibration(phases: dict[str, PhaseMemory], detail: bool) -> dict[str, PhaseMemory]:
+def _with_calibration(phases: dict[str, PhaseMemory], detail: bool, model: str) -> dict[str, PhaseMemory]:
     """The training phases with a stored calibration's memory offset (generator.session): the
     measured peak of torch's allocator less the predicted one, over the runs it was fitted on.
     The logs measure the training peak only, so the rollout and weight-sync phases keep theirs."""
     in_force = session.current().calibration
-    if in_force is None or not in_force.memory_offset_gib:
+    corrections = in_force.for_model(model) if in_force is not None else None
+    if corrections is None or not corrections.memory_offset_gib:
         return phases
-    offset = in_force.memory_offset_gib
+    offset = corrections.memory_offset_gib
     for name in TRAINING_PHASES:
         found = phases.get(name)
         if found is None:
             continue
-        runs = in_force.memory_runs
+        runs = corrections.memory_runs
         term = (MemoryTerm("calibration", round(offset, 2), f"measured - predicted, {runs} run{'s' if runs != 1 else ''}")
                 if detail else MemoryTerm("calibration", offset))
         phases[name] = PhaseMemory(name, round(found.gib + offset, 2),

@@ -89,13 +89,14 @@ class StepConstants:
     mean_prompt_share: float = 0.5  # expected prompt / maximum
     # A stored calibration (generator.session.Calibration, docs/calibrate.md): factors on the parts
     # a cluster measured, and the share of the maximum its runs' responses averaged, per model.
-    # 1.0 and none when no calibration is in force: the model's own figures, unchanged.
-    rollout_factor: float = 1.0
-    log_prob_factor: float = 1.0
-    update_factor: float = 1.0
-    weight_sync_factor: float = 1.0
-    response_shares: tuple[tuple[str, float], ...] = ()
+    # None when no calibration is in force: the model's own figures, unchanged.
+    calibration: session.Calibration | None = None
 
+    def corrections(self, model: str) -> session.Corrections:
+        return self.calibration.for_model(model) if self.calibration is not None else NO_CORRECTIONS
+
+
+NO_CORRECTIONS = session.Corrections()
 
 FREE_CONSTANTS = ("train_mfu", "moe_efficiency", "decode_mfu", "decode_tp_sync_s", "decode_step_overhead_s",
                   "static_pad_share", "gemm_half_dim", "expert_half_rows", "cross_node_sync_s")
@@ -118,13 +119,13 @@ def _fitted() -> StepConstants:
 
 @lru_cache(maxsize=8)
 def _with_calibration(c: session.Calibration) -> StepConstants:
-    return replace(_fitted(), rollout_factor=c.rollout, log_prob_factor=c.log_prob, update_factor=c.update,
-                   weight_sync_factor=c.weight_sync, response_shares=c.response_shares)
+    return replace(_fitted(), calibration=c)
 
 
 def response_share(k: StepConstants, model: str | None) -> tuple[float, bool]:
     """(expected response / maximum, whether a calibration measured it for this model)."""
-    measured = dict(k.response_shares).get(model) if model else None
+    shares = k.calibration.response_shares if k.calibration is not None else ()
+    measured = dict(shares).get(model) if model else None
     return (measured, True) if measured is not None else (k.mean_response_share, False)
 
 
@@ -333,7 +334,7 @@ def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, c
 def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
               kv_tokens: int | None, k: StepConstants) -> float:
     """Prefill and decode of every response; replicas run in parallel, the slowest sets the time."""
-    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k) * k.rollout_factor
+    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k) * k.corrections(model.name).rollout
 
 
 # The rollout reads only the rollout TP of a candidate: the search's step-time floors try every
@@ -440,8 +441,9 @@ def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Worklo
             bubble_s += compute * (imbalance - 1) + compute * imbalance * share / (1 - share)
     # A calibration's update factor was fitted on the update with its communication, bubble and
     # offload (generator.plan.step_fit.parts): it scales them all.
-    u = k.update_factor
-    return TrainerTimes(responses=responses, log_prob_s=log_prob_s * k.log_prob_factor, update_s=update_s * u,
+    c = k.corrections(model.name)
+    u = c.update
+    return TrainerTimes(responses=responses, log_prob_s=log_prob_s * c.log_prob, update_s=update_s * u,
                         offload_s=_offload_s(cand, model, gpu, work, dp) * u, bubble_s=bubble_s * u, comm_s=comm_s * u)
 
 
@@ -457,8 +459,9 @@ class RolloutTimes:
 def rollout_times(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
                   kv_tokens: int | None, k: StepConstants) -> RolloutTimes:
     """The rollout on `rollout_tp` (responses per step: the trainer's) and the weight sync to it."""
-    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k) * k.rollout_factor,
-                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9) * k.weight_sync_factor)
+    c = k.corrections(model.name)
+    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k) * c.rollout,
+                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9) * c.weight_sync)
 
 
 def with_rollout(t: TrainerTimes, r: RolloutTimes) -> StepTime:
