@@ -186,7 +186,11 @@ def entries(place: Place) -> list[Entry]:
         text = data.decode("utf-8")
     except UnicodeDecodeError:
         raise InputError(f"{place.path}: not UTF-8 text") from None
-    table = _node(_parse(text, place.path), place.table)
+    return _entries_in(_parse(text, place.path), place)
+
+
+def _entries_in(document: Any, place: Place) -> list[Entry]:
+    table = _node(document, place.table)
     if table is None:
         return []
     where = f"{place.path}: [{'.'.join(place.table)}]"
@@ -267,7 +271,7 @@ def save(place: Place, key: Key, runs: Sequence[StoredRun]) -> Entry:
             document = _parse(before.decode("utf-8"), place.path)
         except UnicodeDecodeError:
             raise InputError(f"{place.path}: not UTF-8 text; nothing written") from None
-    stored = {e.key.slug: e for e in entries(place)} if before is not None else {}
+    stored = {e.key.slug: e for e in _entries_in(document, place)}  # from the bytes the write compares with
     entry = add_runs(stored.get(key.slug), key, runs)
     node = document
     for index, part in enumerate(place.table):
