@@ -4,7 +4,7 @@
 
 For each series (runs of one source on one GPU type: tests/fixtures/logs, docs/calibrate.md#fixtures)
 and each run in it: what the other runs of the series measured is stored as `gen calibrate --save`
-stores it (generator.calibrate.store: per run, each phase's measured / predicted at its measured
+stores it (generator.calibrate.saved: per run, each phase's measured / predicted at its measured
 response length, the training peak's measured - predicted GiB, the response share per model), and
 the run's step time and training peak are predicted again the way `gen plan`, `gen check --gpu` and
 `gen explain --memory` apply a stored calibration (generator.session.Calibration: the phase
@@ -30,7 +30,7 @@ from generator.calibrate.compare import Comparison, compare, predicted_step, tra
 from generator.calibrate.fit import MEMORY_ROW, row, run_values  # noqa: E402
 from generator.calibrate.logs import read_log  # noqa: E402
 from generator.calibrate.match import run_config  # noqa: E402
-from generator.calibrate.store import Entry, Key, StoredRun, applied  # noqa: E402
+from generator.calibrate.saved import Entry, Key, StoredRun, applied  # noqa: E402
 from generator.calibrate.summary import summarise  # noqa: E402
 from generator.config.types import Config  # noqa: E402
 from generator.plan.script_setup import MemoryOptions, call_memory, memory_options  # noqa: E402

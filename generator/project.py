@@ -58,7 +58,7 @@ MAX_BYTES = 1 << 20
 
 _STRING_LISTS = ("config-dirs", "select", "ignore", "args", "exclude")
 _STRINGS = ("verl-version", "gpu")
-# `calibration`: the entries `gen calibrate --save` writes, read by generator.calibrate.store.
+# `calibration`: the entries `gen calibrate --save` writes, read by generator.calibrate.saved.
 _KNOWN = (*_STRINGS, *_STRING_LISTS, "env", "per-file-ignores", "calibration")
 
 

@@ -20,9 +20,8 @@ from __future__ import annotations
 
 import os
 from collections.abc import Hashable
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 
 class Bounds(Protocol):
@@ -39,10 +38,10 @@ class Bounds(Protocol):
     def check(self, path: str | os.PathLike[str]) -> None: ...
 
 
-@dataclass(frozen=True)
-class Corrections:
+class Corrections(NamedTuple):
     """What a stored calibration corrects for one model: factors on the step-time model's parts,
-    and an offset on the training phases' memory (1.0 and 0: nothing)."""
+    and an offset on the training phases' memory (1.0 and 0: nothing). NamedTuples, not
+    dataclasses: every command imports this module, and `gen check` starts without dataclasses."""
 
     rollout: float = 1.0
     log_prob: float = 1.0
@@ -52,9 +51,8 @@ class Corrections:
     memory_runs: int = 0
 
 
-@dataclass(frozen=True)
-class Calibration:
-    """The per-cluster corrections a command applies (generator.calibrate.store finds them in
+class Calibration(NamedTuple):
+    """The per-cluster corrections a command applies (generator.calibrate.saved finds them in
     the project or user configuration; docs/calibrate.md): plain numbers, so that the models
     below (generator.plan.step_time, generator.plan.memory) read them without knowing where
     they came from. Absent (Session.calibration None), every model gives what it gave before."""

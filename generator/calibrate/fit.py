@@ -71,7 +71,7 @@ def mean_of(name: str, kind: str, values: Sequence[float]) -> Correction:
 def run_values(comparison: Comparison) -> dict[str, float]:
     """What one run says, by correction name: each time row's measured / predicted (at its
     measured length), the GPU training peak's measured - predicted GiB, the response share. A
-    stored calibration keeps these per run (generator.calibrate.store), so runs accumulate."""
+    stored calibration keeps these per run (generator.calibrate.saved), so runs accumulate."""
     out: dict[str, float] = {}
     for name in TIME_ROWS:
         found = row(comparison, name)

@@ -131,7 +131,7 @@ def _save(done: list[Calibrated], scripts: list[str], gpu: str, verl_version: st
     from pathlib import Path
 
     from generator.calibrate.fit import run_values
-    from generator.calibrate.store import Key, StoredRun, log_digest, save, save_place
+    from generator.calibrate.saved import Key, StoredRun, log_digest, save, save_place
     from generator.files import read_input
     from generator.project import load_project
 
@@ -153,6 +153,6 @@ def _save(done: list[Calibrated], scripts: list[str], gpu: str, verl_version: st
     key = Key(gpu, verl, versions.get("vllm"), versions.get("megatron"))
     place = save_place(start, user)
     entry = save(place, key, runs)
-    from generator.calibrate.store import applied
+    from generator.calibrate.saved import applied
 
     return f"stored in {place.path} [{'.'.join(place.table)}.{key.slug}]: {applied(entry, place.scope).line}"

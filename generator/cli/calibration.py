@@ -20,7 +20,7 @@ def apply_stored(start: str | Path, gpu: str, verl_version: str | None, off: boo
     session.current().calibration = None
     if off:
         return
-    from generator.calibrate.store import Key, find
+    from generator.calibrate.saved import Key, find
     from generator.project import find_project_file, settings_at
 
     where = Path(start)
