@@ -187,10 +187,14 @@ def test_explain_memory_shows_the_calibration_term(project: Path) -> None:
     assert "calibrat" not in gen("explain", "iseekyan-dapo32b-6.sh").output
 
 
-def test_a_broken_stored_entry_is_one_line_exit_2(project: Path) -> None:
+def test_a_broken_stored_entry_is_not_applied_and_one_line_says_why(project: Path) -> None:
+    bare = _plan()
     _stored(project, '[tool.verl-gen.calibration.h20]\ngpu = "h20"\nrun = [{log = "x", rollout = "fast"}]\n')
     result = _plan()
-    assert result.exit_code == 2 and "rollout must be a number" in result.output
+    assert result.exit_code == bare.exit_code
+    lines = [line for line in result.output.splitlines() if "calibration" in line]
+    assert len(lines) == 1 and "not applied" in lines[0] and "rollout must be a number" in lines[0]
+    assert _step_seconds(result.output) == _step_seconds(bare.output)
 
 
 def test_saved_then_planned_round_trip_uses_the_measured_length(project: Path) -> None:

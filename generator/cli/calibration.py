@@ -9,6 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from generator import session
+from generator.errors import InputError
 from generator.safe_text import say
 
 NO_CALIBRATION_HELP = "Ignore a stored calibration (gen calibrate --save): the models' own figures."
@@ -16,7 +17,7 @@ NO_CALIBRATION_HELP = "Ignore a stored calibration (gen calibrate --save): the m
 
 def apply_stored(start: str | Path, gpu: str, verl_version: str | None, off: bool) -> None:
     """Apply the calibration stored for `gpu` (and `verl_version` when known) in the project of
-    `start` or the user's configuration. InputError (one line) for a file that cannot be read."""
+    `start` or the user's configuration; one that cannot be read is not applied (one line says why)."""
     session.current().calibration = None
     if off:
         return
@@ -25,9 +26,15 @@ def apply_stored(start: str | Path, gpu: str, verl_version: str | None, off: boo
 
     where = Path(start)
     folder = where if where.is_dir() else where.parent
-    project = find_project_file(folder)
-    verl = verl_version or (settings_at(project).verl_version if project is not None else None)
-    found = find(folder, Key(gpu.lower(), verl))
+    try:
+        project = find_project_file(folder)
+        verl = verl_version or (settings_at(project).verl_version if project is not None else None)
+        found = find(folder, Key(gpu.lower(), verl))
+    except InputError as err:
+        # A configuration that cannot be read is not applied: a plan in a folder whose own
+        # pyproject.toml is broken still plans, as it did before calibrations were read.
+        say(f"info: calibration not applied: {err}", flush=True)
+        return
     session.current().calibration = found.calibration
     if found.line:
         say(f"info: {found.line}", flush=True)
