@@ -215,3 +215,17 @@ def test_runs_of_another_model_transfer_only_what_they_agree_on(project: Path) -
     assert _step_seconds(from_one.output) == _step_seconds(bare.output)  # one run of a 32B says nothing of a 7B
     _stored(project, H20_ENTRY)  # two runs that agree (x2.0, x2.2): a fact of the cluster
     assert _step_seconds(plan7b().output) > 1.5 * _step_seconds(bare.output)
+
+
+def test_the_key_names_the_vllm_release_the_log_prints(project: Path) -> None:
+    from generator.calibrate.logs import stack_versions
+
+    assert stack_versions("INFO 05-01 llm_engine.py:237] Initializing a V1 LLM engine (v0.8.5.post1) with config") \
+        == {"vllm": "0.8.5.post1"}
+    assert stack_versions("Initializing an LLM engine (v0.6.3) with config: model=") == {"vllm": "0.6.3"}
+    assert stack_versions("step:1 - timing_s/gen:1.0") == {}
+    log = project / "iseekyan-dapo32b-6.log"
+    log.write_text("(WorkerDict pid=1) INFO Initializing an LLM engine (v0.6.3) with config: x\n" + log.read_text())
+    assert save32().exit_code == 0
+    text = (project / ".verl-gen.toml").read_text()
+    assert "[calibration.h20-vllm-0.6.3]" in text and 'vllm = "0.6.3"' in text
