@@ -228,4 +228,4 @@ def test_the_key_names_the_vllm_release_the_log_prints(project: Path) -> None:
     log.write_text("(WorkerDict pid=1) INFO Initializing an LLM engine (v0.6.3) with config: x\n" + log.read_text())
     assert save32().exit_code == 0
     text = (project / ".verl-gen.toml").read_text()
-    assert "[calibration.h20-vllm-0.6.3]" in text and 'vllm = "0.6.3"' in text
+    assert '[calibration."h20-vllm-0.6.3"]' in text and 'vllm = "0.6.3"' in text
