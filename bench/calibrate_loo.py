@@ -1,15 +1,18 @@
-"""`gen calibrate`'s corrections, leave-one-out, on series of runs from one cluster (issue 33).
+"""`gen calibrate`'s stored corrections, leave-one-out, on series of runs from one cluster (issue 33).
 
     python bench/calibrate_loo.py
 
 For each series (runs of one source on one GPU type: tests/fixtures/logs, docs/calibrate.md#fixtures)
-and each run in it: the corrections (generator.calibrate.fit) are fitted on the other runs of the
-series, and the run's step time is predicted with them: at the response length the other runs of the
-same model averaged, with the step factor fitted at the others' measured lengths, when they
-say; else at the model's length assumption with the factor fitted at it. Prints per run the measured seconds, the uncalibrated and
-the calibrated prediction and their errors (|log ratio| as a percentage), and per series and over
-all runs the median errors and their ratio. Peak memory is done the same way where a series has
-two runs that log it. Exit 0.
+and each run in it: what the other runs of the series measured is stored as `gen calibrate --save`
+stores it (generator.calibrate.saved: per run, each phase's measured / predicted at its measured
+response length, the training peak's measured - predicted GiB, the response share per model), and
+the run's step time and training peak are predicted again the way `gen plan`, `gen check --gpu` and
+`gen explain --memory` apply a stored calibration (generator.session.Calibration: the phase
+factors, the memory offset, and the response share the other runs of its model measured). Nothing
+of the held-out run is used. Prints per run the measured figure, the uncalibrated and calibrated
+predictions and their errors (|log ratio| as a percentage: 2x either way is 100 %), and per series
+and over all runs the median errors and their ratio. Peak memory likewise, where a series has two
+runs that log it. Exit 0.
 """
 
 from __future__ import annotations
@@ -22,14 +25,15 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.calibrate.compare import Comparison, compare, predicted_step  # noqa: E402
-from generator.calibrate.fit import MEMORY_ROW, corrected, fit, named, row  # noqa: E402
+from generator import session  # noqa: E402
+from generator.calibrate.compare import Comparison, compare, predicted_step, training_peak  # noqa: E402
+from generator.calibrate.fit import MEMORY_ROW, row, run_values  # noqa: E402
 from generator.calibrate.logs import read_log  # noqa: E402
 from generator.calibrate.match import run_config  # noqa: E402
+from generator.calibrate.saved import Entry, Key, StoredRun, applied  # noqa: E402
 from generator.calibrate.summary import summarise  # noqa: E402
-from generator.config.reader import ConfigReader  # noqa: E402
 from generator.config.types import Config  # noqa: E402
-from generator.plan.script_setup import MemoryOptions, memory_options  # noqa: E402
+from generator.plan.script_setup import MemoryOptions, call_memory, memory_options  # noqa: E402
 from generator.plan.step_fit import parts  # noqa: E402
 
 LOGS = ROOT / "tests" / "fixtures" / "logs"
@@ -55,46 +59,54 @@ def load(name: str, options: MemoryOptions) -> tuple[Config, Comparison]:
     return config, compare(summarise(run), config, options)
 
 
+def predictions(config: Config, options: MemoryOptions) -> tuple[float | None, float | None]:
+    """(step seconds, training peak GiB) as the models give them under the session's calibration."""
+    step = predicted_step(config, options, None)[0]
+    return (parts(step.step)["step_s"] if step is not None else None), training_peak(call_memory(config, options))
+
+
+def median_line(what: str, before: list[float], after: list[float]) -> str:
+    b, a = statistics.median(before), statistics.median(after)
+    return (f"median {what} error: {b:.1f} % uncalibrated, {a:.1f} % calibrated "
+            f"({a / b if b else float('nan'):.2f}x{', halved' if a <= b / 2 else ', NOT halved'})")
+
+
 def main() -> int:
-    every_before: list[float] = []
-    every_after: list[float] = []
-    memory_series = 0
+    every: dict[str, tuple[list[float], list[float]]] = {"step-time": ([], []), "peak-memory": ([], [])}
     for series, (gpu, names) in SERIES.items():
         options = memory_options(gpu, None, None, 0.0)
         runs = [(name, *load(name, options)) for name in names]
-        print(f"{series}")
-        before: list[float] = []
-        after: list[float] = []
+        print(series)
+        errors: dict[str, tuple[list[float], list[float]]] = {"step-time": ([], []), "peak-memory": ([], [])}
         for name, config, comparison in runs:
-            rest = [c for other, _, c in runs if other != name]
-            others = fit(rest, model=comparison.model)
-            step = row(comparison, "step")
-            if step is None or step.measured is None or step.predicted is None:
-                continue
-            share = named(others, "response share")
-            limit = ConfigReader(config).int("data.max_response_length")
-            predicted, factors = step.predicted, fit(rest, at_length=False)  # no length to go on
-            at = predicted_step(config, options, share.value * limit)[0] if share is not None and limit else None
-            if at is not None:  # the length the model's other runs averaged, and factors at their lengths
-                predicted, factors = parts(at.step)["step_s"], others
-            calibrated = corrected(predicted, named(factors, "step"))
-            before.append(error(step.measured, step.predicted))
-            after.append(error(step.measured, calibrated))
-            print(f"  {name:<22} measured {step.measured:7.0f} s  uncalibrated {step.predicted:7.0f} s "
-                  f"({before[-1]:5.1f} %)  calibrated {calibrated:7.0f} s ({after[-1]:5.1f} %)")
-        if before:
-            b, a = statistics.median(before), statistics.median(after)
-            print(f"  median step-time error: {b:.1f} % uncalibrated, {a:.1f} % calibrated "
-                  f"({a / b if b else float('nan'):.2f}x)")
-        every_before += before
-        every_after += after
-        if sum(1 for _, _, c in runs if (r := row(c, MEMORY_ROW)) is not None and r.measured is not None) >= 2:
-            memory_series += 1
-    b, a = statistics.median(every_before), statistics.median(every_after)
-    print(f"all {len(every_before)} runs: median step-time error {b:.1f} % uncalibrated, {a:.1f} % calibrated "
-          f"({a / b:.2f}x)")
-    if not memory_series:
-        print("peak memory: no series has two runs that log it (the published tables give time only); not measured")
+            others = [StoredRun(other, c.model, run_values(c)) for other, _, c in runs if other != name]
+            session.current().calibration = None
+            before = predictions(config, options)
+            session.current().calibration = applied(Entry(Key(gpu), tuple(others)), "project")
+            after = predictions(config, options)
+            session.current().calibration = None
+            measured = (row(comparison, "step"), row(comparison, MEMORY_ROW))
+            for what, found, b, a, unit in (("step-time", measured[0], before[0], after[0], "s"),
+                                            ("peak-memory", measured[1], before[1], after[1], "GiB")):
+                if found is None or found.measured is None or b is None or a is None:
+                    continue
+                errors[what][0].append(error(found.measured, b))
+                errors[what][1].append(error(found.measured, a))
+                print(f"  {name:<22} {what:<11} measured {found.measured:7.0f} {unit:<3} uncalibrated {b:7.0f} "
+                      f"({errors[what][0][-1]:5.1f} %)  calibrated {a:7.0f} ({errors[what][1][-1]:5.1f} %)")
+        for what, (before_e, after_e) in errors.items():
+            if len(before_e) >= 2:
+                print("  " + median_line(what, before_e, after_e))
+            else:
+                print(f"  {what}: fewer than two runs of the series log it; not measured")
+            every[what][0].extend(before_e)
+            every[what][1].extend(after_e)
+    for what, (before_e, after_e) in every.items():
+        if before_e:
+            print(f"all {len(before_e)} runs: " + median_line(what, before_e, after_e))
+        else:
+            print(f"{what}: no series has two runs that log it (the published tables give times only); "
+                  "not measured")
     return 0
 
 

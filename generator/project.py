@@ -58,7 +58,8 @@ MAX_BYTES = 1 << 20
 
 _STRING_LISTS = ("config-dirs", "select", "ignore", "args", "exclude")
 _STRINGS = ("verl-version", "gpu")
-_KNOWN = (*_STRINGS, *_STRING_LISTS, "env", "per-file-ignores")
+# `calibration`: the entries `gen calibrate --save` writes, read by generator.calibrate.saved.
+_KNOWN = (*_STRINGS, *_STRING_LISTS, "env", "per-file-ignores", "calibration")
 
 
 class ProjectSettings(NamedTuple):
@@ -191,6 +192,12 @@ def load_project(start: str | Path) -> ProjectSettings:
     found = path
     return remembered(("project_settings", found, boundary.current()),
                       lambda: settings_from_table(found, _table(found, _read_toml(found)) or {}))
+
+
+def settings_at(path: Path) -> ProjectSettings:
+    """The settings of the project file at `path` (found by find_project_file), without entering
+    its project (generator.project_root.enter): for a command that only reads a setting."""
+    return settings_from_table(path, _table(path, _read_toml(path)) or {})
 
 
 def settings_from_table(path: Path, table: Mapping[str, object]) -> ProjectSettings:

@@ -25,7 +25,7 @@ import os
 import sys
 from collections.abc import Callable, Hashable, Iterable
 from pathlib import Path
-from typing import Protocol, TypeVar
+from typing import NamedTuple, Protocol, TypeVar
 
 Value = TypeVar("Value")
 
@@ -44,10 +44,38 @@ class Bounds(Protocol):
     def check(self, path: str | os.PathLike[str]) -> None: ...
 
 
+class Corrections(NamedTuple):
+    """What a stored calibration corrects for one model: factors on the step-time model's parts,
+    and an offset on the training phases' memory (1.0 and 0: nothing). NamedTuples, not
+    dataclasses: every command imports this module, and `gen check` starts without dataclasses."""
+
+    rollout: float = 1.0
+    log_prob: float = 1.0
+    update: float = 1.0  # with its communication, pipeline bubble and offload
+    weight_sync: float = 1.0
+    memory_offset_gib: float = 0.0  # added to every training phase (update, optimizer step, log-prob)
+    memory_runs: int = 0
+
+
+class Calibration(NamedTuple):
+    """The per-cluster corrections a command applies (generator.calibrate.saved finds them in
+    the project or user configuration; docs/calibrate.md): plain numbers, so that the models
+    below (generator.plan.step_time, generator.plan.memory) read them without knowing where
+    they came from. Absent (Session.calibration None), every model gives what it gave before."""
+
+    by_model: tuple[tuple[str, Corrections], ...] = ()  # fitted on the runs of each model
+    others: Corrections = Corrections()  # for a model with no run of its own: what the runs agree on
+    response_shares: tuple[tuple[str, float], ...] = ()  # (model name, mean response / max_response_length)
+    line: str = ""  # how a report says it: "calibrated on 3 runs of this project, +-8%"
+
+    def for_model(self, name: str | None) -> Corrections:
+        return dict(self.by_model).get(name or "", self.others)
+
+
 class Session:
     """The state of one command (see the module's doc)."""
 
-    __slots__ = ("boundary", "given", "kept", "kept_bytes", "memo", "parts", "recorders", "trusted")
+    __slots__ = ("boundary", "calibration", "given", "kept", "kept_bytes", "memo", "parts", "recorders", "trusted")
 
     def __init__(self) -> None:
         self.boundary: Bounds | None = None  # the script being judged: reads are bounded to it
@@ -55,6 +83,7 @@ class Session:
         self.given: list[Path] = []  # folder arguments, as written, shortest first
         self.memo: dict[Hashable, object] | None = None  # folder answers, inside folder_memo.one_run()
         self.recorders: list[dict[str, str]] = []  # files.recording_reads: path -> digest of what was read
+        self.calibration: Calibration | None = None  # stored corrections in force (plan, recipe, check, explain)
         # Results computed from files, each with the stamps of every file it was computed from
         # (`kept`, below), and their estimated size together.
         self.kept: dict[Hashable, tuple[object, tuple[tuple[str, Stamp], ...], int]] = {}
@@ -155,5 +184,5 @@ def begin() -> Session:
     return _current
 
 
-__all__ = ["ENTRY_LIMIT", "SESSION_LIMIT", "Bounds", "Session", "Stamp", "approx_size", "begin", "current", "kept",
-           "stamp"]
+__all__ = ["ENTRY_LIMIT", "SESSION_LIMIT", "Bounds", "Calibration", "Corrections", "Session", "Stamp", "approx_size",
+           "begin", "current", "kept", "stamp"]

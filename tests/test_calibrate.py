@@ -354,7 +354,7 @@ def test_several_logs_each_with_its_script_are_fitted_together() -> None:
     (step,) = [c for c in doc["corrections"] if c["name"] == "step"]
     assert step["runs"] == 2 and step["value"] == pytest.approx(math.sqrt(ratios[0] * ratios[1]))
     text = gen(*args)
-    assert "corrections fitted on 2 runs (shown, not stored yet):" in text.stdout
+    assert "corrections fitted on 2 runs (shown; --save stores them):" in text.stdout
     assert gen(args[0], "--script", "a", "--script", "b").exit_code == 2
 
 

@@ -12,10 +12,9 @@ from generator.calibrate.summary import Measured
 from generator.candidate import StepTime
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
+from generator.plan.memory import TRAINING_PHASES
 from generator.plan.script_setup import CallMemory, MemoryOptions, call_memory, memory_setup_from_config
 
-# The phases torch's allocator serves in the trainer process (max_memory_allocated counts them).
-TRAINING_PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob")
 # Memory terms outside torch's allocator statistics: the CUDA context and NCCL buffers, and vLLM's
 # weights, KV cache and graphs, which its sleep-mode allocator (CuMemAllocator) maps itself.
 OUTSIDE_ALLOCATOR = ("overhead", "cuda-graphs", "kv-cache", "rollout-weights", "rollout-activations")
@@ -84,14 +83,14 @@ def predicted_step(config: Config, options: MemoryOptions, mean_response: float 
     kv = engine_memory(setup.model, setup.candidate, work, responses_per_step=work.responses_per_step).kv_tokens
     step = estimate_step_time(setup.candidate, setup.model, options.gpu, work, kv_tokens=kv)
     passes = ("old_log_prob",) + (("ref",) if work.has_ref else ()) + (("values",) if work.has_critic else ())
-    return PredictedStep(step, expected_lengths(work, calibrated())[1], passes), []
+    return PredictedStep(step, expected_lengths(work, calibrated(), setup.model.name)[1], passes), []
 
 
 def _scaled(value: float | None, share: float) -> float | None:
     return None if value is None else value * share
 
 
-def _training_peak(memory: CallMemory) -> float | None:
+def training_peak(memory: CallMemory) -> float | None:
     if memory.report is None:
         return None
     return max((p.gib - sum(t.gib for t in p.terms if t.name in OUTSIDE_ALLOCATOR)
@@ -136,7 +135,7 @@ def compare(measured: Measured, config: Config | None, options: MemoryOptions) -
                         step.weight_sync_s if step else None, at_length.step.weight_sync_s if at_length else None))
     rows += [Row("time", f"{p} (not modelled)", measured.phases[p]) for p in ("reward", "adv") if p in measured.phases]
     rows.append(Row("time", "step", measured.phases.get("step"), est.get("step_s"), est_len.get("step_s")))
-    peak = _training_peak(memory) if memory is not None else None
+    peak = training_peak(memory) if memory is not None else None
     for key, label in ((k.ALLOCATED, "GPU peak allocated (training)"), (k.RESERVED, "GPU peak reserved (training)")):
         if key in measured.memory:
             rows.append(Row("memory", label, measured.memory[key], peak, unit="GiB"))

@@ -21,6 +21,7 @@ from generator.calibrate.compare import Comparison, Row
 # The corrections and the row each is fitted on (Row.label starts with it).
 TIME_ROWS = ("rollout", "log-prob", "update", "weight sync", "step")
 MEMORY_ROW = "GPU peak allocated"
+SHARE = "response share"
 
 
 @dataclass(frozen=True)
@@ -52,10 +53,37 @@ def basis(found: Row, at_length: bool = True) -> float | None:
     return (found.at_measured_length if at_length else None) or found.predicted
 
 
-def _factor(name: str, ratios: list[float]) -> Correction:
+def factor(name: str, ratios: Sequence[float]) -> Correction:
+    """A factor: the median of the ratios on a log scale (the geometric mean of one or two), so
+    that one run of another workload among several of this one does not pull it; its spread the
+    geometric standard deviation - 1."""
     logs = [math.log(r) for r in ratios]
     spread = math.exp(statistics.stdev(logs)) - 1 if len(logs) > 1 else None
-    return Correction(name, "factor", math.exp(statistics.fmean(logs)), spread, len(logs))
+    return Correction(name, "factor", math.exp(statistics.median(logs)), spread, len(logs))
+
+
+def mean_of(name: str, kind: str, values: Sequence[float]) -> Correction:
+    """An offset or a share: the mean, its spread the standard deviation."""
+    spread = statistics.stdev(values) if len(values) > 1 else None
+    return Correction(name, kind, statistics.fmean(values), spread, len(values))
+
+
+def run_values(comparison: Comparison) -> dict[str, float]:
+    """What one run says, by correction name: each time row's measured / predicted (at its
+    measured length), the GPU training peak's measured - predicted GiB, the response share. A
+    stored calibration keeps these per run (generator.calibrate.saved), so runs accumulate."""
+    out: dict[str, float] = {}
+    for name in TIME_ROWS:
+        found = row(comparison, name)
+        predicted = basis(found) if found is not None else None
+        if found is not None and found.measured and predicted:
+            out[name] = found.measured / predicted
+    peak = row(comparison, MEMORY_ROW)
+    if peak is not None and peak.measured is not None and peak.predicted is not None:
+        out[MEMORY_ROW] = peak.measured - peak.predicted
+    if comparison.response_share:
+        out[SHARE] = comparison.response_share
+    return out
 
 
 def fit(comparisons: Sequence[Comparison], *, model: str | None = None, at_length: bool = True) -> list[Correction]:
@@ -72,16 +100,14 @@ def fit(comparisons: Sequence[Comparison], *, model: str | None = None, at_lengt
             if found is not None and found.measured and predicted:
                 ratios.append(found.measured / predicted)
         if ratios:
-            out.append(_factor(name, ratios))
+            out.append(factor(name, ratios))
     offsets = [r.measured - r.predicted for c in comparisons
                if (r := row(c, MEMORY_ROW)) is not None and r.measured is not None and r.predicted is not None]
     if offsets:
-        spread = statistics.stdev(offsets) if len(offsets) > 1 else None
-        out.append(Correction(MEMORY_ROW, "offset", statistics.fmean(offsets), spread, len(offsets)))
+        out.append(mean_of(MEMORY_ROW, "offset", offsets))
     shares = [c.response_share for c in comparisons if c.response_share and model in (None, c.model)]
     if shares:
-        spread = statistics.stdev(shares) if len(shares) > 1 else None
-        out.append(Correction("response share", "share", statistics.fmean(shares), spread, len(shares)))
+        out.append(mean_of(SHARE, "share", shares))
     return out
 
 

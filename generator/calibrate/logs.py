@@ -50,6 +50,7 @@ class RunLog:
     config: dict[str, Any] | None = None  # the dumped config, flattened to dotted keys
     notes: list[str] = field(default_factory=list)  # one line each: what was skipped and why
     cut_off: bool = False  # the last line was a half line (the run was still writing, or killed)
+    versions: dict[str, str] = field(default_factory=dict)  # "vllm" -> "0.8.5": what the log's own lines print
 
     @property
     def keys(self) -> set[str]:
@@ -95,12 +96,24 @@ def read_log(path: str) -> RunLog:
         raise InputError("not a text log (it holds NUL bytes); a binary file such as a tensorboard event file "
                          "is not read, export its scalars as CSV")
     run = parse_log(text, path)
+    run.versions.update(stack_versions(text))
     if not run.steps:
         raise InputError(f"no step lines found (read as {run.format}: expected "
                          + {"console": "`step:N - key:value - ...` lines",
                             "jsonl": "{\"step\": N, \"data\": {...}} lines",
                             "csv": "a step column and one column per metric"}[run.format] + ")")
     return run
+
+
+# vLLM's engine prints its release when it starts (`Initializing an LLM engine (v0.6.3) with
+# config` up to 0.7, `Initializing a V1 LLM engine (v0.8.5.post1)` after): the one version of the
+# stack a verl console log shows by itself.
+_VLLM_VERSION = re.compile(r"Initializing an? (?:V1 )?LLM engine \(v(\d+\.\d+(?:\.\d+)?(?:\.?post\d+)?)\)")
+
+
+def stack_versions(text: str) -> dict[str, str]:
+    found = _VLLM_VERSION.search(text)
+    return {"vllm": found.group(1)} if found else {}
 
 
 def detect_format(text: str, path: str) -> str:

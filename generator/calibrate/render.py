@@ -106,15 +106,20 @@ def as_dict(done: Calibrated) -> dict[str, Any]:
     }
 
 
-def corrections_text(corrections: list[Correction], runs: int) -> str:
+def corrections_text(corrections: list[Correction], runs: int, saved: str = "") -> str:
     if not corrections:
         return ""
-    lines = [f"corrections fitted on {runs} run{'s' if runs != 1 else ''} (shown, not stored yet):"]
+    lines = [f"corrections fitted on {runs} run{'s' if runs != 1 else ''}"
+             + (":" if saved else " (shown; --save stores them):")]
     lines += [f"  {c.describe()}" for c in corrections]
+    if saved:
+        lines.append(saved)
     return "\n".join(one_line(line) for line in lines) + "\n"
 
 
-def documents(done: list[Calibrated], errors: list[dict[str, str]], corrections: list[Correction]) -> str:
+def documents(done: list[Calibrated], errors: list[dict[str, str]], corrections: list[Correction],
+              saved: str = "") -> str:
     fitted = [{"name": c.name, "kind": c.kind, "value": c.value, "spread": c.spread, "runs": c.runs}
               for c in corrections]
-    return json_text({"logs": [as_dict(d) for d in done], "corrections": fitted, "errors": errors})
+    return json_text({"logs": [as_dict(d) for d in done], "corrections": fitted, "errors": errors,
+                      "saved": saved or None})

@@ -1,9 +1,11 @@
 """`gen calibrate LOG... [--script run.sh]`: a run's logged step times and memory against what the
 models predict for its configuration (docs/calibrate.md).
 
-Exit codes: 0 every log was compared in full; 1 a comparison is partial (no prediction could be
-made, or the log's run is another configuration than --script); 2 bad input (a log missing,
-unreadable, binary or without step lines, a script that cannot be read, an invalid option).
+Exit codes: 0 every log was compared in full (and, with --save, stored); 1 a comparison is
+partial (no prediction could be made, or the log's run is another configuration than --script);
+2 bad input (a log missing, unreadable, binary or without step lines, a script that cannot be
+read, an invalid option), or --save/--chart could not write (a configuration file that is not
+valid TOML, a link, a file changed meanwhile): one line, nothing written.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from typing import List, Optional
 
 import typer
 
+from generator.calibrate.render import Calibrated
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import say, write
 
@@ -37,13 +40,21 @@ def register(app: typer.Typer) -> None:
                                              "(default: 1 when the log has 3 steps or more)."),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Read the configuration "
                                                    "against this verl release."),
+        save: bool = typer.Option(False, "--save", help="Store the fitted corrections in the project configuration "
+                                  "([tool.verl-gen.calibration] in pyproject.toml, else .verl-gen.toml), keyed by "
+                                  "GPU type and versions; runs accumulate."),
+        user: bool = typer.Option(False, "--user", help="With --save: store them in the user configuration "
+                                  "($XDG_CONFIG_HOME/verl-gen/config.toml) instead."),
+        chart: Optional[str] = typer.Option(None, "--chart", help="Write a picture of measured against predicted "
+                                            "per phase and the step's breakdown (.svg, or .html around it)."),
+        force: bool = typer.Option(False, "--force", help="Overwrite an existing --chart file."),
     ) -> None:
         """Compare a run's logged step times and memory with the predicted ones, phase by phase."""
         from generator.calibrate.compare import compare
         from generator.calibrate.logs import read_log
         from generator.calibrate.match import contradictions, run_config
         from generator.calibrate.fit import fit
-        from generator.calibrate.render import Calibrated, corrections_text, documents, text
+        from generator.calibrate.render import corrections_text, documents, text
         from generator.calibrate.summary import summarise
         from generator.plan.script_setup import memory_options
 
@@ -54,6 +65,8 @@ def register(app: typer.Typer) -> None:
             if len(scripts) > 1 and len(scripts) != len(logs):
                 raise InputError(f"--script is given {len(scripts)} times for {len(logs)} logs: give it once, "
                                  "or once per log")
+            if user and not save:
+                raise InputError("--user says where --save stores the calibration: give --save too")
         except InputError as err:
             _error(str(err))
             if fmt == "json":
@@ -93,8 +106,53 @@ def register(app: typer.Typer) -> None:
         # The corrections the runs support; a run of another configuration than its script is
         # compared against its own config, so it still counts.
         corrections = fit([d.comparison for d in done]) if done else []
+        saved = ""
+        try:
+            if chart and done:
+                from generator.calibrate.picture import picture
+                from generator.files import write_atomic
+
+                write_atomic(chart, picture(done, html=chart.lower().endswith((".html", ".htm"))), replace=force)
+            if save and done:
+                saved = _save(done, scripts, options.gpu.name, verl_version, user)
+        except InputError as err:
+            _error(str(err))
+            errors.append({"path": chart or "", "error": str(err)})
+            status = EXIT_BAD_INPUT
         if fmt == "json":
-            write(documents(done, errors, corrections))
+            write(documents(done, errors, corrections, saved))
         else:
-            write(corrections_text(corrections, len(done)))
+            write(corrections_text(corrections, len(done), saved))
         raise typer.Exit(status)
+
+
+def _save(done: list[Calibrated], scripts: list[str], gpu: str, verl_version: str | None, user: bool) -> str:
+    """Store what the runs measured; the line that says where. InputError when nothing can be."""
+    from pathlib import Path
+
+    from generator.calibrate.fit import run_values
+    from generator.calibrate.saved import Key, StoredRun, log_digest, save, save_place
+    from generator.files import read_input
+    from generator.project import load_project
+
+    start = Path(scripts[0]).parent if scripts else Path.cwd()
+    runs = []
+    versions: dict[str, str] = {}
+    for d in done:
+        values = run_values(d.comparison)
+        if not values:
+            _error(f"{d.run.path}: nothing predicted to calibrate against; not stored")
+            continue
+        data = read_input(d.run.path, limit=256 * 1024 * 1024, what="log", trusted=True) if d.run.path != "-" else b""
+        runs.append(StoredRun(log_digest(data or repr(sorted(d.run.steps.items())).encode()), d.comparison.model,
+                              values))
+        versions.update(d.run.versions)
+    if not runs:
+        raise InputError("--save: no run had a prediction to calibrate against; nothing written")
+    verl = verl_version or load_project(start).verl_version
+    key = Key(gpu, verl, versions.get("vllm"), versions.get("megatron"))
+    place = save_place(start, user)
+    entry = save(place, key, runs)
+    from generator.calibrate.saved import applied
+
+    return f"stored in {place.path} [{'.'.join(place.table)}.{key.slug}]: {applied(entry, place.scope).line}"

@@ -128,6 +128,8 @@ def register(app: typer.Typer) -> None:
         chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "
                                             "below the other: FILE.svg or FILE.html (implies --memory)."),
         force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
+        no_calibration: bool = typer.Option(False, "--no-calibration", help="With --memory: ignore a stored "
+                                            "calibration (gen calibrate --save)."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
         from generator.checking import explain_file
@@ -153,6 +155,12 @@ def register(app: typer.Typer) -> None:
                 check_chart_path(chart, force=force)
             from generator.discover import expand_paths
 
+            if memory_args is not None:
+                from generator.cli.calibration import apply_stored
+
+                # The project of the first path named (one calibration for the command).
+                apply_stored(files[0] if files and files[0] != "-" else ".", memory_args.gpu.name, verl_version,
+                             no_calibration)
             files = expand_paths(files)
         except InputError as err:
             _fail(str(err), "json" if fmt == "json" else "text")

@@ -48,6 +48,8 @@ CHECK_OPTIONS: tuple[Opt, ...] = (
     Opt("gpu_mem", ("--gpu-mem",), "value", None, "GPU memory in GiB (overrides --gpu's).", convert=float),
     Opt("headroom", ("--headroom",), "value", 0.0, "GiB to keep free below the usable limit.", convert=float,
         optional=False, minimum=0),
+    Opt("no_calibration", ("--no-calibration",), "flag", False, "With --gpu: ignore a stored calibration "
+                                                                 "(gen calibrate --save)."),
 )
 CHECK_HELP = "Check launch scripts against verl's batch, parallel and config rules."
 
@@ -99,7 +101,7 @@ def run_check(**options: Any) -> int:
 def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], severity: str, exit_zero: bool,
          statistics: bool, quiet: bool, output_file: str | None, verl_version: str | None, config_dir: str | None,
          env: list[str], arg: list[str], model_config: str | None, gpu: str | None, gpu_mem: float | None,
-         headroom: float) -> int:
+         headroom: float, no_calibration: bool = False) -> int:
     from generator.cli.common import parse_pairs
     from generator.report import render
 
@@ -117,6 +119,11 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
             from generator.plan.script_setup import memory_options
 
             memory = memory_options(gpu, gpu_mem, None, headroom)
+            from generator.cli.calibration import apply_stored
+
+            # The project of the first path named (one calibration for the command).
+            apply_stored(files[0] if files and files[0] != "-" else ".", memory.gpu.name, verl_version,
+                         no_calibration)
         from generator.checking import check_paths
 
         reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,

@@ -8,10 +8,12 @@ from __future__ import annotations
 
 import sys
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any, Optional, Sequence
 
 import typer
 
+from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import json_text, say, write
@@ -63,6 +65,7 @@ def register(app: typer.Typer) -> None:
             None, "--chart", help="Also write the pictures: the layout on the GPUs, the candidates side by side "
                                   "and the memory per phase, in FILE.svg or FILE.html."),
         force: bool = typer.Option(False, "--force", help="Replace an existing --chart file."),
+        no_calibration: bool = typer.Option(False, "--no-calibration", help=NO_CALIBRATION_HELP),
         pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
@@ -82,6 +85,7 @@ def register(app: typer.Typer) -> None:
                 raise InputError(f"--format must be text or json, got '{output_format}'")
             facts = resolve_model(model)
             spec = gpu_spec(gpu, gpu_mem)
+            apply_stored(Path.cwd(), spec.name, None, no_calibration)
             if nodes is None:  # derived as `gen recipe` derives them: one search, one answer
                 nodes = nodes_for_gpus(gpus, spec.name, spec.gpus_per_node)[0]
             pinned = pin_values or {}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict
 import typer
 
 from generator.cli.pin_options import with_pin_options
+from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import payload_problem, say, write_payload
 
@@ -142,6 +143,7 @@ def register(app: typer.Typer) -> None:
                                               "$VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes)."),
         chart: Optional[str] = typer.Option(None, "--chart", help="Also write the pictures of the script's layout "
                                             "on the GPUs and its memory per phase: FILE.svg or FILE.html."),
+        no_calibration: bool = typer.Option(False, "--no-calibration", help=NO_CALIBRATION_HELP),
         pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Write a Megatron launch script whose layout, batch sizes and memory are planned and checked."""
@@ -165,6 +167,11 @@ def register(app: typer.Typer) -> None:
             from generator.pins import pins_from_options
 
             pins = pins_from_options(**(pin_values or {}))
+            from generator.hardware import gpu_spec
+
+            # The project the script is written into (its --output folder when that exists).
+            into = Path(output).parent if output and output != "-" and Path(output).parent.is_dir() else Path.cwd()
+            apply_stored(into, gpu_spec(gpu, gpu_mem).name, verl_version, no_calibration)
             if mean_response_len is not None and (legacy is not None or name is not None):
                 raise InputError("--mean-response-len plans from --model; a recipe name or --from keeps its layout")
             if pins.given() and (legacy is not None or name is not None):

@@ -44,6 +44,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
+from generator import session
 from generator.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
 from generator.model.params import megatron_lora_share
@@ -66,6 +67,9 @@ PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob", "rollout", "we
 TERM_ORDER = ("weights", "grads", "optimizer", "activations", "logits", "kv-cache", "ref-weights", "critic",
               "step-temporaries", "cuda-graphs", "overhead", "actor-weights", "rollout-weights",
               "rollout-activations", "sync-bucket", "offloaded-weights", "offloaded-optimizer", "cpu-optimizer")
+# The phases torch's allocator serves in the trainer process (verl's perf/max_memory_allocated_gb
+# counts them): a calibration's memory offset applies to these.
+TRAINING_PHASES = ("update", "optimizer_step", "log_prob", "ref_log_prob")
 UPDATE = ("update",)  # the one phase the micro-batches in flight change
 
 
@@ -276,7 +280,7 @@ def _stage_phases(model: ModelFacts, cand: Candidate, work: Workload, stage: int
             ("sync-bucket", work.sync_bucket_mib * 2**20,
              lambda: f"update_weights_bucket_megabytes {work.sync_bucket_mib}"),
             graphs, overhead], detail, terms=False)
-    return phases
+    return _with_calibration(phases, detail, model.name)
 
 
 def _update_phase(model: ModelFacts, cand: Candidate, work: Workload, stage: int, f: _CallFacts,
@@ -326,6 +330,27 @@ def _rollout_phase(cand: Candidate, work: Workload, f: _CallFacts, weights: floa
          "none: weights and activations exceed the claim; vLLM will not start"),
         graphs, ("overhead", (overhead_gib(cand) - ENGINE_COUNTED_OVERHEAD_GIB) * GIB,
                  "less the non-torch memory vLLM counts inside its claim")], detail, terms=terms)
+
+
+def _with_calibration(phases: dict[str, PhaseMemory], detail: bool, model: str) -> dict[str, PhaseMemory]:
+    """The training phases with a stored calibration's memory offset (generator.session): the
+    measured peak of torch's allocator less the predicted one, over the runs it was fitted on.
+    The logs measure the training peak only, so the rollout and weight-sync phases keep theirs."""
+    in_force = session.current().calibration
+    corrections = in_force.for_model(model) if in_force is not None else None
+    if corrections is None or not corrections.memory_offset_gib:
+        return phases
+    offset = corrections.memory_offset_gib
+    for name in TRAINING_PHASES:
+        found = phases.get(name)
+        if found is None:
+            continue
+        runs = corrections.memory_runs
+        term = (MemoryTerm("calibration", round(offset, 2), f"measured - predicted, {runs} run{'s' if runs != 1 else ''}")
+                if detail else MemoryTerm("calibration", offset))
+        phases[name] = PhaseMemory(name, round(found.gib + offset, 2),
+                                   found.terms + (term,) if detail or found.terms else ())
+    return phases
 
 
 def _beside_update(cand: Candidate, ref_weights: float, critic_state: float) -> list[_Part]:

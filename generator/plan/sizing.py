@@ -29,7 +29,7 @@ from generator.plan.practice import rollout_weights_fit_in_node, within_step_ban
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
 from generator.plan.stages import stage_layer_counts, stage_params
-from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths
+from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths, response_share
 from generator.plan.workload import GIB, Workload, algo_roles
 
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
@@ -451,9 +451,12 @@ def describe_candidate(model: ModelFacts, cand: Candidate, s: Setting, *, params
         warnings.append(f"MoE update fits with {cand.limit_gib - update.gib:.1f} GiB to spare and no recompute; "
                         "expert activations assume even routing (an uneven step holds more): --recompute buys "
                         f"room for ~{score.update_s / 3:.0f} s more per step")
-    _, response = expected_lengths(work, calibrated())
-    source = "" if work.mean_response_len else (f" ({calibrated().mean_response_share:.0%} of the maximum, the "
-                                                "published median; --mean-response-len to change)")
+    k = calibrated()
+    _, response = expected_lengths(work, k, model.name)
+    share, measured = response_share(k, model.name)
+    source = "" if work.mean_response_len else (
+        f" ({share:.0%} of the maximum, as this cluster's runs measured; --mean-response-len to change)" if measured
+        else f" ({share:.0%} of the maximum, the published median; --mean-response-len to change)")
     why.append(f"step ~{score.total_s:.0f} s estimated, responses counted at {response:.0f} of {work.response_len} "
                f"tokens expected{source}")
     return replace(cand, why=tuple(why), warnings=tuple(warnings))

@@ -43,14 +43,16 @@ by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-ti
 from __future__ import annotations
 
 import math
-from dataclasses import dataclass, fields
+from dataclasses import dataclass, fields, replace
 from functools import lru_cache
+from typing import Any
 
 from generator.derive import layout_dp, layout_edp
 from generator.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import (dense_layer_params, is_moe_layer, kv_cache_bytes_per_token,
                                     moe_layer_params)
+from generator import session
 from generator.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
@@ -85,23 +87,52 @@ class StepConstants:
     cross_node_sync_s: float = 1e-4  # per rollout-TP all-reduce when the replica spans nodes (network latency)
     mean_response_share: float = 0.15  # expected response / maximum, when the workload does not say
     mean_prompt_share: float = 0.5  # expected prompt / maximum
+    # A stored calibration (generator.session.Calibration, docs/calibrate.md): factors on the parts
+    # a cluster measured, and the share of the maximum its runs' responses averaged, per model.
+    # None when no calibration is in force: the model's own figures, unchanged.
+    calibration: session.Calibration | None = None
 
+    def corrections(self, model: str) -> session.Corrections:
+        return self.calibration.for_model(model) if self.calibration is not None else NO_CORRECTIONS
+
+
+NO_CORRECTIONS = session.Corrections()
 
 FREE_CONSTANTS = ("train_mfu", "moe_efficiency", "decode_mfu", "decode_tp_sync_s", "decode_step_overhead_s",
                   "static_pad_share", "gemm_half_dim", "expert_half_rows", "cross_node_sync_s")
 
 
-@lru_cache(maxsize=1)
 def calibrated() -> StepConstants:
-    """The constants generator/data/step_time_calibration.yaml holds (the fit on every published point)."""
+    """The constants generator/data/step_time_calibration.yaml holds (the fit on every published
+    point), with the stored calibration the command applies (generator.session), if any."""
+    in_force = session.current().calibration
+    return _fitted() if in_force is None else _with_calibration(in_force)
+
+
+@lru_cache(maxsize=1)
+def _fitted() -> StepConstants:
     raw = load_data_yaml(data_dir() / "step_time_calibration.yaml")
-    known = {f.name for f in fields(StepConstants)}
-    return StepConstants(**{k: float(v) for k, v in raw["constants"].items() if k in known})
+    known = {f.name for f in fields(StepConstants) if f.type in ("float", float)}
+    fitted: dict[str, Any] = {k: float(v) for k, v in raw["constants"].items() if k in known}
+    return StepConstants(**fitted)
 
 
-def expected_lengths(work: Workload, k: StepConstants) -> tuple[float, float]:
-    """(expected prompt, expected response) tokens of one sequence."""
-    response = work.mean_response_len or k.mean_response_share * work.response_len
+@lru_cache(maxsize=8)
+def _with_calibration(c: session.Calibration) -> StepConstants:
+    return replace(_fitted(), calibration=c)
+
+
+def response_share(k: StepConstants, model: str | None) -> tuple[float, bool]:
+    """(expected response / maximum, whether a calibration measured it for this model)."""
+    shares = k.calibration.response_shares if k.calibration is not None else ()
+    measured = dict(shares).get(model) if model else None
+    return (measured, True) if measured is not None else (k.mean_response_share, False)
+
+
+def expected_lengths(work: Workload, k: StepConstants, model: str | None = None) -> tuple[float, float]:
+    """(expected prompt, expected response) tokens of one sequence; `model` (its name) reads the
+    share a stored calibration measured for it, when the workload gives no mean length."""
+    response = work.mean_response_len or response_share(k, model)[0] * work.response_len
     return k.mean_prompt_share * work.prompt_len, min(float(work.response_len), float(response))
 
 
@@ -303,7 +334,7 @@ def decode_step_s(model: ModelFacts, gpu: GpuSpec, rtp: int, in_flight: float, c
 def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
               kv_tokens: int | None, k: StepConstants) -> float:
     """Prefill and decode of every response; replicas run in parallel, the slowest sets the time."""
-    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k)
+    return _rollout_s(cand.rollout_tp, model, gpu, work, responses, kv_tokens, k) * k.corrections(model.name).rollout
 
 
 # The rollout reads only the rollout TP of a candidate: the search's step-time floors try every
@@ -311,7 +342,7 @@ def rollout_s(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Workload, 
 @lru_cache(maxsize=4096)
 def _rollout_s(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
                kv_tokens: int | None, k: StepConstants) -> float:
-    prompt, response = expected_lengths(work, k)
+    prompt, response = expected_lengths(work, k, model.name)
     rtp = max(1, rollout_tp)
     replicas = max(1, work.gpus // rtp)
     per_replica = math.ceil(responses / replicas)
@@ -377,7 +408,7 @@ def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Worklo
     gpus = max(1, work.gpus)
     dp = layout_dp(gpus, cand)
     responses = work.responses_per_step or work.per_rank_mini_batch * dp
-    prompt, response = expected_lengths(work, k)
+    prompt, response = expected_lengths(work, k, model.name)
     per_response = prompt + response
     if not cand.use_dynamic_bsz:
         # Fixed micro-batches are not balanced by tokens: part of the padding to the maximum is computed.
@@ -408,8 +439,12 @@ def trainer_times(cand: Candidate, model: ModelFacts, gpu: GpuSpec, work: Worklo
                                (update_s, micro_batches(work.per_rank_mini_batch, seq, cand, log_prob=False))):
             share = bubble_fraction(cand.pp, cand.vpp, micro)
             bubble_s += compute * (imbalance - 1) + compute * imbalance * share / (1 - share)
-    return TrainerTimes(responses=responses, log_prob_s=log_prob_s, update_s=update_s,
-                        offload_s=_offload_s(cand, model, gpu, work, dp), bubble_s=bubble_s, comm_s=comm_s)
+    # A calibration's update factor was fitted on the update with its communication, bubble and
+    # offload (generator.plan.step_fit.parts): it scales them all.
+    c = k.corrections(model.name)
+    u = c.update
+    return TrainerTimes(responses=responses, log_prob_s=log_prob_s * c.log_prob, update_s=update_s * u,
+                        offload_s=_offload_s(cand, model, gpu, work, dp) * u, bubble_s=bubble_s * u, comm_s=comm_s * u)
 
 
 @dataclass(frozen=True, slots=True)
@@ -424,8 +459,9 @@ class RolloutTimes:
 def rollout_times(rollout_tp: int, model: ModelFacts, gpu: GpuSpec, work: Workload, responses: int,
                   kv_tokens: int | None, k: StepConstants) -> RolloutTimes:
     """The rollout on `rollout_tp` (responses per step: the trainer's) and the weight sync to it."""
-    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k),
-                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9))
+    c = k.corrections(model.name)
+    return RolloutTimes(_rollout_s(rollout_tp, model, gpu, work, responses, kv_tokens, k) * c.rollout,
+                        BF16 * _params(model)[0] / max(1, rollout_tp) / (gpu.peer_gb_s * 1e9) * c.weight_sync)
 
 
 def with_rollout(t: TrainerTimes, r: RolloutTimes) -> StepTime:

@@ -25,6 +25,10 @@ TERM_GROUPS: tuple[tuple[str, str, tuple[str, ...]], ...] = (
 )
 OTHER_GROUP = ("other", "#17BECF")  # a term no group lists (another producer's); never silently one of the above
 
+# Colours in legend order, for a picture of other series (gen calibrate: measured, predicted, then
+# the step's phases), so it draws from the same set as every memory chart.
+SERIES_COLOURS: tuple[str, ...] = tuple(colour for _, colour, _ in TERM_GROUPS)
+
 LIMIT_COLOUR = "#D62728"  # the usable limit, and a bar over it
 OVER_FILL = "#FDE0E0"  # the background of a row whose bar is over the limit
 
