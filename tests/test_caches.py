@@ -60,7 +60,6 @@ PURE = {
     "plan/step_time.py:_moe_split": "arithmetic on immutable arguments",
     "plan/step_time.py:_params": "arithmetic on immutable arguments",
     "plan/step_time.py:_rollout_s": "arithmetic on immutable arguments",
-    "plan/step_time.py:calibrated": "packaged data",
     "plan/verl_rows.py:verl_rows": "packaged data",
     "release_semantics.py:semantics": "facts of a release id, from constants",
     "render/templating.py:environment": "the packaged Jinja templates",
