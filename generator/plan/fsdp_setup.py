@@ -17,7 +17,7 @@ from generator.hardware import GpuSpec
 from generator.model.facts import ModelFacts
 from generator.plan.call_model import call_model
 from generator.plan.fsdp_memory import FsdpKnobs, FsdpVerdict, fsdp_verdict
-from generator.plan.memory import lowered_gmu
+from generator.plan.gmu_ladder import lowered_gmu
 from generator.plan.relief import KnobChange, Rung, cheapest_change
 from generator.rules.core import MemoryVerdict
 from generator.verl import ACTOR, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS

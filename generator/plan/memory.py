@@ -40,7 +40,7 @@ leave-one-out by tests/test_memory_calibration.py and `python bench/known_outcom
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
@@ -595,18 +595,3 @@ def _worst_stages(model: ModelFacts, cand: Candidate, work: Workload, counts: li
             if name not in worst or phase.gib > worst[name][1].gib:
                 worst[name] = (stage, phase)
     return worst
-
-
-# The lowest gpu_memory_utilization the planner and the memory fixes go down to (below it the KV
-# cache holds too few sequences to be worth a rollout), and the step the fixes take towards it.
-MIN_GMU = 0.3
-GMU_FIX_STEP = 0.05
-
-
-def lowered_gmu(gmu: float) -> Iterator[float]:
-    """gpu_memory_utilization values below `gmu`, one fix step apart, down to MIN_GMU (rounded as a
-    script writes them)."""
-    lower = round(gmu - GMU_FIX_STEP, 2)
-    while lower >= MIN_GMU:
-        yield lower
-        lower = round(lower - GMU_FIX_STEP, 2)

@@ -24,7 +24,8 @@ from generator.pins import NO_PINS, Pins
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two
-from generator.plan.memory import MIN_GMU, phase_memory, training_phases_fit, usable_gib, worst_rollout_phase
+from generator.plan.gmu_ladder import MIN_GMU
+from generator.plan.memory import phase_memory, training_phases_fit, usable_gib, worst_rollout_phase
 from generator.plan.practice import rollout_weights_fit_in_node, within_step_band
 from generator.plan.relief import PLANNER_LADDER
 from generator.plan.setting import Setting
