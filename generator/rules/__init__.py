@@ -255,15 +255,24 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     from generator.rules.calls import call_configs
     from generator.rules.loop_repeats import fold_loop_repeats
 
+    from generator.rules.release_evidence import rejudges, weigh
+
     results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
     results.append((None, None, hazards))
     cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
-    for invocation, config in call_configs(script, resolution, config_root):
+
+    def judge(invocation: Invocation, config: Config) -> list[Finding]:
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None
-        findings = check_config(config, model=model, invocation=invocation, script=script,
-                                select=select, ignore=ignore, memory=memory)
+        return check_config(config, model=model, invocation=invocation, script=script,
+                            select=select, ignore=ignore, memory=memory)
+
+    # The release inferred from the keys is one of several the evidence allows: a finding stays an
+    # error or warning only where each of them finds it too (generator.rules.release_evidence).
+    other_releases = rejudges(script, resolution, config_root, judge)
+    for index, (invocation, config) in enumerate(call_configs(script, resolution, config_root)):
+        findings = weigh(judge(invocation, config), resolution, index, other_releases)
         note = _scope_note(invocation)
         if note:
             findings = [f._replace(message=f.message + note) for f in findings]

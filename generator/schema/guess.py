@@ -90,6 +90,31 @@ def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
     return None
 
 
+def releases_with(keys: KeyUses) -> tuple[str, ...]:
+    """Every packaged release whose config has every key (oldest first): the releases a script
+    setting these keys with plain `key=` can have run on (Hydra refuses a missing key). Every
+    packaged release when there are no keys; none when no release has them all."""
+    releases = packaged_releases()
+    if not keys:
+        return tuple(releases)
+    by_name: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
+    for key, name in keys:
+        plain, selections = by_name.setdefault(name, ([], []))
+        group, sep, option = key.partition("=")
+        if sep:
+            selections.append((group, option))
+        else:
+            plain.append(key)
+    found = []
+    for release in releases:
+        try:
+            if all(_has_all(release, name, plain, selections) for name, (plain, selections) in by_name.items()):
+                found.append(release)
+        except InputError:
+            continue
+    return tuple(found)
+
+
 def _has_all(release: str, name: str, plain: list[str], selections: list[tuple[str, str]]) -> bool:
     """release_has(release, key, name) for each of `plain` keys and `selections` (group, option)."""
     found, options = _keys_of(release, name)
