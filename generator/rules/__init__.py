@@ -120,8 +120,23 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     for rule in _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer, approximate,
                               forked_chain):
         findings.extend(rule.check(ctx))
+    if trainer and not forked_chain:
+        findings = _over_every_count(config, findings, model, invocation, script, tuple(ignore))
     findings.sort(key=lambda f: (f.line or 0, _SEVERITY_ORDER.get(f.severity, 3), f.code))
     return findings
+
+
+def _over_every_count(config: Config, findings: list[Finding], model: ModelFacts | None,
+                      invocation: Invocation | None, script: LaunchScript | None,
+                      ignore: tuple[str, ...]) -> list[Finding]:
+    """The batch chain judged for every value of a GPU count the script leaves unknown
+    (generator.rules.every_value): chain findings that hold for all of them replace VB117."""
+    from generator.rules.batch import CHAIN_INPUTS
+    from generator.rules.every_value import decided
+
+    chain = tuple(rule.code for rule in load_rules().values() if stands_down_for_fork(rule))
+    return decided(config, findings, CHAIN_INPUTS, lambda known: check_config(
+        known, model=model, invocation=invocation, script=script, select=chain, ignore=ignore))
 
 
 def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str, version: str, trainer: bool,
