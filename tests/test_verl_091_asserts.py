@@ -1,0 +1,43 @@
+"""verl 0.9's asserts where its engine enforces them (issue 34): each test a script the engine
+stops, judged on the release that runs it."""
+
+from __future__ import annotations
+
+from generator.rules import check_script
+from generator.shell.launch_reader import read_script
+
+
+def _found(text: str, version: str = "0.9.1") -> dict[str, tuple[str, str]]:
+    results = check_script(read_script(text, "run.sh"), version=version)
+    return {f.code: (f.severity, f.message) for _i, _c, findings in results for f in findings}
+
+
+def _dynamic(cap: int) -> str:
+    return f"""python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=64 data.max_prompt_length=1024 data.max_response_length=4096 \\
+    actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.n=4 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=16 \\
+    actor_rollout_ref.actor.use_dynamic_bsz=True \\
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu={cap} \\
+    trainer.n_gpus_per_node=8 trainer.nnodes=1
+"""
+
+
+def test_engine_token_cap_below_the_response_length_is_an_error() -> None:
+    severity, message = _found(_dynamic(4000))["VD401"]
+    assert severity == "error" and "truncated at max_response_length 4096" in message
+
+
+def test_engine_token_cap_below_prompt_plus_response_is_a_warning() -> None:
+    severity, message = _found(_dynamic(4608))["VD401"]
+    assert severity == "warning" and "longer than 4608 tokens" in message
+
+
+def test_engine_token_cap_that_holds_a_sequence_passes() -> None:
+    assert "VD401" not in _found(_dynamic(5120))
+
+
+def test_legacy_workers_compare_the_padded_length() -> None:
+    severity, _ = _found(_dynamic(4608), version="0.6.1")["VD401"]
+    assert severity == "error"
