@@ -41,3 +41,32 @@ def test_engine_token_cap_that_holds_a_sequence_passes() -> None:
 def test_legacy_workers_compare_the_padded_length() -> None:
     severity, _ = _found(_dynamic(4608), version="0.6.1")["VD401"]
     assert severity == "error"
+
+
+def _router(mode: str, bypass: str) -> str:
+    return f"""python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    actor_rollout_ref.actor.megatron.router_replay.mode={mode} \\
+    algorithm.rollout_correction.bypass_mode={bypass}
+"""
+
+
+def test_router_replay_r2_with_bypass_mode_is_refused_on_091() -> None:
+    assert _found(_router("R2", "True"))["VX918"][0] == "error"
+    assert "VX918" not in _found(_router("R3", "True"))
+    assert "VX918" not in _found(_router("R2", "False"))
+    assert "VX918" not in _found(_router("R2", "True"), version="0.9.0")  # 0.9.0 does not check it
+
+
+def _rollout_dp(tp: int, dp: int) -> str:
+    return f"""python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.tensor_model_parallel_size={tp} \\
+    actor_rollout_ref.rollout.data_parallel_size={dp} \\
+    trainer.n_gpus_per_node=8 trainer.nnodes=4
+"""
+
+
+def test_vllm_rollout_dp_with_a_tp_above_a_node_is_an_error() -> None:
+    assert _found(_rollout_dp(16, 2))["VR512"][0] == "error"
+    assert "VR512" not in _found(_rollout_dp(8, 2))
+    assert "VR512" not in _found(_rollout_dp(16, 1))  # one replica may span nodes (VR504's concern)

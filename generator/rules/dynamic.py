@@ -70,7 +70,7 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
         severity: Severity | None = None
         if engine:
             sure = response is not None and derive.token_cap(cap, split) <= response
-            message += (f"; the engine workers assert it per sequence: the first "
+            message += ("; the engine workers assert it per sequence: the first "
                         + (f"response truncated at max_response_length {response}" if sure
                            else f"prompt + response longer than {cap * split} tokens") + " stops the run")
             severity = None if sure else "warning"

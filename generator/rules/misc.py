@@ -146,6 +146,23 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)")
 
 
+@rule("VX918", "router-replay-r2-with-bypass", severity="error", stage="load", versions=VersionRange("0.9.1", "0.9.1"),
+      verl_ref="A29")
+def router_replay_bypass(ctx: Context) -> Iterator[Finding]:
+    # validate_config of the verl 0.9.1 wheel (verl/utils/config.py, _validate_router_replay_config)
+    # refuses R2 on the actor's engine with bypass mode: R2 records routes in the old-log-prob
+    # forward that bypass mode skips. verl main at 1dda039 does not check it.
+    view = ConfigReader.of(ctx)
+    bypass = "algorithm.rollout_correction.bypass_mode"
+    if view.bool(bypass) is not True:
+        return
+    for key in (MEGATRON + "router_replay.mode", ACTOR + "veomni.router_replay.mode"):
+        if view.str(key) == "R2":
+            yield ctx_finding(router_replay_bypass, view, (key, bypass),
+                              f"{key}=R2 with {bypass}=True: R2 records routes in the old-log-prob forward that "
+                              "bypass mode skips, and verl refuses the pair at load", key=key)
+
+
 @rule("VX913", "ulysses-needs-remove-padding", severity="error", stage="load", verl_ref="A9, A18", backends=("fsdp",))
 def ulysses_padding(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)

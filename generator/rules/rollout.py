@@ -88,6 +88,12 @@ def replica_nodes(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
 
 
+@rule("VR512", "rollout-dp-tp-not-dividing-node", severity="error", stage="init",
+      versions=VersionRange("0.6.0", None), verl_ref="D10", reports="rollout-dp-tp-node")
+def rollout_dp_tp_node(ctx: Context) -> Iterator[Finding]:
+    yield from _layout_rule_findings(rollout_dp_tp_node, ctx, (DP_R, TP_R, "trainer.n_gpus_per_node"))
+
+
 @rule("VR505", "gpu-memory-utilization-range", severity="error", stage="init", verl_ref="F2")
 def gpu_memory(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
