@@ -71,3 +71,31 @@ def test_a_key_the_forks_own_dataclass_declares_is_not_reported(tmp_path: Path) 
     found = vk610["actor_rollout_ref.actor.strategy_x"]
     assert found.severity == "error" and "the project's own FSDPActorConfig" in found.message
     assert "actor_rollout_ref.actor._frozen" in vk610  # a ClassVar is no field
+
+
+# --- batch-chain semantics: an actor without an epoch loop ----------------------------------------
+
+CHAIN_YAML = YAML.replace("    ppo_mini_batch_size: 16\n", "    ppo_mini_batch_size: 128\n    ppo_epochs: 4\n"
+                          "    ppo_micro_batch_size_per_gpu: 1\n    use_dynamic_bsz: false\n")
+
+
+def _chain_fork(tmp_path: Path, actor_code: str) -> list[str]:
+    project = _fork(tmp_path)
+    (project / "verl/trainer/config/ppo_trainer.yaml").write_text(CHAIN_YAML)
+    (project / "verl/workers/actor").mkdir(parents=True)
+    (project / "verl/workers/actor/dp_actor.py").write_text(actor_code)
+    (project / "run.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    script = read_script((project / "run.sh").read_bytes(), str(project / "run.sh"))
+    results = check_script(script, resolution=resolve_script(script, str(project / "run.sh")))
+    return [f.message for _i, _c, findings in results for f in findings if f.code == "VB106"]
+
+
+def test_an_actor_with_an_epoch_loop_updates_once_per_epoch(tmp_path: Path) -> None:
+    messages = _chain_fork(tmp_path, "def update_policy(self, data):\n"
+                                     "    for _ in range(self.config.ppo_epochs):\n        pass\n")
+    assert messages and "4 updates per step" in messages[0]
+
+
+def test_an_actor_without_an_epoch_loop_updates_once(tmp_path: Path) -> None:
+    messages = _chain_fork(tmp_path, "def update_policy(self, data):\n    for batch in data:\n        pass\n")
+    assert messages and "one update per step" in messages[0]
