@@ -70,3 +70,15 @@ def test_vllm_rollout_dp_with_a_tp_above_a_node_is_an_error() -> None:
     assert _found(_rollout_dp(16, 2))["VR512"][0] == "error"
     assert "VR512" not in _found(_rollout_dp(8, 2))
     assert "VR512" not in _found(_rollout_dp(16, 1))  # one replica may span nodes (VR504's concern)
+
+
+def test_batched_tokens_below_model_len_is_info_on_091_where_verl_raises_them() -> None:
+    text = """python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.enable_chunked_prefill=False \\
+    actor_rollout_ref.rollout.max_num_batched_tokens=4096 \\
+    actor_rollout_ref.rollout.max_model_len=8192
+"""
+    severity, message = _found(text)["VR506"]
+    assert severity == "info" and "raises max_num_batched_tokens to 8192 itself" in message
+    assert _found(text, version="0.9.0")["VR506"][0] == "warning"
