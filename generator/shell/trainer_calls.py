@@ -18,6 +18,8 @@ from generator.shell.unset_names import environment_inputs, from_scheduler, near
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
+# A module of verl or of a verl recipe, named as a launcher's first argument.
+_RUN_MODULE = re.compile(r"(?:verl|recipe)(?:\.[A-Za-z_]\w*)+\Z")
 _CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name",
                  "--config-dir": "dir", "-cd": "dir"}
 
@@ -33,8 +35,15 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     if found.launcher:
         launcher.append(found.launcher)
     entry, kind, i = found.entry, found.kind, found.next
-    rest = rec.fields[i:]
     texts = argv.words_from(i)  # each word's text, made once for the whole command
+    if texts and _RUN_MODULE.match(texts[0]) and entry != texts[0]:
+        # `python tools/run_module.py verl.trainer.main_ppo k=v`, `-m pkg.launch verl.trainer.sft_trainer`:
+        # a launcher that runs the module its first argument names (issue 34: such a call was read
+        # as a call of the launcher, and the script told it had no trainer call)
+        launcher.append(entry)
+        entry, kind, i = texts[0], "module", i + 1
+        texts = texts[1:]
+    rest = rec.fields[i:]
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
         launcher=" ".join(launcher), config_path=None, config_name=None,
