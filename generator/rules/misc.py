@@ -224,3 +224,44 @@ def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(full_recompute_incomplete, view, (granularity_key,),
                           f"{granularity_key}=full needs {names} too (Megatron-core refuses it at model build)",
                           fix=fix)
+
+
+@rule("VX919", "critic-warmup-without-critic", severity="warning", stage="silent", verl_ref="§1",
+      reads_defaults=True)
+def critic_warmup_without_critic(ctx: Context) -> Iterator[Finding]:
+    # The trainer updates the actor only once global_steps reaches trainer.critic_warmup, critic or
+    # not (verl/trainer/ppo/ray_trainer.py@v0.4.1 line 1126, @v0.7.0 line 1549; the 0.9.1 wheel's
+    # ray_trainer.py and ppo/v1/trainer_base.py): without a critic to warm up, those steps generate
+    # and score rollouts and train nothing.
+    view = ConfigReader.of(ctx)
+    key = "trainer.critic_warmup"
+    warmup = view.int(key)
+    if not warmup or warmup <= 0 or view.critic_used is not False or not view.explicit(key):
+        return
+    estimator = view.str("algorithm.adv_estimator") or "?"
+    yield ctx_finding(critic_warmup_without_critic, view, (key,),
+                      f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
+                      f"updated before global step {warmup}, so those steps train nothing",
+                      fix=Fix(f"set {key}=0", (KeyEdit(key, warmup, 0),), "unsafe"))
+
+
+# The model and data a call cannot start without: an empty value (`MODEL_PATH=` left blank) is
+# passed as '' and fails at load.
+_REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
+
+
+@rule("VX920", "empty-required-path", severity="error", stage="init", verl_ref="§1")
+def empty_required_path(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    keys = _REQUIRED_PATHS + ((CRITIC + "model.path",) if view.critic_used else ())
+    for key in keys:
+        if not view.explicit(key) or not view.known(key):
+            continue
+        value = view.values.get(key)
+        if isinstance(value, str) and not value.strip():
+            override = ctx.config.set_by[key]
+            variable = override.provenance.variable
+            source = f" (from ${variable}, which is empty)" if variable else ""
+            yield ctx_finding(empty_required_path, view, (key,),
+                              f"{key} is empty{source}: verl has no {'model' if 'model' in key else 'data'} to "
+                              "load and the run stops at start")
