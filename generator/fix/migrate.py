@@ -54,6 +54,9 @@ class MigrateResult:
     to_version: str
     applied: list[Step] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
+    # (line, what) for each default that changed between the releases under a key the call does
+    # not set: the run behaves otherwise on the target with the same script (issue 34)
+    changed_defaults: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -256,8 +259,10 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
     steps: list[Step] = []
     refused: list[Refusal] = []
     by_old = {r.old_key: r for r in renames}
-    lo, hi = parse(from_version), parse(to_version)
-    changes = [c for c in value_changes if lo < parse(c.since) <= hi]
+    # Every value the target refuses, whatever the release the script is said to come from: a
+    # script that sets rollout.mode=sync "from 0.7.0" still sets a value 0.9.1 refuses (issue 34).
+    hi = parse(to_version)
+    changes = [c for c in value_changes if parse(c.since) <= hi]
     for invocation in script.invocations:
         if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
             continue  # (a call in a script this one runs is migrated in its own file)
@@ -467,7 +472,8 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
                    value_changes: Sequence[ValueChange], target_defaults: Callable[[str], dict[str, Any]],
                    target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
                    source_has: Callable[[str, str], bool] | None = None,
-                   unsafe: bool = False, max_rounds: int = 3) -> MigrateResult:
+                   unsafe: bool = False, max_rounds: int = 3,
+                   source_defaults: Callable[[str], dict[str, Any]] | None = None) -> MigrateResult:
     result = MigrateResult(path, source, source, from_version, to_version)
     script = read(source, path)
     refused: dict[tuple[int, str], Refusal] = {}
@@ -496,7 +502,39 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
             script = read(apply_edits(script.source, [e for i in taken for e in steps[i].edits]), path)
     result.fixed = script.source
     result.refused = list(refused.values())
+    if source_defaults is not None:
+        result.changed_defaults = changed_defaults(script, source_defaults, target_defaults)
     return result
+
+
+def changed_defaults(script: LaunchScript, before: Callable[[str], dict[str, Any]],
+                     after: Callable[[str], dict[str, Any]]) -> list[tuple[int, str]]:
+    """(call line, `key: old → new`) for each value default that differs between the releases'
+    configs of a call, under a key the call does not set. Interpolations (a default that follows
+    another key) and keys the target retired to null (the legacy reward_model.* section) are
+    left out: neither is a value the run would silently take."""
+    out: list[tuple[int, str]] = []
+    for invocation in script.invocations:
+        if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
+            continue
+        name = schema_name(invocation)
+        try:
+            old, new = before(name), after(name)
+        except Exception:  # a config a release does not have: nothing to compare
+            continue
+        set_here = {o.key for o in invocation.overrides if o.key}
+        for key, value in old.items():
+            if key not in new or key in set_here or key.endswith("._target_"):
+                continue
+            target = new[key]
+            if target == value or target is None or _interpolation(value) or _interpolation(target):
+                continue
+            out.append((invocation.line, f"{key}: {value!r} → {target!r}"))
+    return out
+
+
+def _interpolation(value: Any) -> bool:
+    return isinstance(value, str) and "${" in value
 
 
 # From 0.8.0 ppo_megatron_trainer.yaml is a deprecated shim (`defaults: [ppo_trainer, override
@@ -515,11 +553,19 @@ def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]
     steps: list[Step] = []
     refused: list[Refusal] = []
     for invocation in script.invocations:
+        own_folder = _verl_config_folder(invocation.config_path)
         if (invocation.branch == "dead" or written_elsewhere(script.path, invocation)
-                or invocation.entry != "verl.trainer.main_ppo" or invocation.config_path is not None
+                or invocation.entry != "verl.trainer.main_ppo"
+                or (invocation.config_path is not None and not own_folder)
                 or (invocation.config_name or "").removesuffix(".yaml") != SHIM_CONFIG):
             continue
         span = script.source[invocation.span.start:invocation.span.end]
+        path_edit = _config_path_removal(script, invocation) if invocation.config_path is not None else None
+        if invocation.config_path is not None and path_edit is None:
+            refused.append(Refusal(invocation.line, "--config-path",
+                                   "ppo_megatron_trainer is deprecated since 0.8.0, but --config-path is not written "
+                                   "as one word in the command: change both by hand"))
+            continue
         found = list(_CONFIG_NAME_WORD.finditer(span))
         if len(found) != 1:
             refused.append(Refusal(invocation.line, "--config-name",
@@ -536,7 +582,39 @@ def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]
         else:
             edit = TextEdit(start, invocation.span.start + match.end(), "model_engine=megatron")
             what = "--config-name=ppo_megatron_trainer → model_engine=megatron"
+        edits = (edit,) if path_edit is None else (path_edit, edit)
+        if path_edit is not None:
+            what += f" (and --config-path={invocation.config_path} dropped: it is verl's own config folder)"
         steps.append(Step(script.line_of(start), "--config-name",
                           f"{what}: the shim is deprecated since 0.8.0 and composes as ppo_trainer with "
-                          "model_engine=megatron, the form of verl's own Megatron examples", (edit,)))
+                          "model_engine=megatron, the form of verl's own Megatron examples", edits))
     return steps, refused
+
+
+# `--config-path=config`: Hydra resolves a relative path against the entry's folder, verl/trainer/,
+# so verl 0.4-0.7's Megatron examples named verl's own config folder with it (examples/grpo_trainer/
+# run_qwen2-7b_math_megatron.sh @v0.4.1): the same config as no --config-path at all.
+_CONFIG_PATH_WORD = re.compile(rb"--config-path(?:=|[ \t]+)(['\"]?)(?:\./)?config/?\1(?=[\s;|&)]|$)")
+
+
+def _verl_config_folder(config_path: str | None) -> bool:
+    return config_path is not None and config_path.strip("'\"").removeprefix("./").rstrip("/") == "config"
+
+
+def _config_path_removal(script: LaunchScript, invocation: Invocation) -> TextEdit | None:
+    """The edit that removes the call's `--config-path=config` word: its whole line when the word
+    is alone on a continuation line, else the word and the blanks after it."""
+    span = script.source[invocation.span.start:invocation.span.end]
+    found = list(_CONFIG_PATH_WORD.finditer(span))
+    if len(found) != 1:
+        return None
+    start, end = invocation.span.start + found[0].start(), invocation.span.start + found[0].end()
+    source = script.source
+    line_start = source.rfind(b"\n", 0, start) + 1
+    line_end = source.find(b"\n", end)
+    line_end = len(source) if line_end < 0 else line_end
+    if not source[line_start:start].strip() and source[end:line_end].strip() == b"\\":
+        return TextEdit(line_start, min(line_end + 1, len(source)), "")  # alone on a continuation line
+    while end < len(source) and source[end:end + 1] in (b" ", b"\t"):
+        end += 1
+    return TextEdit(start, end, "")
