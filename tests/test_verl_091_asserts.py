@@ -82,3 +82,13 @@ def test_batched_tokens_below_model_len_is_info_on_091_where_verl_raises_them() 
     severity, message = _found(text)["VR506"]
     assert severity == "info" and "raises max_num_batched_tokens to 8192 itself" in message
     assert _found(text, version="0.9.0")["VR506"][0] == "warning"
+
+
+def test_fsdp_keys_megatron_never_reads_are_info() -> None:
+    text = """python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    actor_rollout_ref.model.enable_gradient_checkpointing=True \\
+    actor_rollout_ref.actor.use_torch_compile=False
+"""
+    severity, message = _found(text)["VX921"]
+    assert severity == "info" and "enable_gradient_checkpointing=True has no effect" in message
+    assert "use_torch_compile" not in message  # False asks for nothing

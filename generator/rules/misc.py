@@ -265,3 +265,22 @@ def empty_required_path(ctx: Context) -> Iterator[Finding]:
             yield ctx_finding(empty_required_path, view, (key,),
                               f"{key} is empty{source}: verl has no {'model' if 'model' in key else 'data'} to "
                               "load and the run stops at start")
+
+
+# Keys of the FSDP engine that no Megatron worker or engine of verl reads (no file under a megatron
+# path names them at v0.6.1, v0.7.0, v0.8.0, v0.9.0 or in the verl 0.9.1 wheel): on Megatron,
+# activation recompute is override_transformer_config.recompute_*, and nothing is torch-compiled.
+_UNREAD_ON_MEGATRON = ("actor_rollout_ref.model.enable_gradient_checkpointing", ACTOR + "use_torch_compile",
+                       REF + "use_torch_compile", "critic.model.enable_gradient_checkpointing")
+
+
+@rule("VX921", "key-unread-on-megatron", severity="info", stage="silent", verl_ref="§3", backends=_MEG)
+def unread_on_megatron(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    for key in _UNREAD_ON_MEGATRON:
+        if view.explicit(key) and view.bool(key) is True:
+            hint = ("; Megatron recomputes activations with override_transformer_config.recompute_granularity"
+                    if "checkpointing" in key else "")
+            yield ctx_finding(unread_on_megatron, view, (key,),
+                              f"{key}=True has no effect on the Megatron backend: no Megatron worker of verl reads "
+                              f"it{hint}")
