@@ -45,3 +45,18 @@ def test_critic_warmup_without_a_critic_trains_nothing_for_those_steps() -> None
     assert severity == "warning" and "not updated before global step 5" in message
     assert "VX919" not in _found(estimator="gae", warmup=5)  # PPO's critic is what it warms up
     assert "VX919" not in _found(warmup=0)
+
+
+def _placeholder_findings(override: str) -> list[str]:
+    text = f"python3 -m verl.trainer.main_ppo data.train_batch_size=64 {override}\n"
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    return [f.message for _i, _c, findings in results for f in findings if f.code == "VS714"]
+
+
+def test_tags_and_special_tokens_are_not_placeholders() -> None:
+    # Hydra-quoted, as a script must write them for Hydra to parse the angle brackets
+    assert not _placeholder_findings('"+actor_rollout_ref.rollout.stop_tag=\'</answer>\'"')
+    assert not _placeholder_findings('"+actor_rollout_ref.rollout.stop_token=\'<|im_end|>\'"')
+    assert not _placeholder_findings('"+data.think_start_tag=\'<think>\'"')  # a bare tag where the key names one
+    assert _placeholder_findings('"actor_rollout_ref.model.path=\'<model>\'"')  # a bare <word> elsewhere is a blank
+    assert _placeholder_findings('"+data.stop_tag=\'<your_path>\'"')

@@ -12,7 +12,7 @@ from generator.overrides import looks_like_override, parse_override
 from generator.shell.model import Field, Group, Piece, as_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
-from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
+from generator.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is_placeholder, placeholder_word
 from generator.pylaunch.hydra_main import entry_config
 from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
@@ -509,7 +509,7 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
 
 def _left_to_fill_in(ov: Override) -> bool:
     """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
-    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
+    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and not is_markup(ov.value, ov.key)
             and (is_placeholder(ov.value) or _named_after_its_variable(ov))
             and parse_override(ov.text).error is None)  # one Hydra cannot parse is VK606's
 
