@@ -461,13 +461,22 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
 
 def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
     """duplicate-key, when an earlier override `prev` of the same key gave another value."""
-    if prev is None or prev.value == ov.value:
+    if prev is None or prev.value == ov.value or _overrides_shared_args(prev, ov):
         return None
     return Hazard(
         "duplicate-key", ov.word.line,
         f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
         f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
         ov.word)
+
+
+def _overrides_shared_args(prev: Override, ov: Override) -> bool:
+    """A key repeated on purpose: the earlier value comes from a list of shared arguments (an array
+    or a string variable expanded into the call, or a sourced file) and the later one is written in
+    the call itself, the way a script specialises common settings (issue 34)."""
+    shared = prev.provenance.source in ("array", "string") or prev.provenance.path != ov.provenance.path
+    own = ov.provenance.source in ("literal", "variable")
+    return shared and own
 
 
 def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[str]) -> list[Hazard]:
