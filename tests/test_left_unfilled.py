@@ -29,8 +29,8 @@ def _found(before: str = "MODEL_PATH=Qwen/Qwen2.5-7B\n", estimator: str = "grpo"
     return {f.code: (f.severity, f.message) for _i, _c, findings in results for f in findings}
 
 
-def test_an_empty_model_path_is_an_error() -> None:
-    assert _found("MODEL_PATH=\n")["VX920"][0] == "error"
+def test_an_empty_model_path_is_reported() -> None:
+    assert _found("MODEL_PATH=\n")["VX920"][0] == "warning"
     assert "VX920" not in _found()
 
 

@@ -503,38 +503,10 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
     result.fixed = script.source
     result.refused = list(refused.values())
     if source_defaults is not None:
-        result.changed_defaults = changed_defaults(script, source_defaults, target_defaults)
+        from generator.fix.changed_defaults import changed_defaults
+
+        result.changed_defaults = changed_defaults(script, source_defaults, target_defaults, schema_name)
     return result
-
-
-def changed_defaults(script: LaunchScript, before: Callable[[str], dict[str, Any]],
-                     after: Callable[[str], dict[str, Any]]) -> list[tuple[int, str]]:
-    """(call line, `key: old → new`) for each value default that differs between the releases'
-    configs of a call, under a key the call does not set. Interpolations (a default that follows
-    another key) and keys the target retired to null (the legacy reward_model.* section) are
-    left out: neither is a value the run would silently take."""
-    out: list[tuple[int, str]] = []
-    for invocation in script.invocations:
-        if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
-            continue
-        name = schema_name(invocation)
-        try:
-            old, new = before(name), after(name)
-        except Exception:  # a config a release does not have: nothing to compare
-            continue
-        set_here = {o.key for o in invocation.overrides if o.key}
-        for key, value in old.items():
-            if key not in new or key in set_here or key.endswith("._target_"):
-                continue
-            target = new[key]
-            if target == value or target is None or _interpolation(value) or _interpolation(target):
-                continue
-            out.append((invocation.line, f"{key}: {value!r} → {target!r}"))
-    return out
-
-
-def _interpolation(value: Any) -> bool:
-    return isinstance(value, str) and "${" in value
 
 
 # From 0.8.0 ppo_megatron_trainer.yaml is a deprecated shim (`defaults: [ppo_trainer, override

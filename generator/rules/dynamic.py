@@ -58,6 +58,10 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
         cap, split = view.int(cap_key), view.cp_or_sp(sp_prefix)
         if cap is None or split is None:
             continue
+        if view.backend != "megatron" and split <= 1:
+            # the FSDP engine's own SP key, which the deprecated role-level one only overrides above 1
+            # (FSDPActorConfig.__post_init__ of the verl 0.9.1 wheel, verl/workers/config/actor.py)
+            split = view.int(sp_prefix + "fsdp_config.ulysses_sequence_parallel_size") or split
         if derive.token_cap(cap, split) >= seq:
             continue
         failed[cap_key] = cap

@@ -12,7 +12,6 @@ from generator.rules.core import Context, Finding, Rule, Severity, Stage, family
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
 from generator.forks import fork_code
-from generator.schema.fork_dataclasses import fork_fields
 from generator.versions import VersionRange
 from generator.verl import PPO_ENTRY
 
@@ -290,7 +289,11 @@ def _unknown_field(key: str, config: Config, existing: frozenset[str] | None, ro
     class_name = target.rsplit(".", 1)[-1]
     if _other_engine(class_name, engine_group):
         return None  # the defaults are another engine's group (model_engine=...): not this call's class
-    own = fork_fields(package, target) if package is not None else None
+    own = None
+    if package is not None:  # (imported here: ast is not loaded by a check of a project without its own verl)
+        from generator.schema.fork_dataclasses import fork_fields
+
+        own = fork_fields(package, target)
     fields = own if own is not None else fields_of.get(class_name)
     if fields is None:
         return None  # a class verl's source does not define as a dataclass at that release: not judged

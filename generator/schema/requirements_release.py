@@ -11,7 +11,6 @@ re-commented copy still matches; one line added or removed does not, and is no e
 
 from __future__ import annotations
 
-import hashlib
 import json
 from functools import lru_cache
 from pathlib import Path
@@ -28,6 +27,8 @@ _LIMIT = 1 << 16  # verl's file is about 30 lines
 
 def fingerprint(text: str) -> str:
     """The content of a requirements file as a short hash of its sorted requirement lines."""
+    import hashlib  # here, not at the top: only a project with a requirements.txt pays for it
+
     lines = sorted({line.split("#", 1)[0].strip().lower().replace(" ", "") for line in text.splitlines()} - {""})
     return hashlib.sha256("\n".join(lines).encode()).hexdigest()[:16]
 
