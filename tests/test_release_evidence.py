@@ -107,3 +107,12 @@ def test_a_vendored_verl_without_a_version_file_is_judged_by_verls_requirements_
     script = read_script(script_path.read_bytes(), str(script_path))
     found = resolve_script(script, str(script_path))
     assert found.base_release == "0.6.1" and "requirements file of release 0.5.0 .. 0.6.1" in found.reason
+
+
+def test_keys_no_release_has_leave_every_release_possible(tmp_path: Path) -> None:
+    # a fork's own key (no packaged release has it) names no release: the others still weigh
+    script = SCRIPT.replace("trainer.n_gpus_per_node=8", "trainer.n_gpus_per_node=8 trainer.my_fork_switch=1")
+    script_path = _project(tmp_path, {"run.sh": script})
+    found = resolve_script(read_script(script_path.read_bytes(), str(script_path)), str(script_path))
+    assert "0.4.1" in found.allowed and "0.9.1" in found.allowed
+    assert _findings(script_path)["VR508"] == "info"
