@@ -14,9 +14,9 @@ def changed_defaults(script: LaunchScript, before: Callable[[str], dict[str, Any
                      schema_name: Callable[[Invocation], str]) -> list[tuple[int, str]]:
     """(call line, `key: old → new`) for each value default that differs between the releases'
     configs of a call (named by `schema_name`), under a key the call does not set. Interpolations
-    (a default that follows
-    another key) and keys the target retired to null (the legacy reward_model.* section) are
-    left out: neither is a value the run would silently take."""
+    (a default that follows another key), and null or empty defaults on either side (a key the
+    target retired, as the legacy reward_model.* section; a choice left to the code) are left out:
+    none is a value the run would silently take."""
     out: list[tuple[int, str]] = []
     for invocation in script.invocations:
         if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
@@ -31,10 +31,15 @@ def changed_defaults(script: LaunchScript, before: Callable[[str], dict[str, Any
             if key not in new or key in set_here or key.endswith("._target_"):
                 continue
             target = new[key]
-            if target == value or target is None or _interpolation(value) or _interpolation(target):
+            if target == value or _unset(value) or _unset(target) or _interpolation(value) or _interpolation(target):
                 continue
             out.append((invocation.line, f"{key}: {value!r} → {target!r}"))
     return out
+
+
+def _unset(value: Any) -> bool:
+    """null or an empty list or mapping: a default that leaves the choice to the code, not a value."""
+    return value is None or value == [] or value == {}
 
 
 def _interpolation(value: Any) -> bool:
