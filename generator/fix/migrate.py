@@ -515,7 +515,7 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
 # the 27 main_ppo Megatron examples @v0.8.0, e.g. examples/grpo_trainer/run_deepseek_v3_671b_megatron.sh).
 ENGINE_GROUP_SINCE = (0, 8, 0)
 SHIM_CONFIG = "ppo_megatron_trainer"
-_CONFIG_NAME_WORD = re.compile(rb"--config-name(?:=|[ \t]+)(['\"]?)(ppo_megatron_trainer)(?:\.yaml)?\1(?=[\s;|&)]|$)")
+_CONFIG_NAME_WORD = re.compile(rb"--config-name(?:=|[ \t]+)(['\"]?)(ppo_megatron_trainer)(?:\.yaml)?\1(?=[\s;|&)\\]|$)")
 
 
 def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]:
