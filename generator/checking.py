@@ -160,6 +160,11 @@ def _plan_fixes(report: FileReport, context: FileContext, judging: Judging,
     for located in report.findings:
         key = (located.finding.code, located.finding.line)
         located.fixed_by_gen_fix = True if key in applied else "unsafe" if key in needs_unsafe else False
+        fix = located.finding.fix
+        if key in needs_unsafe and fix is not None and fix.applicability == "safe":
+            # `gen fix` found it unsafe where it lands (a variable other lines use too): the report
+            # says what `gen fix` does, one word for both (issue 34)
+            located.finding = located.finding._replace(fix=fix._replace(applicability="unsafe"))
     report.fixable = len(result.applied)
 
 

@@ -264,6 +264,13 @@ def rollout_problems(gpus: int, rollout_tp: int, rollout_dp: int = 1, rollout_pp
         problems.append(LayoutProblem(
             "rollout-replica-nodes", f"a rollout replica of {replica} GPUs spans nodes but is not a multiple of the "
                      f"{gpus_per_node} GPUs per node"))
+    # vLLM's data-parallel replica splits each node into GPUs-per-node / TP local DP ranks and asserts
+    # that TP divides a node (verl/workers/rollout/vllm_rollout/vllm_async_server.py@v0.6.0 and of
+    # the verl 0.9.1 wheel): rollout DP > 1 with a TP above, or not dividing, the GPUs of a node stops.
+    if rollout_dp > 1 and gpus_per_node and gpus_per_node % rollout_tp and engine in (None, "vllm"):
+        problems.append(LayoutProblem(
+            "rollout-dp-tp-node", f"rollout DP {rollout_dp} with rollout TP {rollout_tp}: vLLM's data-parallel "
+                     f"replica needs TP to divide the {gpus_per_node} GPUs of a node"))
     if model is not None and model.num_attention_heads % rollout_tp:
         problems.append(LayoutProblem(
             "heads-by-rollout-tp", f"{model.name}: {model.num_attention_heads} attention heads are not divisible by "

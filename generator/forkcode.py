@@ -235,3 +235,29 @@ def _read_fork_code(folders: list[Path]) -> tuple[ForkCode, list[Path], int]:
         warned |= reader.warned
     found = ForkCode(tuple(repeats), frozenset(reads), frozenset(warned))
     return found, [*folders, *listed, *files], approx_size(found)
+
+
+# The folder of a verl package whose actors run the PPO update (dp_actor.py, megatron_actor.py).
+_ACTOR_FOLDER = ("workers", "actor")
+
+
+def actor_reads_epochs(package: Path) -> bool | None:
+    """Whether the actors of a project's verl package read `ppo_epochs` (verl's loop `for _ in
+    range(self.config.ppo_epochs)` in update_policy); None when the package has no actor files to
+    read. A fork whose actors never name it runs one pass over the batch per step, whatever the key
+    says (issue 34: such a fork was told "4 updates per step")."""
+    folder = package.joinpath(*_ACTOR_FOLDER)
+    try:
+        files = sorted(folder.glob("*.py"))[:MAX_FILES] if folder.is_dir() else []
+    except OSError:
+        return None
+    read_any = False
+    for path in files:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if re.search(r"\bppo_epochs\b", text):
+            return True
+    return False if read_any else None

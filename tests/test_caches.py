@@ -37,6 +37,7 @@ PURE = {
     "model/params.py:megatron_lora_share": "arithmetic on immutable model facts and a rank",
     "plan/step_time.py:_fitted": "the packaged step-time constants (generator/data/step_time_calibration.yaml)",
     "plan/step_time.py:_with_calibration": "those constants with a calibration, keyed by the calibration's value",
+    "schema/requirements_release.py:_table": "the packaged fingerprints of verl's requirements files (generator/data/verl_requirements.json)",
     "model/registry.py:_by_key": "the packaged model registry, by name",
     "model/registry.py:_registry": "the packaged model registry (generator/data/models.yaml)",
     "overrides.py:_PARSED": "override text parsed, by the text; bounded count",

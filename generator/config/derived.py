@@ -54,6 +54,19 @@ class ActorBatch(NamedTuple):
                 f"{c.responses_per_prompt} / {c.dp} = {shown}")
 
 
+def fork_actor_epochs(view: ConfigReader) -> bool:
+    """Whether the actor that runs loops over ppo_epochs: verl's does; a project's own verl whose
+    actor files never name the key does not (generator.forkcode.actor_reads_epochs)."""
+    resolution = view.config.resolution
+    package = resolution.package if resolution is not None else None
+    if package is None:
+        return True
+    from generator.folder_memo import remembered
+    from generator.forkcode import actor_reads_epochs
+
+    return remembered(("actor_reads_epochs", package), lambda: actor_reads_epochs(package)) is not False
+
+
 def actor_batch(view: ConfigReader) -> ActorBatch:
     """Read the actor's batch chain from a config reader (None fields where undecidable)."""
     pn = trained_prompts_and_n(view)
@@ -65,6 +78,8 @@ def actor_batch(view: ConfigReader) -> ActorBatch:
     if view.is_null(MICRO_KEY) and global_micro and dp and reads_global_micro(view):
         micro, micro_key, micro_scale = global_micro // dp, GLOBAL_MICRO_KEY, dp
     epochs = view.int(EPOCHS_KEY) or 1
+    if epochs > 1 and not fork_actor_epochs(view):
+        epochs = 1  # the project's own actors have no epoch loop: one pass per step, whatever the key says
     dynamic = view.actor_dynamic
     chain = None
     if pn and dp and mini and mini > 0:

@@ -54,6 +54,9 @@ class MigrateResult:
     to_version: str
     applied: list[Step] = field(default_factory=list)
     refused: list[Refusal] = field(default_factory=list)
+    # (line, what) for each default that changed between the releases under a key the call does
+    # not set: the run behaves otherwise on the target with the same script (issue 34)
+    changed_defaults: list[tuple[int, str]] = field(default_factory=list)
 
     @property
     def changed(self) -> bool:
@@ -256,8 +259,10 @@ def plan_steps(script: LaunchScript, *, from_version: str, to_version: str,
     steps: list[Step] = []
     refused: list[Refusal] = []
     by_old = {r.old_key: r for r in renames}
-    lo, hi = parse(from_version), parse(to_version)
-    changes = [c for c in value_changes if lo < parse(c.since) <= hi]
+    # Every value the target refuses, whatever the release the script is said to come from: a
+    # script that sets rollout.mode=sync "from 0.7.0" still sets a value 0.9.1 refuses (issue 34).
+    hi = parse(to_version)
+    changes = [c for c in value_changes if parse(c.since) <= hi]
     for invocation in script.invocations:
         if invocation.branch == "dead" or written_elsewhere(script.path, invocation):
             continue  # (a call in a script this one runs is migrated in its own file)
@@ -467,7 +472,8 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
                    value_changes: Sequence[ValueChange], target_defaults: Callable[[str], dict[str, Any]],
                    target_nodes: Callable[[str], frozenset[str]] = lambda name: frozenset(),
                    source_has: Callable[[str, str], bool] | None = None,
-                   unsafe: bool = False, max_rounds: int = 3) -> MigrateResult:
+                   unsafe: bool = False, max_rounds: int = 3,
+                   source_defaults: Callable[[str], dict[str, Any]] | None = None) -> MigrateResult:
     result = MigrateResult(path, source, source, from_version, to_version)
     script = read(source, path)
     refused: dict[tuple[int, str], Refusal] = {}
@@ -496,6 +502,10 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
             script = read(apply_edits(script.source, [e for i in taken for e in steps[i].edits]), path)
     result.fixed = script.source
     result.refused = list(refused.values())
+    if source_defaults is not None:
+        from generator.fix.changed_defaults import changed_defaults
+
+        result.changed_defaults = changed_defaults(script, source_defaults, target_defaults, schema_name)
     return result
 
 
@@ -505,7 +515,7 @@ def migrate_source(source: bytes, path: str | None, *, read: Callable[[bytes, st
 # the 27 main_ppo Megatron examples @v0.8.0, e.g. examples/grpo_trainer/run_deepseek_v3_671b_megatron.sh).
 ENGINE_GROUP_SINCE = (0, 8, 0)
 SHIM_CONFIG = "ppo_megatron_trainer"
-_CONFIG_NAME_WORD = re.compile(rb"--config-name(?:=|[ \t]+)(['\"]?)(ppo_megatron_trainer)(?:\.yaml)?\1(?=[\s;|&)]|$)")
+_CONFIG_NAME_WORD = re.compile(rb"--config-name(?:=|[ \t]+)(['\"]?)(ppo_megatron_trainer)(?:\.yaml)?\1(?=[\s;|&)\\]|$)")
 
 
 def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]:
@@ -515,11 +525,19 @@ def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]
     steps: list[Step] = []
     refused: list[Refusal] = []
     for invocation in script.invocations:
+        own_folder = _verl_config_folder(invocation.config_path)
         if (invocation.branch == "dead" or written_elsewhere(script.path, invocation)
-                or invocation.entry != "verl.trainer.main_ppo" or invocation.config_path is not None
+                or invocation.entry != "verl.trainer.main_ppo"
+                or (invocation.config_path is not None and not own_folder)
                 or (invocation.config_name or "").removesuffix(".yaml") != SHIM_CONFIG):
             continue
         span = script.source[invocation.span.start:invocation.span.end]
+        path_edit = _config_path_removal(script, invocation) if invocation.config_path is not None else None
+        if invocation.config_path is not None and path_edit is None:
+            refused.append(Refusal(invocation.line, "--config-path",
+                                   "ppo_megatron_trainer is deprecated since 0.8.0, but --config-path is not written "
+                                   "as one word in the command: change both by hand"))
+            continue
         found = list(_CONFIG_NAME_WORD.finditer(span))
         if len(found) != 1:
             refused.append(Refusal(invocation.line, "--config-name",
@@ -536,7 +554,39 @@ def engine_group_steps(script: LaunchScript) -> tuple[list[Step], list[Refusal]]
         else:
             edit = TextEdit(start, invocation.span.start + match.end(), "model_engine=megatron")
             what = "--config-name=ppo_megatron_trainer → model_engine=megatron"
+        edits = (edit,) if path_edit is None else (path_edit, edit)
+        if path_edit is not None:
+            what += f" (and --config-path={invocation.config_path} dropped: it is verl's own config folder)"
         steps.append(Step(script.line_of(start), "--config-name",
                           f"{what}: the shim is deprecated since 0.8.0 and composes as ppo_trainer with "
-                          "model_engine=megatron, the form of verl's own Megatron examples", (edit,)))
+                          "model_engine=megatron, the form of verl's own Megatron examples", edits))
     return steps, refused
+
+
+# `--config-path=config`: Hydra resolves a relative path against the entry's folder, verl/trainer/,
+# so verl 0.4-0.7's Megatron examples named verl's own config folder with it (examples/grpo_trainer/
+# run_qwen2-7b_math_megatron.sh @v0.4.1): the same config as no --config-path at all.
+_CONFIG_PATH_WORD = re.compile(rb"--config-path(?:=|[ \t]+)(['\"]?)(?:\./)?config/?\1(?=[\s;|&)]|$)")
+
+
+def _verl_config_folder(config_path: str | None) -> bool:
+    return config_path is not None and config_path.strip("'\"").removeprefix("./").rstrip("/") == "config"
+
+
+def _config_path_removal(script: LaunchScript, invocation: Invocation) -> TextEdit | None:
+    """The edit that removes the call's `--config-path=config` word: its whole line when the word
+    is alone on a continuation line, else the word and the blanks after it."""
+    span = script.source[invocation.span.start:invocation.span.end]
+    found = list(_CONFIG_PATH_WORD.finditer(span))
+    if len(found) != 1:
+        return None
+    start, end = invocation.span.start + found[0].start(), invocation.span.start + found[0].end()
+    source = script.source
+    line_start = source.rfind(b"\n", 0, start) + 1
+    line_end = source.find(b"\n", end)
+    line_end = len(source) if line_end < 0 else line_end
+    if not source[line_start:start].strip() and source[end:line_end].strip() == b"\\":
+        return TextEdit(line_start, min(line_end + 1, len(source)), "")  # alone on a continuation line
+    while end < len(source) and source[end:end + 1] in (b" ", b"\t"):
+        end += 1
+    return TextEdit(start, end, "")

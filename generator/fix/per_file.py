@@ -183,5 +183,5 @@ def _migrate_one(source: bytes, path: str, read: Reader, start: str, target: str
         source, path, read=read, from_version=start, to_version=target,
         renames=migration_table(start, target), value_changes=schema.removed_values(),
         target_defaults=target_schema.defaults, target_nodes=target_schema.nodes,
-        source_has=schema.load(start).has, unsafe=unsafe,
+        source_has=schema.load(start).has, unsafe=unsafe, source_defaults=schema.load(start).defaults,
     )

@@ -23,7 +23,7 @@ from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules import judge, judge_script, reads_defaults, runs_on, script_rules
+from generator.rules import SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_on, script_rules, stands_down_for_fork
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected
 
 if TYPE_CHECKING:
@@ -115,8 +115,25 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     if config.resolution is not None and config.resolution.guessed:
         approximate = True
     forked_chain = bool(ctx.fork_settings)
-    return judge(ctx, _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer,
-                                    approximate, forked_chain))
+    findings = judge(ctx, _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer,
+                                        approximate, forked_chain))
+    if trainer and not forked_chain:
+        findings = _over_every_count(config, findings, model, invocation, script, tuple(ignore))
+        findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))
+    return findings
+
+
+def _over_every_count(config: Config, findings: list[Finding], model: ModelFacts | None,
+                      invocation: Invocation | None, script: LaunchScript | None,
+                      ignore: tuple[str, ...]) -> list[Finding]:
+    """The batch chain judged for every value of a GPU count the script leaves unknown
+    (generator.judging.every_value): chain findings that hold for all of them replace VB117."""
+    from generator.judging.every_value import decided
+    from generator.rules.batch import CHAIN_INPUTS
+
+    chain = tuple(rule.code for rule in load_rules().values() if stands_down_for_fork(rule))
+    return decided(config, findings, CHAIN_INPUTS, lambda known: check_config(
+        known, model=model, invocation=invocation, script=script, select=chain, ignore=ignore))
 
 
 def script_findings(script: LaunchScript, *, select: Iterable[str] = (), ignore: Iterable[str] = (),
@@ -217,16 +234,24 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     """
     from generator.judging.calls import call_configs
     from generator.judging.loop_repeats import fold_loop_repeats
+    from generator.judging.release_evidence import rejudges, weigh
 
     results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
     results.append((None, None, hazards))
     cache: dict[str, ModelFacts | None] = {}  # model config or path -> its facts
-    for invocation, config in call_configs(script, resolution, config_root):
+
+    def judge_call(invocation: Invocation, config: Config) -> list[Finding]:
         model = _model_for(config, model_config, cache)
         memory = memory_for(config, model) if memory_for is not None else None
-        findings = check_config(config, model=model, invocation=invocation, script=script,
-                                select=select, ignore=ignore, memory=memory)
+        return check_config(config, model=model, invocation=invocation, script=script,
+                            select=select, ignore=ignore, memory=memory)
+
+    # The release inferred from the keys is one of several the evidence allows: a finding stays an
+    # error or warning only where each of them finds it too (generator.judging.release_evidence).
+    other_releases = rejudges(script, resolution, config_root, judge_call)
+    for index, (invocation, config) in enumerate(call_configs(script, resolution, config_root)):
+        findings = weigh(judge_call(invocation, config), resolution, index, other_releases)
         note = _scope_note(invocation)
         if note:
             findings = [f._replace(message=f.message + note) for f in findings]

@@ -34,7 +34,26 @@ def call_facts(config: Config, *, model: ModelFacts | None = None, invocation: I
     code = fork_code(config)
     return Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
                    fork_settings=tuple(batch_settings(config, code)), fork_code=code,
-                   semantics=semantics(config.version), schema=_schema(config.version))
+                   semantics=semantics(config.version), schema=_schema(config.version),
+                   fork_dataclasses=_fork_dataclasses(config))
+
+
+def _fork_dataclasses(config: Config) -> dict[str, frozenset[str]] | None:
+    """The fields of each class a `_target_` of the call names in the project's own verl, read
+    only when the call adds a key with '+' (VK610 judges those against the fork's own classes)."""
+    package = config.resolution.package if config.resolution is not None else None
+    if package is None or not any(o.op in ("+", "++") for o in config.set_by.values()):
+        return None
+    # (imported here: ast is not loaded by a check of a project without its own verl)
+    from generator.schema.fork_dataclasses import fork_fields
+
+    found: dict[str, frozenset[str]] = {}
+    for key, target in config.values.items():
+        if key.endswith("._target_") and isinstance(target, str) and target not in found:
+            fields = fork_fields(package, target)
+            if fields is not None:
+                found[target] = fields
+    return found
 
 
 def script_facts(script: LaunchScript) -> Context:

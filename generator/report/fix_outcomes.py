@@ -100,4 +100,7 @@ def migrate_lines(outcome: FileMigration, *, write: bool) -> Said:
         said.append(("err", f"{path}:{step.line}: {'migrated' if write else 'would migrate'} {step.description}"))
     for refusal in result.refused:
         said.append(("err", f"{path}:{refusal.line}: not migrated: {refusal.reason}"))
+    for line, change in result.changed_defaults:
+        said.append(("err", f"{path}:{line}: default changed from {result.from_version} to {result.to_version}, "
+                            f"not set by the call: {change}"))
     return said

@@ -412,7 +412,7 @@ def engine_mini(ctx: Context) -> Iterator[Finding]:
                       f"{view.dp_equation()}", fix=fix)
 
 
-_CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI, MICRO,
+CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI, MICRO,
                  ACTOR + "megatron.tensor_model_parallel_size", ACTOR + "megatron.pipeline_model_parallel_size",
                  ACTOR + "megatron.context_parallel_size")
 
@@ -421,7 +421,7 @@ _CHAIN_INPUTS = ("trainer.n_gpus_per_node", "trainer.nnodes", P_KEY, N_KEY, MINI
       chain_arithmetic=True)
 def chain_undecided(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    unknown = [(key, ctx.config.unknown[key]) for key in _CHAIN_INPUTS if key in ctx.config.unknown]
+    unknown = [(key, ctx.config.unknown[key]) for key in CHAIN_INPUTS if key in ctx.config.unknown]
     if not unknown:
         return
     shown = "; ".join(f"{key.rsplit('.', 1)[-1]}: {why}" for key, why in unknown[:3])

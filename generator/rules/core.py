@@ -9,7 +9,7 @@ written) or text edits (byte spans, for shell hazards). Rules never print and ne
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, NamedTuple, Protocol
+from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, NamedTuple, Protocol
 
 from generator.config.types import Config
 from generator.edit_kinds import KeyEdit, TextEdit
@@ -117,6 +117,9 @@ class Context(NamedTuple):
     fork_code: ForkCode | None = None  # what the fork's trainer code in the checkout does with keys
     semantics: Semantics | None = None  # what the call's release does with a config
     schema: Schema | None = None  # the release's keys and defaults (None: an id no schema has)
+    # The fields of the dataclasses the project's own verl defines, by the `_target_` that names
+    # them (only for calls that add keys with '+'; None: no verl of the project's own).
+    fork_dataclasses: Mapping[str, frozenset[str]] | None = None
 
     @property
     def version(self) -> str:

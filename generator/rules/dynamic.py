@@ -8,7 +8,7 @@ from typing import Iterator
 
 from generator import derive
 from generator.config.derived import actor_batch
-from generator.rules.core import Context, Finding, ctx_finding, rule
+from generator.rules.core import Context, Finding, Severity, ctx_finding, rule
 from generator.rules.fixes import token_cap_fix
 from generator.config.reader import ConfigReader
 from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
@@ -40,8 +40,14 @@ def _caps(view: ConfigReader) -> list[tuple[str, str, str, str]]:
 @rule("VD401", "token-cap-below-sequence", severity="error", stage="runtime", verl_ref="D7, §1.9")
 def token_cap(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if view.new_engine:
-        return  # unpadded nested tensors: the bound is the longest actual sequence
+    # The engine's micro batches are unpadded nested tensors: it asserts the cap against the
+    # longest actual sequence of the batch (verl/utils/seqlen_balancing.py@v0.9.0
+    # rearrange_micro_batches, called per sequence batch from verl/workers/engine/utils.py@v0.9.0
+    # prepare_micro_batches), not the padded prompt + response. A cap at or below the response
+    # length fails on the first truncated response (an error); one between that and prompt +
+    # response fails on the first long enough pair (a warning).
+    engine = bool(view.new_engine)
+    response = view.int("data.max_response_length")
     seq = view.sequence_length()
     if seq is None:
         return
@@ -52,6 +58,10 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
         cap, split = view.int(cap_key), view.cp_or_sp(sp_prefix)
         if cap is None or split is None:
             continue
+        if view.backend != "megatron" and split <= 1:
+            # the FSDP engine's own SP key, which the deprecated role-level one only overrides above 1
+            # (FSDPActorConfig.__post_init__ of the verl 0.9.1 wheel, verl/workers/config/actor.py)
+            split = view.int(sp_prefix + "fsdp_config.ulysses_sequence_parallel_size") or split
         if derive.token_cap(cap, split) >= seq:
             continue
         failed[cap_key] = cap
@@ -59,10 +69,17 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
         if inherited_from in failed and not view.explicit(cap_key) and failed[inherited_from] == cap:
             continue  # it follows the actor's cap: one finding (and one fix) on the actor's key
         unit = "CP" if view.backend == "megatron" else "SP"
-        yield ctx_finding(token_cap, view, (cap_key, "data.max_response_length"),
-                          f"{role}: {cap_key.rsplit('.', 1)[-1]}·{unit} = {cap}·{split} = {cap * split} < "
-                          f"prompt + response = {seq}", key=cap_key,
-                          fix=token_cap_fix(cap_key, cap, seq, split))
+        message = (f"{role}: {cap_key.rsplit('.', 1)[-1]}·{unit} = {cap}·{split} = {cap * split} < "
+                   f"prompt + response = {seq}")
+        severity: Severity | None = None
+        if engine:
+            sure = response is not None and derive.token_cap(cap, split) <= response
+            message += ("; the engine workers assert it per sequence: the first "
+                        + (f"response truncated at max_response_length {response}" if sure
+                           else f"prompt + response longer than {cap * split} tokens") + " stops the run")
+            severity = None if sure else "warning"
+        yield ctx_finding(token_cap, view, (cap_key, "data.max_response_length"), message, key=cap_key,
+                          fix=token_cap_fix(cap_key, cap, seq, split), severity=severity)
 
 
 def _vpp(view: ConfigReader) -> tuple[int, int] | None:

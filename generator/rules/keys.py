@@ -3,7 +3,7 @@
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
 from generator.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
@@ -208,28 +208,34 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
         return
     existing = _existing(ctx)
     engine_group = _engine_group(config)
+    package = config.resolution.package if config.resolution is not None else None
     for override in sorted(added.values(), key=lambda o: o.line):
-        unknown = _unknown_field(override.key, config, existing, roots, fields_of, engine_group)
+        unknown = _unknown_field(override.key, config, existing, roots, fields_of, engine_group, ctx.fork_dataclasses)
         if unknown is None:
             continue
-        parent, new_field, class_name = unknown
-        exact = measured == ctx.version
-        guessed = config.resolution is not None and config.resolution.inferred
+        parent, new_field, class_name, own = unknown
+        exact = own or measured == ctx.version
+        guessed = config.resolution is not None and config.resolution.inferred and not own
         yield added_key_in_dataclass.finding(
             f"'{override.text}' adds '{new_field}' to {parent}, which verl {ctx.version} builds as "
             f"{class_name} (from its _target_), a dataclass without that field: the call fails when it is built "
             f"(unexpected keyword argument '{new_field}')"
-            + ("" if exact else f" (fields read from verl {measured}'s source)")
+            + (f" (fields read from the project's own {class_name} in {package})" if own and package is not None
+               else "" if exact else f" (fields read from verl {measured}'s source)")
             + (" (the release was inferred from the script's keys; name it with --verl-version)" if guessed else ""),
             line=override.line, key=override.key, severity=None if exact and not guessed else "warning",
             stage=None if _built_at_load(parent) else "init")
 
 
 def _unknown_field(key: str, config: Config, existing: frozenset[str] | None, roots: list[str],
-                   fields_of: dict[str, frozenset[str]], engine_group: str) -> tuple[str, str, str] | None:
-    """(section, new field, dataclass) when a '+' key adds a field the dataclass verl builds that
-    section as does not have; None when it is an existing key, lands outside the built sections,
-    under a class that is another engine's or not a dataclass at that release, or is a field."""
+                   fields_of: dict[str, frozenset[str]], engine_group: str,
+                   fork_dataclasses: Mapping[str, frozenset[str]] | None) -> tuple[str, str, str, bool] | None:
+    """(section, new field, dataclass, whether its fields are the project's own) when a '+' key
+    adds a field the dataclass verl builds that section as does not have; None when it is an
+    existing key, lands outside the built sections, under a class that is another engine's or not
+    a dataclass at that release, or is a field. The project's own verl, where it defines the class,
+    gives its fields (a fork adds its own, issue 34; read by the gatherer into
+    `fork_dataclasses`, target -> fields); else verl's."""
     if (key in existing) if existing is not None else False:
         return None  # '++' on an existing field just sets it
     # the deepest node that existed before: the first new key is added right under it
@@ -249,12 +255,13 @@ def _unknown_field(key: str, config: Config, existing: frozenset[str] | None, ro
     class_name = target.rsplit(".", 1)[-1]
     if _other_engine(class_name, engine_group):
         return None  # the defaults are another engine's group (model_engine=...): not this call's class
-    fields = fields_of.get(class_name)
+    own = fork_dataclasses.get(target) if fork_dataclasses is not None else None
+    fields = own if own is not None else fields_of.get(class_name)
     if fields is None:
         return None  # a class verl's source does not define as a dataclass at that release: not judged
     if new_field in fields:
         return None  # a field of the dataclass that verl's YAML leaves out: '+' is the way to set it
-    return parent, new_field, class_name
+    return parent, new_field, class_name, own is not None
 
 
 def _built_at_load(section: str) -> bool:

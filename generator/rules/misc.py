@@ -145,6 +145,23 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)")
 
 
+@rule("VX918", "router-replay-r2-with-bypass", severity="error", stage="load", versions=VersionRange("0.9.1", "0.9.1"),
+      verl_ref="A29")
+def router_replay_bypass(ctx: Context) -> Iterator[Finding]:
+    # validate_config of the verl 0.9.1 wheel (verl/utils/config.py, _validate_router_replay_config)
+    # refuses R2 on the actor's engine with bypass mode: R2 records routes in the old-log-prob
+    # forward that bypass mode skips. verl main at 1dda039 does not check it.
+    view = ConfigReader.of(ctx)
+    bypass = "algorithm.rollout_correction.bypass_mode"
+    if view.bool(bypass) is not True:
+        return
+    for key in (MEGATRON + "router_replay.mode", ACTOR + "veomni.router_replay.mode"):
+        if view.str(key) == "R2":
+            yield ctx_finding(router_replay_bypass, view, (key, bypass),
+                              f"{key}=R2 with {bypass}=True: R2 records routes in the old-log-prob forward that "
+                              "bypass mode skips, and verl refuses the pair at load", key=key)
+
+
 @rule("VX913", "ulysses-needs-remove-padding", severity="error", stage="load", verl_ref="A9, A18", backends=("fsdp",))
 def ulysses_padding(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
@@ -206,3 +223,64 @@ def full_recompute_incomplete(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(full_recompute_incomplete, view, (granularity_key,),
                           f"{granularity_key}=full needs {names} too (Megatron-core refuses it at model build)",
                           fix=fix)
+
+
+@rule("VX919", "critic-warmup-without-critic", severity="warning", stage="silent", verl_ref="§1",
+      reads_defaults=True)
+def critic_warmup_without_critic(ctx: Context) -> Iterator[Finding]:
+    # The trainer updates the actor only once global_steps reaches trainer.critic_warmup, critic or
+    # not (verl/trainer/ppo/ray_trainer.py@v0.4.1 line 1126, @v0.7.0 line 1549; the 0.9.1 wheel's
+    # ray_trainer.py and ppo/v1/trainer_base.py): without a critic to warm up, those steps generate
+    # and score rollouts and train nothing.
+    view = ConfigReader.of(ctx)
+    key = "trainer.critic_warmup"
+    warmup = view.int(key)
+    if not warmup or warmup <= 0 or view.critic_used is not False or not view.explicit(key):
+        return
+    estimator = view.str("algorithm.adv_estimator") or "?"
+    yield ctx_finding(critic_warmup_without_critic, view, (key,),
+                      f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
+                      f"updated before global step {warmup}, so those steps train nothing",
+                      fix=Fix(f"set {key}=0", (KeyEdit(key, warmup, 0),), "unsafe"))
+
+
+# The model and data a call cannot start without: an empty value (`MODEL_PATH=` left blank) is
+# passed as '' and fails at load. A warning, like a placeholder (VS714): verl's own examples leave
+# `HF_MODEL_PATH=""` for the user to fill in (examples/router_replay/*.sh @v0.7.0).
+_REQUIRED_PATHS = ("actor_rollout_ref.model.path", "data.train_files")
+
+
+@rule("VX920", "empty-required-path", severity="warning", stage="init", verl_ref="§1")
+def empty_required_path(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    keys = _REQUIRED_PATHS + ((CRITIC + "model.path",) if view.critic_used else ())
+    for key in keys:
+        if not view.explicit(key) or not view.known(key):
+            continue
+        value = view.values.get(key)
+        if isinstance(value, str) and not value.strip():
+            override = ctx.config.set_by[key]
+            variable = override.provenance.variable
+            source = f" (from ${variable}, which is empty)" if variable else ""
+            yield ctx_finding(empty_required_path, view, (key,),
+                              f"{key} is empty{source}: verl has no {'model' if 'model' in key else 'data'} to "
+                              "load and the run stops at start")
+
+
+# Keys of the FSDP engine that no Megatron worker or engine of verl reads (no file under a megatron
+# path names them at v0.6.1, v0.7.0, v0.8.0, v0.9.0 or in the verl 0.9.1 wheel): on Megatron,
+# activation recompute is override_transformer_config.recompute_*, and nothing is torch-compiled.
+_UNREAD_ON_MEGATRON = ("actor_rollout_ref.model.enable_gradient_checkpointing", ACTOR + "use_torch_compile",
+                       REF + "use_torch_compile", "critic.model.enable_gradient_checkpointing")
+
+
+@rule("VX921", "key-unread-on-megatron", severity="info", stage="silent", verl_ref="§3", backends=_MEG)
+def unread_on_megatron(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    for key in _UNREAD_ON_MEGATRON:
+        if view.explicit(key) and view.bool(key) is True:
+            hint = ("; Megatron recomputes activations with override_transformer_config.recompute_granularity"
+                    if "checkpointing" in key else "")
+            yield ctx_finding(unread_on_megatron, view, (key,),
+                              f"{key}=True has no effect on the Megatron backend: no Megatron worker of verl reads "
+                              f"it{hint}")

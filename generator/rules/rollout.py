@@ -88,6 +88,12 @@ def replica_nodes(ctx: Context) -> Iterator[Finding]:
     yield from _layout_rule_findings(replica_nodes, ctx, (TP_R, DP_R, "trainer.n_gpus_per_node"))
 
 
+@rule("VR512", "rollout-dp-tp-not-dividing-node", severity="error", stage="init",
+      versions=VersionRange("0.6.0", None), verl_ref="D10", reports="rollout-dp-tp-node")
+def rollout_dp_tp_node(ctx: Context) -> Iterator[Finding]:
+    yield from _layout_rule_findings(rollout_dp_tp_node, ctx, (DP_R, TP_R, "trainer.n_gpus_per_node"))
+
+
 @rule("VR505", "gpu-memory-utilization-range", severity="error", stage="init", verl_ref="F2")
 def gpu_memory(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
@@ -115,9 +121,18 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
     if model_len is None or tokens >= model_len:
         return
     key = ROLLOUT + "enable_chunked_prefill"
+    # The verl 0.9.1 wheel raises max_num_batched_tokens to max_model_len itself, with a warning
+    # (verl/workers/rollout/vllm_rollout/vllm_async_server.py, _validate_configs); 0.7.0 to 0.9.0 and
+    # main at 1dda039 hand both to vLLM as they are, and vLLM refuses the engine.
+    raised = VersionRange("0.9.1", "0.9.1").contains(view.version)
     yield ctx_finding(batched_tokens, view, (key, ROLLOUT + "max_num_batched_tokens"),
                       f"enable_chunked_prefill=False and max_num_batched_tokens {tokens} < max_model_len {model_len} "
-                      f"({source})", key=key, fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),)))
+                      f"({source})" + (f"; verl {view.version} raises max_num_batched_tokens to {model_len} itself "
+                                       "(and warns)" if raised else ""),
+                      key=key, severity="info" if raised else None,
+                      # chunked prefill changes how vLLM schedules every step (and is not there on every
+                      # device): a change of behaviour, never applied without --unsafe
+                      fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),), "unsafe"))
 
 
 @rule("VR507", "chunked-prefill-batched-tokens", severity="error", stage="init", versions=VersionRange("0.2.0",

@@ -89,6 +89,42 @@ def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
     return None
 
 
+def releases_with(keys: KeyUses) -> tuple[str, ...]:
+    """Every packaged release whose config has every key (oldest first): the releases a script
+    setting these keys with plain `key=` can have run on (Hydra refuses a missing key). Keys no
+    packaged release has are left out; every packaged release when no key is left, or when no
+    release has them all (the keys then name none)."""
+    releases = packaged_releases()
+    # A key no packaged release has (a fork's own) tells no release apart: it is left out, and
+    # without a key that any release has, every release stays possible.
+    keys = [(key, name) for key, name in keys if any(_known(r, key, name) for r in releases)]
+    if not keys:
+        return tuple(releases)
+    by_name: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
+    for key, name in keys:
+        plain, selections = by_name.setdefault(name, ([], []))
+        group, sep, option = key.partition("=")
+        if sep:
+            selections.append((group, option))
+        else:
+            plain.append(key)
+    found = []
+    for release in releases:
+        try:
+            if all(_has_all(release, name, plain, selections) for name, (plain, selections) in by_name.items()):
+                found.append(release)
+        except InputError:
+            continue
+    return tuple(found) or tuple(releases)
+
+
+def _known(release: str, key: str, name: str) -> bool:
+    try:
+        return release_has(release, key, name)
+    except InputError:
+        return False
+
+
 def _has_all(release: str, name: str, plain: list[str], selections: list[tuple[str, str]]) -> bool:
     """release_has(release, key, name) for each of `plain` keys and `selections` (group, option)."""
     found, options = _keys_of(release, name)

@@ -48,6 +48,7 @@ from generator.schema.dataclass_fork import find_dataclass_verl
 from generator.schema.entry import ppo_entry_config
 from generator.schema.imports import ImportedVerl, checkout_root, imported_verl
 from generator.schema.pinned import pinned_release
+from generator.schema.requirements_release import RequirementsRelease, narrowed, nearest_requirements_release
 from generator.schema.submodule import absent_verl_submodule
 from generator.schema.releases import nearest_older, packaged_releases
 from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
@@ -56,7 +57,7 @@ from generator.versions import parse
 from generator import boundary
 from generator.pylaunch.hydra_main import entry_config
 from generator.schema.compose import ComposeError, compose, flatten
-from generator.schema.guess import release_has, guess_release, group_keys as keys
+from generator.schema.guess import release_has, releases_with, guess_release, group_keys as keys
 from generator.schema.layered import layered_ppo_config
 
 # (key, config name) pairs a script sets with plain `key=`: the evidence for inference.
@@ -95,6 +96,11 @@ class Resolution(NamedTuple):
     # The project's own verl package (vendored, a submodule, found on the import path): its
     # trainer code is read for what the fork does with config keys (generator.forkcode).
     package: Path | None = None
+    # When the release is inferred (not named by an option, a version file, a pin or an installed
+    # verl): every packaged release the evidence allows, oldest first (those whose config has every
+    # key the script sets; all of them without keys). A finding that does not hold on each of them
+    # rests on the guess, not on the user's setup (generator.judging.release_evidence).
+    allowed: tuple[str, ...] = ()
 
     @property
     def base_release(self) -> str:
@@ -212,9 +218,13 @@ def _resolve(script_path: str | None, version: str | None, config_dir: str | Non
         pin = pinned_release(script_path, root)
         if pin is not None:
             return Resolution(pin.release, f"packaged schema {pin.release}", pin.reason(root))
+        copied = nearest_requirements_release(_folders_up(Path(script_path).absolute().parent, root))
+        if copied is not None:
+            return _from_requirements(copied, keys())
     evidence = keys()
     release, how = infer_release(evidence)
-    return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence)
+    return Resolution(release, f"packaged schema {release}", how, inferred=True, guessed=not evidence,
+                      allowed=releases_with(evidence))
 
 
 def resolve_version(explicit: str | None = None, option: str = "--verl-version") -> tuple[str, str]:
@@ -390,14 +400,15 @@ def _from_config_dir(folder: Path, release: str | None, why: str, keys: Callable
         release = _base_of(read_version(package)) if package is not None else None
         if release is not None:
             reason = f"{why} (release from {package}/version/version)"
-    inferred = False
+    inferred, allowed = False, tuple[str, ...]()
     if release is None:
-        release, how = infer_release(keys())
-        reason, inferred = f"{why}; release {how}", True
+        evidence = keys()
+        release, how = infer_release(evidence)
+        reason, inferred, allowed = f"{why}; release {how}", True, releases_with(evidence)
     schema_id = _register(release, folder, f"verl config YAML at {folder}")
     package = folder.parent.parent if folder.parts[-2:] == CONFIG_SUBDIR else None
     return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred,
-                                package=package))
+                                package=package, allowed=allowed))
 
 
 def _from_package(package: Path, keys: Callable[[], KeyUses], why: str | None = None) -> Resolution:
@@ -407,12 +418,19 @@ def _from_package(package: Path, keys: Callable[[], KeyUses], why: str | None = 
     version_text = read_version(package)
     release = _base_of(version_text)
     found = f"the project's verl at {package}" + (f": {why}" if why else "")
+    allowed: tuple[str, ...] = ()
+    copied = None if release is not None else nearest_requirements_release(_package_top(package))
     if release is not None:
         reason = f"{found} (version file: {version_text})"
         inferred = False
+    elif copied is not None:
+        release, allowed = narrowed(copied, releases_with(keys()))
+        reason = f"{found} (no version file; {copied.said()}: judged as {release})"
+        inferred, allowed = len(allowed) > 1, allowed if len(allowed) > 1 else ()
     else:
-        release, how = infer_release(keys())
-        reason, inferred = f"{found} (no version file; release {how})", True
+        evidence = keys()
+        release, how = infer_release(evidence)
+        reason, inferred, allowed = f"{found} (no version file; release {how})", True, releases_with(evidence)
     schema_id = _register(release, folder, f"the project's verl config YAML at {folder}")
     found_entry = ppo_entry_config(package)
     ppo_entry = None
@@ -420,14 +438,39 @@ def _from_package(package: Path, keys: Callable[[], KeyUses], why: str | None = 
         ppo_entry = (str(found_entry.config_dir), found_entry.config_name)
         reason += f"; {found_entry.reason}"
     return _readable(Resolution(schema_id, f"verl config YAML at {folder}", reason, folder, inferred,
-                                ppo_entry=ppo_entry, package=package))
+                                ppo_entry=ppo_entry, package=package, allowed=allowed))
+
+
+def _from_requirements(copied: RequirementsRelease, evidence: KeyUses) -> Resolution:
+    """No verl found and no pin, but the project carries verl's own requirements.txt of some
+    releases: judged by the newest of them the script's keys allow, and, where several remain,
+    with the others as the releases a finding must also hold on."""
+    release, allowed = narrowed(copied, releases_with(evidence))
+    several = len(allowed) > 1
+    return Resolution(release, f"packaged schema {release}", f"{copied.said()}: judged as {release}"
+                      + (f", the newest of {', '.join(allowed)} it allows" if several else ""),
+                      inferred=several, allowed=allowed if several else ())
+
+
+def _folders_up(here: Path, root: Path) -> list[Path]:
+    """The script's folder and its parents up to the checkout's root (nearest first), bounded."""
+    chain = [here, *here.parents][:8]
+    return chain[: chain.index(root) + 1] if root in chain else [here]
+
+
+def _package_top(package: Path) -> list[Path]:
+    """The folder a vendored verl package sits in (its repository's top for a submodule or a
+    `src/` layout): where verl's own requirements.txt would be."""
+    top = package.parent
+    return [top, top.parent] if top.name == "src" else [top]
 
 
 def _from_dataclass_fork(package: Path, config: Path, keys: Callable[[], KeyUses]) -> Resolution:
     """A project's verl configured by dataclasses (generator.schema.dataclass_fork): its schema is
     unknown, so a packaged release only stands in (the rules that read keys or defaults stand
     down) while the fork's trainer code is still read."""
-    release, _ = infer_release(keys())
+    evidence = keys()
+    release, _ = infer_release(evidence)
     version_text = read_version(package)
     own = f", its own version {version_text}" if version_text else ""
     where = f"the project's verl at {package}{own}"
@@ -435,19 +478,21 @@ def _from_dataclass_fork(package: Path, config: Path, keys: Callable[[], KeyUses
                       f"{where} configures its trainer with dataclasses ({config.name}), not Hydra YAML: "
                       "schema unknown", None, True,
                       stand_in=f"the dataclass config at {config} (not Hydra YAML: keys and defaults unknown)",
-                      package=package)
+                      package=package, allowed=releases_with(evidence))
 
 
 def _from_absent_submodule(folder: Path, root: Path, keys: Callable[[], KeyUses]) -> Resolution:
     """The project's verl is a git submodule not checked out (generator.schema.submodule): its
     release and config are unknown, so a packaged release guessed from the keys only stands in."""
-    release, how = infer_release(keys())
+    evidence = keys()
+    release, how = infer_release(evidence)
     where = os.path.relpath(folder, root)
     return Resolution(release, f"packaged schema {release}, standing in for the verl submodule at {where}",
                       f"the project's verl is the git submodule at {where} (.gitmodules), which is not checked "
                       f"out here (`git submodule update --init {where}`): its release and config are unknown; "
                       f"release {how}", None, True,
-                      stand_in=f"the verl submodule at {where} (not checked out: keys and defaults unknown)")
+                      stand_in=f"the verl submodule at {where} (not checked out: keys and defaults unknown)",
+                      allowed=releases_with(evidence))
 
 
 def _readable(found: Resolution) -> Resolution:
@@ -462,7 +507,7 @@ def _readable(found: Resolution) -> Resolution:
         return Resolution(stand_in, f"packaged schema {stand_in}, standing in for {found.config_source}",
                           f"{found.reason}; its config could not be read", found.config_dir, found.inferred,
                           stand_in=f"the config at {found.config_dir} ({err})", ppo_entry=found.ppo_entry,
-                          package=found.package)
+                          package=found.package, allowed=found.allowed)
     if schema.notes:
         return found._replace(reason=f"{found.reason}; {'; '.join(schema.notes)}")
     return found

@@ -31,6 +31,14 @@ _YOUR_PHRASE = re.compile(r"(?i)your\s+\S+(?:\s+\S+){0,4}")
 _SERVICES = {"WANDB_": "wandb", "SWANLAB_": "swanlab", "HF_": "huggingface", "OPENAI_": "openai"}
 
 
+def _names_itself(name: str, value: str) -> bool:
+    """`export WANDB_API_KEY='API_KEY'`: a value that is the variable's own name, or its last
+    parts (a word of capitals and underscores), names what belongs there instead of being it."""
+    if not re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*", value) or len(value) < 3:
+        return False
+    return name == value or name.endswith("_" + value)
+
+
 def _is_export(declaration: Node) -> bool:
     return declaration.child_count > 0 and declaration.children[0].type == "export"
 
@@ -71,7 +79,8 @@ def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable
             text = value.strip("'\"")
             if re.match(r"\$\{" + re.escape(name) + r":?-", text):
                 continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
-            shaped = is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
+            shaped = (is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
+                      or _names_itself(name, text))
             if (name in reported or not shaped
                     or not _consumed_by_programs(name) and (
                         _read_elsewhere(src, name, export.start_byte, export.end_byte)

@@ -34,11 +34,31 @@ LOGGER_NAME_KEYS = frozenset({"trainer.project_name", "trainer.experiment_name"}
 # The same few values come back override after override and script after script (75,417
 # calls over the 892 shared scripts, 1,464 distinct values), and the search of _PART tries
 # every alternative at every character: remembered by value, a bounded number of them.
+# Markup, not a blank to fill in: a closing tag (`</answer>`), a special token (`<|im_end|>`), or
+# tags only (`<think>`, `<search>,<answer>`) where the key names markup (issue 34: a tag in a
+# stop-token or format key was reported as a placeholder).
+_TAGS = re.compile(r"(?:\s*,?\s*(?:</?[A-Za-z_][\w-]*>|<\|[^<>|]*\|>))+\s*")
+_SURELY_MARKUP = re.compile(r"</[A-Za-z_][\w-]*>|<\|[^<>|]*\|>")
+_MARKUP_KEY = re.compile(r"(?i)(?:tag|token|stop|template|marker|pattern|delim|colou?r|format|prefix|suffix"
+                         r"|sep|start|end|think|answer)")
+
+
+def is_markup(value: str, key: str | None = None) -> bool:
+    """Whether `value` is tags or special tokens rather than a placeholder: always when it holds a
+    closing tag or a special token; a bare `<word>` only where the key (its last part) names markup."""
+    text = value.strip().strip("'\"")
+    if not text or not _TAGS.fullmatch(text) or re.search(r"(?i)your|path", text):
+        return False  # `<your_path>`: a blank whatever the key
+    if _SURELY_MARKUP.search(text):
+        return True
+    return key is not None and _MARKUP_KEY.search(key.rsplit(".", 1)[-1]) is not None
+
+
 @lru_cache(maxsize=4096)
 def is_placeholder(value: str) -> bool:
     """Whether `value` (quotes stripped) holds a placeholder shape."""
     text = value.strip().strip("'\"")
-    if not text:
+    if not text or is_markup(text):
         return False
     return _WHOLE.match(text) is not None or _PART.search(text) is not None
 

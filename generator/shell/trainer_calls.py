@@ -12,12 +12,14 @@ from generator.overrides import looks_like_override, parse_override
 from generator.shell.model import Field, Group, Piece, as_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
-from generator.shell.placeholders import LOGGER_NAME_KEYS, is_placeholder, placeholder_word
+from generator.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is_placeholder, placeholder_word
 from generator.pylaunch.hydra_main import entry_config
 from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
+# A module of verl or of a verl recipe, named as a launcher's first argument.
+_RUN_MODULE = re.compile(r"(?:verl|recipe)(?:\.[A-Za-z_]\w*)+\Z")
 _CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name", "-cn": "name",
                  "--config-dir": "dir", "-cd": "dir"}
 
@@ -33,8 +35,15 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
     if found.launcher:
         launcher.append(found.launcher)
     entry, kind, i = found.entry, found.kind, found.next
-    rest = rec.fields[i:]
     texts = argv.words_from(i)  # each word's text, made once for the whole command
+    if texts and _RUN_MODULE.match(texts[0]) and entry != texts[0]:
+        # `python tools/run_module.py verl.trainer.main_ppo k=v`, `-m pkg.launch verl.trainer.sft_trainer`:
+        # a launcher that runs the module its first argument names (issue 34: such a call was read
+        # as a call of the launcher, and the script told it had no trainer call)
+        launcher.append(entry)
+        entry, kind, i = texts[0], "module", i + 1
+        texts = texts[1:]
+    rest = rec.fields[i:]
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
         launcher=" ".join(launcher), config_path=None, config_name=None,
@@ -452,13 +461,22 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
 
 def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
     """duplicate-key, when an earlier override `prev` of the same key gave another value."""
-    if prev is None or prev.value == ov.value:
+    if prev is None or prev.value == ov.value or _overrides_shared_args(prev, ov):
         return None
     return Hazard(
         "duplicate-key", ov.word.line,
         f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
         f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
         ov.word)
+
+
+def _overrides_shared_args(prev: Override, ov: Override) -> bool:
+    """A key repeated on purpose: the earlier value comes from a list of shared arguments (an array
+    or a string variable expanded into the call, or a sourced file) and the later one is written in
+    the call itself, the way a script specialises common settings (issue 34)."""
+    shared = prev.provenance.source in ("array", "string") or prev.provenance.path != ov.provenance.path
+    own = ov.provenance.source in ("literal", "variable")
+    return shared and own
 
 
 def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[str]) -> list[Hazard]:
@@ -500,7 +518,7 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
 
 def _left_to_fill_in(ov: Override) -> bool:
     """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
-    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS
+    return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and not is_markup(ov.value, ov.key)
             and (is_placeholder(ov.value) or _named_after_its_variable(ov))
             and parse_override(ov.text).error is None)  # one Hydra cannot parse is VK606's
 

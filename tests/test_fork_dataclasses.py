@@ -1,0 +1,101 @@
+"""Read the fork's code for its dataclass fields (issue 34): a `+key` the project's own copy of the
+dataclass declares is a field, not an error (VK610); one it lacks fails on the fork's own evidence."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generator.judging import check_script
+from generator.schema.fork_dataclasses import fork_fields
+from generator.schema.resolution import resolve_script
+from generator.shell.launch_reader import read_script
+
+YAML = """actor_rollout_ref:
+  actor:
+    _target_: verl.workers.config.FSDPActorConfig
+    strategy: fsdp
+    ppo_mini_batch_size: 16
+  rollout:
+    name: vllm
+    n: 1
+data:
+  train_batch_size: 64
+trainer:
+  n_gpus_per_node: 8
+  nnodes: 1
+"""
+
+ACTOR = """from dataclasses import dataclass
+from typing import ClassVar
+
+
+@dataclass
+class ActorConfig:
+    _frozen: ClassVar[bool] = True
+    strategy: str = "fsdp"
+    ppo_mini_batch_size: int = 16
+
+
+@dataclass
+class FSDPActorConfig(ActorConfig):
+    my_fork_knob: int = 0
+"""
+
+
+def _fork(tmp_path: Path) -> Path:
+    project = tmp_path / "proj"
+    files = {".git/HEAD": "", "verl/trainer/config/ppo_trainer.yaml": YAML, "verl/version/version": "0.6.1\n",
+             "verl/workers/config/actor.py": ACTOR,
+             "run.sh": "python3 -m verl.trainer.main_ppo +actor_rollout_ref.actor.my_fork_knob=1 "
+                       "+actor_rollout_ref.actor.strategy_x=2 +actor_rollout_ref.actor._frozen=1\n"}
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    return project
+
+
+def test_fields_of_the_forks_class_include_its_bases_and_not_class_vars(tmp_path: Path) -> None:
+    package = _fork(tmp_path) / "verl"
+    assert fork_fields(package, "verl.workers.config.FSDPActorConfig") == {
+        "strategy", "ppo_mini_batch_size", "my_fork_knob"}
+    assert fork_fields(package, "verl.workers.config.NoSuchConfig") is None
+    assert fork_fields(package, "other.workers.config.FSDPActorConfig") is None  # not this package's
+
+
+def test_a_key_the_forks_own_dataclass_declares_is_not_reported(tmp_path: Path) -> None:
+    script_path = _fork(tmp_path) / "run.sh"
+    script = read_script(script_path.read_bytes(), str(script_path))
+    results = check_script(script, resolution=resolve_script(script, str(script_path)))
+    vk610 = {f.key: f for _i, _c, findings in results for f in findings if f.code == "VK610"}
+    assert "actor_rollout_ref.actor.my_fork_knob" not in vk610  # verl 0.6.1's class lacks it; the fork's has it
+    found = vk610["actor_rollout_ref.actor.strategy_x"]
+    assert found.severity == "error" and "the project's own FSDPActorConfig" in found.message
+    assert "actor_rollout_ref.actor._frozen" in vk610  # a ClassVar is no field
+
+
+# --- batch-chain semantics: an actor without an epoch loop ----------------------------------------
+
+CHAIN_YAML = YAML.replace("    ppo_mini_batch_size: 16\n", "    ppo_mini_batch_size: 128\n    ppo_epochs: 4\n"
+                          "    ppo_micro_batch_size_per_gpu: 1\n    use_dynamic_bsz: false\n")
+
+
+def _chain_fork(tmp_path: Path, actor_code: str) -> list[str]:
+    project = _fork(tmp_path)
+    (project / "verl/trainer/config/ppo_trainer.yaml").write_text(CHAIN_YAML)
+    (project / "verl/workers/actor").mkdir(parents=True)
+    (project / "verl/workers/actor/dp_actor.py").write_text(actor_code)
+    (project / "run.sh").write_text("python3 -m verl.trainer.main_ppo trainer.nnodes=1\n")
+    script = read_script((project / "run.sh").read_bytes(), str(project / "run.sh"))
+    results = check_script(script, resolution=resolve_script(script, str(project / "run.sh")))
+    return [f.message for _i, _c, findings in results for f in findings if f.code == "VB106"]
+
+
+def test_an_actor_with_an_epoch_loop_updates_once_per_epoch(tmp_path: Path) -> None:
+    messages = _chain_fork(tmp_path, "def update_policy(self, data):\n"
+                                     "    for _ in range(self.config.ppo_epochs):\n        pass\n")
+    assert messages and "4 updates per step" in messages[0]
+
+
+def test_an_actor_without_an_epoch_loop_updates_once(tmp_path: Path) -> None:
+    messages = _chain_fork(tmp_path, "def update_policy(self, data):\n    for batch in data:\n        pass\n")
+    assert messages and "one update per step" in messages[0]

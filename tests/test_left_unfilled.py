@@ -1,0 +1,62 @@
+"""Settings a user left unfilled or carried over (issue 34): an empty model path, a credential that
+is its own name, a critic warmup where no critic trains."""
+
+from __future__ import annotations
+
+from generator.judging import check_script
+from generator.shell.launch_reader import read_script
+
+BASE = """{before}python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator={estimator} \\
+    data.train_batch_size=64 \\
+    actor_rollout_ref.model.path=$MODEL_PATH \\
+    actor_rollout_ref.rollout.name=vllm actor_rollout_ref.rollout.n=4 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=8 \\
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=1 \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4 \\
+    actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4 \\
+    critic.ppo_micro_batch_size_per_gpu=1 \\
+    trainer.critic_warmup={warmup} \\
+    trainer.logger='["console","wandb"]' \\
+    trainer.n_gpus_per_node=8 trainer.nnodes=1
+"""
+
+
+def _found(before: str = "MODEL_PATH=Qwen/Qwen2.5-7B\n", estimator: str = "grpo",
+           warmup: int = 0) -> dict[str, tuple[str, str]]:
+    text = BASE.format(before=before, estimator=estimator, warmup=warmup)
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    return {f.code: (f.severity, f.message) for _i, _c, findings in results for f in findings}
+
+
+def test_an_empty_model_path_is_reported() -> None:
+    assert _found("MODEL_PATH=\n")["VX920"][0] == "warning"
+    assert "VX920" not in _found()
+
+
+def test_a_credential_that_is_its_own_name_is_a_placeholder() -> None:
+    severity, message = _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport WANDB_API_KEY='API_KEY'\n")["VS714"]
+    assert severity == "warning" and "WANDB_API_KEY='API_KEY'" in message
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport WANDB_API_KEY=3f9a61c0e2\n")
+
+
+def test_critic_warmup_without_a_critic_trains_nothing_for_those_steps() -> None:
+    severity, message = _found(warmup=5)["VX919"]
+    assert severity == "warning" and "not updated before global step 5" in message
+    assert "VX919" not in _found(estimator="gae", warmup=5)  # PPO's critic is what it warms up
+    assert "VX919" not in _found(warmup=0)
+
+
+def _placeholder_findings(override: str) -> list[str]:
+    text = f"python3 -m verl.trainer.main_ppo data.train_batch_size=64 {override}\n"
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    return [f.message for _i, _c, findings in results for f in findings if f.code == "VS714"]
+
+
+def test_tags_and_special_tokens_are_not_placeholders() -> None:
+    # Hydra-quoted, as a script must write them for Hydra to parse the angle brackets
+    assert not _placeholder_findings('"+actor_rollout_ref.rollout.stop_tag=\'</answer>\'"')
+    assert not _placeholder_findings('"+actor_rollout_ref.rollout.stop_token=\'<|im_end|>\'"')
+    assert not _placeholder_findings('"+data.think_start_tag=\'<think>\'"')  # a bare tag where the key names one
+    assert _placeholder_findings('"actor_rollout_ref.model.path=\'<model>\'"')  # a bare <word> elsewhere is a blank
+    assert _placeholder_findings('"+data.stop_tag=\'<your_path>\'"')
