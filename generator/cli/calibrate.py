@@ -12,12 +12,13 @@ from typing import List, Optional
 
 import typer
 
+from generator.cli.common import say_error
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import say, write
+from generator.safe_text import write
 
 
 def _error(message: str) -> None:
-    say(f"gen: error: {message}")
+    say_error(message)
 
 
 def register(app: typer.Typer) -> None:

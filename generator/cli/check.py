@@ -13,7 +13,7 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
-from generator.cli.common import config_dir_option
+from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, say, use_color, write
@@ -36,7 +36,7 @@ def _fail(message: str, fmt: str = "text") -> NoReturn:
     document that says so on stdout (a consumer must not read silence as "no findings")."""
     from generator.report import render_failure
 
-    say(f"error: {message}")
+    say_error(message)
     write(render_failure(message, fmt), annotations=fmt == "github")
     raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -107,6 +107,17 @@ def register(app: typer.Typer) -> None:
             _fail(f"unknown rule '{code}'{hint}; `gen rules` lists them")
         write(rule_doc(rule))
 
+    @app.command("doc")
+    def doc_cmd(name: Optional[str] = typer.Argument(None, help="A page, e.g. step-time-model or rules/batch#vb106.")
+                ) -> None:
+        """Print one of the project's doc pages (or the section under NAME's #anchor); no NAME: list them."""
+        from generator.report.doc_pages import doc_index, doc_text
+
+        try:
+            write(doc_index() if name is None else doc_text(name))
+        except InputError as err:
+            _fail(str(err))
+
     @app.command("explain")
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
@@ -160,7 +171,7 @@ def register(app: typer.Typer) -> None:
             explained: list[dict[str, object]] = []
             documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})
             if done.incomplete:  # the rest is explained, but the input is bad: exit 2 as in every command
-                say(f"{path}: error: {done.incomplete}")
+                say_error(f"{path}: {done.incomplete}")
                 status = EXIT_BAD_INPUT
             if done.no_calls and fmt == "text":
                 write(one_line(f"{path}: no trainer call found") + "\n")
@@ -182,7 +193,7 @@ def register(app: typer.Typer) -> None:
                 if chart and predicted is not None and predicted.report is not None:
                     charted.append(_memory_chart_section(predicted.report, f"{path}:{call.invocation.line}"))
             if done.error:
-                say(f"{path}: error: {done.error}")
+                say_error(f"{path}: {done.error}")
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             write(explain_json(documents))
@@ -194,10 +205,10 @@ def register(app: typer.Typer) -> None:
                 write_atomic(chart, charts_for(chart, charted), replace=force)
                 say(f"wrote {chart}")
             except (InputError, OSError) as err:  # one line; the report above is already out
-                say(f"error: --chart {chart}: {err}")
+                say_error(f"--chart {chart}: {err}")
                 status = EXIT_BAD_INPUT
         if chart and not charted:
-            say(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written")
+            say_error(f"--chart {chart}: no trainer call with a memory prediction; nothing written")
             status = EXIT_BAD_INPUT
         if status == EXIT_OK and over:
             status = EXIT_FINDINGS  # a predicted OOM is a finding

@@ -6,9 +6,9 @@ from typing import List, Optional
 
 import typer
 
-from generator.cli.common import config_dir_option, parse_pairs
+from generator.cli.common import config_dir_option, parse_pairs, say_error
 from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import say, write
+from generator.safe_text import write
 
 
 
@@ -38,7 +38,7 @@ def register(app: typer.Typer) -> None:
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \
                 f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-            say(f"gen: {message}", flush=True)
+            say_error(message)
             if output_format == "json":
                 from generator.report.documents import dumps
 

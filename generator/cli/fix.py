@@ -12,9 +12,10 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from generator.schema.releases import newest_release
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
 from generator.safe_text import say, write_payload
 
 if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
@@ -60,7 +61,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
         status = max(status, outcome.status if write or stdin_text else outcome.dry_run_status())
         if stdin_text and outcome.result is not None and not any(stream == "out" for stream, _ in said):
             status = EXIT_BAD_INPUT  # the fixed script was kept back: nothing usable on stdout
-    _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
+    if any(outcome.result is not None for outcome in outcomes):  # not when no file could be read: the errors said it
+        _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
     return status
 
 
@@ -115,14 +117,14 @@ def register(app: typer.Typer) -> None:
                            unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory,
                            config_dir=config_dir, diff=diff)
         except InputError as err:
-            _err(f"error: {err}")
+            _err(error_line(str(err)))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         raise typer.Exit(code)
 
     @app.command("migrate")
     def migrate_command(
         files: List[str] = typer.Argument(..., help="Launch scripts to migrate."),
-        to: str = typer.Option(..., "--to", help="verl release to migrate to, e.g. 0.7.0."),
+        to: str = typer.Option(..., "--to", help=f"verl release to migrate to, e.g. {newest_release()}."),
         from_: Optional[str] = typer.Option(None, "--from",
                                             help="Release the script targets (default: inferred from its keys)."),
         diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
@@ -140,6 +142,6 @@ def register(app: typer.Typer) -> None:
             code = run_migrate(expand_paths(files), to_version=to, from_version=from_, write=write, unsafe=unsafe,
                                env=_parse_env(env), args=arg)
         except InputError as err:
-            _err(f"error: {err}")
+            _err(error_line(str(err)))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         raise typer.Exit(code)

@@ -7,6 +7,8 @@ from typing import Optional
 
 import typer
 
+from generator.schema.releases import newest_release
+from generator.cli.common import say_error
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import one_line, say, write
 
@@ -15,11 +17,13 @@ LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/
 
 
 def _fail(message: str) -> None:
-    say(f"gen: {message}", flush=True)
+    say_error(message)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
+    short = ".".join(newest_release().split(".")[:2])  # 0.9.1 -> 0.9
+
     @app.command("list")
     def list_command(
         model: Optional[str] = typer.Option(None, "--model", help="model name or part of it (qwen2.5-7b)"),
@@ -27,7 +31,7 @@ def register(app: typer.Typer) -> None:
         algo: Optional[str] = typer.Option(None, "--algo", help="grpo, ppo, dapo, ..."),
         tag: Optional[str] = typer.Option(None, "--tag", help="e.g. verl-tested, moe, lora"),
         verl_version: Optional[str] = typer.Option(None, "--verl-version", help="recipes stamped for this release "
-                                                   "(0.9.1; 0.9 = any 0.9.x)"),
+                                                   f"({newest_release()}; {short} = any {short}.x)"),
         output_format: str = typer.Option("text", "--format", help="text or json"),
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
         wide: bool = typer.Option(False, "--wide", help="Every column, whole, however wide (piped output keeps "

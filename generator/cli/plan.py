@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any, Optional
 
 import typer
 
+from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import json_text, say, write
@@ -106,7 +107,7 @@ def register(app: typer.Typer) -> None:
             if chart is not None:
                 _write_chart(chart, plan, force)
         except InputError as err:
-            say(f"gen plan: {err}", flush=True)
+            say_error(str(err))
             if output_format == "json":
                 from generator.report.documents import dumps
 

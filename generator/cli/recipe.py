@@ -11,6 +11,8 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 import typer
 
+from generator.schema.releases import newest_release
+from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import payload_problem, say, write_payload
@@ -20,7 +22,7 @@ if TYPE_CHECKING:
 
 
 def _fail(message: str) -> None:
-    say(f"gen recipe: {message}", flush=True)
+    say_error(message)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -105,7 +107,8 @@ def register(app: typer.Typer) -> None:
         rollout: str = typer.Option("vllm", "--rollout", help="vllm | sglang."),
         launcher: str = typer.Option("auto", "--launcher", help="local | ray | slurm (default: local on one node, "
                                      "ray job submit to a running cluster on more)."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Target verl release (default 0.7.0)."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version",
+                                                   help=f"Target verl release (default {newest_release()})."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Model directory or HF id in the script."),
         train_files: Optional[list[str]] = typer.Option(None, "--train-files", help="Training parquet file (repeat for several)."),
         val_files: Optional[list[str]] = typer.Option(None, "--val-files", help="Validation parquet file (repeat for several)."),
