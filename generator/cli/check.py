@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
+from generator.cli.completion import complete_doc, complete_gpu, complete_model, complete_release, complete_rule
 from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
@@ -94,7 +95,7 @@ def register(app: typer.Typer) -> None:
         write(rules_json(registry) if fmt == "json" else rules_text(registry))
 
     @app.command("rule")
-    def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:
+    def rule_cmd(code: str = typer.Argument(..., autocompletion=complete_rule, help="A rule code, e.g. VB106.")) -> None:
         """Explain one rule: what it checks, why, an example finding, the fix."""
         from generator.report.rule_doc import rule_doc
         from generator.rules import load_rules
@@ -108,7 +109,7 @@ def register(app: typer.Typer) -> None:
         write(rule_doc(rule))
 
     @app.command("doc")
-    def doc_cmd(name: Optional[str] = typer.Argument(None, help="A page, e.g. step-time-model or rules/batch#vb106.")
+    def doc_cmd(name: Optional[str] = typer.Argument(None, autocompletion=complete_doc, help="A page, e.g. step-time-model or rules/batch#vb106.")
                 ) -> None:
         """Print one of the project's doc pages (or the section under NAME's #anchor); no NAME: list them."""
         from generator.report.doc_pages import doc_index, doc_text
@@ -121,16 +122,16 @@ def register(app: typer.Typer) -> None:
     @app.command("explain")
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Explain against this verl release."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="Explain against this verl release."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
         memory: bool = typer.Option(False, "--memory", help="Also predict memory per GPU: every phase on every "
                                     "pipeline stage, each term named, against the usable limit."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type for --memory: h100 (default), h20, h200, ..."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU type for --memory: h100 (default), h20, h200, ..."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
+        model: Optional[str] = typer.Option(None, "--model", autocompletion=complete_model, help="Model name, hub id, model dir or config.json "
                                             "(default: the script's actor_rollout_ref.model.path)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
         chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "

@@ -16,6 +16,7 @@ import sys
 from typing import Any
 
 from generator.cli.common import CONFIG_DIR_HELP, say_error
+from generator.cli.completion import complete_gpu, complete_release
 from generator.cli.options import Arg, Opt
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import use_color, write
@@ -38,13 +39,14 @@ CHECK_OPTIONS: tuple[Opt, ...] = (
                                                         "the findings."),
     Opt("quiet", ("--quiet", "-q"), "flag", False, "Print the findings and nothing else (no summary)."),
     Opt("output_file", ("--output-file", "-o"), "value", None, "Write the report to this file instead of stdout."),
-    Opt("verl_version", ("--verl-version",), "value", None, "Check against this verl release."),
+    Opt("verl_version", ("--verl-version",), "value", None, "Check against this verl release.",
+        complete=complete_release),
     Opt("config_dir", ("--config-dir",), "value", None, CONFIG_DIR_HELP),
     Opt("env", ("--env",), "list", (), "Assume environment variable NAME=VALUE."),
     Opt("arg", ("--arg",), "list", (), "Assume a positional script argument ($1, $2, ...)."),
     Opt("model_config", ("--model-config",), "value", None, "HF config.json (or model dir) for model-shape rules."),
     Opt("gpu", ("--gpu",), "value", None, "GPU the scripts run on (h100, h20, ...): also predict memory per GPU "
-                                          "and report a predicted OOM (VM811)."),
+                                          "and report a predicted OOM (VM811).", complete=complete_gpu),
     Opt("gpu_mem", ("--gpu-mem",), "value", None, "GPU memory in GiB (overrides --gpu's).", convert=float),
     Opt("headroom", ("--headroom",), "value", 0.0, "GiB to keep free below the usable limit.", convert=float,
         optional=False, minimum=0),

@@ -6,6 +6,7 @@ from typing import List, Optional
 
 import typer
 
+from generator.cli.completion import complete_release
 from generator.cli.common import config_dir_option, parse_pairs, say_error
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import write
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
     def diff_command(
         a: str = typer.Argument(..., metavar="A", help="a launch script or a recipe name"),
         b: str = typer.Argument(..., metavar="B", help="a launch script or a recipe name"),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version",
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release,
                                                    help="compare both under this release's defaults"),
         config_dir: Optional[str] = config_dir_option(),
         output_format: str = typer.Option("text", "--format", help="text or json"),

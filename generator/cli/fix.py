@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from generator.cli.completion import complete_gpu, complete_release
 from generator.schema.releases import newest_release
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
@@ -90,11 +91,11 @@ def register(app: typer.Typer) -> None:
         select: List[str] = typer.Option([], "--select", help="Only these rule codes or prefixes (VB,VS701)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these rule codes or prefixes."),
         unsafe: bool = typer.Option(False, "--unsafe", help="Also apply fixes that change behaviour."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="verl release to check against."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
         arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on: also fix a predicted OOM "
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU the scripts run on: also fix a predicted OOM "
                                           "(VM811, with --unsafe) with the cheapest memory knob that fits."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
@@ -124,8 +125,8 @@ def register(app: typer.Typer) -> None:
     @app.command("migrate")
     def migrate_command(
         files: List[str] = typer.Argument(..., help="Launch scripts to migrate."),
-        to: str = typer.Option(..., "--to", help=f"verl release to migrate to, e.g. {newest_release()}."),
-        from_: Optional[str] = typer.Option(None, "--from",
+        to: str = typer.Option(..., "--to", autocompletion=complete_release, help=f"verl release to migrate to, e.g. {newest_release()}."),
+        from_: Optional[str] = typer.Option(None, "--from", autocompletion=complete_release,
                                             help="Release the script targets (default: inferred from its keys)."),
         diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
         write: bool = typer.Option(False, "--write", help="Write the changes (atomically)."),

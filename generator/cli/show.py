@@ -15,6 +15,7 @@ from typing import Any, NoReturn, TextIO
 
 import typer
 
+from generator.cli.completion import complete_recipe, complete_release
 from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
@@ -173,7 +174,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("show")
     def show_command(
-        targets: list[str] = typer.Argument(..., metavar="FILE|NAME...",
+        targets: list[str] = typer.Argument(..., metavar="FILE|NAME...", autocompletion=complete_recipe,
                                             help="launch scripts to read, or one recipe name"),
         output_format: str = typer.Option("text", "--format", help="text, json or yaml"),
         env: list[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
@@ -181,7 +182,7 @@ def register(app: typer.Typer) -> None:
         library: str | None = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
         resolved: bool = typer.Option(False, "--resolved", help="print each call's composed config (the "
                                       "release's defaults with the script's overrides), like Hydra's --cfg job"),
-        verl_version: str | None = typer.Option(None, "--verl-version", help="compose with this release (--resolved)"),
+        verl_version: str | None = typer.Option(None, "--verl-version", autocompletion=complete_release, help="compose with this release (--resolved)"),
         config_dir: str | None = config_dir_option(),
     ) -> None:
         """Show the overrides each trainer call receives, where each value was written, and shell
