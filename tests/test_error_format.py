@@ -53,6 +53,7 @@ BAD_INPUT = {
     "show binary": ["show", "bin.sh"],
     "diff missing file": ["diff", "nope.sh", "a.sh"],
     "diff binary": ["diff", "bin.sh", "a.sh"],
+    "diff broken bash": ["diff", "a.sh", "broken.sh"],
     "import missing file": ["import", "nope.sh", "--name", "x"],
     "import directory": ["import", "empty", "--name", "x"],
     "recipe unknown model": ["recipe", "--model", "nope", "--gpus", "8", "-o", "-"],
