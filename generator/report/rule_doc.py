@@ -37,7 +37,7 @@ _DOC_PATH = re.compile(r"\bdocs/[\w/.-]+\.md(?:#[\w-]+)?")  # a page named by it
 
 
 def _from_rules_folder(target: str) -> str:
-    """A link written on docs/rules/x.md ('../verl-checks.md#d4') as a path under docs/."""
+    """A link written on a rule page ('../verl-checks.md#d4') as a path under docs/."""
     return posixpath.normpath(posixpath.join("docs/rules", target))
 
 
