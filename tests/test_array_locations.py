@@ -43,3 +43,11 @@ def test_an_array_from_a_sourced_file_keeps_the_call_line(tmp_path: Path) -> Non
     found = _findings(tmp_path, "run.sh")
     # It was an internal error before (issue 36): the glob check read run.sh at vars.sh's offsets.
     assert found["VB107"]["line"] == 5  # `"${ARGS[@]}"` in run.sh, not line 4 of vars.sh
+
+
+def test_an_element_whose_value_is_a_variable_is_at_the_element_not_the_variable(tmp_path: Path) -> None:
+    """`ARGS=(… key=${MICRO} …)`: the element is the line of the call's argument list; the
+    variable's own line is where a fix edits the value (gen show's "set at"), not where the key is."""
+    (tmp_path / "run.sh").write_text("#!/bin/bash\nMICRO=2\n" + ELEMENTS.replace(
+        "ppo_micro_batch_size_per_gpu=2", "ppo_micro_batch_size_per_gpu=${MICRO}") + CALL)
+    assert _findings(tmp_path, "run.sh")["VB107"]["line"] == 6  # the element, not MICRO=2 at line 2

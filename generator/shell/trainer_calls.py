@@ -225,8 +225,8 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str
     line = line_of(f.path if f.origin == "literal" else None, at)
     word = Span(f.word_a, f.word_b, line if f.origin == "literal" and at == f.word_a else line_of(f.path, f.word_a))
     element_line = None  # `"${ARR[@]}"`: the element's own line, in the same file as the command
-    if f.origin == "array" and prov.span is not None and prov.path in (command_file, None):
-        element_line = prov.span.line
+    if f.origin == "array" and f.path in (command_file, None):
+        element_line = word.line
     return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
                     provenance=prov, unknowns=_unknowns(value_pieces),
                     placeholder_origins=_placeholder_origins(f, value_pieces), element_line=element_line)
