@@ -1,6 +1,25 @@
 """verl-gen: write, check and repair launch scripts for verl."""
 
-__version__ = "0.1.0"
+from typing import Any
+
+# The version is not written here: it is the release's git tag, which the build stamps into the
+# installed package's metadata (pyproject.toml [tool.hatch.version]). One home: the tag.
+_UNINSTALLED = "0.0.0+unknown"  # a source tree on sys.path that was never installed
+
+
+def _installed_version() -> str:
+    from importlib import metadata
+
+    try:
+        return metadata.version("verl-gen")
+    except metadata.PackageNotFoundError:
+        return _UNINSTALLED
+
+
+def __getattr__(name: str) -> Any:  # `from generator import __version__` reads it when asked (PEP 562)
+    if name == "__version__":
+        return _installed_version()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def project_url() -> str | None:

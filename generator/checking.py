@@ -12,10 +12,12 @@ from typing import NamedTuple, TYPE_CHECKING
 from generator.errors import InputError
 from generator.file_context import FileContext, FileRequest, Judging, file_context
 from generator.inputs import without_path
+from generator.launch import written_elsewhere
+from generator.shell.syntax_verdict import SYNTAX_KINDS
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.launch import Invocation
+    from generator.launch import Invocation, LaunchScript
     from generator.plan.script_setup import CallMemory, MemoryOptions
     from generator.report import FileReport
     from generator.judging import CheckResults
@@ -109,6 +111,7 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
     resolution = judging.resolution
     report.resolution = resolution
     report.verl_version = resolution.base_release
+    cut = _calls_cut_by_syntax(script, source, report.path)
     visible: CheckResults = []  # what `gen fix`'s checker would see of this text
     for invocation, config, findings in check_resolved(script, resolution, select=context.select,
                                                        ignore=context.ignore, model_config=options.model_config,
@@ -117,6 +120,8 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
         if config is not None and config.resolution not in (None, resolution) and line is not None:
             report.call_resolutions.append((line, config.resolution))
         shown = [f for f in findings if not silenced.silences(f.code, line, f.line)]
+        if line is not None and line in cut:  # its overrides are what a broken parse left: only the shell's say
+            shown = [f for f in shown if f.code.startswith(SHELL_FAMILY)]
         visible.append((invocation, config, shown))
         report.findings.extend(Located(f, line) for f in shown)
     _place(report, source)
@@ -126,6 +131,27 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
         # the fix loop's first round unless codes were chosen or a model config was named.
         same = not context.select and not context.ignore and not options.model_config
         _plan_fixes(report, context, judging, checked=visible if same else None)
+
+
+SHELL_FAMILY = "VS"
+
+
+def _calls_cut_by_syntax(script: LaunchScript, source: bytes, path: str) -> set[int]:
+    """The lines of the trainer calls whose command holds a syntax error. What the reader made of
+    such a call's overrides is a guess around the broken region (an unclosed `$(` swallows the
+    lines after it), so the batch and key findings that follow from it are left out: the syntax
+    error is the finding (issue 36: six follow-on batch errors came before it)."""
+    broken = [hazard.line for hazard in script.hazards if hazard.kind in SYNTAX_KINDS]
+    if not broken:
+        return set()
+    cut = set()
+    for invocation in script.invocations:
+        if written_elsewhere(path, invocation):
+            continue
+        last = invocation.line + source[invocation.span.start:invocation.span.end].count(b"\n")
+        if any(invocation.line <= line <= last for line in broken):
+            cut.add(invocation.line)
+    return cut
 
 
 def _place(report: FileReport, source: bytes) -> None:

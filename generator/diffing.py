@@ -107,7 +107,11 @@ class Side:
 
 def _script_side(path: str, version: str, *, env: dict[str, str] | None,
                  args: list[str] | None) -> Side:
-    call = trainer_call(read_launch(path, env=env, args=args))
+    script = read_launch(path, env=env, args=args)
+    broken = [hazard.line for hazard in script.hazards if hazard.kind == "parse-error"]
+    if broken:  # its overrides are what a broken parse left: a difference in them would mislead
+        raise InputError(f"{path}: bash syntax error at line {broken[0]}; `gen check {path}` shows it")
+    call = trainer_call(script)
     if call is None:
         raise InputError(f"{path}: no trainer call found (nothing to compare)")
     invocation = call.invocation

@@ -30,8 +30,14 @@ from generator.foreign_paths import checkout_copy
 SUFFIXES = (".sh", ".bash", ".py")
 SKIP_DIRS = frozenset({".git", ".hg", ".svn", ".venv", "venv", "node_modules", "__pycache__", ".tox",
                        ".mypy_cache", ".pytest_cache"})
-# A directory argument must not turn into an unbounded run.
+# A directory argument must not turn into an unbounded run: at most MAX_FILES launch scripts
+# (the files that name a trainer, not every file), and a walk that stops after looking at
+# MAX_ENTRIES files and folders or reading MAX_EXAMINED shell and Python files, whichever
+# comes first. Reading is the cost (~1-3 ms a file): `gen check /tmp` read every .py under it for
+# 1 min 50 s before refusing; now it stops within seconds and says where it was.
 MAX_FILES = 10_000
+MAX_EXAMINED = 10_000
+MAX_ENTRIES = 100_000
 
 
 class _Rule(NamedTuple):
@@ -126,8 +132,14 @@ def _runs_a_launcher(path: Path, source: bytes) -> bool:
     return False
 
 
+def _too_large(root: Path, what: str, found: int) -> InputError:
+    return InputError(f"{root}: stopped after {what} ({found:,} launch script{'s' if found != 1 else ''} so far); "
+                      "name a smaller folder or the scripts themselves")
+
+
 def _walk(root: Path) -> list[str]:
     found: list[str] = []
+    entries_seen = examined = 0
     budget = PatternBudget()
     stack: list[tuple[Path, str, list[_Ignore]]] = [(root, "", _read_gitignore(root, "", budget))]
     while stack:
@@ -137,6 +149,9 @@ def _walk(root: Path) -> list[str]:
         except OSError:
             continue
         subfolders = []
+        entries_seen += len(entries)
+        if entries_seen > MAX_ENTRIES:
+            raise _too_large(root, f"looking at {MAX_ENTRIES:,} files and folders", len(found))
         for entry in entries:
             rel = f"{rel_folder}/{entry.name}" if rel_folder else entry.name
             try:
@@ -146,11 +161,15 @@ def _walk(root: Path) -> list[str]:
             if stat.S_ISDIR(mode):
                 if entry.name not in SKIP_DIRS and not _ignored(rules, rel, True):
                     subfolders.append((Path(entry.path), rel))
-            elif (stat.S_ISREG(mode) and entry.name.endswith(SUFFIXES) and not _ignored(rules, rel, False)
-                  and _launches(Path(entry.path))):
+            elif stat.S_ISREG(mode) and entry.name.endswith(SUFFIXES) and not _ignored(rules, rel, False):
+                examined += 1
+                if examined > MAX_EXAMINED:
+                    raise _too_large(root, f"reading {MAX_EXAMINED:,} shell and Python files", len(found))
+                if not _launches(Path(entry.path)):
+                    continue
                 found.append(os.path.normpath(entry.path))
                 if len(found) > MAX_FILES:
-                    raise InputError(f"{root}: more than {MAX_FILES} launch scripts; name a smaller folder")
+                    raise _too_large(root, f"finding more than {MAX_FILES:,} launch scripts", MAX_FILES)
         for path, rel in reversed(subfolders):
             stack.append((path, rel, rules + _read_gitignore(path, rel, budget)))
     return found
@@ -172,4 +191,4 @@ def expand_paths(paths: list[str]) -> list[str]:
     return out
 
 
-__all__ = ["MAX_FILES", "SKIP_DIRS", "expand_paths"]
+__all__ = ["MAX_ENTRIES", "MAX_EXAMINED", "MAX_FILES", "SKIP_DIRS", "expand_paths"]

@@ -13,6 +13,16 @@ EXIT_OK = 0
 EXIT_FINDINGS = 1
 EXIT_BAD_INPUT = 2
 
+# Every command says a failure the same way, on stderr (docs/cli.md "Exit codes"): one line
+# `gen: error: MESSAGE`, where MESSAGE starts with the file or option it is about. One home for
+# the prefix; cli/common.say_error writes it.
+ERROR_PREFIX = "gen: error: "
+
+
+def error_line(message: str) -> str:
+    """The one line every command prints for a failure: `gen: error: MESSAGE`."""
+    return ERROR_PREFIX + message.removeprefix(ERROR_PREFIX)
+
 
 class InputError(Exception):
     """A problem with what the user gave us. `str(err)` is the one-line message."""

@@ -70,6 +70,11 @@ _GPU_ALIASES = {"a100": "a100-80g", "h100-80g": "h100", "h100-sxm": "h100", "a80
 DEFAULT_GPU = "h100"
 
 
+def gpu_names() -> list[str]:
+    """The GPU types `--gpu` accepts by name (its aliases aside)."""
+    return list(_GPUS)
+
+
 def gpu_spec(name: str | None, mem_gb: float | None = None) -> GpuSpec:
     """A GPU by name (`h100`, `h20`, `a100-40g`…), optionally with `--gpu-mem` (GiB) overriding its memory."""
     if mem_gb is not None and not (0 < mem_gb < 4096):

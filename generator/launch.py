@@ -77,10 +77,19 @@ class Override(NamedTuple):
     # assignment): (file, byte offset) per piece, so one placeholder that reaches several keys
     # is reported once (shell/trainer_calls.py override_hazards).
     placeholder_origins: tuple[tuple[str | None, int], ...] = ()
+    # An element of an array the call expands (`"${ARR[@]}"`) in the call's own file: the
+    # element's line, which is where a reader looks and a fix edits (None otherwise).
+    element_line: int | None = None
 
     @property
     def resolved(self) -> bool:
         return not self.unknowns
+
+    @property
+    def written_line(self) -> int:
+        """The line a person reads and edits for this override: an array element's own line
+        (`"${ARR[@]}"` hands it to the call on the call's line), else the word's line."""
+        return self.line if self.element_line is None else self.element_line
 
 
 class Hazard(NamedTuple):

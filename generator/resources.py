@@ -1,6 +1,6 @@
 """Where packaged data lives, in a wheel and in a source checkout alike.
 
-The wheel ships `templates/` and `recipes/` inside the `generator` package (see pyproject's
+The wheel ships `templates/`, `recipes/` and `docs/` inside the `generator` package (see pyproject's
 force-include); an editable install or a plain checkout has them beside the package.
 """
 
@@ -26,6 +26,11 @@ def templates_dir() -> Path:
 
 def recipes_dir() -> Path:
     return _shipped("recipes")
+
+
+def docs_dir() -> Path:
+    """The project's docs/ (rule pages, models, CLI): `gen doc` and `gen rule` print from it."""
+    return _shipped("docs")
 
 
 def data_dir() -> Path:

@@ -135,5 +135,5 @@ def test_check_on_a_hostile_config_path_is_one_line_exit_2(tmp_path: Path, case:
     script.write_text(f"python3 -m verl.trainer.main_ppo --config-path={conf} --config-name=ppo_trainer a=1\n")
     result = _gen_check(script, "--verl-version", "0.7.0")
     assert result.returncode == 2
-    errors = [line for line in result.stdout.splitlines() if ": error: " in line]
-    assert len(errors) == 1 and "refused" in errors[0] and "Traceback" not in result.stderr
+    errors = result.stderr.splitlines()
+    assert len(errors) == 1 and errors[0].startswith("gen: error: ") and "refused" in errors[0]

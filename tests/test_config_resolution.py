@@ -252,7 +252,7 @@ def test_unknown_verl_version_is_one_line_exit_2(version: str, tmp_path: Path) -
                             capture_output=True, text=True, cwd=REPO, timeout=60)
     assert result.returncode == 2
     assert result.stderr.strip().splitlines() == [
-        f"error: --verl-version: unknown verl release '{version}'; known: " + result.stderr.split("known: ")[1].strip()]
+        f"gen: error: --verl-version: unknown verl release '{version}'; known: " + result.stderr.split("known: ")[1].strip()]
     with pytest.raises(InputError):
         resolve(str(script), version=version)
 

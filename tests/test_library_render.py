@@ -157,6 +157,23 @@ def test_recipe_by_name_to_stdout_and_replanned():
     assert "GPUS_PER_NODE=${GPUS_PER_NODE:-8}" in replanned.stdout and "NNODES=${NNODES:-2}" in replanned.stdout
 
 
+@pytest.mark.parametrize(("recipe", "gpus", "relief_changes"), [
+    ("planned-qwen2.5-0.5b-grpo-8gpu", "16", False),  # the same offload and recompute on 16 GPUs
+    ("verl-deepseek-v3-grpo-96xh20", "128", True),  # the optimizer no longer goes to the CPU
+])
+def test_a_replan_explains_the_memory_relief_only_where_it_changed(recipe: str, gpus: str, relief_changes: bool):
+    """Issue 36: `gen recipe NAME --gpus N` printed "why: memory relief: ..." for offload it kept as
+    the recipe had it, a note that changed nothing."""
+    result = runner.invoke(app, ["recipe", recipe, "--gpus", gpus, "-o", "-"])
+    assert result.exit_code == 0, result.stderr
+    notes = [line.removeprefix("note: ") for line in result.stderr.splitlines() if line.startswith("note: ")]
+    changed = any(note.startswith(("offload:", "recompute:")) for note in notes)
+    assert changed is relief_changes, notes
+    assert any(note.startswith("why: memory relief:") for note in notes) is relief_changes, notes
+    ep = [note for note in notes if note.startswith("EP:")]
+    assert not any(note.endswith("-> 1") for note in ep), ep  # a MoE re-plan keeps expert parallelism
+
+
 def test_recipe_by_name_refuses_planning_options():
     result = runner.invoke(app, ["recipe", "verl-qwen2-7b-grpo-8gpu", "--model", "qwen3-8b", "-o", "-"])
     assert result.exit_code == 2 and "--model is not used with a recipe name" in result.stderr

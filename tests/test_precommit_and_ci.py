@@ -1,7 +1,8 @@
 """The pre-commit hooks, the pre-commit snippet in docs/cli.md, the example GitHub Actions workflow and
 the release tool do what they say: each hook's entry runs as pre-commit would run it (the
 installed console script, file names appended), the workflow's step runs in a git repository,
-and the snippet pins a tag the release tool would write."""
+and the snippet pins a tag the release tool would write (the release itself, built and run from a
+tag: tests/test_release.py)."""
 
 from __future__ import annotations
 
@@ -29,13 +30,21 @@ def _env() -> dict[str, str]:
     return {**os.environ, "PATH": f"{BIN}{os.pathsep}/usr/bin{os.pathsep}/bin", "NO_COLOR": "1"}
 
 
+def _pyproject() -> dict:
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:
+        import tomli as tomllib
+    return tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+
+
 def _hooks() -> dict[str, dict]:
     hooks = yaml.safe_load((REPO / ".pre-commit-hooks.yaml").read_text(encoding="utf-8"))
     return {hook["id"]: hook for hook in hooks}
 
 
 def test_hooks_are_python_hooks_whose_entry_is_a_console_script_of_the_package() -> None:
-    scripts = release.tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))["project"]["scripts"]
+    scripts = _pyproject()["project"]["scripts"]
     hooks = _hooks()
     assert sorted(hooks) == ["verl-gen-check", "verl-gen-fix"]
     for hook in hooks.values():
@@ -76,25 +85,31 @@ def _precommit_snippet() -> dict:
     return yaml.safe_load(found.group(1))
 
 
-def test_readme_snippet_runs_the_real_hooks_without_a_tag_that_does_not_exist() -> None:
-    """No release is tagged yet (issue 22: the README pinned `rev: v0.1.0`, which did not exist):
-    the snippet is a local hook running exactly the entries .pre-commit-hooks.yaml defines."""
+def test_snippet_pins_the_first_release_tag_and_names_the_hooks_the_repository_defines() -> None:
+    """The snippet is the remote form, pinned to the release tag (issue 36: it was `repo: local`
+    while no tag existed); tests/test_release.py runs it against a tagged clone."""
     snippet = _precommit_snippet()
     (repo,) = snippet["repos"]
-    assert repo["repo"] == "local" and "rev" not in repo
-    hooks = _hooks()
-    for hook in repo["hooks"]:
-        assert hook["entry"] == hooks[hook["id"]]["entry"] and hook["types"] == hooks[hook["id"]]["types"]
-    assert {hook["id"] for hook in repo["hooks"]} == set(hooks)
+    assert repo["rev"] == "v0.1.0" and repo["repo"].endswith("/verl-gen")
+    assert {hook["id"] for hook in repo["hooks"]} == set(_hooks())
+    changelog = (REPO / "CHANGELOG.md").read_text(encoding="utf-8")
+    assert repo["rev"].removeprefix("v") in release.changelog_versions(changelog)
+
+
+def test_workflow_installs_from_the_same_tag_as_the_snippet() -> None:
+    (step,) = [s for s in _workflow()["jobs"]["verl-gen"]["steps"] if s.get("name") == "Install verl-gen"]
+    assert step["run"].endswith(f"@{_precommit_snippet()['repos'][0]['rev']}\"")
 
 
 def test_release_refuses_what_it_must_and_names_the_tag() -> None:
-    assert release.release_problems("0.1.0", set(), dirty=False) == []
-    assert release.release_problems("0.1.0", {"v0.1.0"}, dirty=False) == [
-        "tag v0.1.0 already exists: raise the version in pyproject.toml first"]
-    assert release.release_problems("0.1", set(), dirty=True) == [
-        "version '0.1' in pyproject.toml is not X.Y.Z", "uncommitted changes to tracked files: commit them first"]
-    assert release.project_version('[project]\nname = "x"\nversion = "1.2.3"\n') == "1.2.3"
+    assert release.release_problems("0.1.0", set(), dirty=False, logged={"0.1.0"}) == []
+    assert release.release_problems("0.1.0", {"v0.1.0"}, dirty=False, logged={"0.1.0"}) == [
+        "tag v0.1.0 already exists: release a higher version"]
+    assert release.release_problems("0.2.0", set(), dirty=False, logged={"0.1.0"}) == [
+        "CHANGELOG.md has no '## 0.2.0' section: say what changed first"]
+    assert release.release_problems("0.1", set(), dirty=True, logged=set()) == [
+        "version '0.1' is not X.Y.Z", "uncommitted changes to tracked files: commit them first"]
+    assert release.changelog_versions("# Changelog\n\n## 0.2.0 - 2026-12-07\n\n## 0.1.0\n") == {"0.2.0", "0.1.0"}
 
 
 def _workflow() -> dict:

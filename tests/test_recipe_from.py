@@ -187,3 +187,20 @@ def test_pre_steps_of_the_legacy_script_are_listed_not_lost(tmp_path: Path) -> N
                  "line 10: if [ ! -f train.parquet ]; then"):
         assert step in header
     assert "python prep.py" not in header and "STAMP" not in header  # inside the if; a variable
+
+
+@pytest.mark.parametrize(("export", "listed"), [
+    ("export CUDA_DEVICE_MAX_CONNECTIONS=1  # for megatron", False),  # the re-rendered script exports it too
+    ("export CUDA_DEVICE_MAX_CONNECTIONS='1'", False),
+    ("export CUDA_DEVICE_MAX_CONNECTIONS=8", True),  # another value: the user must decide
+])
+def test_an_export_the_rendered_script_also_makes_is_not_listed_as_not_copied(
+        tmp_path: Path, export: str, listed: bool) -> None:
+    """Issue 36: `recipe --from` said CUDA_DEVICE_MAX_CONNECTIONS "is not copied" and then exported it."""
+    legacy = tmp_path / "legacy.sh"
+    legacy.write_text(LEGACY.replace("STAMP=$(date +%s)\n", f"STAMP=$(date +%s)\n{export}\n"))
+    result = CliRunner().invoke(app, ["recipe", "--from", str(legacy), "-o", "-"])
+    assert result.exit_code == 0, result.stderr
+    header = " ".join(line.lstrip("# ").strip() for line in result.stdout.splitlines() if line.startswith("#"))
+    assert ("CUDA_DEVICE_MAX_CONNECTIONS" in header) is listed
+    assert "export CUDA_DEVICE_MAX_CONNECTIONS=1 " in result.stdout

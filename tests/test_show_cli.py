@@ -113,9 +113,9 @@ def test_real_command_line_no_traceback(tmp_path: Path, fixtures_dir: Path) -> N
     assert proc.returncode == 2
     assert "Traceback" not in proc.stderr
     assert proc.stderr.strip().splitlines() == [
-        f"gen show: {tmp_path / 'nope.sh'}: no such file",
-        f"gen show: {binary}: binary file (contains NUL bytes), not a shell script",
-        f"gen show: {broken}: bash syntax error at line 2 (the rest was read)",
+        f"gen: error: {tmp_path / 'nope.sh'}: no such file",
+        f"gen: error: {binary}: binary file (contains NUL bytes), not a shell script",
+        f"gen: error: {broken}: bash syntax error at line 2 (the rest was read)",
     ]
     assert "trainer.nnodes=1" in proc.stdout
     assert "a.b=1" in proc.stdout  # the readable part of the broken file is still shown

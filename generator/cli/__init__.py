@@ -95,6 +95,36 @@ def _fast(argv: list[str]) -> int | None:
     return None
 
 
+def _run_typer() -> int:
+    """The typer app's exit status. Click's own usage errors (an unknown option, `--gpus abc`) are
+    said as every other failure is (`gen: error: ...`, one line, exit 2) instead of click's
+    three-line usage block with its `Error:` prefix."""
+    import typer
+
+    try:  # typer 0.28 carries its own click; earlier ones use click itself
+        from typer._click import exceptions as click_errors
+    except ImportError:  # pragma: no cover - typer < 0.28
+        from click import exceptions as click_errors  # type: ignore[no-redef,import-not-found,unused-ignore]
+
+    from generator.cli.common import say_error
+
+    try:
+        status = build_app()(standalone_mode=False)
+    except click_errors.UsageError as err:
+        if type(err).__name__ == "NoArgsIsHelpError":  # plain `gen` (or a group with no command): the help
+            err.show()
+            return EXIT_BAD_INPUT
+        command = err.ctx.command_path if err.ctx is not None else "gen"
+        say_error(f"{err.format_message().rstrip('.')}; see `{command} --help`")
+        return EXIT_BAD_INPUT
+    except click_errors.ClickException as err:
+        say_error(err.format_message())
+        return EXIT_BAD_INPUT
+    except typer.Abort:  # pragma: no cover - interactive only (Ctrl-C at a prompt)
+        return 130
+    return status if isinstance(status, int) else 0
+
+
 def _output_failed(err: BaseException) -> None:
     """The report could not be written (stdout is /dev/full, closed, or a full disk): one line
     on stderr and exit 2, never a traceback, and never exit 1 (which reads as "findings")."""
@@ -131,9 +161,9 @@ def main() -> None:
         if sys.stdout is None:  # started with stdout closed (`gen check x >&-`)
             raise OSError(0, "standard output is closed")
         status = _fast(sys.argv[1:])
-        if status is not None:
-            raise SystemExit(status)
-        build_app()()
+        if status is None:
+            status = _run_typer()
+        raise SystemExit(status)
     except SystemExit as done:
         code = done.code
     except KeyboardInterrupt:  # pragma: no cover - interactive only

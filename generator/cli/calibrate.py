@@ -15,12 +15,14 @@ from typing import List, Optional
 import typer
 
 from generator.calibrate.render import Calibrated
+from generator.cli.completion import complete_gpu, complete_model, complete_release
+from generator.cli.common import say_error
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import say, write
+from generator.safe_text import write
 
 
 def _error(message: str) -> None:
-    say(f"gen: error: {message}")
+    say_error(message)
 
 
 def register(app: typer.Typer) -> None:
@@ -32,13 +34,13 @@ def register(app: typer.Typer) -> None:
                                           "the log holds no start-up config); once for every LOG, or once per LOG "
                                           "in their order."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type the run used: h100 (default), h20, h200, ..."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU type the run used: h100 (default), h20, h200, ..."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
+        model: Optional[str] = typer.Option(None, "--model", autocompletion=complete_model, help="Model name, hub id, model dir or config.json "
                                             "(default: the config's actor_rollout_ref.model.path)."),
         warmup: Optional[int] = typer.Option(None, "--warmup", min=0, help="Steps left out of the medians "
                                              "(default: 1 when the log has 3 steps or more)."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Read the configuration "
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="Read the configuration "
                                                    "against this verl release."),
         save: bool = typer.Option(False, "--save", help="Store the fitted corrections in the project configuration "
                                   "([tool.verl-gen.calibration] in pyproject.toml, else .verl-gen.toml), keyed by "

@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING, List, NoReturn, Optional
 
 import typer
 
-from generator.cli.common import config_dir_option
+from generator.cli.completion import complete_doc, complete_gpu, complete_model, complete_release, complete_rule
+from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as _parse_env
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.safe_text import one_line, say, use_color, write
@@ -36,7 +37,7 @@ def _fail(message: str, fmt: str = "text") -> NoReturn:
     document that says so on stdout (a consumer must not read silence as "no findings")."""
     from generator.report import render_failure
 
-    say(f"error: {message}")
+    say_error(message)
     write(render_failure(message, fmt), annotations=fmt == "github")
     raise typer.Exit(EXIT_BAD_INPUT)
 
@@ -97,7 +98,7 @@ def register(app: typer.Typer) -> None:
         write(rules_json(registry) if fmt == "json" else rules_text(registry))
 
     @app.command("rule")
-    def rule_cmd(code: str = typer.Argument(..., help="A rule code, e.g. VB106.")) -> None:
+    def rule_cmd(code: str = typer.Argument(..., autocompletion=complete_rule, help="A rule code, e.g. VB106.")) -> None:
         """Explain one rule: what it checks, why, an example finding, the fix."""
         from generator.report.rule_doc import rule_doc
         from generator.judging import load_rules
@@ -110,19 +111,30 @@ def register(app: typer.Typer) -> None:
             _fail(f"unknown rule '{code}'{hint}; `gen rules` lists them")
         write(rule_doc(rule))
 
+    @app.command("doc")
+    def doc_cmd(name: Optional[str] = typer.Argument(None, autocompletion=complete_doc, help="A page, e.g. step-time-model or rules/batch#vb106.")
+                ) -> None:
+        """Print one of the project's doc pages (or the section under NAME's #anchor); no NAME: list them."""
+        from generator.report.doc_pages import doc_index, doc_text
+
+        try:
+            write(doc_index() if name is None else doc_text(name))
+        except InputError as err:
+            _fail(str(err))
+
     @app.command("explain")
     def explain(
         files: List[str] = typer.Argument(..., help="Launch scripts, folders of them, or - for stdin."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Explain against this verl release."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="Explain against this verl release."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume environment variable NAME=VALUE."),
         arg: List[str] = typer.Option([], "--arg", help="Assume a positional script argument."),
         fmt: str = typer.Option("text", "--format", "-f", help="text | json"),
         memory: bool = typer.Option(False, "--memory", help="Also predict memory per GPU: every phase on every "
                                     "pipeline stage, each term named, against the usable limit."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type for --memory: h100 (default), h20, h200, ..."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU type for --memory: h100 (default), h20, h200, ..."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        model: Optional[str] = typer.Option(None, "--model", help="Model name, hub id, model dir or config.json "
+        model: Optional[str] = typer.Option(None, "--model", autocompletion=complete_model, help="Model name, hub id, model dir or config.json "
                                             "(default: the script's actor_rollout_ref.model.path)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
         chart: Optional[str] = typer.Option(None, "--chart", help="Write the memory chart of every call, one "
@@ -171,7 +183,7 @@ def register(app: typer.Typer) -> None:
             explained: list[dict[str, object]] = []
             documents.append({"path": path, "error": done.error, "incomplete": done.incomplete, "calls": explained})
             if done.incomplete:  # the rest is explained, but the input is bad: exit 2 as in every command
-                say(f"{path}: error: {done.incomplete}")
+                say_error(f"{path}: {done.incomplete}")
                 status = EXIT_BAD_INPUT
             if done.no_calls and fmt == "text":
                 write(one_line(f"{path}: no trainer call found") + "\n")
@@ -194,7 +206,7 @@ def register(app: typer.Typer) -> None:
                     charted.append(_memory_chart_section(predicted, predicted.report,
                                                          f"{path}:{call.invocation.line}"))
             if done.error:
-                say(f"{path}: error: {done.error}")
+                say_error(f"{path}: {done.error}")
                 status = EXIT_BAD_INPUT
         if fmt == "json":
             write(explain_json(documents))
@@ -206,10 +218,10 @@ def register(app: typer.Typer) -> None:
                 write_atomic(chart, charts_for(chart, charted), replace=force)
                 say(f"wrote {chart}")
             except (InputError, OSError) as err:  # one line; the report above is already out
-                say(f"error: --chart {chart}: {err}")
+                say_error(f"--chart {chart}: {err}")
                 status = EXIT_BAD_INPUT
         if chart and not charted:
-            say(f"error: --chart {chart}: no trainer call with a memory prediction; nothing written")
+            say_error(f"--chart {chart}: no trainer call with a memory prediction; nothing written")
             status = EXIT_BAD_INPUT
         if status == EXIT_OK and over:
             status = EXIT_FINDINGS  # a predicted OOM is a finding

@@ -15,10 +15,11 @@ from __future__ import annotations
 import sys
 from typing import Any
 
-from generator.cli.common import CONFIG_DIR_HELP
+from generator.cli.common import CONFIG_DIR_HELP, say_error
+from generator.cli.completion import complete_gpu, complete_release
 from generator.cli.options import Arg, Opt
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import say, use_color, write
+from generator.safe_text import use_color, write
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 SEVERITY_CHOICES = ("error", "warning", "info")
@@ -38,13 +39,14 @@ CHECK_OPTIONS: tuple[Opt, ...] = (
                                                         "the findings."),
     Opt("quiet", ("--quiet", "-q"), "flag", False, "Print the findings and nothing else (no summary)."),
     Opt("output_file", ("--output-file", "-o"), "value", None, "Write the report to this file instead of stdout."),
-    Opt("verl_version", ("--verl-version",), "value", None, "Check against this verl release."),
+    Opt("verl_version", ("--verl-version",), "value", None, "Check against this verl release.",
+        complete=complete_release),
     Opt("config_dir", ("--config-dir",), "value", None, CONFIG_DIR_HELP),
     Opt("env", ("--env",), "list", (), "Assume environment variable NAME=VALUE."),
     Opt("arg", ("--arg",), "list", (), "Assume a positional script argument ($1, $2, ...)."),
     Opt("model_config", ("--model-config",), "value", None, "HF config.json (or model dir) for model-shape rules."),
     Opt("gpu", ("--gpu",), "value", None, "GPU the scripts run on (h100, h20, ...): also predict memory per GPU "
-                                          "and report a predicted OOM (VM811)."),
+                                          "and report a predicted OOM (VM811).", complete=complete_gpu),
     Opt("gpu_mem", ("--gpu-mem",), "value", None, "GPU memory in GiB (overrides --gpu's).", convert=float),
     Opt("headroom", ("--headroom",), "value", 0.0, "GiB to keep free below the usable limit.", convert=float,
         optional=False, minimum=0),
@@ -61,7 +63,7 @@ class _Failed(Exception):
 def _fail(message: str, fmt: str = "text") -> None:
     from generator.report import render_failure
 
-    say(f"error: {message}")
+    say_error(message)
     write(render_failure(message, fmt), annotations=fmt == "github")
     raise _Failed(message)
 
@@ -134,7 +136,6 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
     from generator.report.selection import at_least, statistics_text
 
     reports = at_least(reports, severity.strip().lower())
-    to_terminal = output_file is None and sys.stdout.isatty()
     color = machine == "text" and output_file is None and use_color(sys.stdout)
     text = statistics_text(reports) if statistics else render(reports, fmt, color=color, quiet=quiet)
     if output_file is not None:
@@ -147,12 +148,10 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
     else:
         emit(text, color and not statistics, annotations=fmt == "github" and not statistics)
     bad_file = any(r.bad_input for r in reports)
-    if machine == "text" and not to_terminal:
-        # The report already has the line; repeat it on stderr only when stdout is redirected.
-        for report in reports:
-            for problem in (report.error, report.incomplete):
-                if problem:
-                    say(f"{report.path}: error: {problem}")
+    for report in reports:  # the report leaves them out: said once, on stderr, in every format
+        for problem in (report.error, report.incomplete):
+            if problem:
+                say_error(f"{report.path}: {problem}")
     if bad_file:
         return EXIT_BAD_INPUT
     failed = any(r.failed for r in reports)

@@ -6,7 +6,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.errors import InputError
+from generator.errors import InputError, error_line
+
+
+def say_error(message: str) -> None:
+    """A failure, said as every command says one: `gen: error: MESSAGE` on stderr, one line."""
+    from generator.safe_text import say
+
+    say(error_line(message), flush=True)
 
 
 def parse_pairs(items: list[str], option: str = "--env") -> dict[str, str]:

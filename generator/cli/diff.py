@@ -6,9 +6,10 @@ from typing import List, Optional
 
 import typer
 
-from generator.cli.common import config_dir_option, parse_pairs
+from generator.cli.completion import complete_release
+from generator.cli.common import config_dir_option, parse_pairs, say_error
 from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import say, write
+from generator.safe_text import write
 
 
 
@@ -18,7 +19,7 @@ def register(app: typer.Typer) -> None:
     def diff_command(
         a: str = typer.Argument(..., metavar="A", help="a launch script or a recipe name"),
         b: str = typer.Argument(..., metavar="B", help="a launch script or a recipe name"),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version",
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release,
                                                    help="compare both under this release's defaults"),
         config_dir: Optional[str] = config_dir_option(),
         output_format: str = typer.Option("text", "--format", help="text or json"),
@@ -38,7 +39,7 @@ def register(app: typer.Typer) -> None:
         except Exception as err:  # never a traceback: one line, exit 2 (and a document for --format json)
             message = str(err) if isinstance(err, InputError) else \
                 f"internal error ({type(err).__name__}: {' '.join(str(err).split())})"
-            say(f"gen: {message}", flush=True)
+            say_error(message)
             if output_format == "json":
                 from generator.report.documents import dumps
 

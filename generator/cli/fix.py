@@ -12,9 +12,11 @@ from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
+from generator.cli.completion import complete_gpu, complete_release
+from generator.schema.releases import newest_release
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
+from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
 from generator.safe_text import say, write_payload
 
 if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
@@ -60,7 +62,8 @@ def run_fix(paths: list[str], *, write: bool, select: tuple[str, ...], ignore: t
         status = max(status, outcome.status if write or stdin_text else outcome.dry_run_status())
         if stdin_text and outcome.result is not None and not any(stream == "out" for stream, _ in said):
             status = EXIT_BAD_INPUT  # the fixed script was kept back: nothing usable on stdout
-    _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
+    if any(outcome.result is not None for outcome in outcomes):  # not when no file could be read: the errors said it
+        _err(fix_summary(outcomes, write=write or (paths == ["-"] and not diff)))
     return status
 
 
@@ -88,11 +91,11 @@ def register(app: typer.Typer) -> None:
         select: List[str] = typer.Option([], "--select", help="Only these rule codes or prefixes (VB,VS701)."),
         ignore: List[str] = typer.Option([], "--ignore", help="Skip these rule codes or prefixes."),
         unsafe: bool = typer.Option(False, "--unsafe", help="Also apply fixes that change behaviour."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="verl release to check against."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="verl release to check against."),
         config_dir: Optional[str] = config_dir_option(),
         env: List[str] = typer.Option([], "--env", help="Assume NAME=VALUE in the environment."),
         arg: List[str] = typer.Option([], "--arg", help="Assume this positional argument ($1, $2, ...)."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU the scripts run on: also fix a predicted OOM "
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU the scripts run on: also fix a predicted OOM "
                                           "(VM811, with --unsafe) with the cheapest memory knob that fits."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         headroom: float = typer.Option(0.0, "--headroom", help="GiB to keep free below the usable limit.", min=0),
@@ -115,15 +118,15 @@ def register(app: typer.Typer) -> None:
                            unsafe=unsafe, verl_version=verl_version, env=_parse_env(env), args=arg, memory=memory,
                            config_dir=config_dir, diff=diff)
         except InputError as err:
-            _err(f"error: {err}")
+            _err(error_line(str(err)))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         raise typer.Exit(code)
 
     @app.command("migrate")
     def migrate_command(
         files: List[str] = typer.Argument(..., help="Launch scripts to migrate."),
-        to: str = typer.Option(..., "--to", help="verl release to migrate to, e.g. 0.7.0."),
-        from_: Optional[str] = typer.Option(None, "--from",
+        to: str = typer.Option(..., "--to", autocompletion=complete_release, help=f"verl release to migrate to, e.g. {newest_release()}."),
+        from_: Optional[str] = typer.Option(None, "--from", autocompletion=complete_release,
                                             help="Release the script targets (default: inferred from its keys)."),
         diff: bool = typer.Option(False, "--diff", help="Print a unified diff (the default)."),
         write: bool = typer.Option(False, "--write", help="Write the changes (atomically)."),
@@ -140,6 +143,6 @@ def register(app: typer.Typer) -> None:
             code = run_migrate(expand_paths(files), to_version=to, from_version=from_, write=write, unsafe=unsafe,
                                env=_parse_env(env), args=arg)
         except InputError as err:
-            _err(f"error: {err}")
+            _err(error_line(str(err)))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         raise typer.Exit(code)

@@ -7,6 +7,9 @@ from typing import Optional
 
 import typer
 
+from generator.cli.completion import complete_algo, complete_gpu, complete_model, complete_release
+from generator.schema.releases import newest_release
+from generator.cli.common import say_error
 from generator.errors import EXIT_BAD_INPUT, InputError
 from generator.safe_text import one_line, say, write
 
@@ -15,19 +18,21 @@ LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/
 
 
 def _fail(message: str) -> None:
-    say(f"gen: {message}", flush=True)
+    say_error(message)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
 def register(app: typer.Typer) -> None:
+    short = ".".join(newest_release().split(".")[:2])  # 0.9.1 -> 0.9
+
     @app.command("list")
     def list_command(
-        model: Optional[str] = typer.Option(None, "--model", help="model name or part of it (qwen2.5-7b)"),
+        model: Optional[str] = typer.Option(None, "--model", autocompletion=complete_model, help="model name or part of it (qwen2.5-7b)"),
         gpus: Optional[int] = typer.Option(None, "--gpus", help="exact GPU count", min=1),
-        algo: Optional[str] = typer.Option(None, "--algo", help="grpo, ppo, dapo, ..."),
+        algo: Optional[str] = typer.Option(None, "--algo", autocompletion=complete_algo, help="grpo, ppo, dapo, ..."),
         tag: Optional[str] = typer.Option(None, "--tag", help="e.g. verl-tested, moe, lora"),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="recipes stamped for this release "
-                                                   "(0.9.1; 0.9 = any 0.9.x)"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="recipes stamped for this release "
+                                                   f"({newest_release()}; {short} = any {short}.x)"),
         output_format: str = typer.Option("text", "--format", help="text or json"),
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
         wide: bool = typer.Option(False, "--wide", help="Every column, whole, however wide (piped output keeps "
@@ -77,9 +82,9 @@ def register(app: typer.Typer) -> None:
         script: str = typer.Argument(..., help="a launch script to turn into a recipe"),
         name: str = typer.Option(..., "--name", help="recipe name (lower case, digits, - _ .)"),
         library: Optional[str] = typer.Option(None, "--library", help=LIBRARY_HELP),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="release the script targets"),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release, help="release the script targets"),
         force: bool = typer.Option(False, "--force", help="replace a user recipe of the same name"),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type the script runs on (h100, h20, ...)"),
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU type the script runs on (h100, h20, ...)"),
     ) -> None:
         """Turn a legacy launch script into a recipe in your library."""
         from generator.library.importer import import_script

@@ -11,8 +11,9 @@ import sys
 
 import typer
 
+from generator.cli.common import say_error
 from generator.errors import EXIT_BAD_INPUT
-from generator.safe_text import say, write
+from generator.safe_text import write
 
 
 def models_document() -> dict[str, object]:
@@ -43,7 +44,7 @@ def register(app: typer.Typer) -> None:
     ) -> None:
         """List the models --model accepts by name: size, layers, attention, experts, context."""
         if fmt not in ("text", "json"):
-            say(f"error: --format must be text or json, got '{fmt}'")
+            say_error(f"--format must be text or json, got '{fmt}'")
             raise typer.Exit(EXIT_BAD_INPUT)
         document = models_document()
         if fmt == "json":

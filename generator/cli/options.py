@@ -25,6 +25,7 @@ class Opt(NamedTuple):
     convert: Callable[[str], Any] = str  # for a value: str, float or int
     optional: bool = True  # a value option whose default is None
     minimum: float | None = None
+    complete: Callable[[str], list[str]] | None = None  # the values shell completion offers (cli/completion.py)
 
 
 class Arg(NamedTuple):
@@ -106,6 +107,8 @@ def typer_signature(argument: Arg, options: tuple[Opt, ...]) -> tuple[Any, dict[
     annotations: dict[str, Any] = {argument.name: List[str]}
     for opt in options:
         extra = {"min": opt.minimum} if opt.minimum is not None else {}
+        if opt.complete is not None:
+            extra["autocompletion"] = opt.complete
         default = list(opt.default) if opt.kind == "list" else opt.default
         params.append(inspect.Parameter(opt.name, inspect.Parameter.POSITIONAL_OR_KEYWORD,
                                         default=typer.Option(default, *opt.flags, help=opt.help, **extra),

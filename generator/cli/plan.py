@@ -14,6 +14,8 @@ from typing import TYPE_CHECKING, Any, Optional, Sequence
 import typer
 
 from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
+from generator.cli.completion import complete_algo, complete_gpu, complete_model
+from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
 from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
 from generator.safe_text import json_text, say, write
@@ -37,13 +39,13 @@ def register(app: typer.Typer) -> None:
     @app.command("plan")
     @with_pin_options
     def plan_command(
-        model: str = typer.Option(..., "--model", "-m", help="Model name, hub id, model dir or config.json."),
+        model: str = typer.Option(..., "--model", "-m", autocompletion=complete_model, help="Model name, hub id, model dir or config.json."),
         gpus: int = typer.Option(..., "--gpus", help="GPUs in total (all nodes)."),
         nodes: int | None = typer.Option(
             None, "--nodes", help="Nodes the GPUs are spread over (default: as many as the GPU type's nodes "
                                   "need, as gen recipe derives them)."),
         gpu: str | None = typer.Option(
-            None, "--gpu", help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
+            None, "--gpu", autocompletion=complete_gpu, help="GPU type: h100 h800 h20 h200 a100-80g a100-40g l40s b200 mi300x …"),
         gpu_mem: float | None = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
         prompt_len: int = typer.Option(1024, "--prompt-len",
             help="Max prompt tokens (data.max_prompt_length)."),
@@ -53,7 +55,7 @@ def register(app: typer.Typer) -> None:
             None, "--mean-response-len", help="Expected response tokens for the step-time ranking (default: 15% "
                                               "of --response-len, the median of published runs)."),
         n: int | None = typer.Option(None, "--n", help="Responses per prompt (default 5; PPO 1)."),
-        algo: str = typer.Option("grpo", "--algo", help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
+        algo: str = typer.Option("grpo", "--algo", autocompletion=complete_algo, help="grpo|ppo|dapo|gspo|rloo|reinforce_plus_plus"),
         train_batch_size: int | None = typer.Option(None, "--train-batch-size",
             help="Prompts per step (data.train_batch_size; default: planned)."),
         ppo_mini_batch_size: int | None = typer.Option(None, "--ppo-mini-batch-size",
@@ -110,7 +112,7 @@ def register(app: typer.Typer) -> None:
             if chart is not None:
                 _write_chart(chart, plan, force, beside_verl)
         except InputError as err:
-            say(f"gen plan: {err}", flush=True)
+            say_error(str(err))
             if output_format == "json":
                 from generator.report.documents import dumps
 

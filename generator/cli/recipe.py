@@ -11,6 +11,9 @@ from typing import TYPE_CHECKING, Any, Optional, TypedDict
 
 import typer
 
+from generator.cli.completion import complete_algo, complete_gpu, complete_model, complete_recipe, complete_release
+from generator.schema.releases import newest_release
+from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
 from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
 from generator.errors import EXIT_BAD_INPUT, InputError
@@ -21,7 +24,7 @@ if TYPE_CHECKING:
 
 
 def _fail(message: str) -> None:
-    say(f"gen recipe: {message}", flush=True)
+    say_error(message)
     raise typer.Exit(EXIT_BAD_INPUT)
 
 
@@ -95,18 +98,19 @@ def register(app: typer.Typer) -> None:
     @app.command("recipe")
     @with_pin_options
     def recipe(
-        name: Optional[str] = typer.Argument(None, help="A packaged recipe (see `gen list`); omit to plan from --model."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", help="Model name (qwen2-7b, llama3.1-8b, ...) or a config.json."),
+        name: Optional[str] = typer.Argument(None, autocompletion=complete_recipe, help="A packaged recipe (see `gen list`); omit to plan from --model."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", autocompletion=complete_model, help="Model name (qwen2-7b, llama3.1-8b, ...) or a config.json."),
         gpus: Optional[int] = typer.Option(None, "--gpus", help="Total GPUs."),
         nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes (GPUs are split evenly; default: the "
                                             "GPU type's GPUs per node, e.g. --gpus 16 on h100 = 2 nodes x 8)."),
-        gpu: Optional[str] = typer.Option(None, "--gpu", help="GPU type: h100, h20, h200, a100-80g, ... (default h100)."),
+        gpu: Optional[str] = typer.Option(None, "--gpu", autocompletion=complete_gpu, help="GPU type: h100, h20, h200, a100-80g, ... (default h100)."),
         gpu_mem: Optional[float] = typer.Option(None, "--gpu-mem", help="GPU memory in GiB (overrides --gpu's)."),
-        algo: str = typer.Option("grpo", "--algo", help="grpo | ppo | dapo | gspo | rloo | reinforce_plus_plus."),
+        algo: str = typer.Option("grpo", "--algo", autocompletion=complete_algo, help="grpo | ppo | dapo | gspo | rloo | reinforce_plus_plus."),
         rollout: str = typer.Option("vllm", "--rollout", help="vllm | sglang."),
         launcher: str = typer.Option("auto", "--launcher", help="local | ray | slurm (default: local on one node, "
                                      "ray job submit to a running cluster on more)."),
-        verl_version: Optional[str] = typer.Option(None, "--verl-version", help="Target verl release (default 0.7.0)."),
+        verl_version: Optional[str] = typer.Option(None, "--verl-version", autocompletion=complete_release,
+                                                   help=f"Target verl release (default {newest_release()})."),
         model_path: Optional[str] = typer.Option(None, "--model-path", help="Model directory or HF id in the script."),
         train_files: Optional[list[str]] = typer.Option(None, "--train-files", help="Training parquet file (repeat for several)."),
         val_files: Optional[list[str]] = typer.Option(None, "--val-files", help="Validation parquet file (repeat for several)."),

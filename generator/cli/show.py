@@ -15,10 +15,11 @@ from typing import Any, NoReturn, TextIO
 
 import typer
 
-from generator.cli.common import config_dir_option
+from generator.cli.completion import complete_recipe, complete_release
+from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError
-from generator.safe_text import json_text, one_line, printable, say, write
+from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
+from generator.safe_text import json_text, one_line, printable, write
 
 FORMATS = ("text", "json", "yaml")
 # Characters the resolved configs of one file may print (`gen show --resolved`): keys and values
@@ -92,9 +93,9 @@ def show_scripts(paths: list[str], *, output_format: str = "text", env: dict[str
         render_scripts_text(files, stream)
     if output_format == "text":
         for f in failed:
-            err_stream.write(one_line(f"gen show: {f['path']}: {f['error']}") + "\n")
+            err_stream.write(one_line(error_line(f"{f['path']}: {f['error']}")) + "\n")
         for path, h in first_broken.items():
-            err_stream.write(one_line(f"gen show: {path}: bash syntax error at line {h['line']} (the rest was read)")
+            err_stream.write(one_line(error_line(f"{path}: bash syntax error at line {h['line']} (the rest was read)"))
                              + "\n")
     return EXIT_BAD_INPUT if (failed or first_broken) else EXIT_OK
 
@@ -147,7 +148,7 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
                           "error": f"internal error ({type(err).__name__}: {' '.join(str(err).split())[:200]})"})
     for f in files:
         if f["error"]:
-            say(f"gen show: {f['path']}: {f['error']}", flush=True)
+            say_error(f"{f['path']}: {f['error']}")
             status = EXIT_BAD_INPUT
     write(resolved_text(files) if output_format == "text" else resolved_document(files, output_format))
     return status
@@ -155,7 +156,7 @@ def show_resolved(paths: list[str], *, output_format: str, env: dict[str, str], 
 
 def _fail(message: str, output_format: str) -> NoReturn:
     """A failure of the whole command: one line on stderr; json/yaml also get a document saying so."""
-    say(f"gen show: {message}", flush=True)
+    say_error(message)
     if output_format in ("json", "yaml"):
         from generator.report.documents import dumps
 
@@ -173,7 +174,7 @@ def register(app: typer.Typer) -> None:
 
     @app.command("show")
     def show_command(
-        targets: list[str] = typer.Argument(..., metavar="FILE|NAME...",
+        targets: list[str] = typer.Argument(..., metavar="FILE|NAME...", autocompletion=complete_recipe,
                                             help="launch scripts to read, or one recipe name"),
         output_format: str = typer.Option("text", "--format", help="text, json or yaml"),
         env: list[str] = typer.Option([], "--env", help="assume NAME=VALUE in the environment"),
@@ -181,7 +182,7 @@ def register(app: typer.Typer) -> None:
         library: str | None = typer.Option(None, "--library", help="user recipe folder (for NAME)"),
         resolved: bool = typer.Option(False, "--resolved", help="print each call's composed config (the "
                                       "release's defaults with the script's overrides), like Hydra's --cfg job"),
-        verl_version: str | None = typer.Option(None, "--verl-version", help="compose with this release (--resolved)"),
+        verl_version: str | None = typer.Option(None, "--verl-version", autocompletion=complete_release, help="compose with this release (--resolved)"),
         config_dir: str | None = config_dir_option(),
     ) -> None:
         """Show the overrides each trainer call receives, where each value was written, and shell

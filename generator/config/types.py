@@ -115,5 +115,5 @@ class Config:
 
     def line_of(self, key: str) -> int | None:
         override = self.set_by.get(key)
-        return override.line if override else None
+        return override.written_line if override else None
 

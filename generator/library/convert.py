@@ -182,6 +182,7 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
         before, after = getattr(old, field_name), getattr(best, field_name)
         if before != after:
             notes.append(f"{label}: {_short(before)} -> {_short(after)}")
+    relief_changed = old.offload != best.offload or old.recompute != best.recompute
     from generator import derive
 
     mini = plan.ppo_mini_batch_size or cfg.ppo_mini_batch_size
@@ -192,7 +193,10 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
     if dp_old != dp_new:
         notes.append(f"DP: {dp_old} -> {dp_new} (per-rank mini batch "
                      f"{_per_rank(cfg.ppo_mini_batch_size, cfg.n, dp_old)} -> {_per_rank(mini, cfg.n, dp_new)})")
-    notes.extend(f"why: {line}" for line in best.why[:3])
+    from generator.plan.sizing import RELIEF_WHY
+
+    # The memory relief is explained where it changed; the recipe's own offload, kept, is no news.
+    notes.extend(f"why: {line}" for line in best.why[:3] if relief_changed or not line.startswith(RELIEF_WHY))
     return best, mini, notes
 
 

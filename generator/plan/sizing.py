@@ -33,6 +33,10 @@ from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.step_time import calibrated, estimate_step_time, expected_lengths, response_share
 from generator.plan.workload import GIB, Workload, algo_roles
 
+# The planner's "why" line that names the memory knobs a layout turns on (the re-plan of a recipe
+# shows it only where those knobs changed: library/convert.replan).
+RELIEF_WHY = "memory relief: "
+
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
 TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
@@ -433,7 +437,7 @@ def describe_candidate(model: ModelFacts, cand: Candidate, s: Setting, *, params
     why = [f"{dp_equation(s.gpus, cand.tp, cand.pp, cand.cp)}; "
            f"per-rank mini batch {cand.ppo_mini_batch_size}·{s.n}/{dp} = {per_rank_mini}"]
     flags = cand.relief()
-    why.append("memory relief: " + (", ".join(flags) if flags else "none needed"))
+    why.append(RELIEF_WHY + (", ".join(flags) if flags else "none needed"))
     peak = max(cand.memory, key=lambda p: p.gib)
     why.append(f"peak {peak.gib:.1f} GiB in {peak.phase} of {cand.limit_gib:.1f} GiB usable")
     why.append(f"rollout TP {cand.rollout_tp}: weights {engine.weights_gib:.1f} GiB, KV cache "

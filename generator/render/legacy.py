@@ -143,6 +143,7 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     from generator.model import model_slug, resolve_model
     from generator.script.extract import setup_from_config, trainer_call
     from generator.script.recognise import recognise_model
+    from generator.render.recipe_settings import MEGATRON_ENV
     from generator.script.presteps import pre_steps_note
     from generator.shell import read_launch
 
@@ -154,7 +155,8 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
     if call is None or not call.invocation.entry.endswith("main_ppo"):
         raise InputError(f"{path} has no verl.trainer.main_ppo call to re-render")
     notes: list[str] = []
-    listed = pre_steps_note(script.source.decode("utf-8", "replace"), call.invocation.line)
+    kept = {name: value for name, value, _why in MEGATRON_ENV}  # exported by the re-rendered script too
+    listed = pre_steps_note(script.source.decode("utf-8", "replace"), call.invocation.line, kept)
     if listed:
         notes.append(listed)
     if call.live_calls > 1:

@@ -298,6 +298,12 @@ def _trainer_settings(spec: RecipeSpec) -> list[Setting]:
     return trainer
 
 
+# What every rendered Megatron script exports before its trainer call: (name, value, why).
+MEGATRON_ENV: tuple[tuple[str, str, str], ...] = (
+    ("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"),
+)
+
+
 def _finish(recipe: ScriptSettings, spec: RecipeSpec) -> None:
     """The scale settings and notes, DAPO's extras, the kept overrides, the environment."""
     scale = scale_settings(spec)
@@ -310,7 +316,7 @@ def _finish(recipe: ScriptSettings, spec: RecipeSpec) -> None:
         dapo_extras(recipe, spec)
     if spec.extra_overrides:
         _apply_extra_overrides(recipe, spec.extra_overrides)
-    recipe.env.append(("CUDA_DEVICE_MAX_CONNECTIONS", "1", "Megatron overlaps TP communication with compute"))
+    recipe.env.extend(MEGATRON_ENV)
 
 
 def _apply_extra_overrides(recipe: ScriptSettings, extra: tuple[tuple[str, Any], ...]) -> None:

@@ -164,8 +164,7 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
     files and a summary."""
     lines: list[str] = []
     for report in reports:
-        if report.error:
-            lines.append(one_line(f"{report.path}: error: {report.error}"))
+        if report.error:  # said on stderr, once, as every command says a failure (cli/check_run)
             continue
         for located in report.findings:
             where, code, rest = _text_line(report.path, located)
@@ -180,8 +179,8 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
                     details = [markup(text) for text in details]
                 lines += details
                 lines.append("")
-        if report.incomplete:
-            lines.append(one_line(f"{report.path}: error: {report.incomplete}"))
+    if quiet or all(report.error for report in reports):  # nothing was read: the errors are the whole answer
+        return "".join(line + "\n" for line in lines)
     if quiet:
         return "".join(line + "\n" for line in lines)
     for text in _resolution_lines(reports):
@@ -197,7 +196,7 @@ def render_text(reports: list[FileReport], *, color: bool = False, concise: bool
         tail += f"; {unsafe} more with `gen fix --unsafe`"
     unread = sum(1 for r in reports if r.error)
     if unread:  # counted apart: a file we could not read has no findings, yet it did not pass
-        tail += f"; {unread} file{'s' if unread != 1 else ''} not read (error above)"
+        tail += f"; {unread} file{'s' if unread != 1 else ''} not read (error on stderr)"
     lines.append(tail)
     return "\n".join(lines) + "\n"
 

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, Sequence
 
-from generator.errors import InputError
+from generator.errors import InputError, error_line
 from generator.safe_text import payload_problem
 
 if TYPE_CHECKING:
@@ -21,8 +21,8 @@ Said = list[tuple[Stream, str]]
 def file_error(path: str, err: Exception) -> str:
     """One line for a file that could not be fixed or migrated (it is left unchanged)."""
     if isinstance(err, InputError):
-        return f"error: {err}" if str(err).startswith(path) else f"{path}: error: {err}"
-    return f"{path}: error: internal error ({type(err).__name__}: {err}); file not changed"
+        return error_line(str(err) if str(err).startswith(path) else f"{path}: {err}")
+    return error_line(f"{path}: internal error ({type(err).__name__}: {err}); file not changed")
 
 
 def payload(path: str, text: str, what: str, hint: str) -> tuple[Stream, str]:
@@ -59,8 +59,8 @@ def fix_lines(outcome: FileFix, *, write: bool, fixed_text: bool = False) -> Sai
         where = f"{path}:{refusal.line}" if refusal.line else path
         said.append(("err", f"{where}: {refusal.code} not fixed: {refusal.reason}"))
     if outcome.syntax_error_line is not None:  # the same exit code as every other command: bad input
-        said.append(("err", f"{path}: error: bash syntax error at line {outcome.syntax_error_line} "
-                            "(the rest was read)"))
+        said.append(("err", error_line(f"{path}: bash syntax error at line {outcome.syntax_error_line} "
+                            "(the rest was read)")))
     if result.errors_left:
         said.append(("err", f"{path}: {result.errors_left} error finding(s) remain (see `gen check {path}`)"))
     return said

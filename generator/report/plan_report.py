@@ -10,6 +10,7 @@ from dataclasses import asdict
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any, TextIO
 
+from generator.report.doc_pages import doc_link
 from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.safe_text import markup, one_line, printable
@@ -172,7 +173,8 @@ def render_text(plan: Plan, out: TextIO, *, wide: bool = False, color: bool = Fa
             tail += textwrap.wrap(
                 "score: estimated seconds per step (calibrated on published verl runs; two layouts' times "
                 f"within {STEP_TIME_ERROR_BAND:.0%} tie); among layouts that fit, verl's practice rules and its "
-                "published layout rank before it (docs/plan-practice.md, docs/step-time-model.md)",
+                f"published layout rank before it ({doc_link('docs/plan-practice.md')}, "
+                f"{doc_link('docs/step-time-model.md')})",
                 width=width, initial_indent="", subsequent_indent="       ")
         label_width = max((len(p.phase) for p in shown.memory), default=0)
         for phase in shown.memory:

@@ -40,7 +40,7 @@ def _issues(the_rule: Rule, ctx: Context, kind: str) -> Iterator[Finding]:
             # (an open mapping such as engine_kwargs.vllm is passed through to the engine).
             severity = "info"
             message += " (added with '+', so Hydra accepts it; make sure something still reads it)"
-        yield the_rule.finding(message, line=issue.override.line, key=issue.override.key or None,
+        yield the_rule.finding(message, line=issue.override.written_line, key=issue.override.key or None,
                                severity=severity)
 
 
@@ -223,7 +223,7 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
             + (f" (fields read from the project's own {class_name} in {package})" if own and package is not None
                else "" if exact else f" (fields read from verl {measured}'s source)")
             + (" (the release was inferred from the script's keys; name it with --verl-version)" if guessed else ""),
-            line=override.line, key=override.key, severity=None if exact and not guessed else "warning",
+            line=override.written_line, key=override.key, severity=None if exact and not guessed else "warning",
             stage=None if _built_at_load(parent) else "init")
 
 

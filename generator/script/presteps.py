@@ -10,12 +10,14 @@ command (`if`, `for`, a function ...) is listed by its first line.
 from __future__ import annotations
 
 import re
+from typing import Mapping
 
 _ASSIGNMENT = re.compile(r"^(?:(?:local|declare|typeset|readonly)(?:\s+-\w+)*\s+)?[A-Za-z_]\w*(?:\[[^\]]*\])?\+?=")
 _QUIET = ("set ", "set\t", "shopt ", "echo ", "printf ", "true", ":", "then", "else", "fi", "do", "done",
           "esac", "}", "{", ";;")
 _BLOCK_OPEN = re.compile(r"^(?:if|for|while|until|case|select|function)\b|^[A-Za-z_][\w-]*\s*\(\)")
 _BLOCK_CLOSE = re.compile(r"^(?:fi|done|esac|\})\b")
+_EXPORT = re.compile(r"""^export\s+([A-Za-z_]\w*)=(?:"([^"$`\\]*)"|'([^']*)'|([^\s;&|"'$`\\]*))\s*(?:#.*)?$""")
 MAX_LISTED = 8
 MAX_WIDTH = 70
 
@@ -38,8 +40,19 @@ def _logical_lines(text: str) -> list[tuple[int, str]]:
     return out
 
 
-def pre_steps(text: str, before_line: int) -> list[tuple[int, str]]:
-    """(line, command) for each command the script runs before `before_line`, in order."""
+def _exported(command: str) -> tuple[str, str] | None:
+    """(name, value) of a plain `export NAME=VALUE` (a comment after it allowed), else None."""
+    found = _EXPORT.match(command)
+    if found is None:
+        return None
+    return found.group(1), next(v for v in found.group(2, 3, 4) if v is not None)
+
+
+def pre_steps(text: str, before_line: int, kept: Mapping[str, str] | None = None) -> list[tuple[int, str]]:
+    """(line, command) for each command the script runs before `before_line`, in order. `kept`:
+    the variables the re-rendered script exports itself; an `export` of one to the same value is
+    not a step it leaves out (issue 36: CUDA_DEVICE_MAX_CONNECTIONS was listed as "not copied",
+    then exported)."""
     steps: list[tuple[int, str]] = []
     depth = 0
     for number, line in _logical_lines(text):
@@ -60,13 +73,16 @@ def pre_steps(text: str, before_line: int) -> list[tuple[int, str]]:
             continue  # a variable: the re-rendered script has its own knobs
         if command.startswith(_QUIET) or command in _QUIET:
             continue
+        exported = _exported(command)
+        if exported is not None and kept is not None and kept.get(exported[0]) == exported[1]:
+            continue
         steps.append((number, command))
     return steps
 
 
-def pre_steps_note(text: str, before_line: int) -> str | None:
+def pre_steps_note(text: str, before_line: int, kept: Mapping[str, str] | None = None) -> str | None:
     """One header note listing the pre-steps (None when there are none)."""
-    steps = pre_steps(text, before_line)
+    steps = pre_steps(text, before_line, kept)
     if not steps:
         return None
     shown = [f"line {number}: {_short(command)}" for number, command in steps[:MAX_LISTED]]

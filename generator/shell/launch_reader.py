@@ -164,9 +164,9 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     hazards.extend(text_hazards(src, script_tree, lambda off: line_of(None, off)))
     hazards.extend(unused_option_hazards(src, lambda off: line_of(None, off)))
     hazards.extend(command_trap_hazards(src, script_tree, lambda off: line_of(None, off)))
-    read = [(rec, recognise(rec, line_of)) for rec in ev.records]  # each command recognised once
+    read = [(rec, recognise(rec, line_of, path)) for rec in ev.records]  # each command recognised once
     if not any(inv is not None and rec.branch != "dead" for rec, inv in read):
-        read.extend((rec, recognise(rec, line_of)) for rec in _held_calls(ev))
+        read.extend((rec, recognise(rec, line_of, path)) for rec in _held_calls(ev))
     for rec, inv in read:
         if inv is None:
             orphan = orphan_hazard(rec) if rec.path == path else None
@@ -185,7 +185,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
             found.extend(launcher_placeholder_hazards(rec, inv, line_of))
         hazards.extend(in_callee(found, inv))
         if rec.path == path:  # words written in another file are that file's to report
-            hazards.extend(_word_expansion_hazards(src, inv))
+            hazards.extend(_word_expansion_hazards(src, inv, path))
     hazards.extend(exported_placeholder_hazards(src, script_tree, lambda off: line_of(None, off),
                                                 _run_files(script.invocations, path)))
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
@@ -202,12 +202,14 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
     return script
 
 
-def _word_expansion_hazards(src: str, inv: Invocation) -> list[Hazard]:
-    """brace-expansion and unquoted-glob hazards of a call's override words written in `src`:
-    bash rewrites such a word before verl sees it."""
+def _word_expansion_hazards(src: str, inv: Invocation, path: str | None) -> list[Hazard]:
+    """brace-expansion and unquoted-glob hazards of a call's override words written in `src`
+    (the file at `path`): bash rewrites such a word before verl sees it."""
     hazards: list[Hazard] = []
     braced: set[int] = set()  # one finding per word, however many overrides bash makes of it
     for ov in inv.overrides:
+        if ov.provenance.source in ("array", "string") and ov.provenance.path not in (None, path):
+            continue  # an element of an array (or a string) set in a sourced file: its offsets are that file's
         if (ov.word.start not in braced and "{" in src[ov.word.start : ov.word.end]
                 and brace_words(src, ov.word.start, ov.word.end) is not None):
             braced.add(ov.word.start)

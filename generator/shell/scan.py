@@ -98,7 +98,7 @@ def find_dollar_close(s: str, i: int, end: int, opener: str) -> int:
             if depth == 0:
                 return j
         j += 1
-    raise WordError(f"unterminated $({opener}")
+    raise WordError(f"unterminated ${opener}")  # `$(` or `${`
 
 
 def split_words(s: str, a: int, b: int) -> list[tuple[int, int]] | None:

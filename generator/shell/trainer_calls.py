@@ -24,8 +24,10 @@ _CONFIG_FLAGS = {"--config-path": "path", "-cp": "path", "--config-name": "name"
                  "--config-dir": "dir", "-cd": "dir"}
 
 
-def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> Invocation | None:
-    """An Invocation when `rec` calls a Hydra entry point, else None."""
+def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int],
+              script_path: str | None = None) -> Invocation | None:
+    """An Invocation when `rec` calls a Hydra entry point, else None. `script_path`: the file read
+    (a command with no path of its own is written there)."""
     env = dict(rec.env)
     launcher: list[str] = []
     argv = Argv(rec.fields)
@@ -70,7 +72,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int]) -> 
             j += 1
             continue
         if looks_like_override(text):
-            inv.overrides.append(make_override(f, line_of, text))
+            inv.overrides.append(make_override(f, line_of, text, command_file=rec.path or script_path))
         else:
             inv.other_args.append(text)
         j += 1
@@ -205,8 +207,10 @@ def _region(value: list[Piece]) -> tuple[tuple[int, int] | None, str]:
     return (start, end), ""
 
 
-def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str) -> Override:
-    """The override field `f` (whose text is `text`) makes."""
+def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str,
+                  command_file: str | None = None) -> Override:
+    """The override field `f` (whose text is `text`) makes. `command_file`: the file the command
+    is written in, where an array element's own line is worth pointing at."""
     latin = text if text.isascii() else f.text  # as_text keeps ASCII text as it is
     if text.startswith("++"):
         op = "++"
@@ -229,9 +233,12 @@ def make_override(f: Field, line_of: Callable[[str | None, int], int], text: str
     at = f.cmd_a if f.cmd_a >= 0 else f.word_a  # where the word stands on the command line
     line = line_of(f.path if f.origin == "literal" else None, at)
     word = Span(f.word_a, f.word_b, line if f.origin == "literal" and at == f.word_a else line_of(f.path, f.word_a))
+    element_line = None  # `"${ARR[@]}"`: the element's own line, in the same file as the command
+    if f.origin == "array" and f.path in (command_file, None):
+        element_line = word.line
     return Override(text=text, key=key_text, op=op, value=value, line=line, word=word,  # type: ignore[arg-type]
                     provenance=prov, unknowns=_unknowns(value_pieces),
-                    placeholder_origins=_placeholder_origins(f, value_pieces))
+                    placeholder_origins=_placeholder_origins(f, value_pieces), element_line=element_line)
 
 
 def _unknowns(value: list[Piece]) -> tuple[str, ...]:
