@@ -251,6 +251,25 @@ def test_a_call_taking_its_settings_from_the_caller_is_noted_not_warned() -> Non
     assert "takes $BASE_MODEL, $N_GPUS, $TP from the environment" in findings[0].message
 
 
+def test_a_script_run_after_exports_in_lower_case_is_noted_not_warned(tmp_path: Path) -> None:
+    """Issue 34: a README exports `model_path=...` etc. before `bash train.sh`; the script sets none of
+    its inputs. Whatever their case, the names are the script's inputs from the environment (info); a
+    single unset name in a script that sets the rest itself is still a warning."""
+    script = tmp_path / "train.sh"
+    script.write_text("ENGINE=${1:-vllm}\n" + TRAINER + "    data.train_files=$train_file \\\n"
+                      "    actor_rollout_ref.model.path=$model_path \\\n"
+                      "    trainer.default_local_dir=$save_path/ckpt \\\n"
+                      "    actor_rollout_ref.rollout.name=$ENGINE \\\n    trainer.project_name=$project_name\n")
+    findings = script_findings(read_script(script.read_bytes(), str(script)), select=["VS703", "VS715", "VS716"])
+    assert {f.code for f in findings} == {"VS716"} and len(findings) == 4
+    assert all(f.severity == "info" for f in findings)
+    assert "$train_file, $model_path, $project_name" in findings[0].message
+    forgotten = ("KL=1\n" + TRAINER + "    actor_rollout_ref.actor.use_kl_loss=${use_kl_loss} \\\n"
+                 "    actor_rollout_ref.actor.kl_loss_coef=$KL\n")
+    codes = [f.code for f in script_findings(read_script(forgotten, "t.sh"), select=["VS703", "VS716"])]
+    assert codes == ["VS703"]
+
+
 def test_would_be_assignment_and_home_source() -> None:
     text = ("#!/bin/bash\nset -euo pipefail\nsource /home/alice/miniconda3/etc/profile.d/conda.sh\nKEY=a\n"
             "$rm_key=$KEY\n" + TRAINER + "    data.train_batch_size=64\n")

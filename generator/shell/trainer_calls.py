@@ -505,7 +505,7 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
         # one never set anywhere, or one a letter away from a name the script sets
         # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
         meant = near_miss(partial, assigned)
-        kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+        kind = "env-in-value" if (partial.isupper() or inputs) and meant is None else "unset-in-value"
         hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
         out.append(Hazard(
             kind, ov.word.line,
