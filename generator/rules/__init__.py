@@ -287,6 +287,11 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     # error or warning only where each of them finds it too (generator.rules.release_evidence).
     other_releases = rejudges(script, resolution, config_root, judge)
     for index, (invocation, config) in enumerate(call_configs(script, resolution, config_root)):
+        if invocation.own_command_line is not None:
+            # The project's entry parses its own command line (no Hydra): the config it runs is not
+            # the one verl's defaults and these words would build, so no config rule judges it.
+            results.append((invocation, config, []))
+            continue
         findings = weigh(judge(invocation, config), resolution, index, other_releases)
         note = _scope_note(invocation)
         if note:
