@@ -194,6 +194,26 @@ python3 -m {MAIN} nproc=$1
     assert ov(inv, "nproc").value == "<?$1>"
 
 
+def test_usage_check_whose_else_exits_is_not_decided() -> None:
+    """Issue 34: `if [ "$#" -ge 3 ]; then shift 3; else usage; exit 1; fi` guards the arguments in
+    its else: a run given them goes on, so the call after it is reached."""
+    src = f"""
+EXP=${{1:-exp}}
+if [ "$#" -ge 3 ]; then
+    shift 3
+else
+    echo usage; exit 1
+fi
+python3 -m {MAIN} nproc=$1 "$@"
+"""
+    inv = only(read_script(src))
+    assert inv.branch == "live"
+    assert ov(inv, "nproc").value == "<?$1>"
+    # an else that does not exit is an ordinary branch: no arguments, no shift
+    plain = only(read_script(src.replace("echo usage; exit 1", "echo none")))
+    assert plain.branch == "live"
+
+
 def test_nested_loops_are_bounded() -> None:
     loops = "".join(f"for v{n} in $(echo 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16); do " for n in range(4))
     script = read_script(loops + f"python3 -m {MAIN} a=$v0$v1$v2$v3; " + "done; " * 4)

@@ -81,13 +81,21 @@ class Conditions(EvaluatorParts):
         outcomes: list[State] = []
         undecided = False
         taken = False
-        for decide, body, label in arms:
+        for index, (decide, body, label) in enumerate(arms):
             if taken:
                 self._walk_dead([], body, flow, label)
                 continue
             value, reads = self._tracking_defaults(decide)
             if value is not False and flow.branch != "dead" and self._guard(reads, body, flow, label):
                 base = self.state
+                continue
+            if value is False and index == 0 and flow.branch != "dead" and self._guard_by_else(reads, arms, label):
+                # `if [ $# -ge 3 ]; then shift 3; else usage; exit 1; fi`: the run gives what the test
+                # asks for (the else only stops a run without it), so this arm is the one read.
+                self.state = base
+                self._statements(body, flow.with_(context=label))
+                base = self.state
+                taken = True
                 continue
             if value is False or flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
@@ -131,6 +139,18 @@ class Conditions(EvaluatorParts):
         for name in reads:
             self.require(name, f"the script exits at `{label}` otherwise")
         self._walk_dead([], body, flow, label)
+        return True
+
+    def _guard_by_else(self, reads: list[str], arms: list[tuple[Callable[[], bool | None], list[Node], str]],
+                       label: str) -> bool:
+        """The inverted guard: a first arm testing arguments or emptiness (decided false only
+        because nothing was given) whose `else` exits. The names it read become required unknowns."""
+        if len(arms) != 2 or arms[-1][2] != "else" or not reads or not _EMPTINESS.search(label):
+            return False
+        if not self._exits(arms[-1][1]):
+            return False
+        for name in reads:
+            self.require(name, f"the script exits at the else of `{label}` otherwise")
         return True
 
     def _exits(self, nodes: list[Node], src: str | None = None, depth: int = 0) -> bool:
