@@ -20,14 +20,23 @@ P_KEY = "data.train_batch_size"
 N_KEY = ROLLOUT + "n"
 
 
-def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool | None:
-    """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6)."""
+def _static(view: ConfigReader, *, ungated_through: str | None = None, ungated_from: str | None = None
+            ) -> bool | None:
+    """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6);
+    `ungated_from` is the first release whose check ran whatever use_dynamic_bsz said."""
     dynamic = view.actor_dynamic
     if dynamic is None:
         return None
-    if ungated_through and VersionRange(None, ungated_through).contains(view.version):
+    if ungated_through and VersionRange(ungated_from, ungated_through).contains(view.version):
         return True
     return not dynamic
+
+
+# The global micro batch checks (A7, A8) ran ungated only in the FSDP worker's normalisation of
+# 0.2.0-0.4.1 (an assert on the per-GPU micro batch whatever use_dynamic_bsz says); the trainer's
+# own check sits under `if not use_dynamic_bsz` in every release, and verl 0.1's worker has no
+# assert at all (dp_actor.py splits by ppo_micro_batch_size only without dynamic batches): issue 34.
+_MICRO_UNGATED = ("0.2.0", "0.4.1")
 
 
 # --- A2 ---------------------------------------------------------------------------------------
@@ -279,7 +288,7 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
 @rule("VB110", "mini-not-divisible-by-global-micro", severity="error", stage="load", verl_ref="A7")
 def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if not _static(view, ungated_through="0.4.1"):
+    if not _static(view, ungated_from=_MICRO_UNGATED[0], ungated_through=_MICRO_UNGATED[1]):
         return
     mini, micro = view.int(MINI), view.int(MICRO_GLOBAL)
     if not mini or not micro or micro <= 0 or mini % micro == 0:
@@ -292,7 +301,7 @@ def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
 @rule("VB111", "global-micro-below-gpus", severity="error", stage="load", verl_ref="A8")
 def global_micro_small(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if not _static(view, ungated_through="0.4.1"):
+    if not _static(view, ungated_from=_MICRO_UNGATED[0], ungated_through=_MICRO_UNGATED[1]):
         return
     micro, gpus = view.int(MICRO_GLOBAL), view.gpus
     sp = (view.ulysses() or 1) if view.backend != "megatron" else 1
