@@ -296,3 +296,15 @@ def test_a_launcher_whose_call_is_not_read_still_fails(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("$LAUNCHER \\\n    data.train_batch_size=64\n")
     done = _gen_check("run.sh", cwd=tmp_path)
     assert done.returncode == 1 and "VS709" in done.stdout
+
+
+def test_a_split_word_is_one_finding_not_two(tmp_path: Path) -> None:
+    """Issue 34: `trainer.logger=${logger}` with logger holding a space: bash splits the word; the
+    stray half is VS712, and the head Hydra cannot parse is the same cause (no VK606 beside it)."""
+    from generator.rules import check_script
+
+    text = ("logger=\"['console', 'wandb']\"\n" + TRAINER + "    data.train_batch_size=64 \\\n"
+            "    trainer.logger=${logger} \\\n    trainer.project_name=p\n")
+    results = check_script(read_script(text, str(tmp_path / "t.sh")), version="0.7.0")
+    found = [(f.code, f.line) for _inv, _config, findings in results for f in findings]
+    assert ("VS712", 4) in found and not [c for c, line in found if c == "VK606" and line == 4]

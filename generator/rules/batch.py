@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from generator.config.derived import actor_batch, trained_prompts_and_n
+from generator.config.derived import ActorBatch, actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
 from generator.forks import fork_batch_settings
@@ -105,6 +105,13 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY), shown, fix=fix)
 
 
+def _mini_check_reports(view: ConfigReader, c: ActorBatch) -> bool:
+    """Whether VB102 reports this call's mini batch larger than its train batch (its own conditions)."""
+    if not _static(view) or c.pn is None or c.mini is None or c.mini <= c.pn[0]:
+        return False
+    return not (_before_mini_check(view.version) and view.backend == "megatron")
+
+
 def _before_mini_check(version: str) -> bool:
     """verl before 0.3 had no train_batch_size >= ppo_mini_batch_size check (A6 came in 0.3.0)."""
     try:
@@ -176,6 +183,8 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
         return
     fix = actor_mini_fix(view, c)
     if ch.per_rank_mini_batch > ch.local_batch:
+        if _mini_check_reports(view, c):
+            return  # VB102 reports the mini batch larger than the step: one cause, one finding (issue 34)
         # M > P: not a remainder but a mini batch larger than the whole step; say so plainly.
         larger = (f"mini batch larger than the train batch (ppo_mini_batch_size {ch.mini_batch_prompts} > "
                   f"train_batch_size {ch.prompts_per_step})")
