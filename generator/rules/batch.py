@@ -92,6 +92,8 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     c = actor_batch(view)
     if c.pn is None or c.mini is None or c.mini <= c.pn[0]:
         return
+    if _fork_drops_mini_check(view):
+        return  # the project's own trainer does not assert it (commented out): the fork allows it
     fix = actor_mini_fix(view, c)
     shown = f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)"
     if _before_mini_check(view.version):
@@ -105,9 +107,25 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY), shown, fix=fix)
 
 
+def _fork_drops_mini_check(view: ConfigReader) -> bool:
+    """The project's own verl (of a release that has A6) has trainer code and none of it asserts
+    the mini batch within the train batch: the fork took the check out (issue 34)."""
+    resolution = view.config.resolution
+    package = resolution.package if resolution is not None else None
+    if package is None or _before_mini_check(view.version):
+        return False
+    from generator.folder_memo import remembered
+    from generator.forkcode import trainer_asserts_mini_within_train
+
+    return remembered(("trainer_asserts_mini_within_train", package),
+                      lambda: trainer_asserts_mini_within_train(package)) is False
+
+
 def _mini_check_reports(view: ConfigReader, c: ActorBatch) -> bool:
     """Whether VB102 reports this call's mini batch larger than its train batch (its own conditions)."""
     if not _static(view) or c.pn is None or c.mini is None or c.mini <= c.pn[0]:
+        return False
+    if _fork_drops_mini_check(view):
         return False
     return not (_before_mini_check(view.version) and view.backend == "megatron")
 
@@ -185,6 +203,8 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
     if ch.per_rank_mini_batch > ch.local_batch:
         if _mini_check_reports(view, c):
             return  # VB102 reports the mini batch larger than the step: one cause, one finding (issue 34)
+        if _fork_drops_mini_check(view):
+            return  # a fork that removed verl's check runs its own chain (evidence or silence)
         # M > P: not a remainder but a mini batch larger than the whole step; say so plainly.
         larger = (f"mini batch larger than the train batch (ppo_mini_batch_size {ch.mini_batch_prompts} > "
                   f"train_batch_size {ch.prompts_per_step})")
