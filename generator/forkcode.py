@@ -289,18 +289,19 @@ def trainer_asserts_mini_within_train(package: Path) -> bool | None:
     verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py
     (0.6) and workers/config/ (0.7+, `if train_batch_size < self.ppo_mini_batch_size: raise`). Read
     with ast, so a commented-out check does not count; a critic's own check does not either. None
-    when there is no such file to read (issue 34: a fork that commented it out was told verl refuses)."""
-    files = _files([package / "trainer", package / "utils" / "config.py", package / "workers" / "config"])
-    read_any = False
+    when the package has no trainer code to read (issue 34: a fork that commented it out was told verl refuses)."""
+    trainer = package / "trainer"
+    files = _files([trainer, package / "utils" / "config.py", package / "workers" / "config"])
+    read_trainer = False  # the evidence needs the fork's trainer itself, not only its config classes
     for path in files:
         try:
             tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="project verl file"), str(path))
         except (InputError, OSError):
             continue
-        read_any = True
+        read_trainer = read_trainer or trainer in path.parents
         if _compares_train_with_actor_mini(tree):
             return True
-    return False if read_any else None
+    return False if read_trainer else None
 
 
 def _compares_train_with_actor_mini(tree: ast.AST) -> bool:
