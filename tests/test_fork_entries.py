@@ -77,3 +77,24 @@ def test_a_hydra_entry_still_gets_its_words_judged(tmp_path: Path) -> None:
     script = _project(tmp_path, HYDRA_MAIN)
     codes = _codes(script, tmp_path)
     assert "VS712" in codes and "VB109" in codes
+
+
+def test_a_job_submitting_script_exporting_placeholders(tmp_path: Path) -> None:
+    """Issue 34's miss: a script with no trainer call of its own that starts a cluster and submits a
+    job running another script exports placeholders the job gets: reported (VS714), whether the
+    script reads the variable itself (`ray start --address=$MASTER_ADDR`) or only exports it."""
+    (tmp_path / "setup.py").write_text("")
+    script = tmp_path / "submit.sh"
+    script.write_text("export MASTER_ADDR=YOUR_SERVER_IP\nexport WANDB_API_KEY=YOUR_WANDB_API_KEY\n"
+                      "wandb login $WANDB_API_KEY\nray start --head --node-ip-address=$MASTER_ADDR\n"
+                      "ray job submit --address=http://127.0.0.1:8265 -- bash recipe/dapo/run_dapo.sh\n")
+    here = os.getcwd()
+    os.chdir(tmp_path)
+    try:
+        result = runner.invoke(app, ["check", str(script), "--format", "json"])
+    finally:
+        os.chdir(here)
+    import json
+
+    findings = [f for file in json.loads(result.stdout)["files"] for f in file["findings"]]
+    assert sorted((f["code"], f["line"]) for f in findings if f["code"] == "VS714") == [("VS714", 1), ("VS714", 2)]
