@@ -308,3 +308,25 @@ def test_a_split_word_is_one_finding_not_two(tmp_path: Path) -> None:
     results = check_script(read_script(text, str(tmp_path / "t.sh")), version="0.7.0")
     found = [(f.code, f.line) for _inv, _config, findings in results for f in findings]
     assert ("VS712", 4) in found and not [c for c, line in found if c == "VK606" and line == 4]
+
+
+def test_a_call_submitted_with_sbatch_wrap_is_read() -> None:
+    """Issue 34: `sbatch --wrap="python3 -m verl.trainer.main_ppo ..."` runs the string as the job."""
+    text = ('CMD="python3 -m verl.trainer.main_ppo data.train_batch_size=64 trainer.n_gpus_per_node=8"\n'
+            'sbatch --job-name=x --gres=gpu:8 --wrap="$CMD"\n'
+            'sbatch --wrap "python3 -m verl.trainer.main_ppo data.train_batch_size=32"\n')
+    calls = read_script(text, "t.sh").invocations
+    assert [[o.text for o in inv.overrides] for inv in calls] == [
+        ["data.train_batch_size=64", "trainer.n_gpus_per_node=8"], ["data.train_batch_size=32"]]
+
+
+def test_jobs_the_reader_does_not_follow_are_noted_not_warned() -> None:
+    """A job string built from pieces (`srun bash -c '$setup; $run'`), or a cluster client given the
+    overrides behind `-T` flags: the call is where that job runs (VS730 info), not 'no trainer call'."""
+    wrapped = ('run="bash /users/$USER/proj/train.sh a b c"\nw="srun bash -c \'pip install x; $run\'"\n'
+               'sbatch --nodes=1 --wrap="$w"\n')
+    client = ("./client job run --job_name=x -E DATA=/d \\\n    -T data.train_batch_size=128 \\\n"
+              "    -T actor_rollout_ref.actor.ppo_mini_batch_size=32 \\\n    -T trainer.total_epochs=10\n")
+    for text in (wrapped, client):
+        codes = [f.code for f in script_findings(read_script(text, "t.sh"), select=["VS709", "VS730"])]
+        assert codes == ["VS730"], text
