@@ -98,3 +98,11 @@ def test_a_job_submitting_script_exporting_placeholders(tmp_path: Path) -> None:
 
     findings = [f for file in json.loads(result.stdout)["files"] for f in file["findings"]]
     assert sorted((f["code"], f["line"]) for f in findings if f["code"] == "VS714") == [("VS714", 1), ("VS714", 2)]
+
+
+def test_an_entry_handing_argv_to_another_main_is_not_read_as_argparse(tmp_path: Path) -> None:
+    """`sys.argv += [...]; from verl.trainer.main_ppo import main; main()`: the words may still be
+    Hydra's (the imported main's), so they are judged as ever."""
+    wrapper = "import sys\nsys.argv.append('trainer.nnodes=1')\nfrom verl.trainer.ppo_entry import main\nmain()\n"
+    script = _project(tmp_path, wrapper)
+    assert "VS712" in _codes(script, tmp_path)
