@@ -178,8 +178,9 @@ def reads_own_command_line(entry: str, script_path: str | Path | None) -> Path |
     """The entry's file (found as `find_entry_file` finds it) when it parses its own command line
     and uses no Hydra: it imports argparse or reads sys.argv, names neither hydra nor its compose
     API anywhere (a `@hydra.main` left inside a string does not count: only code is read), and
-    imports no other module's `main` (which may parse argv with Hydra). Such an entry (a fork's `main_ppo` taking a positional YAML) gets no Hydra overrides. None when
-    the file is absent, unreadable, does not parse, or uses Hydra."""
+    imports no other module's `main` (which may parse argv with Hydra). Such an entry (a fork's
+    `main_ppo` taking a positional YAML) gets no Hydra overrides. None when the file is absent,
+    unreadable, does not parse, or uses Hydra."""
     entry_file = find_entry_file(entry, script_path)
     if entry_file is None:
         return None
