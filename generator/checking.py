@@ -15,6 +15,11 @@ from generator.inputs import without_path
 from generator.launch import written_elsewhere
 from generator.shell.syntax_verdict import SYNTAX_KINDS
 
+# The hazards of a script that runs another script or job (shell/callee.py's unread-call and
+# ARGUMENT_SCRIPT) and the code of an exported placeholder (rules/shell.py's placeholder-value).
+_RUNS_ANOTHER = ("unread-call", "argument-script")
+_PLACEHOLDER_CODE = "VS714"
+
 if TYPE_CHECKING:
     from generator.config.types import Config
     from generator.launch import Invocation, LaunchScript
@@ -99,9 +104,13 @@ def _judge(report: FileReport, context: FileContext, options: CheckOptions) -> N
     script, source = context.script, context.source
     silenced = find_suppressions(source)
     if not script.invocations and not looks_like_launcher(source):
-        # A helper script (data preparation, downloads): only VS730 says so; not judged.
+        # A helper script (data preparation, downloads): only VS730 says so; not judged. One that
+        # runs another script or submits a job is a launch script all the same: a placeholder it
+        # exports reaches that job (issue 34: `export WANDB_API_KEY=YOUR_WANDB_API_KEY` missed).
+        launches = any(h.kind in _RUNS_ANOTHER for h in script.hazards)
         report.findings.extend(Located(f, None) for f in script_findings(
-            script, select=context.select, ignore=context.ignore) if f.code == "VS730"
+            script, select=context.select, ignore=context.ignore)
+            if (f.code == "VS730" or (launches and f.code == _PLACEHOLDER_CODE))
             and not silenced.silences(f.code, None, f.line))
         return
     broken = context.syntax_error_line

@@ -261,3 +261,77 @@ def actor_reads_epochs(package: Path) -> bool | None:
         if re.search(r"\bppo_epochs\b", text):
             return True
     return False if read_any else None
+
+
+# The folder of a verl package that holds its rollouts, and the comparison verl's sync vLLM rollout
+# (0.2.0-0.6.1) refuses a run with: max_num_batched_tokens below max_model_len with chunked prefill
+# (vllm_rollout_spmd.py: `if max_num_batched_tokens < max_model_len and ...enable_chunked_prefill`).
+_ROLLOUT_FOLDER = ("workers", "rollout")
+_BATCHED_TOKENS_CHECK = re.compile(r"max_num_batched_tokens\s*<\s*max_model_len|max_model_len\s*>\s*max_num_batched_tokens")
+
+
+def rollout_checks_batched_tokens(package: Path) -> bool | None:
+    """Whether the rollouts of a project's verl package compare max_num_batched_tokens with
+    max_model_len (verl's chunked-prefill check, VR507); None when there is no rollout file to read.
+    A fork whose rollout never makes the comparison passes the values to vLLM, which allows fewer
+    batched tokens than the context with chunked prefill (issue 34: VR507 on a 0.2 fork)."""
+    folder = package.joinpath(*_ROLLOUT_FOLDER)
+    try:
+        files = sorted(folder.rglob("*.py"))[:MAX_FILES] if folder.is_dir() else []
+    except OSError:
+        return None
+    read_any = False
+    for path in files:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if _BATCHED_TOKENS_CHECK.search(text):
+            return True
+    return False if read_any else None
+
+
+def trainer_asserts_mini_within_train(package: Path) -> bool | None:
+    """Whether a project's verl package compares the actor's mini batch with the train batch where
+    verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py
+    (0.6) and workers/config/ (0.7+, `if train_batch_size < self.ppo_mini_batch_size: raise`). Read
+    with ast, so a commented-out check does not count; a critic's own check does not either. None
+    when the package has no trainer code to read (issue 34: a fork that commented it out was told verl refuses)."""
+    trainer = package / "trainer"
+    files, _ = _files([trainer, package / "utils" / "config.py", package / "workers" / "config"])
+    read_trainer = False  # the evidence needs the fork's trainer itself, not only its config classes
+    for path in files:
+        try:
+            tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="project verl file"), str(path))
+        except (InputError, OSError):
+            continue
+        read_trainer = read_trainer or trainer in path.parents
+        if _compares_train_with_actor_mini(tree):
+            return True
+    return False if read_trainer else None
+
+
+def _compares_train_with_actor_mini(tree: ast.AST) -> bool:
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef) and "critic" in node.name.lower():
+            continue  # CriticConfig.validate makes the critic's own check
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = [_dotted_name(node.left), _dotted_name(node.comparators[0])]
+            if any(a.endswith("train_batch_size") and b.endswith("ppo_mini_batch_size") and "critic" not in b
+                   for a, b in (sides, sides[::-1])):
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _dotted_name(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))

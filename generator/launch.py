@@ -113,7 +113,8 @@ class Invocation:
 
     # A plain class with __slots__, as LaunchScript: a check's start imports no dataclasses.
     __slots__ = ("line", "span", "entry", "entry_kind", "launcher", "config_path", "config_name", "branch",
-                 "passes_args", "overrides", "other_args", "env", "redirects", "context", "cwd", "pythonpath", "path")
+                 "passes_args", "overrides", "other_args", "env", "redirects", "context", "cwd", "pythonpath", "path",
+                 "own_command_line")
     line: int
     span: Span  # the whole command, wrappers included
     entry: str  # "verl.trainer.main_ppo", "recipe.dapo.main_dapo", or "path/to/main.py"
@@ -135,6 +136,10 @@ class Invocation:
     # The file the command is written in when it is not the script itself (a script it runs with
     # `bash x.sh`, a string it evals): its spans are offsets in that file, so no edit is made there.
     path: str | None
+    # The project's entry module when it reads its own command line (argparse, no Hydra: issue 34's
+    # `python3 -m verl.trainer.main_ppo ./x.yaml` of a fork): its words are not Hydra overrides and
+    # its config is unknown. None for a Hydra entry or one not read.
+    own_command_line: str | None
 
     def __init__(self, line: int, span: Span, entry: str, entry_kind: Literal["module", "file"], launcher: str,
                  config_path: str | None, config_name: str | None, branch: Branch, passes_args: bool,
@@ -159,6 +164,7 @@ class Invocation:
         self.cwd = cwd
         self.pythonpath = pythonpath
         self.path = path
+        self.own_command_line: str | None = None
 
 
 def written_elsewhere(script_path: str | None, invocation: Invocation) -> bool:

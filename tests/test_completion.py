@@ -53,7 +53,7 @@ def test_every_completed_value_is_one_the_command_accepts() -> None:
     from generator.hardware import gpu_spec
     from generator.model.registry import registry_model
     from generator.render.spec import ALGORITHMS
-    from generator.rules import load_rules
+    from generator.judging import load_rules
     from generator.schema.releases import packaged_releases
 
     assert all(registry_model(name) is not None for name in completion.model_names())

@@ -11,7 +11,7 @@ import pytest
 from generator.errors import InputError
 from generator.report.doc_pages import doc_link, doc_text, pages, section
 from generator.report.rule_doc import rule_doc
-from generator.rules import load_rules
+from generator.judging import load_rules
 
 LINK = re.compile(r"gen doc ([\w/#.-]*\w)")
 

@@ -75,8 +75,10 @@ def test_a_key_the_forks_own_dataclass_declares_is_not_reported(tmp_path: Path) 
 
 # --- batch-chain semantics: an actor without an epoch loop ----------------------------------------
 
+# Dynamic batches: verl skips its mini <= train check (VB102), so VB106 alone says what the update does.
 CHAIN_YAML = YAML.replace("    ppo_mini_batch_size: 16\n", "    ppo_mini_batch_size: 128\n    ppo_epochs: 4\n"
-                          "    ppo_micro_batch_size_per_gpu: 1\n    use_dynamic_bsz: false\n")
+                          "    ppo_micro_batch_size_per_gpu: 1\n    use_dynamic_bsz: true\n"
+                          "    ppo_max_token_len_per_gpu: 16384\n")
 
 
 def _chain_fork(tmp_path: Path, actor_code: str) -> list[str]:

@@ -38,6 +38,9 @@ def test_a_credential_that_is_its_own_name_is_a_placeholder() -> None:
     severity, message = _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport WANDB_API_KEY='API_KEY'\n")["VS714"]
     assert severity == "warning" and "WANDB_API_KEY='API_KEY'" in message
     assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport WANDB_API_KEY=3f9a61c0e2\n")
+    assert _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport WANDB_API_KEY=KEY\n")["VS714"][0] == "warning"
+    # A setting whose value repeats the last word of its name is a value, not a placeholder.
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport NCCL_DEBUG=DEBUG\n")
 
 
 def test_critic_warmup_without_a_critic_trains_nothing_for_those_steps() -> None:

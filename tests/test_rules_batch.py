@@ -175,3 +175,35 @@ def test_balance_batch_judges_the_batch_the_actor_trains():
     assert found["verl.trainer.main_ppo"] == []
     (finding,) = found["recipe.dapo.main_dapo"]
     assert "= 40·1 = 40 is not divisible by the 16 GPUs" in finding.message
+
+
+def test_global_micro_checks_with_dynamic_bsz_by_release():
+    """Issue 34: A7/A8 (VB110/VB111) ran with use_dynamic_bsz=True only in the FSDP worker's
+    normalisation of 0.2.0-0.4.1; verl 0.1's worker has no such assert (its dp_actor splits by the
+    micro batch only without dynamic batches), and from 0.5.0 the trainer's check is gated."""
+    overrides = ["actor_rollout_ref.actor.strategy=fsdp", "critic.strategy=fsdp", "trainer.n_gpus_per_node=8",
+                 "data.train_batch_size=64", "actor_rollout_ref.actor.ppo_mini_batch_size=32",
+                 "actor_rollout_ref.actor.ppo_micro_batch_size=64", "actor_rollout_ref.actor.use_dynamic_bsz=True"]
+    config = config_for(overrides, version="0.4.1", config_name="ppo_trainer")
+    assert "VB110" in codes(check_config(config, select=["VB110"]))
+    config.version = "0.1.0"  # a fork of verl 0.1 (its version file), judged on the same values
+    assert "VB110" not in codes(check_config(config, select=["VB110"]))
+    static = config_for([*overrides[:-1], "actor_rollout_ref.actor.use_dynamic_bsz=False"], version="0.4.1",
+                        config_name="ppo_trainer")
+    static.version = "0.1.0"
+    assert "VB110" in codes(check_config(static, select=["VB110"]))
+
+
+def test_mini_batch_larger_than_the_step_is_one_finding():
+    """Issue 34: VB102 (the A6 check) and VB106 (what the update then does) named one cause twice."""
+    overrides = ["actor_rollout_ref.actor.strategy=fsdp", "critic.strategy=fsdp", "trainer.n_gpus_per_node=8",
+                 "data.train_batch_size=128", "actor_rollout_ref.actor.ppo_mini_batch_size=256",
+                 "actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4",
+                 "actor_rollout_ref.rollout.log_prob_micro_batch_size_per_gpu=4",
+                 "actor_rollout_ref.ref.log_prob_micro_batch_size_per_gpu=4"]
+    found = codes(check_config(config_for(overrides, version="0.7.0", config_name="ppo_trainer")))
+    assert "VB102" in found and "VB106" not in found
+    # with dynamic batches verl skips A6: VB106 alone says what the update does
+    dynamic = [*overrides, "actor_rollout_ref.actor.use_dynamic_bsz=True"]
+    found = codes(check_config(config_for(dynamic, version="0.7.0", config_name="ppo_trainer")))
+    assert "VB102" not in found and "VB106" in found

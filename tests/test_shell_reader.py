@@ -186,12 +186,39 @@ python3 -m {MAIN} after=exit
 
 def test_usage_check_on_arguments_is_not_decided() -> None:
     src = f"""
+CFG=${{2:-ppo_trainer}}
+MODE=${{3:-fast}}
 if [ "$#" -lt 2 ]; then echo usage; exit 1; fi
-python3 -m {MAIN} nproc=$1
+python3 -m {MAIN} --config-name $CFG nproc=$1 mode=$MODE
 """
     inv = only(read_script(src))
     assert inv.branch == "live"
     assert ov(inv, "nproc").value == "<?$1>"
+    # the config name is the second argument, which the guard asks for; a third may still default
+    assert inv.config_name == "<?$2>" and ov(inv, "mode").value == "fast"
+
+
+def test_usage_check_whose_else_exits_is_not_decided() -> None:
+    """Issue 34: `if [ "$#" -ge 3 ]; then shift 3; else usage; exit 1; fi` guards the arguments in
+    its else: a run given them goes on, so the call after it is reached."""
+    src = f"""
+EXP=${{1:-exp}}
+if [ "$#" -ge 3 ]; then
+    shift 3
+else
+    echo usage; exit 1
+fi
+python3 -m {MAIN} nproc=$1 "$@"
+"""
+    inv = only(read_script(src))
+    assert inv.branch == "live"
+    assert ov(inv, "nproc").value == "<?$1>"
+    # a value set to an argument's default before the guard is that argument's: the run gives it
+    named = only(read_script(src.replace("nproc=$1", "name=$EXP")))
+    assert ov(named, "name").value == "<?$1>"
+    # an else that does not exit is an ordinary branch: no arguments, no shift
+    plain = only(read_script(src.replace("echo usage; exit 1", "echo none")))
+    assert plain.branch == "live"
 
 
 def test_nested_loops_are_bounded() -> None:

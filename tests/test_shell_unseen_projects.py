@@ -251,6 +251,25 @@ def test_a_call_taking_its_settings_from_the_caller_is_noted_not_warned() -> Non
     assert "takes $BASE_MODEL, $N_GPUS, $TP from the environment" in findings[0].message
 
 
+def test_a_script_run_after_exports_in_lower_case_is_noted_not_warned(tmp_path: Path) -> None:
+    """Issue 34: a README exports `model_path=...` etc. before `bash train.sh`; the script sets none of
+    its inputs. Whatever their case, the names are the script's inputs from the environment (info); a
+    single unset name in a script that sets the rest itself is still a warning."""
+    script = tmp_path / "train.sh"
+    script.write_text("ENGINE=${1:-vllm}\n" + TRAINER + "    data.train_files=$train_file \\\n"
+                      "    actor_rollout_ref.model.path=$model_path \\\n"
+                      "    trainer.default_local_dir=$save_path/ckpt \\\n"
+                      "    actor_rollout_ref.rollout.name=$ENGINE \\\n    trainer.project_name=$project_name\n")
+    findings = script_findings(read_script(script.read_bytes(), str(script)), select=["VS703", "VS715", "VS716"])
+    assert {f.code for f in findings} == {"VS716"} and len(findings) == 4
+    assert all(f.severity == "info" for f in findings)
+    assert "$train_file, $model_path, $project_name" in findings[0].message
+    forgotten = ("KL=1\n" + TRAINER + "    actor_rollout_ref.actor.use_kl_loss=${use_kl_loss} \\\n"
+                 "    actor_rollout_ref.actor.kl_loss_coef=$KL\n")
+    codes = [f.code for f in script_findings(read_script(forgotten, "t.sh"), select=["VS703", "VS716"])]
+    assert codes == ["VS703"]
+
+
 def test_would_be_assignment_and_home_source() -> None:
     text = ("#!/bin/bash\nset -euo pipefail\nsource /home/alice/miniconda3/etc/profile.d/conda.sh\nKEY=a\n"
             "$rm_key=$KEY\n" + TRAINER + "    data.train_batch_size=64\n")
@@ -277,3 +296,37 @@ def test_a_launcher_whose_call_is_not_read_still_fails(tmp_path: Path) -> None:
     (tmp_path / "run.sh").write_text("$LAUNCHER \\\n    data.train_batch_size=64\n")
     done = _gen_check("run.sh", cwd=tmp_path)
     assert done.returncode == 1 and "VS709" in done.stdout
+
+
+def test_a_split_word_is_one_finding_not_two(tmp_path: Path) -> None:
+    """Issue 34: `trainer.logger=${logger}` with logger holding a space: bash splits the word; the
+    stray half is VS712, and the head Hydra cannot parse is the same cause (no VK606 beside it)."""
+    from generator.judging import check_script
+
+    text = ("logger=\"['console', 'wandb']\"\n" + TRAINER + "    data.train_batch_size=64 \\\n"
+            "    trainer.logger=${logger} \\\n    trainer.project_name=p\n")
+    results = check_script(read_script(text, str(tmp_path / "t.sh")), version="0.7.0")
+    found = [(f.code, f.line) for _inv, _config, findings in results for f in findings]
+    assert ("VS712", 4) in found and not [c for c, line in found if c == "VK606" and line == 4]
+
+
+def test_a_call_submitted_with_sbatch_wrap_is_read() -> None:
+    """Issue 34: `sbatch --wrap="python3 -m verl.trainer.main_ppo ..."` runs the string as the job."""
+    text = ('CMD="python3 -m verl.trainer.main_ppo data.train_batch_size=64 trainer.n_gpus_per_node=8"\n'
+            'sbatch --job-name=x --gres=gpu:8 --wrap="$CMD"\n'
+            'sbatch --wrap "python3 -m verl.trainer.main_ppo data.train_batch_size=32"\n')
+    calls = read_script(text, "t.sh").invocations
+    assert [[o.text for o in inv.overrides] for inv in calls] == [
+        ["data.train_batch_size=64", "trainer.n_gpus_per_node=8"], ["data.train_batch_size=32"]]
+
+
+def test_jobs_the_reader_does_not_follow_are_noted_not_warned() -> None:
+    """A job string built from pieces (`srun bash -c '$setup; $run'`), or a cluster client given the
+    overrides behind `-T` flags: the call is where that job runs (VS730 info), not 'no trainer call'."""
+    wrapped = ('run="bash /users/$USER/proj/train.sh a b c"\nw="srun bash -c \'pip install x; $run\'"\n'
+               'sbatch --nodes=1 --wrap="$w"\n')
+    client = ("./client job run --job_name=x -E DATA=/d \\\n    -T data.train_batch_size=128 \\\n"
+              "    -T actor_rollout_ref.actor.ppo_mini_batch_size=32 \\\n    -T trainer.total_epochs=10\n")
+    for text in (wrapped, client):
+        codes = [f.code for f in script_findings(read_script(text, "t.sh"), select=["VS709", "VS730"])]
+        assert codes == ["VS730"], text

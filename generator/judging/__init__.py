@@ -251,6 +251,11 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     # error or warning only where each of them finds it too (generator.judging.release_evidence).
     other_releases = rejudges(script, resolution, config_root, judge_call)
     for index, (invocation, config) in enumerate(call_configs(script, resolution, config_root)):
+        if invocation.own_command_line is not None:
+            # The project's entry parses its own command line (no Hydra): the config it runs is not
+            # the one verl's defaults and these words would build, so no config rule judges it.
+            results.append((invocation, config, []))
+            continue
         findings = weigh(judge_call(invocation, config), resolution, index, other_releases)
         note = _scope_note(invocation)
         if note:

@@ -15,7 +15,7 @@ from generator.forks import batch_settings, fork_code
 from generator.launch import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.release_semantics import semantics
-from generator.rules.core import Context, MemoryVerdict
+from generator.rules.core import Context, ForkChecks, MemoryVerdict
 from generator.schema.release_schema import Schema
 
 
@@ -35,7 +35,23 @@ def call_facts(config: Config, *, model: ModelFacts | None = None, invocation: I
     return Context(config=config, invocation=invocation, script=script, model=model, memory=memory,
                    fork_settings=tuple(batch_settings(config, code)), fork_code=code,
                    semantics=semantics(config.version), schema=_schema(config.version),
-                   fork_dataclasses=_fork_dataclasses(config))
+                   fork_dataclasses=_fork_dataclasses(config), fork_checks=_fork_checks(config))
+
+
+def _fork_checks(config: Config) -> ForkChecks:
+    """What the project's own verl still checks (its trainer's A6 assert, its rollout's
+    chunked-prefill comparison), each read once per package in a run."""
+    package = config.resolution.package if config.resolution is not None else None
+    if package is None:
+        return ForkChecks()
+    from generator.folder_memo import remembered
+    from generator.forkcode import rollout_checks_batched_tokens, trainer_asserts_mini_within_train
+
+    return ForkChecks(
+        trainer_asserts_mini=remembered(("trainer_asserts_mini_within_train", package),
+                                        lambda: trainer_asserts_mini_within_train(package)),
+        rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
+                                                   lambda: rollout_checks_batched_tokens(package)))
 
 
 def _fork_dataclasses(config: Config) -> dict[str, frozenset[str]] | None:

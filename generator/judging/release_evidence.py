@@ -10,7 +10,7 @@ guess. It is kept, as info, and says which release it does not hold on and what 
 (issue 34: VR508 "rollout.mode=sync is removed" on a vendored verl without a version file,
 judged as 0.9.1 from its keys, where the vendored release still had the sync mode).
 
-Not a rule module: it registers no rule, and runs the rules again (generator.rules.check_config)
+Not a rule module: it registers no rule, and runs the rules again (generator.judging.check_config)
 on the call's config as each other allowed release builds it.
 """
 

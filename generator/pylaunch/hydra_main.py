@@ -167,3 +167,53 @@ def entry_config(entry: str, script_path: str | Path | None, *, repo_root: str |
         raw = raw.removeprefix("file://")
         config_dir = (entry_file.parent / raw).resolve() if not Path(raw).is_absolute() else Path(raw)
     return EntryConfig(entry_file, config_dir, hydra_main.config_name, hydra_main)
+
+
+# The names whose presence in a module means it builds its config with Hydra (a decorator, the
+# compose API) or leaves that to one: any of them and the module is not judged to read argv itself.
+_HYDRA_NAMES = frozenset({"hydra", "compose", "initialize", "initialize_config_dir", "initialize_config_module"})
+
+
+def reads_own_command_line(entry: str, script_path: str | Path | None) -> Path | None:
+    """The entry's file (found as `find_entry_file` finds it) when it parses its own command line
+    and uses no Hydra: it imports argparse or reads sys.argv, names neither hydra nor its compose
+    API anywhere (a `@hydra.main` left inside a string does not count: only code is read), and
+    imports no other module's `main` (which may parse argv with Hydra). Such an entry (a fork's
+    `main_ppo` taking a positional YAML) gets no Hydra overrides. None when the file is absent,
+    unreadable, does not parse, or uses Hydra."""
+    entry_file = find_entry_file(entry, script_path)
+    if entry_file is None:
+        return None
+    # The scripts of one project share their entry: read once per run.
+    return remembered(("own_command_line", str(entry_file)), partial(_reads_own_command_line, entry_file))
+
+
+def _reads_own_command_line(entry_file: Path) -> Path | None:
+    import ast
+
+    from generator.pylaunch.chunks import checked_tree
+
+    try:
+        module = checked_tree(read_input(entry_file, limit=SCRIPT_LIMIT, what="Python entry module"),
+                              str(entry_file))
+    except (OSError, InputError):
+        return None
+    own_argv = False
+    for node in ast.walk(module):
+        names: list[str] = []
+        if isinstance(node, ast.Import):
+            names = [part for alias in node.names for part in alias.name.split(".")]
+        elif isinstance(node, ast.ImportFrom):
+            names = (node.module or "").split(".") + [alias.name for alias in node.names]
+            if any(alias.name == "main" for alias in node.names):
+                return None  # it may hand its argv to another entry's main (a Hydra one): not known
+        elif isinstance(node, ast.Name):
+            names = [node.id]
+        elif isinstance(node, ast.Attribute):
+            names = [node.attr]
+            if node.attr == "argv" and _dotted(node.value) == "sys":
+                own_argv = True
+        if any(name in _HYDRA_NAMES for name in names):
+            return None
+        own_argv = own_argv or "argparse" in names
+    return entry_file if own_argv else None

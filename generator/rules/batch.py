@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from generator.config.derived import actor_batch, trained_prompts_and_n
+from generator.config.derived import ActorBatch, actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
 from generator.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
@@ -19,14 +19,23 @@ P_KEY = "data.train_batch_size"
 N_KEY = ROLLOUT + "n"
 
 
-def _static(view: ConfigReader, *, ungated_through: str | None = None) -> bool | None:
-    """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6)."""
+def _static(view: ConfigReader, *, ungated_through: str | None = None, ungated_from: str | None = None
+            ) -> bool | None:
+    """True when static batching applies. verl ≤ 0.5.0 ran its load checks even with dynamic bsz (G6);
+    `ungated_from` is the first release whose check ran whatever use_dynamic_bsz said."""
     dynamic = view.actor_dynamic
     if dynamic is None:
         return None
-    if ungated_through and VersionRange(None, ungated_through).contains(view.version):
+    if ungated_through and VersionRange(ungated_from, ungated_through).contains(view.version):
         return True
     return not dynamic
+
+
+# The global micro batch checks (A7, A8) ran ungated only in the FSDP worker's normalisation of
+# 0.2.0-0.4.1 (an assert on the per-GPU micro batch whatever use_dynamic_bsz says); the trainer's
+# own check sits under `if not use_dynamic_bsz` in every release, and verl 0.1's worker has no
+# assert at all (dp_actor.py splits by ppo_micro_batch_size only without dynamic batches): issue 34.
+_MICRO_UNGATED = ("0.2.0", "0.4.1")
 
 
 # --- A2 ---------------------------------------------------------------------------------------
@@ -82,6 +91,8 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
     c = actor_batch(view)
     if c.pn is None or c.mini is None or c.mini <= c.pn[0]:
         return
+    if _fork_drops_mini_check(ctx, view):
+        return  # the project's own trainer does not assert it (commented out): the fork allows it
     fix = actor_mini_fix(view, c)
     shown = f"ppo_mini_batch_size {c.mini} > train_batch_size {c.pn[0]} (both count prompts)"
     if _before_mini_check(view.version):
@@ -93,6 +104,22 @@ def mini_larger_than_step(ctx: Context) -> Iterator[Finding]:
                           f"the larger mini batch, so the update is scaled down", fix=fix, severity="warning")
         return
     yield ctx_finding(mini_larger_than_step, view, (MINI, P_KEY), shown, fix=fix)
+
+
+def _fork_drops_mini_check(ctx: Context, view: ConfigReader) -> bool:
+    """The project's own verl (of a release that has A6) has trainer code and none of it asserts
+    the mini batch within the train batch: the fork took the check out (issue 34; the gatherer
+    reads the fork's trainer into `fork_checks`)."""
+    return ctx.fork_checks.trainer_asserts_mini is False and not _before_mini_check(view.version)
+
+
+def _mini_check_reports(ctx: Context, view: ConfigReader, c: ActorBatch) -> bool:
+    """Whether VB102 reports this call's mini batch larger than its train batch (its own conditions)."""
+    if not _static(view) or c.pn is None or c.mini is None or c.mini <= c.pn[0]:
+        return False
+    if _fork_drops_mini_check(ctx, view):
+        return False
+    return not (_before_mini_check(view.version) and view.backend == "megatron")
 
 
 def _before_mini_check(version: str) -> bool:
@@ -166,6 +193,10 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
         return
     fix = actor_mini_fix(view, c)
     if ch.per_rank_mini_batch > ch.local_batch:
+        if _mini_check_reports(ctx, view, c):
+            return  # VB102 reports the mini batch larger than the step: one cause, one finding (issue 34)
+        if _fork_drops_mini_check(ctx, view):
+            return  # a fork that removed verl's check runs its own chain (evidence or silence)
         # M > P: not a remainder but a mini batch larger than the whole step; say so plainly.
         larger = (f"mini batch larger than the train batch (ppo_mini_batch_size {ch.mini_batch_prompts} > "
                   f"train_batch_size {ch.prompts_per_step})")
@@ -278,7 +309,7 @@ def missing_micro(ctx: Context) -> Iterator[Finding]:
 @rule("VB110", "mini-not-divisible-by-global-micro", severity="error", stage="load", verl_ref="A7")
 def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if not _static(view, ungated_through="0.4.1"):
+    if not _static(view, ungated_from=_MICRO_UNGATED[0], ungated_through=_MICRO_UNGATED[1]):
         return
     mini, micro = view.int(MINI), view.int(MICRO_GLOBAL)
     if not mini or not micro or micro <= 0 or mini % micro == 0:
@@ -291,7 +322,7 @@ def mini_vs_global_micro(ctx: Context) -> Iterator[Finding]:
 @rule("VB111", "global-micro-below-gpus", severity="error", stage="load", verl_ref="A8")
 def global_micro_small(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    if not _static(view, ungated_through="0.4.1"):
+    if not _static(view, ungated_from=_MICRO_UNGATED[0], ungated_through=_MICRO_UNGATED[1]):
         return
     micro, gpus = view.int(MICRO_GLOBAL), view.gpus
     sp = (view.ulysses() or 1) if view.backend != "megatron" else 1

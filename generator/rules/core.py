@@ -99,6 +99,14 @@ class MemoryVerdict(NamedTuple):
     seq_len: int = 0  # prompt + response the fill refers to
 
 
+class ForkChecks(NamedTuple):
+    """Which of verl's own checks the project's own verl still makes, read from its code (None:
+    no such code to read, or no verl of the project's own)."""
+
+    trainer_asserts_mini: bool | None = None  # the train batch against the actor's mini batch (A6)
+    rollout_compares_batched_tokens: bool | None = None  # the rollout's chunked-prefill check (VR507)
+
+
 class Context(NamedTuple):
     """The facts one call is judged on, gathered before any rule runs (generator.judging.gather)
     and never changed after: a rule is a pure function of them. Whatever comes from disk (the
@@ -120,6 +128,7 @@ class Context(NamedTuple):
     # The fields of the dataclasses the project's own verl defines, by the `_target_` that names
     # them (only for calls that add keys with '+'; None: no verl of the project's own).
     fork_dataclasses: Mapping[str, frozenset[str]] | None = None
+    fork_checks: ForkChecks = ForkChecks()
 
     @property
     def version(self) -> str:

@@ -33,6 +33,8 @@ def _issues(the_rule: Rule, ctx: Context, kind: str) -> Iterator[Finding]:
             continue
         if kind == "bad-value" and (issue.override.key in _DEDICATED_VALUES or not is_trainer(ctx)):
             continue  # value rules come from verl's PPO config classes
+        if kind == "grammar" and _split_word_head(ctx, issue.override.line):
+            continue  # the stray-argument finding on this line names the cause: one finding, not two
         severity: Severity | None = None
         message = _message(issue)
         if kind in ("renamed", "removed") and issue.override.op in ("+", "++"):
@@ -42,6 +44,16 @@ def _issues(the_rule: Rule, ctx: Context, kind: str) -> Iterator[Finding]:
             message += " (added with '+', so Hydra accepts it; make sure something still reads it)"
         yield the_rule.finding(message, line=issue.override.written_line, key=issue.override.key or None,
                                severity=severity)
+
+
+def _split_word_head(ctx: Context, line: int | None) -> bool:
+    """An override Hydra cannot parse on a line where the shell reader found a stray word after
+    the overrides: bash split one word (`trainer.logger=${logger}` holding a space) and the head it
+    left is what Hydra cannot parse (issue 34: reported twice for one cause)."""
+    script = ctx.script
+    if script is None or line is None:
+        return False
+    return any(h.kind == "stray-argument" and h.line == line for h in script.hazards)
 
 
 def _message(issue: KeyIssue) -> str:

@@ -135,6 +135,13 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
                       fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),), "unsafe"))
 
 
+def _fork_rollout_lacks_check(ctx: Context) -> bool:
+    """The project's own verl package has rollout code and none of it makes verl's comparison (a fork
+    of an early 0.2, issue 34): evidence that the release's check is not the run's (the gatherer
+    reads the fork's rollouts into `fork_checks`)."""
+    return ctx.fork_checks.rollout_compares_batched_tokens is False
+
+
 @rule("VR507", "chunked-prefill-batched-tokens", severity="error", stage="init", versions=VersionRange("0.2.0",
       "0.6.1"), verl_ref="G4")
 def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
@@ -149,6 +156,8 @@ def chunked_prefill_old(ctx: Context) -> Iterator[Finding]:
     limit = view.int(ROLLOUT + "max_model_len") or view.sequence_length()
     if tokens is None or limit is None or tokens >= limit:
         return
+    if _fork_rollout_lacks_check(ctx):
+        return  # the project's own verl passes both to vLLM, which runs them with chunked prefill
     key = ROLLOUT + "max_num_batched_tokens"
     yield ctx_finding(chunked_prefill_old, view, (key,),
                       f"enable_chunked_prefill=True and max_num_batched_tokens {tokens} < max_model_len {limit}",

@@ -17,6 +17,22 @@ from generator.shell.truth import both, compare, either, evaluate_test, negate
 if TYPE_CHECKING:
     from tree_sitter import Node
 
+# `$# -ge 3`, `"$#" -lt 2`: the count of arguments a test compares with.
+_ARG_COUNT = re.compile(r'"?\$#"?\s+-(ge|gt|eq|lt|le|ne)\s+"?(\d+)')
+
+
+def _arguments_asked(label: str, goes_on_when_true: bool) -> int:
+    """How many arguments a run that goes on past a guard on `$#` has: `[ $# -ge 3 ]` true (or
+    `[ $# -lt 3 ]` false, the exiting arm) means 3; 0 when the test is not such a comparison."""
+    m = _ARG_COUNT.search(label)
+    if m is None:
+        return 0
+    op, n = m.group(1), int(m.group(2))
+    if not goes_on_when_true:
+        op = {"lt": "ge", "le": "gt", "ge": "lt", "gt": "le", "eq": "ne", "ne": "eq"}[op]
+    return {"ge": n, "gt": n + 1, "eq": n}.get(op, 0)
+
+
 # A condition about emptiness or the number of arguments: `-z`, `-n`, `-v`, `$#`, `""`.
 _EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
 
@@ -81,13 +97,21 @@ class Conditions(EvaluatorParts):
         outcomes: list[State] = []
         undecided = False
         taken = False
-        for decide, body, label in arms:
+        for index, (decide, body, label) in enumerate(arms):
             if taken:
                 self._walk_dead([], body, flow, label)
                 continue
             value, reads = self._tracking_defaults(decide)
             if value is not False and flow.branch != "dead" and self._guard(reads, body, flow, label):
                 base = self.state
+                continue
+            if value is False and index == 0 and flow.branch != "dead" and self._guard_by_else(reads, arms, label):
+                # `if [ $# -ge 3 ]; then shift 3; else usage; exit 1; fi`: the run gives what the test
+                # asks for (the else only stops a run without it), so this arm is the one read.
+                self.state = base
+                self._statements(body, flow.with_(context=label))
+                base = self.state
+                taken = True
                 continue
             if value is False or flow.branch == "dead":
                 self._walk_dead([], body, flow, label)
@@ -129,8 +153,20 @@ class Conditions(EvaluatorParts):
         if not reads or not _EMPTINESS.search(label) or not self._exits(body):
             return False
         for name in reads:
-            self.require(name, f"the script exits at `{label}` otherwise")
+            self.require(name, f"the script exits at `{label}` otherwise", _arguments_asked(label, False))
         self._walk_dead([], body, flow, label)
+        return True
+
+    def _guard_by_else(self, reads: list[str], arms: list[tuple[Callable[[], bool | None], list[Node], str]],
+                       label: str) -> bool:
+        """The inverted guard: a first arm testing arguments or emptiness (decided false only
+        because nothing was given) whose `else` exits. The names it read become required unknowns."""
+        if len(arms) != 2 or arms[-1][2] != "else" or not reads or not _EMPTINESS.search(label):
+            return False
+        if not self._exits(arms[-1][1]):
+            return False
+        for name in reads:
+            self.require(name, f"the script exits at the else of `{label}` otherwise", _arguments_asked(label, True))
         return True
 
     def _exits(self, nodes: list[Node], src: str | None = None, depth: int = 0) -> bool:

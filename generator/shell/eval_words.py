@@ -56,6 +56,9 @@ def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
         return "`eval`", fields[1:]
     if name in _SHELLS and len(fields) >= 3 and fields[1].text == "-c":
         return f"`{name} -c`", fields[2:3]  # the words after the string are its $0, $1, …
+    if name == "sbatch":
+        wrapped = _sbatch_wrap(fields)
+        return ("`sbatch --wrap`", [wrapped]) if wrapped is not None else None
     if name != "tmux" or len(fields) < 3 or fields[1].text != "send-keys":
         return None
     rest = fields[2:]
@@ -64,6 +67,22 @@ def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
     while rest and rest[-1].text in _TMUX_KEYS:
         rest = rest[:-1]
     return "`tmux send-keys`", rest
+
+
+def _sbatch_wrap(fields: list[Field]) -> Field | None:
+    """The command line of `sbatch ... --wrap="cmd"` (or `--wrap cmd`): sbatch runs it with sh as the
+    job (issue 34: a trainer call in the string was never read). None without one."""
+    for n, f in enumerate(fields[1:], 1):
+        if f.text == "--wrap" and n + 1 < len(fields):
+            return fields[n + 1]
+        if f.text.startswith("--wrap=") and f.pieces and not f.pieces[0].unknown \
+                and f.pieces[0].text.startswith("--wrap="):
+            first = f.pieces[0]
+            cut = len("--wrap=")
+            head = first.copy(text=first.text[cut:], a=first.a + cut if first.a is not None and first.exact else
+                              first.a, exact=first.exact)
+            return Field([head, *f.pieces[1:]], f.word_a, f.word_b, f.path, f.origin, f.cmd_a)
+    return None
 
 
 def run_string_fields(fields: list[Field]) -> list[Field] | None:

@@ -36,7 +36,14 @@ def _names_itself(name: str, value: str) -> bool:
     parts (a word of capitals and underscores), names what belongs there instead of being it."""
     if not re.fullmatch(r"[A-Z][A-Z0-9]*(?:_[A-Z0-9]+)*", value) or len(value) < 3:
         return False
-    return name == value or name.endswith("_" + value)
+    if name == value:
+        return True
+    # One word names a placeholder only for a secret (`HF_TOKEN=TOKEN`); elsewhere it is a setting
+    # whose value repeats the name's last word (`NCCL_DEBUG=DEBUG` turns NCCL's debug output on).
+    return name.endswith("_" + value) and ("_" in value or value in _SECRET_WORDS)
+
+
+_SECRET_WORDS = frozenset({"KEY", "TOKEN", "SECRET", "PASSWORD"})
 
 
 def _is_export(declaration: Node) -> bool:
@@ -63,8 +70,11 @@ def _service_unused(name: str, src: str) -> bool:
 
 
 def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int],
-                                 run_files: list[str] | None = None) -> list[Hazard]:
-    """`run_files`: the text of the scripts this one runs its calls in (they may read the variable)."""
+                                 run_files: list[str] | None = None, *, has_calls: bool = True) -> list[Hazard]:
+    """`run_files`: the text of the scripts this one runs its calls in (they may read the variable).
+    `has_calls`: the script has a trainer call read; without one (a script that starts a cluster or
+    submits a job: `ray start --address=$MASTER_ADDR`), no override reports a placeholder the script
+    reads itself, so it is reported here (issue 34: `export MASTER_ADDR=YOUR_SERVER_IP` missed)."""
     out: list[Hazard] = []
     callees = "\n".join(run_files or [])
     reported: set[str] = set()
@@ -82,7 +92,7 @@ def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable
             shaped = (is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
                       or _names_itself(name, text))
             if (name in reported or not shaped
-                    or not _consumed_by_programs(name) and (
+                    or not _consumed_by_programs(name) and has_calls and (
                         _read_elsewhere(src, name, export.start_byte, export.end_byte)
                         or _read_elsewhere(callees, name, 0, 0))
                     or _service_unused(name, src)):

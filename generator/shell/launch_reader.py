@@ -187,7 +187,8 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
         if rec.path == path:  # words written in another file are that file's to report
             hazards.extend(_word_expansion_hazards(src, inv, path))
     hazards.extend(exported_placeholder_hazards(src, script_tree, lambda off: line_of(None, off),
-                                                _run_files(script.invocations, path)))
+                                                _run_files(script.invocations, path),
+                                                has_calls=bool(script.invocations)))
     crlf = crlf_hazard(src, script.invocations, lambda off: line_of(None, off))
     if crlf is not None:
         hazards.append(crlf)

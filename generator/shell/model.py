@@ -203,7 +203,7 @@ class Elem:
 class Var:
     """A shell variable: a scalar (`pieces`), an array (`elems`) or unknown (`unknown` set)."""
 
-    __slots__ = ("pieces", "elems", "group", "unknown", "label", "exported", "env_default")
+    __slots__ = ("pieces", "elems", "group", "unknown", "label", "exported", "env_default", "arg_default")
     pieces: list[Piece] | None
     elems: list[Elem] | None
     group: Group | None
@@ -213,10 +213,13 @@ class Var:
     # `X=${X:-default}` with X unset in the script: the value stands for "the environment's, else
     # this default", so a guard that exits when X is empty asserts the run provides X.
     env_default: bool
+    # `X=${2:-default}` read with no second argument: N (here 2), whose default the value is; a
+    # guard that exits without N arguments makes it the argument's, unknown (0: not such a value).
+    arg_default: int
 
     def __init__(self, pieces: list[Piece] | None = None, elems: list[Elem] | None = None, group: Group | None = None,
                  unknown: str | None = None, label: str = "", exported: bool = False,
-                 env_default: bool = False) -> None:
+                 env_default: bool = False, arg_default: int = 0) -> None:
         self.pieces = pieces
         self.elems = elems
         self.group = group
@@ -224,6 +227,7 @@ class Var:
         self.label = label
         self.exported = exported
         self.env_default = env_default
+        self.arg_default = arg_default
 
 
 def var_size(var: Var) -> tuple[int, int]:

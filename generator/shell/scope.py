@@ -19,6 +19,8 @@ if TYPE_CHECKING:
 
 # `${NAME:-…}` / `${NAME-…}` as the whole value of an assignment (quoted or not).
 _SELF_DEFAULT = re.compile(r'"?\$\{(\w+):?-[^}]*\}"?\s*')
+# `${2:-…}` as the whole value of an assignment: a positional argument's default.
+_ARG_DEFAULT = re.compile(r'"?\$\{([1-9]):?-[^}]*\}"?\s*')
 
 
 def _defaults_itself(name: str, value: str) -> bool:
@@ -203,11 +205,16 @@ class Scope(EvaluatorParts):
         if self._default_reads is not None and name not in self._default_reads:
             self._default_reads.append(name)
 
-    def require(self, name: str, why: str) -> None:
+    def require(self, name: str, why: str, arguments: int = 0) -> None:
         """`name` must be set for the script to go on (`${X:?}`, a guard that exits when it is
-        empty): an unknown the run provides, `<?required:NAME>`; for an argument, all of them."""
+        empty): an unknown the run provides, `<?required:NAME>`; for an argument, all of them, and
+        a variable set to the default of one of the first `arguments` arguments is that argument's."""
         if name.startswith("$"):
             self.state.args_label = f"the script ({why})"
+            for var_name, var in list(self.state.vars.items()):
+                if 0 < var.arg_default <= arguments:
+                    self._set(var_name, Var(unknown=f"argument ${var.arg_default} of the script ({why})",
+                                            label=f"${var.arg_default}", exported=var.exported))
             return
         self._set(name, Var(unknown=f"${name} must be set: {why}", label=f"required:{name}"))
 
@@ -299,7 +306,17 @@ class Scope(EvaluatorParts):
                                 group=Group(name, p.text, va, end, "", fx.path)))
             return
         self._set(name, Var(pieces=pieces, group=group, exported=export,
-                            env_default=old is None and _defaults_itself(name, fx.src[va:end])))
+                            env_default=old is None and _defaults_itself(name, fx.src[va:end]),
+                            arg_default=self._arg_default(fx.src[va:end])))
+
+    def _arg_default(self, value: str) -> int:
+        """N when `value` is `${N:-default}` and the script's N-th argument is not given (so the
+        default stood in); else 0."""
+        m = _ARG_DEFAULT.fullmatch(value) if "${" in value else None
+        if m is None or self.state.args_label is not None or self._args_given:
+            return 0
+        n = int(m.group(1))
+        return n if n > len(self.state.args) else 0
 
     def _appended(self, name: str, old: Var, pieces: list[Piece], va: int, end: int, export: bool) -> Var:
         """`NAME+=value` on a variable that has a value: the string or the array grows; an

@@ -13,7 +13,7 @@ from generator.shell.model import Field, Group, Piece, as_text
 from generator.shell.context import CommandRecord
 from generator.shell.launchers import Argv, find_entry
 from generator.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is_placeholder, placeholder_word
-from generator.pylaunch.hydra_main import entry_config
+from generator.pylaunch.hydra_main import entry_config, reads_own_command_line
 from generator.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.verl import PPO_ENTRY
 
@@ -78,6 +78,9 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int],
         j += 1
     if not _is_hydra_entry(inv, rec.path):
         return None
+    if rec.path is not None and inv.config_name is None and inv.config_path is None:
+        entry_file = reads_own_command_line(inv.entry, rec.path)
+        inv.own_command_line = str(entry_file) if entry_file is not None else None
     return inv
 
 
@@ -303,6 +306,8 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
 
 def _hydra_override_words(rec: CommandRecord, inv: Invocation) -> list[Field] | None:
     """The words after a Hydra trainer's entry, or None for a call that is not one (or has none)."""
+    if inv.own_command_line is not None:
+        return None  # the project's entry parses its own command line: its words are not Hydra's
     if not inv.other_args or inv.entry_kind != "module" or not (
             inv.entry == PPO_ENTRY or _RECIPE_MAIN.match(inv.entry)):
         return None  # every trap here leaves a word that is not an override
@@ -512,7 +517,7 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
         # one never set anywhere, or one a letter away from a name the script sets
         # (`$_EXP_NAME` for `$EXP_NAME`), is a forgotten or misspelt variable.
         meant = near_miss(partial, assigned)
-        kind = "env-in-value" if partial.isupper() and meant is None else "unset-in-value"
+        kind = "env-in-value" if (partial.isupper() or inputs) and meant is None else "unset-in-value"
         hint = f" (did you mean ${meant}, which the script sets?)" if meant else ""
         out.append(Hazard(
             kind, ov.word.line,

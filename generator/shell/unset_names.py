@@ -10,10 +10,11 @@ from typing import TYPE_CHECKING
 if TYPE_CHECKING:
     from generator.launch import Invocation
 
-_WHOLLY_UNSET = re.compile(r"<\?unset:([A-Z_][A-Z0-9_]*)>")
-# A call built on this many different upper-case variables the script never sets takes them
-# from its caller by design (`export BASE_MODEL=… N_GPUS=…; bash train.sh`); one or two, in a
-# script that sets the rest of its settings itself, are more likely forgotten.
+_WHOLLY_UNSET = re.compile(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>")
+# A call built on this many different variables the script never sets takes them from its caller
+# by design (`export BASE_MODEL=… N_GPUS=…; bash train.sh`, or a README's `export model_path=…`
+# before `bash train.sh`: issue 34), whatever their case; one or two, in a script that sets the
+# rest of its settings itself, are more likely forgotten.
 INPUTS_AT_LEAST = 3
 
 # Prefixes of the variables job schedulers and cluster launchers export into every job.
@@ -24,7 +25,7 @@ _SCHEDULER_PREFIXES = ("SLURM_", "ARNOLD_", "PET_", "MLP_", "OMPI_", "PMI_", "PM
 
 
 def environment_inputs(inv: Invocation, assigned: set[str]) -> list[str]:
-    """The upper-case names a call's values are wholly made of that the script never sets,
+    """The names a call's values are wholly made of that the script never sets,
     when there are INPUTS_AT_LEAST of them (the script's inputs); else []."""
     names: list[str] = []
     for ov in inv.overrides:

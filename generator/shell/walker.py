@@ -394,7 +394,7 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         while name in ("builtin", "command") and len(fields) > 1 and fields[1].text in _STATE_BUILTINS:
             fields = fields[1:]  # `command eval …`, `builtin read …`: the builtin itself runs
             name = fields[0].text if not fields[0].unknowns else ""
-        found = string_args(fields) if name in ("eval", "tmux", "bash", "sh") else None
+        found = string_args(fields) if name in ("eval", "tmux", "bash", "sh", "sbatch") else None
         if found is not None:  # `eval "$CMD"`, `bash -c "…"`, `tmux send-keys "cmd" C-m`: what the string runs
             if self._string_command(name, found, flow, fx.line_of(whole.start_byte)):
                 return
