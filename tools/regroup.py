@@ -168,6 +168,7 @@ LAYERS = '''LAYERS: list[set[str]] = [
     {"inputs"},  # what the commands accept; one file's settings, release and memory options
     {"plan"},
     {"render"},
+    {"judging"},  # per call: gather the facts (model, fork code, memory, release), run the pure rule engine
     {"rules"},
     {"script"},
     {"config"},  # the effective config of one trainer call (and the keys forks add)
