@@ -7,7 +7,7 @@ and each run in it: what the other runs of the series measured is stored as `gen
 stores it (generator.calibrate.saved: per run, each phase's measured / predicted at its measured
 response length, the training peak's measured - predicted GiB, the response share per model), and
 the run's step time and training peak are predicted again the way `gen plan`, `gen check --gpu` and
-`gen explain --memory` apply a stored calibration (generator.session.Calibration: the phase
+`gen explain --memory` apply a stored calibration (generator.base.session.Calibration: the phase
 factors, the memory offset, and the response share the other runs of its model measured). Nothing
 of the held-out run is used. Prints per run the measured figure, the uncalibrated and calibrated
 predictions and their errors (|log ratio| as a percentage: 2x either way is 100 %), and per series
@@ -25,7 +25,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator import session  # noqa: E402
+from generator.base import session  # noqa: E402
 from generator.calibrate.compare import Comparison, compare, predicted_step, training_peak  # noqa: E402
 from generator.calibrate.fit import MEMORY_ROW, row, run_values  # noqa: E402
 from generator.calibrate.logs import read_log  # noqa: E402

@@ -39,7 +39,7 @@ def check_one(item: tuple[str, str]) -> tuple[str, str, int, int, str | None]:
     tag, path = item
     from generator.judging import check_script
     from generator.schema import snapshot_version
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     try:
         source = Path(path).read_bytes()
@@ -96,7 +96,7 @@ def hydra_sample(shared: Path, items: list[tuple[str, str]], sample: int = 50) -
         from hydra.core.global_hydra import GlobalHydra
     except ImportError:
         return None
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     calls = []
     for tag, path in items:
@@ -144,7 +144,7 @@ def main() -> int:
     # import once in the parent so forked workers do not pay for it (as one `gen check` call would not)
     import generator.rules  # noqa: F401
     from generator.judging import load_rules
-    from generator.shell import read_script  # noqa: F401
+    from generator.reading.shell import read_script  # noqa: F401
 
     load_rules()
     seconds, cpu_seconds, results = run_all(items, args.workers)

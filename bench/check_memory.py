@@ -3,7 +3,7 @@
     python bench/check_memory.py            # every shape at the size cap
     python bench/check_memory.py --mib 1    # smaller inputs (a quick look)
 
-Writes scripts just under generator.files.SCRIPT_LIMIT in several shapes (assignments, one call
+Writes scripts just under generator.base.files.SCRIPT_LIMIT in several shapes (assignments, one call
 with many overrides, many short commands, many trainer calls, comments, escaped blanks, a value
 at the reader's size caps copied up to its work budget), runs `gen check` on each in a fresh
 process and prints its peak resident memory (ru_maxrss) and wall time. Exit 1 when a shape goes
@@ -31,7 +31,7 @@ from typing import Callable, Iterator
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.files import MIB, SCRIPT_LIMIT  # noqa: E402
+from generator.base.files import MIB, SCRIPT_LIMIT  # noqa: E402
 
 BUDGET_MIB = 500
 CALL = "python3 -m verl.trainer.main_ppo"
@@ -76,7 +76,7 @@ def _comments() -> Iterator[str]:
 
 def _values_at_the_cap() -> Iterator[str]:
     # A value doubled to the reader's cap (4,096 parts), copied as often as the work budget
-    # allows (generator.shell.model.WORK_LIMIT: 60 copies of 4,096 parts, with the doubling,
+    # allows (generator.reading.shell.model.WORK_LIMIT: 60 copies of 4,096 parts, with the doubling,
     # stay under its 300,000 units), the rest comments: the most parts held at once.
     yield "x=a\n"
     for _ in range(12):

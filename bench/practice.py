@@ -27,10 +27,10 @@ from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from generator.candidate import Candidate
-from generator.hardware import gpu_spec
+from generator.layout.candidate import Candidate
+from generator.layout.hardware import gpu_spec
 from generator.model import ModelFacts, find_model, total_params
-from generator.pins import Pins
+from generator.layout.pins import Pins
 from generator.plan import plan_layout
 from generator.plan.batch_choice import default_n
 from generator.plan.enumeration import describe_layout
@@ -40,7 +40,7 @@ from generator.plan.practice import (RULES, budget_holds_sequences, leaves_spare
 from generator.plan.published import practice_marks, published_budget_tokens
 from generator.plan.reference import LAYOUT_KEYS, verl_layouts
 from generator.plan.setting import Setting, nodes_for_gpus
-from generator.verl import ALGORITHMS
+from generator.verl.constants import ALGORITHMS
 
 GPU = "h100"  # gen recipe's default GPU
 # algorithm -> (n, prompt, response): tools/make_recipes.py's workloads; the rest run grpo's lengths

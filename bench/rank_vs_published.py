@@ -36,10 +36,10 @@ import yaml
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from generator.hardware import gpu_spec  # noqa: E402
-from generator.layout import Offload  # noqa: E402
+from generator.layout.hardware import gpu_spec  # noqa: E402
+from generator.layout.parallelism import Offload  # noqa: E402
 from generator.model import resolve_model  # noqa: E402
-from generator.pins import Pins  # noqa: E402
+from generator.layout.pins import Pins  # noqa: E402
 from generator.plan import plan_layout  # noqa: E402
 from generator.plan.rollout_engine import engine_memory  # noqa: E402
 from generator.plan.error_band import STEP_TIME_ERROR_BAND  # noqa: E402
@@ -47,7 +47,7 @@ from generator.plan.step_fit import (Case, estimated, fit, kendall_tau, leave_on
                                      pair_errors, pair_order, parts, published, quantile)
 from generator.plan.step_time import FREE_CONSTANTS, StepConstants, calibrated, estimate_step_time  # noqa: E402
 from generator.plan.workload import Workload, algo_roles  # noqa: E402
-from generator.resources import data_dir  # noqa: E402
+from generator.base.resources import data_dir  # noqa: E402
 
 DATA = ROOT / "bench" / "data" / "published_step_times.yaml"
 # Another framework's published runs (NeMo-RL on DGX-H100), never fitted: a cross-check only.

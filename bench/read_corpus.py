@@ -25,7 +25,7 @@ def main(argv: list[str]) -> int:
         return 2
     datas = [(str(p), p.read_bytes()) for p in files]
     t0 = time.perf_counter()
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     t_import = time.perf_counter() - t0
     read_script(datas[0][1], datas[0][0])  # warm the parser

@@ -4,7 +4,7 @@
     python bench/read_scaling.py --kib 128 --steps 4 --shape short-commands
 
 For each shape (bench/check_memory.py's shapes of hostile input, plus a few more bash forms) it
-reads a script of x, 2x, 4x … bytes in this process with generator.shell.read_script and prints
+reads a script of x, 2x, 4x … bytes in this process with generator.reading.shell.read_script and prints
 the CPU seconds of each, the ratio of each size to the one before, and the overall ratio per
 doubling (the geometric mean over the whole range): about 2 is linear, about 4 quadratic. Exit 1
 when an overall ratio exceeds --max-ratio (default 3). CPU time (process_time) is used because it
@@ -32,7 +32,7 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from check_memory import CALL, SHAPES  # noqa: E402
 
-from generator.files import SCRIPT_LIMIT  # noqa: E402
+from generator.base.files import SCRIPT_LIMIT  # noqa: E402
 
 
 def _if_blocks() -> Iterator[str]:
@@ -87,8 +87,8 @@ def build(shape: str, size: int) -> bytes:
 def cpu_seconds(data: bytes, repeat: int) -> float:
     """The fastest of `repeat` reads. A read the reader refuses (more than 256 trainer calls,
     past the work budget) counts too: the time to refuse is what a caller waits."""
-    from generator.errors import InputError
-    from generator.shell import read_script
+    from generator.base.errors import InputError
+    from generator.reading.shell import read_script
 
     best = float("inf")
     for _ in range(repeat):

@@ -37,7 +37,7 @@ def main() -> int:
         print(f"load {version:>14}: {(time.perf_counter() - start) * 1000:6.1f} ms")
 
     from generator.config import build_config
-    from generator.shell import read_file
+    from generator.reading.shell import read_file
 
     corpus = args.shared / "corpus"
     scripts = []

@@ -78,7 +78,7 @@ def shellcheck() -> str:
 @pytest.fixture(scope="session", autouse=True)
 def _sealed_cache(tmp_path_factory: pytest.TempPathFactory):
     """No test reads or writes the user's cache (~/.cache/verl-gen, $XDG_CACHE_HOME, a
-    $VERL_GEN_CACHE set in the shell): generator.cache and the child processes tests start use a
+    $VERL_GEN_CACHE set in the shell): generator.base.cache and the child processes tests start use a
     folder of this session. A test that needs its own cache sets it (monkeypatch.setenv)."""
     folder = tmp_path_factory.mktemp("verl-gen-cache", numbered=False)
     saved = {name: os.environ.get(name) for name in ("VERL_GEN_CACHE", "XDG_CACHE_HOME")}
@@ -94,10 +94,10 @@ def _sealed_cache(tmp_path_factory: pytest.TempPathFactory):
 
 @pytest.fixture(autouse=True)
 def _no_project_boundary_left_over():
-    """Each test starts a new session (generator.session: a script read by an earlier test must
+    """Each test starts a new session (generator.base.session: a script read by an earlier test must
     not bound the reads of the next one, nor its folder answers answer for it), with the whole
     calls x configs budget (generator.schema.compose)."""
-    from generator import session
+    from generator.base import session
     from generator.schema.compose import start_run
 
     session.begin()

@@ -2,7 +2,7 @@
 
 A result computed from a user's files, or from what the command found (a registered config
 folder, the installed verl, a project's patterns), is kept in the command's Session
-(generator.session.kept: keyed by every file it depends on, bounded in bytes, gone with the
+(generator.base.session.kept: keyed by every file it depends on, bounded in bytes, gone with the
 command). What stays at module level is listed below, each with why: pure functions of their
 arguments and package data, the same for every run and every user. The scan fails on a module
 cache that is not listed (a new one must either go through the Session or say here why it is
@@ -17,7 +17,7 @@ from pathlib import Path
 
 from conftest import REPO
 
-from generator import session
+from generator.base import session
 
 PACKAGE = REPO / "generator"
 
@@ -191,7 +191,7 @@ def test_approx_size_grows_with_the_value_and_stops_at_the_limit() -> None:
 def test_fork_code_edited_within_a_command_is_read_again(tmp_path: Path) -> None:
     # Before, fork code was kept per folder list for the whole process: an edit (gen fix in a
     # long-lived process, a test) was never seen.
-    from generator.forkcode import read_fork_code
+    from generator.reading.fork_code import read_fork_code
 
     trainer = tmp_path / "verl" / "trainer"
     trainer.mkdir(parents=True)

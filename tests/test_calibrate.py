@@ -16,7 +16,7 @@ from generator.calibrate.logs import number, parse_log, read_log
 from generator.calibrate.match import contradictions, run_config
 from generator.calibrate.summary import summarise
 from generator.cli import app
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.plan.script_setup import memory_options
 
 LOGS = FIXTURES / "logs"

@@ -19,7 +19,7 @@ from generator.cli import app
 from generator.plan.memory import TERM_ORDER
 from generator.report.charts import ChartSection, html_chart, stacked_svg, svg_chart, terminal_bars
 from generator.report.palette import LIMIT_COLOUR, TERM_GROUPS, term_colour
-from generator.safe_text import use_color
+from generator.base.safe_text import use_color
 
 
 @dataclass(frozen=True)

@@ -149,7 +149,7 @@ def test_cold_start_imports_no_command_machinery():
 
     code = ("import sys, generator.cli\n"
             "print(sorted(m for m in sys.modules if m.startswith(('generator.report', 'generator.rules', "
-            "'generator.config', 'generator.shell', 'generator.plan', 'rich'))))")
+            "'generator.config', 'generator.reading.shell', 'generator.plan', 'rich'))))")
     done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=60, check=True)
     assert done.stdout.strip() == "[]"
 

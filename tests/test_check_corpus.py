@@ -16,7 +16,7 @@ import pytest
 
 from generator.judging import check_script
 from generator.schema import snapshot_version
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 _CUT = "bash cuts the command (see the VS7xx finding), so the trainer never receives the later overrides"
 _NO_MICRO = "no micro batch key at all with static batching: verl refuses the config at load (A4/A11)"

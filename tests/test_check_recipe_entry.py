@@ -11,7 +11,7 @@ import shutil
 import pytest
 
 from generator.judging import check_script
-from generator.shell import read_file
+from generator.reading.shell import read_file
 
 MAIN_DAPO = ('import hydra\n\n@hydra.main(config_path="config", config_name="dapo_trainer", version_base=None)\n'
              "def main(config):\n    raise SystemExit('never run')\n")

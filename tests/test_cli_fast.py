@@ -67,8 +67,8 @@ def test_gen_check_does_not_import_typer(tmp_path) -> None:
 
 # Modules a check of a shell script outside a checkout never uses: each is imported where it
 # is needed (issue 22: they were ~15 ms of a ~185 ms one-script start).
-NOT_ON_THE_CHECK_PATH = ("generator.forkcode", "generator.pylaunch.override_lists", "generator.pylaunch.chunks",
-                         "generator.candidate", "threading", "signal", "tempfile", "shutil", "importlib.resources",
+NOT_ON_THE_CHECK_PATH = ("generator.reading.fork_code", "generator.reading.python.override_lists", "generator.reading.python.chunks",
+                         "generator.layout.candidate", "threading", "signal", "tempfile", "shutil", "importlib.resources",
                          "tree_sitter_bash", "hashlib", "pkgutil")
 
 
@@ -84,9 +84,9 @@ def test_gen_check_of_a_shell_script_imports_only_what_it_uses(tmp_path) -> None
     assert done.stderr.strip().splitlines()[-1] == "[]"
 
 
-# Patterns compiled on first use (generator.safe_regex.lazy_pattern) for text most scripts lack.
-LAZY_PATTERNS = ("generator.rules.visible_gpus._CVD", "generator.launch_shape.NAMES_TRAINER",
-                 "generator.shell.arith._TOKEN", "generator.overrides._REFERENCES_RE")
+# Patterns compiled on first use (generator.base.safe_regex.lazy_pattern) for text most scripts lack.
+LAZY_PATTERNS = ("generator.rules.visible_gpus._CVD", "generator.reading.recognize.NAMES_TRAINER",
+                 "generator.reading.shell.arith._TOKEN", "generator.reading.overrides._REFERENCES_RE")
 
 
 def test_gen_check_compiles_no_pattern_the_script_does_not_need(tmp_path) -> None:
@@ -106,7 +106,7 @@ def test_gen_check_compiles_no_pattern_the_script_does_not_need(tmp_path) -> Non
 # where they change (docs/performance.md, "Why a check is fast"). The module and what it imports
 # (inspect, and tokenize, dis and linecache behind it) were ~9 ms of a ~140 ms one-script check,
 # and each dataclass ~0.4 ms more to create (issue 22). Nor inspect, which pkgutil.iter_modules
-# imported (rules.load_rules), nor ast, which only reading a Python module needs (pylaunch.hydra_main).
+# imported (rules.load_rules), nor ast, which only reading a Python module needs (reading.python.hydra_main).
 NOT_IMPORTED_BY_A_CHECK = ("dataclasses", "inspect", "ast")
 SCRIPT = ("# verl-gen: ignore[VS701]\n"
           "python3 -m verl.trainer.main_ppo data.train_batch_size=8 trainer.n_gpus_per_node=8 $EXTRA\n")

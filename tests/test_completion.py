@@ -50,7 +50,7 @@ def test_a_value_no_list_holds_completes_to_nothing_so_the_shell_offers_files() 
 
 
 def test_every_completed_value_is_one_the_command_accepts() -> None:
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
     from generator.model.registry import registry_model
     from generator.render.spec import ALGORITHMS
     from generator.judging import load_rules

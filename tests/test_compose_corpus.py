@@ -30,9 +30,9 @@ import pytest
 
 from generator.config.apply import is_hydra_rejection, replace_markers
 from generator.config.build import build_config
-from generator.launch import Invocation
+from generator.reading.launch_script import Invocation
 from generator.schema import snapshot_version
-from generator.shell import read_file
+from generator.reading.shell import read_file
 
 ENTRY = "verl.trainer.main_ppo"
 
@@ -208,7 +208,7 @@ def test_key_verdicts_agree_with_hydra_compose(corpus_dir: Path, verl_config_dir
 
     # The snapshot's config tree is what a user names with --config-dir: trusted, like the CLI does,
     # though it lies outside the corpus script's folder (the project boundary of issue 21).
-    from generator import boundary
+    from generator.base import boundary
 
     boundary.trust(verl_config_dir)
     agree, disagreements = 0, []

@@ -6,7 +6,7 @@ from pathlib import Path
 
 
 from generator.config import build_config, config_from_overrides, is_hydra_rejection, needed_op
-from generator.launch import Invocation, Override, Provenance, Span
+from generator.reading.launch_script import Invocation, Override, Provenance, Span
 
 MEG = "ppo_megatron_trainer"
 

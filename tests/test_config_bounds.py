@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.compose import MAX_LOADS, compose
 from generator.schema.yamlload import MAX_EXPANDED_BYTES, MAX_EXPANDED_NODES, InvalidYaml, load_yaml_file, load_yaml_text
 

@@ -93,7 +93,7 @@ def _hydra_apply(overrides: list[str]) -> tuple[list[int], dict[str, Any] | None
 
 
 def _ours(overrides: list[str]):
-    from generator.overrides import parse_override
+    from generator.reading.overrides import parse_override
 
     items = []
     for index, text in enumerate(overrides):

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.errors import InputError
-from generator.project import NO_PROJECT, find_project_file, load_project
+from generator.base.errors import InputError
+from generator.project.settings import NO_PROJECT, find_project_file, load_project
 
 
 def _write(path: Path, text: str) -> Path:

@@ -17,7 +17,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from text_report import finding_lines
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.rules import reads_defaults
 from generator.schema.resolution import (
     Resolution,
@@ -29,7 +29,7 @@ from generator.schema.resolution import (
     script_keys,
 )
 from generator.schema.releases import packaged_releases
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
 REPO = Path(__file__).resolve().parent.parent
@@ -282,7 +282,7 @@ def test_sarif_and_text_name_the_resolution() -> None:
 
 
 def _project(script: str):
-    from generator.project import load_project
+    from generator.project.settings import load_project
 
     return load_project(script)
 

@@ -19,7 +19,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.schema import load, snapshot_version
 from generator.schema.resolution import infer_release, resolve, script_keys
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 pytestmark = pytest.mark.corpus
 
@@ -44,7 +44,7 @@ def layouts(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         (package / "version").mkdir(parents=True)
         (checkout / ".git").mkdir()  # a clone: without a project mark a folder is no project (issue 34)
         (package / "version" / "version").write_text(_version_file_text(tag_dir.name) + "\n")
-        # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
+        # a copy, not a link: a link out of the checkout is outside the project (generator.base.boundary)
         shutil.copytree(verl_config_dir / tag_dir.name / "verl" / "trainer", package / "trainer")
         for script in sorted(tag_dir.rglob("*.sh")):
             target = checkout / script.relative_to(tag_dir)

@@ -11,7 +11,7 @@ from generator.config import apply_overrides
 from generator.config import defaults_interp, interp
 from generator.config.interp import InterpolationBudget
 from generator.schema.release_schema import inner_nodes
-from generator.launch import Override, Provenance, Span
+from generator.reading.launch_script import Override, Provenance, Span
 
 DEFAULTS: dict[str, Any] = {
     "a.size": 4,

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import pytest
 
-from generator import derive
-from generator.derive import Layout, batch_chain, layout_problems, rollout_problems
+from generator.layout import derive
+from generator.layout.derive import Layout, batch_chain, layout_problems, rollout_problems
 from generator.model.facts import ModelFacts
 from generator.judging import problem_code
 
@@ -204,7 +204,7 @@ def test_nearest_micro_divides(m, micro):
 
 
 def test_tp_group_that_straddles_nodes_is_reported() -> None:
-    from generator.derive import Layout, layout_problems
+    from generator.layout.derive import Layout, layout_problems
 
     straddling = layout_problems(Layout(gpus=12, tp=4, gpus_per_node=6))
     assert [code_of(p) for p in straddling] == ["VP304"] and "does not divide the 6 GPUs" in straddling[0].message
@@ -213,7 +213,7 @@ def test_tp_group_that_straddles_nodes_is_reported() -> None:
 
 def test_embedding_and_loss_count_as_layers_in_the_pipeline_split() -> None:
     # verl's Qwen3-235B script: 94 layers over PP8 with account_for_embedding/loss_in_pipeline_split.
-    from generator.derive import Layout, layout_problems
+    from generator.layout.derive import Layout, layout_problems
     from generator.model import find_model
 
     qwen3_235b = find_model("qwen3-235b-a22b")

@@ -1,4 +1,4 @@
-"""generator.cache.cached_value (a small value derived from many packaged files, kept in the
+"""generator.base.cache.cached_value (a small value derived from many packaged files, kept in the
 user cache by their stamps: path, size, modification time) and its first user, the config-group
 keys of every packaged schema: a hit gives the same value without computing it, an edit to any
 file is a miss, and a corrupt, forged or foreign entry is ignored and rewritten, never trusted."""
@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from generator import cache
+from generator.base import cache
 
 
 @pytest.fixture()

@@ -10,7 +10,7 @@ from typer.testing import CliRunner
 from generator.cli import app
 from generator.config import config_from_overrides
 from generator.config.parsed_values import MISSING, same_value
-from generator.diffing import Side, compare, group_of
+from generator.diff.launches import Side, compare, group_of
 from generator.report.diff_text import render_text
 
 runner = CliRunner()

@@ -11,8 +11,8 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.discover import expand_paths
-from generator.errors import InputError
+from generator.inputs.discover import expand_paths
+from generator.base.errors import InputError
 
 LAUNCH = "python3 -m verl.trainer.main_ppo data.train_batch_size=8 actor_rollout_ref.actor.ppo_mini_batch_size=4\n"
 

@@ -18,9 +18,9 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile_cases import CALL, SECRET, Case, problems, run_case
 
-from generator import cache, files
-from generator.errors import InputError
-from generator.files import write_atomic
+from generator.base import cache, files
+from generator.base.errors import InputError
+from generator.base.files import write_atomic
 
 FIXTURES = Path(__file__).resolve().parent / "fixtures"
 
@@ -110,7 +110,7 @@ def test_a_link_that_stays_inside_the_project_is_followed(tmp_path: Path) -> Non
 
 
 def test_without_git_the_root_is_the_nearest_project_marker(tmp_path: Path) -> None:
-    from generator.folder_memo import project_chain
+    from generator.base.folder_memo import project_chain
 
     project = tmp_path / "proj"
     (project / "scripts").mkdir(parents=True)
@@ -124,7 +124,7 @@ def test_without_git_the_root_is_the_nearest_project_marker(tmp_path: Path) -> N
 def test_a_link_above_the_project_is_the_users_own_layout(tmp_path: Path) -> None:
     """`~/code -> /mnt/data/code` holding a repository: the repository is still the root (a
     link above the project's top is not one of the project's links)."""
-    from generator.folder_memo import project_chain
+    from generator.base.folder_memo import project_chain
 
     real = tmp_path / "mnt" / "code"
     (real / "proj" / ".git").mkdir(parents=True)
@@ -300,7 +300,7 @@ def test_tests_do_not_write_the_users_cache() -> None:
 def test_a_walk_does_not_read_a_callee_or_gitignore_outside_the_project(tmp_path: Path) -> None:
     """Whether a wrapper is kept depends on its callee's text: a callee outside the project is
     not read (so `bash ../other/train.sh` is passed over), nor is a `.gitignore` linked outside."""
-    from generator.discover import expand_paths
+    from generator.inputs.discover import expand_paths
 
     repo, other = _tree(tmp_path)
     (repo / "wrapper.sh").write_text("export BS=64\nbash ../other/train.sh\n")

@@ -8,7 +8,7 @@ import re
 
 import pytest
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.report.doc_pages import doc_link, doc_text, pages, section
 from generator.report.rule_doc import rule_doc
 from generator.judging import load_rules

@@ -4,7 +4,7 @@ an unset `$NNODES` could have is an error; one that fails for some counts only s
 from __future__ import annotations
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 
 def _script(mini: int, nodes: str = "$NNODES", per_node: str = "8") -> str:

@@ -1,4 +1,4 @@
-"""The one input reader and the one atomic writer (generator/files.py); each test makes its own input."""
+"""The one input reader and the one atomic writer (generator/base/files.py); each test makes its own input."""
 
 from __future__ import annotations
 
@@ -12,9 +12,9 @@ import textwrap
 
 import pytest
 
-from generator import files as files_mod
-from generator.errors import InputError
-from generator.files import keep_final_newline, read_input, read_text_input, write_atomic
+from generator.base import files as files_mod
+from generator.base.errors import InputError
+from generator.base.files import keep_final_newline, read_input, read_text_input, write_atomic
 
 # --- read_input ------------------------------------------------------------------------------
 
@@ -37,8 +37,8 @@ def test_a_fifo_is_refused_without_blocking(tmp_path):
     # Opening a FIFO for reading with no writer blocks forever; the refusal must come first.
     # Run in a child with a timeout so a regression fails instead of hanging the suite.
     code = textwrap.dedent(f"""
-        from generator.files import read_input
-        from generator.errors import InputError
+        from generator.base.files import read_input
+        from generator.base.errors import InputError
         try:
             read_input({str(fifo)!r})
         except InputError as err:

@@ -31,7 +31,7 @@ def _allowed_lines(script, results) -> set[int]:
     """Lines of the original a fix may touch: each finding's line, and for fixes the lines where
     the values its key edits change are defined and the lines of its text edits."""
     from generator.fix.place import setting_override
-    from generator.edit_kinds import KeyEdit
+    from generator.reading.edit_kinds import KeyEdit
 
     allowed: set[int] = set()
     for invocation, config, findings in results:
@@ -86,7 +86,7 @@ def _memoised(read, check):
 @pytest.mark.parametrize("every", [pytest.param(4, id="sample"), pytest.param(1, id="all", marks=pytest.mark.slow)])
 @pytest.mark.parametrize("unsafe", [False, True], ids=["safe", "unsafe"])
 def test_fix_whole_corpus_in_place(corpus_dir, tmp_path, unsafe, every):
-    from generator.files import keep_final_newline, write_atomic
+    from generator.base.files import keep_final_newline, write_atomic
     from generator.fix.engine import default_checker, default_reader, fix_source, remaining_fixable
     from generator.schema import snapshot_version
 

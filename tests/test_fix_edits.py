@@ -7,14 +7,14 @@ import subprocess
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from generator.fix.edits import (
+from generator.fix.splice import (
     CannotQuote,
     OverlappingEdits,
     apply_edits,
     requote,
     select_compatible,
 )
-from generator.edit_kinds import TextEdit
+from generator.reading.edit_kinds import TextEdit
 
 
 # --- apply_edits ---------------------------------------------------------------------------

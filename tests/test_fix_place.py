@@ -6,12 +6,12 @@ from __future__ import annotations
 import pytest
 
 from generator.config.types import Config
-from generator.edit_kinds import KeyEdit, TextEdit
-from generator.fix.edits import apply_edits
+from generator.reading.edit_kinds import KeyEdit, TextEdit
+from generator.fix.splice import apply_edits
 from generator.fix.engine import fix_source
 from generator.fix.migrate import delete_word_edit, migrate_source
 from generator.fix.place import insertion_edit, place_fix
-from generator.launch import Invocation, LaunchScript, Override, Provenance, Span
+from generator.reading.launch_script import Invocation, LaunchScript, Override, Provenance, Span
 from generator.rules.core import Finding, Fix
 
 

@@ -9,8 +9,8 @@ import subprocess
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from generator.edit_kinds import KeyEdit
-from generator.fix.edits import apply_edits
+from generator.reading.edit_kinds import KeyEdit
+from generator.fix.splice import apply_edits
 from generator.fix.place import place_fix
 from generator.fix.values import hydra_text
 from generator.rules.core import Fix
@@ -53,7 +53,7 @@ def _script(style: str, old: int = 60) -> bytes:
 @settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(style=st.sampled_from(sorted(STYLES)), new=values)
 def test_setting_a_value_anywhere_reads_back_exactly(style, new, tmp_path):
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     source = _script(style)
     script = read_script(source, "run.sh")

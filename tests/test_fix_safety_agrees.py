@@ -9,7 +9,7 @@ import sys
 from pathlib import Path
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""generator.folder_memo: folder answers are remembered inside one run only, per key, and a
+"""generator.base.folder_memo: folder answers are remembered inside one run only, per key, and a
 `gen check` of many scripts in one folder asks the folder once (the corpus check's saving)."""
 
 from __future__ import annotations
@@ -8,8 +8,9 @@ from pathlib import Path
 
 import pytest
 
-from generator import boundary, folder_memo, project_root, session
-from generator.project import find_project_file
+from generator.base import boundary, folder_memo, session
+from generator.project import root as project_root
+from generator.project.settings import find_project_file
 
 
 def test_nothing_is_remembered_outside_a_run() -> None:

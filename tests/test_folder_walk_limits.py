@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import discover
-from generator.errors import InputError
+from generator.inputs import discover
+from generator.base.errors import InputError
 
 LAUNCH = "python3 -m verl.trainer.main_ppo data.train_batch_size=8\n"
 HELPER = "python prepare_data.py --out data/\n"

@@ -8,7 +8,7 @@ from pathlib import Path
 from generator.judging import check_script
 from generator.schema.fork_dataclasses import fork_fields
 from generator.schema.resolution import resolve_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 YAML = """actor_rollout_ref:
   actor:

@@ -14,7 +14,7 @@ import yaml
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.resources import data_dir
+from generator.base.resources import data_dir
 
 runner = CliRunner()
 CALIBRATION = yaml.safe_load((data_dir() / "fsdp_calibration.yaml").read_text())

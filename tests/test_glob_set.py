@@ -1,5 +1,5 @@
 """Issue 35: .gitignore rules and the project's exclude / per-file-ignores globs are compiled once
-per run (generator/glob_set.py) and bounded (MAX_PATTERNS). The set answers as each pattern
+per run (generator/base/glob_set.py) and bounded (MAX_PATTERNS). The set answers as each pattern
 matched alone would: checked here against fnmatch and against one regex per pattern."""
 
 from __future__ import annotations
@@ -12,10 +12,10 @@ from pathlib import Path
 
 import pytest
 
-from generator.discover import expand_paths
-from generator.errors import InputError
-from generator.glob_set import MAX_PATTERNS, Glob, GlobSet, glob_regex
-from generator.project import settings_from_table
+from generator.inputs.discover import expand_paths
+from generator.base.errors import InputError
+from generator.base.glob_set import MAX_PATTERNS, Glob, GlobSet, glob_regex
+from generator.project.settings import settings_from_table
 
 _ALPHABET = ["a", "b", "/", "*", "?", "[ab]", "**/", "**", ".", "x"]
 

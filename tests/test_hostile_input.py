@@ -13,7 +13,7 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-from generator import files as files_mod
+from generator.base import files as files_mod
 from generator.cli import app
 
 CALL = (

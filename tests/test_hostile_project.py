@@ -15,9 +15,10 @@ sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from hostile_cases import CASES, MAX_RSS_MB, MAX_SECONDS, run_case, problems
 
-from generator import boundary, project_root
-from generator.errors import InputError
-from generator.files import read_input, write_atomic
+from generator.base import boundary
+from generator.project import root as project_root
+from generator.base.errors import InputError
+from generator.base.files import read_input, write_atomic
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

@@ -1,5 +1,5 @@
-"""Hydra's answers kept between runs (generator.cache.RememberedAnswers, used by
-generator.overrides for the texts its fast path leaves to Hydra): a kept answer is Hydra's own,
+"""Hydra's answers kept between runs (generator.base.cache.RememberedAnswers, used by
+generator.reading.overrides for the texts its fast path leaves to Hydra): a kept answer is Hydra's own,
 a later process needs no Hydra for it, and an entry that cannot be trusted is not used."""
 
 from __future__ import annotations
@@ -13,7 +13,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import cache, overrides
+from generator.base import cache
+from generator.reading import overrides
 
 # Texts the fast path leaves to Hydra, of each kind Hydra answers: a grammar error, a nested
 # list, a mapping, quoted text with `$`, a choice sweep (an error of ours with its choices). Eight:

@@ -11,10 +11,10 @@ from generator.cli import app
 from generator.config import build_config
 from generator.config.knobs import MEGATRON_OFFLOAD_FRACTION, Reads, read_knobs
 from generator.config.reader import ConfigReader
-from generator.hardware import gpu_spec
+from generator.layout.hardware import gpu_spec
 from generator.plan.script_setup import memory_setup_from_config
 from generator.script.extract import setup_from_config, trainer_call
-from generator.shell import read_launch
+from generator.reading.shell import read_launch
 
 # Written for this test: Megatron's CPU optimizer on, its offload fraction left unset.
 SCRIPT = r"""#!/bin/bash

@@ -4,7 +4,7 @@ verl.trainer.main_ppo k=v` is a call of verl's trainer, judged as one."""
 from __future__ import annotations
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 SCRIPT = """python3 tools/run_with_env.py verl.trainer.main_ppo \\
     data.train_batch_size=64 \\

@@ -25,27 +25,22 @@ LAYERS: list[set[str]] = [
     {"__main__"},
     {"cli"},  # parse arguments, call one function, print one report
     {"calibrate"},  # a run's logs against the plan's predictions for the script that started it
-    {"checking"},  # check, explain and fix of one file: read, resolve, judge, report
-    {"report"},
-    {"diffing"},
+    {"check"},  # check and explain of one file: read, resolve, judge, report
+    {"report"},  # every output format
+    {"diff"},  # two launches as the configs verl would see
     {"fix", "library"},
-    {"file_context"},  # one file's settings, release and memory options, built once for check, fix and explain
+    {"inputs"},  # what the commands accept; one file's settings, release and memory options
     {"plan"},
-    {"render", "inputs"},
+    {"render"},
     {"judging"},  # per call: gather the facts (model, fork code, memory, release), run the pure rule engine
     {"rules"},
-    {"forks", "script"},
-    {"config"},
-    {"derive", "schema", "shell", "forkcode"},
-    {"project", "model", "discover"},
-    {"project_root"},
-    {"verl_places", "pylaunch", "hardware"},
-    {"files"},
-    {"boundary", "release_semantics", "pins", "candidate", "glob_set"},  # glob_set: compiled ignore/exclude patterns; pins: what a caller pins for the planner (a typed record); candidate: its sized layout
-    {"errors", "foreign_paths", "launch", "edit_kinds", "overrides", "suppress", "pool", "launch_shape", "versions",
-     "verl", "resources", "layout"},
-    {"safe_text", "safe_regex", "__init__", "folder_memo", "cache"},
-    {"session"},  # the bottom: imports nothing of the project; one command's state (boundary, memo, recorders)
+    {"script"},
+    {"config"},  # the effective config of one trainer call (and the keys forks add)
+    {"schema", "layout"},  # verl's keys per release and which release judges; the parallel layout and its arithmetic
+    {"reading"},  # bash and Python launchers to the read model; nothing run
+    {"project"},  # which project a script belongs to, and its settings
+    {"verl", "model"},  # facts about verl; the model's architecture facts
+    {"base", "__init__"},  # errors, printed bytes, session, boundary, reads and writes, caches
 ]
 
 # Arrows that run back up today, each with why it is still there. The test fails on any other
@@ -186,7 +181,7 @@ def test_the_check_sees_a_climb_and_a_circle() -> None:
              "generator.d": {"generator.a": 1}}
     assert _circles(graph) == [frozenset({"generator.a", "generator.b", "generator.c"})]
     imports = _imports(_modules())
-    assert "generator.boundary" in imports["generator.files"]  # `from generator import boundary`
-    assert "generator.launch" in imports["generator.shell.launch_reader"]
-    lazy = imports["generator.inputs"]  # imports inside a function and under TYPE_CHECKING
-    assert "generator.project_root" in lazy and "generator.project" in lazy
+    assert "generator.base.boundary" in imports["generator.base.files"]  # `from generator import boundary`
+    assert "generator.reading.launch_script" in imports["generator.reading.shell.script_reader"]
+    lazy = imports["generator.inputs.policy"]  # imports inside a function and under TYPE_CHECKING
+    assert "generator.project.root" in lazy and "generator.project.settings" in lazy

@@ -1,4 +1,4 @@
-"""The shared layout records (generator.layout): the typed keyword view stays in step with the
+"""The shared layout records (generator.layout.parallelism): the typed keyword view stays in step with the
 fields, and the records sit beneath every layer that speaks them."""
 
 from __future__ import annotations
@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.candidate import Candidate
-from generator.derive import Layout
-from generator.layout import Parallelism
+from generator.layout.candidate import Candidate
+from generator.layout.derive import Layout
+from generator.layout.parallelism import Parallelism
 
 ROOT = Path(__file__).resolve().parents[1] / "generator"
 

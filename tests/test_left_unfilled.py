@@ -4,7 +4,7 @@ is its own name, a critic warmup where no critic trains."""
 from __future__ import annotations
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 BASE = """{before}python3 -m verl.trainer.main_ppo \\
     algorithm.adv_estimator={estimator} \\

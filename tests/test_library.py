@@ -10,10 +10,10 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library.recipe_format import recipe_from_mapping, recipe_to_mapping
 from generator.library.store import load_library, read_recipe, user_library_dir
-from generator.resources import recipes_dir
+from generator.base.resources import recipes_dir
 
 PACKAGED = sorted(recipes_dir().glob("*.yaml"))
 BOX_CHARS = set("┏┓┗┛━┃│─┼┡┩╇┳┻└┘┌┐")
@@ -87,7 +87,7 @@ def test_the_3124_layout_is_a_known_oom_rendered_only_with_force_and_its_fix_fit
 
 @pytest.mark.parametrize("path", PACKAGED, ids=lambda p: p.stem)
 def test_packaged_recipe_is_consistent(path):
-    from generator import derive
+    from generator.layout import derive
     from generator.library.convert import recipe_gpu, recipe_model
 
     recipe = read_recipe(path, origin="packaged")

@@ -104,7 +104,7 @@ def test_import_writes_a_valid_recipe_with_the_scripts_numbers(legacy, tmp_path)
 def test_imported_recipe_re_renders_the_same_training_setup(legacy, tmp_path):
     from generator.config import build_config
     from generator.library.convert import to_config
-    from generator.shell import read_file
+    from generator.reading.shell import read_file
 
     library = tmp_path / "lib"
     assert import_cli(legacy, library).exit_code == 0
@@ -216,7 +216,7 @@ def test_a_layout_megatron_cannot_build_is_refused(tmp_path):
 @pytest.mark.parametrize("every", [pytest.param(4, id="sample"),
                                    pytest.param(1, id="all", marks=pytest.mark.slow)])
 def test_corpus_scripts_import_or_refuse_in_one_line_and_imports_render(corpus_dir, tmp_path, every):
-    from generator.errors import InputError
+    from generator.base.errors import InputError
     from generator.library.convert import to_spec
     from generator.library.importer import import_script
     from generator.library.store import load_library

@@ -12,7 +12,7 @@ from typer.testing import CliRunner
 
 from generator.cli import app
 from generator.library.store import load_library
-from generator.versions import parse
+from generator.verl.versions import parse
 
 LIBRARY = load_library()
 EXAMPLES = [r for r in LIBRARY.sorted() if r.name.startswith("example-")]

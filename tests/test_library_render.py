@@ -42,7 +42,7 @@ def hydra_trees(verl_config_dir):
     from hydra import compose, initialize_config_dir
     from hydra.core.global_hydra import GlobalHydra
 
-    from generator.overrides import parse_override
+    from generator.reading.overrides import parse_override
 
     seen: set[tuple] = set()
 
@@ -75,7 +75,7 @@ def _lookup(config: Any, key: str) -> Any:
 def test_recipe_renders_checks_clean_and_composes(recipe, rendered, hydra_trees):
     from generator.render.release_form import composed_config_name
     from generator.judging import check_script
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     release = recipe.target_version  # what the script is rendered for (0.8+ examples: model_engine=megatron)
     text = rendered[recipe.name]

@@ -8,7 +8,7 @@ import pytest
 from ruamel.yaml import YAML
 
 from generator.library.store import _load_yaml
-from generator.resources import recipes_dir
+from generator.base.resources import recipes_dir
 
 SCALARS = ["yes", "no", "on", "off", "y", "n", "True", "FALSE", "tRUE", "~", "null", "Null", "", "1e-6", "1E6",
            "1.5e+3", ".5", "5.", "-0.0", "+12", "0o17", "0x1F", "017", "1_000", "1:20", "2024-01-01", ".inf",

@@ -44,11 +44,11 @@ def test_every_bound_in_the_doc_is_the_constants_value():
 
 def test_the_doc_lists_every_input_cap_of_the_readers():
     named = {f"{module}.{name}" for _, constants in _rows() for module, name in constants}
-    for expected in ("generator.files.SCRIPT_LIMIT", "generator.files.DATA_LIMIT", "generator.files.MAX_TRAINER_CALLS",
-                     "generator.shell.model.WORK_LIMIT", "generator.shell.model.MAX_VALUE_CHARS",
-                     "generator.shell.model.MAX_VALUE_PARTS", "generator.schema.compose.MAX_LOADS",
+    for expected in ("generator.base.files.SCRIPT_LIMIT", "generator.base.files.DATA_LIMIT", "generator.base.files.MAX_TRAINER_CALLS",
+                     "generator.reading.shell.model.WORK_LIMIT", "generator.reading.shell.model.MAX_VALUE_CHARS",
+                     "generator.reading.shell.model.MAX_VALUE_PARTS", "generator.schema.compose.MAX_LOADS",
                      "generator.schema.yamlload.MAX_EXPANDED_NODES",
                      # issue 35: one budget per run
                      "generator.schema.yamlload.MAX_EXPANDED_BYTES", "generator.schema.compose.MAX_RUN_LOAD_BYTES",
-                     "generator.glob_set.MAX_PATTERNS", "generator.cli.show.MAX_RESOLVED_CHARS"):
+                     "generator.base.glob_set.MAX_PATTERNS", "generator.cli.show.MAX_RESOLVED_CHARS"):
         assert expected in named

@@ -20,11 +20,11 @@ from pathlib import Path
 import pytest
 
 from generator.config.apply import replace_markers
-from generator.overrides import parse_override
+from generator.reading.overrides import parse_override
 from generator.judging import check_script
 from generator.schema.groups import group_dirs
-from generator.shell import read_script
-from generator.verl import PPO_ENTRY
+from generator.reading.shell import read_script
+from generator.verl.constants import PPO_ENTRY
 
 pytestmark = pytest.mark.corpus
 
@@ -57,7 +57,7 @@ def checked(corpus_dir: Path, verl_config_dir: Path, tmp_path_factory: pytest.Te
         (package / "version").mkdir(parents=True)
         (checkout / ".git").mkdir()  # a clone: without a project mark a folder is no project (issue 34)
         (package / "version" / "version").write_text(VERSION_FILE[tag] + "\n")
-        # a copy, not a link: a link out of the checkout is outside the project (generator.boundary)
+        # a copy, not a link: a link out of the checkout is outside the project (generator.base.boundary)
         shutil.copytree(verl_config_dir / tag / "verl" / "trainer", package / "trainer")
         for rel, stored in scripts:
             target = checkout / rel

@@ -8,8 +8,8 @@ import pytest
 
 from generator.model import find_model
 from generator.plan.activations import MOE_ACTIVATION_FACTOR, dense_layer_activation_bytes, moe_layer_activation_bytes
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.plan.memory import OVERHEAD_GIB, phase_memory
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import GIB, Workload

@@ -8,9 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.hardware import gpu_spec
+from generator.layout.hardware import gpu_spec
 from generator.model import find_model
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.plan.memory import MemorySetup, evaluate_memory
 from generator.plan.memory_check import smallest_fix
 from generator.plan.workload import Workload

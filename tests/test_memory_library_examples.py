@@ -13,7 +13,7 @@ from dataclasses import replace
 
 import pytest
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library import spec_for_cli
 from generator.library.recipe_format import recipe_from_mapping, recipe_to_mapping
 from generator.library.store import load_library

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from generator.config import build_config
-from generator.hardware import gpu_spec
+from generator.layout.hardware import gpu_spec
 from generator.library.convert import recipe_memory_setup
 from generator.library.store import load_library
 from generator.model import find_model
@@ -18,7 +18,7 @@ from generator.model.params import megatron_lora_share, total_params
 from generator.plan.memory import MemorySetup, evaluate_memory
 from generator.plan.script_setup import memory_setup_from_config
 from generator.script.extract import trainer_call
-from generator.shell import read_launch
+from generator.reading.shell import read_launch
 
 LIBRARY = load_library()
 

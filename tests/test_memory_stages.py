@@ -10,8 +10,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from generator.model import find_model, total_params
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, FIT_FRACTION, OVERHEAD_GIB, PHASES,
                                    STEP_TEMP_BYTES, MemorySetup, evaluate_memory, phase_memory,
                                    usable_gib)
@@ -175,7 +175,7 @@ def test_every_planned_recipe_fits_on_every_stage_and_phase():
 
 @pytest.mark.parametrize("model, gpus, gpu", [("deepseek-v3", 256, "h100"), ("qwen3-235b-a22b", 64, "h20")])
 def test_large_moe_plans_report_and_fit_every_stage(model, gpus, gpu):
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
     from generator.plan import plan_layout
 
     plan = plan_layout(find_model(model), gpus, nodes=gpus // 8, gpu=gpu_spec(gpu), top=3)

@@ -190,7 +190,7 @@ def test_unsafe_migration_of_every_script_keeps_bash_syntax_and_is_idempotent(co
     from generator import schema
     from generator.fix.engine import default_reader
     from generator.fix.migrate import migrate_source, migration_table
-    from generator.versions import parse
+    from generator.verl.versions import parse
 
     newest = max((v for v in schema.available() if "+" not in v), key=parse)
     target = schema.load(newest)

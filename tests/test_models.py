@@ -6,8 +6,8 @@ import json
 
 import pytest
 
-from generator.errors import InputError
-from generator.hardware import gpu_spec
+from generator.base.errors import InputError
+from generator.layout.hardware import gpu_spec
 from generator.model import (find_model, kv_cache_bytes_per_token, list_models, load_model_config, model_slug,
                               resolve_model, total_params)
 
@@ -85,7 +85,7 @@ def test_a_version_word_is_part_of_the_name_when_nothing_else_is():
 def test_registry_reproduces_published_parameter_counts():
     import yaml
 
-    from generator.resources import data_dir
+    from generator.base.resources import data_dir
 
     raw = {m["name"]: m for m in yaml.safe_load((data_dir() / "models.yaml").read_text())["models"]}
     models = list_models()

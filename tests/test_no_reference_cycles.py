@@ -8,7 +8,7 @@ from __future__ import annotations
 import gc
 from pathlib import Path
 
-from generator.checking import check_paths
+from generator.check.runner import check_paths
 
 SCRIPT = """\
 #!/bin/bash

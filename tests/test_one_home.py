@@ -25,7 +25,7 @@ PER_RANK_MINI_INLINE = re.compile(r"\*\s*[\w.\[\]\"']*\bn\b[\]\"')]*\s*//\s*\w*d
 
 
 # Algorithm facts: a list of algorithm names (who has a critic, a group baseline, no KL ...) or a
-# comparison with PPO's name or estimator is the table's to answer (generator.verl.ALGORITHM_TABLE).
+# comparison with PPO's name or estimator is the table's to answer (generator.verl.constants.ALGORITHM_TABLE).
 _NAME = r'"(?:grpo|ppo|dapo|gspo|rloo|gae|reinforce_plus_plus)"'
 ALGORITHM_FACT_INLINE = re.compile(rf"\(\s*{_NAME}\s*,\s*{_NAME}|[!=]=\s*\"(?:ppo|gae)\"")
 # The relief ladder: a (param, optimizer, CPU fraction, recompute) rung or a list of CPU-optimizer
@@ -75,19 +75,19 @@ def test_patterns_catch_the_inline_forms() -> None:
 
 
 def test_data_parallel_size_is_computed_in_derive_only() -> None:
-    assert _hits(DP_INLINE, home="derive.py") == []
+    assert _hits(DP_INLINE, home="layout/derive.py") == []
 
 
 def test_the_dp_equation_is_worded_in_derive_only() -> None:
-    assert _hits(DP_WORDING, home="derive.py") == []
+    assert _hits(DP_WORDING, home="layout/derive.py") == []
 
 
 def test_per_rank_mini_batch_is_computed_in_derive_only() -> None:
-    assert _hits(PER_RANK_MINI_INLINE, home="derive.py") == []
+    assert _hits(PER_RANK_MINI_INLINE, home="layout/derive.py") == []
 
 
 def test_algorithm_facts_live_in_the_table_only() -> None:
-    assert _hits(ALGORITHM_FACT_INLINE, home="verl.py") == []
+    assert _hits(ALGORITHM_FACT_INLINE, home="verl/constants.py") == []
 
 
 def test_the_relief_ladder_is_written_once() -> None:

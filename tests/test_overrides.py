@@ -1,4 +1,4 @@
-"""generator.overrides: the fast path must agree with Hydra's grammar, and format_value must
+"""generator.reading.overrides: the fast path must agree with Hydra's grammar, and format_value must
 round-trip through Hydra."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.overrides import (
+from generator.reading.overrides import (
     format_override,
     format_value,
     looks_like_override,

@@ -25,7 +25,7 @@ from generator.report.catalog import catalog_page, entry
 from generator.report.charts import svg_chart, terminal_bars
 from generator.report.layout_chart import Shape, layout_svg, placements
 from generator.report.palette import LIMIT_COLOUR, OVER_FILL, group_of, term_colour
-from generator.resources import recipes_dir
+from generator.base.resources import recipes_dir
 
 SVG = "{http://www.w3.org/2000/svg}"
 

@@ -1,5 +1,5 @@
 """`gen plan` and `gen recipe` take one set of pin options (generator.cli.pin_options), named as
-the planner's pins (generator.pins.OPTION_FIELDS) and helped alike."""
+the planner's pins (generator.layout.pins.OPTION_FIELDS) and helped alike."""
 
 from __future__ import annotations
 
@@ -10,9 +10,9 @@ import typer.main
 
 from generator.cli import app
 from generator.cli.pin_options import PINS
-from generator.errors import InputError
-from generator.layout import Offload, ParallelSizes
-from generator.pins import LAYOUT_FIELDS, OPTION_FIELDS, Pins, pins_from_options, pins_text
+from generator.base.errors import InputError
+from generator.layout.parallelism import Offload, ParallelSizes
+from generator.layout.pins import LAYOUT_FIELDS, OPTION_FIELDS, Pins, pins_from_options, pins_text
 
 
 def _options(command: str) -> dict[str, tuple[tuple[str, ...], str | None]]:

@@ -13,11 +13,11 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
-from generator.errors import InputError
-from generator.hardware import gpu_spec
+from generator.layout.derive import Layout, layout_problems, rollout_problems, vpp_micro_batch_problem
+from generator.base.errors import InputError
+from generator.layout.hardware import gpu_spec
 from generator.model import find_model
-from generator.pins import Pins
+from generator.layout.pins import Pins
 from generator.plan import batch_sizes, plan_layout
 from generator.plan.batch_choice import AGENT_NUM_WORKERS
 
@@ -210,7 +210,7 @@ def test_given_batch_that_only_some_layouts_accept():
 def test_shown_totals_are_the_ones_fit_was_decided_on():
     # Found by the property test above: summing rounded terms once showed 77.22 GiB against a
     # 77.21 GiB limit for a candidate the search had (correctly) judged to fit.
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
     from generator.model import resolve_model
     from generator.plan import plan_layout
 
@@ -236,7 +236,7 @@ def _minis_by_definition(prompts: int, n: int, dp: int) -> list[int]:
 @settings(max_examples=200, deadline=None)
 @given(st.integers(1, 600), st.integers(1, 16), st.integers(1, 64))
 def test_valid_minis_by_divisors_equals_the_definition(prompts: int, n: int, dp: int) -> None:
-    from generator.derive import valid_minis
+    from generator.layout.derive import valid_minis
 
     assert valid_minis(prompts, n, dp) == _minis_by_definition(prompts, n, dp)
 

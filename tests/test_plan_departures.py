@@ -13,8 +13,8 @@ from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.layout import Offload
-from generator.candidate import Candidate, PhaseMemory, StepTime
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate, PhaseMemory, StepTime
 from generator.plan.verl_departures import Departure, knob_differences, matching_rows, part_savings
 from generator.model import resolve_model
 from generator.report.departures import departure_dict, departure_text

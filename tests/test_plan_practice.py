@@ -8,10 +8,10 @@ from dataclasses import replace
 
 import pytest
 
-from generator.candidate import Candidate
-from generator.hardware import gpu_spec
+from generator.layout.candidate import Candidate
+from generator.layout.hardware import gpu_spec
 from generator.model import find_model, total_params
-from generator.pins import Pins
+from generator.layout.pins import Pins
 from generator.plan import plan_layout
 from generator.plan.error_band import MEMORY_ERROR_BAND, STEP_TIME_ERROR_BAND
 from generator.plan.practice import (SPARE_FLOOR, budget_holds_sequences, layout_violations, least_budget_tokens,

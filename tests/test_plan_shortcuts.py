@@ -14,12 +14,12 @@ from dataclasses import replace
 
 import pytest
 
-from generator.derive import Layout
-from generator.hardware import gpu_spec
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.derive import Layout
+from generator.layout.hardware import gpu_spec
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.model import find_model
-from generator.pins import Pins
+from generator.layout.pins import Pins
 from generator.plan.activations import in_flight_count
 from generator.plan.memory import (MemorySetup, evaluate_memory, phase_memory, training_phases_fit,
                                    worst_rollout_phase)

@@ -7,7 +7,7 @@ import functools
 
 import pytest
 
-from generator.derive import Layout, layout_problems
+from generator.layout.derive import Layout, layout_problems
 from generator.plan.error_band import MEMORY_ERROR_BAND
 from generator.plan.result import Plan
 from generator.plan.known_outcomes import calibration_points
@@ -164,7 +164,7 @@ def test_no_needless_offload(row_id):
     """Issue 23: each offload step the plan turns on beyond verl's own knobs for the row is needed --
     the same layout with that step off (the planner sizing the other knobs) does not fit, or is
     estimated slower by a step bucket."""
-    from generator.pins import Pins
+    from generator.layout.pins import Pins
     from generator.plan.ranking import step_bucket
     from generator.plan.reference import LAYOUT_KEYS
 

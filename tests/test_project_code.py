@@ -17,10 +17,10 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.forkcode import read_fork_code
+from generator.reading.fork_code import read_fork_code
 from generator.schema.generated import read_config
 from generator.schema.imports import imported_verl, vendored_forks
-from generator.shell import read_launch
+from generator.reading.shell import read_launch
 
 PROJECTS = Path(__file__).resolve().parent / "fixtures" / "projects"
 

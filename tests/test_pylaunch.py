@@ -6,11 +6,11 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from generator.errors import InputError
-from generator.edit_kinds import KeyEdit
-from generator.fix.edits import apply_edits
-from generator.pylaunch.hydra_main import entry_config, find_entry_file, read_hydra_main
-from generator.pylaunch.override_lists import key_edits_to_text_edits, read_override_lists
+from generator.base.errors import InputError
+from generator.reading.edit_kinds import KeyEdit
+from generator.fix.splice import apply_edits
+from generator.reading.python.hydra_main import entry_config, find_entry_file, read_hydra_main
+from generator.reading.python.override_lists import key_edits_to_text_edits, read_override_lists
 
 
 
@@ -145,8 +145,8 @@ def test_edited_launcher_reads_back_with_the_new_value():
 
 def test_launcher_read_model_points_at_values_inside_the_literals():
     from generator.fix.place import place_fix
-    from generator.fix.edits import apply_edits
-    from generator.pylaunch.override_lists import read_launcher
+    from generator.fix.splice import apply_edits
+    from generator.reading.python.override_lists import read_launcher
     from generator.rules.core import Fix
 
     script = read_launcher(LAUNCHER, "launch.py")
@@ -235,8 +235,8 @@ _STATEMENTS = [
 @settings(max_examples=30, deadline=None)
 @given(st.lists(st.sampled_from(_STATEMENTS), min_size=1, max_size=8))
 def test_chunked_reading_finds_what_a_whole_file_parse_finds(parts: list[str]) -> None:
-    from generator.pylaunch.override_lists import _override_lists_in, read_override_lists
-    from generator.pylaunch.chunks import Chunk
+    from generator.reading.python.override_lists import _override_lists_in, read_override_lists
+    from generator.reading.python.chunks import Chunk
 
     data = "".join(parts).encode()
     whole = _override_lists_in(Chunk(0, 1, data), "launcher.py")
@@ -248,7 +248,7 @@ def test_every_command_reads_python_launchers_through_read_launch(tmp_path) -> N
     from typer.testing import CliRunner
 
     from generator.cli import app
-    from generator.shell import read_launch
+    from generator.reading.shell import read_launch
 
     launcher = tmp_path / "launch.py"
     launcher.write_text('import subprocess\nsubprocess.run(["python3", "-m", "verl.trainer.main_ppo",\n'

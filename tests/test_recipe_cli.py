@@ -10,7 +10,7 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.errors import InputError
+from generator.base.errors import InputError
 
 GOLDEN = Path(__file__).resolve().parent / "golden"
 runner = CliRunner()
@@ -101,7 +101,7 @@ def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], messa
 
 def test_a_config_the_rules_reject_is_never_rendered() -> None:
     from generator.model import resolve_model
-    from generator.candidate import Candidate
+    from generator.layout.candidate import Candidate
     from generator.render import generate
     from generator.render.spec import RecipeSpec
 
@@ -183,7 +183,7 @@ def test_gpus_above_one_node_without_nodes_become_nodes_of_the_gpu_type(gpus: in
 
 def test_run_options_reach_the_trainer(tmp_path: Path) -> None:
     from generator.config import config_from_overrides
-    from generator.shell import read_launch
+    from generator.reading.shell import read_launch
 
     result = gen("--model", "qwen2-7b", "--gpus", "8", "--logger", "console", "--logger", "wandb",
                  "--checkpoint-dir", "/ckpt/my run", "--save-freq", "50", "--resume-mode", "resume_path",

@@ -111,7 +111,7 @@ def test_a_value_computed_at_run_time_becomes_a_required_knob(rerendered: Path, 
 
 def test_rerendered_script_is_clean(rerendered: Path, shellcheck: str) -> None:
     from generator.judging import check_script
-    from generator.shell import read_file
+    from generator.reading.shell import read_file
 
     assert subprocess.run(["bash", "-n", str(rerendered)]).returncode == 0
     done = subprocess.run([shellcheck, "-S", "warning", str(rerendered)], capture_output=True, text=True)

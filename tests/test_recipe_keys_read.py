@@ -6,13 +6,13 @@ from __future__ import annotations
 
 import pytest
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.plan.recipe_plan import planned_spec
 from generator.render import build_recipe, validate
 from generator.render.spec import schema_has
 from generator.schema.ignored_keys import IGNORED_KEYS, ignored_key
 from generator.schema.releases import newest_release
-from generator.verl import ALGORITHMS
+from generator.verl.constants import ALGORITHMS
 
 # A dense model, a MoE model and a multi-node one; each algorithm; the newest release and the two before.
 MATRIX = [("qwen2-7b", 8), ("qwen3-30b-a3b", 8), ("qwen2.5-32b", 16)]

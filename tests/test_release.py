@@ -111,7 +111,7 @@ def test_installed_wheel_prints_the_rule_page_and_every_link_resolves(dist: Path
     for link in set(links):
         shown = run("doc", link)
         assert shown.returncode == 0 and shown.stdout.strip(), (link, shown.stderr)
-    installed = subprocess.run([str(python), "-c", "import generator.resources as r; print(r.docs_dir())"],
+    installed = subprocess.run([str(python), "-c", "import generator.base.resources as r; print(r.docs_dir())"],
                                capture_output=True, text=True, cwd=tmp_path).stdout.strip()
     assert "site-packages" in installed and installed.endswith("generator/docs")
 

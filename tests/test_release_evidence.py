@@ -12,7 +12,7 @@ import pytest
 from generator.judging import check_script
 from generator.schema import requirements_release
 from generator.schema.resolution import resolve_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 # rollout.mode=sync: verl 0.7.0 and later refuse it (VR508); 0.4.1 .. 0.6.1 run it. Every key
 # here is in every packaged release's config, so the keys allow all of them.

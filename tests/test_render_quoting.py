@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.errors import InputError
-from generator.overrides import format_value
+from generator.base.errors import InputError
+from generator.reading.overrides import format_value
 from generator.render.quoting import MISSING_MARKER, hydra_body, shq
 
 HOSTILE = [

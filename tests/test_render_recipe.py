@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import pytest
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.model.facts import ModelFacts
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.render.recipe_settings import build_recipe, recipe_overrides
 from generator.render.release_form import composed_config_name
 from generator.render.spec import RecipeSpec

@@ -26,16 +26,16 @@ from pathlib import Path
 import pytest
 
 from generator.model.facts import ModelFacts
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.render import default_filename, generate
 from generator.render.recipe_settings import recipe_overrides
 from generator.plan.planned_scripts import planned_scripts
 from generator.render.release_form import written_config_name
 from generator.render.spec import DEFAULT_VERSION, LAUNCHERS, RecipeSpec
 from generator.judging import check_script
-from generator.shell import read_script
-from generator.verl import ALGORITHMS
+from generator.reading.shell import read_script
+from generator.verl.constants import ALGORITHMS
 
 TRAINER = "verl.trainer.main_ppo"
 

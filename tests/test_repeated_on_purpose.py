@@ -5,7 +5,7 @@ call itself still is (VS704)."""
 from __future__ import annotations
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 SCRIPT = """COMMON="trainer.n_gpus_per_node=8 trainer.nnodes=1 data.train_batch_size=64"
 ARGS=(actor_rollout_ref.rollout.n=8)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import json
 
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.report import FileReport, Located, render_github, render_json, render_sarif, render_text, summary
 from generator.rules.core import Finding, Fix
 from text_report import finding_lines

@@ -3,8 +3,8 @@ values that keep P, n and the GPUs), version gating and undecidable values."""
 
 from __future__ import annotations
 
-from generator import derive
-from generator.edit_kinds import KeyEdit
+from generator.layout import derive
+from generator.reading.edit_kinds import KeyEdit
 from generator.judging import check_config
 from generator.judging.examples import config_for
 

@@ -12,8 +12,8 @@ from generator import schema
 from generator.cli import app
 from generator.config.derived import actor_batch
 from generator.config.reader import ConfigReader
-from generator.edit_kinds import KeyEdit
-from generator.forks import FORK_BATCH_KEYS, fork_batch_settings
+from generator.reading.edit_kinds import KeyEdit
+from generator.config.forks import FORK_BATCH_KEYS, fork_batch_settings
 from generator.report.explain import explain_config
 from generator.judging import check_config
 from generator.judging.examples import config_for
@@ -211,7 +211,7 @@ def test_generation_entry_gets_no_arithmetic(tmp_path):
 # --- a fix that creates a new error is not offered ----------------------------------------------
 
 def test_a_fix_that_creates_a_new_error_is_left_out():
-    from generator.edit_kinds import TextEdit
+    from generator.reading.edit_kinds import TextEdit
     from generator.fix.engine import default_reader, fix_source
     from generator.rules.core import Finding, Fix
 

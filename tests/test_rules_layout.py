@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import json
 
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.judging import check_config, check_script
 from generator.judging.examples import config_for
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 A = "actor_rollout_ref.actor."
 M = A + "megatron."

@@ -24,9 +24,9 @@ RULES = REPO / "generator" / "rules"
 # facts (generator.judging.gather) instead. A name here forbids the module and its submodules.
 FORBIDDEN_MODULES = (
     "io", "os", "glob", "shutil", "subprocess", "tempfile", "importlib", "pkgutil", "functools",
-    "generator.session", "generator.files", "generator.cache", "generator.folder_memo", "generator.boundary",
-    "generator.project", "generator.project_root", "generator.verl_places", "generator.forkcode",
-    "generator.forks", "generator.pool", "generator.judging", "generator.schema.resolution",
+    "generator.base.session", "generator.base.files", "generator.base.cache", "generator.base.folder_memo", "generator.base.boundary",
+    "generator.project.settings", "generator.project.root", "generator.verl.places", "generator.reading.fork_code",
+    "generator.config.forks", "generator.base.pool", "generator.judging", "generator.schema.resolution",
     "generator.schema.release_schema", "generator.config.build", "generator.config.locate",
     "generator.model.registry", "generator.model.loader",
 )
@@ -131,7 +131,7 @@ def test_the_scan_sees_each_kind_of_impurity(tmp_path: Path) -> None:
     bad = tmp_path / "bad.py"
     bad.write_text(
         "from functools import lru_cache\n"
-        "from generator.forks import fork_code\n"
+        "from generator.config.forks import fork_code\n"
         "from generator.schema import load\n"
         "import os.path\n"
         "_SEEN = {}\n"
@@ -141,6 +141,6 @@ def test_the_scan_sees_each_kind_of_impurity(tmp_path: Path) -> None:
         "    global _SEEN\n"
         "    return open('x').read() + ctx.path.read_text()\n")
     found = "\n".join(impurities(bad))
-    for expected in ("from functools", "from generator.forks", "import load", "import os.path", "module state _SEEN",
+    for expected in ("from functools", "from generator.config.forks", "import load", "import os.path", "module state _SEEN",
                      "module state CACHE", "@lru_cache", "global _SEEN", "open(...)", "read_text(...)"):
         assert expected in found, expected

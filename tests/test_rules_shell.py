@@ -2,8 +2,8 @@
 
 from __future__ import annotations
 
-from generator.edit_kinds import TextEdit
-from generator.launch import Hazard, LaunchScript, Span
+from generator.reading.edit_kinds import TextEdit
+from generator.reading.launch_script import Hazard, LaunchScript, Span
 from generator.judging import script_findings
 
 

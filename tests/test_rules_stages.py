@@ -9,7 +9,7 @@ from generator.config import config_from_overrides
 from generator.config.build import build_config
 from generator.judging import check_config, check_script
 from generator.judging.examples import BASE
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 A = "actor_rollout_ref.actor."
 R = "actor_rollout_ref.rollout."

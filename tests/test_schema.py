@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from generator import schema as schema_pkg
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema import (
     HEAD_SCHEMA, available, load, packaged_releases, removed_values, renames, resolve_version, snapshot_version,
 )
@@ -21,7 +21,7 @@ from generator.schema.migrations import MOVES, bad_value
 from generator.schema.releases import HEAD_2608_SCHEMA
 from generator.schema.resolution import resolve
 from generator.schema.yamlload import load_yaml_file
-from generator.versions import parse
+from generator.verl.versions import parse
 
 REPO = Path(__file__).resolve().parent.parent
 

@@ -1,4 +1,4 @@
-"""The cache of schemas composed from a config folder (generator/cache.py): a hit gives the
+"""The cache of schemas composed from a config folder (generator/base/cache.py): a hit gives the
 same schema without reading the YAML, an edit misses, and a corrupt, foreign or hostile entry is
 ignored, never trusted. Each test has its own cache folder and its own small config tree."""
 
@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from generator import cache
-from generator.files import digest_of
+from generator.base import cache
+from generator.base.files import digest_of
 from generator.schema.release_schema import _from_dir
 
 YAML = "data:\n  train_batch_size: 64\n  max_prompt_length: 512\ntrainer:\n  n_gpus_per_node: 8\n  total: ???\n"

@@ -13,7 +13,7 @@ from generator.config.apply import is_hydra_rejection
 from generator.schema import load
 from generator.schema.compose import ComposeError, compose, flatten
 from generator.schema.groups import select_groups_in_dir
-from generator.verl import ACTOR
+from generator.verl.constants import ACTOR
 
 MEG = "actor_rollout_ref.actor.megatron.tensor_model_parallel_size"
 
@@ -71,7 +71,7 @@ def test_a_selection_hydra_refuses_is_refused_with_its_words(tmp_path: Path, cho
 
 
 def test_a_run_time_folder_replays_selections_and_attributes_keys(tmp_path: Path) -> None:
-    from generator.launch import Override, Provenance, Span
+    from generator.reading.launch_script import Override, Provenance, Span
 
     root = _tree(tmp_path)
     base = flatten(compose(root, "ppo"))
@@ -148,7 +148,7 @@ def test_the_engine_selection_agrees_with_every_packaged_schemas_groups() -> Non
 def test_the_key_a_selection_is_passed_over_by_is_the_key_hydra_reads(text: str) -> None:
     # _pending skips an override unparsed when this key names no group: it must be the key Hydra
     # reads whenever Hydra accepts the override (an override it refuses is skipped either way).
-    from generator.overrides import parse_override
+    from generator.reading.overrides import parse_override
     from generator.schema.groups import _key_text
 
     parsed = parse_override(text)

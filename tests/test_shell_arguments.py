@@ -4,8 +4,8 @@ when a variable or argument is missing is an assertion that the run provides it.
 
 from __future__ import annotations
 
-from generator.launch import LaunchScript, Override
-from generator.shell import read_script
+from generator.reading.launch_script import LaunchScript, Override
+from generator.reading.shell import read_script
 
 MAIN = "verl.trainer.main_ppo"
 

@@ -13,12 +13,12 @@ from pathlib import Path
 
 import pytest
 
-from generator.launch import LaunchScript
-from generator.overrides import parse_override
-from generator.shell import read_script
-from generator.shell.model import as_text, pieces_text
-from generator.shell.walker import Evaluator
-from generator.shell.words import Expander
+from generator.reading.launch_script import LaunchScript
+from generator.reading.overrides import parse_override
+from generator.reading.shell import read_script
+from generator.reading.shell.model import as_text, pieces_text
+from generator.reading.shell.walker import Evaluator
+from generator.reading.shell.words import Expander
 
 _FAILURES: list[str] = []
 

@@ -8,9 +8,9 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.launch import LaunchScript
+from generator.reading.launch_script import LaunchScript
 from generator.judging import script_findings
-from generator.shell import read_script
+from generator.reading.shell import read_script
 
 CALL = "python3 -m verl.trainer.main_ppo \\\n    data.train_batch_size=64 \\\n"
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
-import generator.pylaunch.override_lists as pylaunch
-import generator.shell.builtins as builtins
+import generator.reading.python.override_lists as pylaunch
+import generator.reading.shell.builtins as builtins
 from generator.cli import app
-from generator.errors import InputError
-from generator.pylaunch.override_lists import read_launcher
-from generator.shell import read_script
+from generator.base.errors import InputError
+from generator.reading.python.override_lists import read_launcher
+from generator.reading.shell import read_script
 
 MAIN = "verl.trainer.main_ppo"
 DEEP_SUBSTITUTION = "X=" + "$(echo " * 3000 + "a" + ")" * 3000 + f"\npython3 -m {MAIN} a.b=$X\n"
@@ -87,7 +87,7 @@ def test_a_syntax_error_outside_the_override_statements_is_still_reported() -> N
 def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (tmp_path / "common.sh").write_text("A=1\nB=2\nTBS=64\n")
     (tmp_path / "run.sh").write_text("source ./common.sh\n" * 20 + f"python3 -m {MAIN} data.train_batch_size=$TBS\n")
-    import generator.files as files
+    import generator.base.files as files
 
     reads: list[str] = []
     real_read = files.read_input
@@ -106,7 +106,7 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
     script = read_script(path.read_bytes(), str(path))
     # the third walk is not made: what the file sets is no longer known (issue 35)
     assert [o.value for o in script.invocations[0].overrides] == ["<?source:TBS>"]
-    from generator.shell.walker import Evaluator
+    from generator.reading.shell.walker import Evaluator
 
     ev = Evaluator(base_dir=str(tmp_path), env={}, args=[])
     ev.run_file(path.read_bytes(), str(path))
@@ -114,7 +114,7 @@ def test_source_reads_each_file_once_and_is_budgeted(tmp_path: Path, monkeypatch
 
 
 def test_an_entry_module_is_read_bounded(tmp_path: Path) -> None:
-    from generator.pylaunch.hydra_main import entry_config, read_hydra_main
+    from generator.reading.python.hydra_main import entry_config, read_hydra_main
 
     deep = "import hydra\n@hydra.main(config_path=" + "[" * 150 + "]" * 150 + ")\ndef main(cfg):\n    pass\n"
     with pytest.raises(InputError, match="nests too deeply|not valid Python"):
@@ -143,17 +143,17 @@ def test_a_script_at_the_size_cap_is_read_without_hanging(tmp_path: Path, line: 
     import subprocess
     import sys
 
-    from generator.files import SCRIPT_LIMIT
+    from generator.base.files import SCRIPT_LIMIT
 
     path = tmp_path / "big.sh"
     path.write_text(line * (SCRIPT_LIMIT // len(line)))
-    probe = ("import sys\nfrom generator.errors import InputError\nfrom generator.shell import read_file\n"
+    probe = ("import sys\nfrom generator.base.errors import InputError\nfrom generator.reading.shell import read_file\n"
              "try:\n    print(len(read_file(sys.argv[1]).invocations))\n"
              "except InputError as err:\n    print(err)\n")
     done = subprocess.run([sys.executable, "-c", probe, str(path)], capture_output=True, text=True,
                           timeout=_HANG_GUARD_S, cwd=Path(__file__).resolve().parent.parent)
     assert done.returncode == 0, done.stderr[-2000:]
-    if "main_ppo" in line:  # thousands of calls: refused at the 257th (generator.files.MAX_TRAINER_CALLS)
+    if "main_ppo" in line:  # thousands of calls: refused at the 257th (generator.base.files.MAX_TRAINER_CALLS)
         assert done.stdout.strip() == f"{path}: more than 256 trainer calls; not a launch script gen checks"
     else:
         assert int(done.stdout) == 0

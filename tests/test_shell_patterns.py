@@ -14,7 +14,7 @@ import time
 
 import pytest
 
-from generator.shell.patterns import REPLACE_SCAN_LIMIT, glob_match, remove_prefix, remove_suffix, replace
+from generator.reading.shell.patterns import REPLACE_SCAN_LIMIT, glob_match, remove_prefix, remove_suffix, replace
 
 OPERATIONS = {
     "#": lambda t, p, r: remove_prefix(t, p, longest=False),

@@ -13,9 +13,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from generator.errors import InputError
-from generator.launch import LaunchScript, Override
-from generator.shell import read_file, read_script
+from generator.base.errors import InputError
+from generator.reading.launch_script import LaunchScript, Override
+from generator.reading.shell import read_file, read_script
 
 MAIN = "verl.trainer.main_ppo"
 
@@ -507,7 +507,7 @@ set() { :; }
 @pytest.mark.skipif(shutil.which("bash") is None, reason="bash not installed")
 @pytest.mark.parametrize("name", ["loop_array.sh", "strings_srun.sh", "hazards.sh", "trailing_backslash.sh"])
 def test_overrides_match_bash_on_own_fixtures(name: str, fixtures_dir: Path, tmp_path: Path) -> None:
-    from generator.overrides import looks_like_override
+    from generator.reading.overrides import looks_like_override
 
     path = fixtures_dir / "shell" / name
     out = tmp_path / "calls.bin"

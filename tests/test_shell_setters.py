@@ -15,8 +15,8 @@ from pathlib import Path
 
 import pytest
 
-from generator.shell import read_script
-from generator.shell.setters import names_arith_sets, names_text_sets, one_arith_step
+from generator.reading.shell import read_script
+from generator.reading.shell.setters import names_arith_sets, names_text_sets, one_arith_step
 
 MAIN = "verl.trainer.main_ppo"
 

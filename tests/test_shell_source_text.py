@@ -1,5 +1,5 @@
 """code_nodes finds nodes by a walk in Python until the process has walked
-QUERY_AFTER_WALKED_NODES nodes, by a tree-sitter query from then on (generator/shell/source_text.py,
+QUERY_AFTER_WALKED_NODES nodes, by a tree-sitter query from then on (generator/reading/shell/source_text.py,
 issue 22): the two must give the same nodes, or a corpus run would judge its first scripts
 differently from the rest."""
 
@@ -9,9 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from generator.shell import source_text
-from generator.shell.parse import parse_bytes
-from generator.shell.source_text import QUOTED_TYPES, ScriptTree, code_nodes
+from generator.reading.shell import source_text
+from generator.reading.shell.parse import parse_bytes
+from generator.reading.shell.source_text import QUOTED_TYPES, ScriptTree, code_nodes
 
 FIXTURES = Path(__file__).parent / "fixtures"
 TEXTS = {

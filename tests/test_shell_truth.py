@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from generator.shell.truth import both, compare, either, evaluate_test
+from generator.reading.shell.truth import both, compare, either, evaluate_test
 
 
 def _never() -> bool | None:

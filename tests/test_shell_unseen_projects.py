@@ -11,8 +11,8 @@ from pathlib import Path
 import pytest
 
 from generator.judging import script_findings
-from generator.shell import read_script
-from generator.shell.bash_syntax import bash_parses
+from generator.reading.shell import read_script
+from generator.reading.shell.bash_syntax import bash_parses
 
 TRAINER = "python3 -m verl.trainer.main_ppo \\\n"
 ROOT = Path(__file__).resolve().parent.parent

@@ -12,9 +12,9 @@ import subprocess
 
 import pytest
 
-from generator.shell.arith import ArithError, evaluate
-from generator.shell.patterns import glob_match, remove_prefix, remove_suffix, replace
-from generator.shell.walker import Evaluator
+from generator.reading.shell.arith import ArithError, evaluate
+from generator.reading.shell.patterns import glob_match, remove_prefix, remove_suffix, replace
+from generator.reading.shell.walker import Evaluator
 
 BASH = shutil.which("bash")
 

@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from generator.shell import read_file, read_script
+from generator.reading.shell import read_file, read_script
 
 MAIN = "verl.trainer.main_ppo"
 

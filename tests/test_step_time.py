@@ -9,11 +9,11 @@ import pytest
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.hardware import GpuSpec, gpu_spec
+from generator.layout.hardware import GpuSpec, gpu_spec
 from generator.model import ModelFacts, find_model, total_params
 from generator.model.params import kv_cache_bytes_per_token
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.plan.step_time import (ADAM_STATE, COLLECTIVE_EFFICIENCY, HOST_LINK_EFFICIENCY, StepConstants,
                                       all_to_all_s, bubble_fraction, calibrated, decode_step_s, dp_grad_sync_s,
                                       estimate_step_time,

@@ -6,7 +6,7 @@ import math
 
 import pytest
 
-from generator.candidate import StepTime
+from generator.layout.candidate import StepTime
 from generator.plan.step_fit import Case, estimated, kendall_tau, measure, pair_errors, pair_order, published, quantile
 
 

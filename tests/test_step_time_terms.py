@@ -9,8 +9,8 @@ from dataclasses import replace
 
 import pytest
 
-from generator.candidate import Candidate
-from generator.hardware import GpuSpec
+from generator.layout.candidate import Candidate
+from generator.layout.hardware import GpuSpec
 from generator.model import ModelFacts
 from generator.plan.step_time import (BF16, COLLECTIVE_EFFICIENCY, FP32, StepConstants, bubble_fraction,
                                       decode_step_s, dp_grad_sync_s, estimate_step_time, forward_s, gemm_efficiency,

@@ -9,7 +9,7 @@ from pathlib import Path
 from typer.testing import CliRunner
 
 from generator.cli import app
-from generator.suppress import find_suppressions
+from generator.reading.suppression_comments import find_suppressions
 
 # trainer.use_legacy_worker_impl exists up to 0.7.1 only, so the guessed release (the newest with
 # every key) keeps the legacy workers, whose floored per-rank mini batch VB104 reports.

@@ -64,7 +64,7 @@ def test_a_finding_only_one_value_gives_is_not_folded(tmp_path: Path) -> None:
 # --- a `\` before a blank line ----------------------------------------------------------------
 
 def _kinds(text: str) -> list[str]:
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     return [h.kind for h in read_script(text, "t.sh").hazards]
 
@@ -89,7 +89,7 @@ def test_a_cut_that_strands_the_trainer_or_its_settings_is_still_found() -> None
 # --- placeholders --------------------------------------------------------------------------------
 
 def _placeholders(text: str) -> list[tuple[int, str]]:
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     return [(h.line, h.message) for h in read_script(text, "t.sh").hazards if h.kind == "placeholder-value"]
 
@@ -109,7 +109,7 @@ def test_one_placeholder_variable_reaching_two_keys_is_one_finding() -> None:
 
 
 def test_placeholder_shapes_of_the_third_set() -> None:
-    from generator.shell.placeholders import is_placeholder
+    from generator.reading.shell.placeholders import is_placeholder
 
     assert is_placeholder("path_to_base_model") and is_placeholder("['YOUR HOME DIR/data/train.parquet']")
     assert is_placeholder("YOUR SFT_MODEL_PATH")
@@ -172,7 +172,7 @@ def test_a_verl_with_yaml_is_not_taken_for_a_dataclass_fork(tmp_path: Path) -> N
 
 
 def test_a_placeholder_only_exported_is_reported_at_its_export(tmp_path: Path) -> None:
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     text = ('export PYTHONPATH="<your_path_to_project>"/fork:$PYTHONPATH\necho "$PYTHONPATH"\n'
             "export WANDB_API_KEY=YOUR_WANDB_API_KEY\nexport HF_TOKEN=your_token_here\n"
@@ -212,7 +212,7 @@ def test_a_value_repeating_its_variables_name_is_a_placeholder_and_labels_in_pat
 # --- calls run through `bash -c` and wrappers in folder walks -------------------------------------
 
 def test_a_call_in_a_bash_c_string_is_read() -> None:
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     for text in ('bash -c "python3 -m verl.trainer.main_ppo data.train_batch_size=7 trainer.n_gpus_per_node=8"\n',
                  'M=Qwen/Qwen2.5-7B\nsh -c "cd /srv && python3 -m verl.trainer.main_ppo '
@@ -225,7 +225,7 @@ def test_a_call_in_a_bash_c_string_is_read() -> None:
 
 
 def test_a_folder_walk_keeps_a_wrapper_that_runs_a_launcher(tmp_path: Path) -> None:
-    from generator.discover import expand_paths
+    from generator.inputs.discover import expand_paths
 
     (tmp_path / ".git").mkdir()
     (tmp_path / "examples").mkdir()

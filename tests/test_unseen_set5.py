@@ -12,7 +12,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-from generator.foreign_paths import checkout_copy
+from generator.reading.foreign_paths import checkout_copy
 
 ROOT = Path(__file__).resolve().parent.parent
 

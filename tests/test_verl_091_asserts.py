@@ -4,7 +4,7 @@ stops, judged on the release that runs it."""
 from __future__ import annotations
 
 from generator.judging import check_script
-from generator.shell.launch_reader import read_script
+from generator.reading.shell.script_reader import read_script
 
 
 def _found(text: str, version: str = "0.9.1") -> dict[str, tuple[str, str]]:

@@ -40,7 +40,7 @@ PLACEHOLDER_CLASS = "placeholder"
 NO_CALL_CODE = "VS709"
 # How many trainer calls the reader of the measured code reads in a script (dead branches left out):
 # the evidence that a script with no error or warning was judged at all.
-COUNT_CALLS = ("import sys; from pathlib import Path; from generator.shell import read_script; "
+COUNT_CALLS = ("import sys; from pathlib import Path; from generator.reading.shell import read_script; "
                "s = read_script(Path(sys.argv[1]).read_bytes(), sys.argv[1]); "
                "print(sum(1 for i in s.invocations if getattr(i, 'branch', None) != 'dead'))")
 

@@ -122,7 +122,7 @@ def check_stamps(name: str, text: str, where: Path) -> list[str]:
 
 
 def main(argv: list[str] | None = None) -> int:
-    from generator.errors import InputError
+    from generator.base.errors import InputError
 
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--corpus", default=str(REPO.parent / "shared" / "corpus" / "scripts"))

@@ -55,8 +55,8 @@ def recipe_name(model: str, algo: str, gpus: int) -> str:
 
 
 def planned_mapping(model_name: str, gpus: int, gpu_name: str, algo: str) -> dict[str, Any] | None:
-    from generator import derive
-    from generator.hardware import gpu_spec
+    from generator.layout import derive
+    from generator.layout.hardware import gpu_spec
     from generator.library.recipe_format import layout_mapping, offload_mapping
     from generator.model import resolve_model
     from generator.plan import plan_layout

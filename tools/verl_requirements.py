@@ -22,7 +22,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from generator.schema.requirements_release import fingerprint  # noqa: E402
-from generator.versions import parse  # noqa: E402
+from generator.verl.versions import parse  # noqa: E402
 
 OUT = ROOT / "generator" / "data" / "verl_requirements.json"
 

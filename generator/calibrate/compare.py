@@ -9,7 +9,7 @@ from dataclasses import dataclass, field, replace
 
 from generator.calibrate import metric_keys as k
 from generator.calibrate.summary import Measured
-from generator.candidate import StepTime
+from generator.layout.candidate import StepTime
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.plan.memory import TRAINING_PHASES

@@ -25,8 +25,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.errors import InputError
-from generator.files import MIB, read_text_input
+from generator.base.errors import InputError
+from generator.base.files import MIB, read_text_input
 
 LOG_LIMIT = 256 * MIB  # a long run's console log with samples printed: tens of MB
 CONFIG_LIMIT = 2 * MIB  # the pprinted config: ~40 KB in practice

@@ -1,5 +1,5 @@
 """The configuration a run used: the config verl printed at start-up when the log holds it,
-else the script (`--script`, read as `gen explain` reads it: generator.checking.explain_file).
+else the script (`--script`, read as `gen explain` reads it: generator.check.runner.explain_file).
 Where both are there, or where the log's numbers contradict the script, say so in the user's keys."""
 
 from __future__ import annotations
@@ -12,8 +12,8 @@ from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
-from generator.errors import InputError
-from generator.verl import ACTOR, MEGATRON, PPO_CONFIG, PPO_MEGATRON_CONFIG, ROLLOUT
+from generator.base.errors import InputError
+from generator.verl.constants import ACTOR, MEGATRON, PPO_CONFIG, PPO_MEGATRON_CONFIG, ROLLOUT
 
 # The settings a step's time and memory depend on most: a run that differs in one of them is
 # another configuration than the script's.
@@ -53,7 +53,7 @@ def config_from_dump(dump: dict[str, Any], version: str) -> Config:
 
 def config_from_script(path: str, verl_version: str | None) -> tuple[Config, str]:
     """The first live trainer call of the script, as `gen explain` composes it."""
-    from generator.checking import explain_file
+    from generator.check.runner import explain_file
 
     done = explain_file(path, verl_version=verl_version, env={}, args=[], memory=None, gpu_named=False)
     if done.error and not done.calls:

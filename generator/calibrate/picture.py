@@ -2,7 +2,7 @@
 and memory, each on its own scale) and the run's step split into its phases, measured beside
 predicted. The memory chart's colours (generator.report.palette.SERIES_COLOURS): measured in its first,
 predicted in its second; the phases of the step in its order. One SVG, or an HTML page around it.
-Pure text; the caller writes it through generator.files.write_atomic."""
+Pure text; the caller writes it through generator.base.files.write_atomic."""
 
 from __future__ import annotations
 

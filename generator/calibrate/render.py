@@ -11,7 +11,7 @@ from generator.calibrate.compare import Comparison, Row
 from generator.calibrate.fit import Correction
 from generator.calibrate.logs import RunLog
 from generator.calibrate.summary import Measured
-from generator.safe_text import json_text, one_line
+from generator.base.safe_text import json_text, one_line
 
 
 @dataclass

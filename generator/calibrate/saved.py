@@ -10,7 +10,7 @@ it and the fit is redone over all of them; the fitted values and their spread ar
 the runs for a reader. Saving the same log again replaces its run, never counts it twice.
 
 The file is edited with tomlkit, which keeps every byte outside the entry it rewrites (comments,
-order, spacing of the rest of pyproject.toml), and written through generator.files.write_atomic:
+order, spacing of the rest of pyproject.toml), and written through generator.base.files.write_atomic:
 all or nothing, no link followed at any level, refused when another program changed the file
 since it was read (compare-and-swap on the bytes read).
 """
@@ -24,12 +24,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from generator import session
+from generator.base import session
 from generator.calibrate.fit import MEMORY_ROW, SHARE, TIME_ROWS, Correction, factor, mean_of
-from generator.errors import InputError
-from generator.files import read_input, write_atomic
-from generator.project import MAX_BYTES, PROJECT_FILE, PYPROJECT, find_project_file
-from generator.project_root import project_root
+from generator.base.errors import InputError
+from generator.base.files import read_input, write_atomic
+from generator.project.settings import MAX_BYTES, PROJECT_FILE, PYPROJECT, find_project_file
+from generator.project.root import project_root
 
 # The TOML names of the corrections (a run's keys and an entry's fitted values).
 TOML_NAMES = {"rollout": "rollout", "log-prob": "log-prob", "update": "update", "weight sync": "weight-sync",

@@ -14,7 +14,7 @@ from __future__ import annotations
 import sys
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import EXIT_BAD_INPUT
+from generator.base.errors import EXIT_BAD_INPUT
 
 if TYPE_CHECKING:
     import typer
@@ -30,7 +30,7 @@ def _version(value: bool) -> None:
         import typer
 
         from generator import __version__
-        from generator.safe_text import write
+        from generator.base.safe_text import write
 
         write(f"verl-gen {__version__}\n", flush=True)
         raise typer.Exit(0)
@@ -39,7 +39,7 @@ def _version(value: bool) -> None:
 def _start_command() -> None:
     import sys
 
-    from generator import session
+    from generator.base import session
 
     session.begin()  # each command starts with no script judged, nothing trusted, nothing remembered
     compose = sys.modules.get("generator.schema.compose")  # not imported yet: its budget is whole
@@ -137,7 +137,7 @@ def _output_failed(err: BaseException) -> None:
         pass
     why = getattr(err, "strerror", None) or "standard output is closed"
     try:
-        from generator.safe_text import say
+        from generator.base.safe_text import say
 
         say(f"gen: error: cannot write the output ({why})")
         sys.stderr.flush()

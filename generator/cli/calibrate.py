@@ -17,8 +17,8 @@ import typer
 from generator.calibrate.render import Calibrated
 from generator.cli.completion import complete_gpu, complete_model, complete_release
 from generator.cli.common import say_error
-from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import write
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.base.safe_text import write
 
 
 def _error(message: str) -> None:
@@ -112,7 +112,7 @@ def register(app: typer.Typer) -> None:
         try:
             if chart and done:
                 from generator.calibrate.picture import picture
-                from generator.files import write_atomic
+                from generator.base.files import write_atomic
 
                 write_atomic(chart, picture(done, html=chart.lower().endswith((".html", ".htm"))), replace=force)
             if save and done:
@@ -134,8 +134,8 @@ def _save(done: list[Calibrated], scripts: list[str], gpu: str, verl_version: st
 
     from generator.calibrate.fit import run_values
     from generator.calibrate.saved import Key, StoredRun, log_digest, save, save_place
-    from generator.files import read_input
-    from generator.project import load_project
+    from generator.base.files import read_input
+    from generator.project.settings import load_project
 
     start = Path(scripts[0]).parent if scripts else Path.cwd()
     runs = []

@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator import session
-from generator.errors import InputError
-from generator.safe_text import say
+from generator.base import session
+from generator.base.errors import InputError
+from generator.base.safe_text import say
 
 NO_CALIBRATION_HELP = "Ignore a stored calibration (gen calibrate --save): the models' own figures."
 
@@ -22,7 +22,7 @@ def apply_stored(start: str | Path, gpu: str, verl_version: str | None, off: boo
     if off:
         return
     from generator.calibrate.saved import Key, find
-    from generator.project import find_project_file, settings_at
+    from generator.project.settings import find_project_file, settings_at
 
     where = Path(start)
     folder = where if where.is_dir() else where.parent

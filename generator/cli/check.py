@@ -16,8 +16,8 @@ import typer
 from generator.cli.completion import complete_doc, complete_gpu, complete_model, complete_release, complete_rule
 from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as _parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import one_line, say, use_color, write
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.base.safe_text import one_line, say, use_color, write
 
 if TYPE_CHECKING:
     from generator.plan.memory import MemoryReport
@@ -144,7 +144,7 @@ def register(app: typer.Typer) -> None:
                                             "calibration (gen calibrate --save)."),
     ) -> None:
         """Print the numbers verl derives (DP, per-rank mini batch, updates per step, ...) for each call."""
-        from generator.checking import explain_file
+        from generator.check.runner import explain_file
         from generator.plan.script_setup import memory_options
         from generator.report.documents import explain_call_json, explain_json
         from generator.report.explain import render_explain
@@ -165,7 +165,7 @@ def register(app: typer.Typer) -> None:
                 from generator.report.charts import check_chart_path
 
                 check_chart_path(chart, force=force)
-            from generator.discover import expand_paths
+            from generator.inputs.discover import expand_paths
 
             if memory_args is not None:
                 from generator.cli.calibration import apply_stored
@@ -211,7 +211,7 @@ def register(app: typer.Typer) -> None:
         if fmt == "json":
             write(explain_json(documents))
         if chart and charted:
-            from generator.files import write_atomic
+            from generator.base.files import write_atomic
             from generator.report.charts import charts_for
 
             try:

@@ -18,8 +18,8 @@ from typing import Any
 from generator.cli.common import CONFIG_DIR_HELP, say_error
 from generator.cli.completion import complete_gpu, complete_release
 from generator.cli.options import Arg, Opt
-from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.safe_text import use_color, write
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.base.safe_text import use_color, write
 
 FORMATS = ("text", "concise", "json", "sarif", "github")
 SEVERITY_CHOICES = ("error", "warning", "info")
@@ -82,7 +82,7 @@ def emit(text: str, color: bool, *, annotations: bool = False) -> None:
 def rule_codes(select: list[str], ignore: list[str]) -> tuple[tuple[str, ...], tuple[str, ...]]:
     """--select/--ignore as code tuples; an unknown code or prefix is bad input (exit 2)."""
     from generator.cli.common import parse_codes
-    from generator.inputs import check_codes
+    from generator.inputs.policy import check_codes
 
     if not select and not ignore:
         return (), ()
@@ -113,7 +113,7 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
     if severity.strip().lower() not in SEVERITY_CHOICES:
         _fail(f"--severity must be one of {', '.join(SEVERITY_CHOICES)}, got '{severity}'", machine)
     try:
-        from generator.discover import expand_paths
+        from generator.inputs.discover import expand_paths
 
         chosen_select, chosen_ignore = rule_codes(select, ignore)
         memory = None
@@ -126,7 +126,7 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
             # The project of the first path named (one calibration for the command).
             apply_stored(files[0] if files and files[0] != "-" else ".", memory.gpu.name, verl_version,
                          no_calibration)
-        from generator.checking import check_paths
+        from generator.check.runner import check_paths
 
         reports = check_paths(expand_paths(files), version=verl_version, select=chosen_select, ignore=chosen_ignore,
                               env=parse_pairs(env), args=list(arg), model_config=model_config,
@@ -139,7 +139,7 @@ def _run(*, files: list[str], fmt: str, select: list[str], ignore: list[str], se
     color = machine == "text" and output_file is None and use_color(sys.stdout)
     text = statistics_text(reports) if statistics else render(reports, fmt, color=color, quiet=quiet)
     if output_file is not None:
-        from generator.files import write_atomic
+        from generator.base.files import write_atomic
 
         try:
             write_atomic(output_file, text)

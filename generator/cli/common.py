@@ -1,17 +1,17 @@
 """Argument handling shared by the commands: `--env`/`--arg` pairs and rule-code lists. One
 place, so every command refuses a bad option with the same one-line message. (What the
-commands accept as input is generator/inputs.py.)"""
+commands accept as input is generator/inputs/policy.py.)"""
 
 from __future__ import annotations
 
 from typing import Any
 
-from generator.errors import InputError, error_line
+from generator.base.errors import InputError, error_line
 
 
 def say_error(message: str) -> None:
     """A failure, said as every command says one: `gen: error: MESSAGE` on stderr, one line."""
-    from generator.safe_text import say
+    from generator.base.safe_text import say
 
     say(error_line(message), flush=True)
 

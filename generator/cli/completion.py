@@ -44,13 +44,13 @@ def model_names() -> list[str]:
 
 
 def algorithms() -> list[str]:
-    from generator.verl import ALGORITHMS
+    from generator.verl.constants import ALGORITHMS
 
     return list(ALGORITHMS)
 
 
 def gpu_names() -> list[str]:
-    from generator.hardware import gpu_names as names
+    from generator.layout.hardware import gpu_names as names
 
     return names()
 

@@ -8,8 +8,8 @@ import typer
 
 from generator.cli.completion import complete_release
 from generator.cli.common import config_dir_option, parse_pairs, say_error
-from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import write
+from generator.base.errors import EXIT_BAD_INPUT, InputError
+from generator.base.safe_text import write
 
 
 
@@ -28,7 +28,7 @@ def register(app: typer.Typer) -> None:
         arg: List[str] = typer.Option([], "--arg", help="assume this script argument"),
     ) -> None:
         """Show what differs between two launches: keys (grouped) and the derived numbers."""
-        from generator.diffing import diff
+        from generator.diff.launches import diff
         from generator.report.diff_text import render_text
 
         try:

@@ -16,8 +16,8 @@ from generator.cli.completion import complete_gpu, complete_release
 from generator.schema.releases import newest_release
 from generator.cli.common import config_dir_option
 from generator.cli.common import parse_pairs as _parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
-from generator.safe_text import say, write_payload
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
+from generator.base.safe_text import say, write_payload
 
 if TYPE_CHECKING:  # the fix machinery is imported by the command that runs, not at `gen` start
     from generator.report.fix_outcomes import Said
@@ -107,7 +107,7 @@ def register(app: typer.Typer) -> None:
             from generator.cli.check import _rule_codes
 
             chosen_select, chosen_ignore = _rule_codes(select, ignore)
-            from generator.discover import expand_paths
+            from generator.inputs.discover import expand_paths
 
             memory = None
             if gpu is not None or gpu_mem is not None:
@@ -138,7 +138,7 @@ def register(app: typer.Typer) -> None:
         try:
             if diff and write:
                 raise InputError("--diff and --write exclude each other")
-            from generator.discover import expand_paths
+            from generator.inputs.discover import expand_paths
 
             code = run_migrate(expand_paths(files), to_version=to, from_version=from_, write=write, unsafe=unsafe,
                                env=_parse_env(env), args=arg)

@@ -10,8 +10,8 @@ import typer
 from generator.cli.completion import complete_algo, complete_gpu, complete_model, complete_release
 from generator.schema.releases import newest_release
 from generator.cli.common import say_error
-from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import one_line, say, write
+from generator.base.errors import EXIT_BAD_INPUT, InputError
+from generator.base.safe_text import one_line, say, write
 
 LIBRARY_HELP = ("user recipe folder (default: $VERL_GEN_LIBRARY, else ~/.config/verl-gen/recipes); "
                 "packaged recipes are always listed")

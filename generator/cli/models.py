@@ -12,8 +12,8 @@ import sys
 import typer
 
 from generator.cli.common import say_error
-from generator.errors import EXIT_BAD_INPUT
-from generator.safe_text import write
+from generator.base.errors import EXIT_BAD_INPUT
+from generator.base.safe_text import write
 
 
 def models_document() -> dict[str, object]:

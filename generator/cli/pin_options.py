@@ -1,6 +1,6 @@
 """The 18 layout and knob pins `gen plan` and `gen recipe` both take (--tp ... --fused-kernels),
 written once: `with_pin_options` adds them to a typer command, which receives them as one
-`pin_values` mapping (option name -> value, None = not pinned; generator.pins.pins_from_options
+`pin_values` mapping (option name -> value, None = not pinned; generator.layout.pins.pins_from_options
 turns them into the planner's typed Pins)."""
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any, Optional
 
 import typer
 
-# option name -> (type, flag, help). The names are generator.pins.OPTION_FIELDS' keys.
+# option name -> (type, flag, help). The names are generator.layout.pins.OPTION_FIELDS' keys.
 PINS: dict[str, tuple[Any, str, str]] = {
     "tp": (Optional[int], "--tp", "Pin tensor parallel (the rest is planned)."),
     "pp": (Optional[int], "--pp", "Pin pipeline parallel."),

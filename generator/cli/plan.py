@@ -17,8 +17,8 @@ from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
 from generator.cli.completion import complete_algo, complete_gpu, complete_model
 from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
-from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
-from generator.safe_text import json_text, say, write
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, InputError
+from generator.base.safe_text import json_text, say, write
 
 if TYPE_CHECKING:
     from generator.plan.result import Plan
@@ -28,7 +28,7 @@ if TYPE_CHECKING:
 def _write_chart(path: str, plan: Plan, force: bool, beside_verl: Sequence[Departure]) -> None:
     """--chart FILE.svg|.html: the chosen layout (else the closest one) on the GPUs, the candidates
     side by side with verl's layout, and the memory per phase (generator/report/pictures.py)."""
-    from generator.files import write_atomic
+    from generator.base.files import write_atomic
     from generator.report.pictures import plan_picture
 
     write_atomic(path, plan_picture(path, plan, beside_verl), replace=force)
@@ -71,12 +71,12 @@ def register(app: typer.Typer) -> None:
         pin_values: dict[str, Any] | None = None,
     ) -> None:
         """Choose a Megatron layout (or evaluate one given with --tp/--pp/...) and show memory per phase."""
-        from generator.hardware import gpu_spec
+        from generator.layout.hardware import gpu_spec
         from generator.model import resolve_model
         from generator.plan import plan_layout
         from generator.plan.batch_choice import default_n
         from generator.plan.setting import nodes_for_gpus
-        from generator.pins import LAYOUT_FIELDS, pins_from_options
+        from generator.layout.pins import LAYOUT_FIELDS, pins_from_options
         from generator.plan.verl_departures import departures
         # Memory at the release `gen recipe` writes for (render.spec.DEFAULT_VERSION, the newest packaged
         # one), named without importing the renderer: ~25 ms of imports a plan does not use.
@@ -119,7 +119,7 @@ def register(app: typer.Typer) -> None:
                 write(dumps({"error": str(err)}))
             raise typer.Exit(EXIT_BAD_INPUT) from None
         from generator.report.plan_report import plan_dict, render_text
-        from generator.safe_text import use_color
+        from generator.base.safe_text import use_color
 
         if output_format == "json":
             write(json_text(plan_dict(plan, beside_verl)))

@@ -16,8 +16,8 @@ from generator.schema.releases import newest_release
 from generator.cli.common import say_error
 from generator.cli.pin_options import with_pin_options
 from generator.cli.calibration import NO_CALIBRATION_HELP, apply_stored
-from generator.errors import EXIT_BAD_INPUT, InputError
-from generator.safe_text import payload_problem, say, write_payload
+from generator.base.errors import EXIT_BAD_INPUT, InputError
+from generator.base.safe_text import payload_problem, say, write_payload
 
 if TYPE_CHECKING:
     from generator.render.spec import RecipeSpec
@@ -168,10 +168,10 @@ def register(app: typer.Typer) -> None:
                                resume_from, lr, epochs, ppo_mini_batch_size)
             if legacy is not None and name is not None:
                 raise InputError(f"give a recipe name ('{name}') or --from {legacy}, not both")
-            from generator.pins import pins_from_options
+            from generator.layout.pins import pins_from_options
 
             pins = pins_from_options(**(pin_values or {}))
-            from generator.hardware import gpu_spec
+            from generator.layout.hardware import gpu_spec
 
             # The project the script is written into (its --output folder when that exists).
             into = Path(output).parent if output and output != "-" and Path(output).parent.is_dir() else Path.cwd()
@@ -218,11 +218,11 @@ def register(app: typer.Typer) -> None:
                                      "runner would obey; write it to a file with --output")
                 write_payload(rendered.text)
             else:
-                from generator.files import write_atomic
+                from generator.base.files import write_atomic
 
                 write_atomic(target, rendered.text, replace=force, mode=0o777)
             if chart is not None and picture is not None:
-                from generator.files import write_atomic
+                from generator.base.files import write_atomic
 
                 write_atomic(chart, picture, replace=force)
         except InputError as err:

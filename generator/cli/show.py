@@ -18,8 +18,8 @@ import typer
 from generator.cli.completion import complete_recipe, complete_release
 from generator.cli.common import config_dir_option, say_error
 from generator.cli.common import parse_pairs as parse_env
-from generator.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
-from generator.safe_text import json_text, one_line, printable, write
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_OK, InputError, error_line
+from generator.base.safe_text import json_text, one_line, printable, write
 
 FORMATS = ("text", "json", "yaml")
 # Characters the resolved configs of one file may print (`gen show --resolved`): keys and values
@@ -33,8 +33,8 @@ MAX_RESOLVED_CHARS = 4 * 1024 * 1024
 
 
 def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
-    from generator.inputs import read_bytes, refuse_non_script, without_path
-    from generator.shell import read_launch
+    from generator.inputs.policy import read_bytes, refuse_non_script, without_path
+    from generator.reading.shell import read_launch
 
     try:
         refuse_non_script(path)
@@ -45,7 +45,7 @@ def _read(path: str, env: dict[str, str], args: list[str]) -> Any:
 
 def collect(paths: list[str], env: dict[str, str], args: list[str]) -> list[dict[str, Any]]:
     """One dict per path; a file that cannot be read gets a one-line `error` instead."""
-    from generator.inputs import without_path
+    from generator.inputs.policy import without_path
     from generator.report.show_report import error_dict, script_dict
 
     out = []
@@ -105,7 +105,7 @@ def resolved_calls(path: str, env: dict[str, str], args: list[str], verl_version
     """One file's live trainer calls, each with its composed config (release defaults, the
     project's config if any, the script's overrides), as `gen check` would judge it."""
     from generator.config import build_config
-    from generator.project import load_project
+    from generator.project.settings import load_project
     from generator.schema.resolution import resolve_script
 
     script = _read(path, env, args)
@@ -207,7 +207,7 @@ def register(app: typer.Typer) -> None:
         except InputError as err:
             _fail(str(err), output_format)
         try:
-            from generator.discover import expand_paths
+            from generator.inputs.discover import expand_paths
 
             paths = expand_paths(list(targets))
         except InputError as err:

@@ -30,11 +30,11 @@ from generator.config.defaults_interp import DefaultsResolution, changed_keys
 from generator.config.history import migration_issue, suggest
 from generator.config.interp import Resolver, Unresolvable
 from generator.config.types import Backend, Config, KeyIssue
-from generator.launch import UNKNOWN_OPEN, Override
+from generator.reading.launch_script import UNKNOWN_OPEN, Override
 from generator.schema.release_schema import inner_nodes
 from generator.schema.groups import GroupSelections
-from generator.verl import OPEN_MAPPINGS, PPO_ENTRY
-from generator.overrides import parse_override
+from generator.verl.constants import OPEN_MAPPINGS, PPO_ENTRY
+from generator.reading.overrides import parse_override
 from generator.schema.migrations import bad_value
 
 # Keys that interpolations pointing at mappings may add to one config, all copies together

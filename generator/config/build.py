@@ -10,18 +10,18 @@ from pathlib import Path
 from typing import Any
 
 from generator.config.apply import apply_overrides
-from generator.boundary import OutsideProject
+from generator.base.boundary import OutsideProject
 from generator.config.engine_group import apply_engine_selection
 from generator.config.locate import find_config_dir, relative_config_path_status, strip_yaml
 from generator.config.types import Config
-from generator.launch import UNKNOWN_OPEN, Invocation, Override
+from generator.reading.launch_script import UNKNOWN_OPEN, Invocation, Override
 from generator.schema.groups import GroupSelections, select_groups, select_groups_in_dir
-from generator.verl import PPO_CONFIG, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
-from generator.pylaunch.hydra_main import entry_config
+from generator.verl.constants import PPO_CONFIG, PPO_CONFIGS, PPO_ENTRY, ppo_config_for
+from generator.reading.python.hydra_main import entry_config
 from generator.schema import load
 from generator.schema.compose import compose, flatten, unflatten, ComposeError
 from generator.schema.layered import layered_ppo_config
-from generator.session import approx_size, kept
+from generator.base.session import approx_size, kept
 
 
 def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str, Any], str]:
@@ -29,7 +29,7 @@ def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str,
     against the packaged PPO schema (which stands for `pkg://verl.trainer.config` in its
     `hydra.searchpath`) and the checkout folders its searchpath names; and the PPO config it
     builds on. Kept in the command's session, keyed by every file the composition read or
-    looked for (generator.session.kept)."""
+    looked for (generator.base.session.kept)."""
     key = ("config.build.recipe", str(directory), name, version, os.getcwd())
     flat, base = kept(key, lambda: _recipe_kept(directory, name, version))
     return dict(flat), base
@@ -37,7 +37,7 @@ def _compose_recipe(directory: Path, name: str, version: str) -> tuple[dict[str,
 
 def _recipe_kept(directory: Path, name: str,
                  version: str) -> tuple[tuple[dict[str, Any], str], list[str | os.PathLike[str]], int]:
-    from generator.files import recording_reads
+    from generator.base.files import recording_reads
 
     path = directory / f"{name}.yaml"
     with recording_reads() as reads:
@@ -86,7 +86,7 @@ def build_config(
                   up from it and its ancestors
     config_root:  one more base for those paths (e.g. the repository root)
     entry_config: (config dir, config name) from the entry module's `@hydra.main`, when the
-                  caller found it (generator.pylaunch.entry_config); used when the call gives
+                  caller found it (generator.reading.python.entry_config); used when the call gives
                   no `--config-path` / `--config-name`
 
     When the call's config cannot be found, the PPO defaults stand in and keys they lack are

@@ -8,8 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.config.types import Config
-from generator.verl import ACTOR, MEGATRON, ROLLOUT
-from generator import derive
+from generator.verl.constants import ACTOR, MEGATRON, ROLLOUT
+from generator.layout import derive
 from generator.config.derived import actor_batch
 from generator.config.reader import ConfigReader
 

@@ -11,9 +11,9 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from generator import derive
+from generator.layout import derive
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR
+from generator.verl.constants import ACTOR
 
 MINI_KEY = ACTOR + "ppo_mini_batch_size"
 MICRO_KEY = ACTOR + "ppo_micro_batch_size_per_gpu"
@@ -56,13 +56,13 @@ class ActorBatch(NamedTuple):
 
 def fork_actor_epochs(view: ConfigReader) -> bool:
     """Whether the actor that runs loops over ppo_epochs: verl's does; a project's own verl whose
-    actor files never name the key does not (generator.forkcode.actor_reads_epochs)."""
+    actor files never name the key does not (generator.reading.fork_code.actor_reads_epochs)."""
     resolution = view.config.resolution
     package = resolution.package if resolution is not None else None
     if package is None:
         return True
-    from generator.folder_memo import remembered
-    from generator.forkcode import actor_reads_epochs
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import actor_reads_epochs
 
     return remembered(("actor_reads_epochs", package), lambda: actor_reads_epochs(package)) is not False
 

@@ -19,8 +19,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import TypeVar
 
-from generator.verl import PPO_CONFIG, PPO_MEGATRON_CONFIG
-from generator.versions import parse
+from generator.verl.constants import PPO_CONFIG, PPO_MEGATRON_CONFIG
+from generator.verl.versions import parse
 
 ENGINE_GROUP = "model_engine"
 MEGATRON_ENGINE = "megatron"

@@ -8,7 +8,7 @@ from __future__ import annotations
 from typing import Any, Iterable
 
 from generator.config.interp import MISSING, BrokenReference, Resolver, Unresolvable, has_interpolation
-from generator.launch import UNKNOWN_OPEN
+from generator.reading.launch_script import UNKNOWN_OPEN
 
 
 class FlatConfig:

@@ -9,11 +9,11 @@ import weakref
 
 from generator.config.flat import FlatConfig
 from generator.config.types import KeyIssue
-from generator.launch import Override
+from generator.reading.launch_script import Override
 from generator.schema import load
 from generator.schema.release_schema import project_base
 from generator.schema.migrations import added_later, history, _move_for
-from generator.versions import parse
+from generator.verl.versions import parse
 
 
 # Suggestions already made, per config and its key set (FlatConfig.generation): a call that

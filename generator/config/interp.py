@@ -12,7 +12,7 @@ import re
 from functools import lru_cache
 from typing import Any, Callable, Iterator
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.compose import unflatten
 
 MISSING = "???"

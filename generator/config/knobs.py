@@ -12,8 +12,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.config.reader import ConfigReader, Float
-from generator.layout import Offload
-from generator.verl import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, REF, ROLLOUT, TRANSFORMER
+from generator.layout.parallelism import Offload
+from generator.verl.constants import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, REF, ROLLOUT, TRANSFORMER
 
 # override_optimizer_config is empty in verl's config (verl/trainer/config/optim/megatron.yaml@v0.7.0)
 # and handed to Megatron's OptimizerConfig key by key (verl/utils/megatron/optimizer.py@v0.7.0), whose

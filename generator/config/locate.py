@@ -9,12 +9,12 @@ import os
 import re
 from pathlib import Path
 
-from generator.folder_memo import remembered
-from generator.foreign_paths import checkout_copy
-from generator.launch import UNKNOWN_OPEN, Invocation
-from generator.verl import PPO_ENTRY
-from generator.pylaunch.hydra_main import find_entry_file
-from generator.session import kept
+from generator.base.folder_memo import remembered
+from generator.reading.foreign_paths import checkout_copy
+from generator.reading.launch_script import UNKNOWN_OPEN, Invocation
+from generator.verl.constants import PPO_ENTRY
+from generator.reading.python.hydra_main import find_entry_file
+from generator.base.session import kept
 
 
 def strip_yaml(name: str) -> str:
@@ -139,7 +139,7 @@ def find_config_dir(invocation: Invocation, name: str, script_dir: str | None, c
     text = _plain_path(invocation.config_path)
     if text.startswith("/") and script_dir:
         # Written on another machine (`/mnt/<disk>/Proj/pkg/rl/config/`): this checkout's copy of
-        # the folder, found by its tail with the named config in it (generator.foreign_paths).
+        # the folder, found by its tail with the named config in it (generator.reading.foreign_paths).
         copy = checkout_copy(text.rstrip("/") + f"/{name}.yaml", script_dir)
         copy = copy or checkout_copy(text.rstrip("/") + f"/{name}.yml", script_dir)
         if copy is not None:

@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from typing import Any, Protocol, TypeAlias
 
-from generator import derive
+from generator.layout import derive
 from generator.config.types import Config
-from generator.launch import Invocation, LaunchScript
-from generator.verl import (
+from generator.reading.launch_script import Invocation, LaunchScript
+from generator.verl.constants import (
     ACTOR,
     CRITIC,
     MEGATRON,
@@ -22,8 +22,8 @@ from generator.verl import (
     TRANSFORMER,
     critic_trains,
 )
-from generator.errors import InputError
-from generator.release_semantics import semantics
+from generator.base.errors import InputError
+from generator.verl.release_semantics import semantics
 from generator.schema import load
 
 
@@ -174,7 +174,7 @@ class ConfigReader:
     @property
     def new_engine(self) -> Bool:
         """Whether engine_workers.py runs: always from 0.8.0 (the legacy workers are gone), before
-        that when trainer.use_legacy_worker_impl=disable (§1.8; generator.release_semantics)."""
+        that when trainer.use_legacy_worker_impl=disable (§1.8; generator.verl.release_semantics)."""
         return semantics(self.config.version).engine_active(self.str("trainer.use_legacy_worker_impl"))
 
     @property
@@ -342,7 +342,7 @@ def fallback_note(config: Config) -> str | None:
     could not be found, so the PPO defaults stand in); None when the config is exact."""
     if not config.approximate:
         return None
-    # A config the boundary refused to read is named first (generator.boundary): the report
+    # A config the boundary refused to read is named first (generator.base.boundary): the report
     # must say which file was not read, and why.
     refused = [note for note in config.notes if "outside the project" in note]
     for note in config.notes:

@@ -11,9 +11,9 @@ from generator.config.engine_group import apply_engine_selection
 from generator.config.flat import FlatConfig
 from generator.config.interp import MISSING
 from generator.config.types import Config
-from generator.launch import Override, Provenance, Span
-from generator.verl import PPO_ENTRY, PPO_MEGATRON_CONFIG
-from generator.overrides import format_value, parse_override
+from generator.reading.launch_script import Override, Provenance, Span
+from generator.verl.constants import PPO_ENTRY, PPO_MEGATRON_CONFIG
+from generator.reading.overrides import format_value, parse_override
 from generator.schema import load
 from generator.schema.groups import select_groups
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 
 from typing import Any, Literal, NamedTuple, TYPE_CHECKING
 
-from generator.launch import Override
-from generator.verl import PPO_ENTRY
+from generator.reading.launch_script import Override
+from generator.verl.constants import PPO_ENTRY
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution

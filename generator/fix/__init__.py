@@ -1,7 +1,7 @@
 """Repairs as minimal byte edits on the user's own text (`gen fix`, `gen migrate`).
 
-  edits.py    apply_edits (back to front, overlaps rejected), requote per quoting context
-              (files are written by generator.files.write_atomic)
+  splice.py   apply_edits (back to front, overlaps rejected), requote per quoting context
+              (files are written by generator.base.files.write_atomic)
   place.py    a rule's Fix → byte edits where the reader says each value is defined
               (command-line word, variable assignment or `:-` default, array element, string
               piece, Python string literal); new keys go on a new line only where unambiguous

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
-from generator.launch import Invocation, LaunchScript, written_elsewhere
+from generator.reading.launch_script import Invocation, LaunchScript, written_elsewhere
 
 
 def changed_defaults(script: LaunchScript, before: Callable[[str], dict[str, Any]],

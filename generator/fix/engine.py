@@ -11,11 +11,11 @@ from __future__ import annotations
 from typing import Callable, NamedTuple, Sequence, TYPE_CHECKING
 
 from generator.config.types import Config
-from generator.edit_kinds import KeyEdit, TextEdit
-from generator.fix.edits import apply_edits, select_compatible
+from generator.reading.edit_kinds import KeyEdit, TextEdit
+from generator.fix.splice import apply_edits, select_compatible
 from generator.fix.hazard_repairs import fallback_fixes
 from generator.fix.place import Placement, place_fix
-from generator.launch import Invocation, LaunchScript
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.rules.core import Finding, MemoryVerdict, code_wanted
 
@@ -84,7 +84,7 @@ def _parse_errors(script: LaunchScript) -> int:
 def default_reader(env: dict[str, str] | None = None,
                    args: list[str] | None = None) -> Reader:
     def read(source: bytes, path: str | None) -> LaunchScript:
-        from generator.shell import read_launch
+        from generator.reading.shell import read_launch
 
         return read_launch(path, source=source, env=env, args=args)
 
@@ -105,7 +105,7 @@ def resolved_checker(resolution: Resolution | Callable[[LaunchScript], Resolutio
                      memory_for: MemoryFor | None = None, config_root: str | None = None,
                      select: Sequence[str] = (), ignore: Sequence[str] = (), model_config: str | None = None) -> Checker:
     """judging.check_resolved against `resolution` (which verl, resolved once per file by its
-    context, generator.file_context), or against what `resolution(script)` gives for each text
+    context, generator.inputs.file_context), or against what `resolution(script)` gives for each text
     (`FileContext.resolution_of`: a release read from the script's keys follows its edits);
     `memory_for` predicts each call's memory for the memory rules (a GPU was named);
     `config_root` is where `$PWD`-relative config paths start. The fix loop checks every rule:
@@ -125,7 +125,7 @@ def without_silenced(check: Checker) -> Checker:
     header, or right above the finding's command), exactly as `gen check` hides them: `gen fix`
     never repairs, nor counts as left, a finding `gen check` does not show. The comments are read
     from each round's text again, so a command an earlier edit moved keeps its comment."""
-    from generator.suppress import find_suppressions
+    from generator.reading.suppression_comments import find_suppressions
 
     def check_visible(script: LaunchScript) -> CheckResults:
         silenced = find_suppressions(script.source)
@@ -318,7 +318,7 @@ def _fixes_creating_errors(script: LaunchScript, results: CheckResults, edit_set
 
 def _key_edits_reach_a_call(finding: Finding, script: LaunchScript) -> bool:
     """After the edit, does some call of `script` set each edited key to its new value?"""
-    from generator.overrides import format_value, parse_override
+    from generator.reading.overrides import format_value, parse_override
 
     for edit in finding.fix.edits if finding.fix else ():
         if not isinstance(edit, KeyEdit):

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Callable
 
-from generator.launch import Hazard, LaunchScript
+from generator.reading.launch_script import Hazard, LaunchScript
 from generator.rules.core import Fix
 from generator.rules.shell import hazard_fix
 

@@ -14,12 +14,12 @@ import re
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Callable, Sequence
 
-from generator.fix.edits import apply_edits, select_compatible
+from generator.fix.splice import apply_edits, select_compatible
 from generator.fix.place import insertion_edit, merge_insertions, value_edit
-from generator.launch import Invocation, LaunchScript, Override, written_elsewhere
-from generator.edit_kinds import TextEdit
-from generator.verl import packaged_config_of
-from generator.versions import parse
+from generator.reading.launch_script import Invocation, LaunchScript, Override, written_elsewhere
+from generator.reading.edit_kinds import TextEdit
+from generator.verl.constants import packaged_config_of
+from generator.verl.versions import parse
 
 if TYPE_CHECKING:
     from generator.schema.migrations import Rename, ValueChange
@@ -323,7 +323,7 @@ def _value_change_steps(script: LaunchScript, override: Override, changes: Seque
     for change in changes:
         if change.key != override.key or override.value is None:
             continue
-        from generator.overrides import parse_override
+        from generator.reading.overrides import parse_override
 
         parsed = parse_override(override.text)
         if parsed.error is not None or parsed.value != change.old_value:
@@ -439,7 +439,7 @@ def _rename_step(script: LaunchScript, override: Override, rename: Rename | Stal
     edits: tuple[TextEdit, ...] = (edit,)
     mapping = _switch_map(override.key, new_key)
     if mapping is not None:
-        from generator.overrides import parse_override
+        from generator.reading.overrides import parse_override
 
         parsed = parse_override(override.text)
         if parsed.error is not None or parsed.value not in mapping:

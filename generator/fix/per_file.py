@@ -9,14 +9,14 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Iterator
 
-from generator.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
-from generator.file_context import FileContext, FileRequest, Judging, file_context
-from generator.inputs import read_bytes, refuse_non_script
+from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
+from generator.inputs.file_context import FileContext, FileRequest, Judging, file_context
+from generator.inputs.policy import read_bytes, refuse_non_script
 
 if TYPE_CHECKING:
     from generator.fix.engine import FixResult, Reader
     from generator.fix.migrate import MigrateResult
-    from generator.launch import LaunchScript
+    from generator.reading.launch_script import LaunchScript
     from generator.plan.script_setup import MemoryOptions
     from generator.schema.release_schema import Schema
 
@@ -80,7 +80,7 @@ def _read_bytes(path: str) -> bytes:
 
 
 def _write(path: str, source: bytes, fixed: bytes) -> None:
-    from generator.files import keep_final_newline, write_atomic
+    from generator.base.files import keep_final_newline, write_atomic
 
     write_atomic(path, keep_final_newline(source, fixed), expected=source)
 

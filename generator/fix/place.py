@@ -13,10 +13,10 @@ import re
 from typing import Any, Iterable
 
 from generator.config.types import Config
-from generator.edit_kinds import KeyEdit, TextEdit
-from generator.fix.edits import CannotQuote, requote
+from generator.reading.edit_kinds import KeyEdit, TextEdit
+from generator.fix.splice import CannotQuote, requote
 from generator.fix.values import hydra_text
-from generator.launch import Invocation, LaunchScript, Override, Span, written_elsewhere
+from generator.reading.launch_script import Invocation, LaunchScript, Override, Span, written_elsewhere
 from generator.rules.core import Applicability, Fix
 
 
@@ -57,7 +57,7 @@ def setting_override(key: str, invocation: Invocation | None, config: Config | N
 
 
 def _same_file(a: str, b: str) -> bool:
-    from generator.folder_memo import real_path
+    from generator.base.folder_memo import real_path
 
     return real_path(a) == real_path(b)
 
@@ -83,7 +83,7 @@ def value_edit(script: LaunchScript, override: Override, new_value: Any) -> tupl
     from_variable = prov.source == "variable" or bool(prov.variable)
     try:
         if prov.quoting.startswith("py:"):  # a string literal in a Python launcher
-            from generator.pylaunch.override_lists import py_requote
+            from generator.reading.python.override_lists import py_requote
 
             style = prov.quoting[3:]
             quote = style.lstrip("rRuUfFbB")
@@ -311,7 +311,7 @@ def place_fix(fix: Fix, script: LaunchScript, invocation: Invocation | None,
             return placement
         op = "" if config is None or edit.key in config.values else "+"
         if invocation.launcher in ("compose", "subprocess"):  # a Python launcher's list
-            from generator.pylaunch.override_lists import insertion_for
+            from generator.reading.python.override_lists import insertion_for
 
             text_edit, reason = insertion_for(script, invocation, f"{op}{edit.key}", hydra_text(edit.new))
         else:

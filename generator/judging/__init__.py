@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Callable, Iterable
 
 from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
-from generator.launch import Invocation, LaunchScript
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
 from generator.rules import SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_on, script_rules, stands_down_for_fork
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected
@@ -62,7 +62,7 @@ def _module_names(folders: Iterable[str]) -> set[str]:
 
 
 def problem_code(kind: str) -> str:
-    """The code of the rule that reports a problem kind (generator.derive's LayoutProblem.kind, a
+    """The code of the rule that reports a problem kind (generator.layout.derive's LayoutProblem.kind, a
     key-issue or shell-hazard kind): the rule whose `reports` flag names it. KeyError for none."""
     for registered in load_rules().values():
         if registered.reports == kind:
@@ -154,7 +154,7 @@ def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelF
     """Model facts: --model-config (config.json or a model dir) first, else a known name or a local
     directory in actor_rollout_ref.model.path. None when unknown (model-shape rules skip)."""
     from generator.model import find_model, load_model_config
-    from generator.verl import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
+    from generator.verl.constants import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
 
     if model_config:
         if model_config not in cache:
@@ -179,7 +179,7 @@ def _model_for(config: Config, model_config: str | None, cache: dict[str, ModelF
 
 def _scope_note(invocation: Invocation) -> str:
     # A call in a script this one runs (`bash x.sh`): its lines are the callee's (shell/callee.py).
-    from generator.shell.callee import callee_label
+    from generator.reading.shell.callee import callee_label
 
     callee = callee_label(invocation.context)
     ran = f" [{callee}]" if callee else ""

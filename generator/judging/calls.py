@@ -1,5 +1,5 @@
 """The config each live trainer call of a script composes, judged against one resolution: the one
-place `gen check` (generator.judging.check_resolved) and `gen explain` (generator.checking) build
+place `gen check` (generator.judging.check_resolved) and `gen explain` (generator.check.runner) build
 them, so both see the same config, the same release and the same fork code behind a call."""
 
 from __future__ import annotations
@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.launch import Invocation, LaunchScript
+    from generator.reading.launch_script import Invocation, LaunchScript
     from generator.schema.resolution import Resolution
 
 

@@ -12,7 +12,7 @@ from generator.config.types import Config
 from generator.rules.core import Example, Finding, Rule
 
 if TYPE_CHECKING:
-    from generator.launch import LaunchScript
+    from generator.reading.launch_script import LaunchScript
     from generator.model.facts import ModelFacts
 
 BASE: tuple[str, ...] = (
@@ -40,7 +40,7 @@ def example_version(rule: Rule, example: Example) -> str:
     if example.version:
         return example.version
     first = rule.versions.first
-    from generator.versions import parse
+    from generator.verl.versions import parse
 
     if first and parse(first) > parse(DEFAULT_VERSION):
         return first
@@ -118,9 +118,9 @@ def example_model(example: Example) -> ModelFacts | None:
 
 
 def example_script(example: Example) -> LaunchScript | None:
-    """Read an example's script text with generator.shell (None when it has no script)."""
+    """Read an example's script text with generator.reading.shell (None when it has no script)."""
     if example.script is None:
         return None
-    from generator.shell import read_script
+    from generator.reading.shell import read_script
 
     return read_script(example.script, "example.sh")

@@ -2,8 +2,8 @@
 
 Rules are pure functions of a `rules.core.Context`; whatever a verdict needs from disk or from
 another model is read here, once per call, and handed over immutable: the fork's trainer code in
-the checkout and the fork keys that change the batch chain (generator.forks, generator.forkcode),
-what the call's release does with a config (generator.release_semantics) and its schema. The
+the checkout and the fork keys that change the batch chain (generator.config.forks, generator.reading.fork_code),
+what the call's release does with a config (generator.verl.release_semantics) and its schema. The
 model's facts (its config.json) and the memory verdict are the caller's
 (generator.judging.check_resolved gathers them per call).
 """
@@ -11,10 +11,10 @@ model's facts (its config.json) and the memory verdict are the caller's
 from __future__ import annotations
 
 from generator.config.types import Config
-from generator.forks import batch_settings, fork_code
-from generator.launch import Invocation, LaunchScript
+from generator.config.forks import batch_settings, fork_code
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.release_semantics import semantics
+from generator.verl.release_semantics import semantics
 from generator.rules.core import Context, ForkChecks, MemoryVerdict
 from generator.schema.release_schema import Schema
 
@@ -44,8 +44,8 @@ def _fork_checks(config: Config) -> ForkChecks:
     package = config.resolution.package if config.resolution is not None else None
     if package is None:
         return ForkChecks()
-    from generator.folder_memo import remembered
-    from generator.forkcode import rollout_checks_batched_tokens, trainer_asserts_mini_within_train
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import rollout_checks_batched_tokens, trainer_asserts_mini_within_train
 
     return ForkChecks(
         trainer_asserts_mini=remembered(("trainer_asserts_mini_within_train", package),

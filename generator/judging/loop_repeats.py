@@ -16,7 +16,7 @@ from __future__ import annotations
 
 from typing import TypeVar
 
-from generator.launch import Invocation
+from generator.reading.launch_script import Invocation
 from generator.rules.core import Finding
 
 C = TypeVar("C")

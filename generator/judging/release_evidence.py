@@ -20,8 +20,8 @@ import zlib
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from generator.config.types import Config
-from generator.errors import InputError
-from generator.launch import Invocation, LaunchScript
+from generator.base.errors import InputError
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.rules.core import Finding, Fix
 
 if TYPE_CHECKING:

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library.recipe_format import Recipe, recipe_from_mapping, recipe_to_mapping
 from generator.library.store import Library, load_library, read_recipe, user_library_dir
 
@@ -60,7 +60,7 @@ def on_gpu(recipe: Recipe, gpu: str) -> Recipe:
     """A recipe whose GPU was only assumed, judged on the GPU the user names."""
     from dataclasses import replace
 
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
 
     return replace(recipe, gpu=gpu_spec(gpu).name, gpu_assumed=False)
 

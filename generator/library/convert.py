@@ -11,16 +11,16 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library.recipe_format import Recipe
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate, PhaseMemory
+from generator.layout.candidate import Candidate, PhaseMemory
 from generator.plan.memory import MemorySetup
-from generator.verl import MEGATRON_LORA_RANK, VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl.constants import MEGATRON_LORA_RANK, VLLM_MAX_NUM_BATCHED_TOKENS
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.hardware import GpuSpec
+    from generator.layout.hardware import GpuSpec
 
 
 def recipe_model(recipe: Recipe) -> ModelFacts:
@@ -34,7 +34,7 @@ def recipe_model(recipe: Recipe) -> ModelFacts:
 
 
 def recipe_gpu(recipe: Recipe) -> GpuSpec:
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
 
     try:
         return gpu_spec(recipe.gpu)
@@ -56,7 +56,7 @@ def recipe_candidate(recipe: Recipe) -> Candidate:
 
 
 def per_rank_mini_batch(recipe: Recipe) -> int | None:
-    from generator import derive
+    from generator.layout import derive
 
     lay = recipe.config.layout
     dp = derive.data_parallel_size(recipe.gpus, lay.tp, lay.pp, lay.cp)
@@ -183,7 +183,7 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
         if before != after:
             notes.append(f"{label}: {_short(before)} -> {_short(after)}")
     relief_changed = old.offload != best.offload or old.recompute != best.recompute
-    from generator import derive
+    from generator.layout import derive
 
     mini = plan.ppo_mini_batch_size or cfg.ppo_mini_batch_size
     if mini != cfg.ppo_mini_batch_size:
@@ -201,7 +201,7 @@ def replan(recipe: Recipe, model: ModelFacts, gpu: GpuSpec, gpus: int, nodes: in
 
 
 def _per_rank(mini: int, n: int, dp: int | None) -> str:
-    from generator import derive
+    from generator.layout import derive
 
     return "?" if not dp else str(derive.per_rank_mini_batch(mini, n, dp))
 
@@ -218,7 +218,7 @@ def _short(value: object) -> str:
 
 def extra_override_words(recipe: Recipe) -> list[str]:
     """The recipe's verbatim `config.overrides` as Hydra override words."""
-    from generator.overrides import format_value
+    from generator.reading.overrides import format_value
 
     words = []
     for key, value in recipe.config.overrides.items():
@@ -249,7 +249,7 @@ def _merge(words: list[str], extra: list[str]) -> list[str]:
 def to_config(recipe: Recipe, version: str | None = None) -> Config:
     """The effective Config (release defaults + the recipe's overrides) for rules and diff."""
     from generator.config import config_from_overrides
-    from generator.verl import PPO_MEGATRON_CONFIG
+    from generator.verl.constants import PPO_MEGATRON_CONFIG
 
     chosen, _ = _choose_version(recipe, version)
     return config_from_overrides(to_overrides(recipe, chosen), version=chosen,

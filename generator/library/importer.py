@@ -16,10 +16,10 @@ from pathlib import Path
 from typing import Any, Iterator
 
 from generator.config.types import Config
-from generator.errors import InputError
-from generator.files import write_atomic
+from generator.base.errors import InputError
+from generator.base.files import write_atomic
 from generator.library.recipe_format import layout_mapping
-from generator.verl import ACTOR, PPO_ENTRY, ROLLOUT_ENGINES
+from generator.verl.constants import ACTOR, PPO_ENTRY, ROLLOUT_ENGINES
 
 # Per-run values: a recipe is a setup, not one person's run.
 _RUN_SPECIFIC_PREFIXES = ("data.train_files", "data.val_files", "trainer.project_name", "trainer.experiment_name",
@@ -163,10 +163,10 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     from generator.library.convert import to_config
     from generator.library.recipe_format import name_problem, recipe_from_mapping
     from generator.library.store import user_library_dir
-    from generator.project import load_project
+    from generator.project.settings import load_project
     from generator.schema.resolution import check_explicit, recipe_release, resolve_script
     from generator.script.extract import trainer_call
-    from generator.shell import read_launch
+    from generator.reading.shell import read_launch
 
     problem = name_problem(name)
     if problem:  # before reading anything: nothing is written under a name that is refused
@@ -186,7 +186,7 @@ def import_script(script: str, *, name: str, library: str | None = None, version
     config = build_config(invocation, version=chosen, script_dir=str(Path(script).resolve().parent))
     mapping, more = recipe_mapping_from_config(config, name=name, where=script, entry=invocation.entry)
     if gpu is not None:
-        from generator.hardware import gpu_spec
+        from generator.layout.hardware import gpu_spec
 
         mapping["gpu"] = gpu_spec(gpu).name
         mapping.pop("gpu_assumed", None)

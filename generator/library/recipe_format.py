@@ -15,10 +15,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, overload
 
-from generator.errors import InputError
-from generator.layout import Offload, Parallelism
-from generator.verl import ALGORITHMS, ROLLOUT_ENGINES
-from generator.versions import parse as parse_version
+from generator.base.errors import InputError
+from generator.layout.parallelism import Offload, Parallelism
+from generator.verl.constants import ALGORITHMS, ROLLOUT_ENGINES
+from generator.verl.versions import parse as parse_version
 
 if TYPE_CHECKING:
     import builtins  # _Fields' methods str/int/float/bool shadow the builtin names in its annotations
@@ -97,7 +97,7 @@ class Recipe:
         """The algorithm the script runs, as `gen list` names it: the recipe's algorithm, or the
         advantage estimator its overrides set instead (verl's GPG example renders as GRPO with
         `algorithm.adv_estimator=gpg`: it runs GPG)."""
-        from generator.verl import algorithm_facts
+        from generator.verl.constants import algorithm_facts
 
         estimator = self.config.overrides.get("algorithm.adv_estimator")
         facts = algorithm_facts(self.algorithm)

@@ -11,7 +11,7 @@ def recipe_report(recipe: Recipe) -> dict[str, Any]:
     """Everything `gen show NAME` prints, as data: metadata, settings, derived numbers and the
     predicted memory per phase. Memory and derived numbers are None when they cannot be
     computed (e.g. a user recipe for a model the registry does not know)."""
-    from generator.errors import InputError
+    from generator.base.errors import InputError
 
     cfg = recipe.config
     report: dict[str, Any] = {

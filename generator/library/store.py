@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library.recipe_format import Recipe, recipe_from_mapping
-from generator.resources import recipes_dir
+from generator.base.resources import recipes_dir
 
 if TYPE_CHECKING:
     import yaml
@@ -110,7 +110,7 @@ def _fast_loader() -> type[yaml.CSafeLoader] | None:
 def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
     """Read and validate one recipe file. Raises InputError with a one-line message."""
     where = str(path)
-    from generator.files import read_input
+    from generator.base.files import read_input
 
     try:  # regular files only, the size cap checked before reading
         raw = read_input(path, limit=MAX_RECIPE_BYTES, what="recipe", trusted=True)  # the user's own library
@@ -197,8 +197,8 @@ def stamped_for(recipe: Recipe, release: str) -> bool:
     """Whether the recipe says it targets `release`: an exact stamp ('0.9.1'), or any stamp of a
     shorter release number ('0.9' matches 0.9.0 and 0.9.1). InputError for text that is not a
     release number."""
-    from generator.errors import InputError
-    from generator.versions import parse
+    from generator.base.errors import InputError
+    from generator.verl.versions import parse
 
     text = release.strip().lstrip("vV")
     try:

@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.library.recipe_format import Recipe
 from generator.plan.error_band import MEMORY_ERROR_BAND
 

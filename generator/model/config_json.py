@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.model.facts import ModelFacts
-from generator.files import DATA_LIMIT, read_text_input
+from generator.base.files import DATA_LIMIT, read_text_input
 
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_next", "olmo2", "gemma3"})

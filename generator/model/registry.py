@@ -18,14 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from generator import boundary
-from generator.errors import InputError
-from generator.folder_memo import remembered
+from generator.base import boundary
+from generator.base.errors import InputError
+from generator.base.folder_memo import remembered
 from generator.model.config_json import load_model_config
 from generator.model.facts import ModelFacts
 from generator.model.names import base_name
-from generator.files import read_text_input
-from generator.resources import data_dir, load_data_yaml
+from generator.base.files import read_text_input
+from generator.base.resources import data_dir, load_data_yaml
 
 # Trailing name parts that do not change the architecture.
 _NEUTRAL_SUFFIXES = frozenset(
@@ -135,9 +135,9 @@ def _looks_like_registry(data: Any) -> bool:
 
 @lru_cache(maxsize=1)
 def _registry() -> tuple[_Entry, ...]:
-    from generator.cache import cached_parse  # lazy: the packaged registry needs no cache (issue 22)
+    from generator.base.cache import cached_parse  # lazy: the packaged registry needs no cache (issue 22)
     path = data_dir() / "models.yaml"
-    # The parse is cached by the file's stamp (generator/cache.py): `gen check` need not import PyYAML.
+    # The parse is cached by the file's stamp (generator/base/cache.py): `gen check` need not import PyYAML.
     raw = cached_parse(path, _load_yaml, _looks_like_registry)
     try:
         return tuple(_entry_from_yaml(item) for item in raw["models"])

@@ -2,8 +2,8 @@
 
 `search` is the entry point: `enumeration` lists the layouts, `sizing` chooses each one's knobs
 (memory from `memory`, phase by phase), `ranking` orders them; `result` holds what they hand to
-`gen plan` and `gen recipe`. The layout records themselves live in `generator.layout` and
-`generator.candidate`.
+`gen plan` and `gen recipe`. The layout records themselves live in `generator.layout.parallelism` and
+`generator.layout.candidate`.
 """
 
 from __future__ import annotations

@@ -6,7 +6,7 @@ from __future__ import annotations
 import math
 
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.plan.workload import Workload
 
 # Routed-expert tensors are counted as Megatron-core keeps them, with no discount (issue 32): the

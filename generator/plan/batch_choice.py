@@ -6,9 +6,9 @@ from __future__ import annotations
 
 import math
 
-from generator.derive import divisors
-from generator.errors import InputError
-from generator.verl import ALGORITHM_TABLE
+from generator.layout.derive import divisors
+from generator.base.errors import InputError
+from generator.verl.constants import ALGORITHM_TABLE
 
 AGENT_NUM_WORKERS = 8  # rollout.agent.num_workers default: G must split evenly (D1 in docs/verl-checks.md)
 MAX_TRAIN_BATCH_SIZE = 10**12  # keeps the divisor search (√P steps) under a second
@@ -68,7 +68,7 @@ def batch_sizes(gpus: int, n: int, prompt_len: int, response_len: int, algo: str
             f"{AGENT_NUM_WORKERS // math.gcd(AGENT_NUM_WORKERS, n)} prompts")
     minis = [unit * d for d in divisors(prompts // unit)] if prompts % unit == 0 else []
     if minis:
-        from generator.derive import nearest
+        from generator.layout.derive import nearest
 
         return prompts, nearest(max(1, prompts // 4), minis) or minis[0]
     return prompts, 0  # decided per layout (valid only for some DP sizes)
@@ -89,7 +89,7 @@ def mini_for(prompts: int, n: int, dp: int, mini: int) -> int | None:
     equal mini batches; derive.valid_minis) closest to a quarter of the step."""
     if mini:
         return mini
-    from generator.derive import nearest
+    from generator.layout.derive import nearest
 
     options = [m for m in divisors(prompts) if (m * n) % dp == 0]
     return nearest(max(1, prompts // 4), options)  # about 4 optimizer updates per step

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from generator.config.reader import ConfigReader
 from generator.model.facts import ModelFacts
-from generator.verl import DEFAULT_MODEL_PATH
-from generator.verl import MODEL_PATH_KEY as MODEL_PATH
+from generator.verl.constants import DEFAULT_MODEL_PATH
+from generator.verl.constants import MODEL_PATH_KEY as MODEL_PATH
 
 
 def call_model(reader: ConfigReader, model: ModelFacts | None) -> tuple[ModelFacts | None, str, str | None]:

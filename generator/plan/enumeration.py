@@ -1,12 +1,12 @@
 """Which Megatron layouts the search visits: TP inside a node, PP up to MAX_PP, CP for long
 sequences, EP over the experts, VPP on short pipelines, and the uneven first/last stage splits
-that keep a stage short. Validity is not judged here (`generator.derive.layout_problems` does).
+that keep a stage short. Validity is not judged here (`generator.layout.derive.layout_problems` does).
 """
 
 from __future__ import annotations
 
-from generator.derive import Layout, data_parallel_size
-from generator.layout import Parallelism
+from generator.layout.derive import Layout, data_parallel_size
+from generator.layout.parallelism import Parallelism
 from generator.model import ModelFacts
 from generator.plan.setting import Setting
 

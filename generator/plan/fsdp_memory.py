@@ -28,11 +28,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl.constants import VLLM_MAX_NUM_BATCHED_TOKENS
 from generator.model.facts import ModelFacts
 from generator.model.params import dense_layer_params, moe_layer_params, total_params
 from generator.plan.activations import dense_layer_activation_bytes, moe_layer_activation_bytes
-from generator.candidate import Candidate, MemoryTerm, PhaseMemory
+from generator.layout.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.memory import (CUDA_GRAPH_GIB, ENGINE_COUNTED_OVERHEAD_GIB, OVERHEAD_GIB,
                                    MemoryReport, StageMemory, usable_gib)

@@ -10,17 +10,17 @@ from collections.abc import Callable, Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
-from generator.derive import local_batch, per_rank_mini_batch
+from generator.layout.derive import local_batch, per_rank_mini_batch
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
-from generator.hardware import GpuSpec
+from generator.layout.hardware import GpuSpec
 from generator.model.facts import ModelFacts
 from generator.plan.call_model import call_model
 from generator.plan.fsdp_memory import FsdpKnobs, FsdpVerdict, fsdp_verdict
 from generator.plan.gmu_ladder import lowered_gmu
 from generator.plan.relief import KnobChange, Rung, cheapest_change
 from generator.rules.core import MemoryVerdict
-from generator.verl import ACTOR, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl.constants import ACTOR, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 _Relief = KnobChange[FsdpKnobs]  # one rung of this actor's memory relief
 MODEL = "actor_rollout_ref.model."

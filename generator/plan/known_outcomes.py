@@ -16,7 +16,7 @@ import yaml
 from generator.plan.memory import MemorySetup
 from generator.plan.memory_fit import Outcome, outcome
 from generator.plan.reference import VerlLayout, verl_layouts
-from generator.resources import data_dir
+from generator.base.resources import data_dir
 
 GB_PER_GIB = 2**30 / 1e9
 

@@ -44,13 +44,13 @@ from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 
-from generator import session
-from generator.derive import layout_dp, layout_edp
+from generator.base import session
+from generator.layout.derive import layout_dp, layout_edp
 from generator.model.facts import ModelFacts
 from generator.model.params import megatron_lora_share
 from generator.plan.activations import (dense_layer_activation_bytes, in_flight_micro_batches,
                                         micro_batches_per_step, moe_layer_activation_bytes, tokens_per_micro)
-from generator.candidate import Candidate, MemoryTerm, PhaseMemory
+from generator.layout.candidate import Candidate, MemoryTerm, PhaseMemory
 from generator.plan.rollout_engine import engine_fixed_bytes
 from generator.plan.stages import StageParams, every_stage_params, stage_layer_counts
 from generator.plan.workload import GIB, Workload
@@ -333,7 +333,7 @@ def _rollout_phase(cand: Candidate, work: Workload, f: _CallFacts, weights: floa
 
 
 def _with_calibration(phases: dict[str, PhaseMemory], detail: bool, model: str) -> dict[str, PhaseMemory]:
-    """The training phases with a stored calibration's memory offset (generator.session): the
+    """The training phases with a stored calibration's memory offset (generator.base.session): the
     measured peak of torch's allocator less the predicted one, over the runs it was fitted on.
     The logs measure the training peak only, so the rollout and weight-sync phases keep theirs."""
     in_force = session.current().calibration

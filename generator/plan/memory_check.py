@@ -11,13 +11,13 @@ from dataclasses import replace
 
 from generator.config.types import Config
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.plan.gmu_ladder import lowered_gmu
 from generator.plan.memory import MemorySetup, evaluate_memory
 from generator.plan.relief import CHECK_CPU_FRACTIONS, MEGATRON_RELIEF, KnobChange, Rung, cheapest_change
 from generator.plan.script_setup import MemoryOptions, memory_setup_from_config
 from generator.rules.core import MemoryVerdict
-from generator.verl import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, ROLLOUT, TRANSFORMER
+from generator.verl.constants import ACTOR, MEGATRON, OPTIMIZER_OVERRIDES, ROLLOUT, TRANSFORMER
 
 _Relief = KnobChange[Candidate]  # one rung of this actor's memory relief
 

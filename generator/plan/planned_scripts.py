@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 from dataclasses import dataclass
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.render.spec import RecipeSpec
 
 GPU_COUNTS = (1, 2, 4, 8, 16, 24, 32, 64, 96, 128, 256, 512)
@@ -38,7 +38,7 @@ def planned_scripts(every: int = 1, *, version: str | None = None,
     """GRPO for every `every`-th packaged model at each count of GPU_COUNTS where it fits, and the
     other algorithms at its smallest such count. `version` None: the default (newest) release."""
     from generator.model import list_models, model_slug
-    from generator.verl import ALGORITHMS
+    from generator.verl.constants import ALGORITHMS
 
     others = ALGORITHMS[1:] if algorithms is None else tuple(a for a in algorithms if a != "grpo")
     for facts in list_models()[::every]:

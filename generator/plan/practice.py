@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.layout import Parallelism
+from generator.layout.parallelism import Parallelism
 from generator.model import ModelFacts
 from generator.plan.error_band import MEMORY_ERROR_BAND, STEP_TIME_ERROR_BAND
 from generator.plan.workload import GIB

@@ -6,7 +6,7 @@ layout of the nearest count scaled by Megatron's rules:
   pipeline stage's TP·CP·DP ranks), so EP halves until it does; a pipeline wider than the GPUs
   halves until it fits (the stage split then evened out); CP is kept for long sequences only; a
   mixture-of-experts row without EP gets EP carved out of DP·CP (up to 8, a node).
-Validity is still judged by `generator.derive.layout_problems`; the sizing adapts the knobs.
+Validity is still judged by `generator.layout.derive.layout_problems`; the sizing adapts the knobs.
 """
 
 from __future__ import annotations
@@ -15,10 +15,10 @@ from dataclasses import replace
 from functools import lru_cache
 from typing import Any
 
-from generator.derive import Layout, data_parallel_size
-from generator.layout import Parallelism
+from generator.layout.derive import Layout, data_parallel_size
+from generator.layout.parallelism import Parallelism
 from generator.model import ModelFacts
-from generator.pins import LAYOUT_FIELDS, Pins
+from generator.layout.pins import LAYOUT_FIELDS, Pins
 from generator.plan.enumeration import LONG_SEQUENCE, describe_layout, stage_splits
 from generator.plan.practice import layout_violations
 from generator.plan.verl_rows import VerlRow, verl_rows

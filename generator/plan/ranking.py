@@ -14,10 +14,10 @@ from __future__ import annotations
 import math
 from functools import lru_cache
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
-from generator.derive import Layout, layout_dp, per_rank_mini_batch
-from generator.layout import Parallelism
-from generator.candidate import Candidate
+from generator.verl.constants import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.layout.derive import Layout, layout_dp, per_rank_mini_batch
+from generator.layout.parallelism import Parallelism
+from generator.layout.candidate import Candidate
 from generator.model import ModelFacts
 from generator.plan.enumeration import powers_of_two
 from generator.plan.error_band import STEP_TIME_ERROR_BAND

@@ -5,15 +5,15 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.errors import InputError
-from generator.hardware import gpu_spec
+from generator.base.errors import InputError
+from generator.layout.hardware import gpu_spec
 from generator.model import model_slug, resolve_model
-from generator.pins import NO_PINS, Pins, pins_text
+from generator.layout.pins import NO_PINS, Pins, pins_text
 from generator.plan import plan_layout
 from generator.plan.batch_choice import default_n
 from generator.plan.setting import nodes_for_gpus
 from generator.render.spec import DEFAULT_VERSION, HydraText, RecipeSpec
-from generator.verl import ALGORITHMS
+from generator.verl.constants import ALGORITHMS
 
 
 def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, gpu_mem: float | None, algo: str,
@@ -45,7 +45,7 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
         model_path = local_model_path(model)
     version = verl_version or DEFAULT_VERSION
     if verl_version is not None:
-        from generator.versions import parse
+        from generator.verl.versions import parse
 
         try:
             parse(verl_version)

@@ -10,9 +10,9 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
-from generator.derive import layout_dp, per_rank_mini_batch
-from generator.pins import Pins
+from generator.verl.constants import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.layout.derive import layout_dp, per_rank_mini_batch
+from generator.layout.pins import Pins
 from generator.plan.result import Plan
 from generator.plan.memory import MemorySetup
 from generator.plan.workload import Workload, algo_roles

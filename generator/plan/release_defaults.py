@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.schema.release_schema import release_cache
-from generator.verl import PPO_MEGATRON_CONFIG, ROLLOUT
+from generator.verl.constants import PPO_MEGATRON_CONFIG, ROLLOUT
 
 SYNC_BUCKET_KEYS = (ROLLOUT + "checkpoint_engine.update_weights_bucket_megabytes",
                     ROLLOUT + "update_weights_bucket_megabytes")
@@ -52,7 +52,7 @@ def rollout_defaults(version: str | None) -> RolloutDefaults:
     """The release's defaults (BASELINE for None or a release without a packaged schema)."""
     if version is None:
         return BASELINE
-    from generator.errors import InputError
+    from generator.base.errors import InputError
     from generator.schema import load
 
     try:

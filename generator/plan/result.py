@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 
 
 @dataclass(slots=True)

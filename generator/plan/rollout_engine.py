@@ -9,7 +9,7 @@ from functools import lru_cache
 
 from generator.model.facts import ModelFacts
 from generator.model.params import kv_cache_bytes_per_token, total_params
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.plan.workload import GIB, Workload
 
 ENGINE_TERMS = ("rollout-weights", "rollout-activations", "kv-cache")  # together: gmu × GPU memory

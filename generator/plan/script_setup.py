@@ -10,21 +10,21 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.derive import Layout, layout_dp, per_rank_mini_batch
-from generator.errors import InputError
+from generator.layout.derive import Layout, layout_dp, per_rank_mini_batch
+from generator.base.errors import InputError
 from generator.config.derived import reads_global_micro
 from generator.config.knobs import Knobs, Reads, read_knobs
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
-from generator.hardware import GpuSpec, gpu_spec
+from generator.layout.hardware import GpuSpec, gpu_spec
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.plan.call_model import call_model, model_config_used
 from generator.plan.memory import MemoryReport, MemorySetup, evaluate_memory
 from generator.plan.stages import accounted_stage_sizes
 from generator.plan.workload import Workload
-from generator.verl import ACTOR, MEGATRON_LORA_RANK, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl.constants import ACTOR, MEGATRON_LORA_RANK, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 
@@ -136,7 +136,7 @@ class MemoryOptions:
     headroom_gib: float = 0.0
 
 
-# --headroom in GiB: below the largest --gpu-mem (generator.hardware) a GPU may be given.
+# --headroom in GiB: below the largest --gpu-mem (generator.layout.hardware) a GPU may be given.
 MAX_HEADROOM_GIB = 4096
 
 

@@ -1,6 +1,6 @@
 """Layout search, the entry point: enumerate Megatron layouts, keep the valid ones, size each, rank them.
 
-Validity comes from `generator.derive` (the same predicates the rules use); the layouts visited
+Validity comes from `generator.layout.derive` (the same predicates the rules use); the layouts visited
 from `plan.enumeration`, the knobs and memory of each from `plan.sizing`, the order from
 `plan.ranking`. The search visits layouts by the best key they could reach (their step-time
 floor) and stops once the top candidates beat the next layout's floor.
@@ -10,12 +10,12 @@ from __future__ import annotations
 
 from dataclasses import replace
 
-from generator.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch
-from generator.errors import InputError
-from generator.hardware import GpuSpec
-from generator.candidate import Candidate
+from generator.layout.derive import Layout, layout_dp, layout_problems, per_rank_mini_batch
+from generator.base.errors import InputError
+from generator.layout.hardware import GpuSpec
+from generator.layout.candidate import Candidate
 from generator.model import ModelFacts, total_params
-from generator.pins import NO_PINS, Pins
+from generator.layout.pins import NO_PINS, Pins
 from generator.plan.batch_choice import batch_hint, batch_sizes
 from generator.plan.enumeration import describe_layout, enumerate_layouts
 from generator.plan.practice import leaves_spare, least_budget_tokens, spare_share, within_step_band
@@ -27,7 +27,7 @@ from generator.plan.release_defaults import rollout_defaults
 from generator.plan.result import Plan
 from generator.plan.setting import Setting
 from generator.plan.sizing import describe_candidate, micro_batch_splits, size_layout
-from generator.verl import ALGORITHM_TABLE, ALGORITHMS
+from generator.verl.constants import ALGORITHM_TABLE, ALGORITHMS
 
 
 def _validate(model: ModelFacts, gpus: int, nodes: int, prompt_len: int, response_len: int, n: int,
@@ -60,7 +60,7 @@ def plan_layout(model: ModelFacts, gpus: int, *, nodes: int = 1, gpu: GpuSpec, p
                 top: int = 5, mean_response_len: int | None = None, verl_version: str | None = None) -> Plan:
     """Search (or, with `evaluate`, evaluate) Megatron layouts for `model` on `gpus` GPUs in total.
 
-    `pins` (generator.pins): with `evaluate`, its layout fields are the one layout sized (the
+    `pins` (generator.layout.pins): with `evaluate`, its layout fields are the one layout sized (the
     unpinned ones at Megatron's defaults); else they keep only the layouts that agree (or the one
     they describe when the search does not produce it). Its knobs are pinned on every layout
     sized; param_offload/optimizer_offload/cpu_optimizer_fraction/recompute pin single rungs of

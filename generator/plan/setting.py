@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.errors import InputError
-from generator.hardware import GpuSpec
+from generator.base.errors import InputError
+from generator.layout.hardware import GpuSpec
 from generator.plan.release_defaults import BASELINE, RolloutDefaults
 
 

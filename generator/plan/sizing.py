@@ -14,13 +14,13 @@ from __future__ import annotations
 import math
 from dataclasses import dataclass, replace
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS
-from generator.derive import (Layout, dp_equation, layout_dp, per_rank_mini_batch, rollout_problems,
+from generator.verl.constants import VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.layout.derive import (Layout, dp_equation, layout_dp, per_rank_mini_batch, rollout_problems,
                               vpp_micro_batch_problem)
-from generator.layout import Offload
-from generator.candidate import Candidate
+from generator.layout.parallelism import Offload
+from generator.layout.candidate import Candidate
 from generator.model import ModelFacts
-from generator.pins import NO_PINS, Pins
+from generator.layout.pins import NO_PINS, Pins
 from generator.plan.batch_choice import mini_for
 from generator.plan.rollout_engine import ENGINE_TERMS, engine_memory
 from generator.plan.enumeration import powers_of_two

@@ -7,7 +7,7 @@ from functools import lru_cache
 
 from generator.model.facts import ModelFacts
 from generator.model.params import LayerParams, dense_layer_params, is_moe_layer, moe_layer_params
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 
 
 def stage_layer_counts(layers: int, pp: int, first: int | None = None, last: int | None = None) -> list[int]:

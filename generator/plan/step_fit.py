@@ -14,7 +14,7 @@ import math
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 
-from generator.candidate import StepTime
+from generator.layout.candidate import StepTime
 from generator.plan.step_time import FREE_CONSTANTS, StepConstants
 
 # What each free constant may be: the fit stays inside, so a constant cannot absorb a missing term

@@ -1,6 +1,6 @@
 """Estimated time of one training step for a sized layout: the planner's ranking score.
 
-A roofline estimate from the hardware table's figures (generator.hardware), with a few free
+A roofline estimate from the hardware table's figures (generator.layout.hardware), with a few free
 constants fitted to published verl step times (generator/data/step_time_calibration.yaml, fitted
 by generator.plan.step_fit on bench/data/published_step_times.yaml; docs/step-time-model.md):
   lengths    responses are counted at their EXPECTED length (Workload.mean_response_len, or
@@ -47,16 +47,16 @@ from dataclasses import dataclass, fields, replace
 from functools import lru_cache
 from typing import Any
 
-from generator.derive import layout_dp, layout_edp
-from generator.hardware import GpuSpec
+from generator.layout.derive import layout_dp, layout_edp
+from generator.layout.hardware import GpuSpec
 from generator.model import ModelFacts, total_params
 from generator.model.params import (dense_layer_params, is_moe_layer, kv_cache_bytes_per_token,
                                     moe_layer_params)
-from generator import session
-from generator.candidate import Candidate, StepTime
+from generator.base import session
+from generator.layout.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
-from generator.resources import data_dir, load_data_yaml
+from generator.base.resources import data_dir, load_data_yaml
 
 # Share of the nominal host-link bandwidth pinned-memory copies reach (PCIe: ~80 % of nominal).
 HOST_LINK_EFFICIENCY = 0.8
@@ -87,7 +87,7 @@ class StepConstants:
     cross_node_sync_s: float = 1e-4  # per rollout-TP all-reduce when the replica spans nodes (network latency)
     mean_response_share: float = 0.15  # expected response / maximum, when the workload does not say
     mean_prompt_share: float = 0.5  # expected prompt / maximum
-    # A stored calibration (generator.session.Calibration, docs/calibrate.md): factors on the parts
+    # A stored calibration (generator.base.session.Calibration, docs/calibrate.md): factors on the parts
     # a cluster measured, and the share of the maximum its runs' responses averaged, per model.
     # None when no calibration is in force: the model's own figures, unchanged.
     calibration: session.Calibration | None = None
@@ -104,7 +104,7 @@ FREE_CONSTANTS = ("train_mfu", "moe_efficiency", "decode_mfu", "decode_tp_sync_s
 
 def calibrated() -> StepConstants:
     """The constants generator/data/step_time_calibration.yaml holds (the fit on every published
-    point), with the stored calibration the command applies (generator.session), if any."""
+    point), with the stored calibration the command applies (generator.base.session), if any."""
     in_force = session.current().calibration
     return _fitted() if in_force is None else _with_calibration(in_force)
 

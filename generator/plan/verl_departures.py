@@ -13,7 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from generator.candidate import Candidate, StepTime
+from generator.layout.candidate import Candidate, StepTime
 from generator.model import ModelFacts
 from generator.plan.enumeration import describe_layout
 from generator.plan.practice import leaves_spare, within_step_band

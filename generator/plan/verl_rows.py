@@ -8,12 +8,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from generator.hardware import GpuSpec, gpu_spec
-from generator.layout import Offload
+from generator.layout.hardware import GpuSpec, gpu_spec
+from generator.layout.parallelism import Offload
 from generator.model import resolve_model
 from generator.model.facts import ModelFacts
-from generator.pins import Pins
-from generator.resources import data_dir, load_data_yaml
+from generator.layout.pins import Pins
+from generator.base.resources import data_dir, load_data_yaml
 
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.verl import VLLM_MAX_NUM_BATCHED_TOKENS, algorithm_facts
+from generator.verl.constants import VLLM_MAX_NUM_BATCHED_TOKENS, algorithm_facts
 
 GIB = float(2**30)
 

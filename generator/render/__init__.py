@@ -11,7 +11,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.render.recipe_settings import build_recipe, recipe_overrides
 from generator.render.spec import LAUNCHERS, RecipeSpec, ScriptSettings
 

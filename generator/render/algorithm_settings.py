@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.render.spec import (
     RecipeSpec,
     ScriptSettings,
@@ -16,7 +16,7 @@ from generator.render.spec import (
     schema_has,
 )
 from generator.schema.ignored_keys import ignored_key
-from generator.verl import ALGORITHM_TABLE, PPO_ENTRY
+from generator.verl.constants import ALGORITHM_TABLE, PPO_ENTRY
 
 @dataclass(frozen=True, slots=True)
 class AlgorithmKeys:
@@ -29,7 +29,7 @@ class AlgorithmKeys:
 
 def algorithm_keys(algo: str, version: str) -> AlgorithmKeys:
     """The keys a script writes for `algo`; its estimator, critic and summary are the table's
-    (generator.verl.ALGORITHM_TABLE), its KL keys follow the table's KL term."""
+    (generator.verl.constants.ALGORITHM_TABLE), its KL keys follow the table's KL term."""
     facts = ALGORITHM_TABLE.get(algo)
     if facts is None:
         raise InputError(f"unknown algorithm '{algo}'")

@@ -1,6 +1,6 @@
 """The derived numbers a generated script shows in its header comments.
 
-Every number comes from `generator.derive` (the same arithmetic the rules use), applied to
+Every number comes from `generator.layout.derive` (the same arithmetic the rules use), applied to
 the recipe's defaults; this module only decides which numbers a reader wants to see and
 writes each one as its formula with the numbers filled in.
 """
@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator import derive
-from generator.errors import InputError
+from generator.layout import derive
+from generator.base.errors import InputError
 from generator.render.spec import AGENT_LOOP_WORKERS, ScriptSettings
 
 

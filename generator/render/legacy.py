@@ -13,13 +13,13 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import TYPE_CHECKING, Any
 
-from generator.errors import InputError
-from generator.launch import UNKNOWN_CLOSE, UNKNOWN_OPEN
+from generator.base.errors import InputError
+from generator.reading.launch_script import UNKNOWN_CLOSE, UNKNOWN_OPEN
 from generator.render.quoting import shell_word
 from generator.render.recipe_settings import build_recipe
 from generator.render.spec import AUTO_LAUNCHER, HydraText, RecipeSpec, schema_has
-from generator.verl import MEGATRON as M
-from generator.verl import PPO_MEGATRON_CONFIG
+from generator.verl.constants import MEGATRON as M
+from generator.verl.constants import PPO_MEGATRON_CONFIG
 
 if TYPE_CHECKING:
     from generator.config.types import Config
@@ -97,7 +97,7 @@ def _user_value(config: Config, key: str) -> str | HydraText | None:
     value = config.values.get(key)
     if isinstance(value, str):
         return value
-    from generator.overrides import format_value
+    from generator.reading.overrides import format_value
 
     hydra = format_value(value)
     return HydraText(hydra, shell_word(hydra), f"kept from the legacy script's {key}")
@@ -108,9 +108,9 @@ def _apply_fixes(config: Config, model: ModelFacts, version: str, notes: list[st
     round, re-checked after each, because one fix (the mini batch) changes what the next
     (the micro batch) should be. Info-level findings are left alone."""
     from generator.config import config_from_overrides
-    from generator.overrides import format_value
+    from generator.reading.overrides import format_value
     from generator.judging import check_config
-    from generator.edit_kinds import KeyEdit
+    from generator.reading.edit_kinds import KeyEdit
 
     rank = {"error": 0, "warning": 1}
     for _round in range(8):
@@ -139,13 +139,13 @@ def spec_from_script(path: str, *, version: str, model: str | None = None, launc
                      gpu: str | None = None, gpu_mem: float | None = None) -> Legacy:
     from generator.config import build_config
     from generator.config.reader import ConfigReader
-    from generator.hardware import gpu_spec
+    from generator.layout.hardware import gpu_spec
     from generator.model import model_slug, resolve_model
     from generator.script.extract import setup_from_config, trainer_call
     from generator.script.recognise import recognise_model
     from generator.render.recipe_settings import MEGATRON_ENV
     from generator.script.presteps import pre_steps_note
-    from generator.shell import read_launch
+    from generator.reading.shell import read_launch
 
     try:
         script = read_launch(path)

@@ -16,7 +16,7 @@ from __future__ import annotations
 import re
 import shlex
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 
 _BACKSLASHES_BEFORE_QUOTE_OR_END = re.compile(r"(\\+)(?='|\Z)")
 _BACKSLASHES_BEFORE_INTERPOLATION = re.compile(r"(\\*)\$\{")

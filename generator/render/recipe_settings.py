@@ -15,10 +15,10 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from typing import Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.model.facts import ModelFacts
-from generator.overrides import format_value
-from generator.candidate import Candidate
+from generator.reading.overrides import format_value
+from generator.layout.candidate import Candidate
 from generator.render.algorithm_settings import algorithm_keys, dapo_extras
 from generator.render.quoting import hydra_body
 from generator.render.scale import scale_settings
@@ -34,7 +34,7 @@ from generator.render.spec import (
     check_spec,
     fill_knob_values,
 )
-from generator.verl import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
+from generator.verl.constants import ACTOR, CRITIC, MODEL_PATH_KEY, REF, ROLLOUT, VLLM_MAX_NUM_BATCHED_TOKENS
 
 
 # ---------------------------------------------------------------------------------------------
@@ -56,7 +56,7 @@ def _text_knob(name: str, raw: str | HydraText, comment: str) -> Knob:
 
 def _megatron_layout_settings(prefix: str, c: Candidate, *, offload: bool) -> list[Setting]:
     """TP/PP/VPP/CP/EP/ETP (+ uneven stages, recompute, offload) under `<prefix>megatron.`
-    (`prefix` is a role's key prefix from generator.verl, ending in a dot)."""
+    (`prefix` is a role's key prefix from generator.verl.constants, ending in a dot)."""
     m = prefix + "megatron."
     out = [Setting(m + "tensor_model_parallel_size", c.tp, "TP"),
            Setting(m + "pipeline_model_parallel_size", c.pp, "PP")]

@@ -14,7 +14,7 @@ from __future__ import annotations
 
 from generator.config.engine_group import ENGINE_GROUP, MEGATRON_ENGINE, selects_megatron_engine
 from generator.render.spec import Setting
-from generator.verl import PPO_CONFIG, PPO_MEGATRON_CONFIG
+from generator.verl.constants import PPO_CONFIG, PPO_MEGATRON_CONFIG
 
 
 def written_config_name(version: str) -> str | None:

@@ -10,7 +10,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from generator.render.spec import RecipeSpec, Setting, schema_has
-from generator.verl import critic_trains
+from generator.verl.constants import critic_trains
 
 OTC = "actor_rollout_ref.actor.megatron.override_transformer_config."
 LONG_CONTEXT_TOKENS = 16384  # prompt+response from which a MoE rollout runs without CUDA graphs

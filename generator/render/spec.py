@@ -8,12 +8,12 @@ from __future__ import annotations
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.releases import newest_release
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate
-from generator.verl import ALGORITHMS, PPO_MEGATRON_CONFIG, ROLLOUT_ENGINES
-from generator.versions import parse
+from generator.layout.candidate import Candidate
+from generator.verl.constants import ALGORITHMS, PPO_MEGATRON_CONFIG, ROLLOUT_ENGINES
+from generator.verl.versions import parse
 
 LAUNCHERS: tuple[str, ...] = ("local", "ray", "slurm")
 AUTO_LAUNCHER = "auto"

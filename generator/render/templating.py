@@ -7,12 +7,12 @@ from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
-from generator.overrides import format_value
+from generator.reading.overrides import format_value
 from generator.render.derived_numbers import HeaderNumbers
 from generator.render.quoting import shell_word, shq
 from generator.render.spec import Knob, ScriptSettings, Setting
-from generator.resources import templates_dir
-from generator.verl import PPO_ENTRY
+from generator.base.resources import templates_dir
+from generator.verl.constants import PPO_ENTRY
 
 
 def comment(text: object) -> str:

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any, Iterable
 
 from generator.report.documents import JSON_SCHEMA_VERSION
 from generator.rules.core import Finding
-from generator.safe_text import annotation_lines, json_text, markup, one_line, printable, styled
+from generator.base.safe_text import annotation_lines, json_text, markup, one_line, printable, styled
 
 if TYPE_CHECKING:
     from generator.schema.resolution import Resolution
@@ -22,7 +22,7 @@ FAILS_CHECK = frozenset({"VS709"})
 
 
 # Plain classes with __slots__, not dataclasses: a check's start imports no dataclasses. They
-# pickle (protocol 2 and up) as they come back from the worker processes (generator.pool).
+# pickle (protocol 2 and up) as they come back from the worker processes (generator.base.pool).
 
 
 class Located:

@@ -1,7 +1,7 @@
 """The planner's candidates side by side: a row per layout, its estimated step time by part and its
 peak memory per GPU by phase, verl's shipped layout among them and the chosen one marked.
 
-The step time bar is stacked by part (generator.candidate.StepTime), the memory column holds one
+The step time bar is stacked by part (generator.layout.candidate.StepTime), the memory column holds one
 thin bar per phase stacked by term group, both on scales shared by every row so rows compare by
 length; a phase over the usable limit is outlined and its number is red. Colours come from
 generator/report/palette.py. Pure functions: `candidate_rows` gathers, `candidates_svg` draws.
@@ -18,7 +18,7 @@ from generator.report.charts import PhaseLike, bars
 from generator.report.palette import LIMIT_COLOUR, STEP_COLOURS, group_colour, group_of
 
 if TYPE_CHECKING:
-    from generator.candidate import Candidate, StepTime
+    from generator.layout.candidate import Candidate, StepTime
     from generator.plan.result import Plan
     from generator.plan.verl_departures import Departure
 

@@ -75,7 +75,7 @@ class Entry:
 
 def entry(recipe: Recipe) -> Entry:
     """The recipe's pictures, verdict and script (what cannot be computed is said, not skipped)."""
-    from generator.errors import InputError
+    from generator.base.errors import InputError
     from generator.library.convert import recipe_memory, to_spec
     from generator.library.verdict import recipe_verdict
     from generator.plan.enumeration import describe_layout
@@ -135,7 +135,7 @@ def _row(index: int, e: Entry) -> str:
 
 def catalog_page(entries: Sequence[Entry], *, title: str = "verl-gen recipe library") -> str:
     """The whole page (see the module's doc)."""
-    from generator.versions import parse
+    from generator.verl.versions import parse
 
     recipes = [e.recipe for e in entries]
     models = sorted({r.model for r in recipes})
@@ -158,11 +158,11 @@ def catalog_page(entries: Sequence[Entry], *, title: str = "verl-gen recipe libr
 
 def write_catalog(folder: str, recipes: Sequence[Recipe], *, force: bool = False) -> str:
     """Write DIR/index.html (DIR made when missing, not its parents); the page's path. All or
-    nothing: the page is built whole before the one atomic write (generator.files.write_atomic)."""
+    nothing: the page is built whole before the one atomic write (generator.base.files.write_atomic)."""
     import os
 
-    from generator.errors import InputError
-    from generator.files import write_atomic
+    from generator.base.errors import InputError
+    from generator.base.files import write_atomic
 
     if os.path.islink(folder):
         raise InputError(f"--html {folder}: is a symbolic link; nothing written (name the folder itself)")

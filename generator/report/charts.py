@@ -17,7 +17,7 @@ from typing import Protocol, Sequence
 from generator.report.palette import LIMIT_COLOUR, OVER_FILL, TERM_GROUPS, group_colour, group_of
 
 
-# Read-only properties, so frozen dataclasses (generator.candidate's PhaseMemory/MemoryTerm) match.
+# Read-only properties, so frozen dataclasses (generator.layout.candidate's PhaseMemory/MemoryTerm) match.
 class TermLike(Protocol):
     @property
     def name(self) -> str: ...
@@ -325,7 +325,7 @@ def check_chart_path(path: str, *, force: bool = True) -> None:
     without `force` (--force)."""
     import os
 
-    from generator.errors import InputError
+    from generator.base.errors import InputError
 
     if not path.lower().endswith((".svg", ".html", ".htm")):
         raise InputError(f"--chart {path}: the file name must end in .svg or .html")

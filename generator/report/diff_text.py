@@ -6,8 +6,8 @@ from __future__ import annotations
 from typing import Callable
 
 from generator.config.parsed_values import MISSING, same_value
-from generator.diffing import GROUPS, DiffResult, derived_text, show_value
-from generator.safe_text import one_line
+from generator.diff.launches import GROUPS, DiffResult, derived_text, show_value
+from generator.base.safe_text import one_line
 
 
 def _change_text(a: object, b: object, limit: int = 160) -> str:

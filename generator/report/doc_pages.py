@@ -2,7 +2,7 @@
 under one of its anchors), and every doc link the tool prints is written here, as the `gen doc`
 command that shows it. A path such as `docs/rules/batch.md#vb106` is dead for anyone who
 installed the wheel; the docs travel inside the package (pyproject.toml force-include,
-generator/resources.docs_dir), so `gen doc rules/batch#vb106` works wherever `gen` does.
+generator/base/resources.docs_dir), so `gen doc rules/batch#vb106` works wherever `gen` does.
 """
 
 from __future__ import annotations
@@ -10,8 +10,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from generator.errors import InputError
-from generator.resources import docs_dir
+from generator.base.errors import InputError
+from generator.base.resources import docs_dir
 
 _ANCHOR = re.compile(r'^<a id="([^"]+)"></a>\s*$')
 _HEADING = re.compile(r"^(#{1,6}) ")

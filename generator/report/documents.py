@@ -7,7 +7,7 @@ from typing import TYPE_CHECKING, Any, Sequence
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.launch import Invocation
+    from generator.reading.launch_script import Invocation
 
 # Raised when a field changes meaning or goes away; adding a field keeps the version.
 JSON_SCHEMA_VERSION = 1
@@ -15,7 +15,7 @@ JSON_SCHEMA_VERSION = 1
 
 def dumps(document: dict[str, Any]) -> str:
     """A document as the commands print it: schema_version first, two-space indent."""
-    from generator.safe_text import json_text
+    from generator.base.safe_text import json_text
 
     return json_text({"schema_version": JSON_SCHEMA_VERSION, **document}, default=str)
 

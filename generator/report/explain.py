@@ -7,12 +7,12 @@ import math
 from dataclasses import dataclass
 from typing import Sequence
 
-from generator import derive
+from generator.layout import derive
 from generator.config.derived import ActorBatch, actor_batch, reads_global_micro
 from generator.config.types import Config
 from generator.config.reader import ConfigReader, is_trainer
-from generator.forks import fork_batch_settings
-from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, SFT_ENTRIES
+from generator.config.forks import fork_batch_settings
+from generator.verl.constants import ACTOR, CRITIC, REF, ROLLOUT, SFT_ENTRIES
 
 
 def _why_unknown(view: ConfigReader, *keys: str) -> str:

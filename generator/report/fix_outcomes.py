@@ -8,8 +8,8 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Literal, Sequence
 
-from generator.errors import InputError, error_line
-from generator.safe_text import payload_problem
+from generator.base.errors import InputError, error_line
+from generator.base.safe_text import payload_problem
 
 if TYPE_CHECKING:
     from generator.fix.per_file import FileFix, FileMigration

@@ -18,7 +18,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from html import escape
 
-from generator import derive
+from generator.layout import derive
 from generator.report.palette import ROLLOUT_FILLS, stage_fill
 
 CELL_W = 128

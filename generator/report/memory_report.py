@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from generator.candidate import PhaseMemory
+from generator.layout.candidate import PhaseMemory
 from generator.plan.memory import MemoryReport, StageMemory
 from generator.plan.script_setup import CallMemory
 

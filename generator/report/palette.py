@@ -32,7 +32,7 @@ SERIES_COLOURS: tuple[str, ...] = tuple(colour for _, colour, _ in TERM_GROUPS)
 LIMIT_COLOUR = "#D62728"  # the usable limit, and a bar over it
 OVER_FILL = "#FDE0E0"  # the background of a row whose bar is over the limit
 
-# The parts of one step's time, by their generator.candidate.StepTime field (their names are
+# The parts of one step's time, by their generator.layout.candidate.StepTime field (their names are
 # generator.plan.verl_departures.PARTS).
 STEP_COLOURS: dict[str, str] = {
     "rollout_s": "#56B4E9", "log_prob_s": "#CC79A7", "update_s": "#0072B2", "offload_s": "#BBBBBB",

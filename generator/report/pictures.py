@@ -15,7 +15,7 @@ from generator.report.charts import ChartSection, check_chart_path, stacked_svg
 from generator.report.layout_chart import Shape, layout_svg
 
 if TYPE_CHECKING:
-    from generator.candidate import Candidate
+    from generator.layout.candidate import Candidate
     from generator.plan.result import Plan
     from generator.plan.verl_departures import Departure
     from generator.render.spec import RecipeSpec
@@ -69,7 +69,7 @@ def _drawings(path: str, svgs: Sequence[str], title: str, table: str) -> str:
 
 def plan_picture(path: str, plan: Plan, departures: Sequence[Departure] = ()) -> str:
     """The chosen layout (else the closest one), the candidates with verl's, and its memory."""
-    from generator.errors import InputError
+    from generator.base.errors import InputError
     from generator.report.candidates_chart import candidate_rows, candidates_svg
 
     check_chart_path(path)

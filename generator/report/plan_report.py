@@ -13,12 +13,12 @@ from typing import TYPE_CHECKING, Any, TextIO
 from generator.report.doc_pages import doc_link
 from generator.plan.error_band import STEP_TIME_ERROR_BAND
 from generator.report.documents import JSON_SCHEMA_VERSION
-from generator.safe_text import markup, one_line, printable
+from generator.base.safe_text import markup, one_line, printable
 
 if TYPE_CHECKING:
     from rich.table import Table
 
-    from generator.candidate import Candidate, StepTime
+    from generator.layout.candidate import Candidate, StepTime
     from generator.plan.result import Plan
     from generator.plan.verl_departures import Departure
 

@@ -43,7 +43,7 @@ def list_rows(recipes: Sequence[Recipe]) -> tuple[list[str], list[list[str]]]:
 
 def versions_text(versions: Sequence[str]) -> str:
     """'0.6.0..0.7.0' for a run of releases, one release as is."""
-    from generator.versions import parse
+    from generator.verl.versions import parse
 
     ordered = sorted(versions, key=parse)
     return ordered[0] if len(ordered) == 1 else f"{ordered[0]}..{ordered[-1]}"

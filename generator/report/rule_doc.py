@@ -44,7 +44,7 @@ def _from_rules_folder(target: str) -> str:
 def _page_notes(page: str) -> list[str]:
     """What the rule's docs page adds to the lines above (its verl sources, notes), read from the
     packaged page: the heading, title line, severity bullets, "Why" and "Fix" are shown already."""
-    from generator.errors import InputError
+    from generator.base.errors import InputError
 
     try:
         text = doc_text(page)

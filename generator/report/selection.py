@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING
 
-from generator.safe_text import one_line
+from generator.base.safe_text import one_line
 
 if TYPE_CHECKING:
     from generator.report import FileReport

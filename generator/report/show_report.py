@@ -6,11 +6,11 @@ from __future__ import annotations
 import os
 from typing import TYPE_CHECKING, Any, TextIO
 
-from generator.safe_text import json_text, markup, one_line, printable
-from generator.safe_text import styled as markup_styled
+from generator.base.safe_text import json_text, markup, one_line, printable
+from generator.base.safe_text import styled as markup_styled
 
 if TYPE_CHECKING:
-    from generator.launch import Hazard, Invocation, LaunchScript, Span
+    from generator.reading.launch_script import Hazard, Invocation, LaunchScript, Span
 
 
 def _span(span: Span | None) -> dict[str, int] | None:
@@ -96,7 +96,7 @@ class _Text:
 
 
 def render_scripts_text(files: list[dict[str, Any]], stream: TextIO) -> None:
-    from generator.safe_text import use_color
+    from generator.base.safe_text import use_color
 
     # No escape codes at all unless a colour terminal asked for them (NO_COLOR, pipes, files);
     # then the text is written as it is, without rich: no markup to parse, no ":name:" emoji

@@ -14,13 +14,13 @@ from typing import TYPE_CHECKING, Sequence, TextIO
 if TYPE_CHECKING:
     from rich.console import Console
 
-from generator.safe_text import markup, one_line
+from generator.base.safe_text import markup, one_line
 
 
 def _console(stream: TextIO) -> Console:
     from rich.console import Console
 
-    from generator.safe_text import no_color
+    from generator.base.safe_text import no_color
 
     return Console(file=stream, highlight=False, soft_wrap=False, color_system=None if no_color() else "auto")
 

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from generator import derive
+from generator.layout import derive
 from generator.config.derived import trained_prompts_and_n
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR, CRITIC, REF, ROLLOUT
+from generator.verl.constants import ACTOR, CRITIC, REF, ROLLOUT
 
 LP_MICRO = ROLLOUT + "log_prob_micro_batch_size_per_gpu"
 LP_MICRO_GLOBAL = ROLLOUT + "log_prob_micro_batch_size"

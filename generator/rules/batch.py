@@ -8,11 +8,11 @@ from typing import Iterator
 
 from generator.config.derived import ActorBatch, actor_batch, trained_prompts_and_n
 from generator.config.reader import ConfigReader
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.rules.fixes import MICRO, MINI, actor_mini_fix, divisor_fix, micro_fix
-from generator.verl import ACTOR, ROLLOUT
-from generator.versions import VersionRange, parse
+from generator.verl.constants import ACTOR, ROLLOUT
+from generator.verl.versions import VersionRange, parse
 
 MICRO_GLOBAL = ACTOR + "ppo_micro_batch_size"
 P_KEY = "data.train_batch_size"

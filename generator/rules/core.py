@@ -12,16 +12,16 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Callable, Iterable, Literal, Mapping, NamedTuple, Protocol
 
 from generator.config.types import Config
-from generator.edit_kinds import KeyEdit, TextEdit
-from generator.launch import Invocation, LaunchScript
+from generator.reading.edit_kinds import KeyEdit, TextEdit
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.resources import packaged_json
-from generator.versions import ALL, VersionRange
+from generator.base.resources import packaged_json
+from generator.verl.versions import ALL, VersionRange
 
 if TYPE_CHECKING:
-    from generator.forkcode import ForkCode
-    from generator.forks import ForkBatchSetting
-    from generator.release_semantics import Semantics
+    from generator.reading.fork_code import ForkCode
+    from generator.config.forks import ForkBatchSetting
+    from generator.verl.release_semantics import Semantics
     from generator.schema.release_schema import Schema
 
 Severity = Literal["error", "warning", "info"]
@@ -119,7 +119,7 @@ class Context(NamedTuple):
     script: LaunchScript | None = None
     model: ModelFacts | None = None
     memory: MemoryVerdict | None = None  # only when a GPU was named (gen check --gpu)
-    # The fork keys of the config that change the batch chain (generator.forks.batch_settings):
+    # The fork keys of the config that change the batch chain (generator.config.forks.batch_settings):
     # the engine stands the batch rules down on them, VB118 names them.
     fork_settings: tuple[ForkBatchSetting, ...] = ()
     fork_code: ForkCode | None = None  # what the fork's trainer code in the checkout does with keys
@@ -140,7 +140,7 @@ class Example(NamedTuple):
 
     overrides: tuple[str, ...]
     note: str = ""
-    # For shell-level rules: a whole script (read with generator.shell) instead of overrides.
+    # For shell-level rules: a whole script (read with generator.reading.shell) instead of overrides.
     script: str | None = None
     version: str | None = None  # the release the example is checked against (default: newest)
     memory: MemoryVerdict | None = None  # the memory prediction the example's call gets
@@ -164,11 +164,11 @@ class Rule(NamedTuple):
     # default it read (docs/rules/defaults.md).
     reads_defaults: bool = False
     # Its verdict is arithmetic on verl's batch chain (P·n, the mini batch, DP): a fork that
-    # repeats or regroups the batch outside that chain (generator/forks.py) makes its numbers
+    # repeats or regroups the batch outside that chain (generator/config/forks.py) makes its numbers
     # wrong, so it stands down (`stands_down_for_fork`) and VB118 says so once.
     chain_arithmetic: bool = False
     # For a rule of a family sharing one check (`family_rule`): the kind of problem it turns into
-    # findings (a generator.derive problem kind, a Config key-issue kind, a shell hazard kind).
+    # findings (a generator.layout.derive problem kind, a Config key-issue kind, a shell hazard kind).
     reports: str = ""
 
     # The prose and the worked examples live in the rule catalog (read on first use).

@@ -6,13 +6,13 @@ from __future__ import annotations
 import math
 from typing import Iterator
 
-from generator import derive
+from generator.layout import derive
 from generator.config.derived import actor_batch
 from generator.rules.core import Context, Finding, Severity, ctx_finding, rule
 from generator.rules.fixes import token_cap_fix
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
-from generator.versions import VersionRange
+from generator.verl.constants import ACTOR, CRITIC, REF, ROLLOUT, TRANSFORMER
+from generator.verl.versions import VersionRange
 
 
 # Caps whose default interpolates another cap (rollout.yaml, ref yaml; critic forward -> critic update).

@@ -18,10 +18,10 @@ from collections.abc import Iterator
 from typing import Any, NamedTuple
 
 from generator.config.reader import ConfigReader
-from generator.derive import data_parallel_size
-from generator.edit_kinds import KeyEdit
+from generator.layout.derive import data_parallel_size
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
-from generator.versions import VersionRange
+from generator.verl.versions import VersionRange
 
 # Defaults of each entry's own config, the same in every release that ships the entry (checked at
 # each tag): verl/trainer/config/generation.yaml and sft_trainer.yaml @ v0.4.1 … v0.7.0,

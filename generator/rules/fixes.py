@@ -6,12 +6,12 @@ from __future__ import annotations
 
 import math
 
-from generator import derive
+from generator.layout import derive
 from generator.config.derived import ActorBatch
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Fix
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR
+from generator.verl.constants import ACTOR
 
 MINI = ACTOR + "ppo_mini_batch_size"
 MICRO = ACTOR + "ppo_micro_batch_size_per_gpu"

@@ -5,13 +5,13 @@ from __future__ import annotations
 
 from typing import TYPE_CHECKING, Any, Iterator, Mapping
 
-from generator.shell.placeholders import is_placeholder
+from generator.reading.shell.placeholders import is_placeholder
 from generator.rules.core import Context, Finding, Rule, Severity, Stage, family_rule, rule
 from generator.config.reader import ConfigReader, fallback_note, is_trainer
 from generator.config.types import Config, KeyIssue
 from generator.schema.dataclass_fields import dataclass_fields, fields_release
-from generator.versions import VersionRange
-from generator.verl import PPO_ENTRY
+from generator.verl.versions import VersionRange
+from generator.verl.constants import PPO_ENTRY
 
 if TYPE_CHECKING:
     from generator.schema.release_schema import Schema

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR, CRITIC, MEGATRON, REF
-from generator.versions import VersionRange
+from generator.verl.constants import ACTOR, CRITIC, MEGATRON, REF
+from generator.verl.versions import VersionRange
 
 _MEG = ("megatron",)
 

@@ -6,12 +6,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator import derive
-from generator.edit_kinds import KeyEdit
+from generator.layout import derive
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, ctx_finding, family_rule, rule
 from generator.rules.parallel import layout_findings
 from generator.config.reader import ConfigReader
-from generator.verl import ROLLOUT
+from generator.verl.constants import ROLLOUT
 
 _MEG = ("megatron",)
 
@@ -20,7 +20,7 @@ def _layout_with_model(the_rule: Rule, ctx: Context) -> Iterator[Finding]:
     yield from layout_findings(the_rule, ctx, with_model=True)
 
 
-# Megatron refuses the layout for this model: (code, name, the generator.derive problem kind, verl refs).
+# Megatron refuses the layout for this model: (code, name, the generator.layout.derive problem kind, verl refs).
 _MODEL_LAYOUT_RULES = (
     ("VM801", "heads-not-divisible-by-tp", "heads-by-tp", "E4"),
     ("VM802", "kv-heads-not-divisible-by-tp", "kv-heads-by-tp", "E5"),
@@ -73,7 +73,7 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
 
 
 def _asserts_context(version: str) -> bool:
-    from generator.versions import parse
+    from generator.verl.versions import parse
 
     try:
         return parse(version)[:3] < (0, 7, 0)

@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from generator.config.reader import ConfigReader
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
-from generator.verl import ACTOR, ROLLOUT
-from generator.versions import parse
+from generator.verl.constants import ACTOR, ROLLOUT
+from generator.verl.versions import parse
 
 _SHORTCUT = ((0, 6, 0), (0, 7, 1))  # releases whose legacy FSDP actor reuses log_prob when on-policy
 

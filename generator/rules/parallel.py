@@ -1,21 +1,21 @@
 """VP3xx — the Megatron parallel layout (docs/batch-chain.md#parallel-layout; E1-E3, H4) and the FSDP mesh
-(C13). The divisibility predicates live in generator.derive.layout_problems (shared with the
+(C13). The divisibility predicates live in generator.layout.derive.layout_problems (shared with the
 planner); this module turns them into findings."""
 
 from __future__ import annotations
 
 from typing import Iterator
 
-from generator import derive
-from generator.edit_kinds import KeyEdit
+from generator.layout import derive
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
-from generator.versions import parse
+from generator.verl.constants import ACTOR, CRITIC, MEGATRON, REF, TRANSFORMER
+from generator.verl.versions import parse
 
 _SIZE_KEYS = ("tensor_model_parallel_size", "pipeline_model_parallel_size", "context_parallel_size",
               "expert_model_parallel_size", "expert_tensor_parallel_size", "virtual_pipeline_model_parallel_size")
-# The keys a finding of each generator.derive layout problem kind points at.
+# The keys a finding of each generator.layout.derive layout problem kind points at.
 _KEYS_FOR = {
     "model-parallel-grid": (MEGATRON + "tensor_model_parallel_size", MEGATRON + "pipeline_model_parallel_size",
               MEGATRON + "context_parallel_size", "trainer.n_gpus_per_node"),

@@ -9,11 +9,11 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator.launch import Override
+from generator.reading.launch_script import Override
 from generator.rules.core import Context, Finding, rule
 from generator.schema.reward_moves import NOT_MIGRATED_SINCE, ignored_by_main_ppo, move_for, what_is_lost
-from generator.verl import PPO_ENTRY
-from generator.versions import VersionRange
+from generator.verl.constants import PPO_ENTRY
+from generator.verl.versions import VersionRange
 
 _ANY = ("megatron", "fsdp", "unknown")
 _NULL = ("null", "None", "~", "")

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from typing import Iterator
 
-from generator import derive
-from generator.edit_kinds import KeyEdit
+from generator.layout import derive
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, Rule, Stage, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl import ROLLOUT
-from generator.versions import VersionRange, parse
+from generator.verl.constants import ROLLOUT
+from generator.verl.versions import VersionRange, parse
 
 TP_R = ROLLOUT + "tensor_model_parallel_size"
 DP_R = ROLLOUT + "data_parallel_size"

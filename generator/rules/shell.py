@@ -6,12 +6,12 @@ from __future__ import annotations
 import re
 from typing import Callable, Iterator
 
-from generator.edit_kinds import TextEdit
-from generator.launch import Hazard, LaunchScript
-from generator.launch_shape import looks_like_launcher
-from generator.shell.callee import ARGUMENT_SCRIPT
+from generator.reading.edit_kinds import TextEdit
+from generator.reading.launch_script import Hazard, LaunchScript
+from generator.reading.recognize import looks_like_launcher
+from generator.reading.shell.callee import ARGUMENT_SCRIPT
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule
-from generator.safe_regex import lazy_pattern
+from generator.base.safe_regex import lazy_pattern
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 

@@ -1,4 +1,4 @@
-"""VS718, VS719 — `# verl-gen: ignore[...]` comments that do nothing (generator/suppress.py).
+"""VS718, VS719 — `# verl-gen: ignore[...]` comments that do nothing (generator/reading/suppression_comments.py).
 
 ruff reports a `# noqa` naming an unknown code and one that silences nothing; so do we: VS718
 for a directive that names no code or a code no rule has, VS719 for a code that silenced no
@@ -15,7 +15,7 @@ from __future__ import annotations
 from typing import Iterable, Iterator
 
 from generator.rules.core import REGISTRY, Context, Finding, rule, selected
-from generator.suppress import Directive, find_suppressions
+from generator.reading.suppression_comments import Directive, find_suppressions
 
 _SCRIPT = ("megatron", "fsdp", "unknown")
 CODES = ("VS718", "VS719")

@@ -10,9 +10,9 @@ from collections.abc import Iterator
 from typing import NamedTuple
 
 from generator.config.reader import ConfigReader
-from generator.edit_kinds import KeyEdit
+from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
-from generator.safe_regex import lazy_pattern
+from generator.base.safe_regex import lazy_pattern
 
 _CVD = lazy_pattern(r"(?:^|[\s;&|(])(?:export\s+)?CUDA_VISIBLE_DEVICES=(['\"]?)([0-9][0-9,\s]*?)\1(?=$|[\s;&|)])")
 _RAY_START = lazy_pattern(r"\bray\s+start\b.*?--num-gpus(?:=|\s+)['\"]?(\d+)")

@@ -28,16 +28,16 @@ import re
 from pathlib import Path
 from typing import Any, Callable, NamedTuple
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.yamlload import load_yaml_file
-from generator.files import DATA_LIMIT, probe_file, read_text_input
+from generator.base.files import DATA_LIMIT, probe_file, read_text_input
 
 # verl's ppo_megatron_trainer loads about 30 files; recipes a few more.
 MAX_LOADS = 500
 # Bytes of YAML all those loads add up to (a file loaded twice counts twice: each load is
 # copied and merged). verl's Megatron trainer composes ~200 KB; 400 defaults entries over one
 # 800 KB file took > 300 s while MAX_LOADS only counted files (issue 21). The cap equals one
-# data file's (generator.files.DATA_LIMIT): each copy and merge costs ~0.3 s per MB.
+# data file's (generator.base.files.DATA_LIMIT): each copy and merge costs ~0.3 s per MB.
 MAX_LOAD_BYTES = 4 * 1024 * 1024
 # Bytes of YAML all the compositions of one run add up to: every call of a script checked (a
 # run of `gen check` starts it again for each script, so a script's verdict does not depend on

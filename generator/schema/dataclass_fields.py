@@ -12,8 +12,8 @@ from __future__ import annotations
 
 from functools import lru_cache
 
-from generator.resources import data_dir
-from generator.versions import parse
+from generator.base.resources import data_dir
+from generator.verl.versions import parse
 
 
 @lru_cache(maxsize=1)

@@ -7,7 +7,7 @@ dataclasses; there is no `trainer/config/ppo_trainer.yaml`. Judging such a call 
 verl release makes up both the keys and the defaults, so the resolution says where the fork is
 and that its schema is unknown: a stand-in release is named for the report, the rules that read
 keys or defaults stand down (as for any config that cannot be read), and the fork's trainer code
-is still read statically (generator.forkcode) for the keys it uses.
+is still read statically (generator.reading.fork_code) for the keys it uses.
 
 Recognised statically, nothing imported: a `verl` package (the places of
 resolution._PACKAGE_PLACES) going up from the script to the checkout root, whose
@@ -20,9 +20,9 @@ import re
 from functools import partial
 from pathlib import Path
 
-from generator import boundary
-from generator.errors import InputError
-from generator.folder_memo import project_chain, remembered
+from generator.base import boundary
+from generator.base.errors import InputError
+from generator.base.folder_memo import project_chain, remembered
 
 # Where a verl package sits in a project folder (as generator.schema.resolution looks).
 _PLACES = (("verl",), ("src", "verl"))

@@ -11,10 +11,10 @@ from __future__ import annotations
 from typing import NamedTuple
 from pathlib import Path
 
-from generator.errors import InputError
-from generator.files import SCRIPT_LIMIT, read_input
-from generator.pylaunch.hydra_main import read_hydra_main
-from generator.verl import PPO_CONFIG
+from generator.base.errors import InputError
+from generator.base.files import SCRIPT_LIMIT, read_input
+from generator.reading.python.hydra_main import read_hydra_main
+from generator.verl.constants import PPO_CONFIG
 
 
 class EntryDefault(NamedTuple):

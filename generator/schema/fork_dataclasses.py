@@ -19,10 +19,10 @@ import ast
 from functools import partial
 from pathlib import Path
 
-from generator.errors import InputError
-from generator.files import SCRIPT_LIMIT, read_input
-from generator.folder_memo import remembered
-from generator.pylaunch.chunks import checked_tree
+from generator.base.errors import InputError
+from generator.base.files import SCRIPT_LIMIT, read_input
+from generator.base.folder_memo import remembered
+from generator.reading.python.chunks import checked_tree
 
 MAX_FILES = 40
 

@@ -22,10 +22,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, NamedTuple
 
-from generator.launch import UNKNOWN_OPEN, Override
-from generator.overrides import parse_override
+from generator.reading.launch_script import UNKNOWN_OPEN, Override
+from generator.reading.overrides import parse_override
 from generator.schema.compose import compose, flatten, ComposeError, selections
-from generator.session import approx_size, kept
+from generator.base.session import approx_size, kept
 
 
 class GroupRefusal(NamedTuple):
@@ -234,7 +234,7 @@ def _composed(config_dir: Path, name: str, choices: dict[str, str]) -> dict[str,
 
 
 def _compose_now(config_dir: Path, name: str, choices: dict[str, str]) -> tuple[dict[str, Any], list[str], int]:
-    from generator.files import recording_reads
+    from generator.base.files import recording_reads
 
     with recording_reads() as reads:
         flat = flatten(compose(config_dir, name, choices=choices))

@@ -18,10 +18,10 @@ from __future__ import annotations
 
 from typing import Any, Sequence
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.release_schema import inner_nodes, load, release_cache
 from generator.schema.releases import packaged_releases
-from generator.verl import PPO_CONFIGS
+from generator.verl.constants import PPO_CONFIGS
 
 KeyUses = Sequence[tuple[str, str]]
 
@@ -150,9 +150,9 @@ def guess_release(keys: KeyUses) -> tuple[str, str]:
 def group_keys() -> frozenset[str]:
     """Every config-group override key of any packaged release (`model_engine`, `critic`, ...):
     a plain `key=option` on one of them is a group selection, not a value. Kept in the user
-    cache by the schema files' stamps (generator.cache): judging one script needs one or two
+    cache by the schema files' stamps (generator.base.cache): judging one script needs one or two
     releases' schemas, and reading all of them for this set was a tenth of a check's time."""
-    from generator.cache import cached_value
+    from generator.base.cache import cached_value
     from generator.schema.release_schema import DATA_DIR, registered
 
     releases = packaged_releases()

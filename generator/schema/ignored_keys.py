@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from generator.versions import parse
+from generator.verl.versions import parse
 
 
 @dataclass(frozen=True)

@@ -17,7 +17,7 @@ When none of these holds a verl, the forks vendored anywhere in the checkout (a 
 package with `trainer/config/`, at most MAX_DEPTH folders down) are the candidates: the only
 one is taken; of several, the one nearest the script, and the reason names the others.
 
-Every file read goes through generator.files (bounded); folders are listed with a budget, so
+Every file read goes through generator.base.files (bounded); folders are listed with a budget, so
 a checkout with 100,000 folders costs at most MAX_DIRS listings.
 """
 
@@ -28,12 +28,12 @@ import re
 from pathlib import Path
 from typing import Iterable, NamedTuple
 
-from generator.errors import InputError
-from generator.files import read_text_input
-from generator.folder_memo import project_chain, remembered
-from generator.launch import UNKNOWN_OPEN, Invocation
-from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
-from generator import boundary
+from generator.base.errors import InputError
+from generator.base.files import read_text_input
+from generator.base.folder_memo import project_chain, remembered
+from generator.reading.launch_script import UNKNOWN_OPEN, Invocation
+from generator.verl.constants import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY
+from generator.base import boundary
 
 # How deep below the checkout root a vendored fork is looked for (`ARPO/verl_arpo_entropy/verl`
 # is 3 deep, `Tool_Star_RL/src/verl/verl` 4) and how many folders are listed at most.
@@ -80,7 +80,7 @@ def _folder_checkout_root(here: Path, base: Path, max_up: int) -> Path:
 
 def _checkout_root(here: Path, base: Path, max_up: int) -> Path:
     # The project's top (`.git`, else the nearest project marker, else the script's folder:
-    # generator.folder_memo.project_chain); the working directory only when it lies between the
+    # generator.base.folder_memo.project_chain); the working directory only when it lies between the
     # script and that top. A working directory above the project (`cd ~`) is not the checkout,
     # so a `verl/` beside the project is never the one the script imports (issue 34).
     top = project_chain(here)[:max_up][-1]

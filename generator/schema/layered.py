@@ -16,9 +16,9 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.yamlload import load_yaml_file
-from generator.verl import PPO_CONFIGS, config_stem
+from generator.verl.constants import PPO_CONFIGS, config_stem
 
 
 def layered_ppo_config(config_dir: Path, config_name: str) -> str | None:

@@ -15,7 +15,7 @@ from __future__ import annotations
 from functools import lru_cache
 from typing import Any, NamedTuple
 
-from generator.versions import parse
+from generator.verl.versions import parse
 from generator.schema.release_schema import available, load, normalize, release_cache
 
 

@@ -23,13 +23,13 @@ from typing import NamedTuple
 from functools import partial
 from pathlib import Path
 
-from generator import boundary
-from generator.errors import InputError
-from generator.files import read_text_input
-from generator.folder_memo import remembered
+from generator.base import boundary
+from generator.base.errors import InputError
+from generator.base.files import read_text_input
+from generator.base.folder_memo import remembered
 from generator.schema.releases import nearest_older, packaged_releases
-from generator.versions import parse
-from generator.safe_regex import lazy_pattern
+from generator.verl.versions import parse
+from generator.base.safe_regex import lazy_pattern
 
 # Dependency files that declare what the project installs.
 _DEPENDENCY_FILES = ("pyproject.toml", "setup.py", "setup.cfg", "environment.yml", "environment.yaml")

@@ -8,11 +8,11 @@ from pathlib import Path
 from functools import lru_cache, wraps
 from typing import Any, Callable, Iterable, TypeVar
 
-from generator.errors import InputError
-from generator.verl import PPO_CONFIGS, PPO_MEGATRON_CONFIG
-from generator.versions import parse
+from generator.base.errors import InputError
+from generator.verl.constants import PPO_CONFIGS, PPO_MEGATRON_CONFIG
+from generator.verl.versions import parse
 from generator.schema.compose import ComposeError
-from generator.session import approx_size, current, kept
+from generator.base.session import approx_size, current, kept
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
@@ -25,7 +25,7 @@ _CACHE: dict[str, "Schema"] = {}
 class _Registered:
     """Config folders registered as schemas in this command (the user's installed verl when its
     release is not packaged, a project's own config tree), and what was read from them: held by
-    the command's session (generator.session), so no command's folders answer for the next."""
+    the command's session (generator.base.session), so no command's folders answer for the next."""
 
     __slots__ = ("dirs", "project_ids", "schemas", "sources", "unlisted")
 
@@ -239,11 +239,11 @@ class UnreadableConfig(InputError):
 
 
 def _from_dir(version: str, config_dir: Path) -> Schema:
-    """The schema of a config folder: from the cache when its YAML is unchanged (generator/cache.py),
+    """The schema of a config folder: from the cache when its YAML is unchanged (generator/base/cache.py),
     else composed and then cached."""
     # lazy: a packaged schema needs neither the cache (hashlib) nor the YAML composer: `gen check FILE` (issue 22)
-    from generator import cache
-    from generator.files import digest_of, recording_reads
+    from generator.base import cache
+    from generator.base.files import digest_of, recording_reads
 
     key = cache.content_key(config_dir)
     hit = cache.load_entry(key, config_dir, digest_of) if key is not None else None
@@ -321,7 +321,7 @@ def release_cache(maxsize: int, *positions: int,
     reads every release `available()` lists). An answer about packaged schemas is package data,
     the same for every run: kept at module level (functools.lru_cache of `maxsize`). An answer
     that reads a schema registered from a user's folder at run time is kept in the command's
-    session instead (generator.session.kept, bounded in bytes), keyed by the Schema objects it
+    session instead (generator.base.session.kept, bounded in bytes), keyed by the Schema objects it
     read: a folder registered again under the same id is read again, never answered for by
     what another project's folder said."""
     def wrap(function: Callable[..., Answer]) -> Callable[..., Answer]:

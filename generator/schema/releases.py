@@ -1,12 +1,12 @@
 """The verl releases verl-gen knows (one per packaged schema file); also maps corpus snapshot
 names to schema ids. (Which one a script is checked against is generator.schema.resolution;
-where verl is installed and the version a verl package says it is, generator.verl_places.)"""
+where verl is installed and the version a verl package says it is, generator.verl.places.)"""
 
 from __future__ import annotations
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.release_schema import _packaged_ids, _sort_key
-from generator.versions import parse
+from generator.verl.versions import parse
 
 # verl at b178a3c (the corpus snapshot "HEAD") sits between 0.7.0 and 0.7.1 and its config
 # differs from both, so it is packaged as its own schema id; parse() reads it as 0.7.0, so

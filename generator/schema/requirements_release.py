@@ -16,10 +16,10 @@ from functools import lru_cache
 from pathlib import Path
 from typing import NamedTuple
 
-from generator.errors import InputError
-from generator.files import read_text_input
+from generator.base.errors import InputError
+from generator.base.files import read_text_input
 from generator.schema.releases import packaged_releases
-from generator.versions import parse
+from generator.verl.versions import parse
 
 _DATA = Path(__file__).resolve().parent.parent / "data" / "verl_requirements.json"
 _LIMIT = 1 << 16  # verl's file is about 30 lines

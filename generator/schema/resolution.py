@@ -4,7 +4,7 @@ One answer per script, in this order (the first that applies wins):
 
   1. explicit options: `--verl-version` (a packaged release, else exit 2) and `--config-dir`
      (a folder of verl config YAML: it becomes the schema);
-  2. the project configuration (generator.project): `verl-version`, `config-dirs`;
+  2. the project configuration (generator.project.settings): `verl-version`, `config-dirs`;
   3. the project's own verl, found going up from the script: a vendored or submodule `verl/`
      package with `trainer/config/ppo_trainer.yaml` (its YAML is the schema; its release is
      `version/version`, else inferred from the script's keys);
@@ -29,9 +29,9 @@ import re
 from pathlib import Path
 from typing import Callable, Iterable, NamedTuple, Sequence
 
-from generator.errors import InputError
-from generator.launch import UNKNOWN_OPEN, Invocation, LaunchScript
-from generator.project import NO_PROJECT, ProjectSettings
+from generator.base.errors import InputError
+from generator.reading.launch_script import UNKNOWN_OPEN, Invocation, LaunchScript
+from generator.project.settings import NO_PROJECT, ProjectSettings
 from generator.schema.release_schema import (
     PROJECT_MARK,
     Schema,
@@ -51,11 +51,11 @@ from generator.schema.pinned import pinned_release
 from generator.schema.requirements_release import RequirementsRelease, narrowed, nearest_requirements_release
 from generator.schema.submodule import absent_verl_submodule
 from generator.schema.releases import nearest_older, packaged_releases
-from generator.verl_places import find_project_verl, has_ppo_config, installed_verl, read_version
-from generator.verl import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
-from generator.versions import parse
-from generator import boundary
-from generator.pylaunch.hydra_main import entry_config
+from generator.verl.places import find_project_verl, has_ppo_config, installed_verl, read_version
+from generator.verl.constants import CONFIG_SUBDIR, PPO_CONFIGS, PPO_ENTRY, config_stem, packaged_config_of
+from generator.verl.versions import parse
+from generator.base import boundary
+from generator.reading.python.hydra_main import entry_config
 from generator.schema.compose import ComposeError, compose, flatten
 from generator.schema.guess import release_has, releases_with, guess_release, group_keys as keys
 from generator.schema.layered import layered_ppo_config
@@ -94,7 +94,7 @@ class Resolution(NamedTuple):
     # by default, so verdicts read from its defaults would be guesses (those rules do not run).
     guessed: bool = False
     # The project's own verl package (vendored, a submodule, found on the import path): its
-    # trainer code is read for what the fork does with config keys (generator.forkcode).
+    # trainer code is read for what the fork does with config keys (generator.reading.fork_code).
     package: Path | None = None
     # When the release is inferred (not named by an option, a version file, a pin or an installed
     # verl): every packaged release the evidence allows, oldest first (those whose config has every

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from typing import NamedTuple
 
-from generator.versions import parse
+from generator.verl.versions import parse
 
 REWARD_GROUP_SINCE = "0.7.1"  # the release that added `reward.*` (reward/reward.yaml@v0.7.1)
 NOT_MIGRATED_SINCE = "0.9.0"  # main_ppo no longer calls migrate_legacy_reward_impl

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from generator.errors import InputError
+from generator.base.errors import InputError
 from generator.schema.yamlload import load_yaml_file
 
 VERL_CONFIG_PACKAGE = "pkg://verl.trainer.config"

@@ -15,8 +15,8 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from generator.errors import InputError
-from generator.files import read_text_input
+from generator.base.errors import InputError
+from generator.base.files import read_text_input
 
 _SECTION = re.compile(r"^\s*\[submodule\s+\"[^\"]*\"\s*\]", re.M)
 _SETTING = re.compile(r"^\s*(path|url)\s*=\s*(\S+)\s*$", re.M)

@@ -4,7 +4,7 @@ bounds for hostile input.
 PyYAML alone follows YAML 1.1 and reads `1e-6` as a string; OmegaConf adds a float rule so
 that it is a float. Config values must match what verl sees, so we use the same rule.
 
-Bounds: a file is size-checked before it is read (generator.files), and the document is
+Bounds: a file is size-checked before it is read (generator.base.files), and the document is
 refused when its aliases would expand it past MAX_EXPANDED_NODES nodes (an 899-byte "billion
 laughs" file expands to gigabytes once merged or flattened) or past MAX_EXPANDED_BYTES of
 scalar text (one 1 MB value referenced by 1,000 aliases is 1 GB once flattened, cached or
@@ -18,14 +18,14 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
-from generator.errors import InputError
-from generator.boundary import OutsideProject
-from generator.files import DATA_LIMIT, read_text_input
+from generator.base.errors import InputError
+from generator.base.boundary import OutsideProject
+from generator.base.files import DATA_LIMIT, read_text_input
 
 # verl's largest composed config has ~1,500 nodes; a real one never comes near this.
 MAX_EXPANDED_NODES = 200_000
 # Characters of scalar text (keys and values) the document holds once every alias is expanded,
-# counted before it is built. A file without aliases holds at most its own size (generator.files
+# counted before it is built. A file without aliases holds at most its own size (generator.base.files
 # .DATA_LIMIT), so the bound only refuses alias amplification; verl's composed trainer config
 # holds ~40 KB.
 MAX_EXPANDED_BYTES = DATA_LIMIT

@@ -12,11 +12,11 @@ from __future__ import annotations
 
 from generator.config.reader import as_float
 from generator.config.types import Config
-from generator.verl import ACTOR, ESTIMATOR_ALGORITHM, PPO_ENTRY
+from generator.verl.constants import ACTOR, ESTIMATOR_ALGORITHM, PPO_ENTRY
 
 
 def algorithm_of(config: Config, entry: str = PPO_ENTRY) -> str | None:
-    """The recipe algorithm (one of generator.verl.ALGORITHMS), None when the estimator has none."""
+    """The recipe algorithm (one of generator.verl.constants.ALGORITHMS), None when the estimator has none."""
     estimator = config.values.get("algorithm.adv_estimator")
     algo = ESTIMATOR_ALGORITHM.get(str(estimator))
     if algo != "grpo":

@@ -14,11 +14,11 @@ from dataclasses import dataclass
 from generator.config.knobs import Reads, read_knobs
 from generator.config.reader import ConfigReader, as_int
 from generator.config.types import Config
-from generator.launch import Invocation, LaunchScript
+from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.candidate import Candidate
+from generator.layout.candidate import Candidate
 from generator.script.algorithm_reading import algorithm_of
-from generator.verl import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
+from generator.verl.constants import ACTOR, MEGATRON, PPO_ENTRY, ROLLOUT, TRANSFORMER
 
 MODEL_PATH = "actor_rollout_ref.model.path"
 

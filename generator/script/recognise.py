@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Iterator
 
 if TYPE_CHECKING:
     from generator.config.types import Config
-    from generator.launch import Invocation
+    from generator.reading.launch_script import Invocation
     from generator.model.facts import ModelFacts
     from generator.script.extract import Setup
 
@@ -36,7 +36,7 @@ class Recognised:
 def _path_texts(config: Config, invocation: Invocation) -> list[str]:
     """The model path as the call sets it: the composed value when the script set it, and the
     override words as written (also one Hydra could not parse)."""
-    from generator.verl import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
+    from generator.verl.constants import DEFAULT_MODEL_PATH, MODEL_PATH_KEY
 
     texts: list[str] = []
     value = config.values.get(MODEL_PATH_KEY)

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 
 from hypothesis import strategies as st
 
-from generator.files import SCRIPT_LIMIT
+from generator.base.files import SCRIPT_LIMIT
 from strategies import KEYS, script_bytes, script_text
 
 MAIN = "python3 -m verl.trainer.main_ppo"

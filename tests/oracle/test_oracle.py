@@ -202,7 +202,7 @@ def test_relative_config_path_verdict_agrees(worker, tmp_path):
     """6. Hydra resolves a relative --config-path against verl/trainer/, not the working directory;
     gen check says so at load (VK611) even when the folder sits next to the script."""
     from generator.judging import check_script
-    from generator.shell import read_file
+    from generator.reading.shell import read_file
 
     proc, model = worker
     answer = proc.judge({"id": "rel", "config_name": "deepeyes_grpo", "config_relative": "recipe/deepeyes/configs",

@@ -11,7 +11,7 @@ from typing import Any
 from generator.judging import load_rules
 from generator.judging.examples import BASE as EXAMPLE_BASE
 from generator.judging.examples import example_version
-from generator.shell import read_file
+from generator.reading.shell import read_file
 
 from .errors import OracleError
 

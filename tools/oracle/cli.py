@@ -10,7 +10,7 @@ import time
 from pathlib import Path
 
 from generator.render.spec import DEFAULT_VERSION as RECIPE_VERSION
-from generator.versions import parse
+from generator.verl.versions import parse
 
 from .cases import Case, corpus_cases, rule_example_cases
 from .compare import judge_ours, report, summary

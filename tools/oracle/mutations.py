@@ -166,7 +166,7 @@ def example_bases(corpus: Path, tags: tuple[str, ...], version: str | None = Non
 
     from generator.config import config_from_overrides
     from generator.config.apply import is_hydra_rejection
-    from generator.shell import read_file
+    from generator.reading.shell import read_file
 
     with open(corpus / "INDEX.tsv", encoding="utf-8") as handle:
         backend = {row["sha1"]: row["backend"] for row in csv.DictReader(handle, delimiter="\t")}

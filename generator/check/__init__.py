@@ -1,0 +1,1 @@
+"""The work behind `gen check` and `gen explain`, one file at a time."""

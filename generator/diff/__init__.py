@@ -1,0 +1,1 @@
+"""`gen diff`: two launches as the configs verl would see."""

@@ -1,0 +1,337 @@
+"""What a fork's own trainer code does with config keys, read statically (`ast`: never imported,
+never run).
+
+Two facts are read from the Python files of the project's verl `trainer/` folder and its
+`utils/config.py` (where verl 0.6+ prints its deprecation warnings), and of a project entry
+module's folder:
+
+- the config keys it **repeats the batch by** other than verl's `rollout.n`:
+  `batch.repeat(repeat_times=self.config.data.n_samples, ...)`, or a name assigned from a config
+  key and then used as `repeat_times=` or as the count of a comprehension that copies batch rows
+  (`[[b[i:i + 1] for _ in range(n_samples)] ...]`). Such a fork's step is not P·n responses, so
+  verl's batch arithmetic does not describe it (VB118). Repeats in validation (a function named
+  `*val*`/`*test*`, a key like `rollout.n_val`) leave the training chain alone and do not count;
+- the config keys it **reads as values** (`self.config.data.val_batch_size` as an argument, an
+  assignment, a branch of a conditional expression). A key read only in an `if` test (the
+  deprecation warning verl itself prints) does not count. A key verl deprecated that the fork
+  still reads is live for that fork (VK608 stays silent), unless the code calls it deprecated
+  itself or runs verl's own `validate_config`, which prints verl's warning.
+
+The keys are dotted from the config root: the attribute chain after a name or attribute called
+`config` (`self.config.data.n_samples` -> `data.n_samples`), `.get('key')` included. Bounded: at
+most MAX_FILES files of at most SCRIPT_LIMIT bytes each; a file that does not parse is skipped.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from dataclasses import dataclass
+from pathlib import Path
+
+from generator.base.errors import InputError
+from generator.base.files import SCRIPT_LIMIT, read_input
+from generator.reading.python.chunks import checked_tree
+from generator.base.session import approx_size, kept
+
+MAX_FILES = 120
+# The keys verl's own trainer repeats by: not a change of the chain.
+_VERL_REPEAT_KEYS = frozenset({"actor_rollout_ref.rollout.n", "actor_rollout_ref.rollout.val_kwargs.n",
+                               "rollout.n", "rollout.val_kwargs.n"})
+_CONFIG_NAMES = frozenset({"config", "cfg", "conf"})
+# verl's own validation (module, function) and the keys it warns are deprecated: "WARNING:
+# val_batch_size is deprecated." (verl/utils/config.py:177-179 @ v0.8.0 and @ v0.9.0).
+_VERL_VALIDATION = ("verl.utils.config", "validate_config")
+_VERL_VALIDATION_WARNS = frozenset({"val_batch_size"})
+
+
+@dataclass(frozen=True)
+class RepeatKey:
+    key: str
+    where: str  # file:line, relative to the folder read
+
+
+@dataclass(frozen=True)
+class ForkCode:
+    """A fact gathered before the rules run (generator.judging.gather): immutable."""
+
+    repeat_keys: tuple[RepeatKey, ...] = ()
+    read_keys: frozenset[str] = frozenset()
+    # Last parts of keys a string of the code calls deprecated ("WARNING: val_batch_size is
+    # deprecated"): verl 0.4-0.8 still use the value but warn; such a fork warns too.
+    warned: frozenset[str] = frozenset()
+
+    def reads(self, key: str) -> bool:
+        """The code uses the key's value and does not itself call the key deprecated."""
+        return key in self.read_keys and key.rsplit(".", 1)[-1] not in self.warned
+
+
+def config_key(node: ast.AST) -> str | None:
+    """`self.config.data.n_samples` -> 'data.n_samples'; `config.data.get("x")` -> 'data.x'."""
+    parts: list[str] = []
+    while True:
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "get" \
+                and node.args and isinstance(node.args[0], ast.Constant) and isinstance(node.args[0].value, str):
+            parts.append(node.args[0].value)
+            node = node.func.value
+        elif isinstance(node, ast.Attribute):
+            if node.attr in _CONFIG_NAMES:
+                return ".".join(reversed(parts)) or None
+            parts.append(node.attr)
+            node = node.value
+        elif isinstance(node, ast.Name):
+            return ".".join(reversed(parts)) or None if node.id in _CONFIG_NAMES else None
+        else:
+            return None
+
+
+def _keys_in(node: ast.AST) -> list[str]:
+    """The config keys of the longest chains in an expression (not their prefixes)."""
+    found = []
+    stack = [node]
+    while stack:
+        sub = stack.pop()
+        key = config_key(sub)
+        if key:
+            found.append(key)
+            continue
+        stack.extend(ast.iter_child_nodes(sub))
+    return found
+
+
+class _Reader(ast.NodeVisitor):
+    def __init__(self, where: str) -> None:
+        self.where = where
+        self.assigned: dict[str, str] = {}  # local name -> config key it holds
+        self.repeats: list[RepeatKey] = []
+        self.reads: set[str] = set()
+        self.warned: set[str] = set()
+        self.function = ""
+
+    def visit_Constant(self, node: ast.Constant) -> None:
+        if isinstance(node.value, str) and "deprecat" in node.value.lower():
+            self.warned.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", node.value))
+
+    def visit_JoinedStr(self, node: ast.JoinedStr) -> None:
+        text = "".join(v.value for v in node.values if isinstance(v, ast.Constant) and isinstance(v.value, str))
+        if "deprecat" in text.lower():
+            self.warned.update(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", text))
+        self.generic_visit(node)
+
+    def visit_FunctionDef(self, node: ast.FunctionDef) -> None:
+        outer, self.function = self.function, node.name
+        self.generic_visit(node)
+        self.function = outer
+
+    def visit_AsyncFunctionDef(self, node: ast.AsyncFunctionDef) -> None:
+        outer, self.function = self.function, node.name
+        self.generic_visit(node)
+        self.function = outer
+
+    def _note_repeat(self, expr: ast.AST, line: int) -> None:
+        if "val" in self.function.lower() or "test" in self.function.lower():
+            return  # validation repeats its own batch (rollout.n_val...): the training chain is untouched
+        keys = _keys_in(expr) or [self.assigned[n.id] for n in ast.walk(expr)
+                                  if isinstance(n, ast.Name) and n.id in self.assigned]
+        for key in keys:
+            if key not in _VERL_REPEAT_KEYS and "val" not in key.rsplit(".", 1)[-1]:
+                self.repeats.append(RepeatKey(key, f"{self.where}:{line}"))
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        # A project entry that runs verl's own validation (`from verl.utils.config import
+        # validate_config`) prints the deprecation warnings verl's code prints.
+        if node.module == _VERL_VALIDATION[0] and any(a.name == _VERL_VALIDATION[1] for a in node.names):
+            self.warned.update(_VERL_VALIDATION_WARNS)
+
+    def visit_If(self, node: ast.If) -> None:  # a key read only in a test is not a live read
+        for child in node.body + node.orelse:
+            self.visit(child)
+
+    def visit_While(self, node: ast.While) -> None:
+        for child in node.body + node.orelse:
+            self.visit(child)
+
+    def visit_Assign(self, node: ast.Assign) -> None:
+        key = config_key(node.value)
+        if key:
+            for target in node.targets:
+                if isinstance(target, ast.Name):
+                    self.assigned[target.id] = key
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "repeat":
+            for keyword in node.keywords:
+                if keyword.arg == "repeat_times":
+                    self._note_repeat(keyword.value, node.lineno)
+        self.generic_visit(node)
+
+    def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> None:
+        # `[b[i:i + 1] for _ in range(n)]`: rows of a batch copied n times
+        copies_rows = isinstance(node.elt, ast.Subscript) and isinstance(node.elt.slice, ast.Slice)
+        for generator in node.generators:
+            it = generator.iter
+            if copies_rows and isinstance(it, ast.Call) and isinstance(it.func, ast.Name) and it.func.id == "range":
+                for arg in it.args:
+                    self._note_repeat(arg, node.lineno)
+        self.generic_visit(node)
+
+    def visit_ListComp(self, node: ast.ListComp) -> None:
+        self._comprehension(node)
+
+    def visit_GeneratorExp(self, node: ast.GeneratorExp) -> None:
+        self._comprehension(node)
+
+    def visit_Attribute(self, node: ast.Attribute) -> None:
+        key = config_key(node)
+        if key:
+            self.reads.add(key)
+            return
+        self.generic_visit(node)
+
+
+def _files(folders: list[Path]) -> tuple[list[Path], list[Path]]:
+    """(the Python files to read below `folders`, the folders listed to find them)."""
+    out: list[Path] = []
+    listed: list[Path] = []
+    for folder in folders:
+        if folder.suffix == ".py" and folder.is_file():
+            out.append(folder)
+            continue
+        if not folder.is_dir():
+            listed.append(folder)  # absent now: its creation changes the answer
+            continue
+        listed.append(folder)
+        for path in sorted(folder.rglob("*")):
+            if path.is_dir():
+                listed.append(path)
+            elif len(out) < MAX_FILES and path.suffix == ".py" and "tests" not in path.relative_to(folder).parts \
+                    and path.is_file():
+                out.append(path)
+    return out, listed
+
+
+def read_fork_code(folders: list[Path]) -> ForkCode:
+    """What the Python files below `folders` do with config keys; kept in the command's session,
+    keyed by every file read and folder listed (generator.base.session.kept)."""
+    return kept(("forkcode", tuple(p.resolve() for p in folders)), lambda: _read_fork_code(folders))
+
+
+def _read_fork_code(folders: list[Path]) -> tuple[ForkCode, list[Path], int]:
+    repeats: list[RepeatKey] = []
+    reads: set[str] = set()
+    warned: set[str] = set()
+    files, listed = _files(folders)
+    for path in files:
+        try:
+            tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="Python module"), str(path))
+        except (InputError, OSError):
+            continue
+        base = next((f for f in folders if f in path.parents), path.parent.parent)
+        reader = _Reader(str(path.relative_to(base.parent)))
+        reader.visit(tree)
+        repeats.extend(reader.repeats)
+        reads |= reader.reads
+        warned |= reader.warned
+    found = ForkCode(tuple(repeats), frozenset(reads), frozenset(warned))
+    return found, [*folders, *listed, *files], approx_size(found)
+
+
+# The folder of a verl package whose actors run the PPO update (dp_actor.py, megatron_actor.py).
+_ACTOR_FOLDER = ("workers", "actor")
+
+
+def actor_reads_epochs(package: Path) -> bool | None:
+    """Whether the actors of a project's verl package read `ppo_epochs` (verl's loop `for _ in
+    range(self.config.ppo_epochs)` in update_policy); None when the package has no actor files to
+    read. A fork whose actors never name it runs one pass over the batch per step, whatever the key
+    says (issue 34: such a fork was told "4 updates per step")."""
+    folder = package.joinpath(*_ACTOR_FOLDER)
+    try:
+        files = sorted(folder.glob("*.py"))[:MAX_FILES] if folder.is_dir() else []
+    except OSError:
+        return None
+    read_any = False
+    for path in files:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if re.search(r"\bppo_epochs\b", text):
+            return True
+    return False if read_any else None
+
+
+# The folder of a verl package that holds its rollouts, and the comparison verl's sync vLLM rollout
+# (0.2.0-0.6.1) refuses a run with: max_num_batched_tokens below max_model_len with chunked prefill
+# (vllm_rollout_spmd.py: `if max_num_batched_tokens < max_model_len and ...enable_chunked_prefill`).
+_ROLLOUT_FOLDER = ("workers", "rollout")
+_BATCHED_TOKENS_CHECK = re.compile(r"max_num_batched_tokens\s*<\s*max_model_len|max_model_len\s*>\s*max_num_batched_tokens")
+
+
+def rollout_checks_batched_tokens(package: Path) -> bool | None:
+    """Whether the rollouts of a project's verl package compare max_num_batched_tokens with
+    max_model_len (verl's chunked-prefill check, VR507); None when there is no rollout file to read.
+    A fork whose rollout never makes the comparison passes the values to vLLM, which allows fewer
+    batched tokens than the context with chunked prefill (issue 34: VR507 on a 0.2 fork)."""
+    folder = package.joinpath(*_ROLLOUT_FOLDER)
+    try:
+        files = sorted(folder.rglob("*.py"))[:MAX_FILES] if folder.is_dir() else []
+    except OSError:
+        return None
+    read_any = False
+    for path in files:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if _BATCHED_TOKENS_CHECK.search(text):
+            return True
+    return False if read_any else None
+
+
+def trainer_asserts_mini_within_train(package: Path) -> bool | None:
+    """Whether a project's verl package compares the actor's mini batch with the train batch where
+    verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py
+    (0.6) and workers/config/ (0.7+, `if train_batch_size < self.ppo_mini_batch_size: raise`). Read
+    with ast, so a commented-out check does not count; a critic's own check does not either. None
+    when the package has no trainer code to read (issue 34: a fork that commented it out was told verl refuses)."""
+    trainer = package / "trainer"
+    files, _ = _files([trainer, package / "utils" / "config.py", package / "workers" / "config"])
+    read_trainer = False  # the evidence needs the fork's trainer itself, not only its config classes
+    for path in files:
+        try:
+            tree = checked_tree(read_input(path, limit=SCRIPT_LIMIT, what="project verl file"), str(path))
+        except (InputError, OSError):
+            continue
+        read_trainer = read_trainer or trainer in path.parents
+        if _compares_train_with_actor_mini(tree):
+            return True
+    return False if read_trainer else None
+
+
+def _compares_train_with_actor_mini(tree: ast.AST) -> bool:
+    stack: list[ast.AST] = [tree]
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.ClassDef) and "critic" in node.name.lower():
+            continue  # CriticConfig.validate makes the critic's own check
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = [_dotted_name(node.left), _dotted_name(node.comparators[0])]
+            if any(a.endswith("train_batch_size") and b.endswith("ppo_mini_batch_size") and "critic" not in b
+                   for a, b in (sides, sides[::-1])):
+                return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _dotted_name(node: ast.expr) -> str:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+    return ".".join(reversed(parts))
