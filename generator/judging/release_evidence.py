@@ -54,6 +54,8 @@ def weigh(findings: list[Finding], resolution: Resolution, index: int,
         return findings
     unsure: dict[Identity, str] = {}  # finding -> the oldest allowed release it does not hold on
     for release, judge in rejudged.items():
+        if len(unsure) == len({(f.code, f.key) for f in serious}):
+            break  # each already rests on the guess: the other releases' configs need not be built
         found = judge(index)
         for f in serious:
             if (f.code, f.key) not in unsure and (found is None or (f.code, f.key) not in found):
