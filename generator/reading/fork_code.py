@@ -246,9 +246,14 @@ def actor_reads_epochs(package: Path) -> bool | None:
     range(self.config.ppo_epochs)` in update_policy); None when the package has no actor files to
     read. A fork whose actors never name it runs one pass over the batch per step, whatever the key
     says (issue 34: such a fork was told "4 updates per step")."""
-    folder = package.joinpath(*_ACTOR_FOLDER)
+    return _any_file_says(package.joinpath(*_ACTOR_FOLDER), "*.py", re.compile(r"\bppo_epochs\b"))
+
+
+def _any_file_says(folder: Path, pattern: str, text_pattern: re.Pattern[str]) -> bool | None:
+    """Whether a Python file below `folder` (`pattern`: its glob, `**/*.py` for the whole tree)
+    matches `text_pattern`; None when there is no such file to read."""
     try:
-        files = sorted(folder.glob("*.py"))[:MAX_FILES] if folder.is_dir() else []
+        files = sorted(folder.glob(pattern))[:MAX_FILES] if folder.is_dir() else []
     except OSError:
         return None
     read_any = False
@@ -258,7 +263,7 @@ def actor_reads_epochs(package: Path) -> bool | None:
         except (InputError, OSError):
             continue
         read_any = True
-        if re.search(r"\bppo_epochs\b", text):
+        if text_pattern.search(text):
             return True
     return False if read_any else None
 
@@ -275,21 +280,7 @@ def rollout_checks_batched_tokens(package: Path) -> bool | None:
     max_model_len (verl's chunked-prefill check, VR507); None when there is no rollout file to read.
     A fork whose rollout never makes the comparison passes the values to vLLM, which allows fewer
     batched tokens than the context with chunked prefill (issue 34: VR507 on a 0.2 fork)."""
-    folder = package.joinpath(*_ROLLOUT_FOLDER)
-    try:
-        files = sorted(folder.rglob("*.py"))[:MAX_FILES] if folder.is_dir() else []
-    except OSError:
-        return None
-    read_any = False
-    for path in files:
-        try:
-            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
-        except (InputError, OSError):
-            continue
-        read_any = True
-        if _BATCHED_TOKENS_CHECK.search(text):
-            return True
-    return False if read_any else None
+    return _any_file_says(package.joinpath(*_ROLLOUT_FOLDER), "**/*.py", _BATCHED_TOKENS_CHECK)
 
 
 def trainer_asserts_mini_within_train(package: Path) -> bool | None:
