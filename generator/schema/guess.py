@@ -66,11 +66,8 @@ def release_has(release: str, key: str, name: str) -> bool:
     return key in keys
 
 
-def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
-    """(release, how) for the newest packaged release that has every key; None when none has."""
-    if not keys:
-        return None
-    # release_has for every key, asked as one subset test per config name (releases x ~50 keys)
+def _by_config_name(keys: KeyUses) -> dict[str, tuple[list[str], list[tuple[str, str]]]]:
+    """The keys by the config they are set on: (plain keys, (group, option) selections)."""
     by_name: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
     for key, name in keys:
         plain, selections = by_name.setdefault(name, ([], []))
@@ -79,6 +76,15 @@ def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
             selections.append((group, option))
         else:
             plain.append(key)
+    return by_name
+
+
+def newest_release_with(keys: KeyUses) -> tuple[str, str] | None:
+    """(release, how) for the newest packaged release that has every key; None when none has."""
+    if not keys:
+        return None
+    # release_has for every key, asked as one subset test per config name (releases x ~50 keys)
+    by_name = _by_config_name(keys)
     for release in reversed(packaged_releases()):
         try:
             if all(_has_all(release, name, plain, selections) for name, (plain, selections) in by_name.items()):
@@ -100,14 +106,7 @@ def releases_with(keys: KeyUses) -> tuple[str, ...]:
     keys = [(key, name) for key, name in keys if any(_known(r, key, name) for r in releases)]
     if not keys:
         return tuple(releases)
-    by_name: dict[str, tuple[list[str], list[tuple[str, str]]]] = {}
-    for key, name in keys:
-        plain, selections = by_name.setdefault(name, ([], []))
-        group, sep, option = key.partition("=")
-        if sep:
-            selections.append((group, option))
-        else:
-            plain.append(key)
+    by_name = _by_config_name(keys)
     found = []
     for release in releases:
         try:
