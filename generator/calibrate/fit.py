@@ -15,8 +15,10 @@ import math
 import statistics
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
-from generator.calibrate.compare import Comparison, Row
+if TYPE_CHECKING:  # only named in annotations: a stored calibration is read without the models
+    from generator.calibrate.compare import Comparison, Row
 
 # The corrections and the row each is fitted on (Row.label starts with it).
 TIME_ROWS = ("rollout", "log-prob", "update", "weight sync", "step")

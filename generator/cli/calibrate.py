@@ -10,15 +10,17 @@ valid TOML, a link, a file changed meanwhile): one line, nothing written.
 
 from __future__ import annotations
 
-from typing import List, Optional
+from typing import TYPE_CHECKING, List, Optional
 
 import typer
 
-from generator.calibrate.render import Calibrated
 from generator.cli.completion import complete_gpu, complete_model, complete_release
 from generator.cli.common import say_error
 from generator.base.errors import EXIT_BAD_INPUT, EXIT_FINDINGS, EXIT_OK, InputError
 from generator.base.safe_text import write
+
+if TYPE_CHECKING:  # the calibration modules load only when `gen calibrate` runs, not at every start
+    from generator.calibrate.render import Calibrated
 
 
 def _error(message: str) -> None:
@@ -56,7 +58,7 @@ def register(app: typer.Typer) -> None:
         from generator.calibrate.logs import read_log
         from generator.calibrate.match import contradictions, run_config
         from generator.calibrate.fit import fit
-        from generator.calibrate.render import corrections_text, documents, text
+        from generator.calibrate.render import Calibrated, corrections_text, documents, text
         from generator.calibrate.summary import summarise
         from generator.plan.script_setup import memory_options
 
