@@ -32,6 +32,24 @@ def stands_down_for_fork(rule: Rule) -> bool:
     return rule.code != FORK_CHAIN_CODE and (rule.chain_arithmetic or rule.code.startswith("VB"))
 
 
+def stands_down_without_training(rule: Rule) -> bool:
+    """Whether a rule judges only what a training step does (batch arithmetic verl meets at run
+    time, or that silently changes an update): on a call that runs no training step it has
+    nothing to judge. Load and init checks still run there: verl's validate_config and the
+    workers' set-up run before fit() decides to stop."""
+    return rule.chain_arithmetic and rule.stage in ("runtime", "silent")
+
+
+def runs_no_training_step(ctx: Context) -> bool:
+    """The call validates only: `trainer.val_only=True` returns from fit() after the first
+    validation, and `trainer.total_epochs=0` never enters the epoch loop (ray_trainer.py's fit()
+    at v0.2.0.post2, v0.3.0.post1, v0.4.1 and v0.7.0 alike)."""
+    from generator.config.reader import ConfigReader
+
+    view = ConfigReader.of(ctx)
+    return view.bool("trainer.val_only") is True or view.int("trainer.total_epochs") == 0
+
+
 def reads_defaults(code: str) -> bool:
     """Whether the rule of `code` decides from default values (its `reads_defaults` flag)."""
     registered = REGISTRY.get(code)
@@ -52,11 +70,14 @@ def applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
         return True
 
 
-def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool) -> bool:
+def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool,
+            trains: bool = True) -> bool:
     """Whether a chosen rule runs on a call: it `applies`, does not read defaults the call only
-    approximates, and does not do the batch arithmetic a fork of the call changes."""
+    approximates, does not do the batch arithmetic a fork of the call changes, and does not judge
+    a training step the call never runs."""
     return applies(rule, backend, version, trainer) and not (approximate and rule.reads_defaults) \
-        and not (forked_chain and stands_down_for_fork(rule))
+        and not (forked_chain and stands_down_for_fork(rule)) \
+        and not (not trains and stands_down_without_training(rule))
 
 
 def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
