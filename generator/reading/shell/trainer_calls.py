@@ -449,8 +449,9 @@ def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
     return 0
 
 
-def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
-    """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
+def override_hazards(inv: Invocation, assigned: set[str], source: str | None = None) -> list[Hazard]:
+    """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call;
+    `source` is the text of the file the call is written in, where its comments are read."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
     placeholders: dict[tuple[str | None, int], int] = {}  # where a reported placeholder is written -> its hazard
@@ -460,7 +461,7 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
-            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key))
+            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key), source)
             if duplicate is not None:
                 out.append(duplicate)
             seen[ov.key] = ov
@@ -471,15 +472,35 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     return out
 
 
-def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
+def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None, source: str | None) -> Hazard | None:
     """duplicate-key, when an earlier override `prev` of the same key gave another value."""
     if prev is None or prev.value == ov.value or _overrides_shared_args(prev, ov):
+        return None
+    if source is not None and _commented_on_purpose(source, ov):
         return None
     return Hazard(
         "duplicate-key", ov.word.line,
         f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
         f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
         ov.word)
+
+
+def _commented_on_purpose(source: str, ov: Override) -> bool:
+    """A key repeated on purpose: the comment on the line right above the later override (a `#`
+    line, or a backquoted `# ...` inside the continued call) names the key and its new value, the
+    way a person records that they changed it (issue 34: "Reduced max_prompt_length to 8192")."""
+    if ov.provenance.source != "literal" or ov.provenance.path is not None or not ov.value:
+        return False
+    start = source.rfind("\n", 0, ov.word.start)
+    if start <= 0:
+        return False
+    above = source[source.rfind("\n", 0, start) + 1:start]
+    _, hash_, comment = above.partition("#")
+    if not hash_:
+        return False
+    words = set(re.findall(r"[A-Za-z0-9_.\-]+", comment.lower()))
+    leaf = ov.key.rsplit(".", 1)[-1].lower()
+    return (leaf in words or ov.key.lower() in words) and ov.value.lower() in words
 
 
 def _overrides_shared_args(prev: Override, ov: Override) -> bool:
