@@ -47,3 +47,22 @@ def test_the_floor_alone_is_still_a_warning():
     # micro 2 divides the floored 426: the flooring is the only effect and VB105 says so.
     found = codes(check_config(fsdp([*STEP[:3], f"{A}ppo_micro_batch_size_per_gpu=2", f"{A}use_dynamic_bsz=False"])))
     assert "VB105" in found and "VB107" not in found
+
+
+# Dynamic batches after 0.5.0: verl skips the mini <= train check, and FSDP runs one update per step.
+DYNAMIC = ["data.train_batch_size=64", f"{R}n=4", f"{A}use_dynamic_bsz=True", f"{A}ppo_micro_batch_size_per_gpu=2"]
+
+
+def vb106(overrides: list[str]):
+    findings = check_config(fsdp(overrides, gpus=8, version="0.6.0"))
+    return next((f for f in findings if f.code == "VB106"), None)
+
+
+def test_a_mini_batch_the_script_sets_above_the_train_batch_is_a_warning():
+    found = vb106([*DYNAMIC, f"{A}ppo_mini_batch_size=256"])
+    assert found is not None and found.severity == "warning"
+
+
+def test_the_default_mini_batch_the_script_never_sets_is_only_info():
+    found = vb106(DYNAMIC)
+    assert found is not None and found.severity == "info" and "never sets" in found.message

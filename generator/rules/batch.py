@@ -231,8 +231,15 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                               f"{ch.local_batch} and make_iterator asserts", fix=fix)
         else:
             updates = "one update per step" if ch.epochs == 1 else f"{ch.epochs} updates per step (one per epoch)"
-            yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), f"{larger}: {updates}", fix=fix,
-                              severity="warning")
+            if view.explicit(MINI):
+                yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), f"{larger}: {updates}", fix=fix,
+                                  severity="warning")
+            else:
+                # The mini batch is the config's default, not a number the user asked for: each step
+                # is one update of the whole batch, nothing the script meant fails (evidence or silence).
+                yield ctx_finding(local_not_divisible, view, (MINI, P_KEY),
+                                  f"{larger}: {updates}; ppo_mini_batch_size is the config's default, which the "
+                                  f"script never sets", fix=fix, severity="info")
         return
     local = (f"local batch = G/DP = {ch.responses_per_step}/{ch.dp} = {ch.local_batch}, not divisible by "
              f"{c.per_rank_equation()} ({ch.local_batch} % {ch.per_rank_mini_batch} = {ch.mini_batch_remainder})")
