@@ -4,7 +4,7 @@ script here is written by the test."""
 
 from __future__ import annotations
 
-from generator.reading.shell import read_script
+from generator.reading.shell import read_file, read_script
 
 BS = "\\"
 HEAD = f"python3 -m verl.trainer.main_ppo {BS}\n    data.max_prompt_length=12000 {BS}\n    data.train_batch_size=64 {BS}\n"
@@ -35,3 +35,9 @@ def test_a_comment_naming_the_key_but_not_the_value_leaves_it_reported():
 
 def test_no_comment_leaves_it_reported():
     assert duplicates(HEAD + TAIL) == [4]
+
+
+def test_a_script_read_from_its_file_is_judged_the_same(tmp_path) -> None:
+    script = tmp_path / "run.sh"
+    script.write_text(HEAD + f"    `# Reduced max_prompt_length to 8192 to save memory (was 12000)` {BS}\n" + TAIL)
+    assert [h for h in read_file(str(script)).hazards if h.kind == "duplicate-key"] == []

@@ -449,9 +449,10 @@ def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
     return 0
 
 
-def override_hazards(inv: Invocation, assigned: set[str], source: str | None = None) -> list[Hazard]:
+def override_hazards(inv: Invocation, assigned: set[str], source: str | None = None,
+                     source_path: str | None = None) -> list[Hazard]:
     """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call;
-    `source` is the text of the file the call is written in, where its comments are read."""
+    `source` is the text of the file the call is written in (`source_path`), where its comments are read."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
     placeholders: dict[tuple[str | None, int], int] = {}  # where a reported placeholder is written -> its hazard
@@ -461,7 +462,7 @@ def override_hazards(inv: Invocation, assigned: set[str], source: str | None = N
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
-            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key), source)
+            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key), source, source_path)
             if duplicate is not None:
                 out.append(duplicate)
             seen[ov.key] = ov
@@ -472,11 +473,12 @@ def override_hazards(inv: Invocation, assigned: set[str], source: str | None = N
     return out
 
 
-def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None, source: str | None) -> Hazard | None:
+def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None, source: str | None,
+                      source_path: str | None) -> Hazard | None:
     """duplicate-key, when an earlier override `prev` of the same key gave another value."""
     if prev is None or prev.value == ov.value or _overrides_shared_args(prev, ov):
         return None
-    if source is not None and _commented_on_purpose(source, ov):
+    if source is not None and ov.provenance.path in (None, source_path) and _commented_on_purpose(source, ov):
         return None
     return Hazard(
         "duplicate-key", ov.word.line,
@@ -489,7 +491,7 @@ def _commented_on_purpose(source: str, ov: Override) -> bool:
     """A key repeated on purpose: the comment on the line right above the later override (a `#`
     line, or a backquoted `# ...` inside the continued call) names the key and its new value, the
     way a person records that they changed it (issue 34: "Reduced max_prompt_length to 8192")."""
-    if ov.provenance.source != "literal" or ov.provenance.path is not None or not ov.value:
+    if ov.provenance.source != "literal" or not ov.value:
         return False
     start = source.rfind("\n", 0, ov.word.start)
     if start <= 0:
