@@ -33,3 +33,31 @@ def test_an_evaluation_only_call_keeps_only_the_load_checks(stop):
     found = judged([stop])
     assert "VB113" not in found and "VB105" not in found
     assert "VB101" in found  # validate_config runs before fit() returns
+
+
+def _validates_only(version: str, reads: bool | None) -> bool:
+    from generator.rules import runs_no_training_step
+    from generator.rules.core import Context, ForkChecks
+
+    config = config_for(STEP + ["trainer.val_only=True"], config_name="ppo_trainer", version="0.4.1")
+    config.version = version  # the release the fork's trainer is of (this test's own config object)
+    return runs_no_training_step(Context(config, fork_checks=ForkChecks(trainer_reads_val_only=reads)))
+
+
+def test_val_only_counts_where_the_release_or_the_fork_reads_it():
+    assert _validates_only("0.4.1", None)
+    assert _validates_only("0.1.0+project", True)  # the fork's own trainer reads it
+    assert not _validates_only("0.1.0", None)  # verl 0.1's fit() has no val_only: it trains
+    assert not _validates_only("0.4.1+project", False)  # a fork whose trainer never reads it
+
+
+def test_the_fork_trainer_is_read_for_val_only(tmp_path):
+    from generator.reading.fork_code import trainer_reads_val_only
+
+    (tmp_path / "trainer").mkdir()
+    assert trainer_reads_val_only(tmp_path) is None
+    (tmp_path / "trainer" / "ray_trainer.py").write_text("def fit(self):\n    pass\n")
+    assert trainer_reads_val_only(tmp_path) is False
+    (tmp_path / "trainer" / "ray_trainer.py").write_text(
+        "def fit(self):\n    if self.config.trainer.get('val_only', False):\n        return\n")
+    assert trainer_reads_val_only(tmp_path) is True

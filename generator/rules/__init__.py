@@ -41,13 +41,25 @@ def stands_down_without_training(rule: Rule) -> bool:
 
 
 def runs_no_training_step(ctx: Context) -> bool:
-    """The call validates only: `trainer.val_only=True` returns from fit() after the first
-    validation, and `trainer.total_epochs=0` never enters the epoch loop (ray_trainer.py's fit()
-    at v0.2.0.post2, v0.3.0.post1, v0.4.1 and v0.7.0 alike)."""
+    """The call validates only: `trainer.total_epochs=0` never enters the epoch loop, and
+    `trainer.val_only=True` returns from fit() after the first validation (ray_trainer.py's fit()
+    at v0.2.0.post2, v0.3.0.post1, v0.4.1 and v0.7.0 alike; v0.1 has no val_only and trains).
+    The project's own trainer, where there is one, says whether it reads val_only."""
     from generator.config.reader import ConfigReader
+    from generator.verl.versions import VersionRange
 
     view = ConfigReader.of(ctx)
-    return view.bool("trainer.val_only") is True or view.int("trainer.total_epochs") == 0
+    if view.int("trainer.total_epochs") == 0:
+        return True
+    if view.bool("trainer.val_only") is not True:
+        return False
+    reads = ctx.fork_checks.trainer_reads_val_only
+    if reads is not None:
+        return reads
+    try:
+        return not VersionRange(None, "0.1.0").contains(view.version)
+    except ValueError:
+        return False
 
 
 def reads_defaults(code: str) -> bool:

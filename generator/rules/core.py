@@ -105,6 +105,7 @@ class ForkChecks(NamedTuple):
 
     trainer_asserts_mini: bool | None = None  # the train batch against the actor's mini batch (A6)
     rollout_compares_batched_tokens: bool | None = None  # the rollout's chunked-prefill check (VR507)
+    trainer_reads_val_only: bool | None = None  # fit() stops after validation on trainer.val_only
 
 
 class Context(NamedTuple):
