@@ -66,3 +66,9 @@ def test_a_mini_batch_the_script_sets_above_the_train_batch_is_a_warning():
 def test_the_default_mini_batch_the_script_never_sets_is_only_info():
     found = vb106(DYNAMIC)
     assert found is not None and found.severity == "info" and "never sets" in found.message
+
+
+def test_a_later_check_selected_alone_still_reports_its_cause():
+    # --select VB103: VB101 does not run, so nothing else reports the remainder.
+    findings = check_config(fsdp(STEP), select=["VB103", "VB114"])
+    assert {f.code for f in findings} == {"VB103", "VB114"}

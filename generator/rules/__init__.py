@@ -97,6 +97,8 @@ def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    reported = {f.code for f in findings}
+    findings = [f for f in findings if f.implied_by is None or f.implied_by not in reported]
     findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))
     return findings
 

@@ -165,11 +165,11 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
     responses = c.pn[0] * c.pn[1]
     if responses % c.dp == 0:
         return
-    if _implied_by_minimal_batch(view, c, responses, c.dp):
-        return  # VB101 reports the same remainder at load
-    yield ctx_finding(step_not_divisible, view, (P_KEY, N_KEY),
-                      f"responses per step G = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
-                      f"divisible by {view.dp_equation()} ({responses} % {c.dp} = {responses % c.dp})")
+    finding = ctx_finding(step_not_divisible, view, (P_KEY, N_KEY),
+                          f"responses per step G = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
+                          f"divisible by {view.dp_equation()} ({responses} % {c.dp} = {responses % c.dp})")
+    # VB101 reports the same remainder at load where it runs
+    yield finding._replace(implied_by="VB101") if _implied_by_minimal_batch(view, c, responses, c.dp) else finding
 
 
 # --- C1/C10/D4 --------------------------------------------------------------------------------
@@ -196,14 +196,14 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
     c = actor_batch(view)
     if c.chain is None or not c.chain.floored or c.chain.per_rank_mini_batch == 0:
         return
-    if _micro_check_fails(view, c):
-        return  # VB107's error already shows the floored per-rank mini batch: one cause, one finding
     ch = c.chain
     asked = ch.mini_batch_prompts * ch.responses_per_prompt
     fix = actor_mini_fix(view, c)
-    yield ctx_finding(mini_floored, view, (MINI, N_KEY),
-                      f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
-                      f"responses, not {asked}", fix=fix)
+    finding = ctx_finding(mini_floored, view, (MINI, N_KEY),
+                          f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
+                          f"responses, not {asked}", fix=fix)
+    # VB107's error already shows the floored per-rank mini batch: one cause, one finding
+    yield finding._replace(implied_by="VB107") if _micro_check_fails(view, c) else finding
 
 
 @rule("VB106", "local-batch-not-divisible-by-mini", severity="error", stage="runtime", verl_ref="D4, H3",
@@ -450,13 +450,12 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
     responses = pn[0] * pn[1]
     if responses % gpus == 0:
         return
-    if _implied_by_minimal_batch(view, actor_batch(view), responses, gpus):
-        return  # VB101 reports the same remainder at load
+    implied = "VB101" if _implied_by_minimal_batch(view, actor_batch(view), responses, gpus) else None
     yield ctx_finding(balance_world, view, ("trainer.balance_batch", P_KEY, N_KEY),
                       f"balance_batch on {view.version}: train_batch_size·n = {pn[0]}·{pn[1]} = {responses} is not "
                       f"divisible by the {gpus} GPUs", key="trainer.balance_batch",
                       fix=Fix("disable trainer.balance_batch", (KeyEdit("trainer.balance_batch", True, False),),
-                              "unsafe"))
+                              "unsafe"))._replace(implied_by=implied)
 
 
 @rule("VB115", "global-micro-without-logprob-micro", severity="error", stage="init", verl_ref="C2",

@@ -47,6 +47,9 @@ class Finding(NamedTuple):
     # When verl notices this finding, if it differs from the rule's own stage (e.g. a check verl
     # skips at load under some setting, so it fails later). None = the rule's stage.
     stage: Stage | None = None
+    # The code of another rule whose finding on the same call already reports this one's cause
+    # (one cause, one finding): `rules.judge` drops this finding where that one is reported.
+    implied_by: str | None = None
 
     def effective_stage(self) -> Stage | None:
         """This finding's stage, else its rule's (None for a code not in the registry)."""
