@@ -137,8 +137,8 @@ TRUE_BUGS: dict[tuple[str, str, str], str] = {
     # written the engine stays FSDP on 6 nodes x 8 GPUs with 3 prompts x n=8
     **{(tag, "examples/router_replay/run_qwen3_30b_a3b_megatron.sh", code): why for tag in ("v0.8.0", "HEAD-2608")
        for code, why in (("VK601", "actor_rollout_ref.actor.model_engine and the megatron.* keys: Hydra refuses them"),
-                         ("VB101", "3·8 = 24 responses not divisible by the 48 GPUs: validate_config's A2"),
-                         ("VB103", "24 responses per step on DP 48"),
+                         ("VB101", "3·8 = 24 responses not divisible by the 48 GPUs: validate_config's A2 "
+                                   "(the dispatch's same 24 % 48, VB103, is one cause reported once)"),
                          ("VB116", "mini 3·8 = 24 not divisible by DP 48: the engine's update asserts"))},
     ("v0.8.0", "examples/router_replay/run_qwen3_30b_a3b_megatron.sh", "VK610"):
         "+actor.megatron.override_transformer_config.* adds 'megatron' to the FSDP actor (model_engine not selected): "

@@ -92,3 +92,12 @@ def test_fsdp_keys_megatron_never_reads_are_info() -> None:
     severity, message = _found(text)["VX921"]
     assert severity == "info" and "enable_gradient_checkpointing=True has no effect" in message
     assert "use_torch_compile" not in message  # False asks for nothing
+
+
+def test_router_replay_mode_is_checked_where_091_keeps_it() -> None:
+    text = """python3 -m verl.trainer.main_ppo --config-name=ppo_megatron_trainer \\
+    actor_rollout_ref.actor.megatron.router_replay.mode=R4
+"""
+    severity, message = _found(text)["VX912"]
+    assert severity == "error" and "router_replay.mode=R4" in message
+    assert "VX912" not in _found(text.replace("R4", "R3"))

@@ -23,7 +23,8 @@ from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
 from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules import SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_on, script_rules, stands_down_for_fork
+from generator.rules import (SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_no_training_step, runs_on,
+                             script_rules, stands_down_for_fork)
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected
 
 if TYPE_CHECKING:
@@ -89,13 +90,13 @@ def chosen_rules(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[Rule]
 
 
 def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str, version: str, trainer: bool,
-                  approximate: bool, forked_chain: bool) -> list[Rule]:
+                  approximate: bool, forked_chain: bool, trains: bool = True) -> list[Rule]:
     """The chosen rules that run on a config of this backend and release (`rules.runs_on`)."""
-    key = (select, ignore, backend, version, trainer, approximate, forked_chain, len(REGISTRY))
+    key = (select, ignore, backend, version, trainer, approximate, forked_chain, trains, len(REGISTRY))
     chosen = _TO_RUN.get(key)
     if chosen is None:
         chosen = _TO_RUN[key] = [rule for rule in chosen_rules(select, ignore)
-                                 if runs_on(rule, backend, version, trainer, approximate, forked_chain)]
+                                 if runs_on(rule, backend, version, trainer, approximate, forked_chain, trains)]
     return chosen
 
 
@@ -116,7 +117,7 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
         approximate = True
     forked_chain = bool(ctx.fork_settings)
     findings = judge(ctx, _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer,
-                                        approximate, forked_chain))
+                                        approximate, forked_chain, not (trainer and runs_no_training_step(ctx))))
     if trainer and not forked_chain:
         findings = _over_every_count(config, findings, model, invocation, script, tuple(ignore))
         findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))

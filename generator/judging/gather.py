@@ -45,13 +45,15 @@ def _fork_checks(config: Config) -> ForkChecks:
     if package is None:
         return ForkChecks()
     from generator.base.folder_memo import remembered
-    from generator.reading.fork_code import rollout_checks_batched_tokens, trainer_asserts_mini_within_train
+    from generator.reading.fork_code import (rollout_checks_batched_tokens, trainer_asserts_mini_within_train,
+                                             trainer_reads_val_only)
 
     return ForkChecks(
         trainer_asserts_mini=remembered(("trainer_asserts_mini_within_train", package),
                                         lambda: trainer_asserts_mini_within_train(package)),
         rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
-                                                   lambda: rollout_checks_batched_tokens(package)))
+                                                   lambda: rollout_checks_batched_tokens(package)),
+        trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)))
 
 
 def _fork_dataclasses(config: Config) -> dict[str, frozenset[str]] | None:

@@ -283,6 +283,16 @@ def rollout_checks_batched_tokens(package: Path) -> bool | None:
     return _any_file_says(package.joinpath(*_ROLLOUT_FOLDER), "**/*.py", _BATCHED_TOKENS_CHECK)
 
 
+# verl's fit() returns after its first validation when trainer.val_only is set (ray_trainer.py from
+# v0.2.0.post2; v0.1 has no such key and trains).
+_VAL_ONLY = re.compile(r"""["']val_only["']|\.val_only\b""")
+
+
+def trainer_reads_val_only(package: Path) -> bool | None:
+    """Whether a project's verl trainer reads trainer.val_only; None when it has no trainer code."""
+    return _any_file_says(package / "trainer", "**/*.py", _VAL_ONLY)
+
+
 def trainer_asserts_mini_within_train(package: Path) -> bool | None:
     """Whether a project's verl package compares the actor's mini batch with the train batch where
     verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py

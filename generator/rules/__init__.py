@@ -32,6 +32,36 @@ def stands_down_for_fork(rule: Rule) -> bool:
     return rule.code != FORK_CHAIN_CODE and (rule.chain_arithmetic or rule.code.startswith("VB"))
 
 
+def stands_down_without_training(rule: Rule) -> bool:
+    """Whether a rule judges only what a training step does (batch arithmetic verl meets at run
+    time, or that silently changes an update): on a call that runs no training step it has
+    nothing to judge. Load and init checks still run there: verl's validate_config and the
+    workers' set-up run before fit() decides to stop."""
+    return rule.chain_arithmetic and rule.stage in ("runtime", "silent")
+
+
+def runs_no_training_step(ctx: Context) -> bool:
+    """The call validates only: `trainer.total_epochs=0` never enters the epoch loop, and
+    `trainer.val_only=True` returns from fit() after the first validation (ray_trainer.py's fit()
+    at v0.2.0.post2, v0.3.0.post1, v0.4.1 and v0.7.0 alike; v0.1 has no val_only and trains).
+    The project's own trainer, where there is one, says whether it reads val_only."""
+    from generator.config.reader import ConfigReader
+    from generator.verl.versions import VersionRange
+
+    view = ConfigReader.of(ctx)
+    if view.int("trainer.total_epochs") == 0:
+        return True
+    if view.bool("trainer.val_only") is not True:
+        return False
+    reads = ctx.fork_checks.trainer_reads_val_only
+    if reads is not None:
+        return reads
+    try:
+        return not VersionRange(None, "0.1.0").contains(view.version)
+    except ValueError:
+        return False
+
+
 def reads_defaults(code: str) -> bool:
     """Whether the rule of `code` decides from default values (its `reads_defaults` flag)."""
     registered = REGISTRY.get(code)
@@ -52,11 +82,14 @@ def applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
         return True
 
 
-def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool) -> bool:
+def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool,
+            trains: bool = True) -> bool:
     """Whether a chosen rule runs on a call: it `applies`, does not read defaults the call only
-    approximates, and does not do the batch arithmetic a fork of the call changes."""
+    approximates, does not do the batch arithmetic a fork of the call changes, and does not judge
+    a training step the call never runs."""
     return applies(rule, backend, version, trainer) and not (approximate and rule.reads_defaults) \
-        and not (forked_chain and stands_down_for_fork(rule))
+        and not (forked_chain and stands_down_for_fork(rule)) \
+        and not (not trains and stands_down_without_training(rule))
 
 
 def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
@@ -64,6 +97,8 @@ def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
     findings: list[Finding] = []
     for rule in rules:
         findings.extend(rule.check(ctx))
+    reported = {f.code for f in findings}
+    findings = [f for f in findings if f.implied_by is None or f.implied_by not in reported]
     findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))
     return findings
 

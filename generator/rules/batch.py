@@ -44,27 +44,13 @@ _MICRO_UNGATED = ("0.2.0", "0.4.1")
       chain_arithmetic=True)
 def minimal_batch(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    # validate_config runs A2 whichever workers follow (verl/utils/config.py@v0.8.0 line 110,
-    # called from main_ppo on the engine path too), so the engine path is no exception.
-    if not _static(view, ungated_through="0.5.0"):
-        return
     c = actor_batch(view)
-    # FSDP's minimal batch is the GPU count whatever ulysses SP is, so DP (None when SP does
-    # not divide the GPUs) is only needed on Megatron.
-    if c.pn is None or (c.dp is None and view.backend == "megatron"):
+    failing = _minimal_batch_fails(view, c)
+    if failing is None:
         return
+    minimal, what = failing
+    assert c.pn is not None  # _minimal_batch_fails needs it
     responses = c.pn[0] * c.pn[1]
-    if view.backend == "megatron":
-        assert c.dp is not None  # returned above when Megatron's DP is unknown
-        if not c.micro or c.micro <= 0:
-            return  # VB109 reports the missing micro batch
-        minimal = c.dp * c.micro
-        what = f"DP·ppo_micro_batch_size_per_gpu = {c.dp}·{c.micro} = {minimal}"
-    else:
-        minimal = view.gpus or 0
-        what = f"the {minimal} GPUs"
-    if minimal <= 0 or responses % minimal == 0:
-        return
     fix = None
     if view.backend == "megatron" and c.micro and c.dp:
         local = responses // c.dp if responses % c.dp == 0 else None
@@ -78,6 +64,41 @@ def minimal_batch(ctx: Context) -> Iterator[Finding]:
                       f"responses per step = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
                       f"divisible by {what} ({responses} % {minimal} = {responses % minimal})",
                       key=MICRO if view.backend == "megatron" else P_KEY, fix=fix)
+
+
+def _minimal_batch_fails(view: ConfigReader, c: ActorBatch) -> tuple[int, str] | None:
+    """The minimal batch (and its words) when VB101 reports the responses per step not divisible by it."""
+    # validate_config runs A2 whichever workers follow (verl/utils/config.py@v0.8.0 line 110,
+    # called from main_ppo on the engine path too), so the engine path is no exception.
+    if not _static(view, ungated_through="0.5.0"):
+        return None
+    # FSDP's minimal batch is the GPU count whatever ulysses SP is, so DP (None when SP does
+    # not divide the GPUs) is only needed on Megatron.
+    if c.pn is None or (c.dp is None and view.backend == "megatron"):
+        return None
+    responses = c.pn[0] * c.pn[1]
+    if view.backend == "megatron":
+        assert c.dp is not None  # returned above when Megatron's DP is unknown
+        if not c.micro or c.micro <= 0:
+            return None  # VB109 reports the missing micro batch
+        minimal = c.dp * c.micro
+        what = f"DP·ppo_micro_batch_size_per_gpu = {c.dp}·{c.micro} = {minimal}"
+    else:
+        minimal = view.gpus or 0
+        what = f"the {minimal} GPUs"
+    if minimal <= 0 or responses % minimal == 0:
+        return None
+    return minimal, what
+
+
+def _implied_by_minimal_batch(view: ConfigReader, c: ActorBatch, responses: int, divisor: int) -> bool:
+    """VB101 already reports these responses per step against a minimal batch that `divisor` divides:
+    making the step divisible by that minimal batch also makes it divisible by `divisor`, and verl
+    refuses the config at load before any later check runs. One cause, one finding (issue 34)."""
+    failing = _minimal_batch_fails(view, c)
+    if failing is None or c.pn is None or c.pn[0] * c.pn[1] != responses:
+        return False
+    return divisor > 0 and failing[0] % divisor == 0
 
 
 # --- A6 ---------------------------------------------------------------------------------------
@@ -144,9 +165,11 @@ def step_not_divisible(ctx: Context) -> Iterator[Finding]:
     responses = c.pn[0] * c.pn[1]
     if responses % c.dp == 0:
         return
-    yield ctx_finding(step_not_divisible, view, (P_KEY, N_KEY),
-                      f"responses per step G = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
-                      f"divisible by {view.dp_equation()} ({responses} % {c.dp} = {responses % c.dp})")
+    finding = ctx_finding(step_not_divisible, view, (P_KEY, N_KEY),
+                          f"responses per step G = train_batch_size·n = {c.pn[0]}·{c.pn[1]} = {responses}, not "
+                          f"divisible by {view.dp_equation()} ({responses} % {c.dp} = {responses % c.dp})")
+    # VB101 reports the same remainder at load where it runs
+    yield finding._replace(implied_by="VB101") if _implied_by_minimal_batch(view, c, responses, c.dp) else finding
 
 
 # --- C1/C10/D4 --------------------------------------------------------------------------------
@@ -176,9 +199,11 @@ def mini_floored(ctx: Context) -> Iterator[Finding]:
     ch = c.chain
     asked = ch.mini_batch_prompts * ch.responses_per_prompt
     fix = actor_mini_fix(view, c)
-    yield ctx_finding(mini_floored, view, (MINI, N_KEY),
-                      f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
-                      f"responses, not {asked}", fix=fix)
+    finding = ctx_finding(mini_floored, view, (MINI, N_KEY),
+                          f"{c.per_rank_equation()}: each optimizer step sees {ch.effective_responses_per_update} "
+                          f"responses, not {asked}", fix=fix)
+    # VB107's error already shows the floored per-rank mini batch: one cause, one finding
+    yield finding._replace(implied_by="VB107") if _micro_check_fails(view, c) else finding
 
 
 @rule("VB106", "local-batch-not-divisible-by-mini", severity="error", stage="runtime", verl_ref="D4, H3",
@@ -206,8 +231,15 @@ def local_not_divisible(ctx: Context) -> Iterator[Finding]:
                               f"{ch.local_batch} and make_iterator asserts", fix=fix)
         else:
             updates = "one update per step" if ch.epochs == 1 else f"{ch.epochs} updates per step (one per epoch)"
-            yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), f"{larger}: {updates}", fix=fix,
-                              severity="warning")
+            if view.explicit(MINI):
+                yield ctx_finding(local_not_divisible, view, (MINI, P_KEY), f"{larger}: {updates}", fix=fix,
+                                  severity="warning")
+            else:
+                # The mini batch is the config's default, not a number the user asked for: each step
+                # is one update of the whole batch, nothing the script meant fails (evidence or silence).
+                yield ctx_finding(local_not_divisible, view, (MINI, P_KEY),
+                                  f"{larger}: {updates}; ppo_mini_batch_size is the config's default, which the "
+                                  f"script never sets", fix=fix, severity="info")
         return
     local = (f"local batch = G/DP = {ch.responses_per_step}/{ch.dp} = {ch.local_batch}, not divisible by "
              f"{c.per_rank_equation()} ({ch.local_batch} % {ch.per_rank_mini_batch} = {ch.mini_batch_remainder})")
@@ -251,6 +283,16 @@ def micro_not_dividing(ctx: Context) -> Iterator[Finding]:
                           severity="warning")
     else:
         yield ctx_finding(micro_not_dividing, view, (c.micro_key, MINI), base, key=c.micro_key, fix=fix)
+
+
+def _micro_check_fails(view: ConfigReader, c: ActorBatch) -> bool:
+    """Whether VB107 reports an error (not its Megatron warning) on this call's per-rank mini batch."""
+    ch = c.chain
+    if ch is None or not c.micro or c.micro <= 0 or ch.per_rank_mini_batch == 0:
+        return False
+    if view.actor_dynamic is not False or ch.per_rank_mini_batch % c.micro == 0:
+        return False
+    return not (view.backend == "megatron" and not view.new_engine)
 
 
 # --- A3/A4/A2b --------------------------------------------------------------------------------
@@ -408,11 +450,12 @@ def balance_world(ctx: Context) -> Iterator[Finding]:
     responses = pn[0] * pn[1]
     if responses % gpus == 0:
         return
+    implied = "VB101" if _implied_by_minimal_batch(view, actor_batch(view), responses, gpus) else None
     yield ctx_finding(balance_world, view, ("trainer.balance_batch", P_KEY, N_KEY),
                       f"balance_batch on {view.version}: train_batch_size·n = {pn[0]}·{pn[1]} = {responses} is not "
                       f"divisible by the {gpus} GPUs", key="trainer.balance_batch",
                       fix=Fix("disable trainer.balance_batch", (KeyEdit("trainer.balance_batch", True, False),),
-                              "unsafe"))
+                              "unsafe"))._replace(implied_by=implied)
 
 
 @rule("VB115", "global-micro-without-logprob-micro", severity="error", stage="init", verl_ref="C2",

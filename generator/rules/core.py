@@ -47,6 +47,9 @@ class Finding(NamedTuple):
     # When verl notices this finding, if it differs from the rule's own stage (e.g. a check verl
     # skips at load under some setting, so it fails later). None = the rule's stage.
     stage: Stage | None = None
+    # The code of another rule whose finding on the same call already reports this one's cause
+    # (one cause, one finding): `rules.judge` drops this finding where that one is reported.
+    implied_by: str | None = None
 
     def effective_stage(self) -> Stage | None:
         """This finding's stage, else its rule's (None for a code not in the registry)."""
@@ -105,6 +108,7 @@ class ForkChecks(NamedTuple):
 
     trainer_asserts_mini: bool | None = None  # the train batch against the actor's mini batch (A6)
     rollout_compares_batched_tokens: bool | None = None  # the rollout's chunked-prefill check (VR507)
+    trainer_reads_val_only: bool | None = None  # fit() stops after validation on trainer.val_only
 
 
 class Context(NamedTuple):

@@ -139,10 +139,13 @@ def engine_mbridge(ctx: Context) -> Iterator[Finding]:
       verl_ref="A28")
 def router_replay(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
-    key = ACTOR + "router_replay.mode"
-    value = view.str(key)
-    if value is not None and value not in ("disabled", "R2", "R3"):
-        yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)")
+    # 0.7.0-0.9.0 keep it on the actor; 0.9.1 moved it under the engine blocks (megatron, veomni),
+    # whose dataclass makes the same check (verl 0.9.1 wheel, workers/config/engine.py __post_init__).
+    for key in (ACTOR + "router_replay.mode", MEGATRON + "router_replay.mode", ACTOR + "veomni.router_replay.mode"):
+        value = view.str(key)
+        if value is not None and value not in ("disabled", "R2", "R3"):
+            yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)",
+                              key=key)
 
 
 @rule("VX918", "router-replay-r2-with-bypass", severity="error", stage="load", versions=VersionRange("0.9.1", "0.9.1"),

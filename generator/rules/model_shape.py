@@ -53,10 +53,15 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
     if ctx.model is None or seq is None:
         return
     limit = ctx.model.max_position_embeddings
+    overridden = _overridden_context(view)
+    if overridden is not None:
+        limit = overridden
     if seq > limit:
-        message = f"prompt + response = {seq} tokens > {ctx.model.name} max_position_embeddings {limit}"
+        whose = ("override_config max_position_embeddings" if overridden is not None
+                 else f"{ctx.model.name} max_position_embeddings")
+        message = f"prompt + response = {seq} tokens > {whose} {limit}"
         severity: Severity | None = None
-        if _asserts_context(view.version) and not ctx.model.from_registry:
+        if _asserts_context(view.version) and (overridden is not None or not ctx.model.from_registry):
             # verl 0.4.x-0.6.x's rollouts assert it when they start (vllm_rollout_spmd.py @ v0.4.1):
             # the run stops there. From 0.7.0 the async servers take max_position_embeddings as
             # max_model_len, and the overlong requests fail or are cut while the run goes on.
@@ -70,6 +75,31 @@ def sequence_context(ctx: Context) -> Iterator[Finding]:
                         f"starts (a copy whose config.json says more passes)")
         yield ctx_finding(sequence_context, view, ("data.max_response_length", "data.max_prompt_length"), message,
                           severity=severity)
+
+
+_OVERRIDE = "actor_rollout_ref.model.override_config."
+
+
+def _overridden_context(view: ConfigReader) -> int | None:
+    """The context length the script sets through the model's override_config, which verl applies
+    to the HF config before its rollout reads max_position_embeddings: FSDP workers take the keys
+    flat (fsdp_workers.py update_model_config, v0.2.0.post2-v0.6.1), Megatron workers under
+    `model_config` (single_controller/base/megatron/worker.py@v0.4.1), and from 0.7.0 HFModelConfig
+    takes either (workers/config/model.py@v0.7.0), whose hf_config the vLLM server reads."""
+    flat = view.int(_OVERRIDE + "max_position_embeddings")
+    nested = view.int(_OVERRIDE + "model_config.max_position_embeddings")
+    if _at_least_070(view.version):
+        return nested if nested is not None else flat
+    return nested if view.backend == "megatron" else flat
+
+
+def _at_least_070(version: str) -> bool:
+    from generator.verl.versions import parse
+
+    try:
+        return parse(version)[:3] >= (0, 7, 0)
+    except Exception:
+        return False
 
 
 def _asserts_context(version: str) -> bool:

@@ -116,6 +116,14 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
     exact_070 = VersionRange("0.7.0", "0.7.0").contains(view.version) and "+" not in view.version
     model_len = None if exact_070 else view.int(ROLLOUT + "max_model_len")
     source = "rollout.max_model_len"
+    if model_len is None and _sync_rollout(view):
+        # The sync rollout (vllm_rollout_spmd.py, last released in 0.6.1 and kept by 0.7.0 dev
+        # trees) hands vLLM rollout.max_model_len or else prompt_length + response_length, not the
+        # model's context length (vllm_rollout_spmd.py@v0.6.1, `max_model_len = int(config.max_model_len
+        # or config.prompt_length + config.response_length)`).
+        model_len, source = _prompt_plus_response(view)
+        if model_len is None:
+            return  # the lengths are unknown: no guess in their place
     if model_len is None and ctx.model is not None:
         model_len, source = ctx.model.max_position_embeddings, f"{ctx.model.name} max_position_embeddings"
     if model_len is None or tokens >= model_len:
@@ -133,6 +141,21 @@ def batched_tokens(ctx: Context) -> Iterator[Finding]:
                       # chunked prefill changes how vLLM schedules every step (and is not there on every
                       # device): a change of behaviour, never applied without --unsafe
                       fix=Fix("set enable_chunked_prefill=True", (KeyEdit(key, False, True),), "unsafe"))
+
+
+def _sync_rollout(view: ConfigReader) -> bool:
+    from generator.rules.batch import _rollout_mode
+
+    return _rollout_mode(view) == "sync"
+
+
+def _prompt_plus_response(view: ConfigReader) -> tuple[int | None, str]:
+    """prompt_length + response_length as the sync rollout reads them (the data lengths by default)."""
+    prompt = view.int(ROLLOUT + "prompt_length") or view.int("data.max_prompt_length")
+    response = view.int(ROLLOUT + "response_length") or view.int("data.max_response_length")
+    if prompt is None or response is None:
+        return None, ""
+    return prompt + response, f"prompt_length + response_length = {prompt} + {response}, what the sync rollout passes"
 
 
 def _fork_rollout_lacks_check(ctx: Context) -> bool:

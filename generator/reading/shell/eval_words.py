@@ -52,6 +52,9 @@ def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
     if not fields or fields[0].unknowns:
         return None
     name = fields[0].text
+    if name in LAUNCH_WRAPPERS:
+        inner = _shell_behind_wrapper(fields)
+        return string_args(inner) if inner is not None else None
     if name == "eval":
         return "`eval`", fields[1:]
     if name in _SHELLS and len(fields) >= 3 and fields[1].text == "-c":
@@ -67,6 +70,23 @@ def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
     while rest and rest[-1].text in _TMUX_KEYS:
         rest = rest[:-1]
     return "`tmux send-keys`", rest
+
+
+# Commands that run the command after their own words on another machine or process (a Slurm
+# step, a detached job): `srun -N1 -w "$head" bash -c "…"` runs the string as `bash -c` would.
+LAUNCH_WRAPPERS = frozenset({"srun", "nohup", "timeout", "mpirun", "setsid", "stdbuf", "nice"})
+
+
+def _shell_behind_wrapper(fields: list[Field]) -> list[Field] | None:
+    """The `bash -c STRING …` a wrapper runs (`srun --nodes=1 -w "$node" bash -c "…"`): its words
+    from the shell on, else None. The wrapper's own options are stepped over up to the first
+    `bash -c`/`sh -c` pair; no other command behind a wrapper is taken for one."""
+    for k in range(1, len(fields) - 1):
+        if fields[k].unknowns:
+            continue
+        if fields[k].text in _SHELLS and fields[k + 1].text == "-c" and not fields[k + 1].unknowns:
+            return fields[k:]
+    return None
 
 
 def _sbatch_wrap(fields: list[Field]) -> Field | None:

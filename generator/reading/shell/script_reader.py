@@ -179,7 +179,7 @@ def _read_checked(data: bytes, path: str | None, env: dict[str, str] | None, arg
         script.invocations.append(inv)
         if len(script.invocations) > MAX_TRAINER_CALLS:
             raise _too_many_calls(path or "<script>")
-        found = override_hazards(inv, ev.assigned_names)
+        found = override_hazards(inv, ev.assigned_names, src if rec.path == path else None, path)
         if rec.branch != "dead":
             found.extend(argument_hazards(rec, inv, line_of))
             found.extend(launcher_placeholder_hazards(rec, inv, line_of))

@@ -15,6 +15,7 @@ from generator.reading.shell.wrappers import Argv, find_entry
 from generator.reading.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is_placeholder, placeholder_word
 from generator.reading.python.hydra_main import entry_config, reads_own_command_line
 from generator.reading.shell.unset_names import environment_inputs, from_scheduler, near_miss
+from generator.reading.shell.duplicates import duplicate_hazard
 from generator.verl.constants import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -449,8 +450,10 @@ def _placeholder_phrase(texts: list[str], j: int, fields: list[Field]) -> int:
     return 0
 
 
-def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
-    """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call."""
+def override_hazards(inv: Invocation, assigned: set[str], source: str | None = None,
+                     source_path: str | None = None) -> list[Hazard]:
+    """duplicate-key, empty-expansion, unset-in-value and placeholder hazards of one call;
+    `source` is the text of the file the call is written in (`source_path`), where its comments are read."""
     out: list[Hazard] = []
     seen: dict[str, Override] = {}
     placeholders: dict[tuple[str | None, int], int] = {}  # where a reported placeholder is written -> its hazard
@@ -460,7 +463,7 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
     inputs = environment_inputs(inv, assigned)
     for ov in inv.overrides:
         if ov.op != "~" and ov.key:
-            duplicate = _duplicate_hazard(inv, ov, seen.get(ov.key))
+            duplicate = duplicate_hazard(inv, ov, seen.get(ov.key), source, source_path)
             if duplicate is not None:
                 out.append(duplicate)
             seen[ov.key] = ov
@@ -469,26 +472,6 @@ def override_hazards(inv: Invocation, assigned: set[str]) -> list[Hazard]:
         elif _left_to_fill_in(ov):
             _add_placeholder_hazard(ov, out, placeholders, labels)
     return out
-
-
-def _duplicate_hazard(inv: Invocation, ov: Override, prev: Override | None) -> Hazard | None:
-    """duplicate-key, when an earlier override `prev` of the same key gave another value."""
-    if prev is None or prev.value == ov.value or _overrides_shared_args(prev, ov):
-        return None
-    return Hazard(
-        "duplicate-key", ov.word.line,
-        f"{ov.key} is given twice in the call at line {inv.line}: {prev.value!r} (line "
-        f"{prev.word.line}) and {ov.value!r} (line {ov.word.line}); the last one wins",
-        ov.word)
-
-
-def _overrides_shared_args(prev: Override, ov: Override) -> bool:
-    """A key repeated on purpose: the earlier value comes from a list of shared arguments (an array
-    or a string variable expanded into the call, or a sourced file) and the later one is written in
-    the call itself, the way a script specialises common settings (issue 34)."""
-    shared = prev.provenance.source in ("array", "string") or prev.provenance.path != ov.provenance.path
-    own = ov.provenance.source in ("literal", "variable")
-    return shared and own
 
 
 def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[str]) -> list[Hazard]:

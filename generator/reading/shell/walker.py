@@ -21,7 +21,7 @@ from generator.reading.shell.conditions import Conditions
 from generator.reading.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, State, line_starts_of, merged_ranges, squash
 from generator.reading.shell.model import Field, Piece, Var, Work, as_text, from_text, pieces_text
 from generator.reading.shell.comment_subst import mask_comment_substitutions
-from generator.reading.shell.eval_words import eval_fields, string_args
+from generator.reading.shell.eval_words import LAUNCH_WRAPPERS, eval_fields, string_args
 from generator.reading.shell.scan import WordError
 from generator.reading.shell.scope import Scope, merge_states
 from generator.reading.shell.setters import Setters, names_arith_sets
@@ -394,7 +394,8 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         while name in ("builtin", "command") and len(fields) > 1 and fields[1].text in _STATE_BUILTINS:
             fields = fields[1:]  # `command eval …`, `builtin read …`: the builtin itself runs
             name = fields[0].text if not fields[0].unknowns else ""
-        found = string_args(fields) if name in ("eval", "tmux", "bash", "sh", "sbatch") else None
+        found = string_args(fields) if name in ("eval", "tmux", "bash", "sh", "sbatch") or name in LAUNCH_WRAPPERS \
+            else None
         if found is not None:  # `eval "$CMD"`, `bash -c "…"`, `tmux send-keys "cmd" C-m`: what the string runs
             if self._string_command(name, found, flow, fx.line_of(whole.start_byte)):
                 return
