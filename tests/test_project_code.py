@@ -123,6 +123,23 @@ def test_read_config_names_the_file_taken_and_why():
     assert "data.filter_accuracy" in chosen.flat
 
 
+def test_a_primary_that_cannot_be_composed_still_gives_its_own_keys(tmp_path):
+    # A fork added a root section to ppo_trainer.yaml and never regenerated the flat file; one of
+    # its defaults entries is not in the checkout (ignored by its .gitignore), so Hydra's
+    # composition cannot be redone here: the generated keys are read with the body's over them.
+    folder = tmp_path / "config"
+    folder.mkdir()
+    (folder / "ppo_trainer.yaml").write_text(
+        "defaults:\n  - data@data: legacy_data\n  - _self_\n"
+        "hinter:\n  model:\n    path: x\ntrainer:\n  total_epochs: 3\n", encoding="utf-8")
+    (folder / "_generated_ppo_trainer.yaml").write_text(
+        "data:\n  train_batch_size: 8\ntrainer:\n  total_epochs: 1\n", encoding="utf-8")
+    chosen = read_config(folder, "ppo_trainer")
+    assert chosen is not None and chosen.flat["hinter.model.path"] == "x"
+    assert chosen.flat["trainer.total_epochs"] == 3 and chosen.flat["data.train_batch_size"] == 8
+    assert chosen.note is not None and "cannot be composed here" in chosen.note
+
+
 def test_verls_own_generated_yaml_agrees_with_its_primary():
     # verl 0.7.0's tree: both files give the same keys, so the generated one is kept.
     folder = Path(__file__).resolve().parents[2] / "shared" / "verl-config" / "v0.7.0" / "verl" / "trainer" / "config"

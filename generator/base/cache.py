@@ -46,7 +46,8 @@ from typing import Any, Callable
 # 2: a stale _generated_*.yaml gives way to the primary YAML (schema/generated.py)
 # 3: the entry keeps why a generated file was passed over (the notes), so a hit reads no YAML at all
 # 4: the entry keeps every file the composition read or looked for (`deps`), checked on a hit
-FORMAT = 4
+# 5: a primary that cannot be composed gives its own keys over the generated file's (schema/generated.py)
+FORMAT = 5
 CACHE_ENV = "VERL_GEN_CACHE"  # the project's cache folder (the oracle keeps its environment there too)
 SWITCH_ENV = "VERL_GEN_NO_CACHE"
 MAX_FILES = 4000  # YAML files hashed for one folder; a larger tree is not cached

@@ -38,12 +38,32 @@ def read_config(config_dir: Path, name: str) -> ChosenConfig | None:
         return ChosenConfig(flat_generated, generated.name, None)
     try:
         composed = flatten(compose(config_dir, name))
-    except (ComposeError, ValueError):
-        return ChosenConfig(flat_generated, generated.name, None)
+    except (ComposeError, ValueError) as err:
+        # The generated file has the defaults resolved, but a fork that added a section to the
+        # primary's own body and never regenerated it lacks that section: the body is read too,
+        # and its keys win (it is what Hydra would merge last, `_self_`).
+        own = _own_keys(primary)
+        if not own.keys() - flat_generated.keys():
+            return ChosenConfig(flat_generated, generated.name, None)
+        return ChosenConfig({**flat_generated, **own}, generated.name,
+                            f"{name}.yaml cannot be composed here ({err}); {generated.name} is read with the "
+                            f"keys {name}.yaml sets itself over it")
     why = _difference(generated.name, name, composed, flat_generated)
     if why is None:
         return ChosenConfig(flat_generated, generated.name, None)
     return ChosenConfig(composed, primary.name, why)
+
+
+def _own_keys(primary: Path) -> dict[str, Any]:
+    """The keys a config file sets in its own body (its defaults list left out); none when it
+    cannot be read."""
+    try:
+        body = load_yaml_file(primary) or {}
+    except (OSError, ValueError):
+        return {}
+    if not isinstance(body, dict):
+        return {}
+    return flatten({key: value for key, value in body.items() if key != "defaults"})
 
 
 def _difference(generated_name: str, name: str, composed: dict[str, Any], flat_generated: dict[str, Any]) -> str | None:
