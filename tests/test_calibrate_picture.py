@@ -6,20 +6,19 @@ from __future__ import annotations
 
 import json
 import re
-import shutil
 import subprocess
 from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
 
+from chromium import find_browser
 from conftest import FIXTURES
 from generator.cli import app
 from generator.report.palette import SERIES_COLOURS as PALETTE
 
 POINT = FIXTURES / "logs" / "iseekyan-dapo32b-6"
-CHROMIUM = next((p for p in ("/usr/bin/chromium", shutil.which("chromium") or "", shutil.which("chromium-browser") or "")
-                 if p and Path(p).exists()), None)
+CHROMIUM = find_browser()
 
 
 def _chart(tmp_path: Path, name: str) -> str:

@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import io
 import os
-import shutil
 import struct
 import subprocess
 import zlib
@@ -15,6 +14,7 @@ from xml.etree import ElementTree
 import pytest
 from typer.testing import CliRunner
 
+from chromium import browser_or_skip
 from generator.cli import app
 from generator.plan.memory import TERM_ORDER
 from generator.report.charts import ChartSection, html_chart, stacked_svg, svg_chart, terminal_bars
@@ -171,20 +171,6 @@ def test_plan_writes_the_chart(tmp_path):
 # --- what Chromium draws -----------------------------------------------------------------------------
 
 
-def _chromium() -> str | None:
-    return next((shutil.which(n) for n in ("chromium", "chromium-browser", "google-chrome") if shutil.which(n)), None)
-
-
-def _browser_or_skip() -> str:
-    """Chromium, or a skip on a contributor's machine without it; CI (.ci/run installs it) must look."""
-    browser = _chromium()
-    if browser is None:
-        if os.environ.get("CI"):
-            pytest.fail("CI must render the chart: chromium is missing (.ci/run installs Debian's chromium)")
-        pytest.skip("chromium not installed (Debian: apt-get install chromium)")
-    return browser
-
-
 def _png_pixels(data: bytes) -> tuple[int, int, list[bytes]]:
     """(width, height, rows of RGB(A) bytes) of an 8-bit non-interlaced PNG (what Chromium writes)."""
     assert data[:8] == b"\x89PNG\r\n\x1a\n"
@@ -254,7 +240,7 @@ def near(a: tuple[int, int, int], b: tuple[int, int, int]) -> bool:
 
 @pytest.mark.parametrize("kind", ["svg", "html"])
 def test_chromium_draws_the_bars(tmp_path, kind):
-    browser = _browser_or_skip()
+    browser = browser_or_skip()
     svg = svg_chart(PHASES, LIMIT)
     page = tmp_path / f"chart.{kind}"
     page.write_text(svg if kind == "svg" else html_chart(PHASES, LIMIT))
@@ -320,7 +306,7 @@ def test_explain_charts_every_call_one_below_the_other(tmp_path):
     assert len(kv) == 2 and kv[0] != kv[1]  # each call drawn with its own numbers (0.3 of the GPU for the second)
     bad = CliRunner().invoke(app, ["explain", str(script), "--memory", "--chart", str(tmp_path / "m.png")])
     assert bad.exit_code == 2 and "must end in .svg or .html" in bad.output and isinstance(bad.exception, SystemExit)
-    browser = _browser_or_skip()
+    browser = browser_or_skip()
     pixel = _screenshot(browser, chart, svg, tmp_path)
     for rect in _rects(svg)[-3:]:  # the second chart's last bar, drawn in its colours where it says
         x, y, w, h = (float(rect.get(k)) for k in ("x", "y", "width", "height"))
@@ -368,7 +354,7 @@ def _layout_problems(browser: str, svg: str, tmp_path) -> tuple[int, list[str]]:
 def test_chromium_finds_every_label_inside_the_picture_and_none_overlapping(tmp_path):
     """Issue 22: the title overlapped "usable", a long phase name was clipped at the left edge
     ("ptimizer_step (stage 0)") and value labels were cut at the right one."""
-    browser = _browser_or_skip()
+    browser = browser_or_skip()
     long_phases = (
         Phase("optimizer_step (stage 0)", 130.0, (Term("weights", 30.0), Term("optimizer", 100.0))),
         Phase("rollout", 75.0, (Term("weights", 10.0), Term("kv-cache", 65.0))),
