@@ -48,12 +48,30 @@ def _fork_checks(config: Config) -> ForkChecks:
     from generator.reading.fork_code import (rollout_checks_batched_tokens, trainer_asserts_mini_within_train,
                                              trainer_reads_val_only)
 
+    # Parsing a fork's trainer for the A6 assert costs ~0.4 s; the rules ask only where the actor's
+    # mini batch exceeds the train batch, so a call whose values rule that out is not read for it.
+    needed = _mini_may_exceed_train(config)
     return ForkChecks(
         trainer_asserts_mini=remembered(("trainer_asserts_mini_within_train", package),
-                                        lambda: trainer_asserts_mini_within_train(package)),
+                                        lambda: trainer_asserts_mini_within_train(package)) if needed else None,
         rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
                                                    lambda: rollout_checks_batched_tokens(package)),
         trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)))
+
+
+def _mini_may_exceed_train(config: Config) -> bool:
+    """False only when both batch sizes are known numbers and the mini batch is within the train
+    batch (the one case where no rule consults the fork's A6 assert)."""
+    from generator.rules.batch import P_KEY
+    from generator.rules.fixes import MINI
+
+    values = []
+    for key in (MINI, P_KEY):
+        raw = config.values.get(key)
+        if key in config.unknown or isinstance(raw, bool) or not isinstance(raw, int):
+            return True
+        values.append(raw)
+    return values[0] > values[1]
 
 
 def _fork_dataclasses(config: Config) -> dict[str, frozenset[str]] | None:
