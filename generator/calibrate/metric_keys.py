@@ -24,6 +24,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 TIMING_PREFIX = "timing_s/"
+VALIDATION = ("val-core/", "val-aux/", "val/")  # what the validation logs (0.3: `val/`, 0.4 on: `val-core/`, `val-aux/`)
 
 # The step's phases as verl times them, in the order a step runs them.
 PHASES = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_critic", "update_actor",
