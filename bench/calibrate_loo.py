@@ -49,8 +49,12 @@ SERIES = {
         3, 4, 5, 6, 7, 8, 9))),
     "ISEEKYAN dapo14b.csv, Qwen3-14B-Base DAPO, H20": ("h20", tuple(f"iseekyan-dapo14b-{n}" for n in (8, 9, 10, 11))),
     "ISEEKYAN dapo32b.csv, Qwen2.5-32B DAPO, H20": ("h20", ("iseekyan-dapo32b-6", "iseekyan-dapo32b-7")),
-    "ISEEKYAN H20, both models (14B and 32B)": ("h20", tuple(f"iseekyan-dapo14b-{n}" for n in (8, 9, 10, 11))
-                                                 + ("iseekyan-dapo32b-6", "iseekyan-dapo32b-7")),
+}
+# Across models: each run of the H20 cluster predicted from the other model's runs only (what a
+# calibration stored for one model gives a plan of another on the same cluster).
+ACROSS_MODELS = {
+    "ISEEKYAN H20, each run predicted from the other model's runs only": (
+        "h20", tuple(f"iseekyan-dapo14b-{n}" for n in (8, 9, 10, 11)) + ("iseekyan-dapo32b-6", "iseekyan-dapo32b-7")),
 }
 
 
@@ -83,13 +87,15 @@ def median_line(what: str, before: list[float], after: list[float]) -> str:
 def main() -> int:
     every: dict[str, tuple[list[float], list[float]]] = {"step-time": ([], []), "peak-memory": ([], [])}
     counted: set[tuple[str, str]] = set()
-    for series, (gpu, names) in SERIES.items():
+    for series, (gpu, names) in {**SERIES, **ACROSS_MODELS}.items():
+        across = series in ACROSS_MODELS
         options = memory_options(gpu, None, None, 0.0)
         runs = [(name, *load(name, options)) for name in names]
         print(series)
         errors: dict[str, tuple[list[float], list[float]]] = {"step-time": ([], []), "peak-memory": ([], [])}
         for name, config, comparison in runs:
-            others = [StoredRun(other, c.model, run_values(c)) for other, _, c in runs if other != name]
+            others = [StoredRun(other, c.model, run_values(c)) for other, _, c in runs
+                      if other != name and (not across or c.model != comparison.model)]
             session.current().calibration = None
             before = predictions(config, options)
             session.current().calibration = applied(Entry(Key(gpu), tuple(others)), "project")
