@@ -61,3 +61,14 @@ def test_another_trainers_timers_are_named_not_read() -> None:
     assert summarise(run).phases == {}
     assert summarise(run).memory["perf/max_memory_allocated_gb"] == 36.362
     assert any("perf/delta_time/" in note for note in run.notes)
+
+
+def test_verl_0_1_timers_are_read() -> None:
+    # verl 0.1 named its timers timing/<phase> (no step timer); its quick-start page still shows them
+    run = read_log(str(PASTED / "verl-0.1-quickstart.log"))
+    measured = summarise(run)
+    assert (measured.first, measured.last) == (0, 1)  # step 0 trained in 0.1: it is timed
+    assert measured.phases["gen"] == (21.470 + 23.020) / 2
+    assert measured.phases["update_critic"] == (15.664 + 15.646) / 2
+    assert "step" not in measured.phases
+    assert not any("no timing" in note for note in run.notes)

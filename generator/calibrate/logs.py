@@ -27,7 +27,7 @@ from typing import Any
 
 from generator.base.errors import InputError
 from generator.base.files import MIB, read_text_input
-from generator.calibrate.metric_keys import TIMING_PREFIX
+from generator.calibrate.metric_keys import TIMING_PREFIX, TIMING_PREFIXES
 
 LOG_LIMIT = 256 * MIB  # a long run's console log with samples printed: tens of MB
 CONFIG_LIMIT = 2 * MIB  # the pprinted config: ~40 KB in practice
@@ -45,7 +45,7 @@ _WRAPPED_TAIL = re.compile(r"^[^\s]*( - [\w/@.\-]+:\S+)+\s*$")
 # A pasted list of metrics, one per line (`- timing_s/gen:1149.9`, `timing_s/step: 18837.0`): what
 # users copy from a wandb run page; read as one step when the log has no step line at all.
 _LISTED_METRIC = re.compile(r"^\s*(?:[-*\u2022]\s*)?([A-Za-z_][\w@.\-]*/[\w/@.\-]+)\s*:\s*(\S+)\s*$")
-_LISTED_PREFIXES = (TIMING_PREFIX, "perf/", "actor/perf/", "response_length/", "prompt_length/")
+_LISTED_PREFIXES = (*TIMING_PREFIXES, "perf/", "actor/perf/", "response_length/", "prompt_length/")
 _STEP_COLUMNS = ("step", "_step", "global_step")
 
 
@@ -107,7 +107,7 @@ def read_log(path: str) -> RunLog:
     run = parse_log(text, path)
     run.versions.update(stack_versions(text))
     keys = run.keys
-    if keys and not any(key.startswith(TIMING_PREFIX) for key in keys):
+    if keys and not any(key.startswith(TIMING_PREFIXES) for key in keys):
         other = sorted({key.rsplit("/", 1)[0] + "/" for key in keys if "time" in key.rsplit("/", 1)[0]})
         _note(run, f"no {TIMING_PREFIX} key: the phases' times are not compared"
               + (f" (its timers are {', '.join(o + '...' for o in other[:2])}: not verl's names)" if other else ""))

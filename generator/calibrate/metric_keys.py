@@ -24,6 +24,10 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 TIMING_PREFIX = "timing_s/"
+# verl 0.1 named its timers `timing/{gen,ref,values,adv,update_critic,update_actor}` (ray_trainer.py
+# at v0.1, no step timer); from 0.2 on `timing_s/`. verl's quick-start page still shows a 0.1 line.
+LEGACY_TIMING_PREFIX = "timing/"
+TIMING_PREFIXES = (TIMING_PREFIX, LEGACY_TIMING_PREFIX)
 VALIDATION = ("val-core/", "val-aux/", "val/")  # what the validation logs (0.3: `val/`, 0.4 on: `val-core/`, `val-aux/`)
 
 # The step's phases as verl times them, in the order a step runs them.
@@ -44,7 +48,10 @@ PROMPT_MAX = "prompt_length/max"
 # Where a release names a metric otherwise: the engine workers' memory figures, prefixed by the
 # trainer from 0.8.0.
 ENGINE_PREFIX = "actor/"
-ALIASES: dict[str, tuple[str, ...]] = {key: (key, ENGINE_PREFIX + key) for key in (ALLOCATED, RESERVED, HOST_USED)}
+ALIASES: dict[str, tuple[str, ...]] = {
+    **{key: (key, ENGINE_PREFIX + key) for key in (ALLOCATED, RESERVED, HOST_USED)},
+    **{TIMING_PREFIX + phase: (TIMING_PREFIX + phase, LEGACY_TIMING_PREFIX + phase) for phase in PHASES},
+}
 
 # The first release that logs a key (keys every release 0.3-0.7 logs are not listed): what a log's
 # keys say about the verl that wrote it.
