@@ -11,8 +11,10 @@ the run's step time and training peak are predicted again the way `gen plan`, `g
 factors, the memory offset, and the response share the other runs of its model measured). Nothing
 of the held-out run is used. Prints per run the measured figure, the uncalibrated and calibrated
 predictions and their errors (|log ratio| as a percentage: 2x either way is 100 %), and per series
-and over all runs the median errors and their ratio. Peak memory likewise, where a series has two
-runs that log it. Exit 0.
+and over all runs the median errors and their ratio; per series also the medians of the rollout's
+and the update's errors (each phase is corrected by its own factor). Peak memory likewise, where a
+series has two runs that log it. A last series predicts each H20 run from the other model's runs
+only (the cross-model case). Exit 0.
 """
 
 from __future__ import annotations
@@ -58,6 +60,10 @@ ACROSS_MODELS = {
 }
 
 
+# The phases whose medians are printed beside the step's: the rollout and the update, as the logs time them.
+PHASE_PARTS = (("rollout", "gen_s"), ("update", "update_s"))
+
+
 def error(measured: float, predicted: float) -> float:
     """|log(measured / predicted)| as a percentage: 2x either way is 100 %."""
     return (math.exp(abs(math.log(measured / predicted))) - 1) * 100
@@ -72,10 +78,11 @@ def load(name: str, options: MemoryOptions) -> tuple[Config, Comparison]:
     return config, compare(summarise(run), config, options)
 
 
-def predictions(config: Config, options: MemoryOptions) -> tuple[float | None, float | None]:
-    """(step seconds, training peak GiB) as the models give them under the session's calibration."""
+def predictions(config: Config, options: MemoryOptions) -> tuple[dict[str, float], float | None]:
+    """(the step and its parts in seconds, training peak GiB) as the models give them under the
+    session's calibration."""
     step = predicted_step(config, options, None)[0]
-    return (parts(step.step)["step_s"] if step is not None else None), training_peak(call_memory(config, options))
+    return (parts(step.step) if step is not None else {}), training_peak(call_memory(config, options))
 
 
 def median_line(what: str, before: list[float], after: list[float]) -> str:
@@ -92,7 +99,8 @@ def main() -> int:
         options = memory_options(gpu, None, None, 0.0)
         runs = [(name, *load(name, options)) for name in names]
         print(series)
-        errors: dict[str, tuple[list[float], list[float]]] = {"step-time": ([], []), "peak-memory": ([], [])}
+        errors: dict[str, tuple[list[float], list[float]]] = {
+            "step-time": ([], []), "peak-memory": ([], []), **{phase: ([], []) for phase, _ in PHASE_PARTS}}
         for name, config, comparison in runs:
             others = [StoredRun(other, c.model, run_values(c)) for other, _, c in runs
                       if other != name and (not across or c.model != comparison.model)]
@@ -101,8 +109,14 @@ def main() -> int:
             session.current().calibration = applied(Entry(Key(gpu), tuple(others)), "project")
             after = predictions(config, options)
             session.current().calibration = None
+            for phase, part in PHASE_PARTS:  # the step's parts, in the medians only
+                found = row(comparison, phase)
+                if found is not None and found.measured and part in before[0] and part in after[0]:
+                    errors[phase][0].append(error(found.measured, before[0][part]))
+                    errors[phase][1].append(error(found.measured, after[0][part]))
             measured = (row(comparison, "step"), row(comparison, MEMORY_ROW))
-            for what, found, b, a, unit in (("step-time", measured[0], before[0], after[0], "s"),
+            for what, found, b, a, unit in (("step-time", measured[0], before[0].get("step_s"), after[0].get("step_s"),
+                                             "s"),
                                             ("peak-memory", measured[1], before[1], after[1], "GiB")):
                 if found is None or found.measured is None or b is None or a is None:
                     continue
@@ -117,6 +131,8 @@ def main() -> int:
         for what, (before_e, after_e) in errors.items():
             if len(before_e) >= 2:
                 print("  " + median_line(what, before_e, after_e))
+            elif what in dict(PHASE_PARTS):
+                continue
             else:
                 print(f"  {what}: fewer than two runs of the series log it; not measured")
     for what, (before_e, after_e) in every.items():
