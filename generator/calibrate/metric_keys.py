@@ -1,4 +1,4 @@
-"""verl's metric names, one table for every release `gen calibrate` reads (0.3 to 0.9).
+"""verl's metric names, one table for every release `gen calibrate` reads (0.1 to 0.9).
 
 Read from verl's source at each tag, v0.3.0.post1 to v0.9.0 (docs/calibrate.md#keys):
   timing     `timing_s/{name}` for each `marked_timer(name)` of the PPO trainer's step
