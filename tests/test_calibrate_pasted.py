@@ -72,3 +72,11 @@ def test_verl_0_1_timers_are_read() -> None:
     assert measured.phases["update_critic"] == (15.664 + 15.646) / 2
     assert "step" not in measured.phases
     assert not any("no timing" in note for note in run.notes)
+
+
+def test_a_step_line_wrapped_at_an_items_dash_loses_no_item() -> None:
+    # the paste trimmed the space at the end of the first line, either side of ` - `
+    for head, tail in (("step:5 - timing_s/gen:10.0 -", "timing_s/step:20.0 - perf/mfu/actor:0.3"),
+                       ("step:5 - timing_s/gen:10.0", "- timing_s/step:20.0 - perf/mfu/actor:0.3")):
+        run = parse_log(f"{head}\n{tail}\n")
+        assert run.steps == {5: {"timing_s/gen": 10.0, "timing_s/step": 20.0, "perf/mfu/actor": 0.3}}, (head, tail)

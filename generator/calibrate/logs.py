@@ -39,9 +39,10 @@ _RAY_PREFIX = re.compile(r"^\s*\([A-Za-z_][\w.]* pid=\d+(?:, ip=[^)]*)?\)\s?")
 _STEP_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
 _NUMPY = re.compile(r"^(?:np|numpy)\.(?:float|int|uint)\d*\((.*)\)$")
 # The rest of a step line a terminal or a paste wrapped: no `step:N`, starts inside an item (no
-# space before its first ` - `) and holds at least one more `key:value` item. verl prints each
-# step on one line, so such a line right after a step line is that line's tail.
-_WRAPPED_TAIL = re.compile(r"^[^\s]*( - [\w/@.\-]+:\S+)+\s*$")
+# space before its first ` - `, or starts with the `- ` of the next item) and holds at least one
+# more `key:value` item. verl prints each step on one line, so such a line right after a step
+# line is that line's tail.
+_WRAPPED_TAIL = re.compile(r"^(?:- )?[^\s]*( - [\w/@.\-]+:\S+)+\s*$")
 # A pasted list of metrics, one per line (`- timing_s/gen:1149.9`, `timing_s/step: 18837.0`): what
 # users copy from a wandb run page; read as one step when the log has no step line at all.
 _LISTED_METRIC = re.compile(r"^\s*(?:[-*\u2022]\s*)?([A-Za-z_][\w@.\-]*/[\w/@.\-]+)\s*:\s*(\S+)\s*$")
@@ -182,7 +183,7 @@ def _console(text: str, run: RunLog) -> None:
         elif rows and rows[-1][0] == index - 1 and _WRAPPED_TAIL.match(line):
             _note(run, f"line {index + 1}: the rest of a wrapped step line (joined to the line above)")
             _, step, items_text = rows[-1]
-            rows[-1] = (index, step, items_text + line.rstrip("\r"))
+            rows[-1] = (index, step, _joined(items_text, line.rstrip("\r")))
     for position, (index, step, items_text) in enumerate(rows):
         items = items_text.split(" - ")
         values: dict[str, float] = {}
@@ -204,6 +205,14 @@ def _console(text: str, run: RunLog) -> None:
         _put(run, int(step), values)
     if not rows:
         _metric_list(lines, run)
+
+
+def _joined(head: str, tail: str) -> str:
+    """A wrapped step line put back together. A wrap inside an item splits it with nothing lost;
+    one at an item's ` - ` may have lost the space the paste trimmed at the end of the line."""
+    if head.endswith(" -") or tail.startswith("- "):
+        return head.rstrip() + (" " if head.rstrip().endswith("-") else " - ") + tail.removeprefix("- ")
+    return head + tail
 
 
 def _metric_list(lines: list[str], run: RunLog) -> None:
