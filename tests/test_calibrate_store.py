@@ -213,7 +213,10 @@ def test_runs_of_another_model_transfer_only_what_they_agree_on(project: Path) -
     from_one = plan7b()
     assert "runs of Qwen2.5-32B" in from_one.output
     assert _step_seconds(from_one.output) == _step_seconds(bare.output)  # one run of a 32B says nothing of a 7B
-    _stored(project, H20_ENTRY)  # two runs that agree (x2.0, x2.2): a fact of the cluster
+    _stored(project, H20_ENTRY)  # two runs of one model that agree (x2.0, x2.2): still that model's
+    assert _step_seconds(plan7b().output) == _step_seconds(bare.output)
+    two_models = H20_ENTRY.replace('{log = "sha256:2", model = "Qwen2.5-32B"', '{log = "sha256:2", model = "Qwen3-14B"')
+    _stored(project, two_models)  # runs of two models that agree: a fact of the cluster
     assert _step_seconds(plan7b().output) > 1.5 * _step_seconds(bare.output)
 
 

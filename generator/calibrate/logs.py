@@ -27,6 +27,7 @@ from typing import Any
 
 from generator.base.errors import InputError
 from generator.base.files import MIB, read_text_input
+from generator.calibrate.metric_keys import TIMING_PREFIX, TIMING_PREFIXES
 
 LOG_LIMIT = 256 * MIB  # a long run's console log with samples printed: tens of MB
 CONFIG_LIMIT = 2 * MIB  # the pprinted config: ~40 KB in practice
@@ -37,6 +38,15 @@ _ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]")
 _RAY_PREFIX = re.compile(r"^\s*\([A-Za-z_][\w.]* pid=\d+(?:, ip=[^)]*)?\)\s?")
 _STEP_LINE = re.compile(r"(?:^|[\s)])step:(\d+) - (.*)$")
 _NUMPY = re.compile(r"^(?:np|numpy)\.(?:float|int|uint)\d*\((.*)\)$")
+# The rest of a step line a terminal or a paste wrapped: no `step:N`, starts inside an item (no
+# space before its first ` - `, or starts with the `- ` of the next item) and holds at least one
+# more `key:value` item. verl prints each step on one line, so such a line right after a step
+# line is that line's tail.
+_WRAPPED_TAIL = re.compile(r"^(?:- )?[^\s]*( - [\w/@.\-]+:\S+)+\s*$")
+# A pasted list of metrics, one per line (`- timing_s/gen:1149.9`, `timing_s/step: 18837.0`): what
+# users copy from a wandb run page; read as one step when the log has no step line at all.
+_LISTED_METRIC = re.compile(r"^\s*(?:[-*\u2022]\s*)?([A-Za-z_][\w@.\-]*/[\w/@.\-]+)\s*:\s*(\S+)\s*$")
+_LISTED_PREFIXES = (*TIMING_PREFIXES, "perf/", "actor/perf/", "response_length/", "prompt_length/")
 _STEP_COLUMNS = ("step", "_step", "global_step")
 
 
@@ -97,6 +107,11 @@ def read_log(path: str) -> RunLog:
                          "is not read, export its scalars as CSV")
     run = parse_log(text, path)
     run.versions.update(stack_versions(text))
+    keys = run.keys
+    if keys and not any(key.startswith(TIMING_PREFIXES) for key in keys):
+        other = sorted({key.rsplit("/", 1)[0] + "/" for key in keys if "time" in key.rsplit("/", 1)[0]})
+        _note(run, f"no {TIMING_PREFIX} key: the phases' times are not compared"
+              + (f" (its timers are {', '.join(o + '...' for o in other[:2])}: not verl's names)" if other else ""))
     if not run.steps:
         raise InputError(f"no step lines found (read as {run.format}: expected "
                          + {"console": "`step:N - key:value - ...` lines",
@@ -153,6 +168,7 @@ def _console(text: str, run: RunLog) -> None:
     ends_cut = bool(text) and not text.endswith("\n")
     config_at: int | None = None
     previous_items: int | None = None  # items on the step line before
+    rows: list[tuple[int, str, str]] = []  # (line index, step number, items text), wrapped tails joined
     for index, raw in enumerate(lines):
         line = _RAY_PREFIX.sub("", _ANSI.sub("", raw))
         if config_at is None and run.config is None and line.startswith("{'") and "actor_rollout_ref" in line[:200]:
@@ -162,9 +178,14 @@ def _console(text: str, run: RunLog) -> None:
                 _note(run, f"line {index + 1}: the start-up config dump could not be read (ignored)")
             continue
         found = _STEP_LINE.search(line)
-        if not found:
-            continue
-        items = found.group(2).split(" - ")
+        if found:
+            rows.append((index, found.group(1), found.group(2)))
+        elif rows and rows[-1][0] == index - 1 and _WRAPPED_TAIL.match(line):
+            _note(run, f"line {index + 1}: the rest of a wrapped step line (joined to the line above)")
+            _, step, items_text = rows[-1]
+            rows[-1] = (index, step, _joined(items_text, line.rstrip("\r")))
+    for position, (index, step, items_text) in enumerate(rows):
+        items = items_text.split(" - ")
         values: dict[str, float] = {}
         for item in items:
             key, colon, value = item.partition(":")
@@ -173,14 +194,38 @@ def _console(text: str, run: RunLog) -> None:
                 values[key.strip()] = parsed
         # verl ends every line it prints: a last line without a newline was being written when the
         # log was cut, unless it is whole - as many items as the step before it (a pasted line).
-        if ends_cut and index == len(lines) - 1 and (previous_items is None or len(items) < previous_items):
+        if ends_cut and position == len(rows) - 1 and index == len(lines) - 1 and (
+                previous_items is None or len(items) < previous_items):
             if previous_items is not None:
                 run.cut_off = True
-                _note(run, f"line {index + 1}: the last line is cut off (step {found.group(1)} ignored)")
+                _note(run, f"line {index + 1}: the last line is cut off (step {step} ignored)")
                 continue
             _note(run, f"line {index + 1}: the last line has no newline (read as whole)")
         previous_items = len(items)
-        _put(run, int(found.group(1)), values)
+        _put(run, int(step), values)
+    if not rows:
+        _metric_list(lines, run)
+
+
+def _joined(head: str, tail: str) -> str:
+    """A wrapped step line put back together. A wrap inside an item splits it with nothing lost;
+    one at an item's ` - ` may have lost the space the paste trimmed at the end of the line."""
+    if head.endswith(" -") or tail.startswith("- "):
+        return head.rstrip() + (" " if head.rstrip().endswith("-") else " - ") + tail.removeprefix("- ")
+    return head + tail
+
+
+def _metric_list(lines: list[str], run: RunLog) -> None:
+    """A pasted list of metrics, one `key:value` a line, read as one step (1) when it names a
+    timer, a memory peak or a length verl logs; the log gives no step number, so the note says so."""
+    values: dict[str, float] = {}
+    for raw in lines:
+        found = _LISTED_METRIC.match(_RAY_PREFIX.sub("", _ANSI.sub("", raw)))
+        if found and found.group(1).startswith(_LISTED_PREFIXES) and (parsed := number(found.group(2))) is not None:
+            values.setdefault(found.group(1), parsed)  # a metric pasted twice: the first
+    if values:
+        _put(run, 1, values)
+        _note(run, f"no step line: {len(values)} metrics listed one a line, read as one step")
 
 
 def _config_dump(lines: list[str], start: int) -> dict[str, Any] | None:

@@ -1,4 +1,4 @@
-"""verl's metric names, one table for every release `gen calibrate` reads (0.3 to 0.9).
+"""verl's metric names, one table for every release `gen calibrate` reads (0.1 to 0.9).
 
 Read from verl's source at each tag, v0.3.0.post1 to v0.9.0 (docs/calibrate.md#keys):
   timing     `timing_s/{name}` for each `marked_timer(name)` of the PPO trainer's step
@@ -24,6 +24,11 @@ from __future__ import annotations
 from collections.abc import Iterable
 
 TIMING_PREFIX = "timing_s/"
+# verl 0.1 named its timers `timing/{gen,ref,values,adv,update_critic,update_actor}` (ray_trainer.py
+# at v0.1, no step timer); from 0.2 on `timing_s/`. verl's quick-start page still shows a 0.1 line.
+LEGACY_TIMING_PREFIX = "timing/"
+TIMING_PREFIXES = (TIMING_PREFIX, LEGACY_TIMING_PREFIX)
+VALIDATION = ("val-core/", "val-aux/", "val/")  # what the validation logs (0.3: `val/`, 0.4 on: `val-core/`, `val-aux/`)
 
 # The step's phases as verl times them, in the order a step runs them.
 PHASES = ("gen", "reward", "old_log_prob", "ref", "values", "adv", "update_critic", "update_actor",
@@ -43,7 +48,10 @@ PROMPT_MAX = "prompt_length/max"
 # Where a release names a metric otherwise: the engine workers' memory figures, prefixed by the
 # trainer from 0.8.0.
 ENGINE_PREFIX = "actor/"
-ALIASES: dict[str, tuple[str, ...]] = {key: (key, ENGINE_PREFIX + key) for key in (ALLOCATED, RESERVED, HOST_USED)}
+ALIASES: dict[str, tuple[str, ...]] = {
+    **{key: (key, ENGINE_PREFIX + key) for key in (ALLOCATED, RESERVED, HOST_USED)},
+    **{TIMING_PREFIX + phase: (TIMING_PREFIX + phase, LEGACY_TIMING_PREFIX + phase) for phase in PHASES},
+}
 
 # The first release that logs a key (keys every release 0.3-0.7 logs are not listed): what a log's
 # keys say about the verl that wrote it.

@@ -332,8 +332,12 @@ def _corrections(fitted: Sequence[Correction], agreed_only: bool) -> session.Cor
 
 def applied(entry: Entry, scope: str) -> session.Calibration:
     """The numbers a command applies, and the line it says them with. A model with runs of its
-    own takes the corrections fitted on them; another model only what the runs agree on (a
-    cluster's correction is a fact of the cluster only where runs of several models share it)."""
+    own takes the corrections fitted on them; another model only what the runs agree on, and
+    only runs of two models or more: a cluster's correction is a fact of the cluster only where
+    runs of several models share it. Runs of one model agree with each other on that model's
+    workload (its response lengths and their tail): on the H20 tables, the four Qwen3-14B runs
+    applied to the 32B runs and the other way made the step 2.1x further off than no correction
+    (bench/calibrate_loo.py)."""
     models = sorted({r.model for r in entry.runs if r.model})
     by_model = tuple((m, _corrections(Entry(entry.key, tuple(r for r in entry.runs if r.model == m)).corrections(),
                                       False)) for m in models)
@@ -343,7 +347,8 @@ def applied(entry: Entry, scope: str) -> session.Calibration:
     spread = f", +-{step.spread:.0%}" if step is not None and step.spread is not None else " (no spread from one run)"
     line = (f"calibrated on {runs} run{'s' if runs != 1 else ''} {where}{spread} ({entry.key.describe()}; "
             f"runs of {', '.join(models) or 'unnamed models'})")
-    return session.Calibration(by_model=by_model, others=_corrections(entry.corrections(), True),
+    others = _corrections(entry.corrections(), True) if len(models) >= 2 else session.Corrections()
+    return session.Calibration(by_model=by_model, others=others,
                                response_shares=tuple((model, c.value) for model, c in entry.shares().items()),
                                line=line)
 

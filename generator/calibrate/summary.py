@@ -34,13 +34,15 @@ def default_warmup(steps: int) -> int:
 def summarise(run: RunLog, warmup: int | None = None) -> Measured:
     # Training steps are the ones timed: verl logs the validation before training as its own step
     # (`step:0 - val-core/...`), which must not take the warm-up's place.
-    timed = sorted(s for s, values in run.steps.items() if any(key.startswith(k.TIMING_PREFIX) for key in values))
-    numbers = timed or sorted(run.steps)
+    timed = sorted(s for s, values in run.steps.items() if any(key.startswith(k.TIMING_PREFIXES) for key in values))
+    # Without timers, a step that logged validation scores only is still no training step.
+    trained = sorted(s for s, values in run.steps.items() if not all(key.startswith(k.VALIDATION) for key in values))
+    numbers = timed or trained or sorted(run.steps)
     skip = default_warmup(len(numbers)) if warmup is None else min(max(0, warmup), max(0, len(numbers) - 1))
     kept = numbers[skip:]
 
     def median(key: str) -> float | None:
-        values = [run.steps[s][key] for s in kept if key in run.steps[s]]
+        values = [v for s in kept if (v := k.lookup(run.steps[s], key)) is not None]
         return statistics.median(values) if values else None
 
     phases = {p: v for p in k.PHASES if (v := median(k.timing_key(p))) is not None}
