@@ -12,12 +12,20 @@ from pathlib import Path
 from conftest import REPO
 
 
-def test_readme_shows_the_golden_recipe_output() -> None:
+def test_readme_shows_the_file_the_recipe_command_writes(tmp_path) -> None:
+    """The block titled run_qwen2-7b_grpo_megatron.sh is that file, as `gen recipe --model qwen2-7b
+    --gpus 8` writes it (the golden is the same script printed with -o -, which names itself run.sh)."""
     readme = (REPO / "README.md").read_text(encoding="utf-8")
     shown = re.search(r"<!-- golden:begin -->\n```bash\n(.*?)```\n<!-- golden:end -->", readme, re.S)
     assert shown is not None, "README lost its recipe output block"
+    gen = Path(sys.executable).parent / "gen"
+    done = subprocess.run([str(gen), "recipe", "--model", "qwen2-7b", "--gpus", "8"], cwd=tmp_path,
+                          capture_output=True, text=True, timeout=120, env={**os.environ, "NO_COLOR": "1"})
+    assert done.returncode == 0, done.stderr
+    written = (tmp_path / "run_qwen2-7b_grpo_megatron.sh").read_text(encoding="utf-8")
+    assert shown.group(1) == written
     golden = (REPO / "tests" / "golden" / "run_qwen2-7b_grpo_megatron.sh").read_text(encoding="utf-8")
-    assert shown.group(1) == golden
+    assert written == golden.replace("bash run.sh`", "bash run_qwen2-7b_grpo_megatron.sh`")
 
 
 def test_readme_main_command_is_the_recipe_command() -> None:
