@@ -59,12 +59,17 @@ def test_unknown_model_suggests_its_own_family_and_kind_nearest_size_first():
     ("mistralai/Mistral-7B-v0.1", "Mixtral"),  # a mixture of experts for a dense model, by spelling
     ("google/gemma-2-9b", "MoE"),  # Qwen1.5-MoE-A2.7B for a 9B dense model
     ("google/gemma-2-9b", "Llama-3.2-1B"),  # a 1B model for a 9B one
+    ("google/gemma-2-9b", "VL"),  # a vision-language model for a text one (Qwen2.5-VL-7B came first)
 ])
 def test_suggestions_never_cross_kind_or_size(name, misleading):
     with pytest.raises(InputError) as error:
         resolve_model(name)
     assert misleading not in str(error.value)
     assert "dense, similar size" in str(error.value)
+
+
+def test_a_vision_language_name_is_offered_vision_language_models():
+    assert "similar known models (same family, dense): Qwen2.5-VL-7B;" in _refusal("Qwen/Qwen2-VL-7B-Instruct")
 
 
 def test_a_name_sharing_nothing_gets_no_suggestion_but_how_to_point_at_a_config():
