@@ -25,6 +25,8 @@ def folder(tmp_path: Path) -> Path:
     (tmp_path / "bin.sh").write_bytes(b"\x00\x01binary")
     (tmp_path / "broken.sh").write_text(BROKEN)
     (tmp_path / "a.sh").write_text(CLEAN)
+    (tmp_path / "mamba.json").write_text('{"architectures": ["MambaForCausalLM"], "model_type": "mamba", '
+                                         '"hidden_size": 2560, "num_hidden_layers": 64, "vocab_size": 50280}')
     return tmp_path
 
 
@@ -57,6 +59,10 @@ BAD_INPUT = {
     "import missing file": ["import", "nope.sh", "--name", "x"],
     "import directory": ["import", "empty", "--name", "x"],
     "recipe unknown model": ["recipe", "--model", "nope", "--gpus", "8", "-o", "-"],
+    "recipe unknown hub id": ["recipe", "--model", "org/name", "--gpus", "8", "-o", "-"],
+    "recipe model folder without config.json": ["recipe", "--model", "empty", "--gpus", "8", "-o", "-"],
+    "recipe model path that does not exist": ["recipe", "--model", "./models/nope/", "--gpus", "8", "-o", "-"],
+    "recipe model the memory model cannot describe": ["recipe", "--model", "mamba.json", "--gpus", "8", "-o", "-"],
     "recipe zero gpus": ["recipe", "--model", "qwen2-7b", "--gpus", "0", "-o", "-"],
     "recipe gpus not a number": ["recipe", "--model", "qwen2-7b", "--gpus", "abc"],
     "recipe unknown algo": ["recipe", "--model", "qwen2-7b", "--gpus", "8", "--algo", "nope", "-o", "-"],

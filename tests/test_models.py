@@ -59,6 +59,7 @@ def test_unknown_model_suggests_its_own_family_and_kind_nearest_size_first():
     ("mistralai/Mistral-7B-v0.1", "Mixtral"),  # a mixture of experts for a dense model, by spelling
     ("google/gemma-2-9b", "MoE"),  # Qwen1.5-MoE-A2.7B for a 9B dense model
     ("google/gemma-2-9b", "Llama-3.2-1B"),  # a 1B model for a 9B one
+    ("google/gemma-2-9b", "VL"),  # a vision-language model for a text one (Qwen2.5-VL-7B came first)
 ])
 def test_suggestions_never_cross_kind_or_size(name, misleading):
     with pytest.raises(InputError) as error:
@@ -67,12 +68,76 @@ def test_suggestions_never_cross_kind_or_size(name, misleading):
     assert "dense, similar size" in str(error.value)
 
 
+def test_a_vision_language_name_is_offered_vision_language_models():
+    assert "similar known models (same family, dense): Qwen2.5-VL-7B;" in _refusal("Qwen/Qwen2-VL-7B-Instruct")
+
+
 def test_a_name_sharing_nothing_gets_no_suggestion_but_how_to_point_at_a_config():
     with pytest.raises(InputError) as error:
         resolve_model("gpt-5")
     message = str(error.value)
     assert "similar" not in message and "Qwen" not in message
     assert "config.json" in message and "\n" not in message
+
+
+def test_an_unknown_hub_id_says_how_to_point_at_a_config_json_or_fetch_one():
+    message = _refusal("org/name")
+    assert "\n" not in message and "none of the" in message
+    assert "at its config.json" in message and "hf download org/name config.json" in message
+    assert "hf download" not in _refusal("gpt-5")  # not an id: no hub to fetch from
+
+
+def _refusal(value: str) -> str:
+    with pytest.raises(InputError) as error:
+        resolve_model(value)
+    return str(error.value)
+
+
+def test_a_model_path_says_what_is_wrong_with_it(tmp_path, monkeypatch):
+    """A folder without config.json, a file that is not one and a missing path were all "unknown
+    model ...: none of the 27 known models is of its family or size" (issue 36)."""
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "weights").mkdir()
+    (tmp_path / "notes.txt").write_text("hello")
+    assert _refusal("weights").startswith("weights: a folder without config.json; point --model at")
+    assert _refusal(str(tmp_path / "weights")).startswith(f"{tmp_path / 'weights'}: a folder without config.json")
+    assert _refusal("notes.txt").startswith("notes.txt: not a model's config.json")
+    assert _refusal("./models/gone/").startswith("./models/gone/: no such file or folder")
+    assert _refusal("gone.json").startswith("gone.json: no such file or folder")
+    # a path's last part still names a known model where the path is not here (as before)
+    assert resolve_model("/models/Qwen2.5-7B-Instruct").name == "Qwen2.5-7B"
+
+
+_DESCRIBABLE = {"hidden_size": 1024, "num_hidden_layers": 4, "num_attention_heads": 8, "intermediate_size": 4096,
+                "vocab_size": 32000}
+
+
+@pytest.mark.parametrize("cfg, why", [
+    ({"architectures": ["MambaForCausalLM"], "model_type": "mamba", "hidden_size": 2560, "num_hidden_layers": 64},
+     "state-space or linear-attention layers"),
+    ({"architectures": ["GPTBigCodeForCausalLM"], "model_type": "gpt_bigcode", "n_embd": 2048, "n_layer": 24},
+     "no 'hidden_size'"),
+    ({"architectures": ["T5ForConditionalGeneration"], "model_type": "t5", "is_encoder_decoder": True, **_DESCRIBABLE},
+     "an encoder-decoder"),
+    ({"architectures": ["JambaForCausalLM"], "model_type": "jamba_like", **_DESCRIBABLE,
+      "layers_block_type": ["mamba", "attention"]}, "'mamba' layers (layers_block_type)"),
+])
+def test_an_architecture_the_memory_model_cannot_describe_is_refused_by_name(tmp_path, cfg, why):
+    """Not "missing 'hidden_size'; is this a Hugging Face config.json?" for a file that plainly is one."""
+    path = tmp_path / "config.json"
+    path.write_text(json.dumps(cfg))
+    message = _refusal(str(path))
+    named = f"{cfg['architectures'][0]} ({cfg['model_type']})"
+    assert message.startswith(f"{path}: {named} is not an architecture the memory model can describe ({why}); ")
+    assert "\n" not in message and "is this a Hugging Face" not in message
+
+
+def test_sliding_window_layers_are_attention_the_model_describes(tmp_path):
+    cfg = {"architectures": ["Gemma2ForCausalLM"], "model_type": "gemma2", **_DESCRIBABLE,
+           "layer_types": ["sliding_attention", "full_attention"] * 2}
+    (tmp_path / "gemma-2-tiny").mkdir()
+    (tmp_path / "gemma-2-tiny" / "config.json").write_text(json.dumps(cfg))
+    assert load_model_config(tmp_path / "gemma-2-tiny").name == "gemma-2-tiny"  # named by its folder
 
 
 def test_a_version_word_is_part_of_the_name_when_nothing_else_is():

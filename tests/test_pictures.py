@@ -95,8 +95,45 @@ def test_layout_picture_labels_every_gpu_inside_it(tmp_path):
     count, problems, texts = label_problems(browser, svg, tmp_path)
     assert count > 16 * 4 and problems == []
     for label in ("node 0", "node 1", "GPU 7 · rank 15", "PP stage 1", "TP 1 · DP 3", "EP 3 · EDP 0", "rollout 3",
-                  "16 GPUs = 2 nodes x 8 · TP2 PP2 DP4 EP4 · rollout TP4 x DP4"):
+                  "16 GPUs = 2 nodes x 8 · TP2 PP2 DP4 EP4 · rollout TP4 x 4 replicas", "rollout TP 3"):
         assert label in texts, label
+
+
+def test_rollout_replicas_are_tp_times_dp_with_experts_over_the_whole_replica(tmp_path):
+    """verl v0.9.0 (verl/workers/rollout/replica.py): a replica is one server on TP·DP·PP
+    consecutive ranks; vLLM's DP engine d holds TP ranks [d·TP, (d+1)·TP); rollout EP must equal
+    TP·DP (verl/workers/config/rollout.py). 16 GPUs, rollout TP 2 x DP 2, EP 4: 4 replicas of 4."""
+    shape = Shape(gpus=16, gpus_per_node=8, tp=4, pp=2, ep=2, rollout_tp=2, rollout_dp=2, rollout_ep=4)
+    cells = placements(shape)
+    assert _groups(cells, lambda p: p.replica) == [list(range(i, i + 4)) for i in range(0, 16, 4)]
+    assert _groups(cells, lambda p: (p.replica, p.rollout_dp)) == [[i, i + 1] for i in range(0, 16, 2)]
+    assert [p.rollout_ep for p in cells[:8]] == [0, 1, 2, 3, 0, 1, 2, 3]
+    assert shape.text().endswith("· rollout TP2 DP2 EP4 x 4 replicas")
+    svg = layout_svg(shape, title="Qwen3-30B-A3B on 16 x h100, " + shape.text())
+    root = ElementTree.fromstring(svg)
+    bands = [(r.get("data-replica"), r.get("data-rollout-dp")) for r in root.iter(f"{SVG}rect")
+             if r.get("class") == "replica"]
+    assert bands == [(str(k), str(d)) for k in range(4) for d in range(2)]  # a segment per engine
+    browser = browser_or_skip()
+    count, problems, texts = label_problems(browser, svg, tmp_path)
+    assert problems == [], problems
+    for label in ("rollout 0 · DP 0", "rollout 0 · DP 1", "rollout 3 · DP 1", "rollout TP 1 · DP 1",
+                  "rollout EP 3", "16 GPUs = 2 nodes x 8 · TP4 PP2 DP2 EP2 · rollout TP2 DP2 EP4 x 4 replicas",
+                  "rollout replica: one server on 4 GPUs, rollout TP 2 x DP 2; its experts over all 4 (EP 4)"):
+        assert label in texts, (label, sorted(t for t in texts if "rollout" in t))
+    assert "rollout EP 0" in texts and not any("· DP 2" in t for t in texts)  # 2 engines a replica, not more
+
+
+def test_a_library_recipe_that_sets_rollout_dp_and_ep_is_drawn_with_them():
+    from dataclasses import replace
+
+    base = load_library(None).get("verl-qwen3-30b-a3b-grpo-tp2ep8-8gpu")
+    overrides = {**base.config.overrides, "actor_rollout_ref.rollout.data_parallel_size": 4,
+                 "actor_rollout_ref.rollout.expert_parallel_size": 8}
+    recipe = replace(base, config=replace(base.config, rollout_tp=2, overrides=overrides))
+    shown = entry(recipe)
+    assert shown.rollout == "rollout TP2 DP4 EP8 x 1 replica"
+    assert "rollout 0 · DP 3" in shown.layout_svg and "rollout EP 7" in shown.layout_svg
 
 
 def test_a_large_cluster_is_drawn_in_part_and_says_so(tmp_path):
@@ -167,7 +204,7 @@ def test_plan_chart_shows_the_layout_the_candidates_and_verls(tmp_path):
     assert any(verl.startswith("run_qwen2-7b") for _, verl in rows)  # verl's layout among them
     titles = re.findall(r'<text class="title"[^>]*>([^<]*)</text>', page)
     assert all(t.startswith("Qwen2-7B on 8 x h100") for t in titles) and len(titles) == 3
-    assert re.search(r"TP\d PP\d DP\d · rollout TP\d x DP\d: the chosen layout", titles[0])
+    assert re.search(r"TP\d PP\d DP\d · rollout TP\d x \d replicas?: the chosen layout", titles[0])
     browser = browser_or_skip()
     count, problems, texts = label_problems(browser, page, tmp_path)
     assert count > 50 and problems == []
@@ -279,7 +316,7 @@ def test_catalog_entry_pictures_keep_their_labels_inside(tmp_path):
     page = catalog_page([entry(r) for r in picked])
     count, problems, texts = label_problems(browser, page, tmp_path)
     assert count > 200 and problems == []
-    assert "DeepSeek-V3 on 128 x h20, TP8 PP16 DP1 EP8 ETP1 · rollout TP32 x DP4: the layout" in texts
+    assert "DeepSeek-V3 on 128 x h20, TP8 PP16 DP1 EP8 ETP1 · rollout TP32 x 4 replicas: the layout" in texts
 
 
 @pytest.mark.slow

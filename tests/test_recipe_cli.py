@@ -89,6 +89,8 @@ def test_refuses_to_overwrite_without_force(tmp_path: Path) -> None:
     (["--model", "qwen2-7b"], "give --model and --gpus"),
     (["some-recipe", "--from", "x.sh"], "not both"),
     (["--model", "qwen2-7b", "--gpus", "8", "-o", "/nonexistent-dir/run.sh"], "does not exist"),
+    # each reason names its layout (three bare "does not fit: ..." said nothing of which)
+    (["--model", "deepseek-v3", "--gpus", "8"], "fits 8 x h100: TP8 PP1 EP8 ETP1: weights+grads alone need"),
 ])
 def test_bad_input_is_one_line_and_exit_2(tmp_path: Path, args: list[str], message: str) -> None:
     result = gen(*args, cwd=tmp_path)

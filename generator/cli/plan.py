@@ -39,7 +39,7 @@ def register(app: typer.Typer) -> None:
     @app.command("plan")
     @with_pin_options
     def plan_command(
-        model: str = typer.Option(..., "--model", "-m", autocompletion=complete_model, help="Model name, hub id, model dir or config.json."),
+        model: str = typer.Option(..., "--model", "-m", autocompletion=complete_model, help="Model name (qwen2-7b; `gen models`), hub id, model dir or config.json."),
         gpus: int = typer.Option(..., "--gpus", help="GPUs in total (all nodes)."),
         nodes: int | None = typer.Option(
             None, "--nodes", help="Nodes the GPUs are spread over (default: as many as the GPU type's nodes "

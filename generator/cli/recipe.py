@@ -99,7 +99,7 @@ def register(app: typer.Typer) -> None:
     @with_pin_options
     def recipe(
         name: Optional[str] = typer.Argument(None, autocompletion=complete_recipe, help="A packaged recipe (see `gen list`); omit to plan from --model."),
-        model: Optional[str] = typer.Option(None, "--model", "-m", autocompletion=complete_model, help="Model name (qwen2-7b, llama3.1-8b, ...) or a config.json."),
+        model: Optional[str] = typer.Option(None, "--model", "-m", autocompletion=complete_model, help="Model name (qwen2-7b; `gen models`), hub id, model dir or config.json."),
         gpus: Optional[int] = typer.Option(None, "--gpus", help="Total GPUs."),
         nodes: Optional[int] = typer.Option(None, "--nodes", help="Nodes (GPUs are split evenly; default: the "
                                             "GPU type's GPUs per node, e.g. --gpus 16 on h100 = 2 nodes x 8)."),

@@ -13,6 +13,17 @@ from generator.base.files import DATA_LIMIT, read_text_input
 _QKV_BIAS_TYPES = frozenset({"qwen2", "qwen2_moe", "qwen2_vl", "qwen2_5_vl"})
 _QK_NORM_TYPES = frozenset({"qwen3", "qwen3_moe", "qwen3_vl", "qwen3_vl_moe", "qwen3_next", "olmo2", "gemma3"})
 
+# What the memory model describes (docs/memory-model.md): a decoder-only transformer whose every
+# layer is attention (full, grouped or latent; sliding windows too) plus a dense or mixture-of-experts
+# MLP. A config.json of another kind is refused by name, not misread: a state-space or linear-attention
+# layer has no KV cache of the attention formula, and an encoder-decoder has two stacks.
+_ATTENTION_LAYER_TYPES = frozenset({"attention", "full_attention", "sliding_attention", "chunked_attention"})
+_HYBRID_LAYER_KEYS = ("layer_types", "layers_block_type")  # Qwen3-Next, Jamba, Nemotron-H: a type per layer
+_NOT_TRANSFORMER_TYPES = frozenset({"mamba", "mamba2", "falcon_mamba", "rwkv", "rwkv5", "rwkv6", "xlstm",
+                                    "recurrent_gemma", "jamba", "zamba", "zamba2", "bamba", "nemotron_h",
+                                    "falcon_h1", "granitemoehybrid", "lfm2", "qwen3_next", "minimax"})
+DESCRIBES = "decoder-only transformers, attention plus dense or mixture-of-experts layers"
+
 
 # Sizes beyond any model that exists (or could be planned on a GPU): a field past its bound is a broken
 # or hostile file, refused as one line before any arithmetic runs on it (10**12 layers would hang a plan).
@@ -56,6 +67,7 @@ def load_model_config(path: str | Path) -> ModelFacts:
     raw = _read_json_object(path, where)
     model_type = str(raw.get("model_type", ""))
     cfg = _language_fields(raw)
+    _check_describable(raw, cfg, where)
     # Fields are checked in this order, so a file with several bad ones names the same first one.
     hidden = _int(cfg, "hidden_size", where)
     heads = _int(cfg, "num_attention_heads", where)
@@ -68,7 +80,7 @@ def load_model_config(path: str | Path) -> ModelFacts:
     mla = cfg.get("kv_lora_rank") is not None
     head_dim, kv_rank, rope, nope, v_dim = _attention_dims(cfg, where, mla, hidden, heads)
     per_token = _opt_int(cfg, "num_experts_per_tok", where) if experts else None
-    name = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1] or path.parent.name or "model"
+    name = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1] or _name_from_path(path)
     return ModelFacts(
         name=name,
         hidden_size=hidden,
@@ -98,6 +110,17 @@ def load_model_config(path: str | Path) -> ModelFacts:
     )
 
 
+def _name_from_path(path: Path) -> str:
+    """A model's name when its config.json states none: the folder a config.json sits in (model
+    folders are named after the model), else the file's own name (`gemma-2-9b.json`)."""
+    if path.name != "config.json":
+        return path.stem or "model"
+    try:
+        return path.resolve().parent.name or "model"
+    except OSError:
+        return path.parent.name or "model"
+
+
 def _read_json_object(path: Path, where: str) -> dict[str, Any]:
     """The file's JSON object; anything else (unreadable, not JSON, not an object) one line."""
     try:
@@ -116,6 +139,41 @@ def _read_json_object(path: Path, where: str) -> dict[str, Any]:
     if not isinstance(raw, dict):
         raise InputError(f"{where}: expected a JSON object")
     return raw
+
+
+def _architecture(raw: dict[str, Any]) -> str:
+    """How the file names its model: 'Qwen2ForCausalLM (qwen2)', '' when it names none."""
+    archs = raw.get("architectures")
+    arch = str(archs[0])[:60] if isinstance(archs, list) and archs else ""
+    model_type = str(raw.get("model_type") or "")[:40]
+    return f"{arch} ({model_type})" if arch and model_type else arch or model_type
+
+
+def _check_describable(raw: dict[str, Any], cfg: dict[str, Any], where: str) -> None:
+    """InputError (one line) for a Hugging Face config.json of an architecture the memory model
+    cannot describe; a file that names no architecture is left to the field checks."""
+    named = _architecture(raw)
+    if not named:
+        return
+    why = ""
+    if raw.get("is_encoder_decoder") is True:
+        why = "an encoder-decoder"
+    elif str(raw.get("model_type") or "") in _NOT_TRANSFORMER_TYPES:
+        why = "state-space or linear-attention layers"
+    else:
+        for key in _HYBRID_LAYER_KEYS:
+            kinds = cfg.get(key)
+            if isinstance(kinds, list) and any(str(k) not in _ATTENTION_LAYER_TYPES for k in kinds):
+                other = next(str(k) for k in kinds if str(k) not in _ATTENTION_LAYER_TYPES)
+                why = f"'{other[:30]}' layers ({key})"
+                break
+        else:
+            missing = [k for k in ("hidden_size", "num_attention_heads", "num_hidden_layers") if k not in cfg]
+            if missing:
+                why = f"no '{missing[0]}'"
+    if why:
+        raise InputError(f"{where}: {named} is not an architecture the memory model can describe ({why}); "
+                         f"it describes {DESCRIBES} (gen doc memory-model#where-the-model-comes-from)")
 
 
 def _language_fields(raw: dict[str, Any]) -> dict[str, Any]:

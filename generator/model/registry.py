@@ -270,6 +270,28 @@ def known_tail(value: str) -> str | None:
     return None if (not tail or "<?" in tail or "?>" in tail) else tail
 
 
+def _looks_like_path(value: str) -> bool:
+    return value.startswith(("/", "./", "../", "~")) or value.endswith(("/", ".json")) or value in (".", "..")
+
+
+def _refuse_a_path(value: str, how: str) -> None:
+    """InputError naming what is wrong with a --model that is a file or folder (or is written as
+    one) and matched no known model by its last part: a folder without config.json, a file that is
+    not one, a path that does not exist. A bare name or hub id is left to the suggestions."""
+    path = Path(value).expanduser()
+    try:
+        is_dir, exists = path.is_dir(), path.exists()
+    except OSError:
+        return
+    if is_dir:
+        raise InputError(f"{value}: a folder without config.json; {how}")
+    if exists:
+        raise InputError(f"{value}: not a model's config.json (a .json file) nor a model name; {how}")
+    if _looks_like_path(value):
+        raise InputError(f"{value}: no such file or folder, and its last part names no known model (`gen models`); "
+                         f"{how}")
+
+
 def resolve_model(name_or_path: str) -> ModelFacts:
     """Like find_model, but an unknown name is an InputError naming similar models (model/suggest.py)."""
     config = _config_path(name_or_path) or hub_cache_config(name_or_path)
@@ -281,8 +303,12 @@ def resolve_model(name_or_path: str) -> ModelFacts:
     from generator.model.suggest import similar_models  # only for a name that matches nothing
 
     known = [e.facts for e in _registry()]
+    how = "point --model at the model's folder (holding config.json) or at its config.json"
+    _refuse_a_path(name_or_path, how)
     names, why = similar_models(name_or_path, known)
-    how = "point --model at a folder holding its config.json (or that config.json)"
+    if _HUB_ID.match(name_or_path.strip()) and not Path(name_or_path).expanduser().exists():
+        # An id: the hub cache is read too (never the network), so fetching its config.json is a way.
+        how += f", or fetch it into the Hugging Face cache: hf download {name_or_path.strip()} config.json"
     if names:
         raise InputError(f"unknown model '{name_or_path}'; similar known models ({why}): {', '.join(names)}; "
                          f"for another model, {how}")

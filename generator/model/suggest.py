@@ -19,6 +19,7 @@ from generator.model.params import total_params
 _SIZE = re.compile(r"(?<![a-z0-9.])(?:(\d+)x)?(\d+(?:\.\d+)?)b(?![a-z])")
 _ACTIVE = re.compile(r"(?<![a-z0-9.])a\d+(?:\.\d+)?b(?![a-z])")  # Qwen3-30B-A3B: A3B is the active size
 _MOE_WORDS = re.compile(r"(?<![a-z])moe(?![a-z])")
+_VISION_WORDS = re.compile(r"(?<![a-z])(?:vl|vision|omni)(?![a-z])")  # Qwen2.5-VL-7B, Llama-3.2-11B-Vision
 # A similar size: within this factor either way ("7B" finds 8B and 5.6B, not 1.5B or 14B).
 SIMILAR_SIZE_FACTOR = 1.5
 MAX_SUGGESTIONS = 3
@@ -72,10 +73,14 @@ def similar_models(name: str, known: list[ModelFacts]) -> tuple[list[str], str]:
     wanted = name_traits(name)
     pool = [(m, _traits_of(m)) for m in known]
 
-    def same_kind(traits: NameTraits) -> bool:
-        return wanted.moe is None or traits.moe == wanted.moe
+    wants_vision = bool(_VISION_WORDS.search(base_name(name)))
+    vision = {m.name: m.vision_params > 0 for m in known}
 
-    family = [(m, t) for m, t in pool if wanted.family is not None and t.family == wanted.family and same_kind(t)]
+    def same_kind(traits: NameTraits, model: ModelFacts) -> bool:
+        # A text model is not like a vision-language one of its size (gemma-2-9b is not Qwen2.5-VL-7B).
+        return (wanted.moe is None or traits.moe == wanted.moe) and vision[model.name] == wants_vision
+
+    family = [(m, t) for m, t in pool if wanted.family is not None and t.family == wanted.family and same_kind(t, m)]
     if family:
         family.sort(key=lambda pair: (pair[1].series != wanted.series,
                                       _size_distance(wanted.billions, pair[1].billions), pair[0].name))
@@ -84,7 +89,7 @@ def similar_models(name: str, known: list[ModelFacts]) -> tuple[list[str], str]:
     if wanted.billions is None:
         return [], ""
     limit = math.log(SIMILAR_SIZE_FACTOR)
-    sized = [(m, t) for m, t in pool if same_kind(t) and _size_distance(wanted.billions, t.billions) <= limit]
+    sized = [(m, t) for m, t in pool if same_kind(t, m) and _size_distance(wanted.billions, t.billions) <= limit]
     sized.sort(key=lambda pair: (_size_distance(wanted.billions, pair[1].billions), pair[0].name))
     if not sized:
         return [], ""

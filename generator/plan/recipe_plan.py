@@ -57,7 +57,8 @@ def planned_spec(*, model: str, gpus: int, nodes: int | None, gpu: str | None, g
                        pins=pins, mean_response_len=mean_response_len, verl_version=version)
     best = plan.best
     if best is None:
-        reasons = "; ".join(reason for _, reason in plan.rejected[:3]) or "no layout fits"
+        reasons = "; ".join(f"{layout}: {reason.removeprefix('does not fit: ')}"
+                            for layout, reason in plan.rejected[:3]) or "no layout fits"
         pinned = f" with {pins_text(pins)}" if pins.given() else ""
         raise InputError(f"no Megatron layout of {facts.name} fits {gpus} x {device.name}{pinned}: {reasons}")
     train_bs = getattr(plan, "train_batch_size", None) or train_batch_size

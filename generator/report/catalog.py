@@ -66,11 +66,19 @@ class Entry:
 
     recipe: Recipe
     layout: str  # "TP2 PP1 ..."
+    rollout: str  # "rollout TP2 x 4 replicas"
     verdict: str
     fits: bool | None
     layout_svg: str
     memory_svg: str
     script: str  # the script `gen recipe NAME` writes, or why it cannot be written
+
+
+def _rollout_size(recipe: Recipe, key: str) -> int:
+    """rollout.data_parallel_size / expert_parallel_size as the recipe's overrides set it (the
+    recipe format has no field of its own for them); 1, verl's default, otherwise."""
+    value = recipe.config.overrides.get(f"actor_rollout_ref.rollout.{key}")
+    return value if isinstance(value, int) and not isinstance(value, bool) and 1 <= value <= recipe.gpus else 1
 
 
 def entry(recipe: Recipe) -> Entry:
@@ -86,7 +94,9 @@ def entry(recipe: Recipe) -> Entry:
 
     lay = recipe.config.layout
     shape = Shape(gpus=recipe.gpus, gpus_per_node=recipe.gpus_per_node, tp=lay.tp, pp=lay.pp, cp=lay.cp,
-                  ep=lay.ep, etp=lay.etp, rollout_tp=recipe.config.rollout_tp)
+                  ep=lay.ep, etp=lay.etp, rollout_tp=recipe.config.rollout_tp,
+                  rollout_dp=_rollout_size(recipe, "data_parallel_size"),
+                  rollout_ep=_rollout_size(recipe, "expert_parallel_size"))
     head = heading(recipe.model, recipe.gpus, recipe.gpu, shape)
     try:
         phases, limit = recipe_memory(recipe)
@@ -99,7 +109,7 @@ def entry(recipe: Recipe) -> Entry:
         script = generate(spec, filename=default_filename(spec)).text
     except InputError as err:
         script = f"# not rendered: {err}\n"
-    return Entry(recipe, describe_layout(lay), found.text() if found else "memory not evaluated",
+    return Entry(recipe, describe_layout(lay), shape.rollout_text(), found.text() if found else "memory not evaluated",
                  None if found is None else found.fits, layout_svg(shape, title=f"{head}: the layout"), memory,
                  script)
 
@@ -117,8 +127,7 @@ def _row(index: int, e: Entry) -> str:
     over = " over" if e.fits is False else ""
     attrs = (f'data-index="{index}" data-model="{escape(r.model)}" data-gpus="{r.gpus}" '
              f'data-algo="{escape(r.runs)}" data-releases="{escape(releases)}" data-search="{escape(search)}"')
-    cells = [r.name, r.model, r.runs, f"{r.nodes} x {r.gpus_per_node} {r.gpu}", e.layout + f" · rollout TP"
-             f"{r.config.rollout_tp}", ", ".join(r.verl_versions), e.verdict]
+    cells = [r.name, r.model, r.runs, f"{r.nodes} x {r.gpus_per_node} {r.gpu}", f"{e.layout} · {e.rollout}", ", ".join(r.verl_versions), e.verdict]
     classes = ["name", "model", "algo", "gpus", "layout", "releases", "verdict"]
     tds = "".join(f'<td class="{c}">{escape(v)}</td>' for c, v in zip(classes, cells))
     tags = f"<p>tags: {escape(', '.join(r.tags))}</p>" if r.tags else ""

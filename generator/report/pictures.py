@@ -24,12 +24,14 @@ _SIZE = re.compile(r'<svg [^>]*?width="(\d+)" height="(\d+)"')
 
 
 def shape_of(c: Candidate, gpus: int, nodes: int) -> Shape:
+    """The picture's sizes for a planned layout; the planner chooses rollout TP alone, so its
+    replicas are TP-only (rollout DP and EP at verl's default, 1)."""
     return Shape(gpus=gpus, gpus_per_node=max(1, gpus // max(1, nodes)), tp=c.tp, pp=c.pp, cp=c.cp, ep=c.ep,
                  etp=c.etp, rollout_tp=c.rollout_tp)
 
 
 def heading(model: str, gpus: int, gpu: str, shape: Shape) -> str:
-    """`qwen2-7b on 8 x h100, TP2 PP1 DP4 · rollout TP2 x DP4` - what every title starts with."""
+    """`qwen2-7b on 8 x h100, TP2 PP1 DP4 · rollout TP2 x 4 replicas` - what every title starts with."""
     return f"{model} on {gpus} x {gpu}, {shape.text()}"
 
 
