@@ -49,6 +49,7 @@ PURE = {
     "plan/known_outcomes.py:calibration_points": "packaged data",
     "plan/memory.py:_activation_bytes": "arithmetic on immutable arguments",
     "plan/memory.py:_first_of_each_kind": "arithmetic on immutable arguments",
+    "plan/published.py:_published_for": "packaged data (verl's rows, their models from the registry)",
     "plan/published.py:_published_names": "packaged data",
     "plan/ranking.py:_floor_rollouts": "arithmetic on immutable arguments",
     "plan/ranking.py:_floor_workload": "arithmetic on immutable arguments",

@@ -56,7 +56,7 @@ from generator.base import session
 from generator.layout.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
-from generator.base.resources import data_dir, load_data_yaml
+from generator.base.resources import data_dir, load_cached_data_yaml
 
 # Share of the nominal host-link bandwidth pinned-memory copies reach (PCIe: ~80 % of nominal).
 HOST_LINK_EFFICIENCY = 0.8
@@ -109,9 +109,14 @@ def calibrated() -> StepConstants:
     return _fitted() if in_force is None else _with_calibration(in_force)
 
 
+def _looks_like_constants(data: Any) -> bool:
+    constants = data.get("constants") if isinstance(data, dict) else None
+    return isinstance(constants, dict) and all(isinstance(v, (int, float)) for v in constants.values())
+
+
 @lru_cache(maxsize=1)
 def _fitted() -> StepConstants:
-    raw = load_data_yaml(data_dir() / "step_time_calibration.yaml")
+    raw = load_cached_data_yaml(data_dir() / "step_time_calibration.yaml", _looks_like_constants)
     known = {f.name for f in fields(StepConstants) if f.type in ("float", float)}
     fitted: dict[str, Any] = {k: float(v) for k, v in raw["constants"].items() if k in known}
     return StepConstants(**fitted)
