@@ -62,6 +62,7 @@ PURE = {
     "plan/step_time.py:_moe_split": "arithmetic on immutable arguments",
     "plan/step_time.py:_params": "arithmetic on immutable arguments",
     "plan/step_time.py:_rollout_s": "arithmetic on immutable arguments",
+    "plan/step_time.py:_stage_imbalance": "arithmetic on immutable arguments",
     "plan/verl_rows.py:verl_rows": "packaged data",
     "verl/release_semantics.py:semantics": "facts of a release id, from constants",
     "render/templating.py:environment": "the packaged Jinja templates",

@@ -192,7 +192,14 @@ def stage_imbalance(model: ModelFacts, cand: Candidate, moe_efficiency: float) -
     deep pipeline leaves the last stage with the head and the others idle."""
     if cand.pp <= 1:
         return 1.0
-    counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
+    return _stage_imbalance(model, cand.pp, cand.first_stage_layers, cand.last_stage_layers, moe_efficiency)
+
+
+@lru_cache(maxsize=4096)
+def _stage_imbalance(model: ModelFacts, pp: int, first: int | None, last: int | None, moe_efficiency: float) -> float:
+    """stage_imbalance of a pipeline split: a search asks it of every sizing of a layout (~1,000
+    times for DeepSeek-V3 on 256 GPUs, a loop over every layer each), for a few splits."""
+    counts = stage_layer_counts(model.num_layers, pp, first, last)
     dense_layer = dense_layer_params(model)
     moe_layer = moe_layer_params(model) if model.is_moe else None
     weights = []
