@@ -40,7 +40,7 @@ _NUMPY = re.compile(r"^(?:np|numpy)\.(?:float|int|uint)\d*\((.*)\)$")
 _STEP_COLUMNS = ("step", "_step", "global_step")
 
 
-@dataclass
+@dataclass(slots=True)
 class RunLog:
     """What one log holds: steps of numbers, the start-up config if it was printed, and notes."""
 

@@ -19,7 +19,7 @@ from generator.base.resources import data_dir, load_cached_data_yaml
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VerlRow:
     row: dict[str, Any]
 
