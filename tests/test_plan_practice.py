@@ -95,6 +95,21 @@ def test_relief_only_when_needed():
 
 # --- published layouts and their scaling ---------------------------------------------------------
 
+def test_published_rows_are_kept_per_search_key_which_drops_only_what_they_do_not_read():
+    """plan.published works verl's rows out once per search (keyed by the cluster, lengths and
+    algorithm): the batch, the spare and the budget must not change what it finds."""
+    from dataclasses import replace
+
+    from generator.plan.published import _published_for, _search_key
+
+    compute = _published_for.__wrapped__  # the uncached function
+    for name, gpus in (("deepseek-v3", 256), ("qwen3-235b-a22b", 64), ("qwen3-30b-a3b", 16), ("qwen2-7b", 8)):
+        model = find_model(name)
+        full = replace(setting(gpus), mean_response_len=300, spare=0.1, least_budget=4096)
+        assert dict(compute(full, model)) == dict(compute(_search_key(full), model)), name
+        assert compute(full, model), name  # verl has rows for each of these
+
+
 def test_published_layouts_scale_by_megatrons_rules():
     qwen30 = find_model("qwen3-30b-a3b")
     # verl runs TP1 PP1 EP8 at 8, 16 and 32 GPUs; on 4 GPUs EP halves to divide the expert grid.

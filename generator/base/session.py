@@ -177,6 +177,12 @@ def current() -> Session:
     return _current
 
 
+def current_part(name: str, make: Callable[[], Value]) -> Value:
+    """Session.part of the command running now: what a module asks on every call of a function
+    the run keeps answers of (generator.schema.release_schema.release_cache), one call here."""
+    return _current.part(name, make)
+
+
 def begin() -> Session:
     """A new command: a fresh session (no script judged, nothing trusted, nothing remembered)."""
     global _current

@@ -25,7 +25,7 @@ LENGTH_MISS = 0.6
 LENGTH_EXPLAINS = 0.75
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Row:
     kind: str  # time | memory
     label: str
@@ -41,7 +41,7 @@ class Row:
         return self.measured / self.predicted
 
 
-@dataclass
+@dataclass(slots=True)
 class Comparison:
     rows: list[Row]
     largest: Row | None = None
@@ -58,7 +58,7 @@ def _sum(measured: Measured, phases: tuple[str, ...]) -> float | None:
     return sum(found) if found else None
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PredictedStep:
     step: StepTime
     expected_response: float  # the response length it assumed

@@ -26,7 +26,7 @@ MEMORY_ROW = "GPU peak allocated"
 SHARE = "response share"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Correction:
     name: str  # a TIME_ROWS entry, MEMORY_ROW, or "response share"
     kind: str  # factor | offset | share

@@ -50,7 +50,7 @@ _LISTED_PREFIXES = (*TIMING_PREFIXES, "perf/", "actor/perf/", "response_length/"
 _STEP_COLUMNS = ("step", "_step", "global_step")
 
 
-@dataclass
+@dataclass(slots=True)
 class RunLog:
     """What one log holds: steps of numbers, the start-up config if it was printed, and notes."""
 

@@ -29,7 +29,7 @@ MATCH_KEYS = (
 BATCH_TOLERANCE = 0.15
 
 
-@dataclass
+@dataclass(slots=True)
 class RunConfig:
     """The configuration predicted for, where it came from, and where log and script disagree."""
 

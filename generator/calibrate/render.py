@@ -14,7 +14,7 @@ from generator.calibrate.summary import Measured
 from generator.base.safe_text import json_text, one_line
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Calibrated:
     """Everything said about one log."""
 

@@ -38,7 +38,7 @@ KEY_FIELDS = ("gpu", "verl", "vllm", "megatron")
 USER_FILE = "config.toml"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Key:
     """What a calibration is valid for: the GPU type, and each version the log or project shows
     (None: not shown, not compared)."""
@@ -59,14 +59,14 @@ class Key:
         return self.gpu + (f" ({', '.join(shown)})" if shown else "")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class StoredRun:
     log: str  # "sha256:<16 hex>" of the log's bytes
     model: str
     values: dict[str, float] = field(default_factory=dict)  # correction name -> the run's value
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     key: Key
     runs: tuple[StoredRun, ...]
@@ -91,7 +91,7 @@ class Entry:
         return {model: mean_of(SHARE, "share", values) for model, values in sorted(by_model.items())}
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Place:
     """A configuration file that holds (or will hold) calibrations."""
 
@@ -291,7 +291,7 @@ def save(place: Place, key: Key, runs: Sequence[StoredRun]) -> Entry:
     return entry
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Found:
     calibration: session.Calibration | None
     line: str  # what the command says: applied, or why not (empty when nothing is stored)

@@ -15,7 +15,7 @@ DEFAULT_WARMUP = 1
 MIN_STEPS_FOR_WARMUP = 3
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Measured:
     steps: int  # steps summarised (after warm-up)
     skipped: int  # warm-up steps left out

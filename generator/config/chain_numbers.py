@@ -14,7 +14,7 @@ from generator.config.derived import actor_batch
 from generator.config.reader import ConfigReader
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DerivedNumber:
     name: str
     value: object  # a number, or None when the config does not decide it

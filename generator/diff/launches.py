@@ -96,7 +96,7 @@ def json_value(value: object) -> object:
 # --------------------------------------------------------------------------- sides
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Side:
     label: str  # what the user typed (path or recipe name)
     kind: str  # "script" | "recipe"
@@ -154,7 +154,7 @@ def load_side(arg: str, *, version: str, library: str | None = None, env: dict[s
 # --------------------------------------------------------------------------- derived numbers
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Change:
     key: str
     a: object  # the parsed config value on each side (MISSING when unset)
@@ -163,7 +163,7 @@ class Change:
     implied: bool = False  # neither side sets it: it follows from a default or an interpolation
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class DerivedChange:
     name: str
     a: object  # the derived number on each side (None: not derivable)
@@ -171,7 +171,7 @@ class DerivedChange:
     because: tuple[str, ...]  # "DP 4 → 2", "ppo_mini_batch_size 256 → 128"
 
 
-@dataclass
+@dataclass(slots=True)
 class DiffResult:
     a: Side
     b: Side

@@ -23,7 +23,7 @@ from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
 from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules import (SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_no_training_step, runs_on,
+from generator.rules import (SEVERITY_ORDER, judge, judge_script, reads_defaults, rules_to_run, runs_no_training_step,
                              script_rules, stands_down_for_fork)
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected
 
@@ -91,12 +91,12 @@ def chosen_rules(select: tuple[str, ...], ignore: tuple[str, ...]) -> list[Rule]
 
 def _rules_to_run(select: tuple[str, ...], ignore: tuple[str, ...], backend: str, version: str, trainer: bool,
                   approximate: bool, forked_chain: bool, trains: bool = True) -> list[Rule]:
-    """The chosen rules that run on a config of this backend and release (`rules.runs_on`)."""
+    """The chosen rules that run on a config of this backend and release (`rules.rules_to_run`)."""
     key = (select, ignore, backend, version, trainer, approximate, forked_chain, trains, len(REGISTRY))
     chosen = _TO_RUN.get(key)
     if chosen is None:
-        chosen = _TO_RUN[key] = [rule for rule in chosen_rules(select, ignore)
-                                 if runs_on(rule, backend, version, trainer, approximate, forked_chain, trains)]
+        chosen = _TO_RUN[key] = rules_to_run(chosen_rules(select, ignore), backend, version, trainer, approximate,
+                                             forked_chain, trains)
     return chosen
 
 

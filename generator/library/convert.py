@@ -100,7 +100,7 @@ def recipe_memory(recipe: Recipe) -> tuple[tuple[PhaseMemory, ...], float]:
 # --------------------------------------------------------------------------- rendering
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class SpecResult:
     spec: Any  # generator.render.spec.RecipeSpec
     notes: tuple[str, ...]  # what changed and why (another GPU count, another release)

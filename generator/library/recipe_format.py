@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Mapping, NamedTuple, overload
+from typing import TYPE_CHECKING, Any, Mapping, overload
 
 from generator.base.errors import InputError
 from generator.layout.parallelism import Offload, Parallelism
@@ -301,7 +301,8 @@ def recipe_from_mapping(data: object, *, where: str, path: Path | None = None,
     )
 
 
-class _Header(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class _Header:
     """A recipe's fields outside `config`, validated."""
 
     name: str

@@ -134,7 +134,7 @@ def read_recipe(path: Path, *, origin: str = "user") -> Recipe:
     return recipe_from_mapping(data, where=where, path=path, origin=origin)
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Library:
     """All recipes that could be read, plus one-line errors for those that could not."""
 

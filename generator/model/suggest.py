@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import math
 import re
-from typing import NamedTuple
+from dataclasses import dataclass
 
 from generator.model.facts import ModelFacts
 from generator.model.names import base_name
@@ -25,7 +25,8 @@ SIMILAR_SIZE_FACTOR = 1.5
 MAX_SUGGESTIONS = 3
 
 
-class NameTraits(NamedTuple):
+@dataclass(frozen=True, slots=True)
+class NameTraits:
     """What a model name says about the model; None where it says nothing."""
 
     family: str | None  # the vendor's series word: qwen, llama, mistral, gemma, deepseek ...

@@ -153,7 +153,7 @@ def _phase(name: str, terms: Iterable[MemoryTerm]) -> PhaseMemory:
     return PhaseMemory(name, round(sum(t.gib for t in kept), 2), kept)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Shards:
     """The per-GPU bytes every FSDP phase is built from."""
 

@@ -93,7 +93,7 @@ def relief_is_needed(uses_relief: bool, fits_with_less: bool) -> bool:
     return not uses_relief or not fits_with_less
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Violation:
     rule: str
     message: str

@@ -13,6 +13,8 @@ from __future__ import annotations
 
 from dataclasses import replace
 from functools import lru_cache
+from collections.abc import Mapping
+from types import MappingProxyType
 from typing import Any
 
 from generator.layout.derive import Layout, data_parallel_size
@@ -100,15 +102,27 @@ def published_knobs(model: ModelFacts, layout: Parallelism, s: Setting) -> Pins 
     return replace(pins, **unpinned)
 
 
-def _published(model: ModelFacts, s: Setting) -> dict[str, tuple[Layout, int | None, VerlRow]]:
-    """describe_layout(layout) -> (verl's layout scaled to `s`, its rollout TP or None, the row)."""
+def _published(model: ModelFacts, s: Setting) -> Mapping[str, tuple[Layout, int | None, VerlRow]]:
+    """describe_layout(layout) -> (verl's layout scaled to `s`, its rollout TP or None, the row).
+    Asked for every layout a search sizes (twice each): worked out once per search."""
+    return _published_for(_search_key(s), model)
+
+
+def _search_key(s: Setting) -> Setting:
+    """`s` with only what chooses and scales verl's rows (the cluster, the lengths, the algorithm):
+    one cache entry per search."""
+    return replace(s, train_batch_size=0, mini=0, n=1, mean_response_len=0, spare=0.0, least_budget=0)
+
+
+@lru_cache(maxsize=256)
+def _published_for(s: Setting, model: ModelFacts) -> Mapping[str, tuple[Layout, int | None, VerlRow]]:
     out: dict[str, tuple[Layout, int | None, VerlRow]] = {}
     for row in nearest_rows(model, s.gpus, s.algo, s.gpu.name):
         layout = scaled_layout(row, model, s)
         if layout is not None and describe_layout(layout) not in out:
             rollout_tp = int(row.row["rollout_tp"])
             out[describe_layout(layout)] = (layout, rollout_tp if s.gpus % rollout_tp == 0 else None, row)
-    return out
+    return MappingProxyType(out)
 
 
 def published_budget_tokens(model: ModelFacts) -> int | None:
@@ -127,7 +141,5 @@ def _published_names(model: ModelFacts, s: Setting) -> frozenset[str]:
 def practice_marks(model: ModelFacts, layout: Parallelism, s: Setting) -> tuple[int, bool]:
     """(practice rules the layout breaks, whether it is verl's published layout here): the two
     ranking criteria that come before the estimated step time."""
-    # Only the cluster and the lengths choose the published layouts: one cache entry per search.
-    key = replace(s, train_batch_size=0, mini=0, n=1, mean_response_len=0, spare=0.0, least_budget=0)
     return (layout_violations(model, layout, s.gpus, s.gpus_per_node),
-            describe_layout(layout) in _published_names(model, key))
+            describe_layout(layout) in _published_names(model, _search_key(s)))

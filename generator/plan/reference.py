@@ -21,7 +21,7 @@ from generator.plan.verl_rows import LAYOUT_KEYS, VerlRow, verl_rows
 __all__ = ["LAYOUT_KEYS", "VerlLayout", "verl_layouts"]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VerlLayout(VerlRow):
     """A row of verl's shipped layouts, with the planner's evaluations of it."""
 

@@ -13,7 +13,7 @@ from generator.layout.hardware import GpuSpec
 from generator.plan.release_defaults import BASELINE, RolloutDefaults
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Setting:
     """The cluster and batch one search sizes for (prompts and mini batch already chosen)."""
 

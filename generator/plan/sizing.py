@@ -145,7 +145,7 @@ def _best_gmu(model: ModelFacts, cand: Candidate, work: Workload, s: Setting, pa
 Size = tuple[str, int]  # ("token_budget", tokens) or ("micro_batch_per_gpu", responses)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Sizing:
     """What sizing one layout reads at every step: the model, the search, the workload the layout's
     DP gives, and what the caller pinned."""

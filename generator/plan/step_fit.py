@@ -32,7 +32,7 @@ BOUNDS: dict[str, tuple[float, float]] = {
 }
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Case:
     id: str
     group: str

@@ -56,7 +56,7 @@ from generator.base import session
 from generator.layout.candidate import Candidate, StepTime
 from generator.plan.stages import stage_layer_counts, stage_params
 from generator.plan.workload import Workload
-from generator.base.resources import data_dir, load_data_yaml
+from generator.base.resources import data_dir, load_cached_data_yaml
 
 # Share of the nominal host-link bandwidth pinned-memory copies reach (PCIe: ~80 % of nominal).
 HOST_LINK_EFFICIENCY = 0.8
@@ -109,9 +109,14 @@ def calibrated() -> StepConstants:
     return _fitted() if in_force is None else _with_calibration(in_force)
 
 
+def _looks_like_constants(data: Any) -> bool:
+    constants = data.get("constants") if isinstance(data, dict) else None
+    return isinstance(constants, dict) and all(isinstance(v, (int, float)) for v in constants.values())
+
+
 @lru_cache(maxsize=1)
 def _fitted() -> StepConstants:
-    raw = load_data_yaml(data_dir() / "step_time_calibration.yaml")
+    raw = load_cached_data_yaml(data_dir() / "step_time_calibration.yaml", _looks_like_constants)
     known = {f.name for f in fields(StepConstants) if f.type in ("float", float)}
     fitted: dict[str, Any] = {k: float(v) for k, v in raw["constants"].items() if k in known}
     return StepConstants(**fitted)
@@ -187,7 +192,14 @@ def stage_imbalance(model: ModelFacts, cand: Candidate, moe_efficiency: float) -
     deep pipeline leaves the last stage with the head and the others idle."""
     if cand.pp <= 1:
         return 1.0
-    counts = stage_layer_counts(model.num_layers, cand.pp, cand.first_stage_layers, cand.last_stage_layers)
+    return _stage_imbalance(model, cand.pp, cand.first_stage_layers, cand.last_stage_layers, moe_efficiency)
+
+
+@lru_cache(maxsize=4096)
+def _stage_imbalance(model: ModelFacts, pp: int, first: int | None, last: int | None, moe_efficiency: float) -> float:
+    """stage_imbalance of a pipeline split: a search asks it of every sizing of a layout (~1,000
+    times for DeepSeek-V3 on 256 GPUs, a loop over every layer each), for a few splits."""
+    counts = stage_layer_counts(model.num_layers, pp, first, last)
     dense_layer = dense_layer_params(model)
     moe_layer = moe_layer_params(model) if model.is_moe else None
     weights = []

@@ -31,7 +31,7 @@ REASON_SHARE = 0.03
 MAX_ROWS = 3  # verl ships up to four examples for one model and GPU count; the same algorithm's first
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Departure:
     """verl's shipped layout `verl` (with its own knobs, on the plan's workload) against `ours`."""
 

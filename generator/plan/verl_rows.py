@@ -11,14 +11,15 @@ from typing import Any
 from generator.layout.hardware import GpuSpec, gpu_spec
 from generator.layout.parallelism import Offload
 from generator.model import resolve_model
+from generator.model.registry import registry_model
 from generator.model.facts import ModelFacts
 from generator.layout.pins import Pins
-from generator.base.resources import data_dir, load_data_yaml
+from generator.base.resources import data_dir, load_cached_data_yaml
 
 LAYOUT_KEYS = ("tp", "pp", "vpp", "cp", "ep", "etp")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class VerlRow:
     row: dict[str, Any]
 
@@ -28,7 +29,10 @@ class VerlRow:
 
     @property
     def model(self) -> ModelFacts:
-        return resolve_model(self.row["model"])
+        # A row names a packaged model: looked up in the registry, never as a path (a folder of
+        # the working directory named like it is not verl's model) - so what is derived from the
+        # rows is packaged data, kept for the process (plan.published).
+        return registry_model(self.row["model"]) or resolve_model(self.row["model"])
 
     @property
     def gpu(self) -> GpuSpec:
@@ -67,6 +71,11 @@ class VerlRow:
 
 
 
+def _looks_like_rows(data: Any) -> bool:
+    return (isinstance(data, dict) and isinstance(data.get("rows"), list)
+            and all(isinstance(row, dict) and isinstance(row.get("model"), str) for row in data["rows"]))
+
+
 @lru_cache(maxsize=1)
 def verl_rows() -> tuple[dict[str, Any], ...]:
-    return tuple(load_data_yaml(data_dir() / "verl_layouts.yaml")["rows"])
+    return tuple(load_cached_data_yaml(data_dir() / "verl_layouts.yaml", _looks_like_rows)["rows"])

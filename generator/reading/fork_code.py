@@ -45,13 +45,13 @@ _VERL_VALIDATION = ("verl.utils.config", "validate_config")
 _VERL_VALIDATION_WARNS = frozenset({"val_batch_size"})
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RepeatKey:
     key: str
     where: str  # file:line, relative to the folder read
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ForkCode:
     """A fact gathered before the rules run (generator.judging.gather): immutable."""
 

@@ -19,7 +19,7 @@ __all__ = ["LAUNCHERS", "Rendered", "RecipeSpec", "ScriptSettings", "build_recip
            "recipe_overrides", "render_recipe", "generate", "render", "validate", "default_filename"]
 
 
-@dataclass
+@dataclass(slots=True)
 class Rendered:
     text: str
     recipe: ScriptSettings

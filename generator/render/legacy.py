@@ -26,7 +26,7 @@ if TYPE_CHECKING:
     from generator.model.facts import ModelFacts
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class Legacy:
     spec: RecipeSpec
     notes: list[str] = field(default_factory=list)

@@ -84,7 +84,7 @@ class SettingGroup:
     settings: tuple[Setting, ...]
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class RecipeSpec:
     model: ModelFacts
     layout: Candidate
@@ -140,7 +140,7 @@ def default_launcher(nodes: int) -> str:
     return "local" if nodes <= 1 else "ray"
 
 
-@dataclass
+@dataclass(frozen=True, slots=True)
 class ScriptSettings:
     spec: RecipeSpec
     knobs: list[Knob] = field(default_factory=list)

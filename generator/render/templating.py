@@ -86,7 +86,7 @@ def environment() -> Any:
     return env
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class View:
     """What a template sees: the recipe plus the few strings it prints verbatim."""
 

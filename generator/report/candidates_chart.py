@@ -34,7 +34,7 @@ LEGEND_X = 96  # the legends' items, after their heading ("step time", "memory")
 STEP_KEY_W = 176  # one step part's key: room for "TP/CP/EP communication"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class CandidateRow:
     label: str  # "#1 TP2 PP1 · rollout TP2"
     step: StepTime | None

@@ -60,7 +60,7 @@ _SCRIPT = """
 """
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Entry:
     """One recipe as the page shows it (gathered by `entry`, drawn by `catalog_page`)."""
 

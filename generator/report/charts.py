@@ -41,7 +41,7 @@ class PhaseLike(Protocol):
 # hues); a segment keeps its own term's name for the tooltip, the data attributes and the table.
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Segment:
     term: str
     gib: float
@@ -49,7 +49,7 @@ class Segment:
     colour: str = ""
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Bar:
     phase: str
     gib: float
@@ -94,7 +94,7 @@ def _scale(bar_list: Sequence[Bar], limit: float) -> float:
     return max([limit, *(b.gib for b in bar_list)]) * 1.05 or 1.0
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Worst:
     phase: str
     gib: float
@@ -187,7 +187,7 @@ CHAR_PX = 7.2  # a generous width of one character of the 12 px sans-serif text 
 AXIS_HEIGHT = 36  # ticks, their numbers and "GiB per GPU" under the bars
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChartSection:
     """One trainer call's picture in a file that may hold several (`gen explain --chart`)."""
 

@@ -133,7 +133,7 @@ def _chain_rows(view: ConfigReader, batch: ActorBatch, n: int, responses: int,
     return rows
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class _Call:
     """A trainer call known only by its config (what is_trainer needs)."""
 

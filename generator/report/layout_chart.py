@@ -36,7 +36,7 @@ MAX_NODES_DRAWN = 16  # a larger cluster repeats the same pattern; the rest is s
 CHAR_PX = 7.2
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Shape:
     """The sizes the picture needs (a Parallelism's, plus the cluster's)."""
 
@@ -84,7 +84,7 @@ class Shape:
         return " ".join(parts) + " · " + self.rollout_text()
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Placement:
     rank: int
     node: int

@@ -13,9 +13,10 @@ module state.
 
 from __future__ import annotations
 
-from typing import Iterable
+from typing import Iterable, Sequence
 
 from generator.rules.core import REGISTRY, Context, Finding, Rule
+from generator.verl.versions import containing
 
 SEVERITY_ORDER = {"error": 0, "warning": 1, "info": 2}
 
@@ -70,26 +71,30 @@ def reads_defaults(code: str) -> bool:
 
 def applies(rule: Rule, backend: str, version: str, trainer: bool) -> bool:
     """Whether `rule` judges a config of this backend and release (of a trainer call or not)."""
+    return _applies(rule, backend, trainer, containing([rule.versions], version)[0])
+
+
+def _applies(rule: Rule, backend: str, trainer: bool, in_versions: bool | None) -> bool:
+    """applies(), the release's verdict given (None: the release is no number: it applies)."""
     if rule.scope == "script":
         return False
     if rule.scope == "trainer" and not trainer:
         return False
     if backend not in rule.backends and not (rule.scope == "any" and backend == "unknown"):
         return False
-    try:
-        return rule.versions.contains(version)
-    except ValueError:
-        return True
+    return in_versions is not False
 
 
-def runs_on(rule: Rule, backend: str, version: str, trainer: bool, approximate: bool, forked_chain: bool,
-            trains: bool = True) -> bool:
-    """Whether a chosen rule runs on a call: it `applies`, does not read defaults the call only
+def rules_to_run(chosen: Sequence[Rule], backend: str, version: str, trainer: bool, approximate: bool,
+                 forked_chain: bool, trains: bool = True) -> list[Rule]:
+    """The chosen rules that run on a call: each `applies`, does not read defaults the call only
     approximates, does not do the batch arithmetic a fork of the call changes, and does not judge
-    a training step the call never runs."""
-    return applies(rule, backend, version, trainer) and not (approximate and rule.reads_defaults) \
-        and not (forked_chain and stands_down_for_fork(rule)) \
-        and not (not trains and stands_down_without_training(rule))
+    a training step the call never runs. The release is compared with every rule's range at once."""
+    in_versions = containing([rule.versions for rule in chosen], version)
+    return [rule for rule, inside in zip(chosen, in_versions)
+            if _applies(rule, backend, trainer, inside) and not (approximate and rule.reads_defaults)
+            and not (forked_chain and stands_down_for_fork(rule))
+            and not (not trains and stands_down_without_training(rule))]
 
 
 def judge(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
@@ -121,4 +126,4 @@ def judge_script(ctx: Context, rules: Iterable[Rule]) -> list[Finding]:
 
 
 __all__ = ["FORK_CHAIN_CODE", "REGISTRY", "SEVERITY_ORDER", "applies", "judge", "judge_script", "reads_defaults",
-           "runs_on", "script_rules", "stands_down_for_fork"]
+           "rules_to_run", "script_rules", "stands_down_for_fork"]

@@ -18,7 +18,7 @@ from generator.schema.compose import ComposeError, compose, flatten
 from generator.schema.yamlload import load_yaml_file
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class ChosenConfig:
     flat: dict[str, Any]
     file: str  # the file the keys come from

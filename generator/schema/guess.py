@@ -59,7 +59,12 @@ def _keys_of(release: str, name: str) -> tuple[frozenset[str], dict[str, frozens
 def release_has(release: str, key: str, name: str) -> bool:
     """Whether `key` (or a group selection written `group=option`) exists in the release's
     config `name` under some group selection."""
-    keys, options = _keys_of(release, name)
+    return _has(_keys_of(release, name), key)
+
+
+def _has(table: tuple[frozenset[str], dict[str, frozenset[str]]], key: str) -> bool:
+    """release_has, given the release's _keys_of."""
+    keys, options = table
     group, sep, option = key.partition("=")
     if sep:
         return option in options.get(group, frozenset())
@@ -101,32 +106,43 @@ def releases_with(keys: KeyUses) -> tuple[str, ...]:
     packaged release has are left out; every packaged release when no key is left, or when no
     release has them all (the keys then name none)."""
     releases = packaged_releases()
+    # Each (release, config name)'s keys asked of the schemas once here, not once per key.
+    tables: dict[tuple[str, str], tuple[frozenset[str], dict[str, frozenset[str]]] | None] = {}
+
+    def table(release: str, name: str) -> tuple[frozenset[str], dict[str, frozenset[str]]] | None:
+        if (release, name) not in tables:
+            try:
+                tables[release, name] = _keys_of(release, name)
+            except InputError:
+                tables[release, name] = None  # a release that cannot be loaded has no key
+        return tables[release, name]
+
+    def known(release: str, key: str, name: str) -> bool:
+        found = table(release, name)
+        return found is not None and _has(found, key)
+
     # A key no packaged release has (a fork's own) tells no release apart: it is left out, and
     # without a key that any release has, every release stays possible.
-    keys = [(key, name) for key, name in keys if any(_known(r, key, name) for r in releases)]
+    keys = [(key, name) for key, name in keys if any(known(r, key, name) for r in releases)]
     if not keys:
         return tuple(releases)
     by_name = _by_config_name(keys)
     found = []
     for release in releases:
-        try:
-            if all(_has_all(release, name, plain, selections) for name, (plain, selections) in by_name.items()):
-                found.append(release)
-        except InputError:
-            continue
+        tabled = [(table(release, name), plain, selections) for name, (plain, selections) in by_name.items()]
+        if all(t is not None and _has_every(t, plain, selections) for t, plain, selections in tabled):
+            found.append(release)
     return tuple(found) or tuple(releases)
-
-
-def _known(release: str, key: str, name: str) -> bool:
-    try:
-        return release_has(release, key, name)
-    except InputError:
-        return False
 
 
 def _has_all(release: str, name: str, plain: list[str], selections: list[tuple[str, str]]) -> bool:
     """release_has(release, key, name) for each of `plain` keys and `selections` (group, option)."""
-    found, options = _keys_of(release, name)
+    return _has_every(_keys_of(release, name), plain, selections)
+
+
+def _has_every(table: tuple[frozenset[str], dict[str, frozenset[str]]], plain: list[str],
+               selections: list[tuple[str, str]]) -> bool:
+    found, options = table
     return found.issuperset(plain) and all(option in options.get(group, frozenset()) for group, option in selections)
 
 

@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from generator.verl.versions import parse
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class IgnoredKey:
     key: str
     since: str  # the first release known to ignore it

@@ -12,7 +12,7 @@ from generator.base.errors import InputError
 from generator.verl.constants import PPO_CONFIGS, PPO_MEGATRON_CONFIG
 from generator.verl.versions import parse
 from generator.schema.compose import ComposeError
-from generator.base.session import approx_size, current, kept
+from generator.base.session import approx_size, current_part, kept
 
 DATA_DIR = Path(__file__).resolve().parent / "data"
 DEFAULT_CONFIG = PPO_MEGATRON_CONFIG
@@ -39,7 +39,7 @@ class _Registered:
 
 def registered() -> _Registered:
     """The folders registered as schemas in the command running now."""
-    return current().part("schema.registered", _Registered)
+    return current_part("schema.registered", _Registered)
 
 
 # How a schema file writes a float JSON has no literal for (inf, nan): {"__float__": "inf"}.

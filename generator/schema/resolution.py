@@ -548,9 +548,10 @@ def _plain_keys(inv: Invocation, name: str) -> list[tuple[str, str]]:
     """(key, config name) of one call's plain `key=` overrides (group selections as
     `group=option`): the evidence script_keys collects, for a call whose config is `name`."""
     out: list[tuple[str, str]] = []
+    groups = group_keys()  # asked once per call, not once per override
     for override in inv.overrides:
         if override.key and override.op == "=" and UNKNOWN_OPEN not in override.key:
-            if override.key in group_keys() and override.value and UNKNOWN_OPEN not in override.value:
+            if override.key in groups and override.value and UNKNOWN_OPEN not in override.value:
                 out.append((f"{override.key}={override.value}", name))  # a group selection
             else:
                 out.append((override.key, name))

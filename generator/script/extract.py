@@ -25,7 +25,7 @@ MODEL_PATH = "actor_rollout_ref.model.path"
 _UNKNOWN_MARKER = re.compile(r"<\?[^>]*>")
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class PickedCall:
     invocation: Invocation
     live_calls: int  # how many live trainer calls the script has (a note when more than one)
@@ -42,7 +42,7 @@ def trainer_call(script: LaunchScript) -> PickedCall | None:
     return PickedCall((trainers or live)[0], len(live))
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Setup:
     """The recipe-level fields of one effective config; None = not known statically."""
 

@@ -27,7 +27,7 @@ _HUB_ID = re.compile(r"\b[\w.-]+/[\w.-]+\b")
 MAX_RUN = 5  # words of a path tried together (`Qwen2.5-Math-7B-Instruct` is four)
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Recognised:
     model: ModelFacts | None
     why: str  # how it was recognised, or why nothing was

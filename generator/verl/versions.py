@@ -7,6 +7,7 @@ Releases compare as tuples of ints. Rules state the first and last release they 
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import NamedTuple
 from functools import lru_cache
 
@@ -58,6 +59,24 @@ class VersionRange(NamedTuple):
         if self.first == self.last:
             return self.first
         return f"{self.first} .. {self.last}"
+
+
+def containing(ranges: Sequence[VersionRange], version: str) -> list[bool | None]:
+    """For each range, whether it holds `version` (VersionRange.contains), None where that cannot
+    be said (a version or a bound that is no release number): asked once for all the rules a
+    call might run, not once per rule."""
+    try:
+        v = parse(version)
+    except ValueError:
+        return [None] * len(ranges)
+    out: list[bool | None] = []
+    for span in ranges:
+        try:
+            out.append(not ((span.first is not None and v < parse(span.first))
+                            or (span.last is not None and v > parse(span.last))))
+        except ValueError:
+            out.append(None)
+    return out
 
 
 ALL = VersionRange()
