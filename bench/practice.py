@@ -43,6 +43,7 @@ from generator.plan.practice import (RULES, budget_holds_sequences, leaves_spare
 from generator.plan.published import practice_marks, published_budget_tokens
 from generator.plan.reference import LAYOUT_KEYS, verl_layouts
 from generator.plan.setting import Setting, nodes_for_gpus
+from generator.schema.releases import newest_release
 from generator.verl.constants import ALGORITHMS
 
 GPU = "h100"  # gen recipe's default GPU
@@ -111,8 +112,9 @@ def plan_for(model: ModelFacts, gpus: int, algo: str, pins: Pins = Pins(), evalu
     else:
         n, prompt, response = WORKLOADS.get(algo, (default_n(algo), 1024, 1024))
         response = min(response, model.max_position_embeddings - prompt)  # a model's context bounds DAPO's
+    # at the release gen recipe writes for (its memory reads that release's defaults): the plan it writes
     return plan_layout(model, gpus, nodes=nodes, gpu=spec, prompt_len=prompt, response_len=response, n=n, algo=algo,
-                       pins=pins, evaluate=evaluate, top=top)
+                       pins=pins, evaluate=evaluate, top=top, verl_version=newest_release())
 
 
 def layout_pins(c: Candidate) -> dict[str, Any]:
