@@ -2,6 +2,7 @@
 
     python bench/known_outcomes.py            # every point, the fit, the band, the library's verl examples
     python bench/known_outcomes.py --points   # the calibration points only
+    python bench/known_outcomes.py --holdout  # the points kept aside from the fit (data/memory_holdout.yaml)
 
 For each point of generator/data/memory_calibration.yaml (a run reported to work, or an OOM, with
 its public source): the peak predicted with the two fitted constants refitted without that point
@@ -62,6 +63,30 @@ def _points() -> tuple[int, float]:
     return wrong, band
 
 
+def _held_out() -> int:
+    """The points kept aside (never fitted on) judged by the model as it stands: its constants, its
+    band. A point predicted over by no more than the band is a tie, counted apart from a wrong one."""
+    from generator.plan.memory_fit import CURRENT, agrees, peak_gib
+
+    outcomes = known_outcomes(held_out=True)
+    print(f"points kept aside from the fit (data/memory_holdout.yaml), judged with OVERHEAD_GIB "
+          f"{memory.OVERHEAD_GIB:g} and STEP_TEMP_BYTES {memory.STEP_TEMP_BYTES:g}:")
+    print(f"{'point':24} {'expect':6} {'peak':>7} {'limit':>6} {'margin':>7}  verdict")
+    wrong = ties = 0
+    for o in outcomes:
+        peak = peak_gib(o, CURRENT)
+        margin = (o.usable_gib - peak) / o.usable_gib
+        if agrees(o, CURRENT):
+            mark = "ok"
+        elif o.expect == "fits" and -margin <= MEMORY_ERROR_BAND:
+            mark, ties = "tie (inside the band)", ties + 1
+        else:
+            mark, wrong = "WRONG", wrong + 1
+        print(f"{o.id:24} {o.expect:6} {peak:7.1f} {o.usable_gib:6.1f} {margin:+7.1%}  {mark}")
+    print(f"held out: {len(outcomes) - wrong - ties} agree, {wrong} wrong, {ties} inside the band")
+    return wrong
+
+
 def _library() -> int:
     from generator.library.store import load_library
     from generator.library.verdict import KNOWN_OOM_TAG, recipe_verdict, unsettled_note
@@ -98,7 +123,10 @@ def _library() -> int:
 def main() -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", action="store_true", help="the calibration points only")
+    parser.add_argument("--holdout", action="store_true", help="only the points kept aside from the fit")
     args = parser.parse_args()
+    if args.holdout:
+        return 1 if _held_out() else 0
     wrong, band = _points()
     refused = 0 if args.points else _library()
     return 1 if wrong or refused or MEMORY_ERROR_BAND != math.ceil(band * 100) / 100 else 0

@@ -3,6 +3,7 @@
     python bench/practice.py            # both parts; exit 1 when any rule is broken
     python bench/practice.py --layouts  # only verl's published layouts against ours
     python bench/practice.py --matrix   # only the recipe matrix's practice rules
+    python bench/practice.py --matrix holdout  # the hold-out matrix (bench/practice_holdout.py)
 
 1. For every row of generator/data/verl_layouts.yaml (verl's examples and docs/perf tables): the
    layout verl ran (with the script's own knobs) against the one `gen plan` chooses for the same
@@ -21,11 +22,13 @@ from __future__ import annotations
 import argparse
 import sys
 import time
+from functools import partial
 from collections import defaultdict
 from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+sys.path.insert(0, str(Path(__file__).resolve().parent))
 
 from generator.layout.candidate import Candidate
 from generator.layout.hardware import gpu_spec
@@ -40,6 +43,7 @@ from generator.plan.practice import (RULES, budget_holds_sequences, leaves_spare
 from generator.plan.published import practice_marks, published_budget_tokens
 from generator.plan.reference import LAYOUT_KEYS, verl_layouts
 from generator.plan.setting import Setting, nodes_for_gpus
+from generator.schema.releases import newest_release
 from generator.verl.constants import ALGORITHMS
 
 GPU = "h100"  # gen recipe's default GPU
@@ -99,13 +103,18 @@ def matrix() -> list[tuple[ModelFacts, int]]:
 
 
 def plan_for(model: ModelFacts, gpus: int, algo: str, pins: Pins = Pins(), evaluate: bool = False,
-             top: int = 1) -> Any:
-    spec = gpu_spec(GPU)
+             top: int = 1, gpu: str = GPU, lengths: tuple[int, int, int] | None = None) -> Any:
+    """The plan `gen recipe` makes; `lengths` (prompt, response, n), else the matrix's workload."""
+    spec = gpu_spec(gpu)
     nodes = nodes_for_gpus(gpus, spec.name, spec.gpus_per_node)[0]
-    n, prompt, response = WORKLOADS.get(algo, (default_n(algo), 1024, 1024))
-    response = min(response, model.max_position_embeddings - prompt)  # a model's context bounds DAPO's lengths
+    if lengths is not None:
+        prompt, response, n = lengths
+    else:
+        n, prompt, response = WORKLOADS.get(algo, (default_n(algo), 1024, 1024))
+        response = min(response, model.max_position_embeddings - prompt)  # a model's context bounds DAPO's
+    # at the release gen recipe writes for (its memory reads that release's defaults): the plan it writes
     return plan_layout(model, gpus, nodes=nodes, gpu=spec, prompt_len=prompt, response_len=response, n=n, algo=algo,
-                       pins=pins, evaluate=evaluate, top=top)
+                       pins=pins, evaluate=evaluate, top=top, verl_version=newest_release())
 
 
 def layout_pins(c: Candidate) -> dict[str, Any]:
@@ -114,13 +123,15 @@ def layout_pins(c: Candidate) -> dict[str, Any]:
     return out
 
 
-def check(model: ModelFacts, gpus: int, algo: str) -> list[tuple[str, str]]:
+def check(model: ModelFacts, gpus: int, algo: str, gpu: str = GPU,
+          lengths: tuple[int, int, int] | None = None) -> list[tuple[str, str]]:
     """(rule, what breaks it) for the recipe `gen recipe` plans for this model, GPUs and algorithm."""
-    plan = plan_for(model, gpus, algo, top=5)  # gen recipe's search (its default top)
+    planner = partial(plan_for, gpu=gpu, lengths=lengths)  # every plan of this check: one GPU, one workload
+    plan = planner(model, gpus, algo, top=5)  # gen recipe's search (its default top)
     best = plan.best
     if best is None:
         return [("memory-spare", "no layout fits")]
-    spec = gpu_spec(GPU)
+    spec = gpu_spec(gpu)
     per_node = min(gpus, spec.gpus_per_node)
     seq = plan.prompt_len + plan.response_len
     out: list[tuple[str, str]] = []
@@ -138,7 +149,7 @@ def check(model: ModelFacts, gpus: int, algo: str) -> list[tuple[str, str]]:
     if best.pp > 1 and best.score is not None:
         shallower = []
         for pp in sorted({1, 2, 4, 8} & set(range(1, best.pp))):
-            other = plan_for(model, gpus, algo, pins=Pins(pp=pp)).best
+            other = planner(model, gpus, algo, pins=Pins(pp=pp)).best
             if other is not None and other.fits and other.score is not None and other.pp == pp:
                 shallower.append((pp, other.score.total_s))
         setting = Setting(gpus=gpus, gpus_per_node=per_node, gpu=spec, prompt_len=plan.prompt_len,
@@ -155,7 +166,7 @@ def check(model: ModelFacts, gpus: int, algo: str) -> list[tuple[str, str]]:
         lighter = {"param": off._replace(param=False, grad=False), "optimizer": off._replace(optimizer=False),
                    "cpu_optimizer": off._replace(cpu_optimizer=False, cpu_optimizer_fraction=0.0),
                    "recompute": off}[flag]
-        other = plan_for(model, gpus, algo, evaluate=True,
+        other = planner(model, gpus, algo, evaluate=True,
                          pins=Pins(**layout_pins(best), offload=lighter,
                                    recompute=False if flag == "recompute" else best.recompute)).best
         fits_with_less = (other is not None and other.fits and other.score is not None and best.score is not None
@@ -188,18 +199,67 @@ def matrix_part() -> int:
     return total
 
 
+def holdout_part() -> int:
+    """The hold-out matrix (bench/practice_holdout.py): models, GPU counts, GPU types and workloads
+    the recipe matrix does not have, by the same rules; and `gen plan` against `gen recipe`."""
+    from generator.model import resolve_model
+    from practice_holdout import CASES, plan_cli_layout, recipe_layout, signature
+
+    print("\n3. the hold-out matrix (models the library does not package, bench/holdout_models/) against "
+          "the same rules, and gen plan against gen recipe")
+    by_rule: dict[str, list[str]] = defaultdict(list)
+    for case in CASES:
+        model = resolve_model(case.path)
+        lengths = case.lengths(model.max_position_embeddings)
+        recipe, refused = recipe_layout(case)
+        if recipe is None:
+            by_rule["refused"].append(f"{case.text()}: {refused}")
+            continue
+        try:
+            found = check(model, case.gpus, case.algo, gpu=case.gpu, lengths=lengths)
+        except Exception as err:  # a crash is a finding of the benchmark, not its end
+            by_rule["crash"].append(f"{case.text()}: {type(err).__name__}: {err}")
+            continue
+        for rule, why in found:
+            by_rule[rule].append(f"{case.text()}: {why}")
+        planned = plan_for(model, case.gpus, case.algo, gpu=case.gpu, lengths=lengths, top=5).best
+        if planned is not None and signature(layout_fields(planned)) != recipe:
+            by_rule["bench-is-recipe"].append(f"{case.text()}: the benchmark's plan {signature(layout_fields(planned))}"
+                                              f", gen recipe {recipe}")
+        plan_cli, error = plan_cli_layout(case)
+        if plan_cli != recipe:
+            by_rule["plan-is-recipe"].append(f"{case.text()}: gen plan {plan_cli or error}, gen recipe {recipe}")
+    total = 0
+    for rule in (*RULES, "plan-is-recipe", "bench-is-recipe", "refused", "crash"):
+        found = by_rule.get(rule, [])
+        total += len(found)
+        print(f"{rule:22} {len(found):4} violations")
+        for line in found:
+            print(f"    {line}")
+    print(f"{len(CASES)} hold-out recipes ({len({c.model for c in CASES})} models), {total} violations")
+    return total
+
+
+def layout_fields(c: Candidate) -> dict[str, Any]:
+    return {k: getattr(c, k) for k in ("tp", "pp", "vpp", "cp", "ep", "etp", "first_stage_layers",
+                                       "last_stage_layers", "rollout_tp")}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--layouts", action="store_true", help="only the published layouts")
-    parser.add_argument("--matrix", action="store_true", help="only the recipe matrix")
+    parser.add_argument("--matrix", nargs="?", const="library", choices=("library", "holdout"),
+                        help="only a recipe matrix: the library's (default) or the hold-out one")
     args = parser.parse_args(argv)
     start = time.perf_counter()
     both = not (args.layouts or args.matrix)
     bad = 0
     if both or args.layouts:
         bad += layouts_part()
-    if both or args.matrix:
+    if both or args.matrix == "library":
         bad += matrix_part()
+    if args.matrix == "holdout":
+        bad += holdout_part()
     print(f"({time.perf_counter() - start:.0f} s)")
     return 1 if bad else 0
 

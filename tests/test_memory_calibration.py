@@ -84,3 +84,29 @@ def test_3124_fails_in_the_step_at_both_lengths_and_the_step_does_not_depend_on_
     long, short = (evaluate_memory(point_setup(p)) for p in POINTS if p["id"].startswith("verl-3124"))
     step = [next(p for p in r.stages[0].phases if p.phase == "optimizer_step") for r in (long, short)]
     assert step[0].gib == step[1].gib and step[0].gib > long.usable_gib
+
+
+# --- the points kept aside from the fit (data/memory_holdout.yaml, bench/known_outcomes.py --holdout) ----
+
+HELD_OUT = calibration_points(held_out=True)
+
+
+def test_held_out_points_are_sourced_and_kept_out_of_the_fit():
+    assert len(HELD_OUT) >= 8
+    ids = {p["id"] for p in POINTS}
+    for point in HELD_OUT:
+        assert point["id"] not in ids and point["source"].startswith("https://") and point["reported"]
+        assert point_setup(point).model is not None
+    assert not {p["id"] for p in HELD_OUT} & {o.id for o in OUTCOMES}  # the fit never sees them
+    assert {o.id for o in known_outcomes(held_out=True)} == {p["id"] for p in HELD_OUT}
+
+
+@pytest.mark.parametrize("outcome", known_outcomes(held_out=True), ids=lambda o: o.id)
+def test_held_out_outcomes_agree_or_tie_inside_the_band(outcome):
+    """Judged with the model as it stands: a run predicted over by at most the band is a tie."""
+    from generator.plan.memory_fit import CURRENT, agrees
+
+    peak = peak_gib(outcome, CURRENT)
+    assert agrees(outcome, CURRENT) or (outcome.expect == "fits" and
+                                        peak <= outcome.usable_gib * (1 + MEMORY_ERROR_BAND)), \
+        f"{outcome.id} expected {outcome.expect}: {peak:.1f} of {outcome.usable_gib:.1f} GiB"

@@ -139,6 +139,16 @@ def test_gen_recipe_writes_verls_published_layout(model, gpus, shape, rollout_tp
     assert (c.tp, c.pp, c.ep) == shape and c.rollout_tp == rollout_tp
 
 
+def test_offload_is_not_bought_for_a_kv_cache_that_already_holds_the_batch():
+    """verl's Qwen2-7B PPO example (P1) runs TP2 PP2 with rollout TP4, no offload, at gmu 0.4. Our
+    memory model leaves the spare at gmu 0.35, where each rollout replica's KV cache still holds
+    every sequence of its step at once: that is verl's layout with no relief, not TP4 PP2 VPP2 (a
+    GRPO example's layout, chosen before to avoid the param offload a gmu of 0.5 would need)."""
+    c = recipe("qwen2-7b", 8, "ppo", response_len=512)
+    assert (c.tp, c.pp, c.vpp, c.rollout_tp) == (2, 2, None, 4)
+    assert not c.relief() and c.gpu_memory_utilization < 0.5
+
+
 # --- the planner keeps the rules on the review's cases ---------------------------------------------
 
 @pytest.mark.parametrize("model,gpus", [("moonlight-16b-a3b", 24), ("qwen2-57b-a14b", 16), ("qwen3-30b-a3b", 16),

@@ -21,9 +21,12 @@ from generator.base.resources import data_dir
 GB_PER_GIB = 2**30 / 1e9
 
 
-@lru_cache(maxsize=1)
-def calibration_points() -> tuple[dict[str, Any], ...]:
-    data = yaml.safe_load((data_dir() / "memory_calibration.yaml").read_text(encoding="utf-8"))
+@lru_cache(maxsize=2)
+def calibration_points(held_out: bool = False) -> tuple[dict[str, Any], ...]:
+    """The calibration points (the fit's), or with `held_out` the points kept aside from the fit
+    (data/memory_holdout.yaml: judged, never fitted on)."""
+    name = "memory_holdout.yaml" if held_out else "memory_calibration.yaml"
+    data = yaml.safe_load((data_dir() / name).read_text(encoding="utf-8"))
     return tuple(data["points"])
 
 
@@ -56,6 +59,7 @@ def point_outcome(point: dict[str, Any]) -> Outcome:
                    point.get("known_miss", ""), point.get("phase", ""))
 
 
-def known_outcomes() -> tuple[Outcome, ...]:
-    """Every point that judges GPU memory (host-RAM points are checked on their own)."""
-    return tuple(point_outcome(p) for p in calibration_points() if "host_gib" not in p)
+def known_outcomes(held_out: bool = False) -> tuple[Outcome, ...]:
+    """Every point that judges GPU memory (host-RAM points are checked on their own); with
+    `held_out`, the points kept aside from the fit."""
+    return tuple(point_outcome(p) for p in calibration_points(held_out) if "host_gib" not in p)

@@ -38,7 +38,7 @@ from generator.plan.workload import GIB, Workload, algo_roles
 RELIEF_WHY = "memory relief: "
 
 GMU_STEPS = (0.85, 0.8, 0.75, 0.7, 0.65, 0.6, 0.55, 0.5, 0.45, 0.4, 0.35, 0.3)
-TARGET_GMU = 0.5  # below this the KV cache is small; prefer offloading Megatron state first
+TARGET_GMU = 0.5  # below this the KV cache may be small; prefer offloading Megatron state first (_keeps_rollout)
 DYNAMIC_FROM_SEQ = 4096  # verl's long-response scripts all use dynamic batching
 DYNAMIC_FROM_PARAMS = 14e9  # ... and its scripts for models of 14B and more
 ROLLOUT_WEIGHT_SHARE = 0.6
@@ -117,6 +117,18 @@ def _evaluate(model: ModelFacts, cand: Candidate, work: Workload, s: Setting) ->
     limit = usable_gib(s.gpu.memory_gib)
     fits = all(p.gib <= _room(s) for p in memory)
     return replace(cand, memory=memory, limit_gib=limit, fits=fits)
+
+
+def _keeps_rollout(z: _Sizing, cand: Candidate) -> bool:
+    """Whether the rollout keeps what it needs at this candidate's gmu: TARGET_GMU or more, or a
+    KV cache that already holds every sequence its replica generates in a step at once (then a
+    larger gmu buys the rollout nothing, and offloading Megatron state to reach it is relief the
+    layout does not need: verl's Qwen2-7B PPO example runs TP2 PP2 at gmu 0.4, no offload)."""
+    if cand.gpu_memory_utilization >= TARGET_GMU:
+        return True
+    engine = engine_memory(z.model, cand, z.work, responses_per_step=z.s.train_batch_size * z.s.n,
+                           total_params=z.params)
+    return engine.fits and engine.resident_fraction >= 1.0
 
 
 def _room(s: Setting) -> float:
@@ -222,7 +234,7 @@ def size_layout(model: ModelFacts, layout: Layout, s: Setting, *, params: int,
 def _trim_relief(z: _Sizing, cand: Candidate, sizes: list[Size]) -> Candidate:
     """Offload and recompute only when needed (practice.relief_is_needed): the ladder stacks each
     step on the ones before, so each one the chosen rung holds is dropped again when the layout
-    still fits without it, keeps the rollout's memory (gmu ≥ TARGET_GMU) and is not estimated
+    still fits without it, keeps the rollout's memory (_keeps_rollout) and is not estimated
     slower beyond the step-time band. Tried in the ranking's order of cost (ranking.RANK_CRITERIA:
     the CPU optimizer, then recompute, then the offload flags), so a cheap step is not dropped
     first and then needed to drop a dear one: with the whole optimizer on the host, the
@@ -242,7 +254,7 @@ def _trim_relief(z: _Sizing, cand: Candidate, sizes: list[Size]) -> Candidate:
             lighter = replace(cand, offload=off._replace(cpu_optimizer=False, cpu_optimizer_fraction=0.0))
         trial, _ = _climb(z, [replace(lighter, memory=(), score=None)], sizes)
         if (trial is not None and trial.fits and trial.score is not None and cand.score is not None
-                and trial.gpu_memory_utilization >= min(TARGET_GMU, cand.gpu_memory_utilization)
+                and (trial.gpu_memory_utilization >= cand.gpu_memory_utilization or _keeps_rollout(z, trial))
                 and within_step_band(cand.score.total_s, trial.score.total_s)):
             cand = trial
     return cand
@@ -312,7 +324,8 @@ def _with_size(rung: Candidate, size: Size) -> Candidate:
 
 def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = True) -> tuple[Candidate | None, str]:
     """The first rung (cheapest relief) where the training phases fit at some size and the
-    rollout at a gmu ≥ TARGET_GMU; else the first that fits at a lower gmu; else the closest miss.
+    rollout keeps what it needs (_keeps_rollout); else the first that fits at a lower gmu; else the
+    closest miss.
 
     `quick`: settings whose training phases do not fit are dropped at the first phase over the
     limit; only a miss needs them in full (the closest one), so then the climb is done again."""
@@ -323,7 +336,7 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
     if not ok:
         closest = probe
         rungs = []
-    fallback: Candidate | None = None  # fits, but only at a gmu below TARGET_GMU
+    fallback: Candidate | None = None  # fits, but only at a gmu that starves the rollout
     for rung in rungs:
         ok, smallest = z.training_fits(_with_size(rung, sizes[-1]), quick)
         if not ok:
@@ -346,7 +359,7 @@ def _climb(z: _Sizing, rungs: list[Candidate], sizes: list[Size], quick: bool = 
                     break  # a smaller size does not change the rollout phase
             if size[0] == "token_budget":
                 sized = _widen_log_prob_budget(z.model, sized, z.work, z.s)
-            if sized.gpu_memory_utilization >= TARGET_GMU or z.pins.gpu_memory_utilization is not None:
+            if z.pins.gpu_memory_utilization is not None or _keeps_rollout(z, sized):
                 return _fastest_budget(z, z.score(sized), rung, sizes[sizes.index(size) + 1:]), ""
             fallback = fallback or sized
             break

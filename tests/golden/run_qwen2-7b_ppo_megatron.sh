@@ -6,20 +6,20 @@
 # PPO: GAE advantages from a Megatron critic with the actor's layout.
 #
 # Derived numbers for the defaults below (`gen check` recomputes them for any values):
-#   DP = GPUs / (TP*PP*CP) = 8 / (4*2*1) = 1
+#   DP = GPUs / (TP*PP*CP) = 8 / (2*2*1) = 2
 #   responses per step G = train_batch_size * n = 1024 * 1 = 1024
-#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 1 / 1 = 256 responses
+#   per-rank mini batch = ppo_mini_batch_size * n / DP = 256 * 1 / 2 = 128 responses
 #   optimizer updates per step = train_batch_size / ppo_mini_batch_size * ppo_epochs = 1024 / 256 * 1 = 4
 #   dynamic batch: token budget 6144 (update), 12288 (log-prob, ref); each * CP 1 >= prompt+response = 2048
-#   rollout: 8 GPUs / rollout TP 2 = 4 vllm replicas, gpu_memory_utilization 0.5
+#   rollout: 8 GPUs / rollout TP 4 = 2 vllm replicas, gpu_memory_utilization 0.35
 #   agent loop: G / num_workers = 1024 / 8 = 128 responses per worker
 #   offload: none
-#   predicted memory per GPU (GiB): update 43.5, optimizer_step 42.1, log_prob 41.2, rollout 74.4, weight_sync 44.7; limit 79.6 (h100, 79.6 GiB)
-#   why: DP = W / (TP·PP·CP) = 8 / (4·2·1) = 1; per-rank mini batch 256·1/1 = 256
+#   predicted memory per GPU (GiB): update 58.9, optimizer_step 52.7, log_prob 57.6, rollout 73.1, weight_sync 51.8; limit 79.6 (h100, 79.6 GiB)
+#   why: DP = W / (TP·PP·CP) = 8 / (2·2·1) = 2; per-rank mini batch 256·1/2 = 128
 #   why: memory relief: none needed
-#   why: peak 74.4 GiB in rollout of 79.6 GiB usable
-#   why: rollout TP 2: weights 7.1 GiB, KV cache 32.1 GiB per GPU
-#   why: step ~47 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
+#   why: peak 73.1 GiB in rollout of 79.6 GiB usable
+#   why: rollout TP 4: weights 3.5 GiB, KV cache 24.0 GiB per GPU
+#   why: step ~44 s estimated, responses counted at 154 of 1024 tokens expected (15% of the maximum, the published median; --mean-response-len to change)
 
 set -xeuo pipefail
 
@@ -32,11 +32,10 @@ PROJECT_NAME=${PROJECT_NAME:-verl_megatron}              # logger project
 EXPERIMENT_NAME=${EXPERIMENT_NAME:-qwen2-7b_ppo_megatron}  # logger run name
 NNODES=${NNODES:-1}                                      # nodes
 GPUS_PER_NODE=${GPUS_PER_NODE:-8}                        # GPUs per node
-TP=${TP:-4}                                              # tensor parallel
+TP=${TP:-2}                                              # tensor parallel
 PP=${PP:-2}                                              # pipeline parallel
-VPP=${VPP:-2}                                            # virtual pipeline stages per rank
-ROLLOUT_TP=${ROLLOUT_TP:-2}                              # vllm tensor parallel
-GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.5}    # vllm KV-cache share
+ROLLOUT_TP=${ROLLOUT_TP:-4}                              # vllm tensor parallel
+GPU_MEMORY_UTILIZATION=${GPU_MEMORY_UTILIZATION:-0.35}   # vllm KV-cache share
 PARAM_OFFLOAD=${PARAM_OFFLOAD:-False}                    # params+grads to CPU between phases
 OPTIMIZER_OFFLOAD=${OPTIMIZER_OFFLOAD:-False}            # Adam state to CPU between phases
 TRAIN_BATCH_SIZE=${TRAIN_BATCH_SIZE:-1024}               # prompts per step
@@ -68,7 +67,6 @@ python3 -m verl.trainer.main_ppo \
     actor_rollout_ref.actor.ppo_max_token_len_per_gpu="${ACTOR_TOKEN_BUDGET}" \
     actor_rollout_ref.actor.megatron.tensor_model_parallel_size="${TP}" \
     actor_rollout_ref.actor.megatron.pipeline_model_parallel_size="${PP}" \
-    actor_rollout_ref.actor.megatron.virtual_pipeline_model_parallel_size="${VPP}" \
     actor_rollout_ref.actor.megatron.param_offload="${PARAM_OFFLOAD}" \
     actor_rollout_ref.actor.megatron.optimizer_offload="${OPTIMIZER_OFFLOAD}" \
     actor_rollout_ref.actor.use_kl_loss=False \
@@ -91,7 +89,6 @@ python3 -m verl.trainer.main_ppo \
     critic.forward_max_token_len_per_gpu="${LOG_PROB_TOKEN_BUDGET}" \
     critic.megatron.tensor_model_parallel_size="${TP}" \
     critic.megatron.pipeline_model_parallel_size="${PP}" \
-    critic.megatron.virtual_pipeline_model_parallel_size="${VPP}" \
     critic.megatron.param_offload="${PARAM_OFFLOAD}" \
     critic.megatron.optimizer_offload="${OPTIMIZER_OFFLOAD}" \
     algorithm.adv_estimator=gae \
