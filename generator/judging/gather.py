@@ -10,6 +10,8 @@ model's facts (its config.json) and the memory verdict are the caller's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from generator.config.types import Config
 from generator.config.forks import batch_settings, fork_code
 from generator.reading.launch_script import Invocation, LaunchScript
@@ -56,7 +58,23 @@ def _fork_checks(config: Config) -> ForkChecks:
                                         lambda: trainer_asserts_mini_within_train(package)) if needed else None,
         rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
                                                    lambda: rollout_checks_batched_tokens(package)),
-        trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)))
+        trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)),
+        choices_named=_choices_named(config, package))
+
+
+def _choices_named(config: Config, package: Path) -> frozenset[str] | None:
+    """The call's values of closed-list keys that verl's list lacks and the fork's code names; the
+    fork is read only when there is such a value."""
+    from generator.verl.constants import CHOICES
+
+    outside = frozenset(v for key, allowed in CHOICES.items()
+                        if isinstance(v := config.values.get(key), str) and v not in allowed)
+    if not outside:
+        return frozenset()
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import fork_names_values
+
+    return remembered(("fork_names_values", package, outside), lambda: fork_names_values(package, outside))
 
 
 def _mini_may_exceed_train(config: Config) -> bool:

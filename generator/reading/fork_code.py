@@ -336,3 +336,48 @@ def _dotted_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+# Where verl checks and dispatches on a closed list of values (generator.verl.constants.CHOICES):
+# its config dataclasses (workers/config/, 0.5+), the trainer's own check (ray_trainer.py before
+# that) and the functions that dispatch on the value (trainer/ppo/core_algos.py agg_loss, the
+# actors, the engines); utils/config.py's validate_config.
+_CHOICE_FOLDERS = (("trainer",), ("workers",), ("utils", "config.py"))
+_CHOICE_FILES_MAX = 600
+
+
+def fork_names_values(package: Path, values: frozenset[str]) -> frozenset[str] | None:
+    """Which of `values` the Python code of a project's verl package names as a string literal
+    where verl checks and dispatches on its closed lists: a fork that added a loss_agg_mode names it
+    in its check and in the `elif mode == "..."` that implements it. None when the code cannot be
+    read conclusively (no such files, or more than the budget): the fork may accept any of them
+    (issue 34: `token-mean-weighted` called invalid where the fork's ActorConfig accepts it)."""
+    if not values:
+        return frozenset()
+    paths: list[Path] = []
+    for parts in _CHOICE_FOLDERS:
+        where = package.joinpath(*parts)
+        try:
+            if where.is_file():
+                paths.append(where)
+            elif where.is_dir():
+                paths.extend(p for p in sorted(where.rglob("*.py")) if "tests" not in p.relative_to(where).parts)
+        except OSError:
+            return None
+        if len(paths) > _CHOICE_FILES_MAX:
+            return None
+    literals = {v: re.compile("[\"']" + re.escape(v) + "[\"']") for v in values}
+    named: set[str] = set()
+    read_any = False
+    for path in paths:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except InputError:
+            return None  # a file over the limit may hold the check: no conclusion
+        except OSError:
+            continue
+        read_any = True
+        named |= {v for v, pattern in literals.items() if v not in named and pattern.search(text)}
+        if len(named) == len(values):
+            break
+    return frozenset(named) if read_any else None

@@ -109,6 +109,9 @@ class ForkChecks(NamedTuple):
     trainer_asserts_mini: bool | None = None  # the train batch against the actor's mini batch (A6)
     rollout_compares_batched_tokens: bool | None = None  # the rollout's chunked-prefill check (VR507)
     trainer_reads_val_only: bool | None = None  # fit() stops after validation on trainer.val_only
+    # Of the call's values of a closed-list key (verl.constants.CHOICES) outside verl's list, those
+    # the fork's code names (its check accepts them); None: no fork code, or not read conclusively.
+    choices_named: frozenset[str] | None = None
 
 
 class Context(NamedTuple):

@@ -1,0 +1,83 @@
+"""A value outside verl's closed list (loss_agg_mode, megatron dtype, router_replay mode) is an
+error only on the evidence of the user's own verl (issue 34): a vendored fork whose check and
+dispatch name the value accepts it, a fork that names it nowhere refuses it, and without a fork
+verl's release list judges."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from generator.judging import check_script
+from generator.reading.fork_code import fork_names_values
+from generator.reading.shell.script_reader import read_script
+from generator.schema.resolution import resolve_script
+
+YAML = """actor_rollout_ref:
+  actor:
+    strategy: fsdp
+    ppo_mini_batch_size: 16
+    loss_agg_mode: token-mean
+  rollout:
+    name: vllm
+    n: 1
+data:
+  train_batch_size: 64
+trainer:
+  n_gpus_per_node: 8
+  nnodes: 1
+"""
+
+# A fork that added a mode: its dataclass check lists it and its aggregation dispatches on it.
+ACCEPTING = '''class ActorConfig:
+    def __post_init__(self):
+        valid = ("token-mean", "seq-mean-token-sum", "token-mean-weighted")
+        if self.loss_agg_mode not in valid:
+            raise ValueError(f"Invalid loss_agg_mode: {self.loss_agg_mode}")
+'''
+CORE = '''def agg_loss(loss_mat, loss_mask, loss_agg_mode):
+    if loss_agg_mode == "token-mean":
+        return loss_mat.sum()
+    elif loss_agg_mode == 'token-mean-weighted':
+        return loss_mat.mean()
+    raise ValueError(loss_agg_mode)
+'''
+PLAIN = ACCEPTING.replace(', "token-mean-weighted"', "")
+RUN = "python3 -m verl.trainer.main_ppo actor_rollout_ref.actor.loss_agg_mode=token-mean-weighted\n"
+
+
+def _project(tmp_path: Path, code: dict[str, str], vendored: bool = True) -> Path:
+    project = tmp_path / "proj"
+    files = {".git/HEAD": "", "run.sh": RUN}
+    if vendored:
+        files |= {"verl/trainer/config/ppo_trainer.yaml": YAML, "verl/version/version": "0.6.1\n", **code}
+    for name, text in files.items():
+        (project / name).parent.mkdir(parents=True, exist_ok=True)
+        (project / name).write_text(text)
+    return project
+
+
+def _vx908(project: Path) -> list[str]:
+    path = project / "run.sh"
+    script = read_script(path.read_bytes(), str(path))
+    results = check_script(script, resolution=resolve_script(script, str(path)))
+    return [f.severity for _i, _c, findings in results for f in findings if f.code == "VX908"]
+
+
+def test_the_fork_names_the_value_where_it_checks_and_dispatches(tmp_path: Path) -> None:
+    package = _project(tmp_path, {"verl/workers/config/actor.py": ACCEPTING,
+                                  "verl/trainer/ppo/core_algos.py": CORE}) / "verl"
+    assert fork_names_values(package, frozenset({"token-mean-weighted", "other"})) == {"token-mean-weighted"}
+    assert fork_names_values(tmp_path / "nowhere", frozenset({"x"})) is None  # nothing read: no conclusion
+
+
+def test_a_mode_the_forks_own_check_accepts_is_no_error(tmp_path: Path) -> None:
+    assert _vx908(_project(tmp_path, {"verl/workers/config/actor.py": ACCEPTING,
+                                      "verl/trainer/ppo/core_algos.py": CORE})) == []
+
+
+def test_a_mode_the_forks_code_names_nowhere_is_an_error(tmp_path: Path) -> None:
+    assert _vx908(_project(tmp_path, {"verl/workers/config/actor.py": PLAIN})) == ["error"]
+
+
+def test_without_a_fork_verls_release_list_judges(tmp_path: Path) -> None:
+    assert _vx908(_project(tmp_path, {}, vendored=False)) == ["error"]
