@@ -22,9 +22,14 @@ YAML = """actor_rollout_ref:
     n: 1
 data:
   train_batch_size: 64
+critic:
+  enable: null
+algorithm:
+  adv_estimator: gae
 trainer:
   n_gpus_per_node: 8
   nnodes: 1
+  critic_warmup: 0
 """
 
 # A fork that added a mode: its dataclass check lists it and its aggregation dispatches on it.
@@ -81,3 +86,43 @@ def test_a_mode_the_forks_code_names_nowhere_is_an_error(tmp_path: Path) -> None
 
 def test_without_a_fork_verls_release_list_judges(tmp_path: Path) -> None:
     assert _vx908(_project(tmp_path, {}, vendored=False)) == ["error"]
+
+
+# --- trainer.critic_warmup under an algorithm without a critic (VX919) ------------------------------
+
+VERL_GATE = '''class RayPPOTrainer:
+    def fit(self):
+        if self.use_critic:
+            self.critic_wg.update_critic(batch)
+        if self.config.trainer.critic_warmup <= self.global_steps:
+            self.actor_rollout_wg.update_actor(batch)
+'''
+# A fork that warms up a head of its own while the actor waits: it gates more than the actor by it.
+OWN_GATE = VERL_GATE.replace("        if self.use_critic:\n",
+                             "        if self.use_critic and self.config.trainer.critic_warmup <= self.global_steps:\n")
+WARMUP_RUN = "python3 -m verl.trainer.main_ppo algorithm.adv_estimator=grpo trainer.critic_warmup=20\n"
+
+
+def _vx919(tmp_path: Path, trainer: str) -> list[tuple[str, str]]:
+    project = _project(tmp_path, {"verl/trainer/ppo/ray_trainer.py": trainer})
+    (project / "run.sh").write_text(WARMUP_RUN)
+    path = project / "run.sh"
+    script = read_script(path.read_bytes(), str(path))
+    results = check_script(script, resolution=resolve_script(script, str(path)))
+    return [(f.severity, f.message) for _i, _c, findings in results for f in findings if f.code == "VX919"]
+
+
+def test_critic_warmup_on_a_fork_that_gates_the_actor_as_verl_does_is_a_warning(tmp_path: Path) -> None:
+    ((severity, message),) = _vx919(tmp_path, VERL_GATE)
+    assert severity == "warning" and "those steps train nothing" in message
+
+
+def test_critic_warmup_on_a_fork_that_uses_it_its_own_way_is_info_naming_the_code(tmp_path: Path) -> None:
+    ((severity, message),) = _vx919(tmp_path, OWN_GATE)
+    assert severity == "info"
+    assert "trainer/ppo/ray_trainer.py:3" in message and "self.use_critic and" in message
+
+
+def test_critic_warmup_on_a_fork_whose_trainer_never_reads_it_is_info(tmp_path: Path) -> None:
+    ((severity, message),) = _vx919(tmp_path, "class RayPPOTrainer:\n    def fit(self):\n        pass\n")
+    assert severity == "info" and "never reads it" in message

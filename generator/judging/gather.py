@@ -59,7 +59,20 @@ def _fork_checks(config: Config) -> ForkChecks:
         rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
                                                    lambda: rollout_checks_batched_tokens(package)),
         trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)),
-        choices_named=_choices_named(config, package))
+        choices_named=_choices_named(config, package),
+        critic_warmup_departure=_critic_warmup_departure(config, package))
+
+
+def _critic_warmup_departure(config: Config, package: Path) -> str | None:
+    """How the fork's trainer departs from verl's use of trainer.critic_warmup, read only for a call
+    that sets a positive warmup (VX919 is the one rule that asks)."""
+    warmup = config.values.get("trainer.critic_warmup")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup <= 0:
+        return None
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import critic_warmup_departure
+
+    return remembered(("critic_warmup_departure", package), lambda: critic_warmup_departure(package))
 
 
 def _choices_named(config: Config, package: Path) -> frozenset[str] | None:

@@ -381,3 +381,56 @@ def fork_names_values(package: Path, values: frozenset[str]) -> frozenset[str] |
         if len(named) == len(values):
             break
     return frozenset(named) if read_any else None
+
+
+def critic_warmup_departure(package: Path) -> str | None:
+    """Where a project's verl trainer reads trainer.critic_warmup other than as verl's gate of the
+    actor update (`if self.config.trainer.critic_warmup <= self.global_steps:` alone, whose body
+    updates the actor): 'FILE:LINE (`code`)', or 'nowhere' when its trainer code never reads the
+    key; None when every read is verl's gate or there is no trainer code to read. A fork that
+    gates something else by it (issue 34: a contrastive head trained during the actor's warmup)
+    does not follow verl's meaning, so "those steps train nothing" rests on an assumption."""
+    trainer = package / "trainer"
+    files, _ = _files([trainer])
+    read_any, departure, gates = False, None, 0
+    for path in files:
+        try:
+            data = read_input(path, limit=SCRIPT_LIMIT, what="project verl file")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if b"critic_warmup" not in data:
+            continue
+        try:
+            tree = checked_tree(data, str(path))
+        except InputError:
+            continue
+        where = str(path.relative_to(package))
+        found, n = _warmup_reads(tree, data.decode("utf-8", "replace"), where)
+        gates += n
+        departure = departure or found
+    if departure is not None:
+        return departure
+    return "nowhere" if read_any and gates == 0 else None
+
+
+def _warmup_reads(tree: ast.AST, text: str, where: str) -> tuple[str | None, int]:
+    """(the first read of critic_warmup that is not verl's actor gate, the number of gates)."""
+    gate_tests: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_warmup_gate(node.test) and "actor" in ast.unparse(node).lower():
+            gate_tests.add(id(node.test.left))  # type: ignore[attr-defined]
+    for node in ast.walk(tree):
+        named = (isinstance(node, ast.Attribute) and node.attr == "critic_warmup") or \
+            (isinstance(node, ast.Constant) and node.value == "critic_warmup")
+        if named and id(node) not in gate_tests:
+            line = getattr(node, "lineno", 0)
+            code = text.splitlines()[line - 1].strip()[:80] if 0 < line <= len(text.splitlines()) else ""
+            return f"{where}:{line} (`{code}`)", len(gate_tests)
+    return None, len(gate_tests)
+
+
+def _is_warmup_gate(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.LtE)
+            and _dotted_name(test.left).endswith("trainer.critic_warmup")
+            and _dotted_name(test.comparators[0]).endswith("global_steps"))

@@ -112,6 +112,9 @@ class ForkChecks(NamedTuple):
     # Of the call's values of a closed-list key (verl.constants.CHOICES) outside verl's list, those
     # the fork's code names (its check accepts them); None: no fork code, or not read conclusively.
     choices_named: frozenset[str] | None = None
+    # Where the fork's trainer reads trainer.critic_warmup other than as verl's actor gate, read only
+    # for a call that sets a warmup (None: like verl, or no fork trainer to read).
+    critic_warmup_departure: str | None = None
 
 
 class Context(NamedTuple):

@@ -254,9 +254,18 @@ def critic_warmup_without_critic(ctx: Context) -> Iterator[Finding]:
     if not warmup or warmup <= 0 or view.critic_used is not False or not view.explicit(key):
         return
     estimator = view.str("algorithm.adv_estimator") or "?"
-    yield ctx_finding(critic_warmup_without_critic, view, (key,),
-                      f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
-                      f"updated before global step {warmup}, so those steps train nothing",
+    message = (f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
+               f"updated before global step {warmup}, so those steps train nothing")
+    departure = ctx.fork_checks.critic_warmup_departure
+    if departure is not None:
+        # The fork's trainer does not use the key as verl does: what those steps do is its code's.
+        where = ("never reads it" if departure == "nowhere"
+                 else f"reads it other than as verl's gate of the actor update, at {departure}")
+        yield ctx_finding(critic_warmup_without_critic, view, (key,),
+                          f"{message}, if the project's verl uses it as verl does; its trainer {where}: "
+                          "whether anything trains before that step is that code's to say", severity="info")
+        return
+    yield ctx_finding(critic_warmup_without_critic, view, (key,), message,
                       fix=Fix(f"set {key}=0", (KeyEdit(key, warmup, 0),), "unsafe"))
 
 
