@@ -126,3 +126,45 @@ def test_critic_warmup_on_a_fork_that_uses_it_its_own_way_is_info_naming_the_cod
 def test_critic_warmup_on_a_fork_whose_trainer_never_reads_it_is_info(tmp_path: Path) -> None:
     ((severity, message),) = _vx919(tmp_path, "class RayPPOTrainer:\n    def fit(self):\n        pass\n")
     assert severity == "info" and "never reads it" in message
+
+
+# --- rollout.mode=sync on a development fork of 0.7 (VR508) ---------------------------------------
+
+SYNC_YAML = YAML.replace("    name: vllm\n", "    name: vllm\n    mode: sync\n")
+REFUSING = '''class RolloutConfig:
+    def __post_init__(self):
+        if self.mode == "sync":
+            raise ValueError("Rollout mode 'sync' has been removed")
+'''
+RUNNING = '''class RolloutConfig:
+    mode: str = "sync"
+'''
+# A recipe config over the fork's own (verl's dapo layout): its defaults are the fork's.
+RECIPE_YAML = "hydra:\n  searchpath:\n    - file://verl/trainer/config\ndefaults:\n  - ppo_trainer\n  - _self_\n"
+
+
+def _vr508(tmp_path: Path, rollout_code: str | None, run: str, default: str = "sync") -> list[str]:
+    code = {"verl/workers/config/rollout.py": rollout_code} if rollout_code is not None else {}
+    project = _project(tmp_path, {**code, "recipe/x/config/x_trainer.yaml": RECIPE_YAML})
+    (project / "verl/trainer/config/ppo_trainer.yaml").write_text(SYNC_YAML.replace("mode: sync", f"mode: {default}"))
+    (project / "verl/version/version").write_text("0.7.0.dev\n")
+    (project / "run.sh").write_text(run)
+    path = project / "run.sh"
+    script = read_script(path.read_bytes(), str(path))
+    results = check_script(script, resolution=resolve_script(script, str(path)))
+    return [f.severity for _i, _c, findings in results for f in findings if f.code == "VR508"]
+
+
+def test_sync_set_on_a_fork_whose_rollout_config_refuses_it_is_an_error(tmp_path: Path) -> None:
+    run = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.mode=sync\n"
+    assert _vr508(tmp_path, REFUSING, run, default="async") == ["error"]
+
+
+def test_sync_on_a_fork_whose_rollout_config_runs_it_is_no_error(tmp_path: Path) -> None:
+    run = "python3 -m verl.trainer.main_ppo actor_rollout_ref.rollout.mode=sync\n"
+    assert _vr508(tmp_path, RUNNING, run, default="async") == []
+
+
+def test_sync_never_set_and_defaulted_by_the_forks_own_config_is_no_error(tmp_path: Path) -> None:
+    run = "python3 -m recipe.x.main_x --config-path=config --config-name=x_trainer data.train_batch_size=64\n"
+    assert _vr508(tmp_path, None, run) == []

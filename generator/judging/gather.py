@@ -47,8 +47,8 @@ def _fork_checks(config: Config) -> ForkChecks:
     if package is None:
         return ForkChecks()
     from generator.base.folder_memo import remembered
-    from generator.reading.fork_code import (rollout_checks_batched_tokens, trainer_asserts_mini_within_train,
-                                             trainer_reads_val_only)
+    from generator.reading.fork_code import (rollout_checks_batched_tokens, rollout_refuses_sync,
+                                             trainer_asserts_mini_within_train, trainer_reads_val_only)
 
     # Parsing a fork's trainer for the A6 assert costs ~0.4 s; the rules ask only where the actor's
     # mini batch exceeds the train batch, so a call whose values rule that out is not read for it.
@@ -60,7 +60,9 @@ def _fork_checks(config: Config) -> ForkChecks:
                                                    lambda: rollout_checks_batched_tokens(package)),
         trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)),
         choices_named=_choices_named(config, package),
-        critic_warmup_departure=_critic_warmup_departure(config, package))
+        critic_warmup_departure=_critic_warmup_departure(config, package),
+        rollout_refuses_sync=remembered(("rollout_refuses_sync", package), lambda: rollout_refuses_sync(package))
+        if config.values.get("actor_rollout_ref.rollout.mode") == "sync" else None)
 
 
 def _critic_warmup_departure(config: Config, package: Path) -> str | None:

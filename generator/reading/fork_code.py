@@ -434,3 +434,38 @@ def _is_warmup_gate(test: ast.expr) -> bool:
     return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.LtE)
             and _dotted_name(test.left).endswith("trainer.critic_warmup")
             and _dotted_name(test.comparators[0]).endswith("global_steps"))
+
+
+# verl 0.7.0 refuses the sync rollout in its RolloutConfig (workers/config/rollout.py @v0.7.0:
+# `if self.mode == "sync": raise ValueError(...)`); a development fork of 0.7 from before that
+# still defaults to it and runs it.
+_CONFIG_FOLDER = ("workers", "config")
+
+
+def rollout_refuses_sync(package: Path) -> bool | None:
+    """Whether a project's verl config classes raise on rollout mode "sync" (an `if` comparing a
+    `mode` with "sync" whose body raises); None when there are no such classes to read."""
+    files, _ = _files([package.joinpath(*_CONFIG_FOLDER)])
+    read_any = False
+    for path in files:
+        try:
+            data = read_input(path, limit=SCRIPT_LIMIT, what="project verl file")
+            tree = checked_tree(data, str(path))
+        except (InputError, OSError):
+            continue
+        read_any = True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and _compares_mode_with_sync(node.test) \
+                    and any(isinstance(n, ast.Raise) for stmt in node.body for n in ast.walk(stmt)):
+                return True
+    return False if read_any else None
+
+
+def _compares_mode_with_sync(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = (node.left, node.comparators[0])
+            if any(isinstance(s, ast.Constant) and s.value == "sync" for s in sides) and \
+                    any(_dotted_name(s).endswith("mode") for s in sides):
+                return True
+    return False

@@ -115,6 +115,7 @@ class ForkChecks(NamedTuple):
     # Where the fork's trainer reads trainer.critic_warmup other than as verl's actor gate, read only
     # for a call that sets a warmup (None: like verl, or no fork trainer to read).
     critic_warmup_departure: str | None = None
+    rollout_refuses_sync: bool | None = None  # its RolloutConfig raises on mode "sync" (0.7.0's A24)
 
 
 class Context(NamedTuple):
