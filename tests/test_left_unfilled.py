@@ -63,3 +63,14 @@ def test_tags_and_special_tokens_are_not_placeholders() -> None:
     assert not _placeholder_findings('"+data.think_start_tag=\'<think>\'"')  # a bare tag where the key names one
     assert _placeholder_findings('"actor_rollout_ref.model.path=\'<model>\'"')  # a bare <word> elsewhere is a blank
     assert _placeholder_findings('"+data.stop_tag=\'<your_path>\'"')
+
+
+def test_a_tag_table_in_a_structured_value_is_not_a_placeholder() -> None:
+    # A tag:colour configuration string: angle-bracketed words inside a structured value are tags.
+    table = "export HIGHLIGHT_CONFIGS='<search>:0,0,255;</search>:0,0,255;<information>:255,0,0'\n"
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\n" + table)
+    assert not _placeholder_findings('"+data.template=\'<think>:1;<answer>:2\'"')
+    # A blank in a path, a whole value, or the head of a path list still is one.
+    assert _placeholder_findings('"data.train_files=\'<data_dir>/train.parquet\'"')
+    assert _placeholder_findings('"data.train_files=\'/mnt/<user>/train.parquet\'"')
+    assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport PYTHONPATH='<verl_root>':$PYTHONPATH\n")

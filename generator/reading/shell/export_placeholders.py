@@ -89,7 +89,9 @@ def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable
             text = value.strip("'\"")
             if re.match(r"\$\{" + re.escape(name) + r":?-", text):
                 continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
-            shaped = (is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
+            head, colon, rest = text.partition(":")
+            path_list = colon and (not rest or rest.startswith(("$", "/")))  # `<your_path>:$PYTHONPATH`
+            shaped = (is_placeholder(text) or (path_list and is_placeholder(head)) or _YOUR_PHRASE.fullmatch(text)
                       or _names_itself(name, text))
             if (name in reported or not shaped
                     or not _consumed_by_programs(name) and has_calls and (

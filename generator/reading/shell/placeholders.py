@@ -24,7 +24,9 @@ _PART = re.compile(
     r"|(?i:(?:^|[^\w.])x{2,3}(?:\.x{1,3}){3}(?![\w.]))"  # xx.xx.xx.xx (host), in a URL too
     r"|(?:_YOU_SELECT\b|\bYOU_SELECT\b)"               # TASK_NAME_YOU_SELECT
     r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
-    r"|(?:<[A-Za-z_][\w .-]*>)"                          # <your_path_to_ARPO>/scripts/config
+    # <your_path_to_ARPO>/scripts/config, --model=<model>: a word of its own or a path part, not a
+    # tag inside a structured value (`<search>:0,0,255;</search>:…`, a tag:colour table)
+    r"|(?:(?:^|[\s/='\"@:])<[A-Za-z_][\w .-]*>(?=$|[/\s'\"._-]))"
     r"|(?:(?:^|[\s/\['\"])YOUR[ _]+[A-Z])"            # YOUR HOME DIR/data, ['YOUR SFT_MODEL_PATH']
 )
 # Logger labels: any text is a valid name.
