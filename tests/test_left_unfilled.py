@@ -74,3 +74,33 @@ def test_a_tag_table_in_a_structured_value_is_not_a_placeholder() -> None:
     assert _placeholder_findings('"data.train_files=\'<data_dir>/train.parquet\'"')
     assert _placeholder_findings('"data.train_files=\'/mnt/<user>/train.parquet\'"')
     assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport PYTHONPATH='<verl_root>':$PYTHONPATH\n")
+
+
+def test_placeholder_shapes_in_paths_and_phrases_are_reported() -> None:
+    assert _placeholder_findings("data.train_files=/data/Your_custom_Training_data.parquet")
+    assert _placeholder_findings("custom_reward_function.path=/.../proj/verl/utils/reward_score/r.py")
+    # a quoted phrase for the user to replace, through a variable
+    text = ('CKPT="Your Checkpoint Directory"\npython3 -m verl.trainer.main_ppo data.train_batch_size=64 '
+            'trainer.default_local_dir="$CKPT"\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    assert [f.line for _i, _c, fs in results for f in fs if f.code == "VS714"] == [2]
+    # real values that only resemble the shapes
+    assert not _placeholder_findings("data.train_files=/data/yourdata.parquet")
+    assert not _placeholder_findings('"+data.system_prompt=\'Your task is to solve the problem step by step now\'"')
+
+
+def test_a_placeholder_root_reaching_a_path_with_an_unknown_part_is_reported() -> None:
+    # The part the script wrote is a blank, whatever the argument fills in after it.
+    text = ('ROOT=/path/to/your/root\npython3 -m verl.trainer.main_ppo data.train_batch_size=64 '
+            'data.train_files=$ROOT/datasets/$1/train.parquet data.val_files=$ROOT/datasets/$1/test.parquet\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    (message,) = [f.message for _i, _c, fs in results for f in fs if f.code == "VS714"]
+    assert "data.train_files=/path/to/your/root/datasets/$1/train.parquet" in message
+    assert "also reaches data.val_files" in message
+
+
+def test_a_placeholder_assigned_then_exported_by_name_is_reported() -> None:
+    before = "MODEL_PATH=Qwen/Qwen2.5-7B\nWANDB_DIR='Your Wandb Log Directory'\nexport WANDB_DIR\n"
+    severity, message = _found(before)["VS714"]
+    assert severity == "warning" and "WANDB_DIR='Your Wandb Log Directory'" in message
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nWANDB_DIR=/tmp/wandb\nexport WANDB_DIR\n")
