@@ -74,6 +74,7 @@ def test_a_tag_table_in_a_structured_value_is_not_a_placeholder() -> None:
     assert _placeholder_findings('"data.train_files=\'<data_dir>/train.parquet\'"')
     assert _placeholder_findings('"data.train_files=\'/mnt/<user>/train.parquet\'"')
     assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport PYTHONPATH='<verl_root>':$PYTHONPATH\n")
+    assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport JUDGE_ADDRESS=\"<JUDGE_SERVER_IP>:8000\"\n")
 
 
 def test_placeholder_shapes_in_paths_and_phrases_are_reported() -> None:

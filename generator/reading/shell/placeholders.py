@@ -28,9 +28,9 @@ _PART = re.compile(
     r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
     r"|(?i:/your[_-]\w+\.\w+\Z)"                        # /data/Your_custom_Training_data.parquet
     r"|(?:(?:^|[\s=:'\"/])\.\.\./)"                        # /.../proj/reward.py: a path with its middle elided
-    # <your_path_to_ARPO>/scripts/config, --model=<model>: a word of its own or a path part, not a
+    # <your_path_to_ARPO>/scripts/config, --model=<model>, <HOST>:8000: a word, path part or host of its own, not a
     # tag inside a structured value (`<search>:0,0,255;</search>:…`, a tag:colour table)
-    r"|(?:(?:^|[\s/='\"@:])<[A-Za-z_][\w .-]*>(?=$|[/\s'\"._-]))"
+    r"|(?:(?:^|[\s/='\"@:])<[A-Za-z_][\w .-]*>(?=$|[/\s'\"._-]|:\d+(?:[/\s'\"]|$)))"  # <HOST_IP>:8000 too
     r"|(?:(?:^|[\s/\['\"])YOUR[ _]+[A-Z])"            # YOUR HOME DIR/data, ['YOUR SFT_MODEL_PATH']
 )
 # Logger labels: any text is a valid name.
