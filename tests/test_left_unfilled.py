@@ -105,3 +105,13 @@ def test_a_placeholder_assigned_then_exported_by_name_is_reported() -> None:
     severity, message = _found(before)["VS714"]
     assert severity == "warning" and "WANDB_DIR='Your Wandb Log Directory'" in message
     assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nWANDB_DIR=/tmp/wandb\nexport WANDB_DIR\n")
+
+
+def test_one_placeholder_reaching_two_values_with_unknown_parts_is_one_finding() -> None:
+    # The command substitutions are unknown, not blanks: the one thing to fill in is $LOGS.
+    text = ('LOGS=/path/to/log_dir\nA=$LOGS/val/$(date +%s)\nB=$LOGS/traj/$(date +%s)\n'
+            'python3 -m verl.trainer.main_ppo data.train_batch_size=64 trainer.validation_data_dir="$A" '
+            '+actor_rollout_ref.rollout.multi_turn.dump_dir="$B"\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    (message,) = [f.message for _i, _c, fs in results for f in fs if f.code == "VS714"]
+    assert "also reaches actor_rollout_ref.rollout.multi_turn.dump_dir" in message

@@ -259,7 +259,8 @@ def _placeholder_origins(f: Field, value: list[Piece]) -> tuple[tuple[str | None
     variable's definition) are written, once each, in order."""
     origins: dict[tuple[str | None, int], None] = {}
     for p in value:
-        if p.a is not None and not (p.path == f.path and f.word_a <= p.a < f.word_b) and is_placeholder(p.text):
+        if p.a is not None and not p.unknown and not (p.path == f.path and f.word_a <= p.a < f.word_b) \
+                and is_placeholder(p.text):
             origins[(p.path, p.a)] = None
     return tuple(origins)
 
@@ -518,9 +519,10 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
 def _left_to_fill_in(ov: Override) -> bool:
     """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
     return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and not is_markup(ov.value, ov.key)
-            and (is_placeholder(ov.value) or _named_after_its_variable(ov))
+            # an unknown part (`<?$1>`) is no blank of the script's own
+            and (is_placeholder(_ANY_MARKER.sub("0", ov.value)) or _named_after_its_variable(ov))
             # one Hydra cannot parse is VK606's (an unknown part stands for a plain word here)
-            and parse_override(_ANY_MARKER.sub("x", ov.text)).error is None)
+            and parse_override(_ANY_MARKER.sub("0", ov.text)).error is None)
 
 
 _ANY_MARKER = re.compile(r"<\?[^<>]*>")
