@@ -63,3 +63,55 @@ def test_tags_and_special_tokens_are_not_placeholders() -> None:
     assert not _placeholder_findings('"+data.think_start_tag=\'<think>\'"')  # a bare tag where the key names one
     assert _placeholder_findings('"actor_rollout_ref.model.path=\'<model>\'"')  # a bare <word> elsewhere is a blank
     assert _placeholder_findings('"+data.stop_tag=\'<your_path>\'"')
+
+
+def test_a_tag_table_in_a_structured_value_is_not_a_placeholder() -> None:
+    # A tag:colour configuration string: angle-bracketed words inside a structured value are tags.
+    table = "export HIGHLIGHT_CONFIGS='<search>:0,0,255;</search>:0,0,255;<information>:255,0,0'\n"
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\n" + table)
+    assert not _placeholder_findings('"+data.template=\'<think>:1;<answer>:2\'"')
+    # A blank in a path, a whole value, or the head of a path list still is one.
+    assert _placeholder_findings('"data.train_files=\'<data_dir>/train.parquet\'"')
+    assert _placeholder_findings('"data.train_files=\'/mnt/<user>/train.parquet\'"')
+    assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport PYTHONPATH='<verl_root>':$PYTHONPATH\n")
+    assert "VS714" in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nexport JUDGE_ADDRESS=\"<JUDGE_SERVER_IP>:8000\"\n")
+
+
+def test_placeholder_shapes_in_paths_and_phrases_are_reported() -> None:
+    assert _placeholder_findings("data.train_files=/data/Your_custom_Training_data.parquet")
+    assert _placeholder_findings("custom_reward_function.path=/.../proj/verl/utils/reward_score/r.py")
+    # a quoted phrase for the user to replace, through a variable
+    text = ('CKPT="Your Checkpoint Directory"\npython3 -m verl.trainer.main_ppo data.train_batch_size=64 '
+            'trainer.default_local_dir="$CKPT"\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    assert [f.line for _i, _c, fs in results for f in fs if f.code == "VS714"] == [2]
+    # real values that only resemble the shapes
+    assert not _placeholder_findings("data.train_files=/data/yourdata.parquet")
+    assert not _placeholder_findings('"+data.system_prompt=\'Your task is to solve the problem step by step now\'"')
+
+
+def test_a_placeholder_root_reaching_a_path_with_an_unknown_part_is_reported() -> None:
+    # The part the script wrote is a blank, whatever the argument fills in after it.
+    text = ('ROOT=/path/to/your/root\npython3 -m verl.trainer.main_ppo data.train_batch_size=64 '
+            'data.train_files=$ROOT/datasets/$1/train.parquet data.val_files=$ROOT/datasets/$1/test.parquet\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    (message,) = [f.message for _i, _c, fs in results for f in fs if f.code == "VS714"]
+    assert "data.train_files=/path/to/your/root/datasets/$1/train.parquet" in message
+    assert "also reaches data.val_files" in message
+
+
+def test_a_placeholder_assigned_then_exported_by_name_is_reported() -> None:
+    before = "MODEL_PATH=Qwen/Qwen2.5-7B\nWANDB_DIR='Your Wandb Log Directory'\nexport WANDB_DIR\n"
+    severity, message = _found(before)["VS714"]
+    assert severity == "warning" and "WANDB_DIR='Your Wandb Log Directory'" in message
+    assert "VS714" not in _found("MODEL_PATH=Qwen/Qwen2.5-7B\nWANDB_DIR=/tmp/wandb\nexport WANDB_DIR\n")
+
+
+def test_one_placeholder_reaching_two_values_with_unknown_parts_is_one_finding() -> None:
+    # The command substitutions are unknown, not blanks: the one thing to fill in is $LOGS.
+    text = ('LOGS=/path/to/log_dir\nA=$LOGS/val/$(date +%s)\nB=$LOGS/traj/$(date +%s)\n'
+            'python3 -m verl.trainer.main_ppo data.train_batch_size=64 trainer.validation_data_dir="$A" '
+            '+actor_rollout_ref.rollout.multi_turn.dump_dir="$B"\n')
+    results = check_script(read_script(text, "run.sh"), version="0.9.1")
+    (message,) = [f.message for _i, _c, fs in results for f in fs if f.code == "VS714"]
+    assert "also reaches actor_rollout_ref.rollout.multi_turn.dump_dir" in message

@@ -70,3 +70,34 @@ def test_entry_with_hydra_main_is_a_trainer_without_overrides(tmp_path: Path) ->
     script_path.write_text("uv run -m mypkg.main_grpo\nuv run -m mypkg.plain\n")
     script = read_file(script_path)
     assert [(i.entry, i.line) for i in script.invocations] == [("mypkg.main_grpo", 1)]
+
+
+def test_an_environment_manager_found_at_run_time_leads_to_the_call() -> None:
+    # The manager's path comes from `command -v` (unknown statically); the call is a bash array
+    # built on another array and run as "${CMD[@]}": its overrides keep their own lines.
+    script = read_script(
+        "CONDA_BIN=$(command -v conda || true)\n"
+        'PYTHON=("$CONDA_BIN" run -n "$ENV_NAME" python)\n'
+        f'CMD=("${{PYTHON[@]}}" -m {MAIN}\n'
+        "  data.train_batch_size=64\n"
+        '  "$@")\n'
+        '"${CMD[@]}" 2>&1 | tee log\n')
+    (inv,) = script.invocations
+    assert inv.entry == MAIN and inv.launcher.endswith("run python -m")
+    assert [(o.key, o.value, o.element_line) for o in inv.overrides] == [("data.train_batch_size", "64", 4)]
+
+
+def test_an_unknown_command_with_run_but_no_python_program_is_no_call() -> None:
+    assert read_script(f'"$TOOL" run -n x make {MAIN} a.b=1\n').invocations == []
+
+
+def test_env_words_after_a_scanned_wrapper_reach_the_script_it_runs(tmp_path: Path) -> None:
+    # `setsid` has no listed options: the scan stops at the next wrapper (`nohup`, `env`), so the
+    # NAME=value words of `env` still set the callee's environment.
+    (tmp_path / "scripts").mkdir()
+    (tmp_path / "scripts" / "train.sh").write_text(
+        f'BS=${{BS:-64}}\npython3 -m {MAIN} data.train_batch_size=$BS "$@"\n')
+    launcher = tmp_path / "launch.sh"
+    launcher.write_text('setsid nohup env \\\n  BS=32 \\\n  bash scripts/train.sh "$@" > log 2>&1 &\n')
+    (inv,) = read_file(launcher).invocations
+    assert [(o.key, o.value) for o in inv.overrides] == [("data.train_batch_size", "32")]

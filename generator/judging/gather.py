@@ -10,6 +10,8 @@ model's facts (its config.json) and the memory verdict are the caller's
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from generator.config.types import Config
 from generator.config.forks import batch_settings, fork_code
 from generator.reading.launch_script import Invocation, LaunchScript
@@ -45,8 +47,8 @@ def _fork_checks(config: Config) -> ForkChecks:
     if package is None:
         return ForkChecks()
     from generator.base.folder_memo import remembered
-    from generator.reading.fork_code import (rollout_checks_batched_tokens, trainer_asserts_mini_within_train,
-                                             trainer_reads_val_only)
+    from generator.reading.fork_code import (rollout_checks_batched_tokens, rollout_refuses_sync,
+                                             trainer_asserts_mini_within_train, trainer_reads_val_only)
 
     # Parsing a fork's trainer for the A6 assert costs ~0.4 s; the rules ask only where the actor's
     # mini batch exceeds the train batch, so a call whose values rule that out is not read for it.
@@ -56,7 +58,38 @@ def _fork_checks(config: Config) -> ForkChecks:
                                         lambda: trainer_asserts_mini_within_train(package)) if needed else None,
         rollout_compares_batched_tokens=remembered(("rollout_checks_batched_tokens", package),
                                                    lambda: rollout_checks_batched_tokens(package)),
-        trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)))
+        trainer_reads_val_only=remembered(("trainer_reads_val_only", package), lambda: trainer_reads_val_only(package)),
+        choices_named=_choices_named(config, package),
+        critic_warmup_departure=_critic_warmup_departure(config, package),
+        rollout_refuses_sync=remembered(("rollout_refuses_sync", package), lambda: rollout_refuses_sync(package))
+        if config.values.get("actor_rollout_ref.rollout.mode") == "sync" else None)
+
+
+def _critic_warmup_departure(config: Config, package: Path) -> str | None:
+    """How the fork's trainer departs from verl's use of trainer.critic_warmup, read only for a call
+    that sets a positive warmup (VX919 is the one rule that asks)."""
+    warmup = config.values.get("trainer.critic_warmup")
+    if isinstance(warmup, bool) or not isinstance(warmup, int) or warmup <= 0:
+        return None
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import critic_warmup_departure
+
+    return remembered(("critic_warmup_departure", package), lambda: critic_warmup_departure(package))
+
+
+def _choices_named(config: Config, package: Path) -> frozenset[str] | None:
+    """The call's values of closed-list keys that verl's list lacks and the fork's code names; the
+    fork is read only when there is such a value."""
+    from generator.verl.constants import CHOICES
+
+    outside = frozenset(v for key, allowed in CHOICES.items()
+                        if isinstance(v := config.values.get(key), str) and v not in allowed)
+    if not outside:
+        return frozenset()
+    from generator.base.folder_memo import remembered
+    from generator.reading.fork_code import fork_names_values
+
+    return remembered(("fork_names_values", package, outside), lambda: fork_names_values(package, outside))
 
 
 def _mini_may_exceed_train(config: Config) -> bool:

@@ -336,3 +336,136 @@ def _dotted_name(node: ast.expr) -> str:
     if isinstance(node, ast.Name):
         parts.append(node.id)
     return ".".join(reversed(parts))
+
+
+# Where verl checks and dispatches on a closed list of values (generator.verl.constants.CHOICES):
+# its config dataclasses (workers/config/, 0.5+), the trainer's own check (ray_trainer.py before
+# that) and the functions that dispatch on the value (trainer/ppo/core_algos.py agg_loss, the
+# actors, the engines); utils/config.py's validate_config.
+_CHOICE_FOLDERS = (("trainer",), ("workers",), ("utils", "config.py"))
+_CHOICE_FILES_MAX = 600
+
+
+def fork_names_values(package: Path, values: frozenset[str]) -> frozenset[str] | None:
+    """Which of `values` the Python code of a project's verl package names as a string literal
+    where verl checks and dispatches on its closed lists: a fork that added a loss_agg_mode names it
+    in its check and in the `elif mode == "..."` that implements it. None when the code cannot be
+    read conclusively (no such files, or more than the budget): the fork may accept any of them
+    (issue 34: `token-mean-weighted` called invalid where the fork's ActorConfig accepts it)."""
+    if not values:
+        return frozenset()
+    paths: list[Path] = []
+    for parts in _CHOICE_FOLDERS:
+        where = package.joinpath(*parts)
+        try:
+            if where.is_file():
+                paths.append(where)
+            elif where.is_dir():
+                paths.extend(p for p in sorted(where.rglob("*.py")) if "tests" not in p.relative_to(where).parts)
+        except OSError:
+            return None
+        if len(paths) > _CHOICE_FILES_MAX:
+            return None
+    literals = {v: re.compile("[\"']" + re.escape(v) + "[\"']") for v in values}
+    named: set[str] = set()
+    read_any = False
+    for path in paths:
+        try:
+            text = read_input(path, limit=SCRIPT_LIMIT, what="project verl file").decode("utf-8", "replace")
+        except InputError:
+            return None  # a file over the limit may hold the check: no conclusion
+        except OSError:
+            continue
+        read_any = True
+        named |= {v for v, pattern in literals.items() if v not in named and pattern.search(text)}
+        if len(named) == len(values):
+            break
+    return frozenset(named) if read_any else None
+
+
+def critic_warmup_departure(package: Path) -> str | None:
+    """Where a project's verl trainer reads trainer.critic_warmup other than as verl's gate of the
+    actor update (`if self.config.trainer.critic_warmup <= self.global_steps:` alone, whose body
+    updates the actor): 'FILE:LINE (`code`)', or 'nowhere' when its trainer code never reads the
+    key; None when every read is verl's gate or there is no trainer code to read. A fork that
+    gates something else by it (issue 34: a contrastive head trained during the actor's warmup)
+    does not follow verl's meaning, so "those steps train nothing" rests on an assumption."""
+    trainer = package / "trainer"
+    files, _ = _files([trainer])
+    read_any, departure, gates = False, None, 0
+    for path in files:
+        try:
+            data = read_input(path, limit=SCRIPT_LIMIT, what="project verl file")
+        except (InputError, OSError):
+            continue
+        read_any = True
+        if b"critic_warmup" not in data:
+            continue
+        try:
+            tree = checked_tree(data, str(path))
+        except InputError:
+            continue
+        where = str(path.relative_to(package))
+        found, n = _warmup_reads(tree, data.decode("utf-8", "replace"), where)
+        gates += n
+        departure = departure or found
+    if departure is not None:
+        return departure
+    return "nowhere" if read_any and gates == 0 else None
+
+
+def _warmup_reads(tree: ast.AST, text: str, where: str) -> tuple[str | None, int]:
+    """(the first read of critic_warmup that is not verl's actor gate, the number of gates)."""
+    gate_tests: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and _is_warmup_gate(node.test) and "actor" in ast.unparse(node).lower():
+            gate_tests.add(id(node.test.left))  # type: ignore[attr-defined]
+    for node in ast.walk(tree):
+        named = (isinstance(node, ast.Attribute) and node.attr == "critic_warmup") or \
+            (isinstance(node, ast.Constant) and node.value == "critic_warmup")
+        if named and id(node) not in gate_tests:
+            line = getattr(node, "lineno", 0)
+            code = text.splitlines()[line - 1].strip()[:80] if 0 < line <= len(text.splitlines()) else ""
+            return f"{where}:{line} (`{code}`)", len(gate_tests)
+    return None, len(gate_tests)
+
+
+def _is_warmup_gate(test: ast.expr) -> bool:
+    return (isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], ast.LtE)
+            and _dotted_name(test.left).endswith("trainer.critic_warmup")
+            and _dotted_name(test.comparators[0]).endswith("global_steps"))
+
+
+# verl 0.7.0 refuses the sync rollout in its RolloutConfig (workers/config/rollout.py @v0.7.0:
+# `if self.mode == "sync": raise ValueError(...)`); a development fork of 0.7 from before that
+# still defaults to it and runs it.
+_CONFIG_FOLDER = ("workers", "config")
+
+
+def rollout_refuses_sync(package: Path) -> bool | None:
+    """Whether a project's verl config classes raise on rollout mode "sync" (an `if` comparing a
+    `mode` with "sync" whose body raises); None when there are no such classes to read."""
+    files, _ = _files([package.joinpath(*_CONFIG_FOLDER)])
+    read_any = False
+    for path in files:
+        try:
+            data = read_input(path, limit=SCRIPT_LIMIT, what="project verl file")
+            tree = checked_tree(data, str(path))
+        except (InputError, OSError):
+            continue
+        read_any = True
+        for node in ast.walk(tree):
+            if isinstance(node, ast.If) and _compares_mode_with_sync(node.test) \
+                    and any(isinstance(n, ast.Raise) for stmt in node.body for n in ast.walk(stmt)):
+                return True
+    return False if read_any else None
+
+
+def _compares_mode_with_sync(test: ast.expr) -> bool:
+    for node in ast.walk(test):
+        if isinstance(node, ast.Compare) and len(node.comparators) == 1:
+            sides = (node.left, node.comparators[0])
+            if any(isinstance(s, ast.Constant) and s.value == "sync" for s in sides) and \
+                    any(_dotted_name(s).endswith("mode") for s in sides):
+                return True
+    return False

@@ -109,6 +109,13 @@ class ForkChecks(NamedTuple):
     trainer_asserts_mini: bool | None = None  # the train batch against the actor's mini batch (A6)
     rollout_compares_batched_tokens: bool | None = None  # the rollout's chunked-prefill check (VR507)
     trainer_reads_val_only: bool | None = None  # fit() stops after validation on trainer.val_only
+    # Of the call's values of a closed-list key (verl.constants.CHOICES) outside verl's list, those
+    # the fork's code names (its check accepts them); None: no fork code, or not read conclusively.
+    choices_named: frozenset[str] | None = None
+    # Where the fork's trainer reads trainer.critic_warmup other than as verl's actor gate, read only
+    # for a call that sets a warmup (None: like verl, or no fork trainer to read).
+    critic_warmup_departure: str | None = None
+    rollout_refuses_sync: bool | None = None  # its RolloutConfig raises on mode "sync" (0.7.0's A24)
 
 
 class Context(NamedTuple):

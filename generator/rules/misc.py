@@ -7,10 +7,24 @@ from typing import Iterator
 from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl.constants import ACTOR, CRITIC, MEGATRON, REF
+from generator.verl.constants import (ACTOR, CRITIC, LOSS_AGG_MODES, MEGATRON, MEGATRON_DTYPES, REF,
+                                      ROUTER_REPLAY_MODES)
 from generator.verl.versions import VersionRange
 
 _MEG = ("megatron",)
+
+
+def _refused(ctx: Context, value: str | None, allowed: tuple[str, ...]) -> bool:
+    """Whether the call's verl refuses `value` of a closed-list key: outside verl's list, and not
+    named by the project's own verl code where it checks and dispatches on the value (a fork that
+    added a mode accepts it; a fork whose code was not read conclusively may: evidence or silence)."""
+    if value is None or value in allowed:
+        return False
+    resolution = ctx.config.resolution
+    if resolution is None or resolution.package is None:
+        return True  # verl's own release: its list
+    named = ctx.fork_checks.choices_named
+    return named is not None and value not in named
 
 
 @rule("VX901", "overlong-prompts-not-filtered", severity="info", stage="silent", verl_ref="H8, D12")
@@ -67,7 +81,7 @@ def megatron_dtype(ctx: Context) -> Iterator[Finding]:
     for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron."):
         key = prefix + "dtype"
         value = view.str(key)
-        if value is not None and value not in ("bfloat16", "float16"):
+        if _refused(ctx, value, MEGATRON_DTYPES):
             yield ctx_finding(megatron_dtype, view, (key,), f"{key}={value} (must be bfloat16 or float16)")
 
 
@@ -96,9 +110,8 @@ def loss_agg(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     key = ACTOR + "loss_agg_mode"
     value = view.str(key)
-    allowed = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
-    if value is not None and value not in allowed:
-        yield ctx_finding(loss_agg, view, (key,), f"loss_agg_mode={value} is not one of {', '.join(allowed)}")
+    if _refused(ctx, value, LOSS_AGG_MODES):
+        yield ctx_finding(loss_agg, view, (key,), f"loss_agg_mode={value} is not one of {', '.join(LOSS_AGG_MODES)}")
 
 
 @rule("VX909", "fp16-needs-mbridge", severity="error", stage="init", versions=VersionRange("0.6.1", None),
@@ -143,7 +156,7 @@ def router_replay(ctx: Context) -> Iterator[Finding]:
     # whose dataclass makes the same check (verl 0.9.1 wheel, workers/config/engine.py __post_init__).
     for key in (ACTOR + "router_replay.mode", MEGATRON + "router_replay.mode", ACTOR + "veomni.router_replay.mode"):
         value = view.str(key)
-        if value is not None and value not in ("disabled", "R2", "R3"):
+        if _refused(ctx, value, ROUTER_REPLAY_MODES):
             yield ctx_finding(router_replay, view, (key,), f"router_replay.mode={value} (allowed: disabled, R2, R3)",
                               key=key)
 
@@ -241,9 +254,18 @@ def critic_warmup_without_critic(ctx: Context) -> Iterator[Finding]:
     if not warmup or warmup <= 0 or view.critic_used is not False or not view.explicit(key):
         return
     estimator = view.str("algorithm.adv_estimator") or "?"
-    yield ctx_finding(critic_warmup_without_critic, view, (key,),
-                      f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
-                      f"updated before global step {warmup}, so those steps train nothing",
+    message = (f"{key}={warmup} with adv_estimator={estimator}, which trains no critic: the actor is not "
+               f"updated before global step {warmup}, so those steps train nothing")
+    departure = ctx.fork_checks.critic_warmup_departure
+    if departure is not None:
+        # The fork's trainer does not use the key as verl does: what those steps do is its code's.
+        where = ("never reads it" if departure == "nowhere"
+                 else f"reads it other than as verl's gate of the actor update, at {departure}")
+        yield ctx_finding(critic_warmup_without_critic, view, (key,),
+                          f"{message}, if the project's verl uses it as verl does; its trainer {where}: "
+                          "whether anything trains before that step is that code's to say", severity="info")
+        return
+    yield ctx_finding(critic_warmup_without_critic, view, (key,), message,
                       fix=Fix(f"set {key}=0", (KeyEdit(key, warmup, 0),), "unsafe"))
 
 

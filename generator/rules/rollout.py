@@ -194,9 +194,18 @@ def mode_sync(ctx: Context) -> Iterator[Finding]:
     key = ROLLOUT + "mode"
     if view.release_default(key) == (True, "sync"):
         return  # a fork of 0.7 that kept the sync rollout (its own config defaults to it)
-    if view.str(key) == "sync":
-        yield ctx_finding(mode_sync, view, (key,), f"rollout.mode=sync is not accepted by verl {view.version}",
-                          fix=Fix("set rollout.mode=async", (KeyEdit(key, "sync", "async"),)))
+    if view.str(key) != "sync":
+        return
+    resolution = ctx.config.resolution
+    if resolution is not None and resolution.package is not None:
+        # The project's own verl judges: a development fork of 0.7 from before the refusal defaults
+        # to sync and runs it. Its config classes say whether it refuses; a default the script never
+        # set that its own config gives is its own evidence.
+        refuses = ctx.fork_checks.rollout_refuses_sync
+        if refuses is False or (refuses is None and not view.explicit(key)):
+            return
+    yield ctx_finding(mode_sync, view, (key,), f"rollout.mode=sync is not accepted by verl {view.version}",
+                      fix=Fix("set rollout.mode=async", (KeyEdit(key, "sync", "async"),)))
 
 
 @rule("VR509", "val-sampling-temperature", severity="error", stage="load", verl_ref="A20")

@@ -143,3 +143,18 @@ ROLLOUT_ENGINES: tuple[str, ...] = ("vllm", "sglang")
 # the most tokens vLLM schedules in one step. Below prompt+response it cannot prefill one sequence
 # when chunked prefill is off, so the planner and the renderer raise it to the sequence length.
 VLLM_MAX_NUM_BATCHED_TOKENS = 8192
+
+# Config values verl accepts from a closed list (rules VX908, VX905, VX912; verl_ref A5, A22, A28): the key -> the
+# values verl's own check allows. A fork may add values (its dataclass check and the function that
+# dispatches on the value name them), so the rules ask the fork's code before calling one invalid
+# (generator.reading.fork_code.fork_names_values).
+LOSS_AGG_MODES = ("token-mean", "seq-mean-token-sum", "seq-mean-token-mean", "seq-mean-token-sum-norm")
+MEGATRON_DTYPES = ("bfloat16", "float16")
+ROUTER_REPLAY_MODES = ("disabled", "R2", "R3")
+CHOICES: dict[str, tuple[str, ...]] = {
+    ACTOR + "loss_agg_mode": LOSS_AGG_MODES,
+    **{prefix + "dtype": MEGATRON_DTYPES for prefix in (MEGATRON, REF + "megatron.", CRITIC + "megatron.")},
+    # 0.7.0-0.9.0 keep it on the actor; 0.9.1 under the engine blocks (megatron, veomni)
+    **{key: ROUTER_REPLAY_MODES for key in (ACTOR + "router_replay.mode", MEGATRON + "router_replay.mode",
+                                            ACTOR + "veomni.router_replay.mode")},
+}

@@ -260,8 +260,10 @@ def _past_wrappers(fields: list[Field], env: dict[str, str]) -> tuple[int, dict[
         wrapper = WRAPPERS.get(name or "") if argv.known(i) else None
         if wrapper is None or wrapper.runs_python:
             break
-        if wrapper.options == "scan":  # its options are not listed: the shell word ends them
-            nxt = next((j for j in range(i + 1, len(argv)) if argv.known(j) and argv.word(j) in _SHELLS), None)
+        if wrapper.options == "scan":  # its options are not listed: the shell word (or the next wrapper:
+            # `setsid nohup env A=1 bash x.sh`, whose NAME=value words reach the script) ends them
+            nxt = next((j for j in range(i + 1, len(argv)) if argv.known(j)
+                        and (argv.word(j) in _SHELLS or argv.word(j) in WRAPPERS)), None)
         else:
             nxt = skip_wrapper(argv, i, wrapper, found)
         if nxt is None or nxt >= len(argv):

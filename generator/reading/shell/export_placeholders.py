@@ -69,6 +69,28 @@ def _service_unused(name: str, src: str) -> bool:
     return False
 
 
+def _exported_assignments(src: str, script: ScriptTree) -> list[tuple[Node, Node]]:
+    """(the export, the assignment it exports): `export NAME=value`, and `export NAME` of a name the
+    script assigned before at the top level (`NAME='Your Log Directory'` ... `export NAME`)."""
+    plain: dict[str, list[Node]] = {}
+    for node in code_nodes(script, "variable_assignment", lambda n: n.parent is not None
+                           and n.parent.type == "program", inside_matches=False):
+        name_node = node.child_by_field_name("name")
+        if name_node is not None:
+            plain.setdefault(src[name_node.start_byte : name_node.end_byte], []).append(node)
+    out: list[tuple[Node, Node]] = []
+    for export in code_nodes(script, "declaration_command", _is_export, inside_matches=False):
+        for child in export.children:
+            if child.type == "variable_assignment":
+                out.append((export, child))
+            elif child.type == "variable_name":
+                before = [a for a in plain.get(src[child.start_byte : child.end_byte], [])
+                          if a.start_byte < export.start_byte]
+                if before:
+                    out.append((before[-1], before[-1]))
+    return out
+
+
 def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int],
                                  run_files: list[str] | None = None, *, has_calls: bool = True) -> list[Hazard]:
     """`run_files`: the text of the scripts this one runs its calls in (they may read the variable).
@@ -78,32 +100,33 @@ def exported_placeholder_hazards(src: str, script: ScriptTree, line_of: Callable
     out: list[Hazard] = []
     callees = "\n".join(run_files or [])
     reported: set[str] = set()
-    for export in code_nodes(script, "declaration_command", _is_export, inside_matches=False):
-        for assignment in (c for c in export.children if c.type == "variable_assignment"):
-            name_node = assignment.child_by_field_name("name")
-            value_node = assignment.child_by_field_name("value")
-            if name_node is None or value_node is None:
-                continue
-            name = src[name_node.start_byte : name_node.end_byte]
-            value = src[value_node.start_byte : value_node.end_byte]
-            text = value.strip("'\"")
-            if re.match(r"\$\{" + re.escape(name) + r":?-", text):
-                continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
-            shaped = (is_placeholder(text) or is_placeholder(text.split(":")[0]) or _YOUR_PHRASE.fullmatch(text)
-                      or _names_itself(name, text))
-            if (name in reported or not shaped
-                    or not _consumed_by_programs(name) and has_calls and (
-                        _read_elsewhere(src, name, export.start_byte, export.end_byte)
-                        or _read_elsewhere(callees, name, 0, 0))
-                    or _service_unused(name, src)):
-                continue
-            reported.add(name)
-            line = line_of(value_node.start_byte)
-            out.append(Hazard(
-                "placeholder-value", line,
-                f"export {name}={value[:80]}: a placeholder left in the script, exported to every program it "
-                f"starts (the trainer too); fill in the real value",
-                Span(value_node.start_byte, value_node.end_byte, line)))
+    for export, assignment in _exported_assignments(src, script):
+        name_node = assignment.child_by_field_name("name")
+        value_node = assignment.child_by_field_name("value")
+        if name_node is None or value_node is None:
+            continue
+        name = src[name_node.start_byte : name_node.end_byte]
+        value = src[value_node.start_byte : value_node.end_byte]
+        text = value.strip("'\"")
+        if re.match(r"\$\{" + re.escape(name) + r":?-", text):
+            continue  # `${NAME:-<placeholder>}`: the environment is meant to give it; the default only shows the shape
+        head, colon, rest = text.partition(":")
+        path_list = colon and (not rest or rest.startswith(("$", "/")))  # `<your_path>:$PYTHONPATH`
+        shaped = (is_placeholder(text) or (path_list and is_placeholder(head)) or _YOUR_PHRASE.fullmatch(text)
+                  or _names_itself(name, text))
+        if (name in reported or not shaped
+                or not _consumed_by_programs(name) and has_calls and (
+                    _read_elsewhere(src, name, export.start_byte, export.end_byte)
+                    or _read_elsewhere(callees, name, 0, 0))
+                or _service_unused(name, src)):
+            continue
+        reported.add(name)
+        line = line_of(value_node.start_byte)
+        out.append(Hazard(
+            "placeholder-value", line,
+            f"export {name}={value[:80]}: a placeholder left in the script, exported to every program it "
+            f"starts (the trainer too); fill in the real value",
+            Span(value_node.start_byte, value_node.end_byte, line)))
     return out
 
 

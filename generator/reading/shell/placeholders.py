@@ -2,7 +2,8 @@
 override values, launcher options and runs of stray words.
 
 Names (`TO_BE_FILLED`, `your_model`, `<path_to_model>`, `xxx`, `path_to_base_model`, a shouted
-`YOUR HOME DIR`), paths (`/path/to/your/…`, `PATH/TO/…`), hosts (`xx.xx.xx.xx`,
+`YOUR HOME DIR`, a quoted phrase `Your Checkpoint Directory`), paths (`/path/to/your/…`, `PATH/TO/…`,
+`/data/Your_custom_data.parquet`, a middle elided as `/.../`), hosts (`xx.xx.xx.xx`,
 `http://xx.xx.xx.xx:8265`), templates (`{the_path_of_your_verl}`, `{…your…}`) and choices (`TASK_NAME_YOU_SELECT`). A logger's project or experiment name is
 only a label (`Your_project_name` trains fine and files the run under that name), so it is
 never a placeholder finding.
@@ -15,7 +16,8 @@ from functools import lru_cache
 
 # The whole value is a placeholder word.
 _WHOLE = re.compile(r"(?i)(?:to_?be_?filled|todo|fixme|x{3,}|<[^<>=]+>|your_\w+|\w+_here|changeme|replace_?me"
-                    r"|path_to_\w+)\Z")  # path_to_base_model
+                    r"|path_to_\w+"  # path_to_base_model
+                    r"|your(?:\s+[^\s/=]+){1,5})\Z")  # "Your Checkpoint Directory", quoted
 # A placeholder somewhere in the value.
 _PART = re.compile(
     r"(?i:(?:^|[\s/=:'\"])/?path/to/)"                 # /path/to/your/model, PATH/TO/data
@@ -24,7 +26,11 @@ _PART = re.compile(
     r"|(?i:(?:^|[^\w.])x{2,3}(?:\.x{1,3}){3}(?![\w.]))"  # xx.xx.xx.xx (host), in a URL too
     r"|(?:_YOU_SELECT\b|\bYOU_SELECT\b)"               # TASK_NAME_YOU_SELECT
     r"|(?i:(?:^|/)your[_-]?\w*/)"                      # /data/your_dataset/train.parquet
-    r"|(?:<[A-Za-z_][\w .-]*>)"                          # <your_path_to_ARPO>/scripts/config
+    r"|(?i:/your[_-]\w+\.\w+\Z)"                        # /data/Your_custom_Training_data.parquet
+    r"|(?:(?:^|[\s=:'\"/])\.\.\./)"                        # /.../proj/reward.py: a path with its middle elided
+    # <your_path_to_ARPO>/scripts/config, --model=<model>, <HOST>:8000: a word, path part or host of its own, not a
+    # tag inside a structured value (`<search>:0,0,255;</search>:…`, a tag:colour table)
+    r"|(?:(?:^|[\s/='\"@:])<[A-Za-z_][\w .-]*>(?=$|[/\s'\"._-]|:\d+(?:[/\s'\"]|$)))"  # <HOST_IP>:8000 too
     r"|(?:(?:^|[\s/\['\"])YOUR[ _]+[A-Z])"            # YOUR HOME DIR/data, ['YOUR SFT_MODEL_PATH']
 )
 # Logger labels: any text is a valid name.

@@ -259,7 +259,8 @@ def _placeholder_origins(f: Field, value: list[Piece]) -> tuple[tuple[str | None
     variable's definition) are written, once each, in order."""
     origins: dict[tuple[str | None, int], None] = {}
     for p in value:
-        if p.a is not None and not (p.path == f.path and f.word_a <= p.a < f.word_b) and is_placeholder(p.text):
+        if p.a is not None and not p.unknown and not (p.path == f.path and f.word_a <= p.a < f.word_b) \
+                and is_placeholder(p.text):
             origins[(p.path, p.a)] = None
     return tuple(origins)
 
@@ -469,6 +470,10 @@ def override_hazards(inv: Invocation, assigned: set[str], source: str | None = N
             seen[ov.key] = ov
         if ov.value is not None and ov.unknowns:
             out.extend(_unset_hazards(ov, ov.value, assigned, inputs))
+            if ov.placeholder_origins and _left_to_fill_in(ov):
+                # `ROOT=/path/to/your/root` reaching `$ROOT/datasets/$1/train.parquet`: the part
+                # the script wrote is a placeholder whatever the unknown part becomes
+                _add_placeholder_hazard(ov, out, placeholders, labels)
         elif _left_to_fill_in(ov):
             _add_placeholder_hazard(ov, out, placeholders, labels)
     return out
@@ -514,8 +519,13 @@ def _unset_hazards(ov: Override, value: str, assigned: set[str], inputs: list[st
 def _left_to_fill_in(ov: Override) -> bool:
     """A value that looks like a placeholder the user was meant to replace (logger labels aside)."""
     return (ov.value is not None and ov.key not in LOGGER_NAME_KEYS and not is_markup(ov.value, ov.key)
-            and (is_placeholder(ov.value) or _named_after_its_variable(ov))
-            and parse_override(ov.text).error is None)  # one Hydra cannot parse is VK606's
+            # an unknown part (`<?$1>`) is no blank of the script's own
+            and (is_placeholder(_ANY_MARKER.sub("0", ov.value)) or _named_after_its_variable(ov))
+            # one Hydra cannot parse is VK606's (an unknown part stands for a plain word here)
+            and parse_override(_ANY_MARKER.sub("0", ov.text)).error is None)
+
+
+_ANY_MARKER = re.compile(r"<\?[^<>]*>")
 
 
 def _add_placeholder_hazard(ov: Override, out: list[Hazard], placeholders: dict[tuple[str | None, int], int],
@@ -535,10 +545,19 @@ def _add_placeholder_hazard(ov: Override, out: list[Hazard], placeholders: dict[
         return
     for origin in ov.placeholder_origins:
         placeholders[origin] = len(out)
+    value = _ANY_MARKER.sub(_as_written, ov.value or "")
     out.append(Hazard(
         "placeholder-value", ov.word.line,
-        f"{ov.key}={ov.value} is a placeholder left in the script: verl receives the text "
-        f"`{ov.value}`; fill in the real value", ov.provenance.span or ov.word))
+        f"{ov.key}={value} is a placeholder left in the script: verl receives the text "
+        f"`{value}`; fill in the real value", ov.provenance.span or ov.word))
+
+
+def _as_written(m: re.Match[str]) -> str:
+    """An unknown part of a value as the script names it: `<?unset:X>` -> `$X`, `<?$2>` -> `$2`."""
+    inner = m.group(0)[2:-1]
+    if inner.startswith("unset:"):
+        return "$" + inner[len("unset:"):]
+    return inner if inner.startswith("$") else "..."
 
 
 _UNSET_MARKER = re.compile(r"<\?unset:([A-Za-z_][A-Za-z0-9_]*)>")

@@ -48,6 +48,9 @@ class Wrapper(NamedTuple):
 _CONDA_VALUE_OPTIONS = frozenset({"-n", "--name", "-p", "--prefix", "--cwd"})
 _ENV_RUN = {tool: Wrapper(subcommand=("run",), launcher=f"{tool} run", value_options=_CONDA_VALUE_OPTIONS)
             for tool in ("conda", "mamba", "micromamba")}
+# An environment manager whose own path is not known statically: conda's value options, since a
+# later word must still be a Python program for the command to count.
+_UNKNOWN_RUN = Wrapper(subcommand=("run",), value_options=_CONDA_VALUE_OPTIONS)
 _PLAIN = Wrapper()
 _SCAN = Wrapper(options="scan")
 WRAPPERS: dict[str, Wrapper] = {
@@ -252,6 +255,15 @@ def find_entry(argv: Argv, launcher: list[str], env: dict[str, str]) -> Entry | 
             # `$PYTHON -m pkg.mod …` with $PYTHON unknown is still a Python module call.
             if argv.text(i + 1) == "-m" and argv.known(i + 2):
                 return Entry(argv.word(i + 2), "module", f"{word} -m", i + 3)
+            # `"$CONDA_BIN" run -n env python -m pkg.mod …`: an environment manager found at run
+            # time (`$(command -v conda)`); its `run` subcommand still leads to the program.
+            if argv.text(i + 1) == "run" and argv.known(i + 1):
+                nxt = skip_wrapper(argv, i, _UNKNOWN_RUN, env)
+                if nxt is None or not is_program(argv.text(nxt) or ""):
+                    return None
+                launcher.append(f"{word} run")
+                i = nxt
+                continue
             return None
         base = os.path.basename(word)
         wrapper = WRAPPERS.get(base)
