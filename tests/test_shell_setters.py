@@ -63,6 +63,22 @@ EVALUATED = [
     ("BS+=1", "41"),
     ('trap "BS=7" EXIT', "4"),  # runs after the script
     ('eval "$(conda shell.bash hook)"', "4"),  # conda's hook sets CONDA_*, PATH, PS1 only
+    # issue 35's red-team round: a name computed at run time, arithmetic in a test, `local` outside a function
+    ('n=BS; declare "$n=7"', "7"),
+    ('n=BS; typeset "$n"=7', "7"),
+    ('n=BS; export "$n=7"', "7"),
+    ('n=BS; readonly "$n=7"', "7"),
+    ("n=BS; declare $n=7", "7"),
+    ('n=BS; declare -- "$n"=7', "7"),
+    ('n=BS; f() { declare -g "$n=7"; }; f', "7"),
+    ('declare "$(echo BS)=7"', "7"),
+    ('n="BS=8 W=9"; declare $n', "8"),
+    ('n=BS; declare "$n"', "4"),
+    ("[[ $((BS=7)) ]]", "7"),
+    ("[ $((BS=7)) ]", "7"),
+    ("[[ $((BS=7)) -eq 7 ]]", "7"),
+    ("[[ -n x ]] && [[ $((BS++)) ]]", "5"),
+    ("local BS=7 2>/dev/null", "4"),  # bash: local can only be used in a function
 ]
 
 # (the line, the marker the value becomes) for the ways whose value the reader cannot know.
@@ -97,6 +113,9 @@ UNKNOWN = [
     ('trap "BS=7" DEBUG', "<?trap:BS>"),
     ("exec {BS}>/dev/null", "<?fd:BS>"),
     ("coproc BS { :; }", "<?coproc:BS>"),
+    ('declare "$X=7"', "<?declare:BS>"),  # a name not known statically: any variable
+    ('n=BS; declare -i "$n=3+4"', "<?declare:BS>"),
+    ("declare -i X; X='BS=7'", "<?arith:BS>"),  # bash evaluates an integer variable's value
 ]
 
 

@@ -420,6 +420,11 @@ class Conditions(EvaluatorParts):
     def _s_negated_command(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
 
+    def _s_test_command(self, node: Node, flow: Flow) -> None:
+        # `[[ $((V=7)) ]]`, `[ $((N++)) ]` or `((N=7))` as a statement of its own: its status is
+        # not used, but its expansions still assign.
+        self._truth(node, flow)
+
     def _s_case_statement(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None

@@ -401,6 +401,8 @@ class Scope(EvaluatorParts):
 
     def _s_declaration_command(self, node: Node, flow: Flow) -> None:
         keyword = node.children[0].type if node.children else ""
+        if keyword == "local" and not self._local_frames:
+            return  # bash: "local: can only be used in a function"; nothing is set
         local = keyword == "local" or (keyword in ("declare", "typeset") and bool(self._local_frames))
         export = keyword == "export"
         fx = self.fx
@@ -422,6 +424,8 @@ class Scope(EvaluatorParts):
                 self._declare_with_attributes(child, name, flags, local, export)
             elif child.type == "variable_assignment":
                 self._assign_node(child, child.end_byte, local=local, export=export)
+            elif child.type not in ("variable_name", "comment"):
+                self._declare_computed(keyword, child, flags)
             elif child.type == "variable_name":
                 self.assigned_names.add(name)
                 if local:
@@ -432,6 +436,38 @@ class Scope(EvaluatorParts):
                     self.state.vars[name] = Var(elems=[])
                 elif export and name in self.state.vars:
                     self.state.vars[name].exported = True
+
+    def _declare_computed(self, keyword: str, child: Node, flags: str) -> None:
+        """`declare "$n=7"`, `export $n=7`, `typeset "$n"=7`: the word is expanded first, so the
+        name it sets is only known from its value. A known plain `NAME=VALUE` is set (unless an
+        attribute would change the value: then the name becomes unknown); a name not known
+        statically may be any variable."""
+        fx = self.fx
+        assert fx is not None
+        words = fx.src[child.start_byte : child.end_byte]
+        try:
+            fields = fx.expander.fields(child.start_byte, child.end_byte)
+        except WordError:
+            fields = []
+        if not fields or any(f.unknowns for f in fields):
+            self.clobber_all(f"may be set by `{keyword} {as_text(words)}` (a name not known statically)", "declare")
+            return
+        for field in fields:
+            m = ASSIGN.match(field.text)
+            name = m.group(1) if m else field.text.split("[", 1)[0]
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                continue  # bash: "not a valid identifier"; nothing is set
+            if m is None:
+                continue  # `declare "$n"`: declares without a value
+            if m.group(2) or m.group(3) or any(c in flags for c in "iulcnaA") or name in self._attributes:
+                self.clobber([name], f"set by `{keyword} {as_text(words)}`", "declare")
+                continue
+            value = field.text[m.end():]
+            self.assigned_names.add(name)
+            if keyword == "local" or (keyword in ("declare", "typeset") and self._local_frames and "g" not in flags):
+                self._local(name)
+            self._set(name, Var(pieces=[Piece(value, split=False)], group=Group(name, value, None, None),
+                                exported=keyword == "export" or "x" in flags))
 
     def _declare_with_attributes(self, child: Node, name: str, flags: str, local: bool, export: bool) -> None:
         """`declare -i x=1+2`, `local -u y`, `declare -n ref=x`: the attribute first, then the value through it."""

@@ -196,6 +196,9 @@ class Setters(EvaluatorParts):
                 value = self.arith_value(text)
                 if value is not None:
                     return _literal(name, str(value))
+            # Not evaluated here, but bash evaluates it: `X='V=7'` assigns V as well.
+            self.clobber(names_arith_sets(text), f"set by the arithmetic of `{name}={text.strip()[:60]}` "
+                         "(an integer variable)", "arith")
             return Var(unknown=f"${name} has the integer attribute (`declare -i`)", label=f"declare:{name}")
         changed = text.upper() if letter == "u" else text.lower() if letter == "l" else text[:1].upper() + text[1:].lower()
         return _literal(name, changed)
