@@ -336,3 +336,32 @@ def test_only_the_door_writes_to_stdout_or_stderr():
                   and isinstance(func.value, ast.Attribute) and func.value.attr in ("stdout", "stderr")):
                 offenders.append(f"{path.relative_to(root)}:{node.lineno} sys.{func.value.attr}.{func.attr}")
     assert offenders == []
+
+
+def test_html_text_escapes_markup_and_what_a_reader_would_not_see():
+    from generator.base.safe_text import html_text
+
+    text = html_text('</script><img src=x onerror="a()">\u202eevil\x1b[2J\u200b')
+    assert "<" not in text and '"' not in text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), text
+    assert "\\u202e" in text and "\\x1b" in text
+    assert html_text("Qwen2.5-7B & co") == "Qwen2.5-7B &amp; co"  # plain text unchanged but the markup
+
+
+def test_only_the_door_escapes_html():
+    """Every HTML page (charts, the recipe catalog) escapes user text through safe_text.html_text:
+    html.escape alone lets a bidi override or a raw ESC from a recipe or model name into the page
+    (issue 35's red-team round)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "generator"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "safe_text.py" and path.parent == root / "base":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "html":
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} from html import")
+            elif isinstance(node, ast.Import) and any(alias.name == "html" for alias in node.names):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} import html")
+    assert offenders == []

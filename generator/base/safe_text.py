@@ -131,6 +131,18 @@ def json_text(document: Any, *, indent: int | None = 2, ascii_only: bool = True,
     return text + "\n"
 
 
+# --- HTML ----------------------------------------------------------------------------------------
+
+
+def html_text(text: object, quote: bool = True) -> str:
+    """`text` for an HTML page (a chart, the recipe catalog): `printable`, then markup-escaped.
+    A page is read by a person: a bidi override in a recipe's description would reorder the
+    words around it, a raw ESC or NUL shows as nothing at all."""
+    import html
+
+    return html.escape(printable(str(text)), quote=quote)
+
+
 # --- writing -------------------------------------------------------------------------------------
 
 def annotation_lines(text: str) -> str:
@@ -197,6 +209,6 @@ def use_color(stream: TextIO) -> bool:
     return (bool(isatty and isatty()) or bool(os.environ.get("FORCE_COLOR"))) and not no_color()
 
 
-__all__ = ["annotation_lines", "json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
+__all__ = ["annotation_lines", "html_text", "json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
            "write_payload",
            "use_color", "write"]
