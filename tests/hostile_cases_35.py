@@ -446,6 +446,25 @@ def hf_cache_hostile(tmp: Path) -> Case:
                         f"HF_HOME={tmp}/cache/hf gen check --gpu h100 run.sh", repo, rc=(0, 1, 2), one_line=False), tmp)
 
 
+def model_folder_outside(tmp: Path) -> Case:
+    """`actor_rollout_ref.model.path` names folders outside the project (absolute, and through a
+    link inside it): their config.json is read for its numbers only; the name it gives itself and
+    a field that is text must not be printed."""
+    repo, outside = _tree(tmp)
+    fields = ('"model_type": "qwen2", "hidden_size": 1024, "num_attention_heads": 16, "num_hidden_layers": 4, '
+              '"num_key_value_heads": 4, "vocab_size": 1000, "intermediate_size": 4096')
+    (outside / "m").mkdir()
+    (outside / "m" / "config.json").write_text('{%s, "_name_or_path": "%s"}' % (fields, SECRET))
+    (outside / "n").mkdir()
+    (outside / "n" / "config.json").write_text('{%s}' % fields.replace('"vocab_size": 1000', f'"vocab_size": "{SECRET}"'))
+    (repo / "models").symlink_to(outside)
+    calls = [CALL.replace("trainer.n_gpus_per_node=8", f"actor_rollout_ref.model.path={where}")
+             for where in (outside / "m", "models/m", outside / "n")]
+    _script(repo, "\n".join(calls))
+    return guarded(Case("gen explain run.sh --gpu h100 --memory; gen check --gpu h100 run.sh", repo, rc=(0, 1, 2),
+                        one_line=False), tmp)
+
+
 def cache_home_hostile(tmp: Path) -> Case:
     """XDG_CACHE_HOME is a file, then a link to /dev/full's folder, then relative: the check still runs."""
     repo, _ = _tree(tmp)
@@ -618,7 +637,7 @@ CASES_35: dict[str, Callable[[Path], Case]] = {f.__name__: f for f in (
     import_name_climbs, library_recipe_link_out,
     huge_single_line, nested_substitutions, brace_and_loop_bombs, arithmetic_bombs, arithmetic_in_loop,
     yaml_merge_key_bomb, yaml_deep_block_nesting, toml_deep_nesting, pyproject_huge, calibration_hostile, calibration_many_runs,
-    hf_cache_hostile, cache_home_hostile, many_setters, heredoc_payloads,
+    hf_cache_hostile, model_folder_outside, cache_home_hostile, many_setters, heredoc_payloads,
     nul_and_non_utf8_contents, html_catalog_injection, chart_model_name_injection,
     payloads_check_formats, payloads_fix_formats, payloads_show_explain_diff,
 )}
