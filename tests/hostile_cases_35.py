@@ -289,12 +289,17 @@ def import_name_climbs(tmp: Path) -> Case:
 
 
 def library_recipe_link_out(tmp: Path) -> Case:
-    """A user library whose recipe file is a link to a secret YAML outside."""
+    """A library folder (as committed in a repository) whose recipes are links to files outside
+    it: a valid recipe with a secret description, one whose bad field is quoted in the warning."""
     repo, outside = _tree(tmp)
-    (outside / "secret.yaml").write_text(f"name: leak\nmodel: Qwen2.5-7B\ngpus: 8\ndescription: {SECRET}\n")
+    packaged = Path(__file__).resolve().parent.parent / "recipes" / "planned-qwen2.5-7b-grpo-8gpu.yaml"
+    text = packaged.read_text().replace("name: planned-qwen2.5-7b-grpo-8gpu", "name: leak")
+    (outside / "good.yaml").write_text(re.sub(r"(?m)^description: .*$", f"description: {SECRET}", text))
+    (outside / "bad.yaml").write_text(f"name: {SECRET}\nmodel: {SECRET}\n")
     (repo / "lib").mkdir()
-    (repo / "lib" / "leak.yaml").symlink_to(outside / "secret.yaml")
-    return guarded(Case("gen list --library lib", repo, rc=(0, 2), one_line=False), tmp)
+    (repo / "lib" / "good.yaml").symlink_to(outside / "good.yaml")
+    (repo / "lib" / "bad.yaml").symlink_to(outside / "bad.yaml")
+    return guarded(Case("gen list --library lib --format json", repo, rc=(0, 2), one_line=False), tmp)
 
 
 # --- bounds -------------------------------------------------------------------------------------
