@@ -34,7 +34,7 @@ def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) 
             raise InputError(f"{where}: missing '{key}'; is this a Hugging Face config.json?")
         # A number is shown; of anything else only its kind: the file may lie outside the project
         # (a model folder named by a script), and its text is never printed.
-        kind = {str: "a string", list: "a list", dict: "an object"}.get(type(value), "not a number")
+        kind = "a string" if isinstance(value, str) else "a list" if isinstance(value, list) else "not a number"
         got = f"{value!r:.40}" if isinstance(value, (int, float)) else kind
         raise InputError(f"{where}: '{key}' must be a positive integer, got {got}")
     if value > _MAX.get(key, 1 << 30):
@@ -75,7 +75,8 @@ def load_model_config(path: str | Path) -> ModelFacts:
     per_token = _opt_int(cfg, "num_experts_per_tok", where) if experts else None
     # The name the file gives itself is text: shown only for a file of the project (or one the
     # user named); a model folder outside it, named by the script, is called by its folder.
-    inside = boundary.current() is None or boundary.current().allows(path)
+    bounds = boundary.current()
+    inside = bounds is None or bounds.allows(path)
     written = str(raw.get("_name_or_path") or "") if inside else ""
     name = written.rstrip("/").split("/")[-1] or path.parent.name or "model"
     return ModelFacts(
