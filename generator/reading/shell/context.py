@@ -177,6 +177,7 @@ class EvaluatorParts:
     assigned_names: set[str]
     fx: FileCtx | None
     _local_frames: list[dict[str, Var | None]]
+    _returned: State | None  # the state at the `return` that ended the function being walked
     _sourcing: list[str]
     sourced: dict[str, FileCtx]  # every file read through `source`, by path (each read once)
     _sourced_bytes: int  # bytes walked through `source` so far (see builtins.SOURCE_BUDGET)
