@@ -509,7 +509,13 @@ def many_setters(tmp: Path) -> Case:
                "echo \"${@V:=7}\" >/dev/null", "unset @V; echo \"${@V:=7}\" >/dev/null", "[[ ${@V::=7} ]] 2>/dev/null",
                "test $((@V=7)) -eq 7", "a=(1); a[@V=7]=1", "unset @V; @V=${@V-7}", "declare -n r=@V; r+=3",
                "declare -n r=@V; unset -n r; r=7", "f() { declare -n r=$1; r=7; }; f @V", "unset @V",
-               "unset -v @V", "declare -u @V=x", "@V=7; unset @V", "f() { local @V; @V=9; }; f"]
+               "unset -v @V", "declare -u @V=x", "@V=7; unset @V", "f() { local @V; @V=9; }; f",
+               # control flow: subshells, keywords, returns, fall-through
+               "f() { @V=7; }; f &", "@V=7 &", "f() { @V=7; }; time f", "until @V=7; do :; done",
+               "while @V=7; do break; done", "f() { @V=7; return; @V=9; }; f",
+               "f() { for i in 1 2; do @V=$i; return; done; @V=9; }; f", "@V=7 export @V", "@V=7 readonly @V",
+               "case 7 in [0-9]) @V=7;& x) @V=8;; esac", "case 7 in [0-9]) @V=7;;& 7) @V=8;; esac",
+               "@V=([0]=7)", "@V=(a [b]=c)", "x=abc; @V=${x: -5}"]
     for i, setter in enumerate(setters):
         body = re.sub(r"@([VRnfs])", lambda m: f"{m.group(1)}", setter)
         _script(repo / "set", f"V=4\n{body}\npython3 -m verl.trainer.main_ppo trainer.nnodes=1 +x.k=$V", f"s{i:02}.sh")
