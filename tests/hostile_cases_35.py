@@ -21,8 +21,10 @@ from hostile_cases import CALL, MAX_SECONDS, SECRET, Case, Outcome, problems
 FORGE = "::warning file=FORGED.sh,line=1::pwned"
 _FORGED = re.compile(r"^\s*::warning file=FORGED|##(vso)?\[", re.IGNORECASE | re.MULTILINE)
 # What must never reach a log or a terminal raw: ESC and CSI, other C0/C1 controls but \n and \t,
-# the line and paragraph separators, NEL, bidi overrides and isolates.
-_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
+# the line and paragraph separators, NEL, bidi overrides and isolates, zero-width characters.
+_RAW = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069\u200b-\u200d\u2060\ufeff]")
+# A diff on stdout is a payload for `patch`: the script's own invisible characters stay in it.
+_RAW_IN_PAYLOAD = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
 EVIL_NAME = "</script><img src=x onerror=alert(1)>"
 
 
@@ -78,15 +80,16 @@ def guarded(case: Case, tmp: Path) -> Case:
     return case
 
 
-def extra_problems(got: Outcome) -> list[str]:
-    """What issue 35 asks of every output beside hostile_cases.problems."""
+def extra_problems(got: Outcome, *, payload: bool = False) -> list[str]:
+    """What issue 35 asks of every output beside hostile_cases.problems (`payload`: stdout holds
+    diffs, where a zero-width character of the script is kept)."""
     out: list[str] = []
     for name, text in (("stdout", got.stdout), ("stderr", got.stderr)):
         if _FORGED.search(text):
             line = _FORGED.search(text)
             assert line is not None
             out.append(f"{name} holds a runner command: {line.group()!r}")
-        raw = _RAW.search(text)
+        raw = (_RAW_IN_PAYLOAD if payload and name == "stdout" else _RAW).search(text)
         if raw is not None:
             out.append(f"{name} holds raw U+{ord(raw.group()):04X}")
     return out
@@ -103,7 +106,7 @@ def runs_of_gen(case: Case) -> int:
 
 
 def all_problems(case: Case, got: Outcome) -> list[str]:
-    found = problems(case, got) + extra_problems(got)
+    found = problems(case, got) + extra_problems(got, payload="payload" in case.notes)
     if got.seconds / runs_of_gen(case) <= MAX_SECONDS:
         found = [why for why in found if not why.startswith("took ")]
     if "check_setters" in case.notes:
@@ -564,7 +567,7 @@ def payloads_fix_formats(tmp: Path) -> Case:
     repo = _payload_tree(tmp)
     commands = ["gen fix .", "gen fix --unsafe a.sh", "gen fix --unsafe b*.sh", "gen migrate --to 0.9.1 --from 0.4.1 .",
                 "gen fix --write --unsafe .", "gen check --format github ."]
-    return guarded(Case("; ".join(commands), repo, rc=(0, 1, 2), one_line=False), tmp)
+    return guarded(Case("; ".join(commands), repo, rc=(0, 1, 2), one_line=False, notes=["payload"]), tmp)
 
 
 def payloads_show_explain_diff(tmp: Path) -> Case:

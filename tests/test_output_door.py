@@ -230,6 +230,14 @@ def test_the_door_escapes_each_class():
     assert printable("a ##[error]b ##VSO[x]") == "a ##\\x5berror]b ##VSO\\x5bx]"
     assert printable("r\udcffn") == "r\\xffn"
     assert one_line("a\nb\tc") == "a\\nb\\tc"
+    # invisible: two names that look alike must not print alike (issue 35's red-team round)
+    assert printable("run\u200b.sh \ufeffx \u00ad \u2060") == "run\\u200b.sh \\ufeffx \\xad \\u2060"
+
+
+def test_a_diff_keeps_the_scripts_invisible_characters():
+    """A zero-width space in a script is the script's byte: the diff that removes it still prints."""
+    assert payload_problem("-a\u200bb=1\n+ab=1\n") is None
+    assert payload_problem("-a\u202eb=1\n") == "line 1 holds U+202E"
 
 
 def test_json_text_keeps_the_data_and_escapes_the_text():

@@ -30,12 +30,18 @@ import sys
 from typing import Any, Callable, TextIO
 
 # C0 controls but newline and tab, DEL and the C1 controls (NEL, CSI among them), the line and
-# paragraph separators, the bidirectional marks, embeddings, overrides and isolates, and lone
-# surrogates (a file name's undecodable bytes). One compiled class: every line of every report
+# paragraph separators, the bidirectional marks, embeddings, overrides and isolates, the invisible
+# format characters (a zero-width space in a file name or value makes two different names look
+# alike), and lone surrogates (a file name's undecodable bytes). One compiled class: every line of every report
 # passes through here, so a per-character Python loop shows up in the time of a 20,000-override
 # `gen show`.
+_INVISIBLE_CHARS = "\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff"  # soft hyphen, zero-width, joiners, BOM
 _UNSAFE_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                 "\ud800-\udfff")
+                 f"{_INVISIBLE_CHARS}\ud800-\udfff")
+# In a payload (a diff for `patch`) an invisible character is the script's own byte: it starts no
+# line and moves no cursor, so the payload still prints (a fix that removes a zero-width space
+# shows it in its `-` line).
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]")
 _CONTROL = re.compile(f"[{_UNSAFE_CHARS}]")
 _CONTROL_ASCII = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same for ASCII text (str.isascii is O(1))
 # What a CI runner reads as a command: `::` first on a line after white space (.NET's TrimStart
@@ -90,6 +96,7 @@ def payload_problem(text: str) -> str | None:
     to change (a CR just before the newline is fine: CRLF scripts), else None."""
     for number, line in enumerate(text.split("\n"), 1):
         body = line[:-1] if line.endswith("\r") else line
+        body = _INVISIBLE.sub("", body)
         if printable(body) == body:
             continue
         bad = _CONTROL.search(body)
