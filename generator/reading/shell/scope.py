@@ -442,38 +442,6 @@ class Scope(EvaluatorParts):
                 elif export and name in self.state.vars:
                     self.state.vars[name].exported = True
 
-    def _declare_computed(self, keyword: str, child: Node, flags: str) -> None:
-        """`declare "$n=7"`, `export $n=7`, `typeset "$n"=7`: the word is expanded first, so the
-        name it sets is only known from its value. A known plain `NAME=VALUE` is set (unless an
-        attribute would change the value: then the name becomes unknown); a name not known
-        statically may be any variable."""
-        fx = self.fx
-        assert fx is not None
-        words = fx.src[child.start_byte : child.end_byte]
-        try:
-            fields = fx.expander.fields(child.start_byte, child.end_byte)
-        except WordError:
-            fields = []
-        if not fields or any(f.unknowns for f in fields):
-            self.clobber_all(f"may be set by `{keyword} {as_text(words)}` (a name not known statically)", "declare")
-            return
-        for field in fields:
-            m = ASSIGN.match(field.text)
-            name = m.group(1) if m else field.text.split("[", 1)[0]
-            if not re.fullmatch(r"[A-Za-z_]\w*", name):
-                continue  # bash: "not a valid identifier"; nothing is set
-            if m is None:
-                continue  # `declare "$n"`: declares without a value
-            if m.group(2) or m.group(3) or any(c in flags for c in "iulcnaA") or name in self._attributes:
-                self.clobber([name], f"set by `{keyword} {as_text(words)}`", "declare")
-                continue
-            value = field.text[m.end():]
-            self.assigned_names.add(name)
-            if keyword == "local" or (keyword in ("declare", "typeset") and self._local_frames and "g" not in flags):
-                self._local(name)
-            self._set(name, Var(pieces=[Piece(value, split=False)], group=Group(name, value, None, None),
-                                exported=keyword == "export" or "x" in flags))
-
     def _declare_with_attributes(self, child: Node, name: str, flags: str, local: bool, export: bool) -> None:
         """`declare -i x=1+2`, `local -u y`, `declare -n ref=x`: the attribute first, then the value through it."""
         if local:
