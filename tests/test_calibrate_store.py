@@ -232,3 +232,29 @@ def test_the_key_names_the_vllm_release_the_log_prints(project: Path) -> None:
     assert save32().exit_code == 0
     text = (project / ".verl-gen.toml").read_text()
     assert '[calibration."h20-vllm-0.6.3"]' in text and 'vllm = "0.6.3"' in text
+
+
+@pytest.mark.parametrize(("value", "says"), [("1e308", "must be between"), ("-1e308", "must be between"),
+                                             ("2.0e4", "must be between")])
+def test_a_stored_value_past_any_run_is_not_applied_and_one_line_says_why(project: Path, value: str,
+                                                                           says: str) -> None:
+    """Issue 35's red-team round: two runs of 1e308 made the fit's mean overflow (a traceback)."""
+    bare = _plan()
+    runs = ", ".join(f'{{log = "sha256:{i}", model = "Qwen2.5-32B", rollout = {value}, memory-offset-gib = {value}, '
+                     f'response-share = {value}}}' for i in range(2))
+    _stored(project, f'[tool.verl-gen.calibration.h20]\ngpu = "h20"\nrun = [{runs}]\n')
+    result = _plan()
+    assert result.exit_code == bare.exit_code and result.exception is None
+    lines = [line for line in result.output.splitlines() if "calibration" in line]
+    assert len(lines) == 1 and "not applied" in lines[0] and says in lines[0]
+
+
+def test_a_stored_calibration_is_read_without_tomlkit(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Reading is tomllib's (a 1 MB project file of stored runs took tomlkit 5 s on every plan);
+    tomlkit stays the writer, which must keep every other byte."""
+    import tomlkit
+
+    _stored(project, H20_ENTRY)
+    monkeypatch.setattr(tomlkit, "parse", lambda *_a, **_k: pytest.fail("tomlkit parsed a file only read"))
+    result = _plan()
+    assert result.exit_code == 0 and "calibrated on" in result.output

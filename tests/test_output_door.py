@@ -230,6 +230,14 @@ def test_the_door_escapes_each_class():
     assert printable("a ##[error]b ##VSO[x]") == "a ##\\x5berror]b ##VSO\\x5bx]"
     assert printable("r\udcffn") == "r\\xffn"
     assert one_line("a\nb\tc") == "a\\nb\\tc"
+    # invisible: two names that look alike must not print alike (issue 35's red-team round)
+    assert printable("run\u200b.sh \ufeffx \u00ad \u2060") == "run\\u200b.sh \\ufeffx \\xad \\u2060"
+
+
+def test_a_diff_keeps_the_scripts_invisible_characters():
+    """A zero-width space in a script is the script's byte: the diff that removes it still prints."""
+    assert payload_problem("-a\u200bb=1\n+ab=1\n") is None
+    assert payload_problem("-a\u202eb=1\n") == "line 1 holds U+202E"
 
 
 def test_json_text_keeps_the_data_and_escapes_the_text():
@@ -335,4 +343,33 @@ def test_only_the_door_writes_to_stdout_or_stderr():
             elif (isinstance(func, ast.Attribute) and func.attr in ("write", "writelines")
                   and isinstance(func.value, ast.Attribute) and func.value.attr in ("stdout", "stderr")):
                 offenders.append(f"{path.relative_to(root)}:{node.lineno} sys.{func.value.attr}.{func.attr}")
+    assert offenders == []
+
+
+def test_html_text_escapes_markup_and_what_a_reader_would_not_see():
+    from generator.base.safe_text import html_text
+
+    text = html_text('</script><img src=x onerror="a()">\u202eevil\x1b[2J\u200b')
+    assert "<" not in text and '"' not in text
+    assert not re.search("[\x00-\x08\x0b-\x1f\x7f-\x9f\u202a-\u202e\u2066-\u2069]", text), text
+    assert "\\u202e" in text and "\\x1b" in text
+    assert html_text("Qwen2.5-7B & co") == "Qwen2.5-7B &amp; co"  # plain text unchanged but the markup
+
+
+def test_only_the_door_escapes_html():
+    """Every HTML page (charts, the recipe catalog) escapes user text through safe_text.html_text:
+    html.escape alone lets a bidi override or a raw ESC from a recipe or model name into the page
+    (issue 35's red-team round)."""
+    import ast
+
+    root = Path(__file__).resolve().parent.parent / "generator"
+    offenders = []
+    for path in sorted(root.rglob("*.py")):
+        if path.name == "safe_text.py" and path.parent == root / "base":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.ImportFrom) and node.module == "html":
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} from html import")
+            elif isinstance(node, ast.Import) and any(alias.name == "html" for alias in node.names):
+                offenders.append(f"{path.relative_to(root)}:{node.lineno} import html")
     assert offenders == []

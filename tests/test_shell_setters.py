@@ -63,6 +63,35 @@ EVALUATED = [
     ("BS+=1", "41"),
     ('trap "BS=7" EXIT', "4"),  # runs after the script
     ('eval "$(conda shell.bash hook)"', "4"),  # conda's hook sets CONDA_*, PATH, PS1 only
+    # issue 35's red-team round: a name computed at run time, arithmetic in a test, `local` outside a function
+    ('n=BS; declare "$n=7"', "7"),
+    ('n=BS; typeset "$n"=7', "7"),
+    ('n=BS; export "$n=7"', "7"),
+    ('n=BS; readonly "$n=7"', "7"),
+    ("n=BS; declare $n=7", "7"),
+    ('n=BS; declare -- "$n"=7', "7"),
+    ('n=BS; f() { declare -g "$n=7"; }; f', "7"),
+    ('declare "$(echo BS)=7"', "7"),
+    ('n="BS=8 W=9"; declare $n', "8"),
+    ('n=BS; declare "$n"', "4"),
+    ("[[ $((BS=7)) ]]", "7"),
+    ("[ $((BS=7)) ]", "7"),
+    ("[[ $((BS=7)) -eq 7 ]]", "7"),
+    ("[[ -n x ]] && [[ $((BS++)) ]]", "5"),
+    ("local BS=7 2>/dev/null", "4"),  # bash: local can only be used in a function
+    ("f() { BS=7; }; f &", "4"),  # a background command runs in a subshell
+    ("BS=7 &", "4"),
+    ("f() { BS=7; }; time f", "7"),
+    ("until BS=7; do :; done", "7"),  # the condition runs at least once
+    ("while BS=7; do break; done", "7"),
+    ("f() { BS=7; return; BS=9; }; f", "7"),
+    ("f() { for i in 1 2; do BS=$i; return; done; BS=9; }; f", "1"),
+    ("f() { if [ -n x ]; then return; fi; BS=9; }; f", "4"),
+    ("BS=7 export BS", "7"),  # the temporary value of a name export/readonly is given stays
+    ("BS=7 readonly BS", "7"),
+    ("BS=7 export W", "4"),
+    ("case 7 in [0-9]) BS=7;& x) BS=8;; esac", "8"),  # `;&` falls through
+    ("case 7 in [0-9]) BS=7;& x) BS=8;& y) BS=9;; z) BS=1;; esac", "9"),
 ]
 
 # (the line, the marker the value becomes) for the ways whose value the reader cannot know.
@@ -97,6 +126,11 @@ UNKNOWN = [
     ('trap "BS=7" DEBUG', "<?trap:BS>"),
     ("exec {BS}>/dev/null", "<?fd:BS>"),
     ("coproc BS { :; }", "<?coproc:BS>"),
+    ('declare "$X=7"', "<?declare:BS>"),  # a name not known statically: any variable
+    ('n=BS; declare -i "$n=3+4"', "<?declare:BS>"),
+    ("declare -i X; X='BS=7'", "<?arith:BS>"),  # bash evaluates an integer variable's value
+    ("BS=([0]=7)", "<?index:BS>"),  # elements placed by index
+    ("case 7 in [0-9]) BS=7;;& 7) BS=8;; esac", "<?either:BS>"),  # `;;&` goes on testing
 ]
 
 

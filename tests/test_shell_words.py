@@ -71,6 +71,9 @@ CASES = [
     ("V=abcdef", "${V:1:3}"),
     ("V=abcdef", "${V: -2}"),
     ("V=abcdef", "${V:0:-2}"),
+    ("V=abc", "x${V: -5}"),  # an offset from the end past the start: empty (issue 35's red team: was abc)
+    ("V=abc", "x${V: -99999999999}${V:99999999999999}"),
+    ("V=abc", "${V: -3:2}"),
     ("V=abcdef", "${#V}"),
     ("A=4; B=3", "$((A * B + 2))"),
     ("A=7", "$(( (A + 1) / 2 % 3 ))"),

@@ -30,12 +30,18 @@ import sys
 from typing import Any, Callable, TextIO
 
 # C0 controls but newline and tab, DEL and the C1 controls (NEL, CSI among them), the line and
-# paragraph separators, the bidirectional marks, embeddings, overrides and isolates, and lone
-# surrogates (a file name's undecodable bytes). One compiled class: every line of every report
+# paragraph separators, the bidirectional marks, embeddings, overrides and isolates, the invisible
+# format characters (a zero-width space in a file name or value makes two different names look
+# alike), and lone surrogates (a file name's undecodable bytes). One compiled class: every line of every report
 # passes through here, so a per-character Python loop shows up in the time of a 20,000-override
 # `gen show`.
+_INVISIBLE_CHARS = "\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff"  # soft hyphen, zero-width, joiners, BOM
 _UNSAFE_CHARS = ("\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069"
-                 "\ud800-\udfff")
+                 f"{_INVISIBLE_CHARS}\ud800-\udfff")
+# In a payload (a diff for `patch`) an invisible character is the script's own byte: it starts no
+# line and moves no cursor, so the payload still prints (a fix that removes a zero-width space
+# shows it in its `-` line).
+_INVISIBLE = re.compile(f"[{_INVISIBLE_CHARS}]")
 _CONTROL = re.compile(f"[{_UNSAFE_CHARS}]")
 _CONTROL_ASCII = re.compile("[\x00-\x08\x0b-\x1f\x7f]")  # the same for ASCII text (str.isascii is O(1))
 # What a CI runner reads as a command: `::` first on a line after white space (.NET's TrimStart
@@ -90,6 +96,7 @@ def payload_problem(text: str) -> str | None:
     to change (a CR just before the newline is fine: CRLF scripts), else None."""
     for number, line in enumerate(text.split("\n"), 1):
         body = line[:-1] if line.endswith("\r") else line
+        body = _INVISIBLE.sub("", body)
         if printable(body) == body:
             continue
         bad = _CONTROL.search(body)
@@ -129,6 +136,18 @@ def json_text(document: Any, *, indent: int | None = 2, ascii_only: bool = True,
     if ascii_only and _NON_ASCII.search(text) is not None:
         text = _NON_ASCII.sub(lambda match: json.dumps(match.group())[1:-1], text)
     return text + "\n"
+
+
+# --- HTML ----------------------------------------------------------------------------------------
+
+
+def html_text(text: object, quote: bool = True) -> str:
+    """`text` for an HTML page (a chart, the recipe catalog): `printable`, then markup-escaped.
+    A page is read by a person: a bidi override in a recipe's description would reorder the
+    words around it, a raw ESC or NUL shows as nothing at all."""
+    import html
+
+    return html.escape(printable(str(text)), quote=quote)
 
 
 # --- writing -------------------------------------------------------------------------------------
@@ -197,6 +216,6 @@ def use_color(stream: TextIO) -> bool:
     return (bool(isatty and isatty()) or bool(os.environ.get("FORCE_COLOR"))) and not no_color()
 
 
-__all__ = ["annotation_lines", "json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
+__all__ = ["annotation_lines", "html_text", "json_text", "markup", "no_color", "one_line", "payload_problem", "printable", "say", "styled",
            "write_payload",
            "use_color", "write"]

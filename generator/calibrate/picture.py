@@ -7,7 +7,7 @@ Pure text; the caller writes it through generator.base.files.write_atomic."""
 from __future__ import annotations
 
 from collections.abc import Sequence
-from html import escape
+from generator.base.safe_text import html_text as escape
 
 from generator.calibrate import metric_keys as k
 from generator.calibrate.render import Calibrated

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Iterable
 
+from generator.base.boundary import Boundary, real_path
 from generator.base.errors import InputError
 from generator.library.recipe_format import Recipe, recipe_from_mapping
 from generator.base.resources import recipes_dir
@@ -237,7 +238,14 @@ def load_library(library: str | os.PathLike[str] | None = None, *, packaged: boo
         sources.append((recipes_dir(), "packaged"))
     sources.append((user_dir, "user"))
     for folder, origin in sources:
+        # A recipe folder is read like a project: a link in it that leads out is not followed
+        # (a library committed in a repository may hold `x.yaml -> ~/.aws/credentials`, and a
+        # recipe's fields are printed, a broken one's quoted in the warning).
+        inside = Boundary(real_path(folder)) if origin == "user" and folder.is_dir() else None
         for path in _recipe_files(folder):
+            if inside is not None and not inside.allows(path):
+                errors.append(f"{path}: a symbolic link leads it outside the library folder ({folder}); not read")
+                continue
             try:
                 recipe = read_recipe(path, origin=origin)
             except InputError as err:

@@ -6,6 +6,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from generator.base import boundary
 from generator.base.errors import InputError
 from generator.model.facts import ModelFacts
 from generator.base.files import DATA_LIMIT, read_text_input
@@ -42,7 +43,11 @@ def _int(cfg: dict[str, Any], key: str, where: str, default: int | None = None) 
     if isinstance(value, bool) or not isinstance(value, int) or value <= 0:
         if value is None:
             raise InputError(f"{where}: missing '{key}'; is this a Hugging Face config.json?")
-        raise InputError(f"{where}: '{key}' must be a positive integer, got {value!r:.40}")
+        # A number is shown; of anything else only its kind: the file may lie outside the project
+        # (a model folder named by a script), and its text is never printed.
+        kind = "a string" if isinstance(value, str) else "a list" if isinstance(value, list) else "not a number"
+        got = f"{value!r:.40}" if isinstance(value, (int, float)) else kind
+        raise InputError(f"{where}: '{key}' must be a positive integer, got {got}")
     if value > _MAX.get(key, 1 << 30):
         # Named by its digits: a 401-digit int has no float form (`:.3g` raised OverflowError).
         shown = f"{value:.3g}" if value < 10**300 else f"a {len(str(value)) if value < 10**4000 else 'many'}-digit number"
@@ -80,7 +85,13 @@ def load_model_config(path: str | Path) -> ModelFacts:
     mla = cfg.get("kv_lora_rank") is not None
     head_dim, kv_rank, rope, nope, v_dim = _attention_dims(cfg, where, mla, hidden, heads)
     per_token = _opt_int(cfg, "num_experts_per_tok", where) if experts else None
-    name = str(raw.get("_name_or_path") or "").rstrip("/").split("/")[-1] or _name_from_path(path)
+    # The name the file gives itself is text: shown only for a file of the project (or one the
+    # user named); a model folder outside it, named by the script, is called by its folder.
+    bounds = boundary.current()
+    inside = bounds is None or bounds.allows(path)
+    written = str(raw.get("_name_or_path") or "") if inside else ""
+    fallback = _name_from_path(path) if inside else path.parent.name or "model"
+    name = written.rstrip("/").split("/")[-1] or fallback
     return ModelFacts(
         name=name,
         hidden_size=hidden,

@@ -10,7 +10,7 @@ generator/report/palette.py. Pure functions: `candidate_rows` gathers, `candidat
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
+from generator.base.safe_text import html_text as escape
 from typing import TYPE_CHECKING, Sequence
 
 from generator.plan.verl_departures import PARTS

@@ -11,7 +11,7 @@ is HTML-escaped; the script reads the rows' data attributes only and writes numb
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
+from generator.base.safe_text import html_text as escape
 from typing import TYPE_CHECKING, Sequence
 
 if TYPE_CHECKING:

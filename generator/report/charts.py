@@ -11,7 +11,7 @@ bar over the limit is on a red wash with its verdict in red. Pure functions of t
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
+from generator.base.safe_text import html_text as escape
 from typing import Protocol, Sequence
 
 from generator.report.palette import LIMIT_COLOUR, OVER_FILL, TERM_GROUPS, group_colour, group_of

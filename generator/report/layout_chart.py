@@ -21,7 +21,7 @@ Pure functions: `placements` computes, `layout_svg` draws (SVG, no scripts).
 from __future__ import annotations
 
 from dataclasses import dataclass
-from html import escape
+from generator.base.safe_text import html_text as escape
 
 from generator.layout import derive
 from generator.report.palette import ROLLOUT_FILLS, stage_fill

@@ -8,7 +8,7 @@ Every title says the model, the GPUs and the layout. No scripts, no external res
 from __future__ import annotations
 
 import re
-from html import escape
+from generator.base.safe_text import html_text as escape
 from typing import TYPE_CHECKING, Sequence
 
 from generator.report.charts import ChartSection, check_chart_path, stacked_svg

@@ -93,6 +93,13 @@ class Builtins(EvaluatorParts):
         if flow.branch in ("live", "loop") and flow.depth == 0:  # a merged loop copy never exits its base
             self.state.exited = True
 
+    def _b_return(self, args: list[Field], flow: Flow) -> None:
+        # In a function, where it surely runs: the rest of the body does not (walked as after
+        # `exit`, until the call ends; _call_function clears it). Elsewhere nothing the reader follows.
+        if self._local_frames and flow.branch in ("live", "loop") and not self.state.exited:
+            self._returned = self.state.copy()
+            self.state.exited = True
+
     def _b_break(self, args: list[Field], flow: Flow) -> None:
         if flow.branch in ("live", "loop"):
             self._break_requested = True
@@ -197,10 +204,15 @@ class Builtins(EvaluatorParts):
         self.state.args_from_script = passes_args  # `run "$@"` hands the script's arguments on
         self._local_frames.append({})
         self.fx = fx
+        returned = self._returned
+        self._returned = None
         try:
             inner = Flow(flow.branch, flow.context + (f"in function {as_text(name)}",), flow.depth + 1)
             self.walk(body, inner)
         finally:
+            if self._returned is not None:  # the function returned: the caller goes on from there
+                self.state = self._returned
+            self._returned = returned
             frame = self._local_frames.pop()
             for var_name, old in frame.items():
                 if old is None:
@@ -215,7 +227,7 @@ _Handler = Callable[[Any, list[Field], Flow], "bool | None"]
 _HANDLERS: dict[str, _Handler] = {
     "source": Builtins._b_source, ".": Builtins._b_source, "cd": Builtins._b_cd, "pushd": Builtins._b_pushd,
     "set": Builtins._b_set, "shift": Builtins._b_shift, "exit": Builtins._b_exit, "break": Builtins._b_break,
-    "read": Builtins._b_read, "export": Builtins._b_declare, "local": Builtins._b_declare,
+    "read": Builtins._b_read, "return": Builtins._b_return, "export": Builtins._b_declare, "local": Builtins._b_declare,
     "declare": Builtins._b_declare, "typeset": Builtins._b_declare, "readonly": Builtins._b_declare,
     "shopt": Builtins._b_shopt,
     # the other ways a builtin sets a variable (setters.py)
@@ -224,5 +236,5 @@ _HANDLERS: dict[str, _Handler] = {
     "coproc": Setters._b_coproc, "trap": Setters._b_trap,
 }
 # Builtins that change nothing the reader follows (and are not commands to record).
-_NO_EFFECT = frozenset({"true", "false", ":", "return", "continue", "umask", "ulimit",
+_NO_EFFECT = frozenset({"true", "false", ":", "continue", "umask", "ulimit",
                         "alias", "unalias", "hash", "popd"})

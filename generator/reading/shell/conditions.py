@@ -420,17 +420,23 @@ class Conditions(EvaluatorParts):
     def _s_negated_command(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
 
+    def _s_test_command(self, node: Node, flow: Flow) -> None:
+        # `[[ $((V=7)) ]]`, `[ $((N++)) ]` or `((N=7))` as a statement of its own: its status is
+        # not used, but its expansions still assign.
+        self._truth(node, flow)
+
     def _s_case_statement(self, node: Node, flow: Flow) -> None:
         fx = self.fx
         assert fx is not None
         value_node = node.child_by_field_name("value")
         subject = self._operand(value_node) if value_node is not None else None
-        arms: list[tuple[Callable[[], bool | None], list[Node], str]] = []
+        items: list[tuple[list[Node], list[Node], str]] = []  # (patterns, body, terminator)
         for item in node.children:
             if item.type != "case_item":
                 continue
             pats: list[Node] = []
             body: list[Node] = []
+            ends = ";;"
             seen_paren = False
             for c in item.children:
                 if c.type == ")" and not seen_paren:
@@ -439,10 +445,22 @@ class Conditions(EvaluatorParts):
                 if not seen_paren:
                     if c.is_named:
                         pats.append(c)
-                elif c.type not in (";;", ";&", ";;&"):
+                elif c.type in (";;", ";&", ";;&"):
+                    ends = c.type
+                else:
                     body.append(c)
+            items.append((pats, body, ends))
+        if any(ends == ";;&" for _p, _b, ends in items):
+            subject = None  # `;;&` goes on testing the next patterns: which arms run is not followed
+        arms: list[tuple[Callable[[], bool | None], list[Node], str]] = []
+        for index, (pats, body, _ends) in enumerate(items):
+            # `;&` falls through: the next arm's body runs too, without its pattern being tested.
+            ran, at = list(body), index
+            while items[at][2] == ";&" and at + 1 < len(items):
+                at += 1
+                ran += items[at][1]
             label = "case " + "|".join(self._cond_text(p) for p in pats)
-            arms.append((self._case_match(pats, subject), body, label))
+            arms.append((self._case_match(pats, subject), ran, label))
         self._branches(arms, flow, "case")
 
     def _case_match(self, pats: list[Node], subject: str | None) -> Callable[[], bool | None]:

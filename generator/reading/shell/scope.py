@@ -282,6 +282,11 @@ class Scope(EvaluatorParts):
         value_node = node.child_by_field_name("value")
         va = m.end()
         if value_node is not None and value_node.type == "array" and value_node.end_byte == end:
+            if _KEYED_ELEMENT.search(self.fx.src if self.fx is not None else "", value_node.start_byte,
+                                     value_node.end_byte):
+                # `V=([0]=7 [3]=x)`: elements placed by index (or keys of an associative array)
+                self.clobber([name], f"${name} is assigned elements by index (`[i]=value`)", "index")
+                return
             elems = self._array_elems(value_node)
             old = self.state.vars.get(name)
             if plus and old is not None and not old.unknown:
@@ -401,6 +406,8 @@ class Scope(EvaluatorParts):
 
     def _s_declaration_command(self, node: Node, flow: Flow) -> None:
         keyword = node.children[0].type if node.children else ""
+        if keyword == "local" and not self._local_frames:
+            return  # bash: "local: can only be used in a function"; nothing is set
         local = keyword == "local" or (keyword in ("declare", "typeset") and bool(self._local_frames))
         export = keyword == "export"
         fx = self.fx
@@ -422,6 +429,8 @@ class Scope(EvaluatorParts):
                 self._declare_with_attributes(child, name, flags, local, export)
             elif child.type == "variable_assignment":
                 self._assign_node(child, child.end_byte, local=local, export=export)
+            elif child.type not in ("variable_name", "comment"):
+                self._declare_computed(keyword, child, flags)
             elif child.type == "variable_name":
                 self.assigned_names.add(name)
                 if local:
@@ -485,6 +494,10 @@ class Scope(EvaluatorParts):
                 target = self._namerefs.get(one)
                 if target is not None:
                     self.state.vars.pop(target, None)
+
+
+# An element `[i]=value` (or `[i]+=value`) of an array literal: at its start or after blank space.
+_KEYED_ELEMENT = re.compile(r"(?:\(|\s)\[[^\]\s]*\]\+?=")
 
 
 def merge_states(states: list[State], label: str) -> State:

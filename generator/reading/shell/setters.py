@@ -26,11 +26,15 @@ The ways, and what the reader does with each:
 from __future__ import annotations
 
 import re
-from typing import NamedTuple
+from typing import TYPE_CHECKING, NamedTuple
 
 from generator.reading.shell import arith
 from generator.reading.shell.context import ASSIGN, EvaluatorParts
-from generator.reading.shell.model import Field, Group, Piece, Var, has_unknown, pieces_text
+from generator.reading.shell.model import Field, Group, Piece, Var, as_text, has_unknown, pieces_text
+from generator.reading.shell.scan import WordError
+
+if TYPE_CHECKING:
+    from tree_sitter import Node
 
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
 _ONE_ASSIGNMENT = re.compile(r"\s*([A-Za-z_]\w*)\s*(<<|>>|[-+*/%&^|])?=(?!=)(.*)", re.S)
@@ -168,6 +172,38 @@ class Setters(EvaluatorParts):
             if var is None or not var.unknown:
                 self._set(name, Var(unknown=f"${name} {reason}", label=f"{kind}:{name}"))
 
+    def _declare_computed(self, keyword: str, child: Node, flags: str) -> None:
+        """`declare "$n=7"`, `export $n=7`, `typeset "$n"=7`: the word is expanded first, so the
+        name it sets is only known from its value. A known plain `NAME=VALUE` is set (unless an
+        attribute would change the value: then the name becomes unknown); a name not known
+        statically may be any variable."""
+        fx = self.fx
+        assert fx is not None
+        words = fx.src[child.start_byte : child.end_byte]
+        try:
+            fields = fx.expander.fields(child.start_byte, child.end_byte)
+        except WordError:
+            fields = []
+        if not fields or any(f.unknowns for f in fields):
+            self.clobber_all(f"may be set by `{keyword} {as_text(words)}` (a name not known statically)", "declare")
+            return
+        for field in fields:
+            m = ASSIGN.match(field.text)
+            name = m.group(1) if m else field.text.split("[", 1)[0]
+            if not re.fullmatch(r"[A-Za-z_]\w*", name):
+                continue  # bash: "not a valid identifier"; nothing is set
+            if m is None:
+                continue  # `declare "$n"`: declares without a value
+            if m.group(2) or m.group(3) or any(c in flags for c in "iulcnaA") or name in self._attributes:
+                self.clobber([name], f"set by `{keyword} {as_text(words)}`", "declare")
+                continue
+            value = field.text[m.end():]
+            self.assigned_names.add(name)
+            if keyword == "local" or (keyword in ("declare", "typeset") and self._local_frames and "g" not in flags):
+                self._local(name)
+            self._set(name, Var(pieces=[Piece(value, split=False)], group=Group(name, value, None, None),
+                                exported=keyword == "export" or "x" in flags))
+
     # -- attributes (`declare -i/-u/-l/-c/-n`) ----------------------------------------------
 
     def declare_attributes(self, flags: str, names: list[str], local: bool) -> None:
@@ -196,6 +232,9 @@ class Setters(EvaluatorParts):
                 value = self.arith_value(text)
                 if value is not None:
                     return _literal(name, str(value))
+            # Not evaluated here, but bash evaluates it: `X='V=7'` assigns V as well.
+            self.clobber(names_arith_sets(text), f"set by the arithmetic of `{name}={text.strip()[:60]}` "
+                         "(an integer variable)", "arith")
             return Var(unknown=f"${name} has the integer attribute (`declare -i`)", label=f"declare:{name}")
         changed = text.upper() if letter == "u" else text.lower() if letter == "l" else text[:1].upper() + text[1:].lower()
         return _literal(name, changed)

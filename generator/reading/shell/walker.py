@@ -19,7 +19,7 @@ from generator.reading.shell.builtins import Builtins
 from generator.reading.shell.callee import Callees
 from generator.reading.shell.conditions import Conditions
 from generator.reading.shell.context import ASSIGN, CommandRecord, FileCtx, Flow, State, line_starts_of, merged_ranges, squash
-from generator.reading.shell.model import Field, Piece, Var, Work, as_text, from_text, pieces_text
+from generator.reading.shell.model import Field, Group, Piece, Var, Work, as_text, from_text, pieces_text
 from generator.reading.shell.comment_subst import mask_comment_substitutions
 from generator.reading.shell.eval_words import LAUNCH_WRAPPERS, eval_fields, string_args
 from generator.reading.shell.scan import WordError
@@ -63,6 +63,7 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         self.saw_args = False
         self.assigned_names: set[str] = set()
         self._local_frames: list[dict[str, Var | None]] = []
+        self._returned: State | None = None
         self._sourcing: list[str] = []
         self._arith_depth = 0
         self._loop_budget = 256  # loop-body walks with a known item, across the whole script
@@ -154,11 +155,19 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
             if not child.is_named:
                 continue
             before = len(self.records)
-            self.walk(child, flow)
             nxt = children[n + 1] if n + 1 < len(children) else None
             if nxt is not None and nxt.type == "&":
+                # `cmd &` runs in a subshell: what it sets is not seen by the script after it.
+                saved = self.state
+                self.state = saved.copy()
+                try:
+                    self.walk(child, flow)
+                finally:
+                    self.state = saved
                 for rec in self.records[before:]:
                     rec.redirects.append("&")
+                continue
+            self.walk(child, flow)
 
     def _s_program(self, node: Node, flow: Flow) -> None:
         self._statements(node.children, flow)
@@ -255,6 +264,8 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         label = f"{keyword} " + (self._cond_text(cond) if cond is not None else "")
         for _ in range(_MAX_LOOP_ITEMS):
             if cond is None or cond.type not in ("test_command", "command", "list", "negated_command"):
+                if cond is not None:
+                    self.walk(cond, flow)  # `until V=7`: the condition runs at least once, whatever it is
                 break
             value = self._truth(cond, flow)
             if value is None or self._loop_budget <= 0:
@@ -380,10 +391,12 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
                     self._assign_text(a, b)
             return
         env: dict[str, str] = {}  # `A=1 cmd`: the command's own environment
+        env_pieces: dict[str, list[Piece]] = {}
         for a, b, _k in assign_ranges:
             m = ASSIGN.match(fx.src, a, b)
             if m:
-                env[m.group(1)] = as_text(pieces_text(self._expand_assign_value(m.end(), b)))
+                env_pieces[m.group(1)] = self._expand_assign_value(m.end(), b)
+                env[m.group(1)] = as_text(pieces_text(env_pieces[m.group(1)]))
         self.saw_args = False
         fields = self._command_fields(word_ranges, flow)
         passes_args = self.saw_args
@@ -391,6 +404,11 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
         if not fields:
             return
         name = fields[0].text if not fields[0].unknowns else ""
+        while name == "time" and len(fields) > 1:  # `time [-p] CMD`: the keyword, then CMD as it is
+            fields = fields[2:] if fields[1].text == "-p" else fields[1:]
+            name = fields[0].text if fields and not fields[0].unknowns else ""
+        if not fields:
+            return
         while name in ("builtin", "command") and len(fields) > 1 and fields[1].text in _STATE_BUILTINS:
             fields = fields[1:]  # `command eval …`, `builtin read …`: the builtin itself runs
             name = fields[0].text if not fields[0].unknowns else ""
@@ -402,6 +420,13 @@ class Evaluator(Scope, Setters, Conditions, Builtins, Callees):
             words = eval_fields(found[1])
             if words:
                 fields, name = words, (words[0].text if not words[0].unknowns else "")
+        if name in ("export", "readonly") and env:
+            # `V=7 export V`: the temporary value of a name the builtin is given stays (bash).
+            for f in fields[1:]:
+                if not f.unknowns and f.text in env_pieces:
+                    self.assigned_names.add(f.text)
+                    self._set(f.text, Var(pieces=env_pieces[f.text], group=Group(f.text, env[f.text], None, None),
+                                          exported=name == "export"))
         if self._builtin(name, fields, node, flow, env):
             return
         if name in self.state.functions:

@@ -521,13 +521,17 @@ class Expander:
             if offset is None:
                 return None
             if offset < 0:
-                offset = max(0, len(text) + offset)
+                if len(text) + offset < 0:
+                    return ""  # bash: an offset from the end past the start gives nothing
+                offset = len(text) + offset
             if not colon:
                 return text[offset:]
             length = self._arith_text(len_text)
             if length is None:
                 return None
             if length < 0:
+                if len(text) + length < offset:
+                    return None  # bash: "substring expression < 0", the command does not run
                 return text[offset : len(text) + length]
             return text[offset : offset + length]
         if op == "@":
