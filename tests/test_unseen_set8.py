@@ -146,3 +146,85 @@ fi
     _, _, findings = _check(script, project)
     assert not _codes(findings, "VS709")
     assert len(_codes(findings, "VB102")) == 1
+
+
+# --- verl's own sequence cap in the token-budget check (VD401) and the cap itself (VR513) --------
+
+def _pinned(tmp_path: Path, release: str) -> Path:
+    project = _project(tmp_path)
+    _write(project / "requirements.txt", f"verl=={release}\n")
+    return project
+
+
+LONG_RESPONSES = """python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=16 \\
+    data.max_prompt_length=2048 \\
+    data.max_response_length=32768 \\
+    actor_rollout_ref.rollout.name=vllm \\
+    actor_rollout_ref.rollout.n=5 \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=16 \\
+    actor_rollout_ref.actor.use_dynamic_bsz=True \\
+    actor_rollout_ref.actor.ppo_max_token_len_per_gpu={cap} \\
+    actor_rollout_ref.rollout.log_prob_use_dynamic_bsz=True \\
+    actor_rollout_ref.rollout.log_prob_max_token_len_per_gpu={cap} \\
+    {model_len}trainer.n_gpus_per_node=8
+"""
+
+
+def test_the_token_budget_is_judged_against_max_model_len_where_it_caps_every_sequence(tmp_path: Path) -> None:
+    project = _pinned(tmp_path, "0.8.0")
+    capped = _write(project / "capped.sh", LONG_RESPONSES.format(
+        cap=8192, model_len="actor_rollout_ref.rollout.max_model_len=8192 \\\n    "))
+    _, resolution, findings = _check(capped, project)
+    assert "0.8.0" in str(resolution)
+    assert not _codes(findings, "VD401")  # no sequence is longer than 8192 on the engine path
+    [cut] = _codes(findings, "VR513")
+    assert cut["severity"] == "warning" and "8192 < prompt + response = 2048 + 32768 = 34816" in str(cut["message"])
+    # without the cap, 8192 tokens cannot hold one 34816-token sequence
+    uncapped = _write(project / "uncapped.sh", LONG_RESPONSES.format(cap=8192, model_len=""))
+    _, _, findings = _check(uncapped, project)
+    assert _codes(findings, "VD401") and not _codes(findings, "VR513")
+    # a budget below the cap still fails, judged against the cap
+    small = _write(project / "small.sh", LONG_RESPONSES.format(
+        cap=4096, model_len="actor_rollout_ref.rollout.max_model_len=8192 \\\n    "))
+    _, _, findings = _check(small, project)
+    budget = _codes(findings, "VD401")
+    assert budget and "rollout.max_model_len = 8192" in str(budget[0]["message"])
+
+
+# --- missed problems: a log-prob micro batch that floors to 0, a group baseline of one ------------
+
+FLOORED = """python3 -m verl.trainer.main_ppo \\
+    algorithm.adv_estimator=grpo \\
+    data.train_batch_size=64 \\
+    actor_rollout_ref.rollout.n={n} \\
+    actor_rollout_ref.actor.use_kl_loss=True \\
+    actor_rollout_ref.actor.ppo_mini_batch_size=16 \\
+    actor_rollout_ref.actor.ppo_micro_batch_size_per_gpu=4 \\
+    actor_rollout_ref.rollout.log_prob_micro_batch_size={lp} \\
+    actor_rollout_ref.ref.log_prob_micro_batch_size={ref} \\
+    actor_rollout_ref.rollout.name=vllm \\
+    trainer.n_gpus_per_node=4
+"""
+
+
+def test_a_global_log_prob_micro_batch_below_the_ranks_floors_to_zero_for_rollout_and_ref(tmp_path: Path) -> None:
+    project = _pinned(tmp_path, "0.4.1")
+    script = _write(project / "run.sh", FLOORED.format(n=4, lp=2, ref=4))
+    _, _, findings = _check(script, project)
+    [floored] = _codes(findings, "VB211")
+    assert floored["severity"] == "error" and "2 // 4 = 0" in str(floored["message"]) and floored["line"] == 8
+    script = _write(project / "ref.sh", FLOORED.format(n=4, lp=8, ref=3))
+    _, _, findings = _check(script, project)
+    assert [f["line"] for f in _codes(findings, "VB211")] == [9]
+
+
+def test_a_group_baseline_with_one_response_per_prompt(tmp_path: Path) -> None:
+    project = _pinned(tmp_path, "0.4.1")
+    one = _write(project / "one.sh", FLOORED.format(n=1, lp=8, ref=8))
+    _, _, findings = _check(one, project)
+    [single] = _codes(findings, "VX922")
+    assert single["severity"] == "warning" and "rollout.n=1" in str(single["message"])
+    four = _write(project / "four.sh", FLOORED.format(n=4, lp=8, ref=8))
+    assert not _codes(_check(four, project)[2], "VX922")
