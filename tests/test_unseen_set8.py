@@ -228,3 +228,67 @@ def test_a_group_baseline_with_one_response_per_prompt(tmp_path: Path) -> None:
     assert single["severity"] == "warning" and "rollout.n=1" in str(single["message"])
     four = _write(project / "four.sh", FLOORED.format(n=4, lp=8, ref=8))
     assert not _codes(_check(four, project)[2], "VX922")
+
+
+# --- a defaults file the checkout lacks -------------------------------------------------------
+
+PRIMARY = """defaults:
+  - data@data: legacy_data
+  - _self_
+
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 16
+trainer:
+  n_gpus_per_node: 8
+  nnodes: 1
+"""
+GENERATED = """data:
+  train_batch_size: 64
+actor_rollout_ref:
+  actor:
+    ppo_mini_batch_size: 16
+trainer:
+  n_gpus_per_node: 8
+  nnodes: 1
+"""
+CALL = """python3 -m verl.trainer.main_ppo \\
+    data.not_a_key=3 \\
+    actor_rollout_ref.actor.not_a_key_either=1 \\
+    trainer.n_gpus_per_node=8
+"""
+
+
+def _fork_without_data_defaults(tmp_path: Path, ignore: str | None) -> Path:
+    project = _project(tmp_path)
+    _write(project / "verl" / "version" / "version", "0.7.0\n")
+    config = project / "verl" / "trainer" / "config"
+    _write(config / "ppo_trainer.yaml", PRIMARY)
+    _write(config / "_generated_ppo_trainer.yaml", GENERATED)
+    if ignore is not None:
+        _write(project / ".gitignore", f"# training data\n{ignore}\n")
+    return project
+
+
+def test_a_defaults_file_the_gitignore_drops_is_reported_and_its_keys_stand_down(tmp_path: Path) -> None:
+    project = _fork_without_data_defaults(tmp_path, "data/")
+    script = _write(project / "run.sh", CALL)
+    code, _, findings = _check(script, project)
+    [missing] = _codes(findings, "VK613")
+    message = str(missing["message"])
+    assert missing["severity"] == "error" and code == 1
+    assert "`data@data: legacy_data`" in message and "verl/trainer/config/data/legacy_data.yaml" in message
+    assert ".gitignore line `data/`" in message
+    unknown = [f["key"] for f in _codes(findings, "VK601")]
+    # the data keys rest on the missing file; the actor's are judged as before
+    assert "data.not_a_key" not in unknown and "actor_rollout_ref.actor.not_a_key_either" in unknown
+
+
+def test_a_missing_defaults_file_without_a_gitignore_line_is_a_warning(tmp_path: Path) -> None:
+    project = _fork_without_data_defaults(tmp_path, "/outputs/")
+    script = _write(project / "run.sh", CALL)
+    _, _, findings = _check(script, project)
+    [missing] = _codes(findings, "VK613")
+    assert missing["severity"] == "warning" and ".gitignore" not in str(missing["message"])
+    _write(project / "verl" / "trainer" / "config" / "data" / "legacy_data.yaml", "train_batch_size: 64\n")
+    assert not _codes(_check(script, project)[2], "VK613")
