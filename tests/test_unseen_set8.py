@@ -233,6 +233,7 @@ def test_a_group_baseline_with_one_response_per_prompt(tmp_path: Path) -> None:
 # --- a defaults file the checkout lacks -------------------------------------------------------
 
 PRIMARY = """defaults:
+  - reward_manager@reward_manager
   - data@data: legacy_data
   - _self_
 
@@ -265,6 +266,7 @@ def _fork_without_data_defaults(tmp_path: Path, ignore: str | None) -> Path:
     config = project / "verl" / "trainer" / "config"
     _write(config / "ppo_trainer.yaml", PRIMARY)
     _write(config / "_generated_ppo_trainer.yaml", GENERATED)
+    _write(config / "reward_manager.yaml", "name: naive\n")  # a config entry (no group) that is there
     if ignore is not None:
         _write(project / ".gitignore", f"# training data\n{ignore}\n")
     return project

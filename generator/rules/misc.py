@@ -7,7 +7,7 @@ from typing import Iterator
 from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl.constants import ACTOR, CRITIC, MEGATRON, REF, ROLLOUT
+from generator.verl.constants import ACTOR, CRITIC, MEGATRON, PPO_ENTRY, REF, ROLLOUT
 from generator.verl.versions import VersionRange
 
 _MEG = ("megatron",)
@@ -302,8 +302,10 @@ _GROUP_BASELINE = ("grpo", "grpo_vectorized", "rloo", "rloo_vectorized", "opo", 
 def group_baseline_one_response(ctx: Context) -> Iterator[Finding]:
     view = ConfigReader.of(ctx)
     estimator, n = view.str("algorithm.adv_estimator"), view.int(ROLLOUT + "n")
-    if estimator not in _GROUP_BASELINE or n != 1:
-        return
+    if estimator not in _GROUP_BASELINE or n != 1 or not view.explicit("algorithm.adv_estimator"):
+        return  # (an estimator the fork's config picks may serve a stage of its own that uses no advantage)
+    if ctx.config.entry != PPO_ENTRY:
+        return  # a fork's own entry may sample its groups by another key (`lean.num_samples=32`)
     yield ctx_finding(group_baseline_one_response, view, ("algorithm.adv_estimator", ROLLOUT + "n"),
                       f"adv_estimator={estimator} with rollout.n=1: each prompt's group holds one response, so "
                       "verl takes its baseline as 0 and the advantage is the raw reward, with no group baseline; "

@@ -253,8 +253,12 @@ def model_len_below_sequence(ctx: Context) -> Iterator[Finding]:
     # `max_possible_tokens`), or hands it max_model_len and the engine stops there (the sync rollout):
     # a response never gets longer than that, whatever max_response_length says.
     message = (f"rollout.max_model_len {model_len} < prompt + response = {prompt} + {response} = {seq}: every "
-               f"sequence stops at {model_len} tokens, so a response gets at most {model_len} - its prompt "
-               f"tokens and max_response_length {response} is never reached")
+               f"sequence stops at {model_len} tokens, so a response gets at most {model_len} - its prompt's tokens")
+    if model_len > response:
+        message += (f" and a prompt longer than {model_len - response} tokens never gets max_response_length "
+                    f"{response}")
+    else:
+        message += f" and max_response_length {response} is never reached"
     if model_len <= prompt:
         message += f"; a prompt of {model_len} tokens or more (max_prompt_length is {prompt}) leaves no room at all"
     yield ctx_finding(model_len_below_sequence, view, (key,), message, key=key,

@@ -68,9 +68,12 @@ def _entry_file(entry: object) -> tuple[str, str, str] | None:
     """(file path under the folder without `.yaml`, the package its keys go to, the entry as
     written) of a plain defaults entry; None for `_self_`, optional, override and interpolated ones."""
     if isinstance(entry, str):
-        if entry == "_self_" or "${" in entry or entry.startswith("/"):
+        # `- legacy_reward_impl`, `- reward_manager@reward_manager`: the config file of that
+        # name beside the primary, its keys at the package after `@` (else at the root)
+        if entry == "_self_" or "${" in entry or entry.startswith("/") or " " in entry.strip():
             return None
-        return entry, "", entry
+        name, _, package = entry.strip().partition("@")
+        return name, package, entry
     if not isinstance(entry, dict) or len(entry) != 1:
         return None
     (head, option), = entry.items()
