@@ -23,7 +23,7 @@ from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
 from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
-from generator.rules.missing_defaults import rests_on_missing
+from generator.rules.uncomposable import rests_on_missing
 from generator.rules import (SEVERITY_ORDER, judge, judge_script, reads_defaults, runs_no_training_step, runs_on,
                              script_rules, stands_down_for_fork)
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected

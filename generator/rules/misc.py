@@ -306,6 +306,8 @@ def group_baseline_one_response(ctx: Context) -> Iterator[Finding]:
         return  # (an estimator the fork's config picks may serve a stage of its own that uses no advantage)
     if ctx.config.entry != PPO_ENTRY:
         return  # a fork's own entry may sample its groups by another key (`lean.num_samples=32`)
+    if view.bool("distillation.enabled") is True:
+        return  # on-policy distillation trains on the teacher's loss (verl's own 0.8.0 example runs n=1)
     yield ctx_finding(group_baseline_one_response, view, ("algorithm.adv_estimator", ROLLOUT + "n"),
                       f"adv_estimator={estimator} with rollout.n=1: each prompt's group holds one response, so "
                       "verl takes its baseline as 0 and the advantage is the raw reward, with no group baseline; "

@@ -16,6 +16,7 @@ from generator.reading.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is
 from generator.reading.python.hydra_main import entry_config, reads_own_command_line
 from generator.reading.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.reading.shell.duplicates import duplicate_hazard
+from generator.reading.shell.split_words import split_siblings, split_words_hazard
 from generator.verl.constants import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -298,9 +299,10 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
         if f.unknowns or not text.strip():  # `\ ` words are the backslash-space hazard's
             j += 1
             continue
-        split = _split_siblings(rest, texts, j)
+        split = split_siblings(rest, texts, j)
         if split > 1:  # `dir=ckpt/Your Exp name`: the stray words of one split word are one mistake
-            out.append(_split_words_hazard(rec, inv, rest, texts, j, split, line_of))
+            f_line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+            out.append(split_words_hazard(texts[j : j + split], inv.line, f_line, _word_span(rec, f, f_line)))
             j += split
             continue
         hazard, words = _word_hazard(rec, inv, f, text, texts[j + 1] if j + 1 < len(rest) else None, line_of)
@@ -308,36 +310,6 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
             out.append(hazard)
         j += words
     return out
-
-
-def _same_source_word(a: Field, b: Field) -> bool:
-    """Whether two arguments are words bash split out of one word written in the script."""
-    # Each word of a split keeps where its command-line word starts (`cmd_a`); an array's elements
-    # share that too, but each was written as a word of its own.
-    return a.cmd_a >= 0 and (a.path, a.cmd_a) == (b.path, b.cmd_a) and "array" not in (a.origin, b.origin)
-
-
-def _split_siblings(rest: list[Field], texts: list[str], j: int) -> int:
-    """How many stray words from `rest[j]` on (two at least, else 0 or 1) come out of one word
-    the script writes: each is not `key=value` and none is an unknown."""
-    if looks_like_override(texts[j]) or texts[j].startswith("-") or rest[j].unknowns:
-        return 0
-    end = j + 1
-    while end < len(rest) and _same_source_word(rest[j], rest[end]) and texts[end].strip() \
-            and not looks_like_override(texts[end]) and not rest[end].unknowns:
-        end += 1
-    return end - j
-
-
-def _split_words_hazard(rec: CommandRecord, inv: Invocation, rest: list[Field], texts: list[str], j: int,
-                        count: int, line_of: Callable[[str | None, int], int]) -> Hazard:
-    f = rest[j]
-    line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
-    words = ", ".join(f"`{t[:40]}`" for t in texts[j : j + count])
-    return Hazard("stray-argument", line,
-                  f"{words} among the overrides of the call at line {inv.line} are {count} words that are not "
-                  "`key=value`, split by bash out of one unquoted word: verl stops before training with a "
-                  "Hydra command-line error at the first; quote the word", _word_span(rec, f, line))
 
 
 def _hydra_override_words(rec: CommandRecord, inv: Invocation) -> list[Field] | None:

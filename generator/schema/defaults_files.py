@@ -12,17 +12,16 @@ entry would have supplied are then unknown, not to be judged against a guess.
 from __future__ import annotations
 
 import fnmatch
-from dataclasses import dataclass
-from functools import lru_cache
 from pathlib import Path
+from typing import NamedTuple
 
+from generator.base.folder_memo import remembered
 from generator.schema.yamlload import load_yaml_file
 
 _MAX_UP = 12  # folders walked up from the config folder to the checkout's `.git`
 
 
-@dataclass(frozen=True)
-class MissingDefault:
+class MissingDefault(NamedTuple):
     config: str  # the primary config's file name (`ppo_trainer.yaml`)
     entry: str  # the defaults entry as written (`data@data: legacy_data`)
     file: str  # the file it needs, relative to the checkout (`verl/trainer/config/data/legacy_data.yaml`)
@@ -34,10 +33,11 @@ def missing_default(folder: str | Path, name: str) -> MissingDefault | None:
     """The first defaults entry of `folder/name.yaml` whose file `folder` lacks; None when every
     entry is there, the list cannot be read, or an entry is one this reader does not judge
     (interpolated, optional, an override, a config that adds search paths)."""
-    return _missing(str(Path(folder).absolute()), name[:-5] if name.endswith(".yaml") else name)
+    where, stem = str(Path(folder).absolute()), name[:-5] if name.endswith(".yaml") else name
+    # asked once per call: remembered for the run (a folder's files do not change during it)
+    return remembered(("missing_default", where, stem), lambda: _missing(where, stem))
 
 
-@lru_cache(maxsize=64)
 def _missing(folder: str, name: str) -> MissingDefault | None:
     root = Path(folder)
     primary = root / f"{name}.yaml"

@@ -1,5 +1,5 @@
 """VK613 — the call's config names a defaults file the checkout lacks, so Hydra cannot compose it
-(generator.schema.missing_defaults); and the key findings that would rest on that file's keys,
+(generator.schema.defaults_files); and the key findings that would rest on that file's keys,
 which are not known here, stand down (`rests_on_missing`)."""
 
 from __future__ import annotations
@@ -11,7 +11,7 @@ from generator.base.errors import InputError
 from generator.config.reader import ConfigReader
 from generator.config.types import Config
 from generator.rules.core import Context, Finding, rule
-from generator.schema.missing_defaults import MissingDefault, missing_default
+from generator.schema.defaults_files import MissingDefault, missing_default
 
 _ANY = ("megatron", "fsdp", "unknown")
 # Key findings that judge a key against the composed config (not VK613 itself, not VK609's note).
