@@ -228,6 +228,11 @@ def test_a_group_baseline_with_one_response_per_prompt(tmp_path: Path) -> None:
     assert single["severity"] == "warning" and "rollout.n=1" in str(single["message"])
     four = _write(project / "four.sh", FLOORED.format(n=4, lp=8, ref=8))
     assert not _codes(_check(four, project)[2], "VX922")
+    # n left at its default 1 (as verl's own rollout_correction examples do): advice, not a warning
+    default = _write(project / "default.sh", FLOORED.format(n=4, lp=8, ref=8).replace(
+        "    actor_rollout_ref.rollout.n=4 \\\n", ""))
+    [advice] = _codes(_check(default, project)[2], "VX922")
+    assert advice["severity"] == "info" and "(its default)" in str(advice["message"])
 
 
 # --- a defaults file the checkout lacks -------------------------------------------------------

@@ -308,7 +308,13 @@ def group_baseline_one_response(ctx: Context) -> Iterator[Finding]:
         return  # a fork's own entry may sample its groups by another key (`lean.num_samples=32`)
     if view.bool("distillation.enabled") is True:
         return  # on-policy distillation trains on the teacher's loss (verl's own 0.8.0 example runs n=1)
+    # The script's own evidence: it sets n=1 (or the fork's own group key, `rollout.n_agent=1`) itself.
+    # Left at the default, it is advice (verl's own rollout_correction examples leave n at 1).
+    group_keys = (ROLLOUT + "n", *(r.key for r in (ctx.fork_code.repeat_keys if ctx.fork_code else ())))
+    chosen = any(view.explicit(key) for key in group_keys)
     yield ctx_finding(group_baseline_one_response, view, ("algorithm.adv_estimator", ROLLOUT + "n"),
-                      f"adv_estimator={estimator} with rollout.n=1: each prompt's group holds one response, so "
+                      f"adv_estimator={estimator} with rollout.n=1"
+                      + ("" if chosen else " (its default)") + ": each prompt's group holds one response, so "
                       "verl takes its baseline as 0 and the advantage is the raw reward, with no group baseline; "
-                      f"{estimator} needs several responses per prompt (rollout.n > 1)", key=ROLLOUT + "n")
+                      f"{estimator} needs several responses per prompt (rollout.n > 1)", key=ROLLOUT + "n",
+                      severity=None if chosen else "info")
