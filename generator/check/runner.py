@@ -15,9 +15,9 @@ from generator.inputs.policy import without_path
 from generator.reading.launch_script import written_elsewhere
 from generator.reading.shell.syntax_verdict import SYNTAX_KINDS
 
-# The hazards of a script that runs another script or job (shell/callee.py's unread-call and
-# ARGUMENT_SCRIPT) and the code of an exported placeholder (rules/shell.py's placeholder-value).
-_RUNS_ANOTHER = ("unread-call", "argument-script")
+# The hazards of a script that runs another script or job (shell/callee.py's unread-call,
+# ARGUMENT_SCRIPT and UNREAD_STRING) and the code of an exported placeholder (rules/shell.py's placeholder-value).
+_RUNS_ANOTHER = ("unread-call", "argument-script", "unread-string")
 _PLACEHOLDER_CODE = "VS714"
 
 if TYPE_CHECKING:

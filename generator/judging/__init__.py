@@ -23,6 +23,7 @@ from generator.config.types import Config
 from generator.judging.gather import call_facts, script_facts
 from generator.reading.launch_script import Invocation, LaunchScript
 from generator.model.facts import ModelFacts
+from generator.rules.uncomposable import rests_on_missing
 from generator.rules import (SEVERITY_ORDER, judge, judge_script, reads_defaults, rules_to_run, runs_no_training_step,
                              script_rules, stands_down_for_fork)
 from generator.rules.core import REGISTRY, Finding, MemoryVerdict, Rule, selected
@@ -118,6 +119,7 @@ def check_config(config: Config, *, model: ModelFacts | None = None, invocation:
     forked_chain = bool(ctx.fork_settings)
     findings = judge(ctx, _rules_to_run(tuple(select), tuple(ignore), config.backend, config.version, trainer,
                                         approximate, forked_chain, not (trainer and runs_no_training_step(ctx))))
+    findings = rests_on_missing(findings, config)  # keys a defaults file the checkout lacks would supply
     if trainer and not forked_chain:
         findings = _over_every_count(config, findings, model, invocation, script, tuple(ignore))
         findings.sort(key=lambda f: (f.line or 0, SEVERITY_ORDER.get(f.severity, 3), f.code))

@@ -73,7 +73,12 @@ def example_config(rule: Rule, example: Example) -> Config:
         return _script_example_config(rule, example)
     config_name = example.config_name or ("ppo_trainer" if rule.backends == ("fsdp",) else "ppo_megatron_trainer")
     base = BASE if "megatron" in config_name else tuple(o for o in BASE if ".megatron." not in o)
-    return config_for(example.overrides, version=example_version(rule, example), config_name=config_name, base=base)
+    config = config_for(example.overrides, version=example_version(rule, example), config_name=config_name, base=base)
+    if example.config_dir:
+        from generator.base.resources import data_dir
+
+        config.config_dir = str(data_dir() / "examples" / example.config_dir)
+    return config
 
 
 def _script_example_config(rule: Rule, example: Example) -> Config:

@@ -13,6 +13,7 @@ from generator.rules.core import Context, Finding, Fix, Rule, ctx_finding, rule
 from generator.rules.fixes import mini_fix
 from generator.config.reader import ConfigReader
 from generator.verl.constants import ACTOR, CRITIC, REF, ROLLOUT
+from generator.verl.versions import VersionRange
 
 LP_MICRO = ROLLOUT + "log_prob_micro_batch_size_per_gpu"
 LP_MICRO_GLOBAL = ROLLOUT + "log_prob_micro_batch_size"
@@ -250,3 +251,31 @@ def logprob_micro_large(ctx: Context) -> Iterator[Finding]:
                           f"log_prob_micro_batch_size_per_gpu {micro} > local batch G/DP = {responses}/{dp} = {local}: "
                           f"one forward pass of {local} ({math.ceil(local / micro)} micro-batch)",
                           fix=Fix(f"set log_prob_micro_batch_size_per_gpu={local}", (KeyEdit(LP_MICRO, micro, local),)))
+
+
+@rule("VB211", "logprob-global-micro-floors-to-zero", severity="error", stage="runtime",
+      versions=VersionRange(None, "0.7.1"), verl_ref="D16", chain_arithmetic=True)
+def logprob_micro_zero(ctx: Context) -> Iterator[Finding]:
+    # The legacy workers turn the deprecated global log-prob micro batch into a per-GPU one by floor
+    # division by the data-parallel ranks (verl/workers/fsdp_workers.py:267-274 @ v0.7.0, W/SP;
+    # megatron_workers.py:338-348 @ v0.7.0, DP; the same lines from v0.1), with no check that the
+    # result is positive; the log-prob pass then splits its batch into micro batches of 0 rows.
+    view = ConfigReader.of(ctx)
+    if view.new_engine:
+        return
+    dp = view.dp()
+    if not dp or dp <= 1:
+        return
+    roles = [("rollout", LP_MICRO_GLOBAL, ROLLOUT + "log_prob_use_dynamic_bsz")]
+    if view.ref_used:
+        roles.append(("ref", REF_MICRO_GLOBAL, REF + "log_prob_use_dynamic_bsz"))
+    for role, key, dynamic in roles:
+        micro = view.int(key)
+        if not micro or micro <= 0 or micro >= dp or view.bool(dynamic) is True or not view.explicit(key):
+            continue
+        short = key.rsplit(".", 1)[-1]
+        yield ctx_finding(logprob_micro_zero, view, (key,),
+                          f"[{role}] {short} {micro} is split among the data-parallel ranks ({view.dp_equation()}): "
+                          f"{micro} // {dp} = 0 sequences per GPU, and the {role} log-prob pass splits its batch "
+                          "into micro batches of 0 at the first step",
+                          key=key, fix=Fix(f"set {short}={dp} (one sequence per GPU)", (KeyEdit(key, micro, dp),)))

@@ -156,6 +156,9 @@ class Example(NamedTuple):
     version: str | None = None  # the release the example is checked against (default: newest)
     memory: MemoryVerdict | None = None  # the memory prediction the example's call gets
     config_name: str | None = None  # "ppo_trainer" for FSDP examples (default: ppo_megatron_trainer)
+    # For rules about a config folder's files: a folder under generator/data/examples/ the
+    # example's call composes from (as its --config-path would name it).
+    config_dir: str | None = None
 
 
 class Rule(NamedTuple):
@@ -249,7 +252,8 @@ def _example(data: dict[str, Any] | None) -> Example | None:
         **memory, "fix_edits": tuple(tuple(edit) for edit in memory.get("fix_edits", ())),
         "problems": tuple(memory.get("problems", ()))})
     return Example(tuple(data["overrides"]), note=data.get("note", ""), script=data.get("script"),
-                   version=data.get("version"), memory=verdict, config_name=data.get("config_name"))
+                   version=data.get("version"), memory=verdict, config_name=data.get("config_name"),
+                   config_dir=data.get("config_dir"))
 
 
 def catalog_file(family: str) -> Path:

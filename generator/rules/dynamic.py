@@ -51,6 +51,7 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
     seq = view.sequence_length()
     if seq is None:
         return
+    longest, capped = _longest_sequence(view, seq) if engine else (seq, "")
     failed: dict[str, int] = {}
     for role, cap_key, flag_key, sp_prefix in _caps(view):
         if view.bool(flag_key) is not True:
@@ -62,7 +63,7 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
             # the FSDP engine's own SP key, which the deprecated role-level one only overrides above 1
             # (FSDPActorConfig.__post_init__ of the verl 0.9.1 wheel, verl/workers/config/actor.py)
             split = view.int(sp_prefix + "fsdp_config.ulysses_sequence_parallel_size") or split
-        if derive.token_cap(cap, split) >= seq:
+        if derive.token_cap(cap, split) >= longest:
             continue
         failed[cap_key] = cap
         inherited_from = _INHERITS.get(cap_key)
@@ -70,16 +71,33 @@ def token_cap(ctx: Context) -> Iterator[Finding]:
             continue  # it follows the actor's cap: one finding (and one fix) on the actor's key
         unit = "CP" if view.backend == "megatron" else "SP"
         message = (f"{role}: {cap_key.rsplit('.', 1)[-1]}·{unit} = {cap}·{split} = {cap * split} < "
-                   f"prompt + response = {seq}")
+                   + (f"{capped}" if capped else f"prompt + response = {seq}"))
         severity: Severity | None = None
         if engine:
-            sure = response is not None and derive.token_cap(cap, split) <= response
+            # a truncated response makes a sequence of min(prompt + response, max_model_len) tokens
+            sure = response is not None and derive.token_cap(cap, split) <= response \
+                and derive.token_cap(cap, split) < longest
             message += ("; the engine workers assert it per sequence: the first "
                         + (f"response truncated at max_response_length {response}" if sure
                            else f"prompt + response longer than {cap * split} tokens") + " stops the run")
             severity = None if sure else "warning"
         yield ctx_finding(token_cap, view, (cap_key, "data.max_response_length"), message, key=cap_key,
-                          fix=token_cap_fix(cap_key, cap, seq, split), severity=severity)
+                          fix=token_cap_fix(cap_key, cap, longest, split), severity=severity)
+
+
+def _longest_sequence(view: ConfigReader, seq: int) -> tuple[int, str]:
+    """The longest sequence the engine workers can see, and how it is reached ("" when it is
+    prompt + response): the async rollout servers cap every request at rollout.max_model_len,
+    asking for at most max_model_len - prompt new tokens (vllm_async_server.py and
+    async_sglang_server.py from v0.6.0, `max_possible_tokens`; verl/workers/rollout/vllm_rollout/
+    vllm_async_server.py:474 @ v0.8.0), so a max_model_len below prompt + response is the cap."""
+    from generator.rules.batch import _rollout_mode
+
+    model_len = view.int(ROLLOUT + "max_model_len")
+    if model_len is None or model_len <= 0 or model_len >= seq or _rollout_mode(view) == "sync" \
+            or view.str(ROLLOUT + "name") not in (None, "vllm", "sglang"):
+        return seq, ""
+    return model_len, f"rollout.max_model_len = {model_len}, the longest sequence (prompt + response = {seq})"
 
 
 def _vpp(view: ConfigReader) -> tuple[int, int] | None:

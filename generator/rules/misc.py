@@ -7,8 +7,8 @@ from typing import Iterator
 from generator.reading.edit_kinds import KeyEdit
 from generator.rules.core import Context, Finding, Fix, ctx_finding, rule
 from generator.config.reader import ConfigReader
-from generator.verl.constants import (ACTOR, CRITIC, LOSS_AGG_MODES, MEGATRON, MEGATRON_DTYPES, REF,
-                                      ROUTER_REPLAY_MODES)
+from generator.verl.constants import (ACTOR, CRITIC, LOSS_AGG_MODES, MEGATRON, MEGATRON_DTYPES, PPO_ENTRY, REF,
+                                      ROLLOUT, ROUTER_REPLAY_MODES)
 from generator.verl.versions import VersionRange
 
 _MEG = ("megatron",)
@@ -309,3 +309,34 @@ def unread_on_megatron(ctx: Context) -> Iterator[Finding]:
             yield ctx_finding(unread_on_megatron, view, (key,),
                               f"{key}=True has no effect on the Megatron backend: no Megatron worker of verl reads "
                               f"it{hint}")
+
+
+# Estimators whose baseline is the group of responses to one prompt: with one response per prompt,
+# verl sets the group's mean to 0 (and its std to 1) instead (verl/trainer/ppo/core_algos.py:312 grpo,
+# :459 reinforce_plus_plus_baseline, :509 rloo, :565 opo, :702 gpg @ v0.7.0; grpo at :142 @ v0.2, as
+# the 0.1-based forks that added grpo have it).
+_GROUP_BASELINE = ("grpo", "grpo_vectorized", "rloo", "rloo_vectorized", "opo", "gpg",
+                   "reinforce_plus_plus_baseline")
+
+
+@rule("VX922", "group-baseline-with-one-response", severity="warning", stage="silent", verl_ref="H11",
+      reads_defaults=True, chain_arithmetic=True)
+def group_baseline_one_response(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    estimator, n = view.str("algorithm.adv_estimator"), view.int(ROLLOUT + "n")
+    if estimator not in _GROUP_BASELINE or n != 1 or not view.explicit("algorithm.adv_estimator"):
+        return  # (an estimator the fork's config picks may serve a stage of its own that uses no advantage)
+    if ctx.config.entry != PPO_ENTRY:
+        return  # a fork's own entry may sample its groups by another key (`lean.num_samples=32`)
+    if view.bool("distillation.enabled") is True:
+        return  # on-policy distillation trains on the teacher's loss (verl's own 0.8.0 example runs n=1)
+    # The script's own evidence: it sets n=1 (or the fork's own group key, `rollout.n_agent=1`) itself.
+    # Left at the default, it is advice (verl's own rollout_correction examples leave n at 1).
+    group_keys = (ROLLOUT + "n", *(r.key for r in (ctx.fork_code.repeat_keys if ctx.fork_code else ())))
+    chosen = any(view.explicit(key) for key in group_keys)
+    yield ctx_finding(group_baseline_one_response, view, ("algorithm.adv_estimator", ROLLOUT + "n"),
+                      f"adv_estimator={estimator} with rollout.n=1"
+                      + ("" if chosen else " (its default)") + ": each prompt's group holds one response, so "
+                      "verl takes its baseline as 0 and the advantage is the raw reward, with no group baseline; "
+                      f"{estimator} needs several responses per prompt (rollout.n > 1)", key=ROLLOUT + "n",
+                      severity=None if chosen else "info")

@@ -244,3 +244,34 @@ def prometheus(ctx: Context) -> Iterator[Finding]:
         yield ctx_finding(prometheus, view, (ROLLOUT + "prometheus.enable", key),
                           "rollout.prometheus.enable=True with rollout.disable_log_stats=True", key=key,
                           fix=Fix("set rollout.disable_log_stats=False", (KeyEdit(key, True, False),)))
+
+
+@rule("VR513", "max-model-len-below-sequence", severity="warning", stage="silent",
+      versions=VersionRange("0.3.0", None), verl_ref="H10")
+def model_len_below_sequence(ctx: Context) -> Iterator[Finding]:
+    view = ConfigReader.of(ctx)
+    key = ROLLOUT + "max_model_len"
+    if not view.known(key) or view.str(ROLLOUT + "name") not in (None, "vllm", "sglang"):
+        return
+    model_len, seq = view.int(key), view.sequence_length()
+    if model_len is None or model_len <= 0 or seq is None or model_len >= seq:
+        return
+    prompt = seq - (view.int(ROLLOUT + "response_length") or view.int("data.max_response_length") or 0)
+    response = seq - prompt
+    # The rollout asks the engine for at most max_model_len - prompt new tokens (the async servers'
+    # `max_possible_tokens`), or hands it max_model_len and the engine stops there (the sync rollout):
+    # a response never gets longer than that, whatever max_response_length says.
+    message = (f"rollout.max_model_len {model_len} < prompt + response = {prompt} + {response} = {seq}: every "
+               f"sequence stops at {model_len} tokens, so a response gets at most {model_len} - its prompt's tokens")
+    if model_len > response:
+        message += (f" and a prompt longer than {model_len - response} tokens never gets max_response_length "
+                    f"{response}")
+    else:
+        message += f" and max_response_length {response} is never reached"
+    if model_len <= prompt:
+        message += f"; a prompt of {model_len} tokens or more (max_prompt_length is {prompt}) leaves no room at all"
+    yield ctx_finding(model_len_below_sequence, view, (key,), message, key=key,
+                      # a longer context changes the engine's memory (KV cache per sequence): never silent
+                      fix=Fix(f"set rollout.max_model_len={seq}"
+                              + (f" (or lower max_response_length to {model_len - prompt})" if model_len > prompt
+                                 else ""), (KeyEdit(key, model_len, seq),), "unsafe"))

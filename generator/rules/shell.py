@@ -9,7 +9,7 @@ from typing import Callable, Iterator
 from generator.reading.edit_kinds import TextEdit
 from generator.reading.launch_script import Hazard, LaunchScript
 from generator.reading.recognize import looks_like_launcher
-from generator.reading.shell.callee import ARGUMENT_SCRIPT
+from generator.reading.shell.callee import ARGUMENT_SCRIPT, UNREAD_STRING
 from generator.rules.core import Context, Finding, Fix, Rule, Severity, family_rule, rule
 from generator.base.safe_regex import lazy_pattern
 
@@ -202,6 +202,8 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
         return  # a helper script: VS730 says so, and it passes
     if not script.invocations and _runs_its_argument(script):
         return  # a wrapper of the script it is given: VS730 says so
+    if not script.invocations and _unread_string(script):
+        return  # the call is in a string the reader could not re-read: VS730 says so
     if script.invocations:
         first = script.invocations[0]
         why = (f"the call at line {first.line} is never reached"
@@ -211,6 +213,14 @@ def no_trainer_call(ctx: Context) -> Iterator[Finding]:
         why = unread.message if unread else "no command runs verl's trainer or a Hydra entry point"
     yield no_trainer_call.finding(f"no trainer call was read, so nothing in this script was checked: {why}",
                                   line=script.invocations[0].line if script.invocations else None)
+
+
+def _unread_string(script: LaunchScript) -> Hazard | None:
+    """The `eval "$CMD"` whose string holds the trainer call but could not be re-read, when nothing
+    else of the script may hold a call the reader missed."""
+    if any(h.kind == "unread-call" for h in script.hazards):
+        return None
+    return next((h for h in script.hazards if h.kind == UNREAD_STRING), None)
 
 
 def _runs_its_argument(script: LaunchScript) -> Hazard | None:
@@ -225,6 +235,11 @@ def _runs_its_argument(script: LaunchScript) -> Hazard | None:
 def not_a_launch_script(ctx: Context) -> Iterator[Finding]:
     script = ctx.script
     if script is None or script.invocations:
+        return
+    held = _unread_string(script)
+    if held is not None:
+        yield not_a_launch_script.finding(f"its trainer call was not read: {held.message}; nothing in it was checked",
+                                          line=held.line)
         return
     wrapper = _runs_its_argument(script)
     if wrapper is not None:

@@ -192,13 +192,21 @@ def unread_call(rec: CommandRecord) -> Hazard | None:
         return None
     line = rec.span.line
     joined = " ".join(texts[1:])
-    if (texts[0] == "eval" or (texts[0] in _SHELLS and "-c" in texts[1:2])) and names_trainer(joined.encode()):
+    if texts[0] == "eval" or (texts[0] in _SHELLS and "-c" in texts[1:2]):
         how = "`eval`" if texts[0] == "eval" else f"`{texts[0]} -c`"
-        return Hazard("unread-call", line, f"the call at line {line} is in a string run by {how}, which the reader "
-                      "does not re-read (it holds quotes, expansions or operators); check the command itself")
+        if names_trainer(joined.encode()):
+            return Hazard(UNREAD_STRING, line, f"the call at line {line} is in a string run by {how}, which the "
+                          "reader does not re-read (it holds quotes, expansions or operators); check the command "
+                          "itself")
     submitted = _submitted_job(texts, line)
     if submitted is not None:
         return submitted
+    head = texts[: next((n for n, t in enumerate(texts) if "=" in t and not t.startswith("-")), len(texts))]
+    if any(f.unknowns for f in rec.fields[: len(head)]) and len(head) <= 4 and _holds_overrides(texts[len(head):]):
+        # `python -m ${TRAINER_MODULE} k=v …` (often from `eval $CMD`) after a `source` of a file not
+        # known statically: a trainer call whose entry is not known
+        return Hazard(UNREAD_STRING, line, f"line {line} gives Hydra overrides to `{' '.join(head)[:60]}`, a "
+                      "command not known statically, so its call was not read; check the command itself")
     start, _ = _past_wrappers(rec.fields, {})
     k = _script_index(rec.fields[start:])
     k = k + start if k is not None else None
@@ -245,6 +253,17 @@ def _submitted_job(texts: list[str], line: int) -> Hazard | None:
 
 # The hazard of a wrapper that runs the script named by its own argument (`bash "$1"`).
 ARGUMENT_SCRIPT = "argument-script"
+# The hazard of a trainer call held in a string (`eval "$CMD"`, `bash -c "…"`) that the reader could
+# not re-read: the call exists, only its words are not known (VS730, info; not VS709's "no call").
+UNREAD_STRING = "unread-string"
+
+
+def _holds_overrides(texts: list[str]) -> bool:
+    """Whether a string's words pass Hydra overrides (`a.b=c`), enough of them to be a trainer call."""
+    from generator.reading.overrides import looks_like_override
+
+    dotted = [t for t in texts if looks_like_override(t) and "." in t.split("=", 1)[0]]
+    return len(dotted) >= _FLAGGED_OVERRIDES_AT_LEAST
 # A word that is exactly one of the script's positional arguments, as the reader leaves it unknown.
 _ARGUMENT = re.compile(r"<\?\$(?:[1-9]|\{[1-9]\})>")
 

@@ -33,6 +33,8 @@ def _arguments_asked(label: str, goes_on_when_true: bool) -> int:
     return {"ge": n, "gt": n + 1, "eq": n}.get(op, 0)
 
 
+# The names a `-z "$X"` test reads.
+_EMPTY_TESTED = re.compile(r'-z\s+"?\$\{?([A-Za-z_][A-Za-z0-9_]*)\}?"?')
 # A condition about emptiness or the number of arguments: `-z`, `-n`, `-v`, `$#`, `""`.
 _EMPTINESS = re.compile(r"(?:^|[\s!])-[znv]\s|\$#|\$\{#|\"\"|''")
 
@@ -150,12 +152,29 @@ class Conditions(EvaluatorParts):
         """A guard (`[ -z "$MODEL_PATH" ] && exit 1`, `if [ $# -lt 2 ]; then usage; exit 1; fi`)
         is an assertion that the run provides what it tests: the names become required unknowns
         and the exiting branch is read as not taken, so the rest of the script is still read."""
+        reads = reads or self._option_reads(label)
         if not reads or not _EMPTINESS.search(label) or not self._exits(body):
             return False
         for name in reads:
             self.require(name, f"the script exits at `{label}` otherwise", _arguments_asked(label, False))
         self._walk_dead([], body, flow, label)
         return True
+
+    def _option_reads(self, label: str) -> list[str]:
+        """The names an emptiness test reads that the script sets empty and then from one of its
+        arguments (`MODEL_PATH=""`, then `--model_path) MODEL_PATH="$2"` in its option loop, then
+        `[ -z "$MODEL_PATH" ] && exit 1`): the run gives that option, as the guard asserts."""
+        fx = self.fx
+        if fx is None:
+            return []
+        out = []
+        for name in _EMPTY_TESTED.findall(label):
+            var = self.state.vars.get(name)
+            if var is None or var.unknown or var.elems is not None or pieces_text(var.pieces or []).strip():
+                continue
+            if re.search(rf"(?<![\w$]){re.escape(name)}=[\"']?\$\{{?[1-9]", fx.src):
+                out.append(name)
+        return out
 
     def _guard_by_else(self, reads: list[str], arms: list[tuple[Callable[[], bool | None], list[Node], str]],
                        label: str) -> bool:

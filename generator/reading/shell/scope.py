@@ -519,7 +519,8 @@ def merge_states(states: list[State], label: str) -> State:
             continue
         texts = sorted({_describe(v) for v in values})
         reason = f"${name} depends on `{as_text(label)}`: one of {', '.join(texts)}"
-        merged.vars[name] = _common_prefix_array(name, values, reason) or Var(unknown=reason, label=f"either:{name}")
+        merged.vars[name] = (_common_prefix_array(name, values, reason) or _common_prefix_words(name, values, reason)
+                             or Var(unknown=reason, label=f"either:{name}"))
     for st in states[1:]:
         merged.functions.update(st.functions)
         for src in st.unknown_sources:
@@ -552,6 +553,31 @@ def _common_prefix_array(name: str, values: list[Var | None], reason: str) -> Va
         return None  # identical arrays are merged by the caller
     tail = Elem(pieces=[Piece(unknown_marker(f"either:{name}"), unknown=reason)], a=None, b=None, path=None)
     return Var(elems=[*prefix, tail])
+
+
+def _common_prefix_words(name: str, values: list[Var | None], reason: str) -> Var | None:
+    """A string that only some branches append words to (`CMD+=" key=value"` under an `if`, then
+    `eval $CMD`): the text every branch has stays known and one unknown word stands for the
+    rest, the way _common_prefix_array keeps an array's shared elements. Only where each branch's
+    own part starts a new word (a blank first), so no word of the prefix changes; None otherwise."""
+    strings = [v.pieces for v in values if v is not None and not v.unknown and v.elems is None
+               and v.pieces is not None]
+    if len(strings) != len(values) or not strings:
+        return None
+    prefix: list[Piece] = []
+    for column in zip(*strings):
+        head = column[0]
+        if not all((p.text, p.a, p.b, p.path, p.unknown) == (head.text, head.a, head.b, head.path, head.unknown)
+                   for p in column[1:]):
+            break
+        prefix.append(head)
+    if not prefix or not pieces_text(prefix).strip():
+        return None
+    rests = [s[len(prefix):] for s in strings]
+    if all(not r for r in rests) or not all(not r or r[0].text[:1] in (" ", "\t", "\n") for r in rests):
+        return None
+    tail = [Piece(" ", split=True), Piece(unknown_marker(f"either:{name}"), unknown=reason)]
+    return Var(pieces=[*prefix, *tail])
 
 
 def _same_value(a: Var, b: Var) -> bool:

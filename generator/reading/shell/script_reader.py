@@ -220,7 +220,10 @@ def _word_expansion_hazards(src: str, inv: Invocation, path: str | None) -> list
                 "brace-expansion", ov.word.line,
                 f"bash's brace expansion splits `{word_text[:60]}` into {len(parts)} arguments "
                 f"({' '.join(parts)[:80]}); quote the value to pass it whole", ov.word))
-        if "[" in src[ov.word.start : ov.word.end] and has_unquoted_glob(src, ov.word.start, ov.word.end):
+        # The override's own text first: a word read from a string (`eval $CMD`) may span many lines
+        # of the file, another override's `[...]` among them.
+        if "[" in ov.text and "[" in src[ov.word.start : ov.word.end] \
+                and has_unquoted_glob(src, ov.word.start, ov.word.end):
             hazards.append(Hazard(
                 "unquoted-glob", ov.word.line,
                 f"`{ov.text[:60]}` has unquoted [...]: bash treats it as a glob pattern and would replace "

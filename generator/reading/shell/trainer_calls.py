@@ -16,6 +16,7 @@ from generator.reading.shell.placeholders import LOGGER_NAME_KEYS, is_markup, is
 from generator.reading.python.hydra_main import entry_config, reads_own_command_line
 from generator.reading.shell.unset_names import environment_inputs, from_scheduler, near_miss
 from generator.reading.shell.duplicates import duplicate_hazard
+from generator.reading.shell.split_words import split_siblings, split_words_hazard
 from generator.verl.constants import PPO_ENTRY
 
 _RECIPE_MAIN = re.compile(r"recipe\.(?:[\w.]+\.)?\w*main\w*\Z")
@@ -298,6 +299,12 @@ def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str
             continue
         if f.unknowns or not text.strip():  # `\ ` words are the backslash-space hazard's
             j += 1
+            continue
+        split = split_siblings(rest, texts, j)
+        if split > 1:  # `dir=ckpt/Your Exp name`: the stray words of one split word are one mistake
+            f_line = line_of(rec.path, f.cmd_a if f.cmd_a >= 0 else f.word_a)
+            out.append(split_words_hazard(texts[j : j + split], inv.line, f_line, _word_span(rec, f, f_line)))
+            j += split
             continue
         hazard, words = _word_hazard(rec, inv, f, text, texts[j + 1] if j + 1 < len(rest) else None, line_of)
         if hazard is not None:
