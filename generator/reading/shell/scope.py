@@ -290,8 +290,8 @@ class Scope(EvaluatorParts):
             elems = self._array_elems(value_node)
             old = self.state.vars.get(name)
             if plus and old is not None and not old.unknown:
-                base = old.elems if old.elems is not None else (
-                    [Elem(old.pieces or [], None, None, None)] if old.pieces is not None else [])
+                scalar = [Elem(old.pieces or [], None, None, None)] if old.pieces is not None else []
+                base = old.elems if old.elems is not None else scalar
                 elems = list(base) + elems
             self._set(name, Var(elems=elems, exported=export))
             return
@@ -324,8 +324,7 @@ class Scope(EvaluatorParts):
         return n if n > len(self.state.args) else 0
 
     def _appended(self, name: str, old: Var, pieces: list[Piece], va: int, end: int, export: bool) -> Var:
-        """`NAME+=value` on a variable that has a value: the string or the array grows; an
-        unknown stays unknown."""
+        """`NAME+=value` on a variable that has a value: the string or the array grows; an unknown stays unknown."""
         fx = self.fx
         assert fx is not None
         if old.unknown:

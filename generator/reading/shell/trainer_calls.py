@@ -50,8 +50,7 @@ def recognise(rec: CommandRecord, line_of: Callable[[str | None, int], int],
     rest = rec.fields[i:]
     inv = Invocation(
         line=rec.span.line, span=rec.span, entry=entry, entry_kind=kind,  # type: ignore[arg-type]
-        launcher=" ".join(launcher), config_path=None, config_name=None,
-        branch=rec.branch,  # type: ignore[arg-type]
+        launcher=" ".join(launcher), config_path=None, config_name=None, branch=rec.branch,  # type: ignore[arg-type]
         passes_args=rec.passes_args, env=env, redirects=list(rec.redirects),
         context=list(rec.context), cwd=rec.cwd, pythonpath=rec.pythonpath, path=rec.path,
     )
@@ -268,8 +267,7 @@ def _placeholder_origins(f: Field, value: list[Piece]) -> tuple[tuple[str | None
 
 # Options Hydra's own command line accepts besides overrides (hydra/_internal/utils.py get_args_parser).
 _HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve", "--package", "-p",
-                "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i",
-                "--experimental-rerun"}
+                "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i", "--experimental-rerun"}
 _HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
 # Environment variables a run normally has: a value built on them is not a forgotten variable.
 _ENVIRONMENT = {"HOME", "PWD", "USER", "PATH", "TMPDIR", "HOSTNAME", "SLURM_JOB_ID", "SLURM_PROCID",
