@@ -401,7 +401,8 @@ def trainer_asserts_mini_within_train(package: Path) -> bool | None:
     """Whether a project's verl package compares the actor's mini batch with the train batch where
     verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py
     (0.6) and workers/config/ (0.7+, `if train_batch_size < self.ppo_mini_batch_size: raise`). Read
-    with ast, so a commented-out check does not count; a critic's own check does not either. None
+    with ast, so a commented-out check does not count, nor one that only warns; a critic's own check
+    does not either. None
     when the package has no trainer code to read (issue 34: a fork that commented it out was told verl refuses)."""
     trainer = package / "trainer"
     files, _ = _files([trainer, package / "utils" / "config.py", package / "workers" / "config"])
@@ -418,17 +419,30 @@ def trainer_asserts_mini_within_train(package: Path) -> bool | None:
 
 
 def _compares_train_with_actor_mini(tree: ast.AST) -> bool:
+    """An `assert` on the comparison, or an `if` on it whose branch raises: a comparison that only
+    warns or logs (a fork that allows the larger mini batch on purpose, issue 34) is no check."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.ClassDef) and "critic" in node.name.lower():
             continue  # CriticConfig.validate makes the critic's own check
+        if isinstance(node, ast.Assert) and _has_mini_comparison(node.test):
+            return True
+        if isinstance(node, ast.If) and _has_mini_comparison(node.test) and any(
+                isinstance(n, (ast.Raise, ast.Assert)) for branch in (node.body, node.orelse)
+                for statement in branch for n in ast.walk(statement)):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _has_mini_comparison(test: ast.expr) -> bool:
+    for node in ast.walk(test):
         if isinstance(node, ast.Compare) and len(node.comparators) == 1:
             sides = [_dotted_name(node.left), _dotted_name(node.comparators[0])]
             if any(a.endswith("train_batch_size") and b.endswith("ppo_mini_batch_size") and "critic" not in b
                    for a, b in (sides, sides[::-1])):
                 return True
-        stack.extend(ast.iter_child_nodes(node))
     return False
 
 
