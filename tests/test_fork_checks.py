@@ -67,3 +67,18 @@ def test_a_fork_that_commented_out_the_mini_batch_assert(tmp_path: Path) -> None
 def test_a_fork_whose_rollout_has_no_chunked_prefill_check(tmp_path: Path) -> None:
     assert "VR507" in _codes(tmp_path / "a", A6_ASSERT, G4_CHECK)
     assert "VR507" not in _codes(tmp_path / "b", A6_ASSERT, G4_ABSENT)
+
+
+# verl 0.7+ makes A6 in its actor config's validate(); a fork may keep the comparison and only warn.
+A6_RAISES = ("def validate(self, train_batch_size):\n"
+             "    if train_batch_size < self.ppo_mini_batch_size:\n"
+             "        raise ValueError('train_batch_size must be >= ppo_mini_batch_size')\n")
+A6_WARNS = ("import warnings\n\n\ndef validate(self, train_batch_size):\n"
+            "    if train_batch_size < self.ppo_mini_batch_size:\n"
+            "        warnings.warn('allowed: this fork inflates the batch internally')\n")
+
+
+def test_a_fork_that_only_warns_where_verl_refuses_the_mini_batch(tmp_path: Path) -> None:
+    assert "VB102" in _codes(tmp_path / "a", A6_RAISES, G4_CHECK)
+    codes = _codes(tmp_path / "b", A6_WARNS, G4_CHECK)  # the comparison is there; it refuses nothing
+    assert "VB102" not in codes and "VB106" not in codes

@@ -101,3 +101,54 @@ def test_an_actor_with_an_epoch_loop_updates_once_per_epoch(tmp_path: Path) -> N
 def test_an_actor_without_an_epoch_loop_updates_once(tmp_path: Path) -> None:
     messages = _chain_fork(tmp_path, "def update_policy(self, data):\n    for batch in data:\n        pass\n")
     assert messages and "one update per step" in messages[0]
+
+
+# --- a fork that removes its own fields from the section before the class is built ---------------
+
+REMOVER = '''from omegaconf import open_dict
+
+
+class Trainer:
+    def __init__(self, config):
+        rollout_config = config.actor_rollout_ref.rollout
+        self.knob = rollout_config.get("strategy_x", 0)
+        own_fields = ["strategy_x", "other_knob"]
+        with open_dict(config):
+            for field in own_fields:
+                if field in rollout_config:
+                    del rollout_config[field]
+            for name in list(config.actor_rollout_ref.actor.keys()):
+                if name.startswith("myfork_"):
+                    del config.actor_rollout_ref.actor[name]
+            config.critic.pop("critic_knob", None)
+            del self.cache["not_a_config"]
+            kwargs.pop("not_a_config_either")
+'''
+
+
+def test_the_fields_a_forks_trainer_deletes_are_read_by_name_or_prefix(tmp_path: Path) -> None:
+    from generator.reading.fork_code import read_fork_code
+
+    folder = tmp_path / "trainer"
+    folder.mkdir()
+    (folder / "fork_trainer.py").write_text(REMOVER)
+    code = read_fork_code([folder])
+    assert {(r.name, r.prefix) for r in code.removed} == {
+        ("strategy_x", False), ("other_knob", False), ("myfork_", True), ("critic_knob", False)}
+    assert code.removal_of("myfork_depth") is not None and code.removal_of("strategy_x") is not None
+    assert code.removal_of("not_a_config") is None and code.removal_of("not_a_config_either") is None
+    assert code.removal_of("strategy") is None  # a name, not a prefix
+
+
+def test_a_key_the_forks_trainer_removes_before_the_build_is_info(tmp_path: Path) -> None:
+    project = _fork(tmp_path)
+    (project / "verl/trainer/fork_trainer.py").write_text(REMOVER.replace("rollout_config = config.actor_rollout_ref"
+                                                                          ".rollout", "rollout_config = config"
+                                                                          ".actor_rollout_ref.actor"))
+    script_path = project / "run.sh"
+    script = read_script(script_path.read_bytes(), str(script_path))
+    results = check_script(script, resolution=resolve_script(script, str(script_path)))
+    vk610 = {f.key: f for _i, _c, findings in results for f in findings if f.code == "VK610"}
+    found = vk610["actor_rollout_ref.actor.strategy_x"]
+    assert found.severity == "info" and "fork_trainer.py:" in found.message and "removes 'strategy_x'" in found.message
+    assert vk610["actor_rollout_ref.actor._frozen"].severity == "error"  # not removed: still fails

@@ -116,3 +116,28 @@ def test_keys_no_release_has_leave_every_release_possible(tmp_path: Path) -> Non
     found = resolve_script(read_script(script_path.read_bytes(), str(script_path)), str(script_path))
     assert "0.4.1" in found.allowed and "0.9.1" in found.allowed
     assert _findings(script_path)["VR508"] == "info"
+
+
+# A key every packaged release has, added with '+' (VK602 on each of them), from a script that runs
+# verl from a folder outside the project: the verl that runs there is not one we read.
+PLUS_EXISTING = SCRIPT.replace("trainer.nnodes=1", "trainer.nnodes=1 +trainer.val_before_train=False")
+
+
+@pytest.mark.parametrize("prelude", ["cd ~/OtherVerl\n", "cd /opt/other_verl\n",
+                                     "export PYTHONPATH=/opt/other_verl:$PYTHONPATH\n"])
+def test_a_key_finding_of_a_script_running_verl_from_outside_the_project_is_info(tmp_path: Path,
+                                                                                  prelude: str) -> None:
+    script_path = _project(tmp_path, {"run.sh": prelude + PLUS_EXISTING})
+    script = read_script(script_path.read_bytes(), str(script_path))
+    results = check_script(script, resolution=resolve_script(script, str(script_path)))
+    vk602 = [f for _inv, _config, findings in results for f in findings if f.code == "VK602"]
+    assert [f.severity for f in vk602] == ["info"]
+    assert "outside the project" in vk602[0].message or "cannot place" in vk602[0].message
+    assert found_by(tmp_path / "inside", PLUS_EXISTING)["VK602"] == "error"  # run from the project: it stands
+    # a release the project names is evidence: the finding stands wherever verl is imported from
+    assert found_by(tmp_path / "pinned", prelude + PLUS_EXISTING, {"requirements.txt": "verl==0.9.1\n"})["VK602"] \
+        == "error"
+
+
+def found_by(where: Path, text: str, extra: dict[str, str] | None = None) -> dict[str, str]:
+    return _findings(_project(where, {"run.sh": text, **(extra or {})}))

@@ -17,6 +17,7 @@ the script's suppression comments. Rule families register themselves with `@rule
 from __future__ import annotations
 
 import os
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable
 
 from generator.config.types import Config
@@ -237,7 +238,7 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     """
     from generator.judging.calls import call_configs
     from generator.judging.loop_repeats import fold_loop_repeats
-    from generator.judging.release_evidence import rejudges, weigh
+    from generator.judging.release_evidence import from_elsewhere, rejudges, verl_from_elsewhere, weigh
 
     results: CheckResults = []
     hazards = script_findings(script, select=select, ignore=ignore, with_suppressions=False)
@@ -260,6 +261,9 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
             results.append((invocation, config, []))
             continue
         findings = weigh(judge_call(invocation, config), resolution, index, other_releases)
+        elsewhere = verl_from_elsewhere(invocation, _project_root(script)) if resolution.inferred else None
+        if elsewhere:
+            findings = from_elsewhere(findings, resolution, elsewhere)
         note = _scope_note(invocation)
         if note:
             findings = [f._replace(message=f.message + note) for f in findings]
@@ -273,6 +277,15 @@ def check_resolved(script: LaunchScript, resolution: Resolution, *, select: Iter
     if not results[0][2]:
         results.pop(0)  # no script-level finding: the first element is a call's
     return results
+
+
+def _project_root(script: LaunchScript) -> Path | None:
+    """The checkout the script belongs to; None for a script read from stdin."""
+    if script.path is None or not os.path.isfile(script.path):
+        return None
+    from generator.schema.imports import checkout_root
+
+    return checkout_root(script.path)
 
 
 def _judge_suppressions(script: LaunchScript, results: CheckResults,

@@ -10,6 +10,14 @@ guess. It is kept, as info, and says which release it does not hold on and what 
 (issue 34: VR508 "rollout.mode=sync is removed" on a vendored verl without a version file,
 judged as 0.9.1 from its keys, where the vendored release still had the sync mode).
 
+A second case rests on the guess whatever the packaged releases say: a script that runs verl
+from a folder outside the project (`cd ~/TinyZero`, `cd /opt/verl`, a `cd` to a folder it does not
+name, a PYTHONPATH entry outside the project) imports the verl found there, which we never read:
+the project's files are then no evidence of the release that runs, and it may be an older one or
+a fork that no packaged release describes. Its key findings (a key the release lacks or has, a
+dataclass field) are info that say so (issue 34: VK602 on `+trainer.val_before_train` from a
+script that ran TinyZero's trainer, judged against 0.9.1 guessed from its keys).
+
 Not a rule module: it registers no rule, and runs the rules again (generator.judging.check_config)
 on the call's config as each other allowed release builds it.
 """
@@ -17,6 +25,7 @@ on the call's config as each other allowed release builds it.
 from __future__ import annotations
 
 import zlib
+from pathlib import Path
 from typing import TYPE_CHECKING, Callable, Iterable, Iterator
 
 from generator.config.types import Config
@@ -34,6 +43,42 @@ Rejudge = Callable[[int], "set[Identity] | None"]
 
 SETTLES = ("a `verl==X.Y.Z` pin in requirements.txt or pyproject.toml, the vendored verl's "
            "verl/version/version file, or --verl-version")
+
+
+# The key findings that rest on which release builds the config (not the grammar of an override).
+_RELEASE_KEY_FINDINGS = frozenset({"VK601", "VK602", "VK603", "VK604", "VK605", "VK607", "VK610", "VK612"})
+
+
+def verl_from_elsewhere(invocation: Invocation, root: Path | None) -> str | None:
+    """How the call imports verl from a folder outside the project `root` (which we never read),
+    for a note; None when it runs from the project (or `root` is unknown)."""
+    if root is None:
+        return None
+    cwd = invocation.cwd
+    if cwd is None:
+        return "from a folder its `cd` leads to, which this check cannot place (it may be outside the project)"
+    if cwd.startswith("/") and not _inside(Path(cwd), root):
+        return f"from {cwd} (the script's `cd`), outside the project"
+    for entry in (invocation.pythonpath or "").split(":"):
+        if entry.startswith(("/", "~")) and "$" not in entry and not _inside(Path(entry), root):
+            return f"from {entry} (its PYTHONPATH), outside the project"
+    return None
+
+
+def _inside(path: Path, root: Path) -> bool:
+    return path == root or root in path.parents
+
+
+def from_elsewhere(findings: list[Finding], resolution: Resolution, where: str) -> list[Finding]:
+    """`findings` with each release-dependent key error or warning turned into info: the release
+    was inferred from the keys while the script runs verl `where` (verl_from_elsewhere)."""
+    if not resolution.inferred:
+        return findings
+    note = (f" [info: it rests on verl {resolution.base_release}, inferred from the script's keys, while the "
+            f"script runs verl {where}, whose release nothing here names; that verl's "
+            f"version (--verl-version) would settle it]")
+    return [f._replace(severity="info", message=f.message + note)
+            if f.code in _RELEASE_KEY_FINDINGS and f.severity in ("error", "warning") else f for f in findings]
 
 
 def other_releases(resolution: Resolution) -> tuple[str, ...]:

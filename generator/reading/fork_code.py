@@ -17,6 +17,13 @@ module's folder:
   still reads is live for that fork (VK608 stays silent), unless the code calls it deprecated
   itself or runs verl's own `validate_config`, which prints verl's warning.
 
+- the config fields it **removes** before verl builds a dataclass from the section: `del
+  cfg.rollout.srt_x`, `del rollout_config["srt_x"]`, `cfg.pop("srt_x")`, `delattr(cfg, "srt_x")`,
+  the same in a loop over a list of names, or under `if name.startswith("srt_")` (a prefix). A
+  fork that takes its own fields out of the section first is not failed by them (VK610); the
+  receiver must be named like a config (`config`, `rollout_cfg`...), and only the field's last
+  name is kept, not the path to it.
+
 The keys are dotted from the config root: the attribute chain after a name or attribute called
 `config` (`self.config.data.n_samples` -> `data.n_samples`), `.get('key')` included. Bounded: at
 most MAX_FILES files of at most SCRIPT_LIMIT bytes each; a file that does not parse is skipped.
@@ -52,6 +59,16 @@ class RepeatKey:
 
 
 @dataclass(frozen=True, slots=True)
+class RemovedField:
+    name: str  # the field's name, or the prefix its name starts with
+    where: str  # file:line, relative to the folder read
+    prefix: bool = False
+
+    def matches(self, field: str) -> bool:
+        return field.startswith(self.name) if self.prefix else field == self.name
+
+
+@dataclass(frozen=True, slots=True)
 class ForkCode:
     """A fact gathered before the rules run (generator.judging.gather): immutable."""
 
@@ -60,6 +77,11 @@ class ForkCode:
     # Last parts of keys a string of the code calls deprecated ("WARNING: val_batch_size is
     # deprecated"): verl 0.4-0.8 still use the value but warn; such a fork warns too.
     warned: frozenset[str] = frozenset()
+    removed: tuple[RemovedField, ...] = ()
+
+    def removal_of(self, field: str) -> RemovedField | None:
+        """Where the code deletes the config field `field` (by name or by a prefix), if it does."""
+        return next((r for r in self.removed if r.matches(field)), None)
 
     def reads(self, key: str) -> bool:
         """The code uses the key's value and does not itself call the key deprecated."""
@@ -85,6 +107,23 @@ def config_key(node: ast.AST) -> str | None:
             return None
 
 
+_CONFIGISH = re.compile(r"conf|cfg", re.IGNORECASE)
+
+
+def _configish(node: ast.AST) -> bool:
+    """An expression named like a config (`self.config.rollout`, `rollout_cfg`, `conf`)."""
+    return any(isinstance(n, ast.Name) and _CONFIGISH.search(n.id)
+               or isinstance(n, ast.Attribute) and _CONFIGISH.search(n.attr) for n in ast.walk(node))
+
+
+def _strings(node: ast.AST) -> tuple[str, ...] | None:
+    """The names of a literal list/tuple/set of strings; None for anything else."""
+    if isinstance(node, (ast.List, ast.Tuple, ast.Set)) and node.elts \
+            and all(isinstance(e, ast.Constant) and isinstance(e.value, str) for e in node.elts):
+        return tuple(str(e.value) for e in node.elts if isinstance(e, ast.Constant))
+    return None
+
+
 def _keys_in(node: ast.AST) -> list[str]:
     """The config keys of the longest chains in an expression (not their prefixes)."""
     found = []
@@ -107,6 +146,10 @@ class _Reader(ast.NodeVisitor):
         self.reads: set[str] = set()
         self.warned: set[str] = set()
         self.function = ""
+        self.removed: list[RemovedField] = []
+        self.string_lists: dict[str, tuple[str, ...]] = {}  # local name -> the literal names it holds
+        self.loop_names: dict[str, tuple[str, ...]] = {}  # loop variable -> the names it runs over
+        self.prefixes: dict[str, str] = {}  # variable -> the prefix an enclosing `if` tested it for
 
     def visit_Constant(self, node: ast.Constant) -> None:
         if isinstance(node.value, str) and "deprecat" in node.value.lower():
@@ -144,8 +187,58 @@ class _Reader(ast.NodeVisitor):
             self.warned.update(_VERL_VALIDATION_WARNS)
 
     def visit_If(self, node: ast.If) -> None:  # a key read only in a test is not a live read
-        for child in node.body + node.orelse:
+        tested = node.test
+        prefix = None
+        if isinstance(tested, ast.Call) and isinstance(tested.func, ast.Attribute) \
+                and tested.func.attr == "startswith" and isinstance(tested.func.value, ast.Name) \
+                and len(tested.args) == 1 and isinstance(tested.args[0], ast.Constant) \
+                and isinstance(tested.args[0].value, str) and tested.args[0].value:
+            prefix = (tested.func.value.id, tested.args[0].value)
+        if prefix:
+            outer = self.prefixes.get(prefix[0])
+            self.prefixes[prefix[0]] = prefix[1]
+        for child in node.body:
             self.visit(child)
+        if prefix:
+            if outer is None:
+                self.prefixes.pop(prefix[0], None)
+            else:
+                self.prefixes[prefix[0]] = outer
+        for child in node.orelse:
+            self.visit(child)
+
+    def visit_For(self, node: ast.For) -> None:
+        names = _strings(node.iter)
+        if names is None and isinstance(node.iter, ast.Name):
+            names = self.string_lists.get(node.iter.id)
+        bound = node.target.id if isinstance(node.target, ast.Name) and names else None
+        if bound:
+            outer = self.loop_names.get(bound)
+            self.loop_names[bound] = names or ()
+        self.generic_visit(node)
+        if bound:
+            if outer is None:
+                self.loop_names.pop(bound, None)
+            else:
+                self.loop_names[bound] = outer
+
+    def _note_removed(self, field: ast.expr, line: int) -> None:
+        where = f"{self.where}:{line}"
+        if isinstance(field, ast.Constant) and isinstance(field.value, str) and field.value:
+            self.removed.append(RemovedField(field.value, where))
+        elif isinstance(field, ast.Name):
+            if field.id in self.prefixes:
+                self.removed.append(RemovedField(self.prefixes[field.id], where, prefix=True))
+            for name in self.loop_names.get(field.id, ()):
+                self.removed.append(RemovedField(name, where))
+
+    def visit_Delete(self, node: ast.Delete) -> None:
+        for target in node.targets:
+            if isinstance(target, ast.Subscript) and _configish(target.value):
+                self._note_removed(target.slice, node.lineno)
+            elif isinstance(target, ast.Attribute) and _configish(target.value):
+                self.removed.append(RemovedField(target.attr, f"{self.where}:{node.lineno}"))
+        self.generic_visit(node)
 
     def visit_While(self, node: ast.While) -> None:
         for child in node.body + node.orelse:
@@ -153,10 +246,13 @@ class _Reader(ast.NodeVisitor):
 
     def visit_Assign(self, node: ast.Assign) -> None:
         key = config_key(node.value)
-        if key:
-            for target in node.targets:
-                if isinstance(target, ast.Name):
+        names = _strings(node.value)
+        for target in node.targets:
+            if isinstance(target, ast.Name):
+                if key:
                     self.assigned[target.id] = key
+                if names:
+                    self.string_lists[target.id] = names
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -164,6 +260,12 @@ class _Reader(ast.NodeVisitor):
             for keyword in node.keywords:
                 if keyword.arg == "repeat_times":
                     self._note_repeat(keyword.value, node.lineno)
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "pop" and node.args \
+                and _configish(node.func.value):
+            self._note_removed(node.args[0], node.lineno)
+        if isinstance(node.func, ast.Name) and node.func.id == "delattr" and len(node.args) == 2 \
+                and _configish(node.args[0]):
+            self._note_removed(node.args[1], node.lineno)
         self.generic_visit(node)
 
     def _comprehension(self, node: ast.ListComp | ast.GeneratorExp) -> None:
@@ -221,6 +323,7 @@ def _read_fork_code(folders: list[Path]) -> tuple[ForkCode, list[Path], int]:
     repeats: list[RepeatKey] = []
     reads: set[str] = set()
     warned: set[str] = set()
+    removed: list[RemovedField] = []
     files, listed = _files(folders)
     for path in files:
         try:
@@ -233,7 +336,8 @@ def _read_fork_code(folders: list[Path]) -> tuple[ForkCode, list[Path], int]:
         repeats.extend(reader.repeats)
         reads |= reader.reads
         warned |= reader.warned
-    found = ForkCode(tuple(repeats), frozenset(reads), frozenset(warned))
+        removed.extend(reader.removed)
+    found = ForkCode(tuple(repeats), frozenset(reads), frozenset(warned), tuple(removed))
     return found, [*folders, *listed, *files], approx_size(found)
 
 
@@ -297,7 +401,8 @@ def trainer_asserts_mini_within_train(package: Path) -> bool | None:
     """Whether a project's verl package compares the actor's mini batch with the train batch where
     verl makes its A6 check: the trainer (an `assert` in ray_trainer.py from 0.3.0), utils/config.py
     (0.6) and workers/config/ (0.7+, `if train_batch_size < self.ppo_mini_batch_size: raise`). Read
-    with ast, so a commented-out check does not count; a critic's own check does not either. None
+    with ast, so a commented-out check does not count, nor one that only warns; a critic's own check
+    does not either. None
     when the package has no trainer code to read (issue 34: a fork that commented it out was told verl refuses)."""
     trainer = package / "trainer"
     files, _ = _files([trainer, package / "utils" / "config.py", package / "workers" / "config"])
@@ -314,17 +419,30 @@ def trainer_asserts_mini_within_train(package: Path) -> bool | None:
 
 
 def _compares_train_with_actor_mini(tree: ast.AST) -> bool:
+    """An `assert` on the comparison, or an `if` on it whose branch raises: a comparison that only
+    warns or logs (a fork that allows the larger mini batch on purpose, issue 34) is no check."""
     stack: list[ast.AST] = [tree]
     while stack:
         node = stack.pop()
         if isinstance(node, ast.ClassDef) and "critic" in node.name.lower():
             continue  # CriticConfig.validate makes the critic's own check
+        if isinstance(node, ast.Assert) and _has_mini_comparison(node.test):
+            return True
+        if isinstance(node, ast.If) and _has_mini_comparison(node.test) and any(
+                isinstance(n, (ast.Raise, ast.Assert)) for branch in (node.body, node.orelse)
+                for statement in branch for n in ast.walk(statement)):
+            return True
+        stack.extend(ast.iter_child_nodes(node))
+    return False
+
+
+def _has_mini_comparison(test: ast.expr) -> bool:
+    for node in ast.walk(test):
         if isinstance(node, ast.Compare) and len(node.comparators) == 1:
             sides = [_dotted_name(node.left), _dotted_name(node.comparators[0])]
             if any(a.endswith("train_batch_size") and b.endswith("ppo_mini_batch_size") and "critic" not in b
                    for a, b in (sides, sides[::-1])):
                 return True
-        stack.extend(ast.iter_child_nodes(node))
     return False
 
 

@@ -226,6 +226,16 @@ def added_key_in_dataclass(ctx: Context) -> Iterator[Finding]:
         if unknown is None:
             continue
         parent, new_field, class_name, own = unknown
+        removal = ctx.fork_code.removal_of(new_field) if ctx.fork_code is not None else None
+        if removal is not None:
+            # the fork's code takes its own field out of the section before the class is built
+            yield added_key_in_dataclass.finding(
+                f"'{override.text}' adds '{new_field}' to {parent}, which verl {ctx.version} builds as "
+                f"{class_name}, a dataclass without that field; this project's code removes "
+                + (f"fields named '{removal.name}*'" if removal.prefix else f"'{removal.name}'")
+                + f" from the config before that ({removal.where}), so the call is not failed by it",
+                line=override.written_line, key=override.key, severity="info")
+            continue
         exact = own or measured == ctx.version
         guessed = config.resolution is not None and config.resolution.inferred and not own
         yield added_key_in_dataclass.finding(
