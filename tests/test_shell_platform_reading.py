@@ -34,3 +34,17 @@ def test_variables_a_job_platform_sets_are_not_unset(nodes: str, gpus: str) -> N
 def test_a_variable_no_platform_sets_is_still_unset() -> None:
     text = TRAINER + "    data.train_batch_size=64 \\\n    trainer.nnodes=\"${MY_NODES}\"\n"
     assert _codes(text, ["VS703"]) == ["VS703"]
+
+
+def test_comments_after_the_last_override_lose_nothing() -> None:
+    text = (TRAINER + "    data.train_batch_size=64 \\\n    trainer.nnodes=1 \\\n"
+            "    # trainer.total_epochs=3 \\\n    # \"$@\"\n    # trainer.test_freq=5 \\\n\necho done\n")
+    assert _codes(text, ["VS701"]) == []
+    at_the_end = TRAINER + "    trainer.nnodes=1 \\\n    # trainer.total_epochs=3 \\\n    # trainer.test_freq=5"
+    assert _codes(at_the_end, ["VS701"]) == []
+
+
+def test_a_comment_before_more_overrides_still_cuts_the_call() -> None:
+    text = (TRAINER + "    trainer.nnodes=1 \\\n    # trainer.total_epochs=3 \\\n    # note\n"
+            "    trainer.test_freq=5 \\\n    trainer.save_freq=10\n")
+    assert _codes(text, ["VS701"]) == ["VS701"]
