@@ -48,3 +48,17 @@ def test_a_comment_before_more_overrides_still_cuts_the_call() -> None:
     text = (TRAINER + "    trainer.nnodes=1 \\\n    # trainer.total_epochs=3 \\\n    # note\n"
             "    trainer.test_freq=5 \\\n    trainer.save_freq=10\n")
     assert _codes(text, ["VS701"]) == ["VS701"]
+
+
+@pytest.mark.parametrize("fill", ["free=($(nvidia-smi --query-gpu=index))\n",
+                                  "pick() {\n    out=()\n    echo \"${out[@]}\"\n}\nfree=($(pick))\n"])
+def test_an_array_filled_at_run_time_leaves_its_guard_open(fill: str) -> None:
+    text = fill + 'if [ "${#free[@]}" -ge 8 ]; then\n    ' + TRAINER + "        trainer.nnodes=1\nfi\n"
+    script = read_script(text, "t.sh")
+    assert [inv.branch for inv in script.invocations] == ["conditional"]
+    assert _codes(text, ["VS709"]) == []
+
+
+def test_an_array_of_known_words_still_decides_its_guard() -> None:
+    text = 'free=(0 1)\nif [ "${#free[@]}" -ge 8 ]; then\n    ' + TRAINER + "        trainer.nnodes=1\nfi\n"
+    assert [inv.branch for inv in read_script(text, "t.sh").invocations] == ["dead"]
