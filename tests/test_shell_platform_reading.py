@@ -62,3 +62,13 @@ def test_an_array_filled_at_run_time_leaves_its_guard_open(fill: str) -> None:
 def test_an_array_of_known_words_still_decides_its_guard() -> None:
     text = 'free=(0 1)\nif [ "${#free[@]}" -ge 8 ]; then\n    ' + TRAINER + "        trainer.nnodes=1\nfi\n"
     assert [inv.branch for inv in read_script(text, "t.sh").invocations] == ["dead"]
+
+
+def test_a_bash_c_string_under_ray_job_submit_is_the_call() -> None:
+    text = ("ray job submit --address http://127.0.0.1:8265 --runtime-env-json '{\"conda\": \"verl\"}' \\\n"
+            "    -- bash -c \"cd /workspace/proj && python3 -m verl.trainer.main_ppo \\\n"
+            "    data.train_batch_size=32 \\\n    trainer.nnodes=2\"\n")
+    script = read_script(text, "t.sh")
+    assert {ov.key: ov.value for inv in script.invocations for ov in inv.overrides} == {
+        "data.train_batch_size": "32", "trainer.nnodes": "2"}
+    assert _codes(text, ["VS709"]) == []
