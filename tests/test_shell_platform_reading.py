@@ -72,3 +72,16 @@ def test_a_bash_c_string_under_ray_job_submit_is_the_call() -> None:
     assert {ov.key: ov.value for inv in script.invocations for ov in inv.overrides} == {
         "data.train_batch_size": "32", "trainer.nnodes": "2"}
     assert _codes(text, ["VS709"]) == []
+
+
+def test_a_fork_entry_run_through_an_unknown_interpreter_with_switches_is_the_call() -> None:
+    text = ('"${PYTHON_BIN}" -u -m myfork.trainers.main_ppo \\\n    data.train_batch_size=32 \\\n'
+            "    trainer.nnodes=2\n")
+    script = read_script(text, "t.sh")
+    assert [inv.entry for inv in script.invocations] == ["myfork.trainers.main_ppo"]
+    assert _codes(text, ["VS709", "VS730"]) == []
+
+
+def test_an_unknown_command_with_a_non_python_option_is_not_taken_for_python() -> None:
+    text = '"${TOOL}" --verbose -m myfork.trainers.main_ppo data.train_batch_size=32\n'
+    assert read_script(text, "t.sh").invocations == []
