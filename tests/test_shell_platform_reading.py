@@ -85,3 +85,11 @@ def test_a_fork_entry_run_through_an_unknown_interpreter_with_switches_is_the_ca
 def test_an_unknown_command_with_a_non_python_option_is_not_taken_for_python() -> None:
     text = '"${TOOL}" --verbose -m myfork.trainers.main_ppo data.train_batch_size=32\n'
     assert read_script(text, "t.sh").invocations == []
+
+
+def test_a_python_launcher_given_its_own_config_is_noted_not_warned() -> None:
+    text = ('extra=()\nif [[ -n "${MODEL_PATH:-}" ]]; then\n  extra+=("actor_rollout_ref.model.path=$MODEL_PATH")\nfi\n'
+            'python -m myproj.main_search \\\n  --config "${CONFIG:-myproj/config/run.yaml}" \\\n  "${extra[@]}" "$@"\n')
+    findings = script_findings(read_script(text, "t.sh"), select=["VS709", "VS730"])
+    assert [(f.code, f.severity) for f in findings] == [("VS730", "info")]
+    assert "myproj.main_search" in findings[0].message and "configuration file" in findings[0].message
