@@ -26,7 +26,7 @@ from typing import TYPE_CHECKING, cast
 from generator.reading.launch_script import Hazard, Invocation
 from generator.reading.foreign_paths import checkout_copy
 from generator.reading.recognize import names_trainer
-from generator.reading.shell.wrappers import WRAPPERS, Argv, skip_wrapper
+from generator.reading.shell.wrappers import WRAPPERS, Argv, find_entry, skip_wrapper
 from generator.reading.shell.context import CommandRecord, EvaluatorParts, FileCtx, Flow, State
 from generator.reading.shell.builtins import SOURCE_BUDGET
 from generator.reading.shell.comment_subst import mask_comment_substitutions
@@ -201,6 +201,9 @@ def unread_call(rec: CommandRecord) -> Hazard | None:
     submitted = _submitted_job(texts, line)
     if submitted is not None:
         return submitted
+    launcher = _python_launcher(rec.fields, texts, line)
+    if launcher is not None:
+        return launcher
     head = texts[: next((n for n, t in enumerate(texts) if "=" in t and not t.startswith("-")), len(texts))]
     if any(f.unknowns for f in rec.fields[: len(head)]) and len(head) <= 4 and _holds_overrides(texts[len(head):]):
         # `python -m ${TRAINER_MODULE} k=v …` (often from `eval $CMD`) after a `source` of a file not
@@ -256,6 +259,27 @@ ARGUMENT_SCRIPT = "argument-script"
 # The hazard of a trainer call held in a string (`eval "$CMD"`, `bash -c "…"`) that the reader could
 # not re-read: the call exists, only its words are not known (VS730, info; not VS709's "no call").
 UNREAD_STRING = "unread-string"
+
+
+# Options an argparse launcher takes its own configuration file by (`python -m pkg.main_x --config
+# cfg.yaml`); Hydra's own are `--config-path`/`--config-name`, read as a Hydra call.
+_OWN_CONFIG_OPTIONS = ("--config", "--config-file", "--config_file")
+
+
+def _python_launcher(fields: list[Field], texts: list[str], line: int) -> Hazard | None:
+    """A Python entry that is given its own configuration file (issue 34: `python -m
+    verl_ttt_discover.main_erdos --config X` builds the trainer's overrides itself and starts
+    verl's trainer): the call is made in that program, which the reader does not run (VS730, info)."""
+    entry = find_entry(Argv(fields), [], {})
+    if entry is None:
+        return None
+    rest = texts[entry.next:]
+    if not any(t in _OWN_CONFIG_OPTIONS or t.startswith(tuple(o + "=" for o in _OWN_CONFIG_OPTIONS))
+               for t in rest):
+        return None
+    return Hazard(UNREAD_STRING, line, f"line {line} runs `{entry.entry}`, a Python launcher given its own "
+                  "configuration file: it builds the trainer's call itself, which the reader does not follow; "
+                  "check that configuration")
 
 
 def _holds_overrides(texts: list[str]) -> bool:

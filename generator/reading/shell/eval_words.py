@@ -73,8 +73,9 @@ def string_args(fields: list[Field]) -> tuple[str, list[Field]] | None:
 
 
 # Commands that run the command after their own words on another machine or process (a Slurm
-# step, a detached job): `srun -N1 -w "$head" bash -c "…"` runs the string as `bash -c` would.
-LAUNCH_WRAPPERS = frozenset({"srun", "nohup", "timeout", "mpirun", "setsid", "stdbuf", "nice"})
+# step, a detached job): `srun -N1 -w "$head" bash -c "…"` runs the string as `bash -c` would, and so
+# does `ray job submit … -- bash -c "…"` (the Ray job's entrypoint).
+LAUNCH_WRAPPERS = frozenset({"srun", "nohup", "timeout", "mpirun", "setsid", "stdbuf", "nice", "ray"})
 
 
 def _shell_behind_wrapper(fields: list[Field]) -> list[Field] | None:

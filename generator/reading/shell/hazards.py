@@ -38,9 +38,15 @@ def text_hazards(src: str, script: ScriptTree, line_of: Callable[[int], int]) ->
             continue  # the previous line is itself a comment
         nl = src.find("\n", start)
         end = len(src) if nl < 0 else nl + 1
-        following = line_from(src, end).strip()
+        after = end
+        following = line_from(src, after).strip()
+        while following.startswith("#") and after < len(src):
+            # more comment lines: what ends the continuation is the first line that is not one
+            nl = src.find("\n", after)
+            after = len(src) if nl < 0 else nl + 1
+            following = line_from(src, after).strip()
         if not following:
-            continue
+            continue  # only comments up to the command's end: bash joins the comment and nothing is lost
         line = line_of(start)
         out.append(Hazard(
             "comment-in-continuation", line,

@@ -269,9 +269,6 @@ def _placeholder_origins(f: Field, value: list[Piece]) -> tuple[tuple[str | None
 _HYDRA_FLAGS = {"--help", "-h", "--hydra-help", "--version", "--cfg", "-c", "--resolve", "--package", "-p",
                 "--run", "-r", "--multirun", "-m", "--shell-completion", "-sc", "--info", "-i", "--experimental-rerun"}
 _HYDRA_FLAGS_WITH_VALUE = {"--cfg", "-c", "--package", "-p", "--info", "-i", "--experimental-rerun"}
-# Environment variables a run normally has: a value built on them is not a forgotten variable.
-_ENVIRONMENT = {"HOME", "PWD", "USER", "PATH", "TMPDIR", "HOSTNAME", "SLURM_JOB_ID", "SLURM_PROCID",
-                "CUDA_VISIBLE_DEVICES", "WORLD_SIZE", "RANK", "LOCAL_RANK", "MASTER_ADDR", "MASTER_PORT"}
 
 
 def argument_hazards(rec: CommandRecord, inv: Invocation, line_of: Callable[[str | None, int], int]
@@ -573,7 +570,7 @@ def _partly_unset(value: str, assigned: set[str]) -> str | None:
     if not _without_markers(value).strip("/'\"") or "<?" in _without_markers(value):
         return None  # wholly unknown (empty-expansion's case) or other unknowns in it
     for m in _UNSET_MARKER.finditer(value):
-        if m.group(1) not in assigned and m.group(1) not in _ENVIRONMENT:
+        if m.group(1) not in assigned and not from_scheduler(m.group(1)):
             return m.group(1)
     return None
 

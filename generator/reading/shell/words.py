@@ -395,6 +395,8 @@ class Expander:
     def _length(self, name: str, index: str | None, ea: int, eb: int, dq: bool) -> list[Piece]:
         var = self.host.get_var(name)
         if index in ("@", "*") and var is not None and var.elems is not None:
+            if any(e.present and any(p.unknown and not p.q for p in e.pieces) for e in var.elems):  # `a=($(cmd))`
+                return [self._unknown(f"length:{name}", f"length of ${name}, filled at run time", ea, eb, dq=dq)]
             n = sum(1 for e in var.elems if e.present)
         else:
             value = self.host.lookup_pieces(name, ea, eb, dq=True, index=index)

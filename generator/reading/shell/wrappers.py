@@ -234,6 +234,23 @@ def _python(argv: Argv, i: int, base: str) -> Entry | None:
     return None
 
 
+# Python's own switches that take no value (`python -u`, `-OO`, `-bB`): docs.python.org/3/using/cmdline.html
+_PY_SWITCHES = re.compile(r"-[bBdEiIOPqsSuvR]+")
+
+
+def _past_python_flags(argv: Argv, i: int) -> int:
+    """The index of the first word from `i` that is not one of Python's own options (known words only)."""
+    while i < len(argv) and argv.known(i):
+        w = argv.word(i)
+        if w in _PY_FLAGS_WITH_VALUE and argv.known(i + 1):
+            i += 2
+        elif _PY_SWITCHES.fullmatch(w):
+            i += 1
+        else:
+            break
+    return i
+
+
 def _python_of(argv: Argv, i: int) -> Entry | None:
     """`uv run -m pkg.main …` / `uv run train.py …`: the wrapper runs Python on it itself."""
     w = argv.text(i)
@@ -252,9 +269,11 @@ def find_entry(argv: Argv, launcher: list[str], env: dict[str, str]) -> Entry | 
     while i < len(argv):
         word = argv.word(i)
         if not argv.known(i):
-            # `$PYTHON -m pkg.mod …` with $PYTHON unknown is still a Python module call.
-            if argv.text(i + 1) == "-m" and argv.known(i + 2):
-                return Entry(argv.word(i + 2), "module", f"{word} -m", i + 3)
+            # `$PYTHON -m pkg.mod …` (or `"$PYTHON_BIN" -u -m pkg.mod …`) with $PYTHON unknown is
+            # still a Python module call.
+            m = _past_python_flags(argv, i + 1)
+            if argv.text(m) == "-m" and argv.known(m) and argv.known(m + 1):
+                return Entry(argv.word(m + 1), "module", f"{word} -m", m + 2)
             # `"$CONDA_BIN" run -n env python -m pkg.mod …`: an environment manager found at run
             # time (`$(command -v conda)`); its `run` subcommand still leads to the program.
             if argv.text(i + 1) == "run" and argv.known(i + 1):
