@@ -7,33 +7,12 @@ a `max_model_len` below prompt + response)."""
 
 from __future__ import annotations
 
-import json
-import subprocess
-import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.project_check import check_json, new_project, write
 
 
-def _check(script: Path, cwd: Path) -> tuple[int, dict[str, object], list[dict[str, object]]]:
-    done = subprocess.run([sys.executable, "-m", "generator", "check", "--format", "json", str(script)],
-                          cwd=cwd, capture_output=True, text=True, timeout=120,
-                          env={"PYTHONPATH": str(ROOT), "PATH": "/usr/bin:/bin", "NO_COLOR": "1"})
-    document = json.loads(done.stdout)
-    entry = document["files"][0]
-    return done.returncode, entry["resolution"] or {}, list(entry["findings"])
 
-
-def _project(tmp_path: Path) -> Path:
-    project = tmp_path / "proj"
-    (project / ".git").mkdir(parents=True)
-    return project
-
-
-def _write(path: Path, text: str) -> Path:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(text)
-    return path
 
 
 def _codes(findings: list[dict[str, object]], code: str) -> list[dict[str, object]]:
@@ -43,28 +22,28 @@ def _codes(findings: list[dict[str, object]], code: str) -> list[dict[str, objec
 # --- one unquoted word split into several stray words ------------------------------------------
 
 def test_the_stray_words_of_one_split_word_are_one_finding(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", """NAME="my first run"
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", """NAME="my first run"
 python3 -m verl.trainer.main_ppo \\
     data.train_batch_size=64 \\
     trainer.default_local_dir=ckpt/$NAME \\
     trainer.n_gpus_per_node=8
 """)
-    _, _, findings = _check(script, project)
+    _, _, findings = check_json(script, project)
     stray = _codes(findings, "VS712")
     assert len(stray) == 1, stray
     assert "`first`, `run`" in str(stray[0]["message"]) and stray[0]["line"] == 4
 
 
 def test_stray_words_written_apart_stay_one_finding_each(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", """python3 -m verl.trainer.main_ppo \\
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", """python3 -m verl.trainer.main_ppo \\
     data.train_batch_size=64 \\
     oops \\
     trainer.n_gpus_per_node=8 \\
     again
 """)
-    _, _, findings = _check(script, project)
+    _, _, findings = check_json(script, project)
     assert sorted(int(str(f["line"])) for f in _codes(findings, "VS712")) == [3, 5]
 
 
@@ -84,9 +63,9 @@ eval $CMD
 
 
 def test_a_string_appended_to_under_an_if_and_run_by_eval_is_read(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", EVAL_CALL.format(head='TRAINER_MODULE="verl.trainer.main_ppo"'))
-    _, _, findings = _check(script, project)
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", EVAL_CALL.format(head='TRAINER_MODULE="verl.trainer.main_ppo"'))
+    _, _, findings = check_json(script, project)
     assert not _codes(findings, "VS709")
     assert [f["line"] for f in _codes(findings, "VB102")] == [7]  # mini 128 > train 64, on its own line
     # the one `[...]` of the string is reported, not every word read from it
@@ -94,21 +73,21 @@ def test_a_string_appended_to_under_an_if_and_run_by_eval_is_read(tmp_path: Path
 
 
 def test_a_string_call_whose_entry_comes_from_an_unread_file_is_read_with_it_unknown(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", EVAL_CALL.format(head='source "$CONFIG_FILE"'))
-    _, _, findings = _check(script, project)
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", EVAL_CALL.format(head='source "$CONFIG_FILE"'))
+    _, _, findings = check_json(script, project)
     assert not _codes(findings, "VS709")
 
 
 def test_overrides_given_to_a_command_not_known_statically_are_an_unread_call_not_a_missing_one(
         tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", """$LAUNCHER \\
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", """$LAUNCHER \\
     data.train_batch_size=64 \\
     actor_rollout_ref.actor.ppo_mini_batch_size=128 \\
     trainer.n_gpus_per_node=8
 """)
-    code, _, findings = _check(script, project)
+    code, _, findings = check_json(script, project)
     assert not _codes(findings, "VS709")
     unread = _codes(findings, "VS730")
     assert len(unread) == 1 and unread[0]["severity"] == "info" and "was not read" in str(unread[0]["message"])
@@ -118,8 +97,8 @@ def test_overrides_given_to_a_command_not_known_statically_are_an_unread_call_no
 # --- a call reached once the script's required option is given -----------------------------------
 
 def test_a_call_behind_a_required_option_guard_is_reached(tmp_path: Path) -> None:
-    project = _project(tmp_path)
-    script = _write(project / "run.sh", """MODEL_PATH=""
+    project = new_project(tmp_path)
+    script = write(project / "run.sh", """MODEL_PATH=""
 while [[ $# -gt 0 ]]; do
     case $1 in
         --model_path) MODEL_PATH="$2"; shift 2 ;;
@@ -143,7 +122,7 @@ else
     exit 1
 fi
 """)
-    _, _, findings = _check(script, project)
+    _, _, findings = check_json(script, project)
     assert not _codes(findings, "VS709")
     assert len(_codes(findings, "VB102")) == 1
 
@@ -151,8 +130,8 @@ fi
 # --- verl's own sequence cap in the token-budget check (VD401) and the cap itself (VR513) --------
 
 def _pinned(tmp_path: Path, release: str) -> Path:
-    project = _project(tmp_path)
-    _write(project / "requirements.txt", f"verl=={release}\n")
+    project = new_project(tmp_path)
+    write(project / "requirements.txt", f"verl=={release}\n")
     return project
 
 
@@ -174,21 +153,21 @@ LONG_RESPONSES = """python3 -m verl.trainer.main_ppo \\
 
 def test_the_token_budget_is_judged_against_max_model_len_where_it_caps_every_sequence(tmp_path: Path) -> None:
     project = _pinned(tmp_path, "0.8.0")
-    capped = _write(project / "capped.sh", LONG_RESPONSES.format(
+    capped = write(project / "capped.sh", LONG_RESPONSES.format(
         cap=8192, model_len="actor_rollout_ref.rollout.max_model_len=8192 \\\n    "))
-    _, resolution, findings = _check(capped, project)
+    _, resolution, findings = check_json(capped, project)
     assert "0.8.0" in str(resolution)
     assert not _codes(findings, "VD401")  # no sequence is longer than 8192 on the engine path
     [cut] = _codes(findings, "VR513")
     assert cut["severity"] == "warning" and "8192 < prompt + response = 2048 + 32768 = 34816" in str(cut["message"])
     # without the cap, 8192 tokens cannot hold one 34816-token sequence
-    uncapped = _write(project / "uncapped.sh", LONG_RESPONSES.format(cap=8192, model_len=""))
-    _, _, findings = _check(uncapped, project)
+    uncapped = write(project / "uncapped.sh", LONG_RESPONSES.format(cap=8192, model_len=""))
+    _, _, findings = check_json(uncapped, project)
     assert _codes(findings, "VD401") and not _codes(findings, "VR513")
     # a budget below the cap still fails, judged against the cap
-    small = _write(project / "small.sh", LONG_RESPONSES.format(
+    small = write(project / "small.sh", LONG_RESPONSES.format(
         cap=4096, model_len="actor_rollout_ref.rollout.max_model_len=8192 \\\n    "))
-    _, _, findings = _check(small, project)
+    _, _, findings = check_json(small, project)
     budget = _codes(findings, "VD401")
     assert budget and "rollout.max_model_len = 8192" in str(budget[0]["message"])
 
@@ -211,27 +190,27 @@ FLOORED = """python3 -m verl.trainer.main_ppo \\
 
 def test_a_global_log_prob_micro_batch_below_the_ranks_floors_to_zero_for_rollout_and_ref(tmp_path: Path) -> None:
     project = _pinned(tmp_path, "0.4.1")
-    script = _write(project / "run.sh", FLOORED.format(n=4, lp=2, ref=4))
-    _, _, findings = _check(script, project)
+    script = write(project / "run.sh", FLOORED.format(n=4, lp=2, ref=4))
+    _, _, findings = check_json(script, project)
     [floored] = _codes(findings, "VB211")
     assert floored["severity"] == "error" and "2 // 4 = 0" in str(floored["message"]) and floored["line"] == 8
-    script = _write(project / "ref.sh", FLOORED.format(n=4, lp=8, ref=3))
-    _, _, findings = _check(script, project)
+    script = write(project / "ref.sh", FLOORED.format(n=4, lp=8, ref=3))
+    _, _, findings = check_json(script, project)
     assert [f["line"] for f in _codes(findings, "VB211")] == [9]
 
 
 def test_a_group_baseline_with_one_response_per_prompt(tmp_path: Path) -> None:
     project = _pinned(tmp_path, "0.4.1")
-    one = _write(project / "one.sh", FLOORED.format(n=1, lp=8, ref=8))
-    _, _, findings = _check(one, project)
+    one = write(project / "one.sh", FLOORED.format(n=1, lp=8, ref=8))
+    _, _, findings = check_json(one, project)
     [single] = _codes(findings, "VX922")
     assert single["severity"] == "warning" and "rollout.n=1" in str(single["message"])
-    four = _write(project / "four.sh", FLOORED.format(n=4, lp=8, ref=8))
-    assert not _codes(_check(four, project)[2], "VX922")
+    four = write(project / "four.sh", FLOORED.format(n=4, lp=8, ref=8))
+    assert not _codes(check_json(four, project)[2], "VX922")
     # n left at its default 1 (as verl's own rollout_correction examples do): advice, not a warning
-    default = _write(project / "default.sh", FLOORED.format(n=4, lp=8, ref=8).replace(
+    default = write(project / "default.sh", FLOORED.format(n=4, lp=8, ref=8).replace(
         "    actor_rollout_ref.rollout.n=4 \\\n", ""))
-    [advice] = _codes(_check(default, project)[2], "VX922")
+    [advice] = _codes(check_json(default, project)[2], "VX922")
     assert advice["severity"] == "info" and "(its default)" in str(advice["message"])
 
 
@@ -266,21 +245,21 @@ CALL = """python3 -m verl.trainer.main_ppo \\
 
 
 def _fork_without_data_defaults(tmp_path: Path, ignore: str | None) -> Path:
-    project = _project(tmp_path)
-    _write(project / "verl" / "version" / "version", "0.7.0\n")
+    project = new_project(tmp_path)
+    write(project / "verl" / "version" / "version", "0.7.0\n")
     config = project / "verl" / "trainer" / "config"
-    _write(config / "ppo_trainer.yaml", PRIMARY)
-    _write(config / "_generated_ppo_trainer.yaml", GENERATED)
-    _write(config / "reward_manager.yaml", "name: naive\n")  # a config entry (no group) that is there
+    write(config / "ppo_trainer.yaml", PRIMARY)
+    write(config / "_generated_ppo_trainer.yaml", GENERATED)
+    write(config / "reward_manager.yaml", "name: naive\n")  # a config entry (no group) that is there
     if ignore is not None:
-        _write(project / ".gitignore", f"# training data\n{ignore}\n")
+        write(project / ".gitignore", f"# training data\n{ignore}\n")
     return project
 
 
 def test_a_defaults_file_the_gitignore_drops_is_reported_and_its_keys_stand_down(tmp_path: Path) -> None:
     project = _fork_without_data_defaults(tmp_path, "data/")
-    script = _write(project / "run.sh", CALL)
-    code, _, findings = _check(script, project)
+    script = write(project / "run.sh", CALL)
+    code, _, findings = check_json(script, project)
     [missing] = _codes(findings, "VK613")
     message = str(missing["message"])
     assert missing["severity"] == "error" and code == 1
@@ -293,9 +272,9 @@ def test_a_defaults_file_the_gitignore_drops_is_reported_and_its_keys_stand_down
 
 def test_a_missing_defaults_file_without_a_gitignore_line_is_a_warning(tmp_path: Path) -> None:
     project = _fork_without_data_defaults(tmp_path, "/outputs/")
-    script = _write(project / "run.sh", CALL)
-    _, _, findings = _check(script, project)
+    script = write(project / "run.sh", CALL)
+    _, _, findings = check_json(script, project)
     [missing] = _codes(findings, "VK613")
     assert missing["severity"] == "warning" and ".gitignore" not in str(missing["message"])
-    _write(project / "verl" / "trainer" / "config" / "data" / "legacy_data.yaml", "train_batch_size: 64\n")
-    assert not _codes(_check(script, project)[2], "VK613")
+    write(project / "verl" / "trainer" / "config" / "data" / "legacy_data.yaml", "train_batch_size: 64\n")
+    assert not _codes(check_json(script, project)[2], "VK613")
